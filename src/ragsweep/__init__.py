@@ -1,0 +1,3 @@
+"""ragsweep: an in-process Pathway RAG pipeline and its evaluator."""
+
+__version__ = "0.1.0"

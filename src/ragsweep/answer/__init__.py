@@ -1,0 +1,1 @@
+"""Answering a question from retrieved chunks: extractive (offline) or by an LLM."""

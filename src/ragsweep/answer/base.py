@@ -1,0 +1,19 @@
+"""The answer record every answerer returns."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+IDK = "I don't know."
+
+
+class Answer(BaseModel):
+    text: str
+    abstained: bool = False
+    # 1-based numbers of the retrieved chunks the answer cites (chunk i = hits[i-1])
+    cited: list[int] = Field(default_factory=list)
+    answerer: str = ""  # "extractive" or "llm:<model>"
+    error: str | None = None  # a failure recorded for this case (endpoint error, timeout, bad reply)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool = False

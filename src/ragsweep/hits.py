@@ -1,0 +1,23 @@
+"""What retrieval returns: one ranked chunk of one document."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class Hit(BaseModel):
+    """A retrieved chunk.
+
+    ``start``/``end`` are character offsets of the chunk in the parsed text of
+    ``doc_id`` (the text the parser produced, see :mod:`ragsweep.corpus`), so a
+    caller can tell whether a chunk covers an evidence span for any chunk size.
+    ``score`` is larger-is-better (the fused RRF score in hybrid mode, the BM25
+    score or the cosine similarity otherwise).
+    """
+
+    rank: int = Field(ge=1)
+    score: float
+    text: str
+    doc_id: str  # path relative to the documents folder, '/'-separated
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)

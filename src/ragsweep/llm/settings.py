@@ -1,0 +1,124 @@
+"""Settings of an OpenAI-compatible LLM endpoint (answerer, judge, ragas metrics).
+
+Values come from the pipeline config (plain keys, or keys prefixed ``llm_``) and
+fall back to the usual environment variables:
+
+- ``base_url``: ``OPENAI_BASE_URL`` (else ``https://api.openai.com/v1``)
+- ``api_key``:  the variable named by ``api_key_env`` (default ``OPENAI_API_KEY``)
+- ``model``:    ``RAGSWEEP_LLM_MODEL``, ``OPENAI_MODEL``, ``LOCAL_LLM_MODEL`` (else ``gpt-4o-mini``)
+
+The api key is a :class:`pydantic.SecretStr`: it never shows in ``repr``,
+``model_dump`` of :meth:`LLMSettings.public_dict` (the one to write to manifests),
+logs or cache keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_MODEL = "gpt-4o-mini"
+MODEL_ENV_VARS = ("RAGSWEEP_LLM_MODEL", "OPENAI_MODEL", "LOCAL_LLM_MODEL")
+DEFAULT_CACHE_DIR = ".cache/llm"
+
+
+class LLMSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_url: str = DEFAULT_BASE_URL
+    model: str = DEFAULT_MODEL
+    api_key: SecretStr = Field(default=SecretStr(""), repr=False)
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    max_tokens: int = Field(default=512, ge=1)
+    timeout: float = Field(default=60.0, gt=0)  # seconds, per attempt
+    max_retries: int = Field(default=3, ge=0)  # openai client: backoff on 408/409/429/5xx/timeouts
+    concurrency: int = Field(default=4, ge=1, le=64)
+    cache: bool = True
+    cache_dir: str = DEFAULT_CACHE_DIR
+    price_per_1k_prompt: float = Field(default=0.0, ge=0.0)  # USD, for the cost estimate
+    price_per_1k_completion: float = Field(default=0.0, ge=0.0)
+    json_mode: bool = True  # send response_format=json_object for structured replies (judge)
+    # embeddings for ragas AnswerRelevancy / AnswerCorrectness similarity:
+    # "minilm" = offline all-MiniLM-L6-v2; "endpoint" = the endpoint's /embeddings with embedding_model
+    embeddings: str = "minilm"
+    embedding_model: str = "text-embedding-3-small"
+
+    @field_validator("base_url")
+    @classmethod
+    def _strip_slash(cls, v: str) -> str:
+        return v.rstrip("/")
+
+    @field_validator("embeddings")
+    @classmethod
+    def _check_embeddings(cls, v: str) -> str:
+        if v not in ("minilm", "endpoint"):
+            raise ValueError("embeddings must be 'minilm' or 'endpoint'")
+        return v
+
+    # ------------------------------------------------------------ construction
+    @classmethod
+    def from_mapping(
+        cls, values: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+    ) -> "LLMSettings":
+        """Build from a pipeline-config mapping (``model`` or ``llm_model`` ...), env as fallback.
+
+        Unknown keys are ignored (so a whole ``config.scalars()`` may be passed);
+        keys with the ``llm_`` prefix win over plain ones.
+        """
+        env = os.environ if env is None else env
+        fields = set(cls.model_fields)
+        data: dict[str, Any] = {}
+        for key, value in (values or {}).items():
+            if value is None:
+                continue
+            if key in fields and key not in data:
+                data[key] = value
+        for key, value in (values or {}).items():
+            if value is None:
+                continue
+            if key.startswith("llm_") and key[4:] in fields:
+                data[key[4:]] = value
+        if "base_url" not in data and env.get("OPENAI_BASE_URL"):
+            data["base_url"] = env["OPENAI_BASE_URL"]
+        if "model" not in data:
+            for var in MODEL_ENV_VARS:
+                if env.get(var):
+                    data["model"] = env[var]
+                    break
+        if not data.get("api_key"):
+            key_env = data.get("api_key_env", "OPENAI_API_KEY")
+            data["api_key"] = env.get(key_env, "")
+        return cls(**data)
+
+    # ------------------------------------------------------------ views
+    def api_key_value(self) -> str:
+        """The key for the client only. Endpoints without auth get a placeholder."""
+        return self.api_key.get_secret_value() or "no-key"
+
+    def public_dict(self) -> dict[str, Any]:
+        """Everything but the secret, for manifests and reports."""
+        out = self.model_dump(exclude={"api_key"})
+        out["api_key_set"] = bool(self.api_key.get_secret_value())
+        return out
+
+    def fingerprint(self) -> str:
+        """Hash of what changes a reply (endpoint, model, parameters); no secret."""
+        keep = {k: getattr(self, k) for k in ("base_url", "model", "temperature", "max_tokens")}
+        return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:16]
+
+    def cache_path(self) -> Path:
+        return Path(self.cache_dir) / "responses.sqlite"
+
+    def with_updates(self, **changes: Any) -> "LLMSettings":
+        return self.model_copy(update=changes)
+
+    def __str__(self) -> str:  # never the key
+        return f"LLMSettings(model={self.model!r}, base_url={self.base_url!r})"

@@ -1,0 +1,189 @@
+"""ragas's own non-LLM metrics (ragas 0.4.3), computed by ragas itself.
+
+Metrics (output key -> ragas class):
+
+- ``ragas_context_precision`` -> ``NonLLMContextPrecisionWithReference`` (legacy metric; 0.4.3
+  has no collections equivalent). Each retrieved context is relevant when its best
+  Levenshtein similarity to a reference context is >= 0.5; the score is average precision
+  ``sum_k(precision@k * rel_k) / (sum_k rel_k + 1e-10)``.
+- ``ragas_context_recall`` -> ``NonLLMContextRecall`` (legacy): share of reference contexts
+  whose best Levenshtein similarity to a retrieved context is > 0.5.
+- ``ragas_string_similarity`` -> ``collections.NonLLMStringSimilarity`` (1 - normalised
+  Levenshtein distance between reference answer and response).
+- ``ragas_bleu`` -> ``collections.BleuScore`` (sacrebleu corpus BLEU / 100, both texts split
+  on ". " -- ragas's own quirky sentence pairing).
+- ``ragas_rouge`` -> ``collections.RougeScore`` (rougeL F-measure, with stemming).
+
+A value is ``None`` when an input it needs is missing (no reference answer, no reference
+contexts, no answer) or when ragas fails / returns NaN on that input; callers count it as
+missing. An empty (but given) ``retrieved_contexts`` list scores 0.0 for both context metrics
+(nothing relevant was retrieved; ragas itself would raise on ``max([])`` for recall).
+
+ragas is imported lazily (after :func:`ragsweep.offline.ensure_offline`) and the metric objects
+are built once per process. :func:`ragas_nonllm_scores_batch` scores many cases inside a single
+event loop (use it for a whole run); :func:`ragas_nonllm_scores` is the one-case sync form.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ragsweep.offline import ensure_offline
+
+log = logging.getLogger(__name__)
+
+METRIC_NAMES = (
+    "ragas_context_precision",
+    "ragas_context_recall",
+    "ragas_string_similarity",
+    "ragas_bleu",
+    "ragas_rouge",
+)
+
+_LOCK = threading.Lock()
+_METRICS: dict[str, Any] | None = None
+
+
+def _metrics() -> dict[str, Any]:
+    """Build ragas metric objects once per process."""
+    global _METRICS
+    if _METRICS is None:
+        with _LOCK:
+            if _METRICS is None:
+                ensure_offline()
+                # The non-LLM context metrics only exist as legacy metrics in 0.4.3; importing
+                # them from their modules avoids the (misleading) deprecation warning of
+                # ``ragas.metrics.<Name>`` which points to collections that lack them.
+                from ragas.metrics._context_precision import NonLLMContextPrecisionWithReference
+                from ragas.metrics._context_recall import NonLLMContextRecall
+                from ragas.metrics.collections import BleuScore, NonLLMStringSimilarity, RougeScore
+
+                _METRICS = {
+                    "ragas_context_precision": NonLLMContextPrecisionWithReference(),
+                    "ragas_context_recall": NonLLMContextRecall(),
+                    "ragas_string_similarity": NonLLMStringSimilarity(),
+                    "ragas_bleu": BleuScore(),
+                    "ragas_rouge": RougeScore(rouge_type="rougeL", mode="fmeasure"),
+                }
+    return _METRICS
+
+
+def _clean(value: Any) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+def _has_text(value: str | None) -> bool:
+    return value is not None and bool(value.strip())
+
+
+def _nonblank(values: Sequence[str] | None) -> list[str] | None:
+    if values is None:
+        return None
+    return [v for v in values if v is not None and v.strip()]
+
+
+async def _safe(name: str, coro) -> float | None:
+    try:
+        return _clean(await coro)
+    except Exception as exc:  # one bad input must not kill a 1600-case run
+        log.warning("ragas metric %s failed: %s", name, exc)
+        return None
+
+
+async def ragas_nonllm_ascores(
+    question: str | None,
+    answer: str | None,
+    retrieved_contexts: Sequence[str] | None,
+    reference: str | None,
+    reference_contexts: Sequence[str] | None,
+) -> dict[str, float | None]:
+    """Async form of :func:`ragas_nonllm_scores`."""
+    from ragas.dataset_schema import SingleTurnSample
+
+    m = _metrics()
+    out: dict[str, float | None] = dict.fromkeys(METRIC_NAMES)
+
+    retrieved = _nonblank(retrieved_contexts)
+    refs = _nonblank(reference_contexts)
+    if retrieved is not None and refs:
+        if not retrieved:
+            out["ragas_context_precision"] = 0.0
+            out["ragas_context_recall"] = 0.0
+        else:
+            sample = SingleTurnSample(
+                user_input=question or None, retrieved_contexts=retrieved, reference_contexts=refs
+            )
+            for key in ("ragas_context_precision", "ragas_context_recall"):
+                out[key] = await _safe(key, m[key].single_turn_ascore(sample))
+
+    if answer is not None and _has_text(reference):
+        for key in ("ragas_string_similarity", "ragas_bleu", "ragas_rouge"):
+            result = await _safe(key, _value(m[key].ascore(reference=reference, response=answer)))
+            out[key] = result
+    return out
+
+
+async def _value(coro) -> Any:
+    return (await coro).value
+
+
+def _run(coro_factory):
+    """Run a coroutine to completion from sync code, even if a loop is already running here."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro_factory())
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(lambda: asyncio.run(coro_factory())).result()
+
+
+def ragas_nonllm_scores(
+    question: str | None,
+    answer: str | None,
+    retrieved_contexts: Sequence[str] | None,
+    reference: str | None,
+    reference_contexts: Sequence[str] | None,
+) -> dict[str, float | None]:
+    """ragas's non-LLM metrics for one case (sync, no network).
+
+    ``answer`` is the system's response text, ``retrieved_contexts`` the retrieved chunk texts in
+    rank order, ``reference`` the reference answer, ``reference_contexts`` the gold evidence
+    texts. Returns the keys of :data:`METRIC_NAMES`; context metrics are ``None`` without
+    ``reference_contexts`` (or with ``retrieved_contexts=None``), answer metrics are ``None``
+    without ``reference`` or ``answer``.
+    """
+    return _run(lambda: ragas_nonllm_ascores(question, answer, retrieved_contexts, reference, reference_contexts))
+
+
+def ragas_nonllm_scores_batch(rows: Sequence[dict[str, Any]]) -> list[dict[str, float | None]]:
+    """:func:`ragas_nonllm_scores` over many cases in one event loop.
+
+    Each row is a dict with the keyword arguments of :func:`ragas_nonllm_scores`
+    (``question``, ``answer``, ``retrieved_contexts``, ``reference``, ``reference_contexts``;
+    missing keys mean ``None``). Results are in row order.
+    """
+
+    async def _all() -> list[dict[str, float | None]]:
+        results = []
+        for row in rows:
+            results.append(
+                await ragas_nonllm_ascores(
+                    row.get("question"),
+                    row.get("answer"),
+                    row.get("retrieved_contexts"),
+                    row.get("reference"),
+                    row.get("reference_contexts"),
+                )
+            )
+        return results
+
+    return _run(_all)

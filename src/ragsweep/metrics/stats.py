@@ -1,0 +1,188 @@
+"""Statistics over per-case score arrays: confidence intervals, paired tests, Holm correction.
+
+Inputs are sequences of per-case scores. ``None`` and NaN entries are *missing*: one-sample
+functions drop them; paired functions drop every case where either side is missing (the
+pairing is by position, so ``a[i]`` and ``b[i]`` must be the same case). Every function is
+deterministic for a given ``seed``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Literal, overload
+
+import numpy as np
+from scipy import stats
+
+DEFAULT_BOOTSTRAP_RESAMPLES = 2000
+DEFAULT_PERMUTATION_RESAMPLES = 9999
+_PERMUTATION_BATCH = 500  # resamples per vectorised batch: bounds memory, ~3x faster at n=1600
+
+Number = float | int | None
+
+
+def _clean(values: Sequence[Number]) -> np.ndarray:
+    arr = np.array([np.nan if v is None else float(v) for v in values], dtype=float)
+    return arr[~np.isnan(arr)]
+
+
+def _clean_pairs(a: Sequence[Number], b: Sequence[Number]) -> tuple[np.ndarray, np.ndarray]:
+    if len(a) != len(b):
+        raise ValueError(f"paired arrays differ in length: {len(a)} != {len(b)}")
+    x = np.array([np.nan if v is None else float(v) for v in a], dtype=float)
+    y = np.array([np.nan if v is None else float(v) for v in b], dtype=float)
+    keep = ~(np.isnan(x) | np.isnan(y))
+    return x[keep], y[keep]
+
+
+def _mean(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(x, axis=axis)
+
+
+def bootstrap_ci(
+    values: Sequence[Number],
+    confidence: float = 0.95,
+    n_resamples: int = DEFAULT_BOOTSTRAP_RESAMPLES,
+    seed: int = 0,
+    method: Literal["BCa", "percentile", "basic"] = "BCa",
+) -> tuple[float | None, float | None]:
+    """Bootstrap confidence interval of the mean, via ``scipy.stats.bootstrap``.
+
+    Resamples cases with replacement ``n_resamples`` times (``rng = np.random.default_rng(seed)``)
+    and returns ``(low, high)`` of the two-sided ``confidence`` interval (BCa by default; if BCa
+    is degenerate -- NaN bounds, e.g. almost-constant data -- falls back to the percentile
+    method). After dropping missing values: fewer than 2 values -> ``(None, None)``; all values
+    equal -> ``(v, v)``.
+    """
+    x = _clean(values)
+    if x.size < 2:
+        return (None, None)
+    if np.all(x == x[0]):
+        return (float(x[0]), float(x[0]))
+    low, high = _scipy_bootstrap(x, confidence, n_resamples, seed, method)
+    if (math.isnan(low) or math.isnan(high)) and method != "percentile":
+        low, high = _scipy_bootstrap(x, confidence, n_resamples, seed, "percentile")
+    if math.isnan(low) or math.isnan(high):
+        return (None, None)
+    return (low, high)
+
+
+def _scipy_bootstrap(x: np.ndarray, confidence: float, n_resamples: int, seed: int, method: str) -> tuple[float, float]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scipy's DegenerateDataWarning: handled via NaN check
+        res = stats.bootstrap(
+            (x,),
+            _mean,
+            confidence_level=confidence,
+            n_resamples=n_resamples,
+            method=method,
+            vectorized=True,
+            rng=np.random.default_rng(seed),
+        )
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def paired_bootstrap_ci(
+    a: Sequence[Number],
+    b: Sequence[Number],
+    confidence: float = 0.95,
+    n_resamples: int = DEFAULT_BOOTSTRAP_RESAMPLES,
+    seed: int = 0,
+    method: Literal["BCa", "percentile", "basic"] = "BCa",
+) -> tuple[float | None, float | None]:
+    """Bootstrap CI of the mean paired difference ``mean(a_i - b_i)``.
+
+    Cases are resampled jointly (the same case indices for both systems), i.e. the bootstrap
+    of the per-case differences ``d_i = a_i - b_i``; same conventions as :func:`bootstrap_ci`.
+    """
+    x, y = _clean_pairs(a, b)
+    return bootstrap_ci(list(x - y), confidence=confidence, n_resamples=n_resamples, seed=seed, method=method)
+
+
+def _mean_diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(x - y, axis=axis)
+
+
+def paired_test(
+    a: Sequence[Number],
+    b: Sequence[Number],
+    n_resamples: int = DEFAULT_PERMUTATION_RESAMPLES,
+    seed: int = 0,
+) -> float | None:
+    """Two-sided paired randomization (sign-flip permutation) test of ``mean(a - b) == 0``.
+
+    ``scipy.stats.permutation_test((a, b), mean(a - b), permutation_type='samples',
+    alternative='two-sided')``: under H0 the two systems' scores of a case are exchangeable,
+    so each case's pair is swapped (its difference's sign flipped) at random. When
+    ``2**n <= n_resamples`` scipy enumerates all ``2**n`` swaps (an exact test); otherwise it
+    draws ``n_resamples`` random ones with ``rng = default_rng(seed)``. Two-sided p =
+    ``min(1, 2 * min(P(T <= t_obs), P(T >= t_obs)))`` (scipy's definition).
+
+    Returns ``None`` with no complete pairs; 1.0 when every difference is 0.
+    """
+    x, y = _clean_pairs(a, b)
+    if x.size == 0:
+        return None
+    if np.all(x == y):
+        return 1.0
+    res = stats.permutation_test(
+        (x, y),
+        _mean_diff,
+        permutation_type="samples",
+        alternative="two-sided",
+        n_resamples=n_resamples,
+        vectorized=True,
+        batch=_PERMUTATION_BATCH,
+        rng=np.random.default_rng(seed),
+    )
+    return float(min(1.0, res.pvalue))
+
+
+@overload
+def holm(pvalues: Mapping[str, float | None]) -> dict[str, float | None]: ...
+@overload
+def holm(pvalues: Sequence[float | None]) -> list[float | None]: ...
+def holm(pvalues):
+    """Holm–Bonferroni step-down adjusted p-values (same keys/order as the input).
+
+    Sort the m non-missing p-values ascending, ``p_(1) <= ... <= p_(m)``; then
+    ``adj_(i) = min(1, max_{j <= i} (m - j + 1) * p_(j))`` (the running max keeps the adjusted
+    values monotone). Reject H_(i) at level alpha iff ``adj_(i) <= alpha``. ``None``/NaN inputs
+    stay ``None`` and do not count in m. Ties keep their input order (the result is the same).
+    """
+    if isinstance(pvalues, Mapping):
+        keys = list(pvalues)
+        adjusted = holm([pvalues[k] for k in keys])
+        return dict(zip(keys, adjusted, strict=True))
+    values = list(pvalues)
+    present = [(i, float(p)) for i, p in enumerate(values) if p is not None and not math.isnan(float(p))]
+    out: list[float | None] = [None] * len(values)
+    m = len(present)
+    running = 0.0
+    for rank, (i, p) in enumerate(sorted(present, key=lambda ip: ip[1])):
+        running = max(running, min(1.0, (m - rank) * p))
+        out[i] = running
+    return out
+
+
+@overload
+def significant(adjusted_p: float | None, alpha: float = 0.05) -> bool: ...
+@overload
+def significant(adjusted_p: Mapping[str, float | None], alpha: float = 0.05) -> dict[str, bool]: ...
+@overload
+def significant(adjusted_p: Sequence[float | None], alpha: float = 0.05) -> list[bool]: ...
+def significant(adjusted_p, alpha=0.05):
+    """``p <= alpha`` for one (adjusted) p-value, or element-wise over a dict/list.
+
+    A missing p-value (``None``/NaN) is never significant.
+    """
+    if isinstance(adjusted_p, Mapping):
+        return {k: significant(v, alpha) for k, v in adjusted_p.items()}
+    if isinstance(adjusted_p, (list, tuple)):
+        return [significant(v, alpha) for v in adjusted_p]
+    if adjusted_p is None:
+        return False
+    p = float(adjusted_p)
+    return (not math.isnan(p)) and p <= alpha

@@ -1,0 +1,266 @@
+"""The Pathway DocumentStore, built in-process and queried by direct function calls.
+
+split (TokenCountSplitter) -> embed -> index (BM25, KNN or their RRF hybrid), then a
+whole batch of questions answered in the same graph run. No HTTP anywhere.
+
+Timing: ``DocumentStore.retrieve_query`` answers each query *as of now*. Documents
+enter the graph at logical time 2 and queries at time 4, so every query sees the
+fully indexed corpus (with ``pw.io.fs.read`` documents would carry wall-clock
+times and time-0 queries would silently get ``[]``).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from ragsweep.config import BuiltPipeline, PipelineConfig
+from ragsweep.corpus import Corpus
+from ragsweep.hits import Hit
+from ragsweep.offline import ensure_offline
+
+ensure_offline()
+
+import pathway as pw  # noqa: E402
+from pathway.xpacks.llm.document_store import DocumentStore  # noqa: E402
+
+DOCS_TIME = 2
+QUERIES_TIME = 4
+# extra results fetched past k so that ties at the cut-off are broken by us, not by chance
+TIE_MARGIN = 10
+
+
+class ChunkInfo(BaseModel):
+    doc_id: str
+    start: int
+    end: int
+    tokens: int
+
+
+class IndexStats(BaseModel):
+    documents: int
+    chunks: int
+    tokens: int
+    chunks_per_document: dict[str, int]
+    tokens_per_chunk_min: int
+    tokens_per_chunk_max: int
+    seconds: float
+    embedded_texts: int  # texts that really went through the embedding model
+
+
+@dataclass
+class Query:
+    text: str
+    k: int
+    doc_scope: list[str] | None = None
+
+
+@dataclass
+class StoreRun:
+    hits: list[list[Hit]]
+    chunks: list[ChunkInfo]
+    seconds: float
+    embedded_texts: int
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+_TANTIVY_UNSAFE = re.compile(r"[^\w\s]", re.UNICODE)
+
+
+def sanitize_query(text: str) -> str:
+    """Make a question safe for Tantivy's query parser.
+
+    Quotes, colons, parentheses, ``+``/``-``/``^``/``~`` and the like are query
+    syntax to Tantivy and some of them end the whole ``pw.run`` with a syntax
+    error; they carry no meaning for BM25 or the embedder, so they become spaces.
+    Boolean keywords are lower-cased for the same reason.
+    """
+    cleaned = _TANTIVY_UNSAFE.sub(" ", text.replace("\u00a0", " "))
+    words = [w.lower() if w in ("AND", "OR", "NOT", "IN", "TO") else w for w in cleaned.split()]
+    return " ".join(words) or "document"
+
+
+def scope_filter(doc_scope: list[str] | None) -> str | None:
+    """JMESPath filter restricting a query to the given document ids.
+
+    Pathway rewrites filters before parsing them (backtick -> quote, ``'`` -> ``\\'``,
+    ``"`` dropped), so ids are written between backticks and become raw string
+    literals; an id holding a backtick or a double quote cannot be expressed.
+    """
+    if not doc_scope:
+        return None
+    for doc_id in doc_scope:
+        if "`" in doc_id or '"' in doc_id:
+            raise ValueError(f"document id {doc_id!r} holds a backtick or double quote: it cannot be used in a scope")
+    return " || ".join(f"doc_id == `{d}`" for d in sorted(set(doc_scope)))
+
+
+def _token_counter():
+    import tiktoken
+
+    enc = tiktoken.get_encoding("cl100k_base")
+    return lambda text: len(enc.encode_ordinary(text))
+
+
+def _rank_hits(raw: list[dict], k: int) -> list[Hit]:
+    """Deterministic top-k: score desc, then doc id, then offset."""
+    rows = []
+    for item in raw:
+        meta = item.get("metadata") or {}
+        rows.append(
+            (
+                -float(item.get("dist", 0.0)),
+                str(meta.get("doc_id") or meta.get("path") or ""),
+                int(meta.get("start", 0)),
+                int(meta.get("end", 0)),
+                str(item.get("text", "")),
+            )
+        )
+    rows.sort(key=lambda r: (-r[0], r[1], r[2]))
+    seen: set[tuple[str, int]] = set()
+    hits: list[Hit] = []
+    for score, doc_id, start, end, text in rows:
+        if (doc_id, start) in seen:
+            continue
+        seen.add((doc_id, start))
+        hits.append(Hit(rank=len(hits) + 1, score=score, text=text, doc_id=doc_id, start=start, end=end))
+        if len(hits) == k:
+            break
+    return hits
+
+
+class RagStore:
+    """A Pathway DocumentStore over a parsed corpus, for one pipeline configuration.
+
+    >>> store = RagStore(PipelineConfig.load("pipelines/default.yaml"), parse_corpus("docs"))
+    >>> store.retrieve(["Who are the parties?"], k=5)   # one graph run for the batch
+    """
+
+    def __init__(self, config: PipelineConfig, corpus: Corpus):
+        self.config = config
+        self.corpus = corpus
+        if not corpus.documents:
+            raise ValueError(f"no parsable document in {corpus.docs_dir!r}: nothing to index")
+        self.last_run: StoreRun | None = None
+
+    # ----------------------------------------------------------------- graph
+    def _build_graph(self, pipeline: BuiltPipeline, queries: list[Query]):
+        from pathway.internals.parse_graph import G
+
+        G.clear()
+        doc_rows = [
+            (doc.text.encode("utf-8"), pw.Json({"path": doc.doc_id, "doc_id": doc.doc_id}), DOCS_TIME, 1)
+            for doc in self.corpus.documents
+        ]
+        docs = pw.debug.table_from_rows(
+            pw.schema_from_types(data=bytes, _metadata=pw.Json), doc_rows, is_stream=True
+        )
+        store = DocumentStore(docs, retriever_factory=pipeline.retriever_factory, splitter=pipeline.splitter)
+        results = None
+        if queries:
+            query_rows = [
+                (i, sanitize_query(q.text), q.k + TIE_MARGIN, scope_filter(q.doc_scope), None, QUERIES_TIME, 1)
+                for i, q in enumerate(queries)
+            ]
+            query_table = pw.debug.table_from_rows(
+                pw.schema_from_types(
+                    qid=int, query=str, k=int, metadata_filter=str | None, filepath_globpattern=str | None
+                ),
+                query_rows,
+                is_stream=True,
+            )
+            answered = store.retrieve_query(
+                query_table.select(
+                    pw.this.query, pw.this.k, pw.this.metadata_filter, pw.this.filepath_globpattern
+                )
+            )
+            results = query_table.select(pw.this.qid, result=answered.with_universe_of(query_table).result)
+        return store, results
+
+    def run(self, queries: list[Query]) -> StoreRun:
+        """Index the corpus and answer ``queries`` in one Pathway run."""
+        started = time.perf_counter()
+        pipeline = self.config.build()
+        embedder = pipeline.embedder
+        embedded_before = getattr(embedder, "embedded_count", 0)
+        store, results = self._build_graph(pipeline, queries)
+
+        chunk_rows: dict[Any, tuple[str, int, int, str]] = {}
+
+        def on_chunk(key, row, time, is_addition):
+            if is_addition:
+                meta = row["metadata"].as_dict() if hasattr(row["metadata"], "as_dict") else dict(row["metadata"])
+                chunk_rows[key] = (
+                    str(meta.get("doc_id") or meta.get("path")),
+                    int(meta.get("start", 0)),
+                    int(meta.get("end", 0)),
+                    row["text"],
+                )
+            else:
+                chunk_rows.pop(key, None)
+
+        answers: dict[int, list[dict]] = {}
+
+        def on_result(key, row, time, is_addition):
+            if is_addition:
+                value = row["result"]
+                answers[int(row["qid"])] = value.value if hasattr(value, "value") else value
+
+        pw.io.subscribe(store.chunked_docs, on_change=on_chunk)
+        if results is not None:
+            pw.io.subscribe(results, on_change=on_result)
+        pw.run(monitoring_level=pw.MonitoringLevel.NONE, default_logging=False)
+
+        count_tokens = _token_counter()
+        chunks = sorted(
+            (ChunkInfo(doc_id=d, start=s, end=e, tokens=count_tokens(t)) for d, s, e, t in chunk_rows.values()),
+            key=lambda c: (c.doc_id, c.start),
+        )
+        missing = [i for i in range(len(queries)) if i not in answers]
+        if missing:
+            raise RuntimeError(f"Pathway returned no result for {len(missing)} queries (first: {queries[missing[0]].text!r})")
+        hits = [_rank_hits(list(answers[i] or []), q.k) for i, q in enumerate(queries)]
+        run = StoreRun(
+            hits=hits,
+            chunks=chunks,
+            seconds=time.perf_counter() - started,
+            embedded_texts=getattr(embedder, "embedded_count", 0) - embedded_before,
+        )
+        self.last_run = run
+        return run
+
+    # ----------------------------------------------------------------- API
+    def retrieve(
+        self, questions: list[str], k: int | None = None, doc_scopes: list[list[str] | None] | None = None
+    ) -> list[list[Hit]]:
+        """Top-k hits for every question, the whole batch in one graph run."""
+        k = k or self.config.top_k
+        scopes = doc_scopes or [None] * len(questions)
+        if len(scopes) != len(questions):
+            raise ValueError("doc_scopes must have one entry per question")
+        return self.run([Query(q, k, s) for q, s in zip(questions, scopes)]).hits
+
+    def index(self) -> IndexStats:
+        """Split, embed and index the corpus (no query); report what was built."""
+        run = self.run([])
+        return index_stats(run, len(self.corpus.documents))
+
+
+def index_stats(run: StoreRun, documents: int) -> IndexStats:
+    per_doc = Counter(c.doc_id for c in run.chunks)
+    tokens = [c.tokens for c in run.chunks]
+    return IndexStats(
+        documents=documents,
+        chunks=len(run.chunks),
+        tokens=sum(tokens),
+        chunks_per_document=dict(sorted(per_doc.items())),
+        tokens_per_chunk_min=min(tokens, default=0),
+        tokens_per_chunk_max=max(tokens, default=0),
+        seconds=run.seconds,
+        embedded_texts=run.embedded_texts,
+    )
