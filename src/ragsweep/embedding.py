@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
+import time
 from functools import lru_cache
 from pathlib import Path
 
@@ -100,6 +101,7 @@ class CachedSentenceTransformerEmbedder(BaseEmbedder):
         self.cache = EmbeddingCache(cache_path)
         self.embedded_count = 0
         self.requested_count = 0
+        self.seconds = 0.0
 
     @property
     def model(self):
@@ -107,6 +109,7 @@ class CachedSentenceTransformerEmbedder(BaseEmbedder):
 
     def embed(self, texts: list[str]) -> list[np.ndarray]:
         """Embed a batch, through the cache; what the Pathway UDF calls."""
+        started = time.perf_counter()
         self.requested_count += len(texts)
         keys = [EmbeddingCache.key(self.embedder_id, t) for t in texts]
         found = self.cache.get_many(list(dict.fromkeys(keys)))
@@ -117,6 +120,7 @@ class CachedSentenceTransformerEmbedder(BaseEmbedder):
             fresh = {EmbeddingCache.key(self.embedder_id, t): np.asarray(v, dtype=np.float32) for t, v in zip(missing, vectors)}
             self.cache.put_many(fresh)
             found.update(fresh)
+        self.seconds += time.perf_counter() - started
         return [found[k] for k in keys]
 
     def __wrapped__(self, input: list[str], **kwargs) -> list[np.ndarray]:

@@ -51,6 +51,8 @@ class IndexStats(BaseModel):
     tokens_per_chunk_max: int
     seconds: float
     embedded_texts: int  # texts that really went through the embedding model
+    split_seconds: float = 0.0
+    embed_seconds: float = 0.0
 
 
 @dataclass
@@ -107,20 +109,26 @@ def _token_counter():
     return lambda text: len(enc.encode_ordinary(text))
 
 
-def _rank_hits(raw: list[dict], k: int) -> list[Hit]:
+def _offsets(meta: dict, chunk: str, doc_text: str | None) -> tuple[int, int]:
+    """Chunk offsets from the splitter's metadata, or found in the parsed text
+    (a splitter of Pathway's own, from an app config, records none)."""
+    if "start" in meta and "end" in meta:
+        return int(meta["start"]), int(meta["end"])
+    pos = doc_text.find(chunk) if doc_text else -1
+    if pos < 0 and doc_text:
+        pos = doc_text.find(chunk.strip())
+    return (pos, pos + len(chunk)) if pos >= 0 else (0, 0)
+
+
+def _rank_hits(raw: list[dict], k: int, texts: dict[str, str]) -> list[Hit]:
     """Deterministic top-k: score desc, then doc id, then offset."""
     rows = []
     for item in raw:
         meta = item.get("metadata") or {}
-        rows.append(
-            (
-                -float(item.get("dist", 0.0)),
-                str(meta.get("doc_id") or meta.get("path") or ""),
-                int(meta.get("start", 0)),
-                int(meta.get("end", 0)),
-                str(item.get("text", "")),
-            )
-        )
+        doc_id = str(meta.get("doc_id") or meta.get("path") or "")
+        text = str(item.get("text", ""))
+        start, end = _offsets(meta, text, texts.get(doc_id))
+        rows.append((-float(item.get("dist", 0.0)), doc_id, start, end, text))
     rows.sort(key=lambda r: (-r[0], r[1], r[2]))
     seen: set[tuple[str, int]] = set()
     hits: list[Hit] = []
@@ -184,23 +192,23 @@ class RagStore:
 
     def run(self, queries: list[Query]) -> StoreRun:
         """Index the corpus and answer ``queries`` in one Pathway run."""
+        from ragsweep.chunking import OffsetTokenCountSplitter
+
         started = time.perf_counter()
         pipeline = self.config.build()
         embedder = pipeline.embedder
         embedded_before = getattr(embedder, "embedded_count", 0)
+        split_before = OffsetTokenCountSplitter.seconds
         store, results = self._build_graph(pipeline, queries)
 
         chunk_rows: dict[Any, tuple[str, int, int, str]] = {}
+        texts = {doc.doc_id: doc.text for doc in self.corpus.documents}
 
         def on_chunk(key, row, time, is_addition):
             if is_addition:
                 meta = row["metadata"].as_dict() if hasattr(row["metadata"], "as_dict") else dict(row["metadata"])
-                chunk_rows[key] = (
-                    str(meta.get("doc_id") or meta.get("path")),
-                    int(meta.get("start", 0)),
-                    int(meta.get("end", 0)),
-                    row["text"],
-                )
+                doc_id = str(meta.get("doc_id") or meta.get("path"))
+                chunk_rows[key] = (doc_id, *_offsets(meta, row["text"], texts.get(doc_id)), row["text"])
             else:
                 chunk_rows.pop(key, None)
 
@@ -224,12 +232,16 @@ class RagStore:
         missing = [i for i in range(len(queries)) if i not in answers]
         if missing:
             raise RuntimeError(f"Pathway returned no result for {len(missing)} queries (first: {queries[missing[0]].text!r})")
-        hits = [_rank_hits(list(answers[i] or []), q.k) for i, q in enumerate(queries)]
+        hits = [_rank_hits(list(answers[i] or []), q.k, texts) for i, q in enumerate(queries)]
         run = StoreRun(
             hits=hits,
             chunks=chunks,
             seconds=time.perf_counter() - started,
             embedded_texts=getattr(embedder, "embedded_count", 0) - embedded_before,
+            timings={
+                "split": OffsetTokenCountSplitter.seconds - split_before,
+                "embed": getattr(embedder, "seconds", 0.0),
+            },
         )
         self.last_run = run
         return run
@@ -246,8 +258,12 @@ class RagStore:
         return self.run([Query(q, k, s) for q, s in zip(questions, scopes)]).hits
 
     def index(self) -> IndexStats:
-        """Split, embed and index the corpus (no query); report what was built."""
-        run = self.run([])
+        """Split, embed and index the corpus; report what was built.
+
+        Pathway only computes what some output consumes, so one probe query is
+        asked: without it the index (and the embedding) would never be built.
+        """
+        run = self.run([Query("index", 1)])
         return index_stats(run, len(self.corpus.documents))
 
 
@@ -263,4 +279,6 @@ def index_stats(run: StoreRun, documents: int) -> IndexStats:
         tokens_per_chunk_max=max(tokens, default=0),
         seconds=run.seconds,
         embedded_texts=run.embedded_texts,
+        split_seconds=run.timings.get("split", 0.0),
+        embed_seconds=run.timings.get("embed", 0.0),
     )

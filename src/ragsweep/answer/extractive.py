@@ -2,9 +2,11 @@
 
 How it works (all deterministic, no model, no network):
 
-1. Every retrieved chunk is split into sentences (blank lines, then sentence-final
-   punctuation followed by a capital/digit/quote; common abbreviations such as "Inc."
-   or "U.S." do not end a sentence; over-long sentences are further cut at ";").
+1. Every retrieved chunk is split into sentences: at blank lines, at sentence-final
+   punctuation followed by two or more spaces (contract typesetting), and at sentence-final
+   punctuation followed by a capital/digit/quote; common abbreviations such as "Inc." or
+   "U.S." do not end a sentence; a numbered all-caps heading ("12.1 GOVERNING LAW.") is
+   glued to the sentence after it; sentences over 600 characters are further cut at ";".
 2. Question and sentences are tokenised: lower-cased alphanumeric words, stopwords
    removed (English function words plus question boilerplate such as "highlight",
    "clause", "provision", "whether"), "agreement" read as "contract", and a light
@@ -96,6 +98,13 @@ _SYNONYMS = {
     "solicits": "solicitation",
     "governs": "governed",
     "governing": "governed",
+    "renew": "renewal",
+    "renews": "renewal",
+    "renewed": "renewal",
+    "renewable": "renewal",
+    "extend": "extension",
+    "extends": "extension",
+    "extended": "extension",
 }
 
 # (suffix, replacement), tried longest first; a rule applies only if >= 3 chars remain
@@ -117,6 +126,7 @@ _SUFFIXES = sorted(
         ("ed", ""),
         ("ive", ""),
         ("ly", ""),
+        ("al", ""),
         ("es", ""),
         ("s", ""),
     ],
@@ -162,13 +172,14 @@ _ABBREVIATIONS = frozenset(
     "s.a b.v n.v fig approx dept est min max ref vol cf al".split()
 )
 _SENT_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+_DOUBLE_SPACE_END = re.compile(r"(?<![A-Z])(?<!\b[A-Za-z]\.)([a-z0-9'\")\]]{2}[.!?][\"')\]]*)[ \t]{2,}(?=\S)")
 _MAX_SENTENCE_CHARS = 600
 
 
 def stem(word: str) -> str:
     """Light suffix stripping; a final 'e' is dropped so compete/competed/competing agree."""
     for suffix, repl in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) + len(repl) >= 3:
+        if word.endswith(suffix) and len(word) - len(suffix) + len(repl) >= (4 if suffix == "al" else 3):
             if suffix == "s" and word.endswith(("ss", "us", "is")):
                 continue
             word = word[: len(word) - len(suffix)] + repl
@@ -237,6 +248,9 @@ def _split_long(sentence: str) -> list[str]:
 def split_sentences(text: str) -> list[str]:
     """Split a chunk into sentences (whitespace inside a sentence is collapsed)."""
     sentences: list[str] = []
+    # a blank line always ends a sentence; so does ". " followed by 2+ spaces (contract
+    # typesetting), even before a lower-case word such as "i-Escrow shall ..."
+    text = _DOUBLE_SPACE_END.sub("\\1\n\n", text)
     for block in re.split(r"\n\s*\n", text):
         block = " ".join(block.split())
         if not block:
@@ -253,7 +267,27 @@ def split_sentences(text: str) -> list[str]:
         tail = block[start:].strip()
         if tail:
             sentences.extend(_split_long(tail))
-    return [s for s in sentences if any(ch.isalnum() for ch in s)]
+    return [s for s in _merge_headings(sentences) if any(ch.isalnum() for ch in s)]
+
+
+_HEADING = re.compile(r"^(?:(?:section|article)\s+)?[\dIVXivx]+(?:\.\d+)*\.?\s+[^a-z]{2,80}\.$")
+
+
+def _merge_headings(sentences: list[str]) -> list[str]:
+    """Glue a numbered all-caps heading ("12.1 GOVERNING LAW.") to the sentence after it."""
+    out: list[str] = []
+    pending = ""
+    for sentence in sentences:
+        if pending:
+            sentence = f"{pending} {sentence}"
+            pending = ""
+        if _HEADING.match(sentence) and len(sentence.split()) <= 10:
+            pending = sentence
+            continue
+        out.append(sentence)
+    if pending:
+        out.append(pending)
+    return out
 
 
 @dataclass
@@ -276,7 +310,10 @@ class ExtractiveAnswerer:
         terms, incl. its answer-type term, found in a sentence; 0..1, see module docstring).
         If no sentence reaches it the answer is ``IDK`` with ``abstained=True``. 0 never
         abstains (except with no hits / no usable question terms); higher values abstain
-        more often. Default 0.3.
+        more often. Default 0.3. Calibration (25 CUAD contracts x 40 categories, the
+        official category descriptions as questions, a plain BM25 top-5 over 1,200-char
+        chunks): 0.2 abstained on 53% of unanswerable and 17% of answerable cases, 0.3 on
+        81% / 35%, 0.4 on 92% / 53%.
     max_sentences:
         Most sentences returned (>= 1). Sentences after the first are kept only if they pass
         ``min_score`` and score at least ``relative_cutoff`` times the best score.

@@ -98,8 +98,8 @@ class Case(BaseModel):
 
     @property
     def has_relevance(self) -> bool:
-        """True when the case says what is relevant (relevant_ids or evidence)."""
-        return bool(self.relevant_ids or self.evidence)
+        """True when the case says what is relevant (a relevant_id with grade >= 1, or evidence)."""
+        return bool(self.evidence) or any(r.grade >= 1 for r in self.relevant_ids)
 
     def relevant_grades(self) -> dict[str, int]:
         """``{doc_id: grade}`` for relevant_ids with grade >= 1."""

@@ -82,7 +82,7 @@ class ResponseCache:
         try:
             with self._lock:
                 row = self._connect().execute("SELECT body FROM replies WHERE key=?", (key,)).fetchone()
-        except sqlite3.Error as err:  # a broken cache is a miss
+        except (sqlite3.Error, OSError) as err:  # a broken cache is a miss
             log.warning("LLM cache read failed: %s", err)
             return None
         if row is None:
@@ -100,7 +100,7 @@ class ResponseCache:
                     (key, url, body, time.time()),
                 )
                 conn.commit()
-        except sqlite3.Error as err:
+        except (sqlite3.Error, OSError) as err:
             log.warning("LLM cache write failed: %s", err)
 
     def __len__(self) -> int:

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Sequence
@@ -90,7 +91,9 @@ def describe_error(err: BaseException, settings: LLMSettings | None = None) -> s
     """One line, no secret."""
     import openai
 
-    if isinstance(err, openai.APITimeoutError):
+    if isinstance(err, (json.JSONDecodeError, openai.APIResponseValidationError)):
+        text = f"malformed reply: {type(err).__name__}: {err}"
+    elif isinstance(err, openai.APITimeoutError):
         text = "timeout: no reply within the timeout after retries"
     elif isinstance(err, openai.APIConnectionError):
         text = f"connection error after retries: {err.__cause__ or err}"

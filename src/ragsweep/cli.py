@@ -1,0 +1,234 @@
+"""`ragsweep index|retrieve|validate|eval|sweep|compare`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+from ragsweep.offline import ensure_offline
+
+
+def _fail(message: str, code: int = 2) -> int:
+    print(f"ragsweep: error: {message}", file=sys.stderr)
+    return code
+
+
+def _load_config(args):
+    from ragsweep.config import PipelineConfig, parse_overrides
+
+    return PipelineConfig.load(args.pipeline, parse_overrides(getattr(args, "set", None)))
+
+
+def _parse(docs: str, quiet: bool = False):
+    from tqdm import tqdm
+
+    from ragsweep.corpus import iter_files, parse_corpus
+
+    total = sum(1 for _ in iter_files(Path(docs))) if Path(docs).is_dir() else 0
+    with tqdm(total=total, desc="parse", unit="doc", disable=quiet or total < 2, file=sys.stderr) as bar:
+        return parse_corpus(docs, on_progress=lambda _: bar.update(1))
+
+
+def cmd_index(args) -> int:
+    from ragsweep.store import RagStore
+
+    config = _load_config(args)
+    started = time.perf_counter()
+    corpus = _parse(args.docs)
+    parse_seconds = time.perf_counter() - started
+    for skipped in corpus.skipped:
+        print(f"skipped {skipped.doc_id}: {skipped.reason}")
+    if not corpus.documents:
+        return _fail(f"no document of {args.docs!r} could be parsed ({len(corpus.skipped)} skipped)")
+    store = RagStore(config, corpus)
+    stats = store.index()
+    min_tokens = int(config.get("min_tokens", 0) or 0)
+    max_tokens = int(config.get("max_tokens", 10**9) or 10**9)
+    last_of_doc = {}
+    assert store.last_run is not None
+    for chunk in store.last_run.chunks:
+        last_of_doc[chunk.doc_id] = chunk
+    outside = [
+        c for c in store.last_run.chunks
+        if not (min_tokens <= c.tokens <= max_tokens) and last_of_doc[c.doc_id] is not c
+    ]
+    report = {
+        "pipeline": config.manifest(),
+        "docs": args.docs,
+        "pdf_pipeline": corpus.pdf_pipeline,
+        "parsed": len(corpus.documents),
+        "parsed_from_cache": sum(d.cached for d in corpus.documents),
+        "skipped": [s.model_dump() for s in corpus.skipped],
+        "chunks": stats.chunks,
+        "tokens": stats.tokens,
+        "tokens_per_chunk": [stats.tokens_per_chunk_min, stats.tokens_per_chunk_max],
+        "chunks_outside_window_excluding_last": len(outside),
+        "embedded_texts": stats.embedded_texts,
+        "seconds": {
+            "parse": round(parse_seconds, 2),
+            "split": round(stats.split_seconds, 2),
+            "embed": round(stats.embed_seconds, 2),
+            "index_total": round(stats.seconds, 2),
+        },
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"documents: {len(corpus.documents)} parsed ({report['parsed_from_cache']} from cache), "
+          f"{len(corpus.skipped)} skipped; PDF pipeline: {corpus.pdf_pipeline}")
+    width = max(len(d.doc_id) for d in corpus.documents)
+    for doc in corpus.documents:
+        print(f"  {doc.doc_id:<{width}}  {doc.parser:<22} {len(doc.text):>8} chars  "
+              f"{stats.chunks_per_document.get(doc.doc_id, 0):>4} chunks  {doc.seconds:6.2f}s")
+    print(f"chunks: {stats.chunks}  tokens: {stats.tokens}  tokens/chunk: "
+          f"{stats.tokens_per_chunk_min}..{stats.tokens_per_chunk_max}  "
+          f"outside [{min_tokens}, {max_tokens}] (last chunk of a document excepted): {len(outside)}")
+    s = report["seconds"]
+    print(f"time: parse {s['parse']}s, split {s['split']}s, embed {s['embed']}s "
+          f"({stats.embedded_texts} texts embedded, the rest from cache), index run total {s['index_total']}s")
+    return 0
+
+
+def cmd_retrieve(args) -> int:
+    from ragsweep.store import RagStore
+
+    config = _load_config(args)
+    corpus = _parse(args.docs, quiet=True)
+    for skipped in corpus.skipped:
+        print(f"skipped {skipped.doc_id}: {skipped.reason}", file=sys.stderr)
+    if not corpus.documents:
+        return _fail(f"no document of {args.docs!r} could be parsed")
+    scope = [args.scope] if args.scope else None
+    hits_per_question = RagStore(config, corpus).retrieve(
+        args.question, k=args.k, doc_scopes=[scope] * len(args.question)
+    )
+    if args.json:
+        print(json.dumps([[h.model_dump() for h in hits] for hits in hits_per_question], indent=2))
+        return 0
+    for question, hits in zip(args.question, hits_per_question):
+        print(f"Q: {question}")
+        for h in hits:
+            snippet = " ".join(h.text.split())[:160]
+            print(f"  {h.rank:>2}. {h.score:9.4f}  {h.doc_id} [{h.start}:{h.end}]\n      {snippet}")
+    return 0
+
+
+def cmd_validate(args) -> int:
+    from ragsweep.datasets.validate import validate_dataset
+
+    problems = validate_dataset(args.dataset)
+    for problem in problems:
+        print(problem)
+    if problems:
+        print(f"{len(problems)} problem(s) in {args.dataset}", file=sys.stderr)
+        return 1
+    print(f"{args.dataset}: no problems")
+    return 0
+
+
+def cmd_eval(args) -> int:
+    from ragsweep.run import run_eval_cli
+
+    return run_eval_cli(args)
+
+
+def cmd_sweep(args) -> int:
+    from ragsweep.sweep import run_sweep_cli
+
+    return run_sweep_cli(args)
+
+
+def cmd_compare(args) -> int:
+    from ragsweep.report.compare import run_compare_cli
+
+    return run_compare_cli(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ragsweep", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def pipeline_args(p):
+        p.add_argument("--pipeline", default="pipelines/default.yaml", help="pipeline YAML (Pathway syntax)")
+        p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a $variable of the pipeline")
+
+    p = sub.add_parser("index", help="parse, split, embed and index a documents folder; report what was built")
+    pipeline_args(p)
+    p.add_argument("--docs", required=True)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser("retrieve", help="top-k chunks for one or more questions")
+    pipeline_args(p)
+    p.add_argument("--docs", required=True)
+    p.add_argument("-k", type=int, default=None)
+    p.add_argument("--scope", action="append", help="restrict to this document id (repeatable)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("question", nargs="+")
+    p.set_defaults(func=cmd_retrieve)
+
+    p = sub.add_parser("validate", help="list every problem of a dataset")
+    p.add_argument("--dataset", required=True)
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("eval", help="evaluate a pipeline on a dataset; write a run folder")
+    pipeline_args(p)
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--split", choices=["dev", "test"])
+    p.add_argument("--limit", type=int)
+    p.add_argument("--out", default="runs")
+    p.add_argument("--name", help="run folder name (default: timestamp + dataset)")
+    p.add_argument("--resume", nargs="?", const="latest", help="finish an interrupted run (a run folder, or the latest)")
+    p.add_argument("--min", action="append", metavar="METRIC=FLOOR", help="CI gate: fail when a metric is below")
+    p.add_argument("--llm", action="store_true", help="answer with the configured OpenAI-compatible endpoint")
+    p.add_argument("--judge", action="store_true", help="LLM judge of answer correctness")
+    p.add_argument("--ragas-llm", action="store_true", help="ragas LLM metrics on the same endpoint")
+    p.add_argument("--dry-run", action="store_true", help="print the LLM calls and tokens a run would make, then stop")
+    p.add_argument("--mlflow", action="store_true", help="log the run to MLflow")
+    p.add_argument("--mlflow-uri", help="MLflow tracking URI (default: a local file store)")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("sweep", help="grid search over pipeline variables")
+    pipeline_args(p)
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--grid", required=True)
+    p.add_argument("--split", choices=["dev", "test"])
+    p.add_argument("--limit", type=int)
+    p.add_argument("--out", default="runs")
+    p.add_argument("--name")
+    p.add_argument("--resume", nargs="?", const="latest")
+    p.add_argument("--objective", action="append", help="metric to pick the best configuration by")
+    p.add_argument("--answers", action="store_true", help="also compute answer metrics")
+    p.add_argument("--mlflow", action="store_true")
+    p.add_argument("--mlflow-uri")
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("compare", help="per-metric deltas between two runs, paired")
+    p.add_argument("run_a")
+    p.add_argument("run_b")
+    p.add_argument("--markdown", help="also write the comparison as Markdown to this file")
+    p.set_defaults(func=cmd_compare)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    ensure_offline()
+    logging.basicConfig(level=logging.WARNING)
+    args = build_parser().parse_args(argv)
+    from ragsweep.config import ConfigError
+    from ragsweep.corpus import CorpusError
+
+    try:
+        return int(args.func(args) or 0)
+    except (ConfigError, CorpusError, FileNotFoundError) as err:
+        return _fail(str(err))
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

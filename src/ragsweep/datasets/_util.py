@@ -1,0 +1,53 @@
+"""Small helpers shared by the importers."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+from pathlib import Path
+
+
+def contract_key(name: str) -> str:
+    """Normalised key for CUAD file names: no extension, lower case, letters and digits only.
+
+    CUAD's master_clauses.csv spells 11 file names differently from the files (``&`` and
+    ``'`` become ``_``, trailing spaces, a trailing ``-``); on this key all of them resolve.
+    """
+    stem = name.strip()
+    for ext in (".pdf", ".PDF", ".txt", ".docx", ".DOCX"):
+        if stem.endswith(ext):
+            stem = stem[: -len(ext)]
+            break
+    return re.sub(r"[^0-9a-z]", "", stem.lower())
+
+
+def split_for(key: str, dev_fraction: float = 0.5) -> str:
+    """Deterministic dev/test assignment from a SHA-256 of ``key``."""
+    bucket = int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:8], 16) / 0xFFFFFFFF
+    return "dev" if bucket < dev_fraction else "test"
+
+
+def short_hash(text: str, n: int = 8) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:n]
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^0-9a-z]+", "-", text.lower()).strip("-")
+
+
+def index_files(folder: Path) -> dict[str, Path]:
+    """``{contract_key(file name): path}`` for the files directly in ``folder``."""
+    out: dict[str, Path] = {}
+    for p in sorted(Path(folder).iterdir()):
+        if p.is_file():
+            out.setdefault(contract_key(p.name), p)
+    return out
+
+
+def copy_doc(src: Path, docs_dir: Path, name: str | None = None) -> str:
+    docs_dir.mkdir(parents=True, exist_ok=True)
+    dest = docs_dir / (name or src.name)
+    if not dest.exists() or dest.stat().st_size != src.stat().st_size:
+        shutil.copyfile(src, dest)
+    return dest.name

@@ -1,0 +1,350 @@
+"""Retrieval metrics, ranx-compatible, over judged chunk rankings.
+
+A :class:`Judgement` is one case's ranking after relevance marking (see
+:mod:`ragsweep.metrics.relevance`): for each retrieved chunk, in rank order, the set of
+relevance *items* it covers. Items are what a case needs retrieved, each with a grade >= 1:
+
+* rule ``doc_id``: the relevant documents (grades from ``relevant_ids``);
+* rules ``evidence_offsets`` / ``word_overlap``: the evidence spans (grade 1 each).
+
+Definitions (``k = 0`` means the whole ranking; ``rel_i`` = 1 if the chunk at rank i covers
+at least one item; ``r_j`` = the rank of the first chunk covering item j; ``R`` = number of
+items; ``g_j`` = grade of item j):
+
+* ``hits@k``       = sum_{i<=k} rel_i  (relevant *chunks*; repeated chunks of a relevant
+  document each count).
+* ``hit_rate@k``   = 1 if some rel_i = 1 for i <= k, else 0.
+* ``precision@k``  = hits@k / k  (ranx: divides by k even when fewer than k chunks came back).
+* ``recall@k``     = |{j : r_j <= k}| / R  (each item counted once, so repeated chunks of the
+  same document or span never count twice).
+* ``mrr@k``        = 1 / min{i <= k : rel_i = 1}, 0 if none (a per-case reciprocal rank;
+  the reported value is its mean over cases).
+* ``ndcg@k``       = DCG@k / IDCG@k, DCG@k = sum_{j : r_j <= k} g_j / log2(r_j + 1),
+  IDCG@k = sum_{i=1}^{min(k,R)} g_(i) / log2(i + 1) with grades sorted descending
+  (Järvelin & Kekäläinen gain, ranx's default ``ndcg``); 0 when IDCG is 0; capped at 1
+  (the cap only binds when one chunk covers several items at once).
+* ``map@k``        = (1/R) sum_{j : r_j <= k} precision@r_j  (average precision, mean over cases).
+* ``r_precision``  = precision@R.
+* ``first_relevant_rank`` = min{i : rel_i = 1} over the whole ranking: mean and median over
+  the cases where a relevant chunk was retrieved (rank 1 included, unlike Pathway's
+  ``mean_hit``), the misses are counted, not averaged in.
+* ``citation_precision`` = |{c in cited : chunk c is relevant}| / |cited| over the distinct
+  1-based chunk numbers an answer cites (a number beyond the ranking counts as not
+  relevant); cases without citations are excluded and counted.
+
+When every chunk covers at most one item and no item is covered twice (e.g. a document-level
+run where each document appears once, which is exactly what ranx models), these are ranx's
+definitions (ranx 0.3.x, ``ranx/metrics/*.py``; Bassani, "ranx: A Blazing-Fast Python
+Library for Ranking Evaluation and Comparison", ECIR 2022) and give the same numbers.
+Cases with no items (unanswerable, or no relevance information) are excluded from every
+mean and counted — no NaN is ever produced; a metric with no evaluated case is ``None``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "JudgedHit",
+    "Judgement",
+    "RetrievalResult",
+    "hits",
+    "hit_rate",
+    "precision",
+    "recall",
+    "reciprocal_rank",
+    "ndcg",
+    "average_precision",
+    "r_precision",
+    "first_relevant_rank",
+    "citation_precision",
+    "parse_metric",
+    "per_case_value",
+    "aggregate",
+    "DEFAULT_METRICS",
+]
+
+DEFAULT_METRICS: tuple[str, ...] = (
+    "hit_rate@1",
+    "hit_rate@5",
+    "precision@5",
+    "recall@5",
+    "recall@10",
+    "mrr@10",
+    "ndcg@10",
+    "map@10",
+    "r_precision",
+    "first_relevant_rank",
+)
+
+
+@dataclass(frozen=True)
+class JudgedHit:
+    """One retrieved chunk after relevance marking."""
+
+    rank: int  # 1-based
+    covers: frozenset[str] = frozenset()  # ids of the items this chunk covers
+    relevant: bool = False  # covers an item (or a rule matched it without crediting an item)
+    grade: int = 0  # highest grade among the covered items, 0 if none
+    doc_id: str | None = None
+
+
+@dataclass
+class Judgement:
+    """One case's judged ranking."""
+
+    case_id: str
+    rule: str
+    items: dict[str, int]  # item id -> grade (>= 1)
+    hits: list[JudgedHit]
+    cited: list[int] | None = None
+    excluded: str | None = None  # why the case is not scored: "unanswerable" | "no relevance information"
+    detail: dict[str, Any] = field(default_factory=dict)  # e.g. how each evidence span was located
+
+    @property
+    def scored(self) -> bool:
+        return self.excluded is None and bool(self.items)
+
+
+def _cut(j: Judgement, k: int) -> list[JudgedHit]:
+    if k < 0:
+        raise ValueError("k must be >= 0")
+    return j.hits if k == 0 else j.hits[:k]
+
+
+def _first_cover(j: Judgement) -> dict[str, int]:
+    first: dict[str, int] = {}
+    for pos, h in enumerate(j.hits, start=1):
+        for item in h.covers:
+            if item in j.items and item not in first:
+                first[item] = pos
+    return first
+
+
+def hits(j: Judgement, k: int = 0) -> float:
+    """Number of relevant chunks in the top k (ranx ``hits``)."""
+    return float(sum(1 for h in _cut(j, k) if h.relevant))
+
+
+def hit_rate(j: Judgement, k: int = 0) -> float:
+    """1 if a relevant chunk is in the top k, else 0 (ranx ``hit_rate``; trec_eval ``success``)."""
+    if not j.items:
+        return 0.0
+    return 1.0 if any(h.relevant for h in _cut(j, k)) else 0.0
+
+
+def precision(j: Judgement, k: int = 0) -> float:
+    r"""Precision@k = hits@k / k (ranx ``precision``): k, not the run length, is the denominator.
+
+    With ``k = 0`` the denominator is the run length; an empty run scores 0.
+    """
+    denom = k if k != 0 else len(j.hits)
+    if denom == 0 or not j.items:
+        return 0.0
+    return hits(j, k) / denom
+
+
+def recall(j: Judgement, k: int = 0) -> float:
+    r"""Recall@k = |items covered in the top k| / |items| (ranx ``recall``), items counted once."""
+    if not j.items:
+        return 0.0
+    limit = len(j.hits) if k == 0 else k
+    covered = sum(1 for r in _first_cover(j).values() if r <= limit)
+    return covered / len(j.items)
+
+
+def reciprocal_rank(j: Judgement, k: int = 0) -> float:
+    """1 / rank of the first relevant chunk within the top k, 0 if none (ranx ``mrr``)."""
+    if not j.items:
+        return 0.0
+    for pos, h in enumerate(_cut(j, k), start=1):
+        if h.relevant:
+            return 1.0 / pos
+    return 0.0
+
+
+def ndcg(j: Judgement, k: int = 0) -> float:
+    r"""nDCG@k with Järvelin & Kekäläinen gain (ranx ``ndcg``, its default; TOIS 20(4), 2002).
+
+    DCG@k = sum over items first covered at rank r <= k of grade / log2(r + 1);
+    IDCG@k = the same for the grades sorted descending at ranks 1..min(k, R).
+    """
+    if not j.items:
+        return 0.0
+    limit = len(j.hits) if k == 0 else min(k, len(j.hits))
+    dcg = sum(j.items[item] / math.log2(r + 1) for item, r in _first_cover(j).items() if r <= limit)
+    ideal = sorted(j.items.values(), reverse=True)
+    n_ideal = len(ideal) if k == 0 else min(k, len(ideal))
+    idcg = sum(g / math.log2(i + 1) for i, g in enumerate(ideal[:n_ideal], start=1))
+    if idcg == 0.0:
+        return 0.0
+    return min(1.0, dcg / idcg)
+
+
+def average_precision(j: Judgement, k: int = 0) -> float:
+    r"""AP@k = (1/R) sum over items first covered at rank r <= k of precision@r (ranx ``map``)."""
+    if not j.items:
+        return 0.0
+    limit = len(j.hits) if k == 0 else k
+    rel_prefix = [0]
+    for h in j.hits:
+        rel_prefix.append(rel_prefix[-1] + (1 if h.relevant else 0))
+    total = 0.0
+    for r in _first_cover(j).values():
+        if r <= limit:
+            total += rel_prefix[r] / r
+    return total / len(j.items)
+
+
+def r_precision(j: Judgement, k: int = 0) -> float:
+    """Precision at R, R = number of items (ranx ``r-precision``; ``k`` is ignored)."""
+    if not j.items:
+        return 0.0
+    return precision(j, len(j.items))
+
+
+def first_relevant_rank(j: Judgement, k: int = 0) -> int | None:
+    """Rank (1-based) of the first relevant chunk in the whole ranking (or top k), None for a miss."""
+    for pos, h in enumerate(_cut(j, k), start=1):
+        if h.relevant:
+            return pos
+    return None
+
+
+def citation_precision(j: Judgement, cited: Sequence[int] | None = None) -> float | None:
+    """Share of the distinct cited chunk numbers (1-based, chunk c = hits[c-1]) that are relevant.
+
+    None when nothing is cited. A number outside the ranking counts as not relevant.
+    """
+    cited = j.cited if cited is None else cited
+    if not cited:
+        return None
+    distinct = list(dict.fromkeys(int(c) for c in cited))
+    good = sum(1 for c in distinct if 1 <= c <= len(j.hits) and j.hits[c - 1].relevant)
+    return good / len(distinct)
+
+
+_FUNCS = {
+    "hits": hits,
+    "hit_rate": hit_rate,
+    "precision": precision,
+    "recall": recall,
+    "mrr": reciprocal_rank,
+    "ndcg": ndcg,
+    "map": average_precision,
+    "r_precision": r_precision,
+    "first_relevant_rank": first_relevant_rank,
+    "citation_precision": None,
+}
+_ALIASES = {"r-precision": "r_precision", "hitrate": "hit_rate", "success": "hit_rate", "ap": "map"}
+_METRIC_RE = re.compile(r"^([a-z_\-]+)(?:@(\d+))?$")
+
+
+def parse_metric(name: str) -> tuple[str, int]:
+    """``"ndcg@10"`` -> ``("ndcg", 10)``; ``"mrr"`` -> ``("mrr", 0)`` (0 = whole ranking)."""
+    m = _METRIC_RE.match(name.strip().lower())
+    if not m:
+        raise ValueError(f"bad metric name {name!r}")
+    base = _ALIASES.get(m.group(1), m.group(1))
+    if base not in _FUNCS:
+        raise ValueError(f"unknown metric {name!r}; known: {', '.join(sorted(_FUNCS))}")
+    return base, int(m.group(2) or 0)
+
+
+def per_case_value(j: Judgement, metric: str) -> float | int | None:
+    """One case's value of ``metric`` (None when the case is not scored for it)."""
+    base, k = parse_metric(metric)
+    if not j.scored:
+        return None
+    if base == "citation_precision":
+        return citation_precision(j)
+    return _FUNCS[base](j, k)
+
+
+@dataclass
+class RetrievalResult:
+    """Means over the scored cases plus the bookkeeping a report needs."""
+
+    rule: str | None
+    metrics: list[str]
+    scores: dict[str, float | None]
+    n_cases: int
+    n_scored: int
+    excluded: dict[str, list[str]]  # reason -> case ids
+    per_case: dict[str, dict[str, float | int | None]] | None = None
+
+    @property
+    def n_excluded(self) -> int:
+        return sum(len(v) for v in self.excluded.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "relevance_rule": self.rule,
+            "scores": self.scores,
+            "n_cases": self.n_cases,
+            "n_scored": self.n_scored,
+            "n_excluded": self.n_excluded,
+            "excluded": {k: len(v) for k, v in self.excluded.items()},
+        }
+        if self.per_case is not None:
+            out["per_case"] = self.per_case
+        return out
+
+
+def aggregate(
+    judgements: Iterable[Judgement],
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    per_case: bool = False,
+) -> RetrievalResult:
+    """Mean of each metric over the scored cases (those with at least one item).
+
+    Extra keys: ``first_relevant_rank`` -> ``first_relevant_rank`` (mean over found),
+    ``first_relevant_rank_median``, ``first_relevant_rank_found``, ``first_relevant_rank_misses``;
+    ``citation_precision`` -> also ``citation_precision_cases`` (cases that cited something).
+    """
+    judgements = list(judgements)
+    for m in metrics:
+        parse_metric(m)
+    rules = {j.rule for j in judgements}
+    excluded: dict[str, list[str]] = {}
+    scored: list[Judgement] = []
+    for j in judgements:
+        if j.scored:
+            scored.append(j)
+        else:
+            excluded.setdefault(j.excluded or "no relevance information", []).append(j.case_id)
+    scores: dict[str, float | None] = {}
+    table: dict[str, dict[str, float | int | None]] = {j.case_id: {} for j in judgements} if per_case else {}
+    for metric in metrics:
+        base, k = parse_metric(metric)
+        values = {j.case_id: per_case_value(j, metric) for j in scored}
+        if per_case:
+            for cid in table:
+                table[cid][metric] = values.get(cid)
+        if base == "first_relevant_rank":
+            found = [v for v in values.values() if v is not None]
+            scores[metric] = statistics.fmean(found) if found else None
+            scores[f"{metric}_median"] = float(statistics.median(found)) if found else None
+            scores[f"{metric}_found"] = float(len(found))
+            scores[f"{metric}_misses"] = float(len(values) - len(found))
+        elif base == "citation_precision":
+            cited = [v for v in values.values() if v is not None]
+            scores[metric] = statistics.fmean(cited) if cited else None
+            scores[f"{metric}_cases"] = float(len(cited))
+        else:
+            vals = [float(v) for v in values.values()]  # type: ignore[arg-type]
+            scores[metric] = math.fsum(vals) / len(vals) if vals else None
+    return RetrievalResult(
+        rule=rules.pop() if len(rules) == 1 else (",".join(sorted(rules)) or None),
+        metrics=list(metrics),
+        scores=scores,
+        n_cases=len(judgements),
+        n_scored=len(scored),
+        excluded=excluded,
+        per_case=table if per_case else None,
+    )

@@ -1,0 +1,26 @@
+"""Shared test setup: offline environment and a private cache folder per session."""
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("RAGSWEEP_CACHE_DIR", tempfile.mkdtemp(prefix="ragsweep-test-cache-"))
+
+from ragsweep.offline import ensure_offline  # noqa: E402
+
+ensure_offline()
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def fixture_corpus_dir() -> Path:
+    return FIXTURES / "corpus"
+
+
+@pytest.fixture(scope="session")
+def default_pipeline() -> Path:
+    return ROOT / "pipelines" / "default.yaml"

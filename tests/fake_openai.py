@@ -1,0 +1,336 @@
+"""A deterministic OpenAI-compatible server on 127.0.0.1 for the LLM tests.
+
+Endpoints: ``POST /v1/chat/completions``, ``POST /v1/embeddings``, ``GET /v1/models``.
+
+Behaviour is chosen by markers in the request's messages (so concurrent calls
+stay deterministic):
+
+- ``#fail429``   first request with this exact body: 429 (``retry-after-ms: 20``), then normal
+- ``#fail500``   first request with this exact body: 500, then normal
+- ``#timeout``   sleep ``slow_seconds`` before replying (past the client timeout)
+- ``#malformed`` 200 with a body that is not JSON
+- ``#noprose``   200, well-formed envelope, text that is not the JSON the judge asked for
+- ``#unknown``   the answerer replies "No information found."
+
+Normal replies:
+
+- a request carrying instructor's JSON schema ("json_schema:" in a system message,
+  as ragas sends) -> an instance of that schema, filled from the prompt's input;
+- a judge request ("is_correct" in the system prompt) -> ``{"reason", "is_correct"}``
+  with is_correct = every word of the label appears in the prediction (dates excepted);
+- a RAG prompt -> the first sentence of the numbered source sharing most words with
+  the query, followed by its citation, e.g. ``"The term is five years. [2]"``.
+
+``requests`` counts every request (also those answered with errors); ``log`` keeps
+(path, body) pairs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = {"the", "a", "an", "of", "is", "are", "was", "what", "who", "which", "when", "does", "do", "to", "in",
+         "on", "for", "and", "or", "by", "this", "that", "with", "agreement", "contract"}
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def _first_sentence(text: str) -> str:
+    text = " ".join(text.split())
+    m = re.match(r"(.+?[.!?])(\s|$)", text)
+    return m.group(1) if m else text
+
+
+def _sources(prompt: str) -> list[tuple[int, str]]:
+    """Numbered chunks ``[n] text`` of a RAG prompt."""
+    body = prompt
+    if "\n------\n" in prompt:
+        parts = prompt.split("\n------\n")
+        if len(parts) >= 3:
+            body = parts[1]
+    out = []
+    for m in re.finditer(r"\[(\d+)\]\s*(.*?)(?=\n\n\[\d+\]|\Z)", body, re.S):
+        out.append((int(m.group(1)), m.group(2).strip()))
+    return out
+
+
+def _query(prompt: str) -> str:
+    m = re.search(r"Query:\s*(.*?)\nAnswer:", prompt, re.S)
+    return m.group(1).strip() if m else prompt[-200:]
+
+
+def rag_reply(prompt: str) -> str:
+    if "#unknown" in prompt:
+        return "No information found."
+    sources = _sources(prompt)
+    if not sources:
+        return "No information found."
+    q = {w for w in _words(_query(prompt)) if w not in _STOP}
+    best = max(sources, key=lambda s: (len(q & set(_words(s[1]))), -s[0]))
+    return f"{_first_sentence(best[1])} [{best[0]}]"
+
+
+def judge_reply(user: str) -> str:
+    pred = re.search(r"Prediction:\s*(.*?)\nLabel:", user, re.S)
+    label = re.search(r"Label:\s*(.*)$", user, re.S)
+    pw = set(_words(pred.group(1) if pred else ""))
+    lw = [w for w in _words(label.group(1) if label else "") if len(w) > 2]
+    ok = bool(lw) and all(w in pw for w in lw)
+    return json.dumps({"reason": "label words " + ("found" if ok else "missing") + " in the prediction",
+                       "is_correct": ok})
+
+
+# ---------------------------------------------------------------- JSON schema filling
+def _resolve(schema: dict, root: dict) -> dict:
+    while "$ref" in schema:
+        name = schema["$ref"].split("/")[-1]
+        schema = root.get("$defs", {}).get(name, {})
+    if "anyOf" in schema:
+        options = [s for s in schema["anyOf"] if s.get("type") != "null"]
+        schema = _resolve(options[0], root) if options else {"type": "null"}
+    return schema
+
+
+def _split_sentences(text: str) -> list[str]:
+    parts = [p.strip() for p in re.split(r"(?<=[.!?])\s+", " ".join(text.split())) if p.strip()]
+    return parts or [text.strip() or "statement"]
+
+
+def fill_schema(schema: dict, root: dict, inputs: dict, name: str = "") -> Any:
+    schema = _resolve(schema, root)
+    kind = schema.get("type")
+    if "enum" in schema:
+        return schema["enum"][0]
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {k: fill_schema(v, root, inputs, k) for k, v in props.items()}
+    if kind == "array":
+        items = schema.get("items", {})
+        if _resolve(items, root).get("type") == "string":
+            source = inputs.get("answer") or inputs.get("response") or ""
+            if isinstance(source, list):
+                return [str(s) for s in source] or ["statement"]
+            return _split_sentences(str(source))
+        statements = inputs.get("statements") or inputs.get("answer") or []
+        if isinstance(statements, str):
+            statements = _split_sentences(statements)
+        if name in ("FP", "FN"):
+            return []
+        out = []
+        for s in statements or ["statement"]:
+            obj = fill_schema(items, root, inputs, "")
+            if isinstance(obj, dict) and "statement" in obj:
+                obj["statement"] = s
+            out.append(obj)
+        return out
+    if kind == "integer":
+        return 0 if name == "noncommittal" else 1
+    if kind == "number":
+        return 1.0
+    if kind == "boolean":
+        return True
+    if kind == "string":
+        if name == "question":
+            return str(inputs.get("response") or inputs.get("question") or "What is it?")
+        if name == "reason":
+            return "supported by the context"
+        return str(inputs.get("answer") or inputs.get("response") or "text")
+    return None
+
+
+def schema_reply(messages: list[dict]) -> str | None:
+    system = " ".join(m.get("content") or "" for m in messages if m.get("role") == "system")
+    if "json_schema" not in system:
+        return None
+    m = re.search(r"json_schema:\s*(\{.*\})\s*Make sure to return an instance", system, re.S)
+    if not m:
+        return None
+    schema = json.loads(m.group(1))
+    user = " ".join(m.get("content") or "" for m in messages if m.get("role") == "user")
+    inputs: dict = {}
+    im = re.search(r"input:\s*(\{.*\})\s*Output:\s*$", user, re.S)
+    if im:
+        try:
+            inputs = json.loads(im.group(1))
+        except ValueError:
+            inputs = {}
+    return json.dumps(fill_schema(schema, schema, inputs))
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):
+        return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content or ""
+
+
+def _embed(text: str, dim: int = 32) -> list[float]:
+    vec = [0.0] * dim
+    for w in _words(text):
+        h = int(hashlib.md5(w.encode()).hexdigest(), 16)
+        vec[h % dim] += 1.0 if (h >> 8) % 2 else -1.0
+    norm = sum(v * v for v in vec) ** 0.5 or 1.0
+    return [v / norm for v in vec]
+
+
+class FakeOpenAI:
+    def __init__(self, slow_seconds: float = 3.0):
+        self.slow_seconds = slow_seconds
+        self.requests = 0
+        self.log: list[tuple[str, dict]] = []
+        self._seen: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # quiet
+                pass
+
+            def _send(self, status: int, body: bytes, headers: dict | None = None):
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                try:
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def do_GET(self):
+                with fake._lock:
+                    fake.requests += 1
+                if self.path.rstrip("/").endswith("/models"):
+                    self._send(200, json.dumps({"object": "list", "data": [{"id": "fake-model", "object": "model"}]}).encode())
+                else:
+                    self._send(404, b'{"error": {"message": "not found"}}')
+
+            def do_POST(self):
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    body = {}
+                status, payload, headers = fake.handle(self.path, raw, body)
+                self._send(status, payload, headers)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    # ------------------------------------------------------------ lifecycle
+    def start(self) -> "FakeOpenAI":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+    def reset(self) -> None:
+        with self._lock:
+            self.requests = 0
+            self.log.clear()
+            self._seen.clear()
+
+    def chat_requests(self) -> int:
+        return sum(1 for path, _ in self.log if path.endswith("/chat/completions"))
+
+    # ------------------------------------------------------------ behaviour
+    def handle(self, path: str, raw: bytes, body: dict) -> tuple[int, bytes, dict]:
+        digest = hashlib.sha256(raw).hexdigest()
+        with self._lock:
+            self.requests += 1
+            self.log.append((path, body))
+            seen = self._seen.get(digest, 0)
+            self._seen[digest] = seen + 1
+        if path.endswith("/embeddings"):
+            inputs = body.get("input")
+            inputs = [inputs] if isinstance(inputs, str) else list(inputs or [])
+            data = [{"object": "embedding", "index": i, "embedding": _embed(t)} for i, t in enumerate(inputs)]
+            return 200, json.dumps({"object": "list", "data": data, "model": body.get("model", "fake-emb"),
+                                    "usage": {"prompt_tokens": 1, "total_tokens": 1}}).encode(), {}
+        if not path.endswith("/chat/completions"):
+            return 404, b'{"error": {"message": "not found"}}', {}
+        messages = body.get("messages") or []
+        for m in messages:
+            m["content"] = _text(m.get("content"))
+        everything = "\n".join(m["content"] for m in messages)
+        if "#fail429" in everything and seen == 0:
+            return 429, b'{"error": {"message": "rate limited", "type": "rate_limit"}}', {"retry-after-ms": "20"}
+        if "#fail500" in everything and seen == 0:
+            return 500, b'{"error": {"message": "internal error"}}', {}
+        if "#timeout" in everything:
+            self._stop.wait(self.slow_seconds)
+        if "#malformed" in everything:
+            return 200, b"<html>this is not json", {}
+        system = " ".join(m["content"] for m in messages if m.get("role") == "system")
+        user = " ".join(m["content"] for m in messages if m.get("role") == "user")
+        if "#noprose" in everything:
+            text = "Well, I think the prediction looks fine overall."
+        else:
+            text = schema_reply(messages)
+            if text is None:
+                text = judge_reply(user) if "is_correct" in system else rag_reply(user)
+        prompt_tokens = max(1, len(everything.split()))
+        completion_tokens = max(1, len(text.split()))
+        reply = {
+            "id": "chatcmpl-fake-" + digest[:12],
+            "object": "chat.completion",
+            "created": 1700000000,
+            "model": body.get("model", "fake-model"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+        }
+        return 200, json.dumps(reply).encode(), {}
+
+
+# ---------------------------------------------------------------- pytest fixtures
+try:
+    import pytest
+except ImportError:  # pragma: no cover
+    pytest = None
+
+if pytest is not None:
+
+    @pytest.fixture
+    def fake_server():
+        server = FakeOpenAI(slow_seconds=2.0).start()
+        try:
+            yield server
+        finally:
+            server.stop()
+
+    @pytest.fixture
+    def llm_settings(fake_server, tmp_path):
+        """Settings pointing at the fake: small timeout, one retry, cache in tmp_path."""
+        from ragsweep.llm.settings import LLMSettings
+
+        return LLMSettings(
+            base_url=fake_server.base_url,
+            model="fake-model",
+            api_key="sk-test-SECRET-0123456789",
+            timeout=0.6,
+            max_retries=1,
+            concurrency=4,
+            cache_dir=str(tmp_path / "llm-cache"),
+            price_per_1k_prompt=0.5,
+            price_per_1k_completion=1.5,
+        )

@@ -1,0 +1,83 @@
+"""The in-process Pathway DocumentStore finds the right document in every retriever mode."""
+
+import pytest
+
+from ragsweep.config import PipelineConfig
+from ragsweep.corpus import parse_corpus
+from ragsweep.store import RagStore, sanitize_query, scope_filter
+
+QUESTIONS = {
+    # question -> document that must come first
+    "Which moon of Jupiter has its own magnetic field?": "jupiter.html",
+    "How long should the levain dough proof in the refrigerator before the Dutch oven?": "sourdough.docx",
+    "What does the borrow checker enforce about mutable references?": "notes/borrow-checker.md",
+    "lift increase of a wing in a propeller slipstream": "cranfield-1-slipstream.txt",
+    "Who is the distributor and what territory is granted under the distributor agreement?": "lucid-distributor-agreement.pdf",
+}
+
+
+@pytest.fixture(scope="module")
+def corpus(fixture_corpus_dir):
+    return parse_corpus(fixture_corpus_dir)
+
+
+@pytest.mark.parametrize("mode", ["bm25", "knn", "hybrid"])
+def test_each_mode_finds_the_right_document(mode, corpus, default_pipeline):
+    config = PipelineConfig.load(default_pipeline, {"retriever_mode": mode, "min_tokens": 40, "max_tokens": 120})
+    store = RagStore(config, corpus)
+    results = store.retrieve(list(QUESTIONS), k=3)
+    for (question, expected), hits in zip(QUESTIONS.items(), results):
+        assert hits, f"{mode}: no hit for {question!r}"
+        assert hits[0].doc_id == expected, f"{mode}: {question!r} -> {[h.doc_id for h in hits]}"
+        assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+        assert all(a.score >= b.score for a, b in zip(hits, hits[1:]))
+
+
+def test_hits_carry_offsets_into_the_parsed_text(corpus, default_pipeline):
+    config = PipelineConfig.load(default_pipeline, {"retriever_mode": "bm25", "min_tokens": 40, "max_tokens": 120})
+    store = RagStore(config, corpus)
+    hits = store.retrieve(["Ganymede magnetic field", "distributor territory"], k=5)
+    for hit in (h for hs in hits for h in hs):
+        assert corpus.text_of(hit.doc_id)[hit.start : hit.end] == hit.text
+    # chunks of the PDF are consecutive and cover it
+    pdf_chunks = [c for c in store.last_run.chunks if c.doc_id == "lucid-distributor-agreement.pdf"]
+    assert len(pdf_chunks) > 3
+    assert all(a.end <= b.start + 16 for a, b in zip(pdf_chunks, pdf_chunks[1:]))
+    assert all(c.tokens <= 120 for c in pdf_chunks)
+
+
+def test_doc_scope_restricts_each_question(corpus, default_pipeline):
+    config = PipelineConfig.load(default_pipeline, {"retriever_mode": "hybrid"})
+    store = RagStore(config, corpus)
+    question = "Which moon of Jupiter has its own magnetic field?"
+    unscoped, scoped, two = store.retrieve(
+        [question] * 3, k=5,
+        doc_scopes=[None, ["sourdough.docx"], ["sourdough.docx", "notes/borrow-checker.md"]],
+    )
+    assert unscoped[0].doc_id == "jupiter.html"
+    assert scoped and {h.doc_id for h in scoped} == {"sourdough.docx"}
+    assert {h.doc_id for h in two} == {"sourdough.docx", "notes/borrow-checker.md"}
+
+
+def test_questions_that_break_tantivy_are_sanitised(corpus, default_pipeline):
+    config = PipelineConfig.load(default_pipeline, {"retriever_mode": "bm25"})
+    nasty = ['Governing law: "Delaware" (state', "moon\u00a0Ganymede", "AND OR NOT", "((", "a:b:c ~2 ^3"]
+    results = RagStore(config, corpus).retrieve(nasty, k=2)
+    assert len(results) == len(nasty)
+    assert results[1][0].doc_id == "jupiter.html"
+
+
+def test_ranking_is_deterministic_across_runs(corpus, default_pipeline):
+    config = PipelineConfig.load(default_pipeline, {"retriever_mode": "hybrid", "min_tokens": 40, "max_tokens": 120})
+    first = RagStore(config, corpus).retrieve(list(QUESTIONS), k=4)
+    second = RagStore(config, corpus).retrieve(list(QUESTIONS), k=4)
+    assert [[(h.doc_id, h.start) for h in hs] for hs in first] == [[(h.doc_id, h.start) for h in hs] for hs in second]
+
+
+def test_sanitize_and_scope_filter():
+    assert sanitize_query('Law: "NY" (x)') == "Law NY x"
+    assert sanitize_query("?!") == "document"
+    assert scope_filter(["b.pdf", "a.pdf"]) == "doc_id == `a.pdf` || doc_id == `b.pdf`"
+    assert scope_filter(None) is None
+    with pytest.raises(ValueError, match="backtick"):
+        scope_filter(["we`ird"])
