@@ -157,7 +157,9 @@ def test_citation_precision():
     assert citation_precision(j, []) is None
     j.cited = [2]
     assert citation_precision(j) == 0.0
-    res = aggregate([j, _chunks({"A"}, items={"A": 1})], ["citation_precision"])
+    other = _chunks({"A"}, items={"A": 1})
+    other.case_id = "no-citations"
+    res = aggregate([j, other], ["citation_precision"])
     assert res.scores["citation_precision"] == 0.0 and res.scores["citation_precision_cases"] == 1.0
 
 

@@ -322,22 +322,24 @@ def aggregate(
     table: dict[str, dict[str, float | int | None]] = {j.case_id: {} for j in judgements} if per_case else {}
     for metric in metrics:
         base, k = parse_metric(metric)
-        values = {j.case_id: per_case_value(j, metric) for j in scored}
+        values = [(j.case_id, per_case_value(j, metric)) for j in scored]
         if per_case:
             for cid in table:
-                table[cid][metric] = values.get(cid)
+                table[cid][metric] = None
+            for cid, v in values:
+                table[cid][metric] = v
         if base == "first_relevant_rank":
-            found = [v for v in values.values() if v is not None]
+            found = [v for _, v in values if v is not None]
             scores[metric] = statistics.fmean(found) if found else None
             scores[f"{metric}_median"] = float(statistics.median(found)) if found else None
             scores[f"{metric}_found"] = float(len(found))
             scores[f"{metric}_misses"] = float(len(values) - len(found))
         elif base == "citation_precision":
-            cited = [v for v in values.values() if v is not None]
+            cited = [v for _, v in values if v is not None]
             scores[metric] = statistics.fmean(cited) if cited else None
             scores[f"{metric}_cases"] = float(len(cited))
         else:
-            vals = [float(v) for v in values.values()]  # type: ignore[arg-type]
+            vals = [float(v) for _, v in values]  # type: ignore[arg-type]
             scores[metric] = math.fsum(vals) / len(vals) if vals else None
     return RetrievalResult(
         rule=rules.pop() if len(rules) == 1 else (",".join(sorted(rules)) or None),

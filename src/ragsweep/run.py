@@ -1,0 +1,515 @@
+"""`ragsweep eval`: cases -> hits -> answers -> scores -> run folder (resumable).
+
+The run folder is where results leave ragsweep:
+
+- ``state.json``   what this run is (config hash, dataset hash, split, limit, case ids)
+- ``hits.jsonl``   retrieval results, written as soon as the batch retrieval ends
+- ``cases.jsonl``  one line per finished case, appended and flushed as computed
+- ``report.json``  aggregate metrics, intervals, groups and the manifest
+- ``report.html``  written by :mod:`ragsweep.report` when available
+
+``--resume`` reopens a folder, keeps every finished case, re-uses saved hits,
+and computes only what is missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ragsweep.answer.base import Answer
+from ragsweep.config import PipelineConfig, parse_overrides
+from ragsweep.datasets.schema import Case, Dataset
+from ragsweep.hits import Hit
+from ragsweep.scoring import DEFAULT_KS, aggregate, answer_scores, check_floors, judge_retrieval, parse_floors
+
+PACKAGES = ("ragsweep", "pathway", "docling-slim", "docling-core", "tantivy", "sentence-transformers",
+            "torch", "tiktoken", "openai", "ragas", "pydantic", "scipy")
+
+
+class EvalOptions(BaseModel):
+    pipeline: str = "pipelines/default.yaml"
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    dataset: str
+    split: str | None = None
+    limit: int | None = None
+    out: str = "runs"
+    name: str | None = None
+    resume: str | None = None
+    floors: dict[str, float] = Field(default_factory=dict)
+    ks: list[int] = Field(default_factory=lambda: list(DEFAULT_KS))
+    use_llm: bool = False
+    judge: bool = False
+    ragas_llm: bool = False
+    ragas_nonllm: bool = True
+    dry_run: bool = False
+    progress: bool = True
+
+
+class RunError(Exception):
+    pass
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def file_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                             cwd=Path(__file__).resolve().parent)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, timeout=5, cwd=Path(__file__).resolve().parent)
+        if out.returncode == 0:
+            return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return None
+
+
+def package_versions() -> dict[str, str]:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return versions
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def read_jsonl_tolerant(path: Path) -> list[dict[str, Any]]:
+    """Lines of a JSONL file written by an interrupted run: a torn last line is dropped
+    (and cut from the file, so appending continues cleanly)."""
+    if not path.exists():
+        return []
+    good: list[dict[str, Any]] = []
+    keep_bytes = 0
+    with path.open("rb") as fh:
+        for raw in fh:
+            try:
+                good.append(json.loads(raw))
+            except ValueError:
+                break
+            keep_bytes += len(raw)
+    if keep_bytes != path.stat().st_size:
+        with path.open("r+b") as fh:
+            fh.truncate(keep_bytes)
+    return good
+
+
+class JsonlWriter:
+    """Append records and flush each one to disk: a kill loses at most the line being written."""
+
+    def __init__(self, path: Path):
+        self.fh = path.open("a", encoding="utf-8")
+
+    def write(self, record: dict[str, Any]) -> None:
+        self.fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self.fh.flush()
+        os.fsync(self.fh.fileno())
+
+    def close(self) -> None:
+        self.fh.close()
+
+
+def _bar(iterable=None, total=None, desc="", enabled=True):
+    from tqdm import tqdm
+
+    return tqdm(iterable, total=total, desc=desc, unit="case", disable=not enabled, file=sys.stderr, leave=False)
+
+
+# ------------------------------------------------------------------ answering
+
+
+def make_answerer(config: PipelineConfig, use_llm: bool):
+    """The LLM answerer when asked for (or configured), else the extractive one."""
+    if use_llm or config.get("llm_model"):
+        from ragsweep.answer.llm import LLMAnswerer
+        from ragsweep.llm.settings import LLMSettings
+
+        settings = LLMSettings.from_mapping(config.scalars())
+        return LLMAnswerer(settings, prompt_template=config.get("prompt_template")), settings
+    from ragsweep.answer.extractive import ExtractiveAnswerer
+
+    return ExtractiveAnswerer(), None
+
+
+def answer_cases(answerer, items: list[tuple[str, list[Hit]]]) -> list[Answer]:
+    if hasattr(answerer, "answer_batch"):
+        return answerer.answer_batch(items)
+    return [answerer.answer(q, h) for q, h in items]
+
+
+# ------------------------------------------------------------------ the run
+
+
+def resolve_run_dir(options: EvalOptions, dataset_name: str, config_hash: str) -> Path:
+    out = Path(options.out)
+    if options.resume:
+        if options.resume != "latest":
+            run_dir = Path(options.resume)
+        else:
+            candidates = sorted(p.parent for p in out.glob("*/state.json"))
+            if not candidates:
+                raise RunError(f"--resume: no run folder under {out}")
+            run_dir = candidates[-1]
+        if not (run_dir / "state.json").exists():
+            raise RunError(f"--resume: {run_dir} is not a run folder (no state.json)")
+        return run_dir
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return out / (options.name or f"{stamp}-{dataset_name}-{config_hash[:8]}")
+
+
+def load_inputs(options: EvalOptions) -> tuple[PipelineConfig, Dataset, list[Case]]:
+    from ragsweep.datasets.loader import DatasetError, load_dataset
+
+    config = PipelineConfig.load(options.pipeline, options.overrides)
+    try:
+        dataset = load_dataset(options.dataset, split=options.split)
+    except DatasetError as err:
+        raise RunError(str(err)) from err
+    cases = list(dataset.cases)
+    if options.limit:
+        cases = cases[: options.limit]
+    if not cases:
+        raise RunError(f"{options.dataset}: no case to evaluate (split={options.split}, limit={options.limit})")
+    return config, dataset, cases
+
+
+def run_eval(options: EvalOptions) -> tuple[Path, dict[str, Any]]:
+    """Evaluate; return the run folder and the report."""
+    from ragsweep.corpus import parse_corpus
+    from ragsweep.store import Query, RagStore
+
+    started_at = now()
+    stage: dict[str, float] = {}
+    config, dataset, cases = load_inputs(options)
+    cases_file = dataset.root / "cases.jsonl"
+    dataset_hash = file_hash(cases_file) if cases_file.exists() else "unknown"
+    run_dir = resolve_run_dir(options, dataset.name, config.hash)
+    state = {
+        "config_hash": config.hash,
+        "dataset": str(options.dataset),
+        "dataset_hash": dataset_hash,
+        "split": options.split,
+        "limit": options.limit,
+        "ks": options.ks,
+        "use_llm": options.use_llm,
+        "case_ids": [c.id for c in cases],
+        "started_at": started_at,
+    }
+    if options.resume:
+        saved = json.loads((run_dir / "state.json").read_text())
+        for key in ("config_hash", "dataset_hash", "split", "limit", "ks", "use_llm"):
+            if saved.get(key) != state[key]:
+                raise RunError(
+                    f"--resume {run_dir}: {key} differs ({saved.get(key)!r} then, {state[key]!r} now); "
+                    "start a new run instead"
+                )
+        started_at = saved.get("started_at", started_at)
+    else:
+        run_dir.mkdir(parents=True, exist_ok=False)
+        (run_dir / "state.json").write_text(json.dumps(state, indent=2))
+    print(f"run folder: {run_dir}", file=sys.stderr)
+
+    done = {r["id"]: r for r in read_jsonl_tolerant(run_dir / "cases.jsonl")}
+    saved_hits = {r["id"]: [Hit(**h) for h in r["hits"]] for r in read_jsonl_tolerant(run_dir / "hits.jsonl")}
+    todo = [c for c in cases if c.id not in done]
+    if done:
+        print(f"resuming: {len(done)} case(s) already done, {len(todo)} to go", file=sys.stderr)
+
+    # ---- parse
+    t = time.perf_counter()
+    from tqdm import tqdm
+
+    from ragsweep.corpus import iter_files
+
+    n_files = sum(1 for _ in iter_files(dataset.docs_dir)) if dataset.docs_dir.is_dir() else 0
+    with tqdm(total=n_files, desc="parse", unit="doc", disable=not options.progress, file=sys.stderr, leave=False) as bar:
+        corpus = parse_corpus(dataset.docs_dir, on_progress=lambda _: bar.update(1))
+    stage["parse"] = time.perf_counter() - t
+    for skipped in corpus.skipped:
+        print(f"skipped document {skipped.doc_id}: {skipped.reason}", file=sys.stderr)
+    if not corpus.documents:
+        raise RunError(f"{dataset.docs_dir}: no document could be parsed")
+    texts = {d.doc_id: d.text for d in corpus.documents}
+
+    # ---- retrieve (one graph run for every case not retrieved yet)
+    k_max = max(max(options.ks), config.top_k)
+    need = [c for c in todo if c.id not in saved_hits]
+    t = time.perf_counter()
+    if need:
+        print(f"retrieve: {len(need)} question(s) in one Pathway run (k={k_max})...", file=sys.stderr)
+        store = RagStore(config, corpus)
+        known = set(texts)
+        scopes = [[d for d in (c.doc_scope or []) if d in known] or None if c.doc_scope else None for c in need]
+        unscoped = [c.id for c, s in zip(need, scopes) if c.doc_scope and s is None]
+        if unscoped:
+            print(f"warning: {len(unscoped)} case(s) scoped to documents that were not parsed "
+                  f"(first: {unscoped[0]}); they get no hits", file=sys.stderr)
+        run = store.run([Query(c.question, k_max, s) for c, s in zip(need, scopes)])
+        hits_writer = JsonlWriter(run_dir / "hits.jsonl")
+        for case, s, hits in zip(need, scopes, run.hits):
+            hits = [] if case.doc_scope and s is None else hits
+            saved_hits[case.id] = hits
+            hits_writer.write({"id": case.id, "hits": [h.model_dump() for h in hits]})
+        hits_writer.close()
+        stage["embed"] = run.timings.get("embed", 0.0)
+        stage["split"] = run.timings.get("split", 0.0)
+    stage["retrieve"] = time.perf_counter() - t
+
+    # ---- answer + score, case by case, appended as computed
+    answerer, llm_settings = make_answerer(config, options.use_llm)
+    judge = None
+    if options.judge:
+        from ragsweep.metrics.judge import LLMJudge
+
+        judge = LLMJudge(llm_settings or _llm_settings(config))
+    if options.dry_run:
+        return run_dir, dry_run_report(options, config, cases, saved_hits, answerer, llm_settings)
+
+    t = time.perf_counter()
+    writer = JsonlWriter(run_dir / "cases.jsonl")
+    batch = max(1, (llm_settings.concurrency * 2) if llm_settings else 1)
+    rule_seen: set[str] = set()
+    try:
+        with _bar(total=len(todo), desc="answer+score", enabled=options.progress) as bar:
+            for i in range(0, len(todo), batch):
+                part = todo[i : i + batch]
+                items = [(c.question, saved_hits.get(c.id, [])[: config.top_k]) for c in part]
+                answers = answer_cases(answerer, items)
+                verdicts = _judge(judge, part, answers) if judge else [None] * len(part)
+                for case, answer, verdict in zip(part, answers, verdicts):
+                    record = score_case(case, saved_hits.get(case.id, []), answer, verdict, dataset, texts,
+                                        options, config.top_k)
+                    rule_seen.add(record.pop("_rule"))
+                    writer.write(record)
+                    done[case.id] = record
+                    bar.update(1)
+    finally:
+        writer.close()
+    stage["answer_and_score"] = time.perf_counter() - t
+
+    if options.ragas_llm:
+        _ragas_llm(run_dir, llm_settings or _llm_settings(config), cases, done)
+
+    # ---- aggregate + report
+    t = time.perf_counter()
+    records = [done[c.id] for c in cases if c.id in done]
+    agg = aggregate(records)
+    stage["aggregate"] = time.perf_counter() - t
+    answerer_name = getattr(answerer, "name", "extractive")
+    report = {
+        **agg,
+        "ks": options.ks,
+        "top_k": config.top_k,
+        "relevance_rule": dataset.relevance.rule,
+        "relevance_rules_applied": sorted(rule_seen) or [dataset.relevance.rule],
+        "no_llm": llm_settings is None,
+        "answerer": answerer_name,
+        "n_cases": len(records),
+        "manifest": {
+            "pipeline": {**config.manifest(), "text": config.text()},
+            "dataset": {
+                "path": str(options.dataset), "name": dataset.name, "hash": dataset_hash, "split": options.split,
+                "limit": options.limit, "relevance": dataset.relevance.model_dump(),
+            },
+            "corpus": {
+                "docs_dir": str(dataset.docs_dir), "hash": corpus.content_hash, "documents": len(corpus.documents),
+                "skipped": [s.model_dump() for s in corpus.skipped], "pdf_pipeline": corpus.pdf_pipeline,
+                "parsers": sorted({d.parser for d in corpus.documents}),
+            },
+            "embedder": config.get("embedder_model"),
+            "llm": llm_settings.public_dict() if llm_settings is not None and hasattr(llm_settings, "public_dict") else None,
+            "prompt": getattr(answerer, "prompt_template", None),
+            "packages": package_versions(),
+            "git_commit": git_commit(),
+            "python": sys.version.split()[0],
+            "timestamps": {"started": started_at, "finished": now()},
+            "stage_seconds": {k: round(v, 3) for k, v in stage.items()},
+        },
+    }
+    (run_dir / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str))
+    try:
+        from ragsweep.report.html import write_html_report
+
+        write_html_report(run_dir)
+    except ImportError:
+        pass
+    return run_dir, report
+
+
+def _llm_settings(config: PipelineConfig):
+    from ragsweep.llm.settings import LLMSettings
+
+    return LLMSettings.from_mapping(config.scalars())
+
+
+def _judge(judge, cases: list[Case], answers: list[Answer]):
+    items = [
+        {"question": c.question, "reference_answer": c.reference_answer, "answer": a.text,
+         "unanswerable": c.unanswerable, "abstained": a.abstained, "error": a.error}
+        for c, a in zip(cases, answers)
+    ]
+    return judge.judge_batch(items)
+
+
+def score_case(case: Case, hits: list[Hit], answer: Answer, verdict, dataset: Dataset, texts: dict[str, str],
+               options: EvalOptions, top_k: int) -> dict[str, Any]:
+    marked, metrics, rule = judge_retrieval(case, hits, dataset.relevance, texts, options.ks,
+                                            cited=answer.cited or None)
+    metrics.update(answer_scores(case, answer))
+    if options.ragas_nonllm:
+        from ragsweep.metrics.ragas_bridge import ragas_nonllm_scores
+
+        reference_contexts = [e.text for e in case.evidence] or None
+        metrics.update(ragas_nonllm_scores(
+            case.question, None if answer.abstained else answer.text, [h.text for h in hits[:top_k]],
+            case.reference_answer, reference_contexts))
+    judge_dict = None
+    if verdict is not None:
+        judge_dict = verdict.model_dump() if hasattr(verdict, "model_dump") else dict(verdict)
+        correct = judge_dict.get("is_correct")
+        metrics["judge_correct"] = None if correct is None else float(bool(correct))
+    return {
+        "id": case.id,
+        "question": case.question,
+        "type": case.type,
+        "doc_scope": case.doc_scope,
+        "unanswerable": case.unanswerable,
+        "reference_answer": case.reference_answer,
+        "split": case.split,
+        "hits": marked,
+        "answer": answer.model_dump(),
+        "metrics": metrics,
+        "judge": judge_dict,
+        "_rule": rule,
+    }
+
+
+def _ragas_llm(run_dir: Path, settings, cases: list[Case], done: dict[str, dict]) -> None:
+    from ragsweep.metrics.ragas_llm import RagasCase, RagasLLMScorer
+
+    todo = [c for c in cases if c.id in done and not any(k.startswith("ragas_llm_") for k in done[c.id]["metrics"])]
+    if not todo:
+        return
+    scorer = RagasLLMScorer(settings)
+    rows = []
+    for c in todo:
+        rec = done[c.id]
+        rows.append(RagasCase(question=c.question, answer=rec["answer"]["text"],
+                              contexts=[h["text"] for h in rec["hits"]], reference=c.reference_answer,
+                              abstained=rec["answer"]["abstained"]))
+    scores = scorer.score_batch(rows)
+    for c, per_metric in zip(todo, scores):
+        for name, score in per_metric.items():
+            done[c.id]["metrics"][f"ragas_llm_{name}"] = score.value
+    # rewrite cases.jsonl with the new metrics (atomic replace)
+    tmp = run_dir / "cases.jsonl.tmp"
+    with tmp.open("w", encoding="utf-8") as fh:
+        for c in cases:
+            if c.id in done:
+                fh.write(json.dumps(done[c.id], ensure_ascii=False) + "\n")
+    tmp.replace(run_dir / "cases.jsonl")
+
+
+def dry_run_report(options, config, cases, saved_hits, answerer, llm_settings) -> dict[str, Any]:
+    """What the LLM part of a run would cost, without a single call."""
+    if llm_settings is None:
+        return {"dry_run": True, "llm_calls": 0, "note": "no LLM configured: extractive answers, no calls"}
+    from ragsweep.llm.cost import combine
+
+    items = [(c.question, saved_hits.get(c.id, [])[: config.top_k]) for c in cases]
+    estimates = [answerer.estimate(items)]
+    if options.judge:
+        from ragsweep.metrics.judge import estimate_judge_calls
+
+        estimates.append(estimate_judge_calls(
+            [{"question": c.question, "reference_answer": c.reference_answer, "answer": "x" * 200,
+              "unanswerable": c.unanswerable} for c in cases], llm_settings))
+    if options.ragas_llm:
+        from ragsweep.metrics.ragas_llm import estimate_ragas_calls
+
+        estimates.append(estimate_ragas_calls(items, llm_settings))
+    total = combine(estimates)
+    return {"dry_run": True, "estimates": [e.model_dump() for e in estimates], "total": total.model_dump()}
+
+
+# ------------------------------------------------------------------ terminal
+
+
+SUMMARY_METRICS = ("hit_rate@{k}", "recall@{k}", "precision@{k}", "mrr@{k}", "ndcg@{k}", "map@{k}")
+
+
+def summary_table(report: dict[str, Any]) -> str:
+    k = report.get("top_k", 5)
+    names = [m.format(k=k) for m in SUMMARY_METRICS] + [
+        "first_relevant_rank_mean", "first_relevant_rank_median", "citation_precision", "exact_match", "token_f1",
+        "fact_coverage", "pathway_strsim", "abstention_precision", "abstention_recall", "judge_correct",
+        "ragas_context_precision", "ragas_context_recall", "ragas_rouge",
+    ]
+    lines = [f"{'metric':<28} {'value':>8}  {'95% CI':<17} {'n':>6} {'missing':>7}"]
+    for name in names:
+        value = report["metrics"].get(name)
+        if value is None and name not in report["metrics"]:
+            continue
+        ci = report["intervals"].get(name)
+        count = report["counts"].get(name) or report["counts"].get(name.split("_mean")[0].split("_median")[0], {})
+        ci_text = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci and ci[0] is not None else ""
+        val = "n/a" if value is None else f"{value:.4f}"
+        lines.append(f"{name:<28} {val:>8}  {ci_text:<17} {count.get('n', ''):>6} {count.get('missing', ''):>7}")
+    header = (f"answerer: {report['answerer']}{'  (no LLM)' if report['no_llm'] else ''}   "
+              f"relevance rule: {report['relevance_rule']}   cases: {report['n_cases']}")
+    return header + "\n" + "\n".join(lines)
+
+
+def run_eval_cli(args) -> int:
+    try:
+        floors = parse_floors(args.min)
+    except ValueError as err:
+        print(f"ragsweep: error: {err}", file=sys.stderr)
+        return 2
+    options = EvalOptions(
+        pipeline=args.pipeline, overrides=parse_overrides(args.set), dataset=args.dataset, split=args.split,
+        limit=args.limit, out=args.out, name=args.name, resume=args.resume, floors=floors,
+        use_llm=args.llm, judge=args.judge, ragas_llm=args.ragas_llm, dry_run=args.dry_run,
+    )
+    try:
+        run_dir, report = run_eval(options)
+    except RunError as err:
+        print(f"ragsweep: error: {err}", file=sys.stderr)
+        return 2
+    if options.dry_run:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(summary_table(report))
+    if getattr(args, "mlflow", False):
+        from ragsweep.report.mlflow_log import log_to_mlflow
+
+        run_id = log_to_mlflow(run_dir, tracking_uri=args.mlflow_uri, pipeline_path=args.pipeline)
+        print(f"MLflow run: {run_id}")
+    print(f"\nreport: {run_dir / 'report.json'}" + (f"  {run_dir / 'report.html'}" if (run_dir / "report.html").exists() else ""))
+    failures = check_floors(report["metrics"], floors)
+    if failures:
+        print("gate FAILED:\n  " + "\n  ".join(failures), file=sys.stderr)
+        return 1
+    if floors:
+        print("gate passed: " + ", ".join(f"{k} >= {v}" for k, v in floors.items()))
+    return 0

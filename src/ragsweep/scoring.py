@@ -1,0 +1,172 @@
+"""Per-case scores and their aggregation: shared by `eval` and `sweep`.
+
+A *record* is one case's line of ``cases.jsonl``: the question, its judged hits,
+the answer and a flat ``metrics`` dict whose names equal the aggregate names
+(``recall@5``...), so two runs can be paired on case ids. Aggregation takes the
+mean over the cases where a metric exists; the cases where it does not are
+counted as missing, never averaged as NaN.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ragsweep.answer.base import Answer
+from ragsweep.datasets.schema import Case, RelevanceConfig
+from ragsweep.hits import Hit
+from ragsweep.metrics.relevance import mark_hits
+from ragsweep.metrics.retrieval import per_case_value
+
+DEFAULT_KS = (1, 3, 5, 10)
+# metrics that only make sense over a set of cases, computed in aggregate()
+SET_METRICS = ("abstention_precision", "abstention_recall", "abstention_f1",
+               "answered_unanswerable_rate", "abstained_on_answerable_rate")
+
+
+def retrieval_metric_names(ks: Sequence[int]) -> list[str]:
+    names: list[str] = []
+    for k in ks:
+        names += [f"hit_rate@{k}", f"recall@{k}", f"precision@{k}", f"ndcg@{k}", f"map@{k}", f"mrr@{k}"]
+    return names + ["r_precision", "first_relevant_rank"]
+
+
+def judge_retrieval(
+    case: Case,
+    hits: Sequence[Hit],
+    relevance: RelevanceConfig,
+    texts: dict[str, str],
+    ks: Sequence[int],
+    cited: Sequence[int] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, float | None], str]:
+    """Mark each hit relevant or not and compute the case's retrieval metrics.
+
+    Returns (hits as dicts with ``relevant``/``grade``, metrics, the rule that ran).
+    Unanswerable cases and cases without relevance information get ``None``.
+    """
+    judgement = mark_hits(case, hits, relevance, texts, cited)
+    by_rank = {jh.rank: jh for jh in judgement.hits}
+    marked = []
+    for hit in hits:
+        jh = by_rank.get(hit.rank)
+        marked.append({**hit.model_dump(), "relevant": bool(jh and jh.relevant), "grade": int(jh.grade) if jh else 0})
+    metrics: dict[str, float | None] = {}
+    for name in retrieval_metric_names(ks):
+        value = per_case_value(judgement, name)
+        metrics[name] = None if value is None else float(value)
+    metrics["citation_precision"] = (
+        None if not cited or not judgement.scored else _float(per_case_value(judgement, "citation_precision"))
+    )
+    return marked, metrics, judgement.rule
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def answer_scores(case: Case, answer: Answer) -> dict[str, float | None]:
+    from ragsweep.metrics.answer import answer_metrics_for_case
+
+    scores = answer_metrics_for_case(answer, case.reference_answer, case.expected_facts, case.unanswerable)
+    return {k: _float(v) for k, v in scores.items()}
+
+
+def case_document(record: dict[str, Any]) -> str | None:
+    """The document a case is about: its scope, else its first relevant or evidence doc."""
+    scope = record.get("doc_scope") or []
+    if scope:
+        return scope[0]
+    for key in ("relevant_ids",):
+        for item in record.get(key) or []:
+            return item.get("id") if isinstance(item, dict) else item
+    return None
+
+
+def _summary(values: list[float]) -> dict[str, float]:
+    return {"mean": statistics.fmean(values), "min": min(values), "max": max(values), "count": len(values)}
+
+
+def aggregate(records: Sequence[dict[str, Any]], with_intervals: bool = True, seed: int = 0) -> dict[str, Any]:
+    """Means, counts (n, missing), bootstrap intervals, set metrics and groups."""
+    from ragsweep.metrics.answer import aggregate_abstention
+    from ragsweep.metrics.stats import bootstrap_ci
+
+    names: list[str] = []
+    for record in records:
+        for name in record.get("metrics", {}):
+            if name not in names:
+                names.append(name)
+    metrics: dict[str, float | None] = {}
+    counts: dict[str, dict[str, int]] = {}
+    intervals: dict[str, list[float | None]] = {}
+    for name in names:
+        values = [r["metrics"][name] for r in records if r.get("metrics", {}).get(name) is not None]
+        counts[name] = {"n": len(values), "missing": len(records) - len(values)}
+        metrics[name] = statistics.fmean(values) if values else None
+        if with_intervals and len(values) >= 2:
+            low, high = bootstrap_ci(values, seed=seed)
+            intervals[name] = [low, high]
+    frr = [r["metrics"]["first_relevant_rank"] for r in records if r.get("metrics", {}).get("first_relevant_rank") is not None]
+    if frr:
+        metrics["first_relevant_rank_mean"] = statistics.fmean(frr)
+        metrics["first_relevant_rank_median"] = float(statistics.median(frr))
+    scored = [r for r in records if r.get("metrics", {}).get("hit_rate@1") is not None]
+    counts["first_relevant_rank"] = {"n": len(frr), "missing": len(scored) - len(frr)}
+    pairs = [(bool(r["answer"]["abstained"]), bool(r["unanswerable"])) for r in records if r.get("answer")]
+    if pairs:
+        abst = aggregate_abstention(pairs)
+        for name in SET_METRICS:
+            if name in abst:
+                metrics[name] = _float(abst[name])
+        counts["abstention"] = {"n": len(pairs), "missing": len(records) - len(pairs)}
+    return {
+        "metrics": metrics,
+        "counts": counts,
+        "intervals": intervals,
+        "groups": {
+            "type": group_by(records, lambda r: r.get("type") or "(none)"),
+            "document": group_by(records, case_document),
+        },
+    }
+
+
+def group_by(records: Iterable[dict[str, Any]], key) -> dict[str, dict[str, dict[str, float]]]:
+    buckets: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for record in records:
+        label = key(record)
+        if label is None:
+            continue
+        for name, value in record.get("metrics", {}).items():
+            if value is not None:
+                buckets[label][name].append(value)
+    return {
+        label: {name: _summary(values) for name, values in sorted(by_metric.items())}
+        for label, by_metric in sorted(buckets.items())
+    }
+
+
+def check_floors(metrics: dict[str, float | None], floors: dict[str, float]) -> list[str]:
+    """The CI gate: one message per metric below its floor (or not computed)."""
+    failures = []
+    for name, floor in floors.items():
+        value = metrics.get(name)
+        if value is None:
+            failures.append(f"{name} was not computed (floor {floor})")
+        elif value < floor:
+            failures.append(f"{name} = {value:.4f} is below its floor {floor}")
+    return failures
+
+
+def parse_floors(items: Sequence[str] | None) -> dict[str, float]:
+    floors: dict[str, float] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            floors[name.strip()] = float(value)
+        except ValueError:
+            raise ValueError(f"--min {item!r} is not METRIC=NUMBER") from None
+    return floors
