@@ -27,9 +27,11 @@ from ragsweep.llm.settings import LLMSettings
 
 NOT_FOUND_RESPONSE = "No information found."
 
+# from pathway's prompt_citing_qa, with the bracket format made explicit
 CITATION_RULE = (
     "When referencing information from a source, cite the appropriate source(s) "
-    "using their corresponding numbers in square brackets, for example [1]."
+    "using their corresponding numbers in square brackets, for example [1]. "
+    "Every answer should include at least one source citation."
 )
 
 # == pathway.xpacks.llm.prompts.prompt_qa(context="{context}", query="{query}",

@@ -20,7 +20,8 @@ The rule that ran is recorded on every :class:`~ragsweep.metrics.retrieval.Judge
     least half inside the chunk and a long clause needs 100 characters of it). When the
     document's parsed text is not available (or the span cannot be located in it), the same
     criterion is applied to the chunk's own text: the normalised overlap between chunk text
-    and span (span inside chunk, chunk inside span, or a suffix/prefix overlap). Evidence
+    and span (span inside chunk, chunk inside span, or a suffix/prefix overlap of at least
+    30 characters, see :func:`text_overlap`). Evidence
     without ``doc_id`` may come from any document of the case's ``doc_scope`` (any document
     when there is no scope).
 
@@ -137,7 +138,7 @@ def _locate(text: str, span: str, fuzzy_min_score: float, limit: int) -> tuple[s
 
 
 def locate_spans(
-    parsed_text: str, span: str, fuzzy_min_score: float = 90.0, limit: int = 50
+    parsed_text: str, span: str, fuzzy_min_score: float = 90.0, limit: int = 10_000
 ) -> tuple[str, list[tuple[int, int]]]:
     """All occurrences ``[(start, end), ...]`` of ``span`` in ``parsed_text`` and how they were found.
 
@@ -161,12 +162,13 @@ def word_overlap_ratio(span: str, chunk: str) -> float:
     return len(words.intersection(chunk.split(" "))) / len(words)
 
 
-def text_overlap(chunk: str, span: str, need: int = 1) -> int:
+def text_overlap(chunk: str, span: str, need: int = 1, min_partial: int = 30) -> int:
     """Length of the normalised overlap between a chunk's text and a span.
 
     Span inside chunk -> len(span); chunk inside span -> len(chunk); otherwise the longest
-    suffix of one that is a prefix of the other, provided it is at least ``need`` characters
-    long (shorter overlaps report 0: they cannot satisfy the criterion anyway).
+    suffix of one that is a prefix of the other, provided it is at least
+    ``max(need, min_partial)`` characters long (shorter edge overlaps report 0: a chunk that
+    merely ends with the span's first word says nothing about where the span is).
     """
     c, s = normalize(chunk), normalize(span)
     if not c or not s:
@@ -175,7 +177,7 @@ def text_overlap(chunk: str, span: str, need: int = 1) -> int:
         return len(s)
     if c in s:
         return len(c)
-    need = max(1, need)
+    need = max(1, need, min_partial)
     probe = min(16, need)
     best = 0
     for a, b in ((c, s), (s, c)):  # suffix of a == prefix of b
@@ -232,7 +234,7 @@ def mark_hits(
     cfg = _config(rule)
     ranked = sorted(hits, key=lambda h: h.rank)
     applied = cfg.rule
-    if applied != "doc_id" and not case.evidence:
+    if applied != "doc_id" and not case.evidence and not case.unanswerable and case.relevant_grades():
         applied = "doc_id"
     detail: dict[str, Any] = {}
     items: dict[str, int]

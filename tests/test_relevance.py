@@ -1,0 +1,178 @@
+"""Relevance rules: doc_id, evidence_offsets (located spans or chunk text), word_overlap (Pathway)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ragsweep.datasets import Case, RelevanceConfig, load_dataset
+from ragsweep.hits import Hit
+from ragsweep.metrics import evaluate_retrieval
+from ragsweep.metrics.relevance import (
+    locate_span,
+    locate_spans,
+    mark_hits,
+    normalize,
+    text_overlap,
+    word_overlap_ratio,
+)
+
+MINI = Path(__file__).resolve().parents[1] / "datasets" / "cuad-mini"
+
+DOC = (
+    "MASTER AGREEMENT\n\nThis  Agreement is made between ACME Corp. (\u201cLicensor\u201d) and\n"
+    "Foo Inc. (\u201cLicensee\u201d).\n\n5. Non\u2011Transferable License. The license granted "
+    "hereunder is non-\ntransferable and may not be assigned.\n" + "Filler text. " * 40 + "\nEND"
+)
+
+
+def _hit(rank, start, end, doc="a.txt", text=None):
+    return Hit(rank=rank, score=1.0 / rank, text=DOC[start:end] if text is None else text, doc_id=doc, start=start, end=end)
+
+
+def test_normalize_and_locate_exact():
+    assert normalize("  A\u00a0 \u201cB\u201d\n\u2013 c ") == 'a "b" - c'
+    span = 'ACME Corp. ("Licensor") and Foo Inc.'
+    start, end = locate_span(DOC, span)
+    assert DOC[start:end] == "ACME Corp. (\u201cLicensor\u201d) and\nFoo Inc."
+    assert locate_spans(DOC, "made between")[0] == "exact"
+
+
+def test_locate_alnum_and_fuzzy_and_missing():
+    how, occ = locate_spans(DOC, "the license granted hereunder is non-transferable")
+    assert how == "alnum" and DOC[occ[0][0]:occ[0][1]].endswith("non-\ntransferable")
+    how, occ = locate_spans(DOC, "The license granted hereunder is non-transferrable and may not be asigned")
+    assert how == "fuzzy" and "may not be assigned" in DOC[occ[0][0]:occ[0][1] + 2]
+    assert locate_span(DOC, "an entirely different clause about insurance") is None
+    assert locate_spans(DOC, "Filler text.")[1][1][0] > locate_spans(DOC, "Filler text.")[1][0][0]  # every occurrence
+
+
+def test_doc_id_rule_grades_and_duplicates():
+    case = Case(id="c", question="q", relevant_ids=["a.txt", {"id": "b.txt", "grade": 3}, {"id": "z.txt", "grade": 0}])
+    hits = [_hit(1, 0, 10, "x.txt"), _hit(2, 0, 10, "b.txt"), _hit(3, 10, 20, "b.txt"), _hit(4, 0, 5, "z.txt")]
+    j = mark_hits(case, hits, "doc_id")
+    assert j.rule == "doc_id" and j.items == {"a.txt": 1, "b.txt": 3}
+    assert [h.relevant for h in j.hits] == [False, True, True, False]
+    assert [h.grade for h in j.hits] == [0, 3, 3, 0]
+
+
+def test_evidence_offsets_overlap_criterion():
+    span = "The license granted hereunder is non-\ntransferable and may not be assigned."
+    s0 = DOC.index("The license")
+    s1 = s0 + len(span)
+    case = Case(id="c", question="q", evidence=[{"text": span, "doc_id": "a.txt"}])
+    cfg = RelevanceConfig(rule="evidence_offsets", evidence_min_overlap_fraction=0.5, evidence_min_overlap_chars=100)
+    need = -(-len(span) // 2)  # span is shorter than 200 chars: half of it
+    hits = [
+        _hit(1, s0 + len(span) - need, s1 + 50),  # exactly `need` chars of the span
+        _hit(2, s0 + len(span) - need + 1, s1 + 50),  # one char short
+        _hit(3, s0, s1, doc="b.txt"),  # right offsets, wrong document
+        _hit(4, 0, len(DOC)),  # the whole document
+    ]
+    j = mark_hits(case, hits, cfg, parsed_texts={"a.txt": DOC})
+    assert j.rule == "evidence_offsets"
+    assert [h.relevant for h in j.hits] == [True, False, False, True]
+    assert j.detail["located"] == {"e0@a.txt": "exact"}
+
+
+def test_evidence_offsets_long_span_needs_min_chars():
+    doc = "Preamble. " + " ".join(f"word{i}" for i in range(300)) + " End."
+    span = doc[10:410]
+    s0 = 10
+    case = Case(id="c", question="q", evidence=[span])
+    hits = [
+        Hit(rank=r, score=1.0, text=doc[s:e], doc_id="a.txt", start=s, end=e)
+        for r, (s, e) in enumerate([(s0 + 300, s0 + 500), (s0 + 301, s0 + 500)], start=1)
+    ]
+    j = mark_hits(case, hits, "evidence_offsets", {"a.txt": doc})
+    assert [h.relevant for h in j.hits] == [True, False]  # 100 chars of overlap, then 99
+
+
+def test_evidence_offsets_chunk_text_fallback_without_parsed_text():
+    span = "The license granted hereunder is non-transferable and may not be assigned."
+    case = Case(id="c", question="q", evidence=[span])
+    inside = "5. Non-Transferable License. " + span + " Next clause."
+    head = "Some preamble text that is long enough. The license granted hereunder is non-"
+    short_edge = "text that ends with The license"
+    hits = [
+        _hit(1, 0, 1, text=inside),
+        _hit(2, 0, 1, text=head),
+        _hit(3, 0, 1, text=short_edge),
+        _hit(4, 0, 1, text="unrelated"),
+    ]
+    j = mark_hits(case, hits, "evidence_offsets", parsed_texts=None)
+    assert [h.relevant for h in j.hits] == [True, True, False, False]
+    assert j.detail["located"] == {"e0@a.txt": "no_text"}
+    assert text_overlap(head, span) == len(normalize("The license granted hereunder is non-"))
+
+
+def test_word_overlap_is_pathways_rule():
+    assert word_overlap_ratio("a b c d", "x a b c y") == 0.75
+    assert word_overlap_ratio("Foo Inc.", "foo inc.") == 0.0  # case-sensitive, split on spaces only
+    case = Case(id="c", question="q", evidence=["alpha beta gamma delta", "epsilon zeta"])
+    hits = [
+        Hit(rank=1, score=1, text="nothing here", doc_id="a", start=0, end=1),
+        Hit(rank=2, score=1, text="alpha beta gamma", doc_id="a", start=0, end=1),  # 3/4 of span 0
+        Hit(rank=3, score=1, text="alpha beta epsilon", doc_id="a", start=0, end=1),  # only the joined text: 3/6
+        Hit(rank=4, score=1, text="alpha beta gamma epsilon", doc_id="a", start=0, end=1),  # joined: 4/6 >= 0.65
+    ]
+    j = mark_hits(case, hits, RelevanceConfig(rule="word_overlap", word_overlap_threshold=0.65))
+    assert j.rule == "word_overlap"
+    assert [sorted(h.covers) for h in j.hits] == [[], ["e0"], [], ["e0"]]
+    assert [h.relevant for h in j.hits] == [False, True, False, True]
+    case2 = Case(id="d", question="q", evidence=["alpha beta", "epsilon zeta"])
+    j2 = mark_hits(case2, [Hit(rank=1, score=1, text="alpha beta epsilon", doc_id="a", start=0, end=1)], "word_overlap")
+    assert j2.hits[0].covers == frozenset({"e0"})
+
+
+def test_unanswerable_and_rule_fallback():
+    un = mark_hits(Case(id="u", question="q", unanswerable=True), [_hit(1, 0, 5)], "evidence_offsets")
+    assert un.excluded == "unanswerable" and un.rule == "evidence_offsets" and not un.scored
+    only_ids = mark_hits(Case(id="d", question="q", relevant_ids=["a.txt"]), [_hit(1, 0, 5)], "evidence_offsets")
+    assert only_ids.rule == "doc_id" and only_ids.hits[0].relevant
+
+
+@pytest.fixture(scope="module")
+def mini():
+    ds = load_dataset(MINI)
+    texts = {d: (ds.docs_dir / d).read_text(encoding="utf-8") for d in ds.doc_ids()}
+    return ds, texts
+
+
+def test_cuad_mini_spans_are_located_exactly(mini):
+    ds, texts = mini
+    for case in ds.cases:
+        for ev in case.evidence:
+            how, occ = locate_spans(texts[ev.doc_id], ev.text)
+            assert how == "exact" and occ, (case.id, ev.text[:60])
+
+
+def test_evaluate_retrieval_on_cuad_mini_oracle_and_windows(mini):
+    ds, texts = mini
+    windows, oracle = {}, {}
+    for case in ds.cases:
+        doc = case.doc_scope[0]
+        text = texts[doc]
+        hits = [
+            Hit(rank=i + 1, score=-i, text=text[s:s + 800], doc_id=doc, start=s, end=min(len(text), s + 800))
+            for i, s in enumerate(range(0, len(text), 600))
+        ]
+        windows[case.id] = hits
+        if case.evidence:  # one chunk per evidence span, exactly the span
+            spans = [locate_span(text, e.text) for e in case.evidence]
+            oracle[case.id] = [
+                Hit(rank=i + 1, score=1.0, text=text[s:e], doc_id=doc, start=s, end=e) for i, (s, e) in enumerate(spans)
+            ]
+    perfect = evaluate_retrieval(ds, oracle, ["recall@50", "hit_rate@1", "mrr", "first_relevant_rank"], parsed_texts=texts)
+    assert perfect.rule == "evidence_offsets"
+    assert perfect.n_scored == 39 and perfect.excluded == {"unanswerable": [c.id for c in ds.cases if c.unanswerable]}
+    assert perfect.scores["recall@50"] == 1.0 and perfect.scores["hit_rate@1"] == 1.0
+    assert perfect.scores["first_relevant_rank"] == 1.0 and perfect.scores["first_relevant_rank_misses"] == 0.0
+    res = evaluate_retrieval(ds, windows, ["recall@100", "ndcg@10", "precision@5"], parsed_texts=texts, per_case=True)
+    assert res.scores["recall@100"] == 1.0  # the windows tile every document
+    assert 0 < res.scores["ndcg@10"] <= 1 and 0 < res.scores["precision@5"] <= 1
+    assert len(res.per_case) == len(ds.cases)
+    # without parsed texts the chunk-text fallback gives the same judgement on exact windows
+    same = evaluate_retrieval(ds, windows, ["recall@100"], parsed_texts=None)
+    assert same.scores["recall@100"] == 1.0

@@ -1,0 +1,121 @@
+"""The evaluator end to end on a tiny real dataset: report, resume, gate, bad input."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ragsweep import run as run_module
+from ragsweep.cli import main
+from ragsweep.run import EvalOptions, RunError, run_eval
+
+ROOT = Path(__file__).resolve().parent.parent
+MINI = ROOT / "datasets" / "cuad-mini"
+
+
+def options(tmp_path, **kw) -> EvalOptions:
+    base = dict(pipeline=str(ROOT / "pipelines" / "default.yaml"), dataset=str(MINI), limit=14,
+                out=str(tmp_path / "runs"), progress=False, ragas_nonllm=False)
+    base.update(kw)
+    return EvalOptions(**base)
+
+
+def read_cases(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "cases.jsonl").read_text().splitlines()]
+
+
+def test_eval_writes_a_complete_run_folder(tmp_path):
+    run_dir, report = run_eval(options(tmp_path, ragas_nonllm=True))
+    saved = json.loads((run_dir / "report.json").read_text())
+    assert saved["metrics"] == report["metrics"]
+    cases = read_cases(run_dir)
+    assert len(cases) == 14 and len({c["id"] for c in cases}) == 14
+    assert report["no_llm"] is True and report["answerer"] == "extractive"
+    assert report["relevance_rule"] == "evidence_offsets"
+    # retrieval found evidence for the answerable cases of this contract
+    answerable = [c for c in cases if not c["unanswerable"]]
+    assert answerable and report["metrics"]["hit_rate@10"] > 0.5
+    assert report["counts"]["recall@5"] == {"n": len(answerable), "missing": 14 - len(answerable)}
+    for name in ("recall@5", "mrr@10", "ndcg@10", "map@10", "abstention_recall", "ragas_rouge"):
+        assert name in report["metrics"]
+    assert "recall@5" in report["intervals"]
+    assert set(report["groups"]) == {"type", "document"}
+    manifest = report["manifest"]
+    for key in ("pipeline", "dataset", "corpus", "packages", "git_commit", "timestamps", "stage_seconds"):
+        assert key in manifest
+    assert manifest["pipeline"]["hash"] and manifest["corpus"]["hash"]
+    hit = cases[0]["hits"][0]
+    assert {"rank", "score", "text", "doc_id", "start", "end", "relevant", "grade"} <= set(hit)
+    assert all(c["metrics"]["recall@5"] is None for c in cases if c["unanswerable"])
+
+
+def test_resume_after_interruption_computes_no_case_twice(tmp_path, monkeypatch):
+    calls: list[str] = []
+    real = run_module.answer_cases
+
+    def interrupting(answerer, items):
+        if len(calls) >= 5:
+            raise KeyboardInterrupt
+        calls.extend(q for q, _ in items)
+        return real(answerer, items)
+
+    monkeypatch.setattr(run_module, "answer_cases", interrupting)
+    with pytest.raises(KeyboardInterrupt):
+        run_eval(options(tmp_path, name="r"))
+    run_dir = tmp_path / "runs" / "r"
+    assert len(read_cases(run_dir)) == 5 and not (run_dir / "report.json").exists()
+    # a kill in the middle of writing a line leaves a torn line behind
+    with (run_dir / "cases.jsonl").open("a") as fh:
+        fh.write('{"id": "torn')
+    first_five = list(calls)
+
+    calls.clear()
+    monkeypatch.setattr(run_module, "answer_cases", lambda a, items: (calls.extend(q for q, _ in items), real(a, items))[1])
+    run_dir2, report = run_eval(options(tmp_path, resume=str(run_dir)))
+    assert run_dir2 == run_dir
+    assert len(calls) == 9 and not set(calls) & set(first_five)
+    ids = [c["id"] for c in read_cases(run_dir)]
+    assert len(ids) == 14 and len(set(ids)) == 14
+    assert report["n_cases"] == 14
+
+
+def test_resume_refuses_a_different_configuration(tmp_path):
+    run_dir, _ = run_eval(options(tmp_path, name="a", limit=3))
+    with pytest.raises(RunError, match="config_hash differs"):
+        run_eval(options(tmp_path, limit=3, resume=str(run_dir), overrides={"max_tokens": 300}))
+
+
+def test_gate_exit_code_names_the_failing_metrics(tmp_path, capsys):
+    args = ["eval", "--dataset", str(MINI), "--limit", "14", "--out", str(tmp_path / "runs")]
+    assert main(args + ["--min", "hit_rate@10=0.0"]) == 0
+    assert main(args + ["--min", "recall@5=1.01", "--min", "abstention_recall=0.0"]) == 1
+    err = capsys.readouterr().err
+    assert "recall@5 = " in err and "below its floor 1.01" in err and "abstention_recall" not in err.split("gate FAILED")[1]
+    assert main(args + ["--min", "recall@5"]) == 2
+
+
+def test_bad_dataset_line_is_named(tmp_path, capsys):
+    bad = tmp_path / "bad"
+    shutil.copytree(MINI, bad)
+    lines = (bad / "cases.jsonl").read_text().splitlines()
+    lines[2] = lines[2][:40]  # malformed JSON on line 3
+    lines.append(lines[0])  # duplicate id on the last line
+    (bad / "cases.jsonl").write_text("\n".join(lines) + "\n")
+    assert main(["eval", "--dataset", str(bad), "--out", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err
+    assert "cases.jsonl:3" in err and f"cases.jsonl:{len(lines)}" in err
+
+
+def test_case_scoped_to_a_missing_document_gets_no_hits_and_is_named(tmp_path, capsys):
+    bad = tmp_path / "scoped"
+    shutil.copytree(MINI, bad)
+    broken = next((bad / "docs").glob("LUCID*"))
+    broken.write_bytes(b"\x00\x01binary")
+    run_dir, report = run_eval(options(tmp_path, dataset=str(bad), limit=None))
+    err = capsys.readouterr().err
+    assert f"skipped document {broken.name}: binary content" in err
+    assert "scoped to documents that were not parsed" in err
+    lucid = [c for c in read_cases(run_dir) if c["doc_scope"] == [broken.name]]
+    assert lucid and all(c["hits"] == [] for c in lucid)
+    assert report["n_cases"] == 123
