@@ -71,6 +71,8 @@ def test_foreign_formats_are_mapped(tmp_path):
                 "reference_contexts": ["X is Y because Z.", "More on X."],
                 "synthesizer_name": "single_hop_specific_query_synthesizer",
                 "response": "ignored",
+                "retrieved_contexts": None,
+                "split": None,
             },
             {  # expected_knowledge / answer / source_sections / sub_questions
                 "question": "How do A and B relate?",
@@ -95,7 +97,7 @@ def test_foreign_formats_are_mapped(tmp_path):
     assert ragas.reference_answer == "X is Y."
     assert [e.text for e in ragas.evidence] == ["X is Y because Z.", "More on X."]
     assert ragas.type == "single_hop_specific_query_synthesizer"
-    assert ragas.meta == {"response": "ignored"}
+    assert ragas.meta == {"response": "ignored", "retrieved_contexts": None}
     assert know.id == "mixed-2" and know.reference_answer == "Via C."
     assert know.expected_facts == ["A uses C", "B uses C"]
     assert [(e.text, e.doc_id) for e in know.evidence] == [("A uses C.", "a.md"), ("B uses C.", None)]

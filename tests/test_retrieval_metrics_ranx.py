@@ -11,6 +11,8 @@ import pytest
 from ragsweep.datasets import load_dataset
 from ragsweep.metrics import evaluate
 
+pytestmark = pytest.mark.filterwarnings("ignore:unsafe cast")  # ranx/numba hashing doc ids
+
 ranx = pytest.importorskip("ranx")
 tantivy = pytest.importorskip("tantivy")
 

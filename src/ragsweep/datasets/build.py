@@ -79,6 +79,9 @@ def build_cuad(src: Path, dest: Path) -> None:
 - split: dev/test by a SHA-256 of the contract's normalised name ({dev} dev / {n - dev} test cases).
 - File-name quirk: 11 names in master_clauses.csv differ from the files (`&`, `'` -> `_`, trailing
   spaces or `-`); contracts are matched on a normalised key (letters and digits, lower case).
+- Relevance caveat: the CSV has no character offsets (CUAD_v1.json, which has them, is not in our
+  copy), so a span is located by searching the parsed text; short spans such as party aliases
+  ("Company", "Licensor") occur many times and any occurrence counts.
 - Note: the source notes say 13,901 of 20,459 cells are empty; counting `[]` cells of the
   master_clauses.csv we copied gives 14,208 of 20,910 (510 x 41); for these 40 contracts 1,127
   of 1,640.
@@ -109,8 +112,11 @@ Source: github pathwaycom/pathway @ 8e7f101e, `integration_tests/rag_evals/datas
 - `cases.jsonl`: {n} cases = {len(PATHWAY_QUESTIONS)} categories x {len(present)} contracts, question =
   Pathway's rewritten question (e.g. Parties -> "Who are the parties in the contract (licensee and
   licensor)?"), `doc_scope` = the contract, evidence = the span list (one span per list item, as Pathway
-  uses them), `reference_answer` = the `-Answer` column; {un} have an empty span list and are unanswerable.
-  Split as in `../cuad/` ({dev} dev / {n - dev} test).
+  uses them), `reference_answer` = the `-Answer` column; {un} have an empty span list and are unanswerable
+  (Pathway's own retrieval numbers keep such rows in the denominator, mostly as misses; ours exclude
+  them from retrieval metrics and count them).
+  Split as in `../cuad/`, by contract, so the two datasets never disagree ({dev} dev / {n - dev} test:
+  with only {len(present)} contracts the hash happens to put them all in one split).
 - `dataset.yaml`: relevance rule `word_overlap` = Pathway's retrieval hit rule
   (|words(span) & words(chunk)| / |words(span)| >= 0.65, words split on spaces). Note: Pathway's
   `evaluator.py` at commit 1f86733 sets `STRDIFF_MIN_SIMILARITY = 0.68`; the 0.65 here follows the

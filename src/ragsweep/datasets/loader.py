@@ -141,7 +141,8 @@ def map_record(record: dict[str, Any], derived_id: str) -> dict[str, Any]:
         if key in used:
             continue
         if key in CANONICAL_FIELDS:
-            out[key] = value
+            if value is not None:  # a null canonical field means "default" in foreign files
+                out[key] = value
         else:
             out.setdefault("meta", {})
             if isinstance(out["meta"], dict):

@@ -133,6 +133,7 @@ def bar_chart(items: Sequence[tuple[str, float | None, float | None, float | Non
     ml = min(280, max(60, max((_text_width(lab) for lab in labels), default=60) + 14))
     mr, mt, row = 96, 30, 22
     height = mt + row * max(1, len(items)) + 30
+    width = max(width, int(_text_width(title, 14)) + 16)
     pw = width - ml - mr
     vals = [v for _, v, lo, hi, _n in items for v in (v, lo, hi) if v is not None]
     x0, x1 = _nice_range(vals, unit)
@@ -170,10 +171,11 @@ def heatmap(rows: Sequence[str], cols: Sequence[str], cells: Mapping[tuple[str, 
     outline = outline or {}
     rlabels = [_truncate(r, 34) for r in rows]
     clabels = [_truncate(c, 28) for c in cols]
-    ml = max(50, max((_text_width(r) for r in rlabels), default=40) + 16)
+    ml = max(50, max((_text_width(r, 11) for r in rlabels), default=40) + 16,
+             _text_width(row_title + " ↓", 11) + 12 if row_title else 0)
     col_label_h = max(30, max((_text_width(c, 11) for c in clabels), default=20) * 0.72 + 16)
     mt = 30 + col_label_h
-    width = ml + cell_w * max(1, len(cols)) + 90
+    width = max(ml + cell_w * max(1, len(cols)) + 90, _text_width(title, 14) + 16)
     height = mt + cell_h * max(1, len(rows)) + 36
     span = (vmax - vmin) or 1.0
     body = [f'<text x="4" y="18" font-size="14" font-weight="600">{esc(title)}</text>']

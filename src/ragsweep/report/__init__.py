@@ -1,0 +1,32 @@
+"""Reports of run folders: self-contained HTML, MLflow logging, paired run comparison."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ragsweep.report.compare import Comparison, compare_runs, render_markdown, render_terminal, run_compare_cli
+    from ragsweep.report.html import write_html_report
+    from ragsweep.report.mlflow_log import log_to_mlflow
+
+_LAZY = {
+    "write_html_report": "ragsweep.report.html",
+    "log_to_mlflow": "ragsweep.report.mlflow_log",
+    "Comparison": "ragsweep.report.compare",
+    "compare_runs": "ragsweep.report.compare",
+    "render_terminal": "ragsweep.report.compare",
+    "render_markdown": "ragsweep.report.compare",
+    "run_compare_cli": "ragsweep.report.compare",
+}
+
+
+def __getattr__(name: str):
+    """Import lazily: mlflow is slow to import and only `log_to_mlflow` needs it."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(name)
+
+
+__all__ = list(_LAZY)

@@ -1,0 +1,576 @@
+"""``write_html_report(run_dir)``: one self-contained ``report.html`` per eval or sweep run folder.
+
+No server, no network: inline CSS, inline JS, inline SVG charts drawn here in Python. All
+text from the run (questions, contract chunks, answers) is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ragsweep.metrics.stats import bootstrap_ci
+from ragsweep.report import svg
+from ragsweep.report.assets import CSS, JS
+from ragsweep.report.runs import (
+    CURVE_FAMILIES,
+    FAILURE_KINDS,
+    case_failures,
+    case_ks,
+    correctness_metric,
+    doc_label,
+    has_values,
+    lower_is_better,
+    main_k,
+    num,
+    ordered,
+    read_cases,
+    read_json,
+    run_kind,
+    split_at_k,
+)
+from ragsweep.report.svg import esc, fmt
+
+HIT_TEXT_CHARS = 800          # retrieved chunk text shown per hit (full text is in cases.jsonl)
+MAX_HEATMAP_DOCS = 40         # document rows of the document x type heatmap
+GROUP_CI_RESAMPLES = 1000     # bootstrap resamples for per-type intervals
+
+
+def write_html_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
+    """Write ``<run_dir>/report.html`` (or ``out``) for an eval or a sweep run folder; return its path."""
+    run_dir = Path(run_dir)
+    kind = run_kind(run_dir)
+    page = _sweep_page(run_dir) if kind == "sweep" else _eval_page(run_dir)
+    path = Path(out) if out is not None else run_dir / "report.html"
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+# ----------------------------------------------------------------------------- page assembly
+
+def _page(title: str, subtitle: str, sections: list[tuple[str, str, str]]) -> str:
+    nav = "".join(f'<a href="#{sid}">{esc(name)}</a>' for sid, name, _ in sections)
+    body = "".join(f'<section id="{sid}"><h2>{esc(name)}</h2>{html}</section>' for sid, name, html in sections)
+    generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
+        f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"
+        f"<header><h1>{esc(title)}</h1><div class=\"sub\">{subtitle} · generated {esc(generated)} by ragsweep</div></header>"
+        f"<nav>{nav}</nav><main>{body}</main><script>{JS}</script></body></html>\n"
+    )
+
+
+def _switcher(fig_id: str, panels: dict[str, str], label: str = "metric") -> str:
+    """Several pre-rendered figures, one shown at a time via a <select> (first shown without JS)."""
+    if not panels:
+        return '<p class="note">No data.</p>'
+    options = "".join(f'<option value="{esc(k)}">{esc(k)}</option>' for k in panels)
+    sel = (f'<div class="switch-row">{esc(label)}: <select class="switch" data-target="{fig_id}">{options}</select></div>'
+           if len(panels) > 1 else "")
+    figs = "".join(f'<div data-panel="{esc(k)}"{"" if i == 0 else " hidden"}>{v}</div>'
+                   for i, (k, v) in enumerate(panels.items()))
+    return f'{sel}<div id="{fig_id}" class="scroll">{figs}</div>'
+
+
+def _meta(items: list[tuple[str, str]]) -> str:
+    rows = "".join(f"<dt>{esc(k)}</dt><dd>{v}</dd>" for k, v in items if v not in (None, ""))
+    return f'<dl class="meta">{rows}</dl>'
+
+
+def _chips(d: dict | None) -> str:
+    if not d:
+        return ""
+    return "".join(f'<span class="chip">{esc(k)}={esc(_short(v))}</span>' for k, v in d.items())
+
+
+def _short(v: Any, n: int = 120) -> str:
+    s = v if isinstance(v, str) else str(v)
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _manifest_items(report: dict) -> list[tuple[str, str]]:
+    man = report.get("manifest") or {}
+    pipe = man.get("pipeline") or {}
+    ds = man.get("dataset") or {}
+    corpus = man.get("corpus") or {}
+    ts = man.get("timestamps") or {}
+    stages = man.get("stage_seconds") or {}
+    items = [
+        ("pipeline", esc(pipe.get("path")) + (f' <span class="ci-text">{esc(pipe.get("hash"))}</span>' if pipe.get("hash") else "")),
+        ("overrides", _chips(pipe.get("overrides"))),
+        ("variables", _chips(pipe.get("variables"))),
+        ("dataset", _chips(ds) if isinstance(ds, dict) else esc(ds)),
+        ("corpus", _chips(corpus) if isinstance(corpus, dict) else esc(corpus)),
+        ("answerer", esc(report.get("answerer"))),
+        ("no LLM", esc(report.get("no_llm")) if "no_llm" in report else ""),
+        ("relevance rule", esc(report.get("relevance_rule"))),
+        ("ks", esc(", ".join(str(k) for k in report.get("ks") or []))),
+        ("timestamps", _chips(ts)),
+        ("stage seconds", _chips({k: fmt(num(v), 1) for k, v in stages.items()}) if isinstance(stages, dict) else ""),
+        ("git commit", esc(man.get("git_commit"))),
+    ]
+    return items
+
+
+# ----------------------------------------------------------------------------- summary / curves
+
+def _summary_table(metrics: dict, intervals: dict, counts: dict) -> str:
+    rows, group = [], None
+    groups = {0: "Retrieval", 1: "Retrieval", 2: "Answer", 3: "ragas", 4: "LLM judge", 5: "Other"}
+    from ragsweep.report.runs import metric_sort_key
+
+    for name in ordered(metrics):
+        g = groups[metric_sort_key(name)[0]]
+        if g != group:
+            rows.append(f'<tr class="group"><td colspan="6">{esc(g)}</td></tr>')
+            group = g
+        v = num(metrics.get(name))
+        lo, hi = (intervals.get(name) or [None, None])[:2] if intervals.get(name) else (None, None)
+        lo, hi = num(lo), num(hi)
+        c = counts.get(name) or {}
+        ci = f"[{fmt(lo)}, {fmt(hi)}]" if lo is not None and hi is not None else "–"
+        arrow = " ↓" if lower_is_better(name) else ""
+        rows.append(
+            f'<tr><td>{esc(name)}{arrow}</td><td class="num" data-v="{"" if v is None else v}">{fmt(v)}</td>'
+            f'<td class="num ci-text">{ci}</td><td>{svg.ci_glyph(v, lo, hi)}</td>'
+            f'<td class="num">{esc(c.get("n", ""))}</td><td class="num">{esc(c.get("missing", ""))}</td></tr>')
+    return ('<div class="scroll"><table class="summary"><thead><tr><th>metric</th><th class="num">mean</th>'
+            '<th class="num">95% CI</th><th>interval on [0, 1]</th><th class="num">n</th><th class="num">missing</th>'
+            f'</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+            '<p class="note">95% bootstrap confidence intervals over cases, as the evaluator computed them. '
+            '↓: lower is better. n: cases with a value; missing: cases where the metric does not apply.</p>')
+
+
+def _curve_series(metrics: dict, intervals: dict) -> tuple[list[str], dict]:
+    ks = sorted({at[1] for m in metrics if (at := split_at_k(m)) and at[0] in CURVE_FAMILIES})
+    series = {}
+    for fam in CURVE_FAMILIES:
+        pts = []
+        for k in ks:
+            name = f"{fam}@{k}"
+            iv = intervals.get(name) or [None, None]
+            pts.append((num(metrics.get(name)), num(iv[0]), num(iv[1])))
+        if any(p[0] is not None for p in pts):
+            series[fam] = pts
+    return [str(k) for k in ks], series
+
+
+def _curves(metrics: dict, intervals: dict, title: str) -> str:
+    x, series = _curve_series(metrics, intervals)
+    if not series:
+        return '<p class="note">No metric@k values in this run.</p>'
+    return svg.line_chart(x, series, title, x_title="k (retrieved chunks)", y_title="mean over cases")
+
+
+# ----------------------------------------------------------------------------- case-level figures
+
+def _ci(values: list[float]) -> tuple[float | None, float | None]:
+    return bootstrap_ci(values, n_resamples=GROUP_CI_RESAMPLES) if len(values) >= 2 else (None, None)
+
+
+def _type_bars(cases: list[dict], metrics: Sequence[str]) -> str:
+    panels = {}
+    for m in metrics:
+        by_type: dict[str, list[float]] = defaultdict(list)
+        for c in cases:
+            v = num((c.get("metrics") or {}).get(m))
+            if v is not None:
+                by_type[c.get("type") or "(no type)"].append(v)
+        items = []
+        for t in sorted(by_type):
+            vals = by_type[t]
+            lo, hi = _ci(vals)
+            items.append((t, sum(vals) / len(vals), lo, hi, len(vals)))
+        if items:
+            unit = all(0.0 <= x <= 1.0 for vals in by_type.values() for x in vals)
+            panels[m] = svg.bar_chart(items, f"{m} by question type (95% bootstrap CI)", unit=unit)
+    return _switcher("type-bars", panels)
+
+
+def _doc_type_heatmap(cases: list[dict], metrics: Sequence[str]) -> str:
+    panels = {}
+    note = ""
+    for m in metrics:
+        cell_vals: dict[tuple[str, str], list[float]] = defaultdict(list)
+        row_vals: dict[str, list[float]] = defaultdict(list)
+        col_vals: dict[str, list[float]] = defaultdict(list)
+        for c in cases:
+            v = num((c.get("metrics") or {}).get(m))
+            if v is None:
+                continue
+            d, t = doc_label(c), c.get("type") or "(no type)"
+            cell_vals[(d, t)].append(v)
+            row_vals[d].append(v)
+            col_vals[t].append(v)
+        if not cell_vals:
+            continue
+        docs = sorted(row_vals)
+        if len(docs) > MAX_HEATMAP_DOCS:
+            docs = sorted(sorted(docs, key=lambda d: sum(row_vals[d]) / len(row_vals[d]))[:MAX_HEATMAP_DOCS])
+            note = (f'<p class="note">Showing the {MAX_HEATMAP_DOCS} documents with the lowest mean of '
+                    f'{len(row_vals)}.</p>')
+        types = sorted(col_vals)
+        cells: dict[tuple[str, str], tuple[float | None, str]] = {}
+        for (d, t), vals in cell_vals.items():
+            cells[(d, t)] = (sum(vals) / len(vals), f"{d} × {t}: {m} = {fmt(sum(vals) / len(vals))} (n={len(vals)})")
+        for d in docs:
+            vals = row_vals[d]
+            cells[(d, "all types")] = (sum(vals) / len(vals), f"{d}, all types: {fmt(sum(vals) / len(vals))} (n={len(vals)})")
+        for t in types:
+            vals = col_vals[t]
+            cells[("all documents", t)] = (sum(vals) / len(vals), f"{t}, all documents: {fmt(sum(vals) / len(vals))} (n={len(vals)})")
+        allv = [v for vals in row_vals.values() for v in vals]
+        cells[("all documents", "all types")] = (sum(allv) / len(allv), f"overall: {fmt(sum(allv) / len(allv))} (n={len(allv)})")
+        values = [v for v, _ in cells.values() if v is not None]
+        unit = all(0.0 <= v <= 1.0 for v in values)
+        vmin, vmax = (0.0, 1.0) if unit else (min(values), max(values))
+        panels[m] = svg.heatmap(docs + ["all documents"], types + ["all types"], cells,
+                                f"{m}: document × question type (cell = mean over its cases)",
+                                vmin=vmin, vmax=vmax, row_title="document", col_title="question type")
+    return note + _switcher("doc-type", panels)
+
+
+def _drilldown(cases: list[dict], k: int | None) -> str:
+    if not cases:
+        return '<p class="note">No cases.</p>'
+    types = sorted({c.get("type") or "(no type)" for c in cases})
+    kinds_present = {kind for c in cases for kind in case_failures(c, k)}
+    n_fail = sum(1 for c in cases if case_failures(c, k))
+    opts = [("all", "all cases"), ("failures", f"failures ({n_fail})")] + [
+        (kind, label) for kind, label in FAILURE_KINDS.items() if kind in kinds_present]
+    show = "".join(f'<option value="{esc(v)}">{esc(lab)}</option>' for v, lab in opts)
+    type_opts = '<option value="">all types</option>' + "".join(
+        f'<option value="{esc(t)}">{esc(t)}</option>' for t in types)
+    controls = (
+        '<div class="controls">'
+        '<label><input type="checkbox" id="only-failures"> failures only</label>'
+        f'<label>show <select id="case-show">{show}</select></label>'
+        f'<label>type <select id="case-type">{type_opts}</select></label>'
+        '<label>search <input type="search" id="case-search" placeholder="id, question, text…"></label>'
+        f'<span id="case-count">{len(cases)} of {len(cases)} cases shown</span></div>'
+        f'<p class="note">A case fails on: retrieval miss (no relevant chunk in the top {esc(k)} of an answerable '
+        'question), judged wrong (LLM judge), bad abstention (abstained on an answerable question or answered an '
+        'unanswerable one), or an answerer error. Open a link ending in <code>#failures</code> to start filtered. '
+        f'Chunk texts are cut at {HIT_TEXT_CHARS} characters.</p>')
+    items = [_case_html(c, k) for c in cases]
+    return f'{controls}<div id="cases" data-visible="{len(cases)}" data-filter="all">{"".join(items)}</div>'
+
+
+def _case_html(case: dict, k: int | None) -> str:
+    kinds = case_failures(case, k)
+    qtype = case.get("type") or "(no type)"
+    answer = case.get("answer") or {}
+    judge = case.get("judge")
+    badges = "".join(f'<span class="badge fail">{esc(FAILURE_KINDS[x])}</span>' for x in kinds) or \
+        '<span class="badge ok">pass</span>'
+    if case.get("unanswerable"):
+        badges += '<span class="badge info">unanswerable</span>'
+    question = str(case.get("question") or "")
+    summary = (f'<summary>{badges}<span class="qid">{esc(case.get("id"))}</span>'
+               f'<span class="qtype">{esc(qtype)}</span>{esc(_short(question, 160))}</summary>')
+    parts = [f'<h4>Question</h4><div>{esc(question)}</div>']
+    meta = [("documents", esc(doc_label(case)))]
+    if case.get("reference_answer") is not None:
+        meta.append(("reference", esc(case["reference_answer"])))
+    parts.append(_meta(meta))
+    ans_badges = ""
+    if answer.get("abstained"):
+        ans_badges += '<span class="badge warn">abstained</span>'
+    if answer.get("error"):
+        ans_badges += f'<span class="badge fail">error</span> {esc(answer["error"])}'
+    cited = answer.get("cited")
+    parts.append(f'<h4>Answer <span class="ci-text">{esc(answer.get("answerer") or "")}'
+                 f'{" · cites " + esc(", ".join(str(x) for x in cited)) if cited else ""}</span></h4>'
+                 f'{ans_badges}<div class="answer">{esc(answer.get("text") or "")}</div>')
+    if isinstance(judge, dict):
+        ok = judge.get("is_correct")
+        verdict = ('<span class="badge ok">judge: correct</span>' if ok else
+                   '<span class="badge fail">judge: incorrect</span>' if ok is not None else "")
+        parts.append(f'<h4>Verdict</h4>{verdict} {esc(judge.get("reason") or "")}')
+    metrics = case.get("metrics") or {}
+    shown = [m for m in ordered(metrics) if num(metrics.get(m)) is not None]
+    if shown:
+        parts.append('<h4>Metrics</h4><div class="mgrid">' + "".join(
+            f'<span>{esc(m)} {fmt(num(metrics[m]))}</span>' for m in shown) + "</div>")
+    hits = case.get("hits") or []
+    if hits:
+        lis = []
+        for h in hits:
+            rel = bool(h.get("relevant"))
+            text = str(h.get("text") or "")
+            cut = text if len(text) <= HIT_TEXT_CHARS else text[:HIT_TEXT_CHARS] + " …"
+            span = f' [{esc(h.get("start"))}–{esc(h.get("end"))}]' if h.get("start") is not None else ""
+            grade = f' · grade {esc(h.get("grade"))}' if h.get("grade") not in (None, 0, 1) else ""
+            lis.append(f'<li class="{"rel" if rel else "irr"}"><div class="hit-head"><span class="mark">'
+                       f'{"✓ relevant" if rel else "✗"}</span>#{esc(h.get("rank"))} · score {fmt(num(h.get("score")))} · '
+                       f'{esc(h.get("doc_id"))}{span}{grade}</div><div class="chunk">{esc(cut)}</div></li>')
+        parts.append(f'<h4>Retrieved chunks ({len(hits)})</h4><ol class="hits">{"".join(lis)}</ol>')
+    else:
+        parts.append('<h4>Retrieved chunks</h4><p class="note">none</p>')
+    return (f'<details class="case" data-id="{esc(case.get("id"))}" data-type="{esc(qtype)}" '
+            f'data-fail="{1 if kinds else 0}" data-kinds="{esc(" ".join(kinds))}">{summary}'
+            f'<div class="case-body">{"".join(parts)}</div></details>')
+
+
+def _case_sections(cases: list[dict], k: int | None, label: str = "") -> list[tuple[str, str, str]]:
+    if not cases:
+        return [("cases", "Cases", '<p class="note">This run folder has no cases.jsonl.</p>')]
+    correct = correctness_metric(cases, k)
+    present = lambda ms: [m for m in dict.fromkeys(ms) if m and has_values(cases, m)]  # noqa: E731
+    kk = f"@{k}" if k is not None else ""
+    bar_metrics = present([correct, f"hit_rate{kk}", f"recall{kk}", f"ndcg{kk}", "judge_correct", "token_f1",
+                           "pathway_strsim", "fact_coverage"])[:7]
+    heat_metrics = present([correct, f"hit_rate{kk}", "pathway_strsim", "token_f1", f"recall{kk}"])[:5]
+    prefix = f'<p class="note">{label}</p>' if label else ""
+    return [
+        ("types", "By question type", prefix + _type_bars(cases, bar_metrics)),
+        ("doc-type-map", "Document × question type",
+         prefix + f'<p class="note">Correctness measure: <b>{esc(correct)}</b> '
+         '(judge_correct when an LLM judge ran, else hit rate at the pipeline\'s k, else Pathway\'s string '
+         'similarity). Grey: no case of that type for that document.</p>' + _doc_type_heatmap(cases, heat_metrics)),
+        ("cases", "Cases", prefix + _drilldown(cases, k)),
+    ]
+
+
+# ----------------------------------------------------------------------------- eval page
+
+def _eval_page(run_dir: Path) -> str:
+    report = read_json(run_dir / "report.json") if (run_dir / "report.json").is_file() else {}
+    cases = read_cases(run_dir / "cases.jsonl") if (run_dir / "cases.jsonl").is_file() else []
+    metrics = report.get("metrics") or {}
+    intervals = report.get("intervals") or {}
+    counts = report.get("counts") or {}
+    if not metrics and cases:  # a cases-only folder: aggregate here
+        metrics, intervals, counts = _aggregate(cases)
+    variables = ((report.get("manifest") or {}).get("pipeline") or {}).get("variables") or {}
+    k = main_k(report.get("ks") or case_ks(cases), variables)
+    n_fail = sum(1 for c in cases if case_failures(c, k))
+    headline = _headline(metrics, cases, k)
+    subtitle = (f"eval run · {len(cases)} cases · {n_fail} failing · {esc(report.get('answerer') or '')} · "
+                f"relevance: {esc(report.get('relevance_rule') or '?')}")
+    sections = [
+        ("summary", "Summary", headline + _summary_table(metrics, intervals, counts)),
+        ("curves", "Metrics vs k", _curves(metrics, intervals, "retrieval metrics at each k (95% CI)")),
+        *_case_sections(cases, k),
+        ("run", "Run", _meta(_manifest_items(report))),
+    ]
+    return _page(f"ragsweep report: {run_dir.name}", subtitle, sections)
+
+
+def _headline(metrics: dict, cases: list[dict], k: int | None) -> str:
+    picks = [f"hit_rate@{k}", f"recall@{k}", f"ndcg@{k}", "mrr@10", "judge_correct", "token_f1", "pathway_strsim"]
+    chips = [f'<span class="chip"><b>{esc(m)}</b> {fmt(num(metrics[m]))}</span>'
+             for m in picks if num(metrics.get(m)) is not None]
+    return f'<p>{"".join(chips)}</p>' if chips else ""
+
+
+def _aggregate(cases: list[dict]) -> tuple[dict, dict, dict]:
+    metrics, intervals, counts = {}, {}, {}
+    for name in ordered({m for c in cases for m in (c.get("metrics") or {})}):
+        vals = [num((c.get("metrics") or {}).get(name)) for c in cases]
+        present = [v for v in vals if v is not None]
+        counts[name] = {"n": len(present), "missing": len(vals) - len(present)}
+        metrics[name] = sum(present) / len(present) if present else None
+        intervals[name] = list(_ci(present))
+    return metrics, intervals, counts
+
+
+# ----------------------------------------------------------------------------- sweep page
+
+def _axis_values(configs: list[dict], var: str, grid: dict) -> list:
+    vals = list(grid.get(var) or [])
+    for c in configs:
+        v = (c.get("params") or {}).get(var)
+        if v not in vals:
+            vals.append(v)
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
+        vals = sorted(vals)
+    return vals
+
+
+def _sweep_axes(configs: list[dict], grid: dict) -> tuple[str | None, str | None, str | None]:
+    varying = [v for v in dict.fromkeys([*grid, *(p for c in configs for p in (c.get("params") or {}))])
+               if len({repr((c.get("params") or {}).get(v)) for c in configs}) > 1]
+    ordered_vars = list(varying)
+    for pref in ("retriever_mode", "top_k", "max_tokens"):  # move preferred names to the front
+        if pref in ordered_vars:
+            ordered_vars.remove(pref)
+    y = "max_tokens" if "max_tokens" in varying else None
+    x = "top_k" if "top_k" in varying else None
+    panel = "retriever_mode" if "retriever_mode" in varying else None
+    rest = iter(ordered_vars)
+    y = y or next(rest, None)
+    x = x or next(rest, None)
+    panel = panel or next(rest, None)
+    return y, x, panel
+
+
+def _sig_mark(cfg: dict, base: dict | None, metric: str) -> tuple[str, str]:
+    """(html mark, plain mark) for a configuration's metric vs the baseline."""
+    if not (cfg.get("significant") or {}).get(metric) or base is None:
+        return "", ""
+    a, b = num((cfg.get("metrics") or {}).get(metric)), num((base.get("metrics") or {}).get(metric))
+    if a is None or b is None or a == b:
+        return "", ""
+    better = (a > b) != lower_is_better(metric)
+    p = num((cfg.get("p_adjusted") or {}).get(metric))
+    title = f"significantly {'better' if better else 'worse'} than the baseline (Holm-adjusted p = {fmt(p, 4)})"
+    if better:
+        return f' <span class="sig-up" title="{esc(title)}">▲*</span>', "▲"
+    return f' <span class="sig-down" title="{esc(title)}">▼*</span>', "▼"
+
+
+def _sweep_heatmaps(sweep: dict, metric: str) -> str:
+    configs = sweep.get("configs") or []
+    grid = sweep.get("grid") or {}
+    y, x, panel = _sweep_axes(configs, grid)
+    if y is None:
+        return '<p class="note">The sweep varies fewer than one variable.</p>'
+    base = next((c for c in configs if c.get("id") == sweep.get("baseline")), None)
+    best_ids = set((sweep.get("best") or {}).values())
+    values = [v for c in configs if (v := num((c.get("metrics") or {}).get(metric))) is not None]
+    if not values:
+        return f'<p class="note">No configuration has {esc(metric)}.</p>'
+    vmin, vmax = min(values), max(values)
+    if vmax - vmin < 1e-9:
+        vmin, vmax = vmin - 0.5, vmax + 0.5
+    panel_values = _axis_values(configs, panel, grid) if panel else [None]
+    ys, xs = _axis_values(configs, y, grid), _axis_values(configs, x, grid) if x else [None]
+    figs = []
+    for pv in panel_values:
+        cells, marks, outline = {}, {}, {}
+        for yv in ys:
+            for xv in xs:
+                match = [c for c in configs if (c.get("params") or {}).get(y) == yv
+                         and (x is None or (c.get("params") or {}).get(x) == xv)
+                         and (panel is None or (c.get("params") or {}).get(panel) == pv)]
+                scored = [(num((c.get("metrics") or {}).get(metric)), c) for c in match]
+                scored = [(v, c) for v, c in scored if v is not None]
+                if not scored:
+                    continue
+                pick = min if lower_is_better(metric) else max
+                v, cfg = pick(scored, key=lambda vc: vc[0])
+                key = (str(yv), str(xv))
+                iv = (cfg.get("intervals") or {}).get(metric) or [None, None]
+                others = f" (best of {len(scored)} configurations over the other variables)" if len(scored) > 1 else ""
+                cells[key] = (v, f"{cfg.get('id')}: {metric} = {fmt(v)} [{fmt(num(iv[0]))}, {fmt(num(iv[1]))}]{others}")
+                marks[key] = "*" if _sig_mark(cfg, base, metric)[1] else ""
+                if cfg.get("id") in best_ids:
+                    outline[key] = "#e15759"
+                elif base is not None and cfg.get("id") == base.get("id"):
+                    outline[key] = "#111111"
+        title = f"{metric}" + (f" · {panel} = {pv}" if panel else "")
+        figs.append(svg.heatmap([str(v) for v in ys], [str(v) for v in xs], cells, title, vmin=vmin, vmax=vmax,
+                                row_title=y, col_title=x or "", cell_w=58, cell_h=30, marks=marks, outline=outline))
+    return f'<div class="figs">{"".join(figs)}</div>'
+
+
+def _sweep_table(sweep: dict, metrics: list[str]) -> str:
+    configs = sweep.get("configs") or []
+    grid = list((sweep.get("grid") or {}).keys()) or ordered({p for c in configs for p in (c.get("params") or {})})
+    base_id = sweep.get("baseline")
+    base = next((c for c in configs if c.get("id") == base_id), None)
+    best = sweep.get("best") or {}
+    pareto = set(sweep.get("pareto") or [])
+    head = ("<tr><th>flags</th><th>id</th>" + "".join(f"<th>{esc(g)}</th>" for g in grid)
+            + "".join(f'<th class="num">{esc(m)}{" ↓" if lower_is_better(m) else ""}</th>' for m in metrics)
+            + '<th class="num">seconds</th><th class="num">ms / query</th><th class="num">peak RSS MB</th></tr>')
+    rows = []
+    for c in configs:
+        cid = c.get("id")
+        flags = []
+        if cid == base_id:
+            flags.append('<span class="badge info" title="baseline of the significance tests">baseline</span>')
+        for obj, bid in best.items():
+            if bid == cid:
+                flags.append(f'<span class="badge ok" title="best by {esc(obj)}">best {esc(obj)}</span>')
+        if cid in pareto:
+            flags.append('<span class="badge warn" title="on the Pareto front of the objectives">pareto</span>')
+        params = c.get("params") or {}
+        cells = [f'<td>{"".join(flags)}</td><td>{esc(cid)}</td>']
+        cells += [f'<td data-v="{esc(params.get(g))}">{esc(params.get(g))}</td>' for g in grid]
+        for m in metrics:
+            v = num((c.get("metrics") or {}).get(m))
+            iv = (c.get("intervals") or {}).get(m) or [None, None]
+            ci = (f'<br><span class="ci-text">[{fmt(num(iv[0]))}, {fmt(num(iv[1]))}]</span>'
+                  if num(iv[0]) is not None else "")
+            mark, _ = _sig_mark(c, base, m)
+            p = num((c.get("p_adjusted") or {}).get(m))
+            title = f' title="Holm-adjusted p vs baseline = {fmt(p, 4)}"' if p is not None else ""
+            cells.append(f'<td class="num" data-v="{"" if v is None else v}"{title}>{fmt(v)}{mark}{ci}</td>')
+        for key, d in (("seconds", 1), ("latency_ms_per_query", 1), ("peak_rss_mb", 0)):
+            v = num(c.get(key))
+            cells.append(f'<td class="num" data-v="{"" if v is None else v}">{fmt(v, d)}</td>')
+        rows.append(f'<tr data-id="{esc(cid)}">{"".join(cells)}</tr>')
+    return (f'<div class="scroll"><table class="sortable sweep"><thead>{head}</thead><tbody>{"".join(rows)}'
+            '</tbody></table></div><p class="note">Value with its 95% bootstrap CI. ▲* / ▼*: significantly better / '
+            'worse than the baseline (paired randomization test over cases, Holm-adjusted, α = 0.05); hover for '
+            'the adjusted p-value. Click a header to sort. ↓: lower is better.</p>')
+
+
+def _sweep_page(run_dir: Path) -> str:
+    sweep = read_json(run_dir / "sweep.json")
+    configs = sweep.get("configs") or []
+    objectives = list(sweep.get("objectives") or [])
+    best = sweep.get("best") or {}
+    base_id = sweep.get("baseline")
+    all_metrics = ordered({m for c in configs for m in (c.get("metrics") or {})})
+    ks = sorted({at[1] for m in all_metrics if (at := split_at_k(m))})
+    variables = ((sweep.get("manifest") or {}).get("pipeline") or {}).get("variables") or {}
+    k = main_k(ks, variables)
+    preferred = [*objectives, f"hit_rate@{k}", f"recall@{k}", f"ndcg@{k}", "mrr@10", "ndcg@10", "judge_correct",
+                 "token_f1", "pathway_strsim"]
+    shown = [m for m in dict.fromkeys(preferred) if m in all_metrics][:8]
+    heat = {m: _sweep_heatmaps(sweep, m) for m in shown}
+    y, x, panel = _sweep_axes(configs, sweep.get("grid") or {})
+    focus_id = best.get(objectives[0]) if objectives else None
+    focus_id = focus_id or base_id or (configs[0].get("id") if configs else None)
+    focus = next((c for c in configs if c.get("id") == focus_id), None)
+    base = next((c for c in configs if c.get("id") == base_id), None)
+    cases_path = run_dir / "configs" / str(focus_id) / "cases.jsonl"
+    cases = read_cases(cases_path) if cases_path.is_file() else []
+    curve_figs = []
+    for label, cfg in (("best", focus), ("baseline", base)):
+        if cfg is None or (label == "baseline" and base is focus):
+            continue
+        curve_figs.append(_curves(cfg.get("metrics") or {}, cfg.get("intervals") or {},
+                                  f"{label} configuration {cfg.get('id')}: metrics at each k"))
+    grid = sweep.get("grid") or {}
+    n_grid = len(configs)
+    subtitle = (f"sweep · {n_grid} configurations over {esc(', '.join(grid))} · baseline {esc(base_id)} · "
+                + " · ".join(f"best {esc(o)}: {esc(b)}" for o, b in best.items()))
+    params_of = lambda c: _chips(c.get("params")) if c else ""  # noqa: E731
+    overview = _meta([
+        ("grid", "".join(f'<span class="chip">{esc(g)} ∈ {{{esc(", ".join(str(v) for v in vals))}}}</span>'
+                         for g, vals in grid.items())),
+        ("objectives", esc(", ".join(objectives))),
+        ("best", "".join(f'<span class="chip">{esc(o)}: {esc(b)}</span>' for o, b in best.items())),
+        ("pareto front", esc(", ".join(str(p) for p in sweep.get("pareto") or []))),
+        ("baseline", f"{esc(base_id)} {params_of(base)}"),
+        ("drilled-down configuration", f"{esc(focus_id)} {params_of(focus)}"),
+    ])
+    heat_note = (f'<p class="note">Rows: {esc(y)}; columns: {esc(x)}; one panel per {esc(panel)}. '
+                 'Red border: a best configuration; black border: the baseline; *: significantly different from '
+                 'the baseline (Holm-adjusted). Colour scale spans the range over all configurations.</p>')
+    man = sweep.get("manifest") or {}
+    run_items = _manifest_items({"manifest": man}) if man else []
+    label = f"Configuration {esc(focus_id)} (best by {esc(objectives[0]) if objectives else '?'}): {params_of(focus)}"
+    sections = [
+        ("overview", "Sweep", overview),
+        ("heatmap", "Chunk size × top_k", heat_note + _switcher("sweep-heat", heat)),
+        ("table", "Configurations", _sweep_table(sweep, shown)),
+        ("curves", "Metrics vs k", f'<div class="figs">{"".join(curve_figs)}</div>'),
+        *_case_sections(cases, main_k(case_ks(cases), {**variables, **((focus or {}).get("params") or {})}), label),
+    ]
+    if run_items:
+        sections.append(("run", "Run", _meta(run_items)))
+    return _page(f"ragsweep sweep: {run_dir.name}", subtitle, sections)
+
+
+__all__ = ["write_html_report"]
