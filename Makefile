@@ -6,7 +6,7 @@ PIPELINE ?= pipelines/default.yaml
 DATASET  ?= datasets/cuad
 EVAL_ARGS ?=
 
-.PHONY: install test eval sweep bench clean
+.PHONY: install browser test eval sweep bench clean
 
 # CPU torch first (a wheel on this machine's disk; a bare `torch` would pull a CUDA
 # build), then the project, whose docling-slim extras avoid the CUDA torchvision.
@@ -19,7 +19,11 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-test: install
+# the HTML report test opens report.html in headless Chromium (Debian's package)
+browser:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+
+test: install browser
 	$(PY) -m pytest
 
 eval: install

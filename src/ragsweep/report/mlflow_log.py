@@ -1,0 +1,294 @@
+"""``log_to_mlflow(run_dir)``: an eval run -> one MLflow run; a sweep -> a parent run with one
+nested child run per configuration.
+
+Logged: params (pipeline variables, pipeline path/hash/overrides, dataset and corpus
+fields, relevance rule, answerer), metrics (aggregate means, CI bounds as ``<name>.ci_low`` /
+``<name>.ci_high``, stage seconds; for sweep configurations also p-values, Holm-adjusted
+p-values, significance flags, seconds, latency, peak RSS), tags, the pipeline YAML and the
+run folder's files as artifacts.
+
+MLflow metric and param names may not contain ``@``: ``hit_rate@5`` is logged as
+``hit_rate_at_5`` (see :func:`mlflow_key`).
+
+The default tracking URI is a local file store beside the run folder
+(``<run_dir>/../mlruns``); nothing here talks to a network unless ``tracking_uri`` is a
+server you name. MLflow's telemetry is switched off before it is imported. MLflow 3.x refuses a file store
+unless ``MLFLOW_ALLOW_FILE_STORE=true``, which is set here for file URIs (set it too for
+``mlflow ui --backend-store-uri file:...``); any other URI, e.g. ``sqlite:///mlflow.db``, works
+as MLflow documents it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ragsweep.report.runs import RunFolderError, num, read_json, run_kind
+
+_BAD_KEY = re.compile(r"[^/\w.\- :]")
+_MAX_PARAM_VALUE = 6000
+_BATCH_PARAMS = 100
+_BATCH_METRICS = 1000
+
+
+def _offline_env() -> None:
+    os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    os.environ.setdefault("MLFLOW_TRACKING_INSECURE_TLS", "false")
+    os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
+
+
+def mlflow_key(name: str) -> str:
+    """A metric/param name MLflow accepts: ``@`` -> ``_at_``, other bad characters -> ``_``."""
+    key = _BAD_KEY.sub("_", name.replace("@", "_at_"))
+    key = re.sub(r"/+", "/", key).strip("/") or "_"
+    return key[:250]
+
+
+def default_tracking_uri(run_dir: Path) -> str:
+    return (Path(run_dir).resolve().parent / "mlruns").as_uri()
+
+
+def _flatten(prefix: str, value: Any, out: dict[str, str]) -> None:
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
+        return
+    if isinstance(value, (list, tuple)):
+        text = json.dumps(value, default=str)
+    elif value is None:
+        text = "null"
+    else:
+        text = str(value)
+    out[mlflow_key(prefix)] = text[:_MAX_PARAM_VALUE]
+
+
+def _eval_params(report: dict) -> dict[str, str]:
+    man = report.get("manifest") or {}
+    pipe = man.get("pipeline") or {}
+    params: dict[str, str] = {}
+    for k, v in (pipe.get("variables") or {}).items():
+        _flatten(str(k), v, params)
+    for k in ("path", "hash"):
+        if pipe.get(k) is not None:
+            _flatten(f"pipeline.{k}", pipe[k], params)
+    if pipe.get("overrides"):
+        _flatten("pipeline.overrides", json.dumps(pipe["overrides"], sort_keys=True, default=str), params)
+    for section in ("dataset", "corpus"):
+        val = man.get(section)
+        if isinstance(val, Mapping):
+            for k, v in val.items():
+                if isinstance(v, (str, int, float, bool)) or v is None:
+                    _flatten(f"{section}.{k}", v, params)
+        elif val is not None:
+            _flatten(section, val, params)
+    for k in ("relevance_rule", "answerer", "no_llm"):
+        if k in report:
+            _flatten(k, report[k], params)
+    if report.get("ks"):
+        _flatten("ks", ",".join(str(k) for k in report["ks"]), params)
+    return params
+
+
+def _metric_dict(metrics: Mapping, intervals: Mapping | None = None, prefix: str = "") -> dict[str, float]:
+    out: dict[str, float] = {}
+    for name, value in (metrics or {}).items():
+        v = num(value)
+        if v is not None and math.isfinite(v):
+            out[mlflow_key(prefix + name)] = v
+    for name, iv in (intervals or {}).items():
+        if isinstance(iv, (list, tuple)) and len(iv) == 2:
+            lo, hi = num(iv[0]), num(iv[1])
+            if lo is not None and hi is not None:
+                out[mlflow_key(f"{prefix}{name}.ci_low")] = lo
+                out[mlflow_key(f"{prefix}{name}.ci_high")] = hi
+    return out
+
+
+def _eval_metrics(report: dict) -> dict[str, float]:
+    out = _metric_dict(report.get("metrics") or {}, report.get("intervals") or {})
+    stages = (report.get("manifest") or {}).get("stage_seconds") or {}
+    if isinstance(stages, Mapping):
+        out.update(_metric_dict(stages, prefix="seconds."))
+    return out
+
+
+def _tags(report_like: dict, kind: str, run_dir: Path) -> dict[str, str]:
+    man = report_like.get("manifest") or {}
+    tags = {"ragsweep.kind": kind, "ragsweep.run_dir": str(run_dir.resolve()), "mlflow.source.name": "ragsweep"}
+    if man.get("git_commit"):
+        tags["mlflow.source.git.commit"] = str(man["git_commit"])
+    if report_like.get("answerer"):
+        tags["ragsweep.answerer"] = str(report_like["answerer"])
+    return tags
+
+
+def _log_batch(client, run_id: str, params: dict[str, str] | None = None, metrics: dict[str, float] | None = None,
+               tags: dict[str, str] | None = None) -> None:
+    from mlflow.entities import Metric, Param, RunTag
+    from mlflow.utils.time import get_current_time_millis
+
+    now = get_current_time_millis()
+    plist = [Param(k, v) for k, v in (params or {}).items()]
+    mlist = [Metric(k, v, now, 0) for k, v in (metrics or {}).items()]
+    tlist = [RunTag(k, v) for k, v in (tags or {}).items()]
+    for i in range(0, len(plist), _BATCH_PARAMS):
+        client.log_batch(run_id, params=plist[i:i + _BATCH_PARAMS])
+    for i in range(0, len(mlist), _BATCH_METRICS):
+        client.log_batch(run_id, metrics=mlist[i:i + _BATCH_METRICS])
+    if tlist:
+        client.log_batch(run_id, tags=tlist)
+
+
+def _pipeline_file(pipeline_path: str | Path | None, report_like: dict, run_dir: Path) -> Path | None:
+    if pipeline_path is not None:
+        p = Path(pipeline_path)
+        if not p.is_file():
+            raise RunFolderError(f"{p}: no such pipeline file")
+        return p
+    recorded = (((report_like.get("manifest") or {}).get("pipeline") or {}).get("path"))
+    if not recorded:
+        return None
+    for candidate in (Path(recorded), run_dir / recorded, run_dir / Path(recorded).name):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _log_files(client, run_id: str, run_dir: Path, files: Iterable[Path], artifact_path: str | None = None) -> None:
+    for f in files:
+        rel = f.relative_to(run_dir).parent.as_posix()
+        dest = "/".join(p for p in (artifact_path, None if rel == "." else rel) if p) or None
+        client.log_artifact(run_id, str(f), artifact_path=dest)
+
+
+def _experiment_id(client, name: str) -> str:
+    exp = client.get_experiment_by_name(name)
+    if exp is not None:
+        if exp.lifecycle_stage == "deleted":
+            client.restore_experiment(exp.experiment_id)
+        return exp.experiment_id
+    return client.create_experiment(name)
+
+
+def log_to_mlflow(run_dir: str | Path, tracking_uri: str | None = None, experiment: str = "ragsweep",
+                  pipeline_path: str | Path | None = None) -> str:
+    """Log an eval or sweep run folder to MLflow; return the (parent) MLflow run id."""
+    run_dir = Path(run_dir)
+    kind = run_kind(run_dir)
+    _offline_env()
+    from mlflow.tracking import MlflowClient
+
+    uri = tracking_uri or default_tracking_uri(run_dir)
+    if uri.startswith("file:") or "://" not in uri:
+        # MLflow 3.x keeps the file store in maintenance mode behind this switch; view it with
+        # `MLFLOW_ALLOW_FILE_STORE=true mlflow ui --backend-store-uri <uri>`
+        os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+    client = MlflowClient(tracking_uri=uri)
+    exp_id = _experiment_id(client, experiment)
+    if kind == "eval":
+        return _log_eval(client, exp_id, run_dir, pipeline_path)
+    return _log_sweep(client, exp_id, run_dir, pipeline_path)
+
+
+def _log_eval(client, exp_id: str, run_dir: Path, pipeline_path) -> str:
+    report = read_json(run_dir / "report.json")
+    run = client.create_run(exp_id, run_name=run_dir.name, tags=_tags(report, "eval", run_dir))
+    run_id = run.info.run_id
+    try:
+        _log_batch(client, run_id, params=_eval_params(report), metrics=_eval_metrics(report))
+        pipe = _pipeline_file(pipeline_path, report, run_dir)
+        if pipe is not None:
+            client.log_artifact(run_id, str(pipe), artifact_path="pipeline")
+        files = [f for f in sorted(run_dir.rglob("*")) if f.is_file() and "mlruns" not in f.relative_to(run_dir).parts]
+        _log_files(client, run_id, run_dir, files, artifact_path="run")
+    except BaseException:
+        client.set_terminated(run_id, status="FAILED")
+        raise
+    client.set_terminated(run_id, status="FINISHED")
+    return run_id
+
+
+def _config_metrics(cfg: dict) -> dict[str, float]:
+    out = _metric_dict(cfg.get("metrics") or {}, cfg.get("intervals") or {})
+    out.update(_metric_dict(cfg.get("p_values") or {}, prefix="p_value."))
+    out.update(_metric_dict(cfg.get("p_adjusted") or {}, prefix="p_adjusted."))
+    out.update(_metric_dict({k: float(bool(v)) for k, v in (cfg.get("significant") or {}).items()},
+                            prefix="significant."))
+    for key in ("seconds", "peak_rss_mb", "latency_ms_per_query"):
+        v = num(cfg.get(key))
+        if v is not None:
+            out[key] = v
+    return out
+
+
+def _log_sweep(client, exp_id: str, run_dir: Path, pipeline_path) -> str:
+    sweep = read_json(run_dir / "sweep.json")
+    configs = sweep.get("configs") or []
+    best = sweep.get("best") or {}
+    pareto = set(sweep.get("pareto") or [])
+    base_params = _eval_params({"manifest": sweep.get("manifest") or {}})
+    parent_tags = _tags(sweep, "sweep", run_dir) | {"ragsweep.baseline": str(sweep.get("baseline"))}
+    parent = client.create_run(exp_id, run_name=run_dir.name, tags=parent_tags)
+    pid = parent.info.run_id
+    try:
+        params = dict(base_params)
+        params.update({mlflow_key(f"grid.{k}"): json.dumps(v, default=str)[:_MAX_PARAM_VALUE]
+                       for k, v in (sweep.get("grid") or {}).items()})
+        params["baseline"] = str(sweep.get("baseline"))
+        params["objectives"] = ",".join(sweep.get("objectives") or [])
+        params["configs"] = str(len(configs))
+        for obj, cid in best.items():
+            params[mlflow_key(f"best.{obj}")] = str(cid)
+        params["pareto"] = ",".join(str(p) for p in sweep.get("pareto") or [])[:_MAX_PARAM_VALUE]
+        # the parent's metrics: each objective's best value
+        metrics = {}
+        for obj, cid in best.items():
+            cfg = next((c for c in configs if c.get("id") == cid), None)
+            v = num(((cfg or {}).get("metrics") or {}).get(obj))
+            if v is not None:
+                metrics[mlflow_key(f"best.{obj}")] = v
+        _log_batch(client, pid, params=params, metrics=metrics)
+        pipe = _pipeline_file(pipeline_path, sweep, run_dir)
+        if pipe is not None:
+            client.log_artifact(pid, str(pipe), artifact_path="pipeline")
+        top = [f for f in sorted(run_dir.iterdir()) if f.is_file()]
+        _log_files(client, pid, run_dir, top, artifact_path="run")
+        for cfg in configs:
+            cid = str(cfg.get("id"))
+            tags = {"mlflow.parentRunId": pid, "ragsweep.kind": "sweep-config", "ragsweep.config_id": cid,
+                    "ragsweep.is_baseline": str(cid == str(sweep.get("baseline"))).lower(),
+                    "ragsweep.pareto": str(cid in pareto).lower()}
+            for obj, bid in best.items():
+                if str(bid) == cid:
+                    tags[mlflow_key(f"ragsweep.best.{obj}")] = "true"
+            child = client.create_run(exp_id, run_name=f"{run_dir.name}/{cid}", tags=tags)
+            cid_run = child.info.run_id
+            try:
+                cparams = dict(base_params)
+                for k, v in (cfg.get("params") or {}).items():
+                    _flatten(str(k), v, cparams)
+                cparams["config_id"] = cid
+                _log_batch(client, cid_run, params=cparams, metrics=_config_metrics(cfg))
+                cdir = run_dir / "configs" / cid
+                if cdir.is_dir():
+                    files = [f for f in sorted(cdir.rglob("*")) if f.is_file()]
+                    _log_files(client, cid_run, cdir, files, artifact_path="run")
+            except BaseException:
+                client.set_terminated(cid_run, status="FAILED")
+                raise
+            client.set_terminated(cid_run, status="FINISHED")
+    except BaseException:
+        client.set_terminated(pid, status="FAILED")
+        raise
+    client.set_terminated(pid, status="FINISHED")
+    return pid
+
+
+__all__ = ["log_to_mlflow", "mlflow_key", "default_tracking_uri"]
