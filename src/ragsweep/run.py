@@ -364,8 +364,9 @@ def _llm_settings(config: PipelineConfig):
 
 def _judge(judge, cases: list[Case], answers: list[Answer]):
     items = [
-        {"question": c.question, "reference_answer": c.reference_answer, "answer": a.text,
-         "unanswerable": c.unanswerable, "abstained": a.abstained, "error": a.error}
+        {"question": c.question, "reference": c.reference_answer or "", "answer": a.text,
+         "unanswerable": c.unanswerable, "abstained": a.abstained, "answer_error": a.error,
+         "expected_facts": c.expected_facts}
         for c, a in zip(cases, answers)
     ]
     return judge.judge_batch(items)
@@ -415,12 +416,14 @@ def _ragas_llm(run_dir: Path, settings, cases: list[Case], done: dict[str, dict]
     for c in todo:
         rec = done[c.id]
         rows.append(RagasCase(question=c.question, answer=rec["answer"]["text"],
-                              contexts=[h["text"] for h in rec["hits"]], reference=c.reference_answer,
-                              abstained=rec["answer"]["abstained"]))
+                              contexts=[h["text"] for h in rec["hits"]], reference=c.reference_answer or "",
+                              abstained=rec["answer"]["abstained"], answer_error=rec["answer"].get("error")))
     scores = scorer.score_batch(rows)
     for c, per_metric in zip(todo, scores):
         for name, score in per_metric.items():
             done[c.id]["metrics"][f"ragas_llm_{name}"] = score.value
+            if score.reason or score.error:
+                done[c.id].setdefault("notes", {})[f"ragas_llm_{name}"] = score.reason or score.error
     # rewrite cases.jsonl with the new metrics (atomic replace)
     tmp = run_dir / "cases.jsonl.tmp"
     with tmp.open("w", encoding="utf-8") as fh:
@@ -442,12 +445,13 @@ def dry_run_report(options, config, cases, saved_hits, answerer, llm_settings) -
         from ragsweep.metrics.judge import estimate_judge_calls
 
         estimates.append(estimate_judge_calls(
-            [{"question": c.question, "reference_answer": c.reference_answer, "answer": "x" * 200,
-              "unanswerable": c.unanswerable} for c in cases], llm_settings))
+            [(c.question, c.reference_answer or "", c.unanswerable) for c in cases], llm_settings))
     if options.ragas_llm:
         from ragsweep.metrics.ragas_llm import estimate_ragas_calls
 
-        estimates.append(estimate_ragas_calls(items, llm_settings))
+        estimates.append(estimate_ragas_calls(
+            [(c.question, [h.text for h in hits], c.reference_answer or "") for c, (_, hits) in zip(cases, items)],
+            llm_settings))
     total = combine(estimates)
     return {"dry_run": True, "estimates": [e.model_dump() for e in estimates], "total": total.model_dump()}
 

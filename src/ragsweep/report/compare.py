@@ -1,0 +1,322 @@
+"""``ragsweep compare RUN_A RUN_B``: paired per-metric deltas (B - A) between two runs.
+
+Cases are joined on ``id``. For every per-case metric the two runs share, over the cases
+where both runs have a value: the mean of each run, the mean paired difference ``B - A``, its
+paired bootstrap CI (:func:`ragsweep.metrics.stats.paired_bootstrap_ci`), the paired
+randomization test p-value (:func:`ragsweep.metrics.stats.paired_test`) and the
+Holm-adjusted p-value across all compared metrics. Binary per-case metrics (every value 0 or
+1 in both runs, e.g. ``hit_rate@k``, ``judge_correct``, ``exact_match``) and the answer's
+``abstained`` flag are checked for cases that flipped (1 -> 0 or 0 -> 1).
+
+A run is an eval run folder (``cases.jsonl``), a sweep configuration folder
+(``<sweep>/configs/<id>``), or a ``cases.jsonl`` file.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from ragsweep.metrics.stats import holm, paired_bootstrap_ci, paired_test, significant
+from ragsweep.report.runs import RunFolderError, lower_is_better, num, ordered, read_cases, read_json
+
+ABSTAINED = "abstained"
+
+
+class MetricDelta(BaseModel):
+    metric: str
+    n: int = Field(description="cases with a value in both runs")
+    mean_a: float | None
+    mean_b: float | None
+    delta: float | None = Field(description="mean(B - A) over the paired cases")
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None = Field(description="paired randomization test, two-sided")
+    p_adjusted: float | None = Field(description="Holm-adjusted across the compared metrics")
+    significant: bool
+    lower_is_better: bool = False
+
+    @property
+    def verdict(self) -> str:
+        """'better' / 'worse' when significant, else ''."""
+        if not self.significant or self.delta is None or self.delta == 0:
+            return ""
+        return "better" if (self.delta > 0) != self.lower_is_better else "worse"
+
+
+class Flip(BaseModel):
+    id: str
+    question: str
+    metric: str
+    a: float
+    b: float
+
+    @property
+    def direction(self) -> str:
+        return f"{self.a:g}->{self.b:g}"
+
+
+class Comparison(BaseModel):
+    run_a: str
+    run_b: str
+    label_a: str
+    label_b: str
+    n_a: int
+    n_b: int
+    n_common: int
+    only_in_a: list[str]
+    only_in_b: list[str]
+    confidence: float
+    alpha: float
+    metrics: list[MetricDelta]
+    flips: list[Flip]
+
+    def flips_of(self, metric: str, direction: str | None = None) -> list[Flip]:
+        return [f for f in self.flips if f.metric == metric and (direction is None or f.direction == direction)]
+
+
+def _cases_path(run: str | Path) -> Path:
+    p = Path(run)
+    if p.is_file():
+        return p
+    if not p.exists():
+        raise RunFolderError(f"{p}: no such run folder or file")
+    if (p / "cases.jsonl").is_file():
+        return p / "cases.jsonl"
+    if (p / "sweep.json").is_file():
+        ids = [str(c.get("id")) for c in (read_json(p / "sweep.json").get("configs") or [])]
+        raise RunFolderError(f"{p} is a sweep; compare one configuration, e.g. {p / 'configs' / (ids[0] if ids else '<id>')}"
+                             f" (configurations: {', '.join(ids)})")
+    raise RunFolderError(f"{p}: no cases.jsonl in this folder")
+
+
+def _label(path: Path) -> str:
+    folder = path.parent if path.name == "cases.jsonl" else path
+    if folder.parent.name == "configs":  # a sweep configuration: <sweep>/configs/<id>
+        return f"{folder.parent.parent.name}/{folder.name}"
+    return folder.name
+
+
+def _values(case: dict, metric: str) -> float | None:
+    if metric == ABSTAINED:
+        ab = (case.get("answer") or {}).get("abstained")
+        return None if ab is None else float(bool(ab))
+    return num((case.get("metrics") or {}).get(metric))
+
+
+def compare_runs(run_a: str | Path, run_b: str | Path, confidence: float = 0.95, alpha: float = 0.05,
+                 n_bootstrap: int = 2000, n_permutations: int = 9999, seed: int = 0) -> Comparison:
+    """Paired comparison of run B against run A (deltas are B - A)."""
+    path_a, path_b = _cases_path(run_a), _cases_path(run_b)
+    cases_a = {str(c.get("id")): c for c in read_cases(path_a)}
+    cases_b = {str(c.get("id")): c for c in read_cases(path_b)}
+    common = [i for i in cases_a if i in cases_b]
+    only_a = [i for i in cases_a if i not in cases_b]
+    only_b = [i for i in cases_b if i not in cases_a]
+
+    names_a = {m for c in cases_a.values() for m in (c.get("metrics") or {})}
+    names_b = {m for c in cases_b.values() for m in (c.get("metrics") or {})}
+    metrics = ordered(names_a & names_b)
+
+    rows: list[MetricDelta] = []
+    pvals: dict[str, float | None] = {}
+    flips: list[Flip] = []
+    for m in [*metrics, ABSTAINED]:
+        a = [_values(cases_a[i], m) for i in common]
+        b = [_values(cases_b[i], m) for i in common]
+        pairs = [(i, x, y) for i, x, y in zip(common, a, b) if x is not None and y is not None]
+        if m != ABSTAINED or pairs:
+            binary = bool(pairs) and all(v in (0.0, 1.0) for _, x, y in pairs for v in (x, y))
+            if binary or m == ABSTAINED:
+                for i, x, y in pairs:
+                    if x != y:
+                        flips.append(Flip(id=i, question=str(cases_b[i].get("question") or ""), metric=m, a=x, b=y))
+        if m == ABSTAINED:
+            continue  # a flag, not a metric: flips only
+        if not pairs:
+            rows.append(MetricDelta(metric=m, n=0, mean_a=None, mean_b=None, delta=None, ci_low=None, ci_high=None,
+                                    p_value=None, p_adjusted=None, significant=False, lower_is_better=lower_is_better(m)))
+            pvals[m] = None
+            continue
+        xs = [x for _, x, _ in pairs]
+        ys = [y for _, _, y in pairs]
+        lo, hi = paired_bootstrap_ci(ys, xs, confidence=confidence, n_resamples=n_bootstrap, seed=seed)
+        if len(pairs) == 1:
+            lo = hi = None
+        p = paired_test(ys, xs, n_resamples=n_permutations, seed=seed)
+        pvals[m] = p
+        rows.append(MetricDelta(metric=m, n=len(pairs), mean_a=sum(xs) / len(xs), mean_b=sum(ys) / len(ys),
+                                delta=sum(y - x for x, y in zip(xs, ys)) / len(xs), ci_low=lo, ci_high=hi,
+                                p_value=p, p_adjusted=None, significant=False, lower_is_better=lower_is_better(m)))
+    adjusted = holm(pvals)
+    for row in rows:
+        row.p_adjusted = adjusted.get(row.metric)
+        row.significant = significant(row.p_adjusted, alpha)
+    return Comparison(run_a=str(path_a), run_b=str(path_b), label_a=_label(path_a), label_b=_label(path_b),
+                      n_a=len(cases_a), n_b=len(cases_b), n_common=len(common), only_in_a=only_a, only_in_b=only_b,
+                      confidence=confidence, alpha=alpha, metrics=rows, flips=flips)
+
+
+# ----------------------------------------------------------------------------- rendering
+
+def _f(v: float | None, digits: int = 3, signed: bool = False) -> str:
+    if v is None:
+        return "–"
+    return f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}"
+
+
+def _p(v: float | None) -> str:
+    if v is None:
+        return "–"
+    return "<0.001" if v < 0.001 else f"{v:.3f}"
+
+
+def _row_cells(r: MetricDelta) -> list[str]:
+    ci = f"[{_f(r.ci_low, signed=True)}, {_f(r.ci_high, signed=True)}]" if r.ci_low is not None else "–"
+    mark = {"better": "better *", "worse": "worse *"}.get(r.verdict, "")
+    name = r.metric + (" ↓" if r.lower_is_better else "")
+    return [name, str(r.n), _f(r.mean_a), _f(r.mean_b), _f(r.delta, signed=True), ci, _p(r.p_value),
+            _p(r.p_adjusted), mark]
+
+
+def _headers(c: Comparison) -> list[str]:
+    pct = f"{round(c.confidence * 100):g}% CI"
+    return ["metric", "n", "A", "B", "Δ (B−A)", pct, "p", "p (Holm)", "sig"]
+
+
+def _flip_groups(c: Comparison) -> list[tuple[str, str, list[Flip]]]:
+    groups = []
+    names = list(dict.fromkeys(f.metric for f in c.flips))
+    for m in names:
+        for d in ("1->0", "0->1"):
+            fl = c.flips_of(m, d)
+            if fl:
+                groups.append((m, d, fl))
+    return groups
+
+
+def _flip_meaning(metric: str, direction: str) -> str:
+    if metric == ABSTAINED:
+        return "started abstaining" if direction == "0->1" else "stopped abstaining"
+    return "regressed" if (direction == "1->0") != lower_is_better(metric) else "improved"
+
+
+def render_terminal(comparison: Comparison, max_flips: int = 20) -> str:
+    """An aligned plain-text table (plus case counts and flipped cases)."""
+    c = comparison
+    headers = _headers(c)
+    rows = [_row_cells(r) for r in c.metrics]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(headers)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(cell.ljust(w) if i == 0 or i == len(cells) - 1 else cell.rjust(w)
+                         for i, (cell, w) in enumerate(zip(cells, widths))).rstrip()
+
+    out = [f"A: {c.label_a}  ({c.run_a})", f"B: {c.label_b}  ({c.run_b})",
+           f"cases: {c.n_common} paired · only in A: {len(c.only_in_a)} · only in B: {len(c.only_in_b)}", ""]
+    out += [line(headers), line(["-" * w for w in widths])]
+    out += [line(row) for row in rows]
+    out += ["", f"Δ = mean(B − A) over paired cases; CI: paired bootstrap; p: paired randomization test; "
+                f"sig: Holm-adjusted p ≤ {c.alpha:g}; ↓ lower is better."]
+    if c.only_in_a:
+        out.append(f"only in A ({len(c.only_in_a)}): {_ids(c.only_in_a)}")
+    if c.only_in_b:
+        out.append(f"only in B ({len(c.only_in_b)}): {_ids(c.only_in_b)}")
+    groups = _flip_groups(c)
+    if groups:
+        out += ["", "flipped cases:"]
+        for m, d, fl in groups:
+            out.append(f"  {m} {d} ({_flip_meaning(m, d)}): {len(fl)}")
+            for f in fl[:max_flips]:
+                out.append(f"    {f.id}  {_one_line(f.question, 90)}")
+            if len(fl) > max_flips:
+                out.append(f"    … {len(fl) - max_flips} more")
+    else:
+        out += ["", "flipped cases: none"]
+    return "\n".join(out) + "\n"
+
+
+def _ids(ids: list[str], n: int = 20) -> str:
+    return ", ".join(ids[:n]) + (f", … ({len(ids) - n} more)" if len(ids) > n else "")
+
+
+def _one_line(text: str, n: int) -> str:
+    s = " ".join(text.split())
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _md(text: str) -> str:
+    """Escape text for a Markdown table cell / list item (no HTML, no pipes, one line)."""
+    s = " ".join(str(text).split())
+    for ch in ("\\", "|", "*", "_", "`", "[", "]", "<", ">"):
+        s = s.replace(ch, "\\" + ch)
+    return s
+
+
+def _code(text: str) -> str:
+    """Inline code for an id (backslash escapes do not work inside code spans)."""
+    return "`" + " ".join(str(text).split()).replace("`", "'") + "`"
+
+
+def render_markdown(comparison: Comparison, max_flips: int = 50) -> str:
+    """Markdown for a PR comment: a summary line, the metric table, and the flipped cases."""
+    c = comparison
+    better = [r.metric for r in c.metrics if r.verdict == "better"]
+    worse = [r.metric for r in c.metrics if r.verdict == "worse"]
+    out = [f"### ragsweep compare: {_code(c.label_b)} (B) vs {_code(c.label_a)} (A)", ""]
+    summary = f"{c.n_common} paired cases"
+    if c.only_in_a or c.only_in_b:
+        summary += f" ({len(c.only_in_a)} only in A, {len(c.only_in_b)} only in B)"
+    summary += ". Significantly better: " + (", ".join(f"`{m}`" for m in better) or "none")
+    summary += "; significantly worse: " + (", ".join(f"`{m}`" for m in worse) or "none") + "."
+    out += [summary, ""]
+    headers = _headers(c)
+    out.append("| " + " | ".join(headers) + " |")
+    out.append("|" + "|".join([":---"] + ["---:"] * (len(headers) - 2) + [":---:"]) + "|")
+    for r in c.metrics:
+        cells = _row_cells(r)
+        cells[0] = f"`{r.metric}`" + (" ↓" if r.lower_is_better else "")
+        cells[-1] = {"better": "✅ better", "worse": "❌ worse"}.get(r.verdict, "")
+        if r.verdict:
+            cells[4] = f"**{cells[4]}**"
+        out.append("| " + " | ".join(cells) + " |")
+    out += ["", f"Δ = mean(B − A) over paired cases · {round(c.confidence * 100):g}% paired bootstrap CI · "
+                f"p: paired randomization test · Holm-adjusted across {len(c.metrics)} metrics, α = {c.alpha:g} · "
+                "↓ lower is better.", ""]
+    out.append(f"A: {_code(c.run_a)}  ")
+    out.append(f"B: {_code(c.run_b)}")
+    if c.only_in_a or c.only_in_b:
+        out += ["", f"Cases only in A: {_md(_ids(c.only_in_a)) or 'none'}  ",
+                f"Cases only in B: {_md(_ids(c.only_in_b)) or 'none'}"]
+    groups = _flip_groups(c)
+    out += ["", f"#### Flipped cases ({len({f.id for f in c.flips})} cases)" if groups else "#### Flipped cases: none"]
+    for m, d, fl in groups:
+        out += ["", f"<details><summary><code>{m}</code> {d} ({_flip_meaning(m, d)}): {len(fl)}</summary>", ""]
+        out += [f"- {_code(f.id)} {_md(_one_line(f.question, 160))}" for f in fl[:max_flips]]
+        if len(fl) > max_flips:
+            out.append(f"- … {len(fl) - max_flips} more")
+        out += ["", "</details>"]
+    return "\n".join(out) + "\n"
+
+
+def run_compare_cli(args) -> int:
+    """``args.run_a``, ``args.run_b``, optional ``args.markdown`` (a path to also write Markdown to)."""
+    try:
+        comparison = compare_runs(args.run_a, args.run_b)
+    except RunFolderError as err:
+        print(f"ragsweep compare: error: {err}", file=sys.stderr)
+        return 2
+    print(render_terminal(comparison), end="")
+    md_path = getattr(args, "markdown", None)
+    if md_path:
+        Path(md_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(md_path).write_text(render_markdown(comparison), encoding="utf-8")
+        print(f"Markdown written to {md_path}")
+    return 0
+
+
+__all__ = ["Comparison", "Flip", "MetricDelta", "compare_runs", "render_markdown", "render_terminal",
+           "run_compare_cli"]
