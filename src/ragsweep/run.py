@@ -177,6 +177,12 @@ def resolve_run_dir(options: EvalOptions, dataset_name: str, config_hash: str) -
     return out / (options.name or f"{stamp}-{dataset_name}-{config_hash[:8]}")
 
 
+def parsed_scopes(cases: list[Case], parsed: set[str]) -> list[list[str] | None]:
+    """Each case's scope restricted to parsed documents. A scoped case whose every
+    document was skipped gets ``[]``: it must get no hits, not the whole corpus."""
+    return [[d for d in c.doc_scope if d in parsed] if c.doc_scope else None for c in cases]
+
+
 def load_inputs(options: EvalOptions) -> tuple[PipelineConfig, Dataset, list[Case]]:
     from ragsweep.datasets.loader import DatasetError, load_dataset
 
@@ -258,16 +264,15 @@ def run_eval(options: EvalOptions) -> tuple[Path, dict[str, Any]]:
     if need:
         print(f"retrieve: {len(need)} question(s) in one Pathway run (k={k_max})...", file=sys.stderr)
         store = RagStore(config, corpus)
-        known = set(texts)
-        scopes = [[d for d in (c.doc_scope or []) if d in known] or None if c.doc_scope else None for c in need]
-        unscoped = [c.id for c, s in zip(need, scopes) if c.doc_scope and s is None]
+        scopes = parsed_scopes(need, set(texts))
+        unscoped = [c.id for c, s in zip(need, scopes) if s == []]
         if unscoped:
             print(f"warning: {len(unscoped)} case(s) scoped to documents that were not parsed "
                   f"(first: {unscoped[0]}); they get no hits", file=sys.stderr)
-        run = store.run([Query(c.question, k_max, s) for c, s in zip(need, scopes)])
+        run = store.run([Query(c.question, k_max, s or None) for c, s in zip(need, scopes)])
         hits_writer = JsonlWriter(run_dir / "hits.jsonl")
         for case, s, hits in zip(need, scopes, run.hits):
-            hits = [] if case.doc_scope and s is None else hits
+            hits = [] if s == [] else hits
             saved_hits[case.id] = hits
             hits_writer.write({"id": case.id, "hits": [h.model_dump() for h in hits]})
         hits_writer.close()

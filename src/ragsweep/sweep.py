@@ -30,8 +30,8 @@ import yaml
 from pydantic import BaseModel, Field
 
 from ragsweep.config import ConfigError, PipelineConfig, parse_overrides
-from ragsweep.run import (RunError, git_commit, load_inputs, now, package_versions, read_jsonl_tolerant,
-                          EvalOptions, JsonlWriter)
+from ragsweep.run import (EvalOptions, JsonlWriter, RunError, git_commit, load_inputs, now, package_versions,
+                          parsed_scopes, read_jsonl_tolerant)
 from ragsweep.scoring import DEFAULT_KS, aggregate, answer_scores, judge_retrieval
 
 AT_K = ("hit_rate", "recall", "precision", "mrr", "ndcg", "map")
@@ -152,8 +152,7 @@ def run_sweep(options: SweepOptions) -> tuple[Path, dict[str, Any]]:
     if not corpus.documents:
         raise RunError(f"{dataset.docs_dir}: no document could be parsed")
     texts = {d.doc_id: d.text for d in corpus.documents}
-    known = set(texts)
-    scopes = [[d for d in (c.doc_scope or []) if d in known] or None if c.doc_scope else None for c in cases]
+    scopes = parsed_scopes(cases, set(texts))
 
     # ---- one index per (chunking, retriever): group configurations by index key
     groups: dict[str, list[str]] = defaultdict(list)
@@ -180,10 +179,10 @@ def run_sweep(options: SweepOptions) -> tuple[Path, dict[str, Any]]:
               file=sys.stderr)
         rss_before = _rss_mb()
         t = time.perf_counter()
-        run = RagStore(config, corpus).run([Query(c.question, k_max, s) for c, s in zip(cases, scopes)])
+        run = RagStore(config, corpus).run([Query(c.question, k_max, s or None) for c, s in zip(cases, scopes)])
         group_seconds = time.perf_counter() - t
         embedded_total += run.embedded_texts
-        hits_by_case = {c.id: ([] if c.doc_scope and s is None else h) for c, s, h in zip(cases, scopes, run.hits)}
+        hits_by_case = {c.id: ([] if s == [] else h) for c, s, h in zip(cases, scopes, run.hits)}
         for cid in todo:
             params, cfg = configs[cid]
             t = time.perf_counter()
