@@ -129,5 +129,7 @@ def test_cli_missing_folder(tmp_path, capsys):
 def test_sweep_folder_points_at_configs(capsys):
     assert run_compare_cli(Namespace(run_a=str(RUNS / "sweep"), run_b=str(RUNS / "eval"), markdown=None)) == 2
     assert "configs" in capsys.readouterr().err
-    c = compare_runs(RUNS / "sweep" / "configs" / "c07", RUNS / "sweep" / "configs" / "c05")
-    assert c.label_a == "sweep/c07" and c.n_common == 14
+    ids = [c["id"] for c in json.loads((RUNS / "sweep" / "sweep.json").read_text())["configs"]]
+    c = compare_runs(RUNS / "sweep" / "configs" / ids[-1], RUNS / "sweep" / "configs" / ids[0])
+    assert c.label_a == f"sweep/{ids[-1]}" and c.n_common == 14
+    assert any(r.metric == "recall@k" for r in c.metrics)

@@ -145,3 +145,16 @@ def test_dry_run_counts_without_calling(fake_server, llm_settings):
     # the estimate matches what the endpoint is then sent (tiktoken count of the same prompt)
     LLMAnswerer(llm_settings).answer_batch(items)
     assert fake_server.chat_requests() == 2
+
+
+def test_whole_run_dry_run(fake_server, llm_settings):
+    from ragsweep.llm import estimate_llm_run
+
+    items = [("What is the term?", HITS), ("Who audits?", HITS)]
+    est = estimate_llm_run(items, llm_settings, references=["Three years.", ""])
+    assert set(est) == {"answer", "judge", "ragas_llm", "total"}
+    assert est["answer"].calls == 2 and est["judge"].calls == 1
+    assert est["total"].calls == sum(est[k].calls for k in ("answer", "judge", "ragas_llm"))
+    assert est["total"].cost_usd == pytest.approx(sum(est[k].cost_usd for k in ("answer", "judge", "ragas_llm")))
+    assert "ragas_llm" not in estimate_llm_run(items, llm_settings, ragas_metrics=())
+    assert fake_server.requests == 0

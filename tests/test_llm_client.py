@@ -23,14 +23,21 @@ def _msgs(text: str) -> list[dict]:
 # ------------------------------------------------------------------ settings & secrets
 def test_settings_from_mapping_env_and_prefix():
     env = {"OPENAI_BASE_URL": "http://x:1/v1/", "OPENAI_API_KEY": SECRET, "LOCAL_LLM_MODEL": "qwen"}
-    s = LLMSettings.from_mapping({"top_k": 5, "llm_temperature": 0.2, "timeout": 7}, env=env)
+    # a whole config's scalars: the splitter's max_tokens and the embedder's model stay out
+    scalars = {"top_k": 5, "max_tokens": 400, "model": "all-MiniLM", "llm_temperature": 0.2, "llm_timeout": 7}
+    s = LLMSettings.from_mapping(scalars, env=env)
     assert s.base_url == "http://x:1/v1"
     assert s.model == "qwen"
-    assert s.temperature == 0.2 and s.timeout == 7
+    assert s.temperature == 0.2 and s.timeout == 7 and s.max_tokens == 512
     assert s.api_key.get_secret_value() == SECRET
-    s2 = LLMSettings.from_mapping({"model": "m", "llm_model": "n", "api_key_env": "MY_KEY"}, env={"MY_KEY": "k2"})
-    assert s2.model == "n" and s2.api_key.get_secret_value() == "k2"
+    s2 = LLMSettings.from_mapping({"llm": {"model": "m", "api_key_env": "MY_KEY"}, "llm_max_tokens": 64},
+                                  env={"MY_KEY": "k2"})
+    assert s2.model == "m" and s2.max_tokens == 64 and s2.api_key.get_secret_value() == "k2"
+    s3 = LLMSettings.from_mapping({"model": "plain", "concurrency": 2}, env={}, prefix="")
+    assert s3.model == "plain" and s3.concurrency == 2
     assert LLMSettings.from_mapping({}, env={}).api_key_value() == "no-key"
+    with pytest.raises(ValueError):
+        LLMSettings.from_mapping({"llm_concurrency": 0}, env={})
 
 
 def test_secret_never_in_public_views(llm_settings, caplog):

@@ -73,7 +73,8 @@ def test_eval_run_round_trip(tmp_path, no_network):
     assert run.data.tags["mlflow.source.git.commit"] == "3827698"
     assert {"run/report.json", "run/cases.jsonl", "pipeline/default.yaml"} <= _artifacts(client, run_id)
     # the metric history is readable too
-    assert client.get_metric_history(run_id, "judge_correct")[0].value == pytest.approx(report["metrics"]["judge_correct"])
+    history = client.get_metric_history(run_id, "judge_correct")
+    assert history[0].value == pytest.approx(report["metrics"]["judge_correct"])
     assert no_network == []
 
 
@@ -98,8 +99,10 @@ def test_sweep_parent_and_children(tmp_path, no_network):
     client = MlflowClient(tracking_uri=uri)
     parent = client.get_run(parent_id)
     sweep = json.loads((run_dir / "sweep.json").read_text())
-    assert parent.data.params["baseline"] == "c07"
-    assert parent.data.params["best.hit_rate_at_5"] == sweep["best"]["hit_rate@5"]
+    assert parent.data.params["baseline"] == sweep["baseline"]
+    assert parent.data.params["best.recall_at_k"] == sweep["best"]["recall@k"]
+    assert parent.data.metrics["best.recall_at_k"] == pytest.approx(
+        max(c["metrics"]["recall@k"] for c in sweep["configs"]))
     assert {"run/sweep.json", "run/sweep.csv"} <= _artifacts(client, parent_id)
     children = client.search_runs([parent.info.experiment_id],
                                   filter_string=f"tags.mlflow.parentRunId = '{parent_id}'")
@@ -109,13 +112,17 @@ def test_sweep_parent_and_children(tmp_path, no_network):
         child = by_id[cfg["id"]]
         assert child.data.params["top_k"] == str(cfg["params"]["top_k"])
         assert child.data.params["max_tokens"] == str(cfg["params"]["max_tokens"])
+        assert child.data.params["min_tokens"] == str(cfg["params"]["min_tokens"])
+        assert child.data.metrics["recall_at_k"] == pytest.approx(cfg["metrics"]["recall@k"])
         assert child.data.metrics["hit_rate_at_5"] == pytest.approx(cfg["metrics"]["hit_rate@5"])
         assert child.data.metrics["latency_ms_per_query"] == pytest.approx(cfg["latency_ms_per_query"])
         for m, sig in cfg["significant"].items():
             assert child.data.metrics[f"significant.{mlflow_key(m)}"] == float(sig)
-    assert by_id["c07"].data.tags["ragsweep.is_baseline"] == "true"
-    assert "p_adjusted.hit_rate_at_5" in by_id["c00"].data.metrics
-    assert "run/cases.jsonl" in _artifacts(client, by_id["c05"].info.run_id)
+    assert by_id[sweep["baseline"]].data.tags["ragsweep.is_baseline"] == "true"
+    first = by_id[sweep["configs"][0]["id"]]
+    assert first.data.metrics["p_adjusted.recall_at_k"] == pytest.approx(0.012)
+    assert first.data.tags["ragsweep.is_baseline"] == "false"
+    assert "run/cases.jsonl" in _artifacts(client, first.info.run_id)
     assert no_network == []
 
 

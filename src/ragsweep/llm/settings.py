@@ -1,7 +1,7 @@
 """Settings of an OpenAI-compatible LLM endpoint (answerer, judge, ragas metrics).
 
-Values come from the pipeline config (plain keys, or keys prefixed ``llm_``) and
-fall back to the usual environment variables:
+Values come from the pipeline config (``llm_*`` scalars or an ``llm:`` mapping,
+see :meth:`LLMSettings.from_mapping`) and fall back to the usual environment variables:
 
 - ``base_url``: ``OPENAI_BASE_URL`` (else ``https://api.openai.com/v1``)
 - ``api_key``:  the variable named by ``api_key_env`` (default ``OPENAI_API_KEY``)
@@ -66,26 +66,32 @@ class LLMSettings(BaseModel):
     # ------------------------------------------------------------ construction
     @classmethod
     def from_mapping(
-        cls, values: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+        cls,
+        values: Mapping[str, Any] | None = None,
+        env: Mapping[str, str] | None = None,
+        prefix: str = "llm_",
     ) -> "LLMSettings":
-        """Build from a pipeline-config mapping (``model`` or ``llm_model`` ...), env as fallback.
+        """Build from a pipeline-config mapping, with the environment as fallback.
 
-        Unknown keys are ignored (so a whole ``config.scalars()`` may be passed);
-        keys with the ``llm_`` prefix win over plain ones.
+        With the default ``prefix="llm_"`` only ``llm_*`` keys are read (``llm_model``,
+        ``llm_base_url``, ...), plus a nested ``llm:`` mapping of plain field names, so a
+        whole ``PipelineConfig.scalars()`` can be passed without the splitter's
+        ``max_tokens`` or the embedder's ``model`` leaking in. ``prefix=""`` reads plain
+        field names (a dedicated dict). Unknown keys are ignored; ``None`` values too.
         """
         env = os.environ if env is None else env
         fields = set(cls.model_fields)
+        values = values or {}
         data: dict[str, Any] = {}
-        for key, value in (values or {}).items():
-            if value is None:
+        nested = values.get("llm") if prefix else None
+        if isinstance(nested, Mapping):
+            data.update({k: v for k, v in nested.items() if k in fields and v is not None})
+        for key, value in values.items():
+            if value is None or not isinstance(key, str) or not key.startswith(prefix):
                 continue
-            if key in fields and key not in data:
-                data[key] = value
-        for key, value in (values or {}).items():
-            if value is None:
-                continue
-            if key.startswith("llm_") and key[4:] in fields:
-                data[key[4:]] = value
+            name = key[len(prefix):]
+            if name in fields:
+                data[name] = value
         if "base_url" not in data and env.get("OPENAI_BASE_URL"):
             data["base_url"] = env["OPENAI_BASE_URL"]
         if "model" not in data:

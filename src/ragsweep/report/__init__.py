@@ -29,4 +29,5 @@ def __getattr__(name: str):
     raise AttributeError(name)
 
 
-__all__ = list(_LAZY)
+__all__ = ["Comparison", "compare_runs", "log_to_mlflow", "render_markdown", "render_terminal", "run_compare_cli",
+           "write_html_report"]

@@ -21,17 +21,18 @@ table { border-collapse:collapse; font-size:13px; }
 th, td { padding:4px 10px; border-bottom:1px solid var(--line); text-align:left; vertical-align:top; }
 th { background:#f0f2f5; font-weight:600; white-space:nowrap; }
 td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; white-space:nowrap; }
+td.cid { font-family:ui-monospace,monospace; font-size:12px; white-space:nowrap; }
 tr.group td { background:#fafbfc; font-weight:600; color:var(--muted); }
 table.sortable th { cursor:pointer; }
 table.sortable th:hover { background:#e4e8ee; }
-.ci-text { color:var(--muted); font-size:11.5px; }
+.ci-text { color:var(--muted); font-size:11.5px; text-transform:none; letter-spacing:0; }
 .meta { display:grid; grid-template-columns:max-content 1fr; gap:3px 14px; font-size:13px; }
 .meta dt { color:var(--muted); }
 .meta dd { margin:0; word-break:break-word; }
 .chip { display:inline-block; background:#eef1f6; border-radius:10px; padding:0 8px; margin:1px 3px 1px 0;
         font-size:12px; }
 .badge { display:inline-block; border-radius:4px; padding:0 6px; font-size:11.5px; font-weight:600;
-         color:#fff; margin-right:4px; }
+         color:#fff; margin-right:4px; white-space:nowrap; }
 .badge.ok { background:var(--ok); } .badge.fail { background:var(--bad); } .badge.warn { background:var(--warn); }
 .badge.info { background:#6b7587; }
 .sig-up { color:var(--ok); font-weight:700; } .sig-down { color:var(--bad); font-weight:700; }
@@ -128,7 +129,11 @@ JS = r"""
       var id = h.slice(5);
       show.value = "all"; onlyFail.checked = false; applyFilter();
       cases.forEach(function (c) {
-        if (c.dataset.id === id) { c.open = true; c.scrollIntoView(); }
+        if (c.dataset.id === id) {
+          c.open = true;
+          var r = c.getBoundingClientRect();
+          if (r.top < 0 || r.bottom > window.innerHeight) c.scrollIntoView();
+        }
       });
       return;
     }

@@ -100,8 +100,8 @@ def _label(path: Path) -> str:
     return folder.name
 
 
-def _values(case: dict, metric: str) -> float | None:
-    if metric == ABSTAINED:
+def _values(case: dict, metric: str, flag: bool = False) -> float | None:
+    if flag:
         ab = (case.get("answer") or {}).get("abstained")
         return None if ab is None else float(bool(ab))
     return num((case.get("metrics") or {}).get(metric))
@@ -124,17 +124,20 @@ def compare_runs(run_a: str | Path, run_b: str | Path, confidence: float = 0.95,
     rows: list[MetricDelta] = []
     pvals: dict[str, float | None] = {}
     flips: list[Flip] = []
-    for m in [*metrics, ABSTAINED]:
-        a = [_values(cases_a[i], m) for i in common]
-        b = [_values(cases_b[i], m) for i in common]
-        pairs = [(i, x, y) for i, x, y in zip(common, a, b) if x is not None and y is not None]
-        if m != ABSTAINED or pairs:
-            binary = bool(pairs) and all(v in (0.0, 1.0) for _, x, y in pairs for v in (x, y))
-            if binary or m == ABSTAINED:
+    # the answer's abstained flag is checked for flips unless the runs score it as a metric already
+    flag_only = [ABSTAINED] if ABSTAINED not in metrics else []
+    for m in [*metrics, *flag_only]:
+        is_flag = m == ABSTAINED and bool(flag_only)
+        a = [_values(cases_a[i], m, is_flag) for i in common]
+        b = [_values(cases_b[i], m, is_flag) for i in common]
+        pairs = [(i, x, y) for i, x, y in zip(common, a, b, strict=False) if x is not None and y is not None]
+        if pairs:
+            binary = all(v in (0.0, 1.0) for _, x, y in pairs for v in (x, y))
+            if binary or is_flag:
                 for i, x, y in pairs:
                     if x != y:
                         flips.append(Flip(id=i, question=str(cases_b[i].get("question") or ""), metric=m, a=x, b=y))
-        if m == ABSTAINED:
+        if is_flag:
             continue  # a flag, not a metric: flips only
         if not pairs:
             rows.append(MetricDelta(metric=m, n=0, mean_a=None, mean_b=None, delta=None, ci_low=None, ci_high=None,
@@ -149,7 +152,7 @@ def compare_runs(run_a: str | Path, run_b: str | Path, confidence: float = 0.95,
         p = paired_test(ys, xs, n_resamples=n_permutations, seed=seed)
         pvals[m] = p
         rows.append(MetricDelta(metric=m, n=len(pairs), mean_a=sum(xs) / len(xs), mean_b=sum(ys) / len(ys),
-                                delta=sum(y - x for x, y in zip(xs, ys)) / len(xs), ci_low=lo, ci_high=hi,
+                                delta=sum(y - x for x, y in zip(xs, ys, strict=False)) / len(xs), ci_low=lo, ci_high=hi,
                                 p_value=p, p_adjusted=None, significant=False, lower_is_better=lower_is_better(m)))
     adjusted = holm(pvals)
     for row in rows:
@@ -213,7 +216,7 @@ def render_terminal(comparison: Comparison, max_flips: int = 20) -> str:
 
     def line(cells: Sequence[str]) -> str:
         return "  ".join(cell.ljust(w) if i == 0 or i == len(cells) - 1 else cell.rjust(w)
-                         for i, (cell, w) in enumerate(zip(cells, widths))).rstrip()
+                         for i, (cell, w) in enumerate(zip(cells, widths, strict=False))).rstrip()
 
     out = [f"A: {c.label_a}  ({c.run_a})", f"B: {c.label_b}  ({c.run_b})",
            f"cases: {c.n_common} paired · only in A: {len(c.only_in_a)} · only in B: {len(c.only_in_b)}", ""]

@@ -7,6 +7,7 @@ text from the run (questions, contract chunks, answers) is HTML-escaped.
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,7 +35,8 @@ from ragsweep.report.runs import (
 )
 from ragsweep.report.svg import esc, fmt
 
-HIT_TEXT_CHARS = 800          # retrieved chunk text shown per hit (full text is in cases.jsonl)
+HIT_TEXT_CHARS = 800          # text shown of a relevant retrieved chunk (full text is in cases.jsonl)
+OTHER_HIT_TEXT_CHARS = 300    # ... and of a chunk that is not relevant (keeps big runs' pages small)
 MAX_HEATMAP_DOCS = 40         # document rows of the document x type heatmap
 GROUP_CI_RESAMPLES = 1000     # bootstrap resamples for per-type intervals
 
@@ -121,30 +123,60 @@ def _manifest_items(report: dict) -> list[tuple[str, str]]:
 # ----------------------------------------------------------------------------- summary / curves
 
 def _summary_table(metrics: dict, intervals: dict, counts: dict) -> str:
-    rows, group = [], None
-    groups = {0: "Retrieval", 1: "Retrieval", 2: "Answer", 3: "ragas", 4: "LLM judge", 5: "Other"}
-    from ragsweep.report.runs import metric_sort_key
+    """A family x k matrix for the metric@k values, then a table of every other metric."""
+    from ragsweep.report.runs import RETRIEVAL_FAMILIES, metric_sort_key
 
-    for name in ordered(metrics):
-        g = groups[metric_sort_key(name)[0]]
+    def iv(name: str) -> tuple[float | None, float | None]:
+        pair = intervals.get(name) or [None, None]
+        return (num(pair[0]), num(pair[1])) if len(pair) == 2 else (None, None)
+
+    at_k = [m for m in metrics if split_at_k(m)]
+    ks = sorted({split_at_k(m)[1] for m in at_k})
+    fams = [f for f in RETRIEVAL_FAMILIES if any(split_at_k(m)[0] == f for m in at_k)]
+    fams += sorted({split_at_k(m)[0] for m in at_k} - set(fams))
+    matrix = ""
+    if at_k:
+        head = "<tr><th>metric</th>" + "".join(f'<th class="num">@{k}</th>' for k in ks) + "</tr>"
+        rows = []
+        for fam in fams:
+            cells = []
+            for k in ks:
+                name = f"{fam}@{k}"
+                v = num(metrics.get(name))
+                lo, hi = iv(name)
+                c = counts.get(name) or {}
+                tip = f' title="{esc(name)}: n={esc(c.get("n", "?"))}, missing={esc(c.get("missing", "?"))}"'
+                ci = f'<br><span class="ci-text">[{fmt(lo)}, {fmt(hi)}]</span>' if lo is not None and hi is not None else ""
+                cells.append(f'<td class="num"{tip} data-v="{"" if v is None else v}">{fmt(v)}{ci}</td>')
+            rows.append(f"<tr><td>{esc(fam)}</td>{''.join(cells)}</tr>")
+        matrix = (f'<div class="scroll"><table class="summary-k"><thead>{head}</thead><tbody>{"".join(rows)}'
+                  '</tbody></table></div>')
+    rows, group = [], None
+    groups = {1: "Retrieval", 2: "Answer", 3: "ragas", 4: "LLM judge", 5: "Other"}
+    for name in ordered(m for m in metrics if not split_at_k(m)):
+        g = groups.get(metric_sort_key(name)[0], "Other")
         if g != group:
             rows.append(f'<tr class="group"><td colspan="6">{esc(g)}</td></tr>')
             group = g
         v = num(metrics.get(name))
-        lo, hi = (intervals.get(name) or [None, None])[:2] if intervals.get(name) else (None, None)
-        lo, hi = num(lo), num(hi)
+        lo, hi = iv(name)
         c = counts.get(name) or {}
         ci = f"[{fmt(lo)}, {fmt(hi)}]" if lo is not None and hi is not None else "–"
-        arrow = " ↓" if lower_is_better(name) else ""
+        glyph = "" if lower_is_better(name) else svg.ci_glyph(v, lo, hi)
         rows.append(
-            f'<tr><td>{esc(name)}{arrow}</td><td class="num" data-v="{"" if v is None else v}">{fmt(v)}</td>'
-            f'<td class="num ci-text">{ci}</td><td>{svg.ci_glyph(v, lo, hi)}</td>'
+            f'<tr><td>{esc(name)}{" ↓" if lower_is_better(name) else ""}</td>'
+            f'<td class="num" data-v="{"" if v is None else v}">{fmt(v)}</td>'
+            f'<td class="num ci-text">{ci}</td><td>{glyph}</td>'
             f'<td class="num">{esc(c.get("n", ""))}</td><td class="num">{esc(c.get("missing", ""))}</td></tr>')
-    return ('<div class="scroll"><table class="summary"><thead><tr><th>metric</th><th class="num">mean</th>'
-            '<th class="num">95% CI</th><th>interval on [0, 1]</th><th class="num">n</th><th class="num">missing</th>'
-            f'</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
-            '<p class="note">95% bootstrap confidence intervals over cases, as the evaluator computed them. '
-            '↓: lower is better. n: cases with a value; missing: cases where the metric does not apply.</p>')
+    table = ""
+    if rows:
+        table = ('<div class="scroll"><table class="summary"><thead><tr><th>metric</th><th class="num">mean</th>'
+                 '<th class="num">95% CI</th><th>interval on [0, 1]</th><th class="num">n</th>'
+                 f'<th class="num">missing</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
+    return (f'<div class="figs">{matrix}{table}</div>'
+            '<p class="note">Means over cases with 95% bootstrap confidence intervals, as the evaluator computed '
+            'them (hover a retrieval cell for its n). ↓: lower is better. n: cases with a value; missing: cases '
+            'where the metric does not apply (e.g. retrieval metrics of unanswerable questions).</p>')
 
 
 def _curve_series(metrics: dict, intervals: dict) -> tuple[list[str], dict]:
@@ -170,6 +202,11 @@ def _curves(metrics: dict, intervals: dict, title: str) -> str:
 
 # ----------------------------------------------------------------------------- case-level figures
 
+def _natural(label: str) -> list:
+    """Sort key: 'type 2' before 'type 10'."""
+    return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", str(label))]
+
+
 def _ci(values: list[float]) -> tuple[float | None, float | None]:
     return bootstrap_ci(values, n_resamples=GROUP_CI_RESAMPLES) if len(values) >= 2 else (None, None)
 
@@ -183,7 +220,7 @@ def _type_bars(cases: list[dict], metrics: Sequence[str]) -> str:
             if v is not None:
                 by_type[c.get("type") or "(no type)"].append(v)
         items = []
-        for t in sorted(by_type):
+        for t in sorted(by_type, key=_natural):
             vals = by_type[t]
             lo, hi = _ci(vals)
             items.append((t, sum(vals) / len(vals), lo, hi, len(vals)))
@@ -210,12 +247,12 @@ def _doc_type_heatmap(cases: list[dict], metrics: Sequence[str]) -> str:
             col_vals[t].append(v)
         if not cell_vals:
             continue
-        docs = sorted(row_vals)
+        docs = sorted(row_vals, key=_natural)
         if len(docs) > MAX_HEATMAP_DOCS:
-            docs = sorted(sorted(docs, key=lambda d: sum(row_vals[d]) / len(row_vals[d]))[:MAX_HEATMAP_DOCS])
+            docs = sorted(sorted(docs, key=lambda d: sum(row_vals[d]) / len(row_vals[d]))[:MAX_HEATMAP_DOCS], key=_natural)
             note = (f'<p class="note">Showing the {MAX_HEATMAP_DOCS} documents with the lowest mean of '
                     f'{len(row_vals)}.</p>')
-        types = sorted(col_vals)
+        types = sorted(col_vals, key=_natural)
         cells: dict[tuple[str, str], tuple[float | None, str]] = {}
         for (d, t), vals in cell_vals.items():
             cells[(d, t)] = (sum(vals) / len(vals), f"{d} × {t}: {m} = {fmt(sum(vals) / len(vals))} (n={len(vals)})")
@@ -239,7 +276,7 @@ def _doc_type_heatmap(cases: list[dict], metrics: Sequence[str]) -> str:
 def _drilldown(cases: list[dict], k: int | None) -> str:
     if not cases:
         return '<p class="note">No cases.</p>'
-    types = sorted({c.get("type") or "(no type)" for c in cases})
+    types = sorted({c.get("type") or "(no type)" for c in cases}, key=_natural)
     kinds_present = {kind for c in cases for kind in case_failures(c, k)}
     n_fail = sum(1 for c in cases if case_failures(c, k))
     opts = [("all", "all cases"), ("failures", f"failures ({n_fail})")] + [
@@ -257,7 +294,8 @@ def _drilldown(cases: list[dict], k: int | None) -> str:
         f'<p class="note">A case fails on: retrieval miss (no relevant chunk in the top {esc(k)} of an answerable '
         'question), judged wrong (LLM judge), bad abstention (abstained on an answerable question or answered an '
         'unanswerable one), or an answerer error. Open a link ending in <code>#failures</code> to start filtered. '
-        f'Chunk texts are cut at {HIT_TEXT_CHARS} characters.</p>')
+        f'Chunk texts are cut at {HIT_TEXT_CHARS} characters ({OTHER_HIT_TEXT_CHARS} for chunks that are not '
+        'relevant); cases.jsonl has them whole.</p>')
     items = [_case_html(c, k) for c in cases]
     return f'{controls}<div id="cases" data-visible="{len(cases)}" data-filter="all">{"".join(items)}</div>'
 
@@ -304,7 +342,8 @@ def _case_html(case: dict, k: int | None) -> str:
         for h in hits:
             rel = bool(h.get("relevant"))
             text = str(h.get("text") or "")
-            cut = text if len(text) <= HIT_TEXT_CHARS else text[:HIT_TEXT_CHARS] + " …"
+            limit = HIT_TEXT_CHARS if rel else OTHER_HIT_TEXT_CHARS
+            cut = text if len(text) <= limit else text[:limit] + " …"
             span = f' [{esc(h.get("start"))}–{esc(h.get("end"))}]' if h.get("start") is not None else ""
             grade = f' · grade {esc(h.get("grade"))}' if h.get("grade") not in (None, 0, 1) else ""
             lis.append(f'<li class="{"rel" if rel else "irr"}"><div class="hit-head"><span class="mark">'
@@ -320,7 +359,7 @@ def _case_html(case: dict, k: int | None) -> str:
 
 def _case_sections(cases: list[dict], k: int | None, label: str = "") -> list[tuple[str, str, str]]:
     if not cases:
-        return [("cases", "Cases", '<p class="note">This run folder has no cases.jsonl.</p>')]
+        return [("drilldown", "Cases", "<p class=\"note\">This run folder has no cases.jsonl.</p>")]
     correct = correctness_metric(cases, k)
     present = lambda ms: [m for m in dict.fromkeys(ms) if m and has_values(cases, m)]  # noqa: E731
     kk = f"@{k}" if k is not None else ""
@@ -334,7 +373,7 @@ def _case_sections(cases: list[dict], k: int | None, label: str = "") -> list[tu
          prefix + f'<p class="note">Correctness measure: <b>{esc(correct)}</b> '
          '(judge_correct when an LLM judge ran, else hit rate at the pipeline\'s k, else Pathway\'s string '
          'similarity). Grey: no case of that type for that document.</p>' + _doc_type_heatmap(cases, heat_metrics)),
-        ("cases", "Cases", prefix + _drilldown(cases, k)),
+        ("drilldown", "Cases", prefix + _drilldown(cases, k)),
     ]
 
 
@@ -395,19 +434,16 @@ def _axis_values(configs: list[dict], var: str, grid: dict) -> list:
 
 
 def _sweep_axes(configs: list[dict], grid: dict) -> tuple[str | None, str | None, str | None]:
+    """(rows, columns, panels): max_tokens x top_k per retriever_mode when those vary; other
+    varying variables fill the free slots in grid order."""
     varying = [v for v in dict.fromkeys([*grid, *(p for c in configs for p in (c.get("params") or {}))])
                if len({repr((c.get("params") or {}).get(v)) for c in configs}) > 1]
-    ordered_vars = list(varying)
-    for pref in ("retriever_mode", "top_k", "max_tokens"):  # move preferred names to the front
-        if pref in ordered_vars:
-            ordered_vars.remove(pref)
-    y = "max_tokens" if "max_tokens" in varying else None
-    x = "top_k" if "top_k" in varying else None
-    panel = "retriever_mode" if "retriever_mode" in varying else None
-    rest = iter(ordered_vars)
-    y = y or next(rest, None)
-    x = x or next(rest, None)
-    panel = panel or next(rest, None)
+    slots = [v if v in varying else None for v in ("max_tokens", "top_k", "retriever_mode")]
+    rest = iter(v for v in varying if v not in slots)
+    slots = [v if v is not None else next(rest, None) for v in slots]
+    y, x, panel = slots
+    if y is None and x is not None:
+        y, x = x, None
     return y, x, panel
 
 
@@ -424,6 +460,10 @@ def _sig_mark(cfg: dict, base: dict | None, metric: str) -> tuple[str, str]:
     if better:
         return f' <span class="sig-up" title="{esc(title)}">▲*</span>', "▲"
     return f' <span class="sig-down" title="{esc(title)}">▼*</span>', "▼"
+
+
+def _label(v: Any) -> str:
+    return "" if v is None else str(v)
 
 
 def _sweep_heatmaps(sweep: dict, metric: str) -> str:
@@ -456,7 +496,7 @@ def _sweep_heatmaps(sweep: dict, metric: str) -> str:
                     continue
                 pick = min if lower_is_better(metric) else max
                 v, cfg = pick(scored, key=lambda vc: vc[0])
-                key = (str(yv), str(xv))
+                key = (str(yv), _label(xv))
                 iv = (cfg.get("intervals") or {}).get(metric) or [None, None]
                 others = f" (best of {len(scored)} configurations over the other variables)" if len(scored) > 1 else ""
                 cells[key] = (v, f"{cfg.get('id')}: {metric} = {fmt(v)} [{fmt(num(iv[0]))}, {fmt(num(iv[1]))}]{others}")
@@ -466,14 +506,44 @@ def _sweep_heatmaps(sweep: dict, metric: str) -> str:
                 elif base is not None and cfg.get("id") == base.get("id"):
                     outline[key] = "#111111"
         title = f"{metric}" + (f" · {panel} = {pv}" if panel else "")
-        figs.append(svg.heatmap([str(v) for v in ys], [str(v) for v in xs], cells, title, vmin=vmin, vmax=vmax,
+        figs.append(svg.heatmap([str(v) for v in ys], [_label(v) for v in xs], cells, title, vmin=vmin, vmax=vmax,
                                 row_title=y, col_title=x or "", cell_w=58, cell_h=30, marks=marks, outline=outline))
     return f'<div class="figs">{"".join(figs)}</div>'
 
 
+def _short_plain(cid: Any, n: int = 22) -> str:
+    """A config id as shown: whole when short; else its last '-' part when that looks like a hash
+    (ids may spell out every parameter, which the table shows anyway); else its tail."""
+    s = str(cid)
+    if len(s) <= n:
+        return s
+    last = s.rsplit("-", 1)[-1]
+    if 4 <= len(last) <= 16 and last.isalnum():
+        return last
+    return "…" + s[-(n - 1):]
+
+
+def _short_id(cid: Any, n: int = 22) -> str:
+    short = _short_plain(cid, n)
+    return esc(short) if short == str(cid) else f'<span title="{esc(cid)}">{esc(short)}</span>'
+
+
+def _param_columns(configs: list[dict]) -> list[str]:
+    """Every parameter a configuration sets (a grid axis may set several), varying ones first."""
+    names = list(dict.fromkeys(p for c in configs for p in (c.get("params") or {})))
+    varying = [n for n in names if len({repr((c.get("params") or {}).get(n)) for c in configs}) > 1]
+    return varying + [n for n in names if n not in varying]
+
+
+def _grid_value(v: Any) -> str:
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={x}" for k, x in v.items())
+    return str(v)
+
+
 def _sweep_table(sweep: dict, metrics: list[str]) -> str:
     configs = sweep.get("configs") or []
-    grid = list((sweep.get("grid") or {}).keys()) or ordered({p for c in configs for p in (c.get("params") or {})})
+    grid = _param_columns(configs)
     base_id = sweep.get("baseline")
     base = next((c for c in configs if c.get("id") == base_id), None)
     best = sweep.get("best") or {}
@@ -487,13 +557,14 @@ def _sweep_table(sweep: dict, metrics: list[str]) -> str:
         flags = []
         if cid == base_id:
             flags.append('<span class="badge info" title="baseline of the significance tests">baseline</span>')
-        for obj, bid in best.items():
-            if bid == cid:
-                flags.append(f'<span class="badge ok" title="best by {esc(obj)}">best {esc(obj)}</span>')
+        best_by = [obj for obj, bid in best.items() if bid == cid]
+        if best_by:
+            flags.append(f'<span class="badge ok" title="best by {esc(", ".join(best_by))}">best: '
+                         f'{esc(", ".join(best_by))}</span>')
         if cid in pareto:
             flags.append('<span class="badge warn" title="on the Pareto front of the objectives">pareto</span>')
         params = c.get("params") or {}
-        cells = [f'<td>{"".join(flags)}</td><td>{esc(cid)}</td>']
+        cells = [f'<td>{"".join(flags)}</td><td class="cid" data-v="{esc(cid)}">{_short_id(cid)}</td>']
         cells += [f'<td data-v="{esc(params.get(g))}">{esc(params.get(g))}</td>' for g in grid]
         for m in metrics:
             v = num((c.get("metrics") or {}).get(m))
@@ -540,14 +611,14 @@ def _sweep_page(run_dir: Path) -> str:
         if cfg is None or (label == "baseline" and base is focus):
             continue
         curve_figs.append(_curves(cfg.get("metrics") or {}, cfg.get("intervals") or {},
-                                  f"{label} configuration {cfg.get('id')}: metrics at each k"))
+                                  f"{label} configuration {_short_plain(cfg.get('id'))}: metrics at each k"))
     grid = sweep.get("grid") or {}
     n_grid = len(configs)
-    subtitle = (f"sweep · {n_grid} configurations over {esc(', '.join(grid))} · baseline {esc(base_id)} · "
-                + " · ".join(f"best {esc(o)}: {esc(b)}" for o, b in best.items()))
+    subtitle = (f"sweep · {n_grid} configurations over {esc(', '.join(grid))} · baseline {_short_id(base_id)} · "
+                + " · ".join(f"best {esc(o)}: {_short_id(b)}" for o, b in best.items()))
     params_of = lambda c: _chips(c.get("params")) if c else ""  # noqa: E731
     overview = _meta([
-        ("grid", "".join(f'<span class="chip">{esc(g)} ∈ {{{esc(", ".join(str(v) for v in vals))}}}</span>'
+        ("grid", "".join(f'<span class="chip">{esc(g)} ∈ {{{esc(" | ".join(_grid_value(v) for v in vals))}}}</span>'
                          for g, vals in grid.items())),
         ("objectives", esc(", ".join(objectives))),
         ("best", "".join(f'<span class="chip">{esc(o)}: {esc(b)}</span>' for o, b in best.items())),
@@ -564,7 +635,7 @@ def _sweep_page(run_dir: Path) -> str:
     sections = [
         ("overview", "Sweep", overview),
         ("heatmap", "Chunk size × top_k", heat_note + _switcher("sweep-heat", heat)),
-        ("table", "Configurations", _sweep_table(sweep, shown)),
+        ("table", "Configurations", _sweep_table(sweep, shown[:6])),
         ("curves", "Metrics vs k", f'<div class="figs">{"".join(curve_figs)}</div>'),
         *_case_sections(cases, main_k(case_ks(cases), {**variables, **((focus or {}).get("params") or {})}), label),
     ]

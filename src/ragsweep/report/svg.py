@@ -83,7 +83,7 @@ def line_chart(x_labels: Sequence[str], series: Mapping[str, Sequence[tuple[floa
                title: str, x_title: str = "k", y_title: str = "", unit: bool = True,
                width: int = 560, height: int = 320) -> str:
     """Categorical x; ``series[name][i] = (value, ci_low, ci_high)`` at ``x_labels[i]``."""
-    ml, mr, mt, mb = 48, 150, 30, 42
+    ml, mr, mt, mb = 54, 150, 30, 42
     pw, ph = width - ml - mr, height - mt - mb
     all_vals = [v for pts in series.values() for p in pts for v in p if v is not None]
     y0, y1 = _nice_range(all_vals, unit)
@@ -103,12 +103,12 @@ def line_chart(x_labels: Sequence[str], series: Mapping[str, Sequence[tuple[floa
         body.append(f'<text x="{X(i):.1f}" y="{mt + ph + 16}" font-size="11" text-anchor="middle" fill="#555">{esc(lab)}</text>')
     body.append(f'<text x="{ml + pw / 2:.1f}" y="{height - 6}" font-size="12" text-anchor="middle" fill="#333">{esc(x_title)}</text>')
     if y_title:
-        body.append(f'<text transform="translate(12,{mt + ph / 2:.1f}) rotate(-90)" font-size="12" '
+        body.append(f'<text transform="translate(16,{mt + ph / 2:.1f}) rotate(-90)" font-size="12" '
                     f'text-anchor="middle" fill="#333">{esc(y_title)}</text>')
     body.append(f'<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="none" stroke="#bbb"/>')
     for s, (name, pts) in enumerate(series.items()):
         col = PALETTE[s % len(PALETTE)]
-        dx = (s - (len(series) - 1) / 2) * 3  # small dodge so error bars don't overlap
+        dx = (s - (len(series) - 1) / 2) * 5  # small dodge so error bars don't overlap
         coords = [(X(i) + dx, Y(v), lo, hi, v) for i, (v, lo, hi) in enumerate(pts) if v is not None]
         if len(coords) > 1:
             d = " ".join(f"{'M' if n == 0 else 'L'}{x:.1f},{y:.1f}" for n, (x, y, *_r) in enumerate(coords))
@@ -146,7 +146,7 @@ def bar_chart(items: Sequence[tuple[str, float | None, float | None, float | Non
         v = x0 + (x1 - x0) * j / 5
         body.append(f'<line x1="{X(v):.1f}" x2="{X(v):.1f}" y1="{mt}" y2="{height - 24}" stroke="#e3e3e3"/>'
                     f'<text x="{X(v):.1f}" y="{height - 10}" font-size="11" text-anchor="middle" fill="#555">{fmt(v, 1)}</text>')
-    for i, ((label, v, lo, hi, n), short) in enumerate(zip(items, labels)):
+    for i, ((label, v, lo, hi, n), short) in enumerate(zip(items, labels, strict=False)):
         y = mt + i * row
         body.append(f'<text x="{ml - 6}" y="{y + 15}" font-size="12" text-anchor="end"><title>{esc(label)}</title>{esc(short)}</text>')
         ci = f" 95% CI [{fmt(lo)}, {fmt(hi)}]" if lo is not None and hi is not None else ""
@@ -180,14 +180,14 @@ def heatmap(rows: Sequence[str], cols: Sequence[str], cells: Mapping[tuple[str, 
     span = (vmax - vmin) or 1.0
     body = [f'<text x="4" y="18" font-size="14" font-weight="600">{esc(title)}</text>']
     rotate = any(len(c) > 5 for c in clabels)
-    for j, (c, short) in enumerate(zip(cols, clabels)):
+    for j, (c, short) in enumerate(zip(cols, clabels, strict=False)):
         x = ml + cell_w * (j + 0.5)
         if rotate:
             body.append(f'<text transform="translate({x + 4:.1f},{mt - 6}) rotate(-45)" font-size="11" fill="#333">'
                         f'<title>{esc(c)}</title>{esc(short)}</text>')
         else:
             body.append(f'<text x="{x:.1f}" y="{mt - 6}" font-size="11" text-anchor="middle" fill="#333">{esc(short)}</text>')
-    for i, (r, short) in enumerate(zip(rows, rlabels)):
+    for i, (r, short) in enumerate(zip(rows, rlabels, strict=False)):
         y = mt + cell_h * i
         body.append(f'<text x="{ml - 6}" y="{y + cell_h / 2 + 4:.1f}" font-size="11" text-anchor="end" fill="#333">'
                     f'<title>{esc(r)}</title>{esc(short)}</text>')

@@ -1,0 +1,54 @@
+"""Dry run of a whole LLM run: answer + judge + ragas LLM metrics, nothing sent."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ragsweep.hits import Hit
+from ragsweep.llm.cost import CallEstimate, combine
+from ragsweep.llm.settings import LLMSettings
+
+
+def estimate_llm_run(
+    items: Sequence[tuple[str, Sequence[Hit]]],
+    settings: LLMSettings,
+    *,
+    prompt_template: str | None = None,
+    references: Sequence[str] | None = None,
+    unanswerable: Sequence[bool] | None = None,
+    judge: bool = True,
+    ragas_metrics: Sequence[str] | None = None,
+    judge_settings: LLMSettings | None = None,
+    ragas_settings: LLMSettings | None = None,
+    assumed_answer_tokens: int = 64,
+) -> dict[str, CallEstimate]:
+    """Calls, tokens and cost a run would make, keyed ``answer``, ``judge``, ``ragas_llm``, ``total``.
+
+    ``items`` are the (question, hits) pairs the answerer would get; ``references`` and
+    ``unanswerable`` (per item) feed the judge / ragas estimates. ``ragas_metrics=None``
+    means all of :data:`ragsweep.metrics.ragas_llm.METRIC_NAMES`; pass ``()`` to skip ragas.
+    """
+    from ragsweep.answer.llm import estimate_answer_calls
+
+    refs = list(references) if references is not None else [""] * len(items)
+    unans = list(unanswerable) if unanswerable is not None else [not r.strip() for r in refs]
+    out: dict[str, CallEstimate] = {"answer": estimate_answer_calls(items, settings, prompt_template)}
+    if judge:
+        from ragsweep.metrics.judge import estimate_judge_calls
+
+        out["judge"] = estimate_judge_calls(
+            [(q, r, u) for (q, _), r, u in zip(items, refs, unans)],
+            judge_settings or settings,
+            assumed_answer_tokens,
+        )
+    if ragas_metrics is None or len(ragas_metrics) > 0:
+        from ragsweep.metrics.ragas_llm import METRIC_NAMES, estimate_ragas_calls
+
+        out["ragas_llm"] = estimate_ragas_calls(
+            [(q, [h.text for h in hits], r) for (q, hits), r in zip(items, refs)],
+            ragas_settings or settings,
+            METRIC_NAMES if ragas_metrics is None else ragas_metrics,
+            assumed_answer_tokens,
+        )
+    out["total"] = combine(list(out.values()))
+    return out

@@ -1,0 +1,191 @@
+"""report.html from fixture runs, opened in headless Chromium (Debian's `chromium` package).
+
+Chromium's --dump-dom gives the DOM after the inline JS ran: the page records that it laid
+out its SVG plots (body[data-plots-drawn]) and applies the case filter named in the URL hash,
+so report.html#failures must show exactly the failing cases. Screenshots are saved under the
+pytest tmp dir (path printed with -s).
+"""
+
+import html
+import json
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from ragsweep.report.html import write_html_report
+
+RUNS = Path(__file__).parent / "fixtures" / "runs"
+CHROMIUM = Path("/usr/bin/chromium")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-default-apps", "--hide-scrollbars", "--virtual-time-budget=3000"]
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Path:
+    if not CHROMIUM.exists():
+        pytest.fail("headless Chromium is needed for the report tests: install it with "
+                    "`apt-get update && apt-get install -y chromium` (Debian's package, /usr/bin/chromium)")
+    return CHROMIUM
+
+
+def _run_chromium(chromium: Path, tmp_path: Path, *args: str) -> str:
+    profile = tmp_path / f"chromium-profile-{len(list(tmp_path.glob('chromium-profile-*')))}"
+    proc = subprocess.run([str(chromium), *FLAGS, f"--user-data-dir={profile}", *args],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def dump_dom(chromium, tmp_path, page: Path, fragment: str = "") -> str:
+    return _run_chromium(chromium, tmp_path, "--dump-dom", page.as_uri() + fragment)
+
+
+def screenshot(chromium, tmp_path, page: Path, png: Path, fragment: str = "", size: str = "1400,4200") -> Path:
+    _run_chromium(chromium, tmp_path, f"--window-size={size}", f"--screenshot={png}", page.as_uri() + fragment)
+    assert png.is_file() and png.stat().st_size > 20_000, "screenshot missing or empty"
+    print(f"\nscreenshot: {png}")
+    return png
+
+
+class _Dom(HTMLParser):
+    def __init__(self, text: str):
+        super().__init__()
+        self.body: dict = {}
+        self.cases: list[dict] = []
+        self.boxes: dict = {}
+        self.count_text = ""
+        self._in_count = False
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "body":
+            self.body = a
+        if tag == "details" and "case" in (a.get("class") or "").split():
+            self.cases.append(a)
+        if a.get("id") == "cases":
+            self.boxes = a
+        self._in_count = a.get("id") == "case-count"
+
+    def handle_data(self, data):
+        if self._in_count:
+            self.count_text += data
+            self._in_count = False
+
+
+def _copy(name: str, tmp_path: Path) -> Path:
+    dst = tmp_path / name
+    shutil.copytree(RUNS / name, dst)
+    return dst
+
+
+def _expected_failures(cases_file: Path, k: int) -> set[str]:
+    """The failure rule, restated: retrieval miss at k, judged wrong, bad abstention, error."""
+    fails = set()
+    for line in cases_file.read_text().splitlines():
+        c = json.loads(line)
+        m, ans = c["metrics"], c["answer"]
+        miss = not c["unanswerable"] and m.get(f"hit_rate@{k}") == 0
+        wrong = c.get("judge") is not None and not c["judge"]["is_correct"]
+        bad_abstention = ans["abstained"] != c["unanswerable"]
+        if miss or wrong or bad_abstention or ans.get("error"):
+            fails.add(c["id"])
+    return fails
+
+
+def _assert_self_contained(text: str) -> None:
+    assert "<link" not in text
+    assert not re.search(r"<script[^>]+src=", text)
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", text)
+    assert not re.search(r"url\((https?:)?//", text)
+    assert text.count("<script>") == 1  # the one inline script, no case text turned into a tag
+
+
+def test_eval_report(chromium, tmp_path):
+    run = _copy("eval", tmp_path)
+    page = write_html_report(run)
+    assert page == run / "report.html"
+    text = page.read_text()
+    _assert_self_contained(text)
+    # arbitrary case text is escaped
+    assert "<script>alert('x')</script>" not in text
+    assert html.escape("<script>alert('x')</script>", quote=True) in text
+    assert "&lt;without breach&gt;" in text
+    assert len(text) < 1_000_000
+
+    dom = _Dom(dump_dom(chromium, tmp_path, page))
+    assert dom.body.get("data-js") == "ready", "inline JS did not run"
+    # summary curve + type bars + document x type heatmap are visible and laid out
+    assert int(dom.body["data-plots-drawn"]) >= 3
+    assert len(dom.cases) == 14
+    assert not any("hidden" in c for c in dom.cases)
+    assert dom.count_text == "14 of 14 cases shown"
+
+    expected = _expected_failures(run / "cases.jsonl", k=10)  # top_k = 10 is one of ks
+    assert 0 < len(expected) < 14
+    dom = _Dom(dump_dom(chromium, tmp_path, page, "#failures"))
+    visible = {c["data-id"] for c in dom.cases if "hidden" not in c}
+    assert visible == expected
+    assert all(c["data-fail"] == "1" for c in dom.cases if "hidden" not in c)
+    assert dom.boxes["data-filter"] == "failures" and dom.boxes["data-visible"] == str(len(expected))
+    assert dom.count_text == f"{len(expected)} of 14 cases shown"
+
+    dom = _Dom(dump_dom(chromium, tmp_path, page, "#retrieval-miss"))
+    visible = [c for c in dom.cases if "hidden" not in c]
+    assert visible and all("retrieval-miss" in c["data-kinds"].split() for c in visible)
+
+    screenshot(chromium, tmp_path, page, tmp_path / "report_eval.png")
+    first_fail = sorted(expected)[0]
+    screenshot(chromium, tmp_path, page, tmp_path / "report_eval_case.png", f"#case={first_fail}", size="1400,5200")
+    _assert_not_blank(tmp_path / "report_eval.png")
+
+
+def test_sweep_report(chromium, tmp_path):
+    run = _copy("sweep", tmp_path)
+    page = write_html_report(run)
+    text = page.read_text()
+    _assert_self_contained(text)
+    sweep = json.loads((run / "sweep.json").read_text())
+    # heatmap panels per retriever mode, table rows per configuration, significance marks
+    assert "recall@k · retriever_mode = bm25" in text and "recall@k · retriever_mode = hybrid" in text
+    assert text.count('<tr data-id="') == len(sweep["configs"])
+    # the first configuration is significantly worse than the baseline on recall@k
+    row = text[text.index(f'<tr data-id="{sweep["configs"][0]["id"]}"'):]
+    assert "▼*" in row[:row.index("</tr>")]
+    # a grid axis that sets two variables (chunking) shows as two parameter columns
+    assert "<th>min_tokens</th>" in text and "<th>max_tokens</th>" in text
+
+    dom = _Dom(dump_dom(chromium, tmp_path, page, "#failures"))
+    assert dom.body.get("data-js") == "ready"
+    # 2 heatmap panels + best and baseline curves + type bars + document x type heatmap
+    assert int(dom.body["data-plots-drawn"]) >= 6
+    focus = sweep["best"][sweep["objectives"][0]]
+    cfg = next(c for c in sweep["configs"] if c["id"] == focus)
+    expected = _expected_failures(run / "configs" / focus / "cases.jsonl", k=cfg["params"]["top_k"])
+    assert expected
+    assert {c["data-id"] for c in dom.cases if "hidden" not in c} == expected
+    screenshot(chromium, tmp_path, page, tmp_path / "report_sweep.png")
+    _assert_not_blank(tmp_path / "report_sweep.png")
+
+
+def _assert_not_blank(png: Path) -> None:
+    try:
+        from PIL import Image
+    except ImportError:  # pragma: no cover - PIL comes with the project's dependencies
+        return
+    with Image.open(png) as im:
+        colors = im.convert("RGB").resize((350, 1050)).getcolors(maxcolors=1 << 20)
+    assert colors is not None and len(colors) > 100, "screenshot looks blank"
+
+
+def test_missing_run_folder(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        write_html_report(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="sweep.json"):
+        write_html_report(tmp_path / "empty")
