@@ -38,7 +38,7 @@ def test_parse_verdict_rejects(reply):
 
 
 def test_prompt_is_pathways_judge():
-    assert "Differences in wording, date format or the verbosity" in JUDGE_SYSTEM_PROMPT
+    assert "differences in wording, date format or the verbosity" in JUDGE_SYSTEM_PROMPT.lower()
     m = judge_messages(JudgeItem(question="When?", answer="1st of January 2021", reference="01/01/2021"))
     assert m[0]["role"] == "system" and m[1]["content"].endswith("Prediction: 1st of January 2021\nLabel: 01/01/2021")
 

@@ -173,8 +173,15 @@ def resolve_run_dir(options: EvalOptions, dataset_name: str, config_hash: str) -
         if not (run_dir / "state.json").exists():
             raise RunError(f"--resume: {run_dir} is not a run folder (no state.json)")
         return run_dir
+    if options.name:
+        return out / options.name
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return out / (options.name or f"{stamp}-{dataset_name}-{config_hash[:8]}")
+    run_dir = out / f"{stamp}-{dataset_name}-{config_hash[:8]}"
+    n = 2
+    while run_dir.exists():  # two runs of one config within a second
+        run_dir = out / f"{stamp}-{dataset_name}-{config_hash[:8]}-{n}"
+        n += 1
+    return run_dir
 
 
 def parsed_scopes(cases: list[Case], parsed: set[str]) -> list[list[str] | None]:
