@@ -114,7 +114,9 @@ def aggregate(records: Sequence[dict[str, Any]], with_intervals: bool = True, se
         metrics["first_relevant_rank_median"] = float(statistics.median(frr))
     scored = [r for r in records if r.get("metrics", {}).get("hit_rate@1") is not None]
     counts["first_relevant_rank"] = {"n": len(frr), "missing": len(scored) - len(frr)}
-    pairs = [(bool(r["answer"]["abstained"]), bool(r["unanswerable"])) for r in records if r.get("answer")]
+    # "abstained" as the answer metrics decided it: the answerer's flag or a refusal-style text
+    pairs = [(bool(r["metrics"].get("abstained", r["answer"]["abstained"])), bool(r["unanswerable"]))
+             for r in records if r.get("answer") and not r["answer"].get("error")]
     if pairs:
         abst = aggregate_abstention(pairs)
         for name in SET_METRICS:

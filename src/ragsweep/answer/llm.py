@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ragsweep.metrics.answer import is_refusal as metric_refusal
 from ragsweep.answer.base import IDK, Answer
 from ragsweep.hits import Hit
 from ragsweep.llm.client import LLMClient
@@ -195,7 +196,8 @@ class LLMAnswerer:
         text = result.text.strip()
         return Answer(
             text=text,
-            abstained=is_refusal(text, (self.not_found_response,)),
+            # one refusal notion with the abstention metrics (metrics.answer.is_refusal)
+            abstained=is_refusal(text, (self.not_found_response,)) or metric_refusal(text),
             cited=parse_citations(text, n_hits),
             answerer=self.name,
             prompt_tokens=result.prompt_tokens,
