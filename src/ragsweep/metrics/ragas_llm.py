@@ -35,7 +35,6 @@ import logging
 import math
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import BaseModel
@@ -124,13 +123,7 @@ def minilm_embeddings():
         return _MINILM
 
 
-def _run(coro_factory):
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro_factory())
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(lambda: asyncio.run(coro_factory())).result()
+from ragsweep.metrics.ragas_bridge import _run  # noqa: E402  (one sync-to-async bridge for both)
 
 
 class RagasLLMScorer:
