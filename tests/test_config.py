@@ -80,3 +80,17 @@ def test_parse_overrides():
         "max_tokens": 400, "retriever_mode": "bm25", "rrf_k": 30.5}
     with pytest.raises(ConfigError):
         parse_overrides(["oops"])
+
+
+def test_secrets_never_reach_the_manifest(tmp_path, default_pipeline):
+    secret = "sk-very-secret-value"
+    text = default_pipeline.read_text().replace("$llm_model: null", f"$llm_model: null\n$llm_api_key: {secret}")
+    path = tmp_path / "with-key.yaml"
+    path.write_text(text)
+    config = PipelineConfig.load(path)
+    assert config.get("llm_api_key") == secret
+    manifest = config.manifest()
+    assert manifest["variables"]["llm_api_key"] == "***"
+    assert manifest["variables"]["max_tokens"] == 600  # "tokens" is not a secret
+    assert secret not in str(manifest) and secret not in config.public_text()
+    assert "$llm_api_key: ***" in config.public_text()

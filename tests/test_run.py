@@ -119,3 +119,21 @@ def test_case_scoped_to_a_missing_document_gets_no_hits_and_is_named(tmp_path, c
     lucid = [c for c in read_cases(run_dir) if c["doc_scope"] == [broken.name]]
     assert lucid and all(c["hits"] == [] for c in lucid)
     assert report["n_cases"] == 123
+
+
+def test_dry_run_counts_llm_calls_and_makes_none(tmp_path, monkeypatch):
+    # an endpoint nobody listens on: any real call would fail the run's answers
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("RAGSWEEP_LLM_MODEL", "gpt-4o-mini")
+    import openai
+
+    def no_call(*a, **k):
+        raise AssertionError("a dry run must not call the endpoint")
+
+    monkeypatch.setattr(openai.resources.chat.Completions, "create", no_call)
+    run_dir, report = run_eval(options(tmp_path, use_llm=True, judge=True, dry_run=True, name="dry"))
+    assert report["dry_run"] is True
+    assert report["answer"]["calls"] == 14 and report["answer"]["prompt_tokens"] > 14 * 100
+    assert 0 < report["judge"]["calls"] <= 14
+    assert report["total"]["calls"] == report["answer"]["calls"] + report["judge"]["calls"]
+    assert not run_dir.exists(), "a dry run leaves no run folder"

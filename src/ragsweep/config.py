@@ -22,6 +22,7 @@ import enum
 import hashlib
 import json
 import os
+import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -178,13 +179,28 @@ class PipelineConfig:
         )
 
     def manifest(self) -> dict[str, Any]:
+        """What a report records of this config; secrets are masked."""
         return {
             "path": self.path,
             "hash": self.hash,
-            "overrides": self.overrides,
-            "variables": self.scalars(),
+            "overrides": redact(self.overrides),
+            "variables": redact(self.scalars()),
             "retriever_mode": self.retriever_mode,
         }
+
+    def public_text(self) -> str:
+        """The config file with the values of secret-looking keys masked."""
+        return _SECRET_LINE.sub(lambda m: m.group(1) + "***", self.text())
+
+
+_SECRET_NAME = re.compile(r"(api_?key|secret|password|passwd|bearer|credential)", re.IGNORECASE)
+_SECRET_LINE = re.compile(r"^(\s*\$?[\w.-]*(?:api_?key|secret|password|passwd|bearer|credential)[\w.-]*\s*:\s*).+$",
+                          re.IGNORECASE | re.MULTILINE)
+
+
+def redact(values: dict[str, Any]) -> dict[str, Any]:
+    """Mask the values of keys that name a secret (``llm_api_key``, ``secret``...)."""
+    return {k: ("***" if _SECRET_NAME.search(k) and v not in (None, "") else v) for k, v in values.items()}
 
 
 def _fresh_copy(obj: Any) -> Any:

@@ -237,10 +237,11 @@ def run_eval(options: EvalOptions) -> tuple[Path, dict[str, Any]]:
                     "start a new run instead"
                 )
         started_at = saved.get("started_at", started_at)
-    else:
+    elif not options.dry_run:  # a dry run leaves nothing behind
         run_dir.mkdir(parents=True, exist_ok=False)
         (run_dir / "state.json").write_text(json.dumps(state, indent=2))
-    print(f"run folder: {run_dir}", file=sys.stderr)
+    if not options.dry_run:
+        print(f"run folder: {run_dir}", file=sys.stderr)
 
     done = {r["id"]: r for r in read_jsonl_tolerant(run_dir / "cases.jsonl")}
     saved_hits = {r["id"]: [Hit(**h) for h in r["hits"]] for r in read_jsonl_tolerant(run_dir / "hits.jsonl")}
@@ -277,12 +278,14 @@ def run_eval(options: EvalOptions) -> tuple[Path, dict[str, Any]]:
             print(f"warning: {len(unscoped)} case(s) scoped to documents that were not parsed "
                   f"(first: {unscoped[0]}); they get no hits", file=sys.stderr)
         run = store.run([Query(c.question, k_max, s or None) for c, s in zip(need, scopes)])
-        hits_writer = JsonlWriter(run_dir / "hits.jsonl")
+        hits_writer = None if options.dry_run else JsonlWriter(run_dir / "hits.jsonl")
         for case, s, hits in zip(need, scopes, run.hits):
             hits = [] if s == [] else hits
             saved_hits[case.id] = hits
-            hits_writer.write({"id": case.id, "hits": [h.model_dump() for h in hits]})
-        hits_writer.close()
+            if hits_writer:
+                hits_writer.write({"id": case.id, "hits": [h.model_dump() for h in hits]})
+        if hits_writer:
+            hits_writer.close()
         stage["embed"] = run.timings.get("embed", 0.0)
         stage["split"] = run.timings.get("split", 0.0)
     stage["retrieve"] = time.perf_counter() - t
@@ -338,7 +341,7 @@ def run_eval(options: EvalOptions) -> tuple[Path, dict[str, Any]]:
         "answerer": answerer_name,
         "n_cases": len(records),
         "manifest": {
-            "pipeline": {**config.manifest(), "text": config.text()},
+            "pipeline": {**config.manifest(), "text": config.public_text()},
             "dataset": {
                 "path": str(options.dataset), "name": dataset.name, "hash": dataset_hash, "split": options.split,
                 "limit": options.limit, "relevance": dataset.relevance.model_dump(),
@@ -448,24 +451,20 @@ def _ragas_llm(run_dir: Path, settings, cases: list[Case], done: dict[str, dict]
 def dry_run_report(options, config, cases, saved_hits, answerer, llm_settings) -> dict[str, Any]:
     """What the LLM part of a run would cost, without a single call."""
     if llm_settings is None:
-        return {"dry_run": True, "llm_calls": 0, "note": "no LLM configured: extractive answers, no calls"}
-    from ragsweep.llm.cost import combine
+        return {"dry_run": True, "cases": len(cases), "llm_calls": 0,
+                "note": "no LLM configured: extractive answers, no LLM call"}
+    from ragsweep.llm.dry_run import estimate_llm_run
 
-    items = [(c.question, saved_hits.get(c.id, [])[: config.top_k]) for c in cases]
-    estimates = [answerer.estimate(items)]
-    if options.judge:
-        from ragsweep.metrics.judge import estimate_judge_calls
-
-        estimates.append(estimate_judge_calls(
-            [(c.question, c.reference_answer or "", c.unanswerable) for c in cases], llm_settings))
-    if options.ragas_llm:
-        from ragsweep.metrics.ragas_llm import estimate_ragas_calls
-
-        estimates.append(estimate_ragas_calls(
-            [(c.question, [h.text for h in hits], c.reference_answer or "") for c, (_, hits) in zip(cases, items)],
-            llm_settings))
-    total = combine(estimates)
-    return {"dry_run": True, "estimates": [e.model_dump() for e in estimates], "total": total.model_dump()}
+    estimates = estimate_llm_run(
+        [(c.question, saved_hits.get(c.id, [])[: config.top_k]) for c in cases],
+        llm_settings,
+        prompt_template=getattr(answerer, "prompt_template", None),
+        references=[c.reference_answer or "" for c in cases],
+        unanswerable=[c.unanswerable for c in cases],
+        judge=options.judge,
+        ragas_metrics=None if options.ragas_llm else (),
+    )
+    return {"dry_run": True, "cases": len(cases), **{k: v.model_dump() for k, v in estimates.items()}}
 
 
 # ------------------------------------------------------------------ terminal
