@@ -66,9 +66,9 @@ def counters(tmp_path, monkeypatch):
 
     original_run = RagStore.run
 
-    def counting_run(self, queries):
+    def counting_run(self, *args, **kwargs):
         counts["runs"] += 1
-        return original_run(self, queries)
+        return original_run(self, *args, **kwargs)
 
     monkeypatch.setattr(RagStore, "run", counting_run)
     return counts

@@ -45,7 +45,7 @@ def cmd_index(args) -> int:
     if not corpus.documents:
         return _fail(f"no document of {args.docs!r} could be parsed ({len(corpus.skipped)} skipped)")
     store = RagStore(config, corpus)
-    stats = store.index()
+    stats = store.index(progress=True)
     min_tokens = int(config.get("min_tokens", 0) or 0)
     max_tokens = int(config.get("max_tokens", 10**9) or 10**9)
     last_of_doc = {}

@@ -102,6 +102,7 @@ class CachedSentenceTransformerEmbedder(BaseEmbedder):
         self.embedded_count = 0
         self.requested_count = 0
         self.seconds = 0.0
+        self.on_progress = None  # callable(n_texts) for a progress bar
 
     @property
     def model(self):
@@ -121,6 +122,8 @@ class CachedSentenceTransformerEmbedder(BaseEmbedder):
             self.cache.put_many(fresh)
             found.update(fresh)
         self.seconds += time.perf_counter() - started
+        if self.on_progress is not None:
+            self.on_progress(len(texts))
         return [found[k] for k in keys]
 
     def __wrapped__(self, input: list[str], **kwargs) -> list[np.ndarray]:

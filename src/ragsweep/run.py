@@ -277,7 +277,7 @@ def run_eval(options: EvalOptions) -> tuple[Path, dict[str, Any]]:
         if unscoped:
             print(f"warning: {len(unscoped)} case(s) scoped to documents that were not parsed "
                   f"(first: {unscoped[0]}); they get no hits", file=sys.stderr)
-        run = store.run([Query(c.question, k_max, s or None) for c, s in zip(need, scopes)])
+        run = store.run([Query(c.question, k_max, s or None) for c, s in zip(need, scopes)], progress=options.progress)
         hits_writer = None if options.dry_run else JsonlWriter(run_dir / "hits.jsonl")
         for case, s, hits in zip(need, scopes, run.hits):
             hits = [] if s == [] else hits

@@ -190,8 +190,12 @@ class RagStore:
             results = query_table.select(pw.this.qid, result=answered.with_universe_of(query_table).result)
         return store, results
 
-    def run(self, queries: list[Query]) -> StoreRun:
-        """Index the corpus and answer ``queries`` in one Pathway run."""
+    def run(self, queries: list[Query], progress: bool = False) -> StoreRun:
+        """Index the corpus and answer ``queries`` in one Pathway run.
+
+        ``progress`` shows a bar of the texts (chunks, then questions) going
+        through the embedder, the part of the run that takes time.
+        """
         from ragsweep.chunking import OffsetTokenCountSplitter
 
         started = time.perf_counter()
@@ -222,7 +226,19 @@ class RagStore:
         pw.io.subscribe(store.chunked_docs, on_change=on_chunk)
         if results is not None:
             pw.io.subscribe(results, on_change=on_result)
-        pw.run(monitoring_level=pw.MonitoringLevel.NONE, default_logging=False)
+        bar = None
+        if progress and embedder is not None and hasattr(embedder, "on_progress"):
+            import sys
+
+            from tqdm import tqdm
+
+            bar = tqdm(desc="embed (chunks + questions)", unit="text", file=sys.stderr, leave=False)
+            embedder.on_progress = bar.update
+        try:
+            pw.run(monitoring_level=pw.MonitoringLevel.NONE, default_logging=False)
+        finally:
+            if bar is not None:
+                bar.close()
 
         count_tokens = _token_counter()
         chunks = sorted(
@@ -257,13 +273,13 @@ class RagStore:
             raise ValueError("doc_scopes must have one entry per question")
         return self.run([Query(q, k, s) for q, s in zip(questions, scopes)]).hits
 
-    def index(self) -> IndexStats:
+    def index(self, progress: bool = False) -> IndexStats:
         """Split, embed and index the corpus; report what was built.
 
         Pathway only computes what some output consumes, so one probe query is
         asked: without it the index (and the embedding) would never be built.
         """
-        run = self.run([Query("index", 1)])
+        run = self.run([Query("index", 1)], progress=progress)
         return index_stats(run, len(self.corpus.documents))
 
 

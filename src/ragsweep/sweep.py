@@ -179,7 +179,8 @@ def run_sweep(options: SweepOptions) -> tuple[Path, dict[str, Any]]:
               file=sys.stderr)
         rss_before = _rss_mb()
         t = time.perf_counter()
-        run = RagStore(config, corpus).run([Query(c.question, k_max, s or None) for c, s in zip(cases, scopes)])
+        run = RagStore(config, corpus).run([Query(c.question, k_max, s or None) for c, s in zip(cases, scopes)],
+                                           progress=options.progress)
         group_seconds = time.perf_counter() - t
         embedded_total += run.embedded_texts
         hits_by_case = {c.id: ([] if s == [] else h) for c, s, h in zip(cases, scopes, run.hits)}
