@@ -88,8 +88,17 @@ def _summary(values: list[float]) -> dict[str, float]:
     return {"mean": statistics.fmean(values), "min": min(values), "max": max(values), "count": len(values)}
 
 
-def aggregate(records: Sequence[dict[str, Any]], with_intervals: bool = True, seed: int = 0) -> dict[str, Any]:
-    """Means, counts (n, missing), bootstrap intervals, set metrics and groups."""
+def aggregate(
+    records: Sequence[dict[str, Any]],
+    with_intervals: bool = True,
+    seed: int = 0,
+    interval_metrics: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Means, counts (n, missing), bootstrap intervals, set metrics and groups.
+
+    ``interval_metrics`` limits the bootstrap to those names (a sweep needs
+    intervals for its objectives, not for every metric of every configuration).
+    """
     from ragsweep.metrics.answer import aggregate_abstention
     from ragsweep.metrics.stats import bootstrap_ci
 
@@ -105,7 +114,7 @@ def aggregate(records: Sequence[dict[str, Any]], with_intervals: bool = True, se
         values = [r["metrics"][name] for r in records if r.get("metrics", {}).get(name) is not None]
         counts[name] = {"n": len(values), "missing": len(records) - len(values)}
         metrics[name] = statistics.fmean(values) if values else None
-        if with_intervals and len(values) >= 2:
+        if with_intervals and len(values) >= 2 and (interval_metrics is None or name in interval_metrics):
             low, high = bootstrap_ci(values, seed=seed)
             intervals[name] = [low, high]
     frr = [r["metrics"]["first_relevant_rank"] for r in records if r.get("metrics", {}).get("first_relevant_rank") is not None]

@@ -195,7 +195,7 @@ def run_sweep(options: SweepOptions) -> tuple[Path, dict[str, Any]]:
             for record in records:
                 writer.write(record)
             writer.close()
-            agg = aggregate(records)
+            agg = aggregate(records, interval_metrics=[*objectives, *(f"{b}@k" for b in AT_K)])
             result = {
                 "id": cid, "params": params, "config_hash": cfg.hash, "index_key": index_key,
                 "metrics": agg["metrics"], "intervals": agg["intervals"], "counts": agg["counts"],
