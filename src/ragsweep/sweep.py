@@ -135,14 +135,21 @@ def run_sweep(options: SweepOptions) -> tuple[Path, dict[str, Any]]:
     baseline_id = config_id(matches[0])
 
     out = Path(options.out)
+    state = {"grid": str(options.grid), "pipeline_hash": base_config.hash, "case_ids": [c.id for c in cases]}
     if options.resume:
-        sweep_dir = Path(options.resume) if options.resume != "latest" else sorted(p.parent for p in out.glob("*/sweep-state.json"))[-1]
+        found = sorted(p.parent for p in out.glob("*/sweep-state.json"))
+        sweep_dir = Path(options.resume) if options.resume != "latest" else (found[-1] if found else out / "?")
+        if not (sweep_dir / "sweep-state.json").exists():
+            raise RunError(f"--resume: {sweep_dir} is not a sweep folder (no sweep-state.json)")
+        saved = json.loads((sweep_dir / "sweep-state.json").read_text())
+        for key in ("pipeline_hash", "case_ids"):
+            if saved.get(key) != state[key]:
+                raise RunError(f"--resume {sweep_dir}: {key} differs from the interrupted sweep; start a new one")
     else:
         stamp = time.strftime("%Y%m%d-%H%M%S")
         sweep_dir = out / (options.name or f"{stamp}-sweep-{dataset.name}")
         sweep_dir.mkdir(parents=True, exist_ok=False)
-        (sweep_dir / "sweep-state.json").write_text(json.dumps({
-            "grid": str(options.grid), "pipeline_hash": base_config.hash, "case_ids": [c.id for c in cases]}, indent=2))
+        (sweep_dir / "sweep-state.json").write_text(json.dumps(state, indent=2))
     print(f"sweep folder: {sweep_dir}  ({len(configs)} configurations)", file=sys.stderr)
 
     # ---- parse once for the whole sweep
