@@ -1,0 +1,39 @@
+"""`eval` through the LLM path against the deterministic fake endpoint (wiring, not quality)."""
+
+import json
+from pathlib import Path
+
+from fake_openai import fake_server  # noqa: F401 - pytest fixture
+
+from ragsweep.run import EvalOptions, run_eval
+
+ROOT = Path(__file__).resolve().parent.parent
+SECRET = "sk-test-SECRET-never-in-a-report"
+
+
+def test_llm_answers_judge_and_ragas_llm_end_to_end(fake_server, tmp_path, monkeypatch):  # noqa: F811
+    monkeypatch.chdir(tmp_path)  # the LLM cache folder is relative to the working directory
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("RAGSWEEP_LLM_MODEL", "fake-model")
+    options = dict(pipeline=str(ROOT / "pipelines" / "default.yaml"), dataset=str(ROOT / "datasets" / "cuad-mini"),
+                   limit=3, out=str(tmp_path / "runs"), progress=False, ragas_nonllm=False,
+                   use_llm=True, judge=True, ragas_llm=True)
+    run_dir, report = run_eval(EvalOptions(**options, name="first"))
+    assert report["answerer"] == "llm:fake-model" and report["no_llm"] is False
+    cases = [json.loads(line) for line in (run_dir / "cases.jsonl").read_text().splitlines()]
+    assert len(cases) == 3
+    for case in cases:
+        assert case["answer"]["answerer"] == "llm:fake-model" and case["answer"]["error"] is None
+        assert case["judge"] is not None and case["judge"]["is_correct"] is not None
+        assert any(name.startswith("ragas_llm_") for name in case["metrics"])
+    assert "judge_correct" in report["metrics"]
+    assert report["manifest"]["llm"]["model"] == "fake-model" and report["manifest"]["llm"]["api_key_set"]
+    for path in run_dir.iterdir():
+        assert SECRET not in path.read_text(errors="ignore"), f"the API key leaked into {path.name}"
+
+    calls = fake_server.requests
+    assert calls > 0
+    _, again = run_eval(EvalOptions(**options, name="second"))
+    assert fake_server.requests == calls, "a re-run must be served by the cache"
+    assert again["metrics"]["judge_correct"] == report["metrics"]["judge_correct"]
