@@ -1,9 +1,9 @@
 """Pathway's TokenCountSplitter, with each chunk's character offsets in its document.
 
-The splitting itself is Pathway's own (``TokenCountSplitter.chunk``); this module
-only finds where each chunk sits in the text it came from and stores that as
-``start``/``end`` in the chunk metadata, so evidence coverage can be judged for
-any chunk size.
+The splitting is Pathway's ``TokenCountSplitter`` algorithm (with its lower bound
+kept in tokens, see :func:`split_tokens`); this module also finds where each
+chunk sits in the text it came from and stores that as ``start``/``end`` in the
+chunk metadata, so evidence coverage can be judged for any chunk size.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def locate_chunks(text: str, chunks: list[str]) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     cursor = 0
     for chunk in chunks:
-        pos = text.find(chunk, max(0, cursor - 16))
+        pos = cursor if text.startswith(chunk, cursor) else text.find(chunk, max(0, cursor - 16))
         if pos < 0:
             stripped = chunk.strip()
             pos = text.find(stripped, max(0, cursor - 16)) if stripped else -1
@@ -39,18 +39,63 @@ def locate_chunks(text: str, chunks: list[str]) -> list[tuple[int, int]]:
     return spans
 
 
+def split_tokens(text: str, min_tokens: int, max_tokens: int, encoding_name: str,
+                 punctuation: list[str]) -> list[str]:
+    """Pathway's ``TokenCountSplitter`` algorithm with its ``min_tokens`` bound kept in tokens.
+
+    Pathway's splitter takes ``max_tokens`` tokens, then cuts back to the last
+    punctuation mark when that mark lies more than ``3 * min_tokens`` *characters*
+    in; with ~4 characters per token that leaves chunks below ``min_tokens``, and
+    its cut of the final piece can leave a one-token tail. Here the cut is taken
+    only when the kept part still has ``min_tokens`` tokens, and the final piece
+    is kept whole, so every chunk but a document's last lies in
+    [``min_tokens``, ``max_tokens``], as Pathway's docstring promises.
+    """
+    import tiktoken
+
+    tokenizer = tiktoken.get_encoding(encoding_name)
+    tokens = tokenizer.encode_ordinary(text)
+    chunks: list[str] = []
+    i = 0
+    while i < len(tokens):
+        chunk = tokenizer.decode(tokens[i : i + max_tokens])
+        if i + max_tokens < len(tokens):
+            last = max(chunk.rfind(p) for p in punctuation)
+            if last != -1:
+                cut = chunk[: last + 1]
+                if len(tokenizer.encode_ordinary(cut)) >= min_tokens:
+                    chunk = cut
+        i += max(1, len(tokenizer.encode_ordinary(chunk)))
+        chunks.append(chunk)
+    return chunks
+
+
 class OffsetTokenCountSplitter(TokenCountSplitter):
-    """``TokenCountSplitter`` whose chunk metadata carries ``start``/``end`` offsets."""
+    """``TokenCountSplitter`` whose chunk metadata carries ``start``/``end`` offsets.
+
+    ``strict_min_tokens`` (default) measures the punctuation cut in tokens (see
+    :func:`split_tokens`); ``False`` runs Pathway's own ``chunk`` unchanged.
+    """
 
     seconds = 0.0  # time spent splitting in this process (all instances)
     calls = 0
 
+    def __init__(self, min_tokens: int = 50, max_tokens: int = 500, encoding_name: str = "cl100k_base",
+                 strict_min_tokens: bool = True):
+        super().__init__(min_tokens=min_tokens, max_tokens=max_tokens, encoding_name=encoding_name)
+        self.strict_min_tokens = strict_min_tokens
+
     def chunk(self, text: str, metadata: dict = {}, **kwargs) -> list[tuple[str, dict]]:
         started = time.perf_counter()
-        pieces = super().chunk(text, metadata, **kwargs)
         normalised = unicodedata.normalize("NFKC", text)
-        spans = locate_chunks(normalised, [piece for piece, _ in pieces])
-        out = [(piece, {**meta, "start": start, "end": end}) for (piece, meta), (start, end) in zip(pieces, spans)]
+        if self.strict_min_tokens:
+            params = {**self.kwargs, **kwargs}
+            texts = split_tokens(normalised, params["min_tokens"], params["max_tokens"], params["encoding_name"],
+                                 self.PUNCTUATION)
+        else:
+            texts = [piece for piece, _ in super().chunk(text, metadata, **kwargs)]
+        spans = locate_chunks(normalised, texts)
+        out = [(piece, {**metadata, "start": start, "end": end}) for piece, (start, end) in zip(texts, spans)]
         OffsetTokenCountSplitter.seconds += time.perf_counter() - started
         OffsetTokenCountSplitter.calls += 1
         return out
