@@ -81,3 +81,10 @@ def test_sanitize_and_scope_filter():
     assert scope_filter(None) is None
     with pytest.raises(ValueError, match="backtick"):
         scope_filter(["we`ird"])
+
+
+def test_store_from_a_config_path_and_a_folder(fixture_corpus_dir, default_pipeline):
+    store = RagStore.from_folder(default_pipeline, fixture_corpus_dir, {"retriever_mode": "bm25"})
+    assert store.config.retriever_mode == "bm25" and len(store.corpus.documents) == 5
+    [hits] = store.retrieve(["Which moon of Jupiter has its own magnetic field?"], k=1)
+    assert hits[0].doc_id == "jupiter.html"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -145,7 +146,7 @@ def _rank_hits(raw: list[dict], k: int, texts: dict[str, str]) -> list[Hit]:
 class RagStore:
     """A Pathway DocumentStore over a parsed corpus, for one pipeline configuration.
 
-    >>> store = RagStore(PipelineConfig.load("pipelines/default.yaml"), parse_corpus("docs"))
+    >>> store = RagStore.from_folder("pipelines/default.yaml", "docs", {"retriever_mode": "bm25"})
     >>> store.retrieve(["Who are the parties?"], k=5)   # one graph run for the batch
     """
 
@@ -155,6 +156,22 @@ class RagStore:
         if not corpus.documents:
             raise ValueError(f"no parsable document in {corpus.docs_dir!r}: nothing to index")
         self.last_run: StoreRun | None = None
+
+    @classmethod
+    def from_folder(
+        cls, pipeline: "str | Path | PipelineConfig", docs_dir: "str | Path", overrides: dict[str, Any] | None = None
+    ) -> "RagStore":
+        """A store from a pipeline config (path or object) and a documents folder.
+
+        Bad files are skipped (see ``store.corpus.skipped``); a folder with no
+        parsable document raises.
+        """
+        from ragsweep.corpus import parse_corpus
+
+        config = pipeline if isinstance(pipeline, PipelineConfig) else PipelineConfig.load(pipeline, overrides)
+        if overrides and isinstance(pipeline, PipelineConfig):
+            config = config.with_overrides(overrides)
+        return cls(config, parse_corpus(docs_dir))
 
     # ----------------------------------------------------------------- graph
     def _build_graph(self, pipeline: BuiltPipeline, queries: list[Query]):
