@@ -4,6 +4,7 @@ The run folder is where results leave ragsweep:
 
 - ``state.json``   what this run is (config hash, dataset hash, split, limit, case ids)
 - ``hits.jsonl``   retrieval results, written as soon as the batch retrieval ends
+                   (removed once every case is in cases.jsonl)
 - ``cases.jsonl``  one line per finished case, appended and flushed as computed
 - ``report.json``  aggregate metrics, intervals, groups and the manifest
 - ``report.html``  written by :mod:`ragsweep.report` when available
@@ -362,6 +363,8 @@ def run_eval(options: EvalOptions) -> tuple[Path, dict[str, Any]]:
         },
     }
     (run_dir / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str))
+    if len(done) >= len(cases):  # every case is in cases.jsonl with its hits: the resume copy is spent
+        (run_dir / "hits.jsonl").unlink(missing_ok=True)
     try:
         from ragsweep.report.html import write_html_report
 
