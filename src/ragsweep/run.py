@@ -438,10 +438,10 @@ def _ragas_llm(run_dir: Path, settings, cases: list[Case], done: dict[str, dict]
                               abstained=rec["answer"]["abstained"], answer_error=rec["answer"].get("error")))
     scores = scorer.score_batch(rows)
     for c, per_metric in zip(todo, scores):
-        for name, score in per_metric.items():
-            done[c.id]["metrics"][f"ragas_llm_{name}"] = score.value
+        for name, score in per_metric.items():  # names come as ragas_llm_<metric>
+            done[c.id]["metrics"][name] = score.value
             if score.reason or score.error:
-                done[c.id].setdefault("notes", {})[f"ragas_llm_{name}"] = score.reason or score.error
+                done[c.id].setdefault("notes", {})[name] = score.reason or score.error
     # rewrite cases.jsonl with the new metrics (atomic replace)
     tmp = run_dir / "cases.jsonl.tmp"
     with tmp.open("w", encoding="utf-8") as fh:
@@ -482,6 +482,8 @@ def summary_table(report: dict[str, Any]) -> str:
         "first_relevant_rank_mean", "first_relevant_rank_median", "citation_precision", "exact_match", "token_f1",
         "fact_coverage", "pathway_strsim", "abstention_precision", "abstention_recall", "judge_correct",
         "ragas_context_precision", "ragas_context_recall", "ragas_rouge",
+        "ragas_llm_faithfulness", "ragas_llm_answer_correctness", "ragas_llm_context_precision",
+        "ragas_llm_context_recall", "ragas_llm_answer_relevancy",
     ]
     lines = [f"{'metric':<28} {'value':>8}  {'95% CI':<17} {'n':>6} {'missing':>7}"]
     for name in names:
