@@ -1,4 +1,4 @@
-"""Schema, loaders, importers and the shipped datasets (no ../shared access)."""
+"""Schema, loaders, importers and the shipped datasets (only files inside the repository)."""
 
 from __future__ import annotations
 

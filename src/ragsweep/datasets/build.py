@@ -1,6 +1,7 @@
 """Regenerate the shipped datasets from the raw releases.
 
-``python -m ragsweep.datasets.build --source ../shared/data --dest datasets``
+``python -m ragsweep.datasets.build --source RAW_RELEASES_DIR --dest datasets`` (the folder holding
+the original cuad/, pathway-rag-evals/ and cranfield/ releases)
 
 Writes ``cuad/`` (40 contract PDFs x 41 categories), ``cuad-pathway/`` (Pathway's labelled
 categories for the labelled contracts whose PDF is among those 40), ``cuad-mini/`` (3
