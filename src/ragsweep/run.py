@@ -207,27 +207,14 @@ def load_inputs(options: EvalOptions) -> tuple[PipelineConfig, Dataset, list[Cas
     return config, dataset, cases
 
 
-def run_eval(options: EvalOptions) -> tuple[Path, dict[str, Any]]:
-    """Evaluate; return the run folder and the report."""
-    from ragsweep.corpus import parse_corpus
-    from ragsweep.store import Query, RagStore
-
-    started_at = now()
-    stage: dict[str, float] = {}
-    config, dataset, cases = load_inputs(options)
-    cases_file = dataset.root / "cases.jsonl"
-    dataset_hash = file_hash(cases_file) if cases_file.exists() else "unknown"
-    run_dir = resolve_run_dir(options, dataset.name, config.hash)
+def open_run(options: EvalOptions, config: PipelineConfig, dataset_name: str, dataset_hash: str,
+             cases: list[Case]) -> tuple[Path, str]:
+    """The run folder (new, or the one to resume, checked against this run) and its start time."""
+    run_dir = resolve_run_dir(options, dataset_name, config.hash)
     state = {
-        "config_hash": config.hash,
-        "dataset": str(options.dataset),
-        "dataset_hash": dataset_hash,
-        "split": options.split,
-        "limit": options.limit,
-        "ks": options.ks,
-        "use_llm": options.use_llm,
-        "case_ids": [c.id for c in cases],
-        "started_at": started_at,
+        "config_hash": config.hash, "dataset": str(options.dataset), "dataset_hash": dataset_hash,
+        "split": options.split, "limit": options.limit, "ks": options.ks, "use_llm": options.use_llm,
+        "case_ids": [c.id for c in cases], "started_at": now(),
     }
     if options.resume:
         saved = json.loads((run_dir / "state.json").read_text())
@@ -237,12 +224,61 @@ def run_eval(options: EvalOptions) -> tuple[Path, dict[str, Any]]:
                     f"--resume {run_dir}: {key} differs ({saved.get(key)!r} then, {state[key]!r} now); "
                     "start a new run instead"
                 )
-        started_at = saved.get("started_at", started_at)
-    elif not options.dry_run:  # a dry run leaves nothing behind
+        return run_dir, saved.get("started_at", state["started_at"])
+    if not options.dry_run:  # a dry run leaves nothing behind
         run_dir.mkdir(parents=True, exist_ok=False)
         (run_dir / "state.json").write_text(json.dumps(state, indent=2))
-    if not options.dry_run:
         print(f"run folder: {run_dir}", file=sys.stderr)
+    return run_dir, state["started_at"]
+
+
+def parse_documents(dataset: Dataset, progress: bool):
+    """Docling over the dataset's documents, with a progress bar; skipped files are named."""
+    from tqdm import tqdm
+
+    from ragsweep.corpus import iter_files, parse_corpus
+
+    n_files = sum(1 for _ in iter_files(dataset.docs_dir)) if dataset.docs_dir.is_dir() else 0
+    with tqdm(total=n_files, desc="parse", unit="doc", disable=not progress, file=sys.stderr, leave=False) as bar:
+        corpus = parse_corpus(dataset.docs_dir, on_progress=lambda _: bar.update(1))
+    for skipped in corpus.skipped:
+        print(f"skipped document {skipped.doc_id}: {skipped.reason}", file=sys.stderr)
+    if not corpus.documents:
+        raise RunError(f"{dataset.docs_dir}: no document could be parsed")
+    return corpus
+
+
+def retrieve_cases(config: PipelineConfig, corpus, cases: list[Case], k: int, hits_file: Path | None,
+                   progress: bool) -> tuple[dict[str, list[Hit]], dict[str, float]]:
+    """Every case's top-k in one Pathway run; each case's hits saved to ``hits_file`` for a resume."""
+    from ragsweep.store import Query, RagStore
+
+    print(f"retrieve: {len(cases)} question(s) in one Pathway run (k={k})...", file=sys.stderr)
+    scopes = parsed_scopes(cases, {d.doc_id for d in corpus.documents})
+    unscoped = [c.id for c, s in zip(cases, scopes) if s == []]
+    if unscoped:
+        print(f"warning: {len(unscoped)} case(s) scoped to documents that were not parsed "
+              f"(first: {unscoped[0]}); they get no hits", file=sys.stderr)
+    run = RagStore(config, corpus).run([Query(c.question, k, s or None) for c, s in zip(cases, scopes)],
+                                       progress=progress)
+    writer = JsonlWriter(hits_file) if hits_file else None
+    found: dict[str, list[Hit]] = {}
+    for case, scope, hits in zip(cases, scopes, run.hits):
+        found[case.id] = [] if scope == [] else hits
+        if writer:
+            writer.write({"id": case.id, "hits": [h.model_dump() for h in found[case.id]]})
+    if writer:
+        writer.close()
+    return found, {"embed": run.timings.get("embed", 0.0), "split": run.timings.get("split", 0.0)}
+
+
+def run_eval(options: EvalOptions) -> tuple[Path, dict[str, Any]]:
+    """Evaluate; return the run folder and the report (or, for a dry run, the LLM estimate)."""
+    stage: dict[str, float] = {}
+    config, dataset, cases = load_inputs(options)
+    cases_file = dataset.root / "cases.jsonl"
+    dataset_hash = file_hash(cases_file) if cases_file.exists() else "unknown"
+    run_dir, started_at = open_run(options, config, dataset.name, dataset_hash, cases)
 
     done = {r["id"]: r for r in read_jsonl_tolerant(run_dir / "cases.jsonl")}
     saved_hits = {r["id"]: [Hit(**h) for h in r["hits"]] for r in read_jsonl_tolerant(run_dir / "hits.jsonl")}
@@ -250,128 +286,118 @@ def run_eval(options: EvalOptions) -> tuple[Path, dict[str, Any]]:
     if done:
         print(f"resuming: {len(done)} case(s) already done, {len(todo)} to go", file=sys.stderr)
 
-    # ---- parse
     t = time.perf_counter()
-    from tqdm import tqdm
-
-    from ragsweep.corpus import iter_files
-
-    n_files = sum(1 for _ in iter_files(dataset.docs_dir)) if dataset.docs_dir.is_dir() else 0
-    with tqdm(total=n_files, desc="parse", unit="doc", disable=not options.progress, file=sys.stderr, leave=False) as bar:
-        corpus = parse_corpus(dataset.docs_dir, on_progress=lambda _: bar.update(1))
+    corpus = parse_documents(dataset, options.progress)
     stage["parse"] = time.perf_counter() - t
-    for skipped in corpus.skipped:
-        print(f"skipped document {skipped.doc_id}: {skipped.reason}", file=sys.stderr)
-    if not corpus.documents:
-        raise RunError(f"{dataset.docs_dir}: no document could be parsed")
     texts = {d.doc_id: d.text for d in corpus.documents}
 
-    # ---- retrieve (one graph run for every case not retrieved yet)
-    k_max = max(max(options.ks), config.top_k)
     need = [c for c in todo if c.id not in saved_hits]
     t = time.perf_counter()
     if need:
-        print(f"retrieve: {len(need)} question(s) in one Pathway run (k={k_max})...", file=sys.stderr)
-        store = RagStore(config, corpus)
-        scopes = parsed_scopes(need, set(texts))
-        unscoped = [c.id for c, s in zip(need, scopes) if s == []]
-        if unscoped:
-            print(f"warning: {len(unscoped)} case(s) scoped to documents that were not parsed "
-                  f"(first: {unscoped[0]}); they get no hits", file=sys.stderr)
-        run = store.run([Query(c.question, k_max, s or None) for c, s in zip(need, scopes)], progress=options.progress)
-        hits_writer = None if options.dry_run else JsonlWriter(run_dir / "hits.jsonl")
-        for case, s, hits in zip(need, scopes, run.hits):
-            hits = [] if s == [] else hits
-            saved_hits[case.id] = hits
-            if hits_writer:
-                hits_writer.write({"id": case.id, "hits": [h.model_dump() for h in hits]})
-        if hits_writer:
-            hits_writer.close()
-        stage["embed"] = run.timings.get("embed", 0.0)
-        stage["split"] = run.timings.get("split", 0.0)
+        hits_file = None if options.dry_run else run_dir / "hits.jsonl"
+        found, timings = retrieve_cases(config, corpus, need, max(max(options.ks), config.top_k), hits_file,
+                                        options.progress)
+        saved_hits.update(found)
+        stage.update(timings)
     stage["retrieve"] = time.perf_counter() - t
 
-    # ---- answer + score, case by case, appended as computed
     answerer, llm_settings = make_answerer(config, options.use_llm)
+    if options.dry_run:
+        return run_dir, dry_run_report(options, config, cases, saved_hits, answerer, llm_settings)
     judge = None
     if options.judge:
         from ragsweep.metrics.judge import LLMJudge
 
         judge = LLMJudge(llm_settings or _llm_settings(config))
-    if options.dry_run:
-        return run_dir, dry_run_report(options, config, cases, saved_hits, answerer, llm_settings)
 
     t = time.perf_counter()
-    writer = JsonlWriter(run_dir / "cases.jsonl")
+    rules = answer_and_score(todo, saved_hits, answerer, judge, llm_settings, dataset, texts, options,
+                             config.top_k, run_dir / "cases.jsonl", done)
+    stage["answer_and_score"] = time.perf_counter() - t
+    if options.ragas_llm:
+        t = time.perf_counter()
+        _ragas_llm(run_dir, llm_settings or _llm_settings(config), cases, done)
+        stage["ragas_llm"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    records = [done[c.id] for c in cases if c.id in done]
+    report = {
+        **aggregate(records),
+        "ks": options.ks,
+        "top_k": config.top_k,
+        "relevance_rule": dataset.relevance.rule,
+        "relevance_rules_applied": sorted(rules) or [dataset.relevance.rule],
+        "no_llm": llm_settings is None,
+        "answerer": getattr(answerer, "name", "extractive"),
+        "n_cases": len(records),
+    }
+    stage["aggregate"] = time.perf_counter() - t
+    report["manifest"] = manifest(options, config, dataset, dataset_hash, corpus, answerer, llm_settings,
+                                  started_at, stage)
+    (run_dir / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str))
+    if len(done) >= len(cases):  # every case is in cases.jsonl with its hits: the resume copy is spent
+        (run_dir / "hits.jsonl").unlink(missing_ok=True)
+    write_html(run_dir)
+    return run_dir, report
+
+
+def answer_and_score(todo: list[Case], hits: dict[str, list[Hit]], answerer, judge, llm_settings,
+                     dataset: Dataset, texts: dict[str, str], options: EvalOptions, top_k: int,
+                     cases_file: Path, done: dict[str, dict]) -> set[str]:
+    """Answer, judge and score each case; append its record as soon as it is computed."""
+    writer = JsonlWriter(cases_file)
     batch = max(1, (llm_settings.concurrency * 2) if llm_settings else 1)
-    rule_seen: set[str] = set()
+    rules: set[str] = set()
     try:
         with _bar(total=len(todo), desc="answer+score", enabled=options.progress) as bar:
             for i in range(0, len(todo), batch):
                 part = todo[i : i + batch]
-                items = [(c.question, saved_hits.get(c.id, [])[: config.top_k]) for c in part]
-                answers = answer_cases(answerer, items)
+                answers = answer_cases(answerer, [(c.question, hits.get(c.id, [])[:top_k]) for c in part])
                 verdicts = _judge(judge, part, answers) if judge else [None] * len(part)
                 for case, answer, verdict in zip(part, answers, verdicts):
-                    record = score_case(case, saved_hits.get(case.id, []), answer, verdict, dataset, texts,
-                                        options, config.top_k)
-                    rule_seen.add(record.pop("_rule"))
+                    record = score_case(case, hits.get(case.id, []), answer, verdict, dataset, texts, options, top_k)
+                    rules.add(record.pop("_rule"))
                     writer.write(record)
                     done[case.id] = record
                     bar.update(1)
     finally:
         writer.close()
-    stage["answer_and_score"] = time.perf_counter() - t
+    return rules
 
-    if options.ragas_llm:
-        _ragas_llm(run_dir, llm_settings or _llm_settings(config), cases, done)
 
-    # ---- aggregate + report
-    t = time.perf_counter()
-    records = [done[c.id] for c in cases if c.id in done]
-    agg = aggregate(records)
-    stage["aggregate"] = time.perf_counter() - t
-    answerer_name = getattr(answerer, "name", "extractive")
-    report = {
-        **agg,
-        "ks": options.ks,
-        "top_k": config.top_k,
-        "relevance_rule": dataset.relevance.rule,
-        "relevance_rules_applied": sorted(rule_seen) or [dataset.relevance.rule],
-        "no_llm": llm_settings is None,
-        "answerer": answerer_name,
-        "n_cases": len(records),
-        "manifest": {
-            "pipeline": {**config.manifest(), "text": config.public_text()},
-            "dataset": {
-                "path": str(options.dataset), "name": dataset.name, "hash": dataset_hash, "split": options.split,
-                "limit": options.limit, "relevance": dataset.relevance.model_dump(),
-            },
-            "corpus": {
-                "docs_dir": str(dataset.docs_dir), "hash": corpus.content_hash, "documents": len(corpus.documents),
-                "skipped": [s.model_dump() for s in corpus.skipped], "pdf_pipeline": corpus.pdf_pipeline,
-                "parsers": sorted({d.parser for d in corpus.documents}),
-            },
-            "embedder": config.get("embedder_model"),
-            "llm": llm_settings.public_dict() if llm_settings is not None and hasattr(llm_settings, "public_dict") else None,
-            "prompt": getattr(answerer, "prompt_template", None),
-            "packages": package_versions(),
-            "git_commit": git_commit(),
-            "python": sys.version.split()[0],
-            "timestamps": {"started": started_at, "finished": now()},
-            "stage_seconds": {k: round(v, 3) for k, v in stage.items()},
+def manifest(options: EvalOptions, config: PipelineConfig, dataset: Dataset, dataset_hash: str, corpus, answerer,
+             llm_settings, started_at: str, stage: dict[str, float]) -> dict[str, Any]:
+    """Everything needed to know what ran (secrets masked)."""
+    return {
+        "pipeline": {**config.manifest(), "text": config.public_text()},
+        "dataset": {
+            "path": str(options.dataset), "name": dataset.name, "hash": dataset_hash, "split": options.split,
+            "limit": options.limit, "relevance": dataset.relevance.model_dump(),
         },
+        "corpus": {
+            "docs_dir": str(dataset.docs_dir), "hash": corpus.content_hash, "documents": len(corpus.documents),
+            "skipped": [s.model_dump() for s in corpus.skipped], "pdf_pipeline": corpus.pdf_pipeline,
+            "parsers": sorted({d.parser for d in corpus.documents}),
+        },
+        "embedder": config.get("embedder_model"),
+        "llm": llm_settings.public_dict() if llm_settings is not None else None,
+        "prompt": getattr(answerer, "prompt_template", None),
+        "packages": package_versions(),
+        "git_commit": git_commit(),
+        "python": sys.version.split()[0],
+        "timestamps": {"started": started_at, "finished": now()},
+        "stage_seconds": {k: round(v, 3) for k, v in stage.items()},
     }
-    (run_dir / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str))
-    if len(done) >= len(cases):  # every case is in cases.jsonl with its hits: the resume copy is spent
-        (run_dir / "hits.jsonl").unlink(missing_ok=True)
-    try:
-        from ragsweep.report.html import write_html_report
 
+
+def write_html(run_dir: Path) -> None:
+    """report.html beside report.json; a failure here loses nothing already computed."""
+    from ragsweep.report.html import write_html_report
+
+    try:
         write_html_report(run_dir)
-    except ImportError:
-        pass
-    return run_dir, report
+    except Exception as err:  # noqa: BLE001 - the run's results are already on disk
+        print(f"warning: report.html not written: {err}", file=sys.stderr)
 
 
 def _llm_settings(config: PipelineConfig):

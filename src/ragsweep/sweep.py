@@ -29,9 +29,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field
 
-from ragsweep.config import ConfigError, PipelineConfig, parse_overrides
+from ragsweep.config import ConfigError, parse_overrides
 from ragsweep.run import (EvalOptions, JsonlWriter, RunError, git_commit, load_inputs, now, package_versions,
-                          parsed_scopes, read_jsonl_tolerant)
+                          parsed_scopes, read_jsonl_tolerant, write_html)
 from ragsweep.scoring import DEFAULT_KS, aggregate, answer_scores, judge_retrieval
 
 AT_K = ("hit_rate", "recall", "precision", "mrr", "ndcg", "map")
@@ -225,12 +225,7 @@ def run_sweep(options: SweepOptions) -> tuple[Path, dict[str, Any]]:
         "timestamps": {"started": started_at, "finished": now()},
     }
     (sweep_dir / "sweep.json").write_text(json.dumps(report, indent=2, default=str))
-    try:
-        from ragsweep.report.html import write_html_report
-
-        write_html_report(sweep_dir)
-    except ImportError:
-        pass
+    write_html(sweep_dir)
     return sweep_dir, report
 
 
