@@ -7,7 +7,6 @@ import json
 import logging
 import sys
 import time
-from pathlib import Path
 
 from ragsweep.offline import ensure_offline
 
@@ -24,13 +23,9 @@ def _load_config(args):
 
 
 def _parse(docs: str, quiet: bool = False):
-    from tqdm import tqdm
+    from ragsweep.corpus import parse_corpus
 
-    from ragsweep.corpus import iter_files, parse_corpus
-
-    total = sum(1 for _ in iter_files(Path(docs))) if Path(docs).is_dir() else 0
-    with tqdm(total=total, desc="parse", unit="doc", disable=quiet or total < 2, file=sys.stderr) as bar:
-        return parse_corpus(docs, on_progress=lambda _: bar.update(1))
+    return parse_corpus(docs, progress=not quiet)
 
 
 def cmd_index(args) -> int:

@@ -230,6 +230,7 @@ def parse_corpus(
     use_cache: bool = True,
     on_progress: Callable[[str], None] | None = None,
     parse_fn: Callable[[bytes, str, str, bool], str] = docling_parse,
+    progress: bool = False,
 ) -> Corpus:
     """Parse every file under ``docs_dir``; skip bad ones with a reason.
 
@@ -246,12 +247,33 @@ def parse_corpus(
     if not files:
         raise CorpusError(f"documents folder {str(docs_path)!r} holds no files")
 
+    import sys
+
+    from tqdm import tqdm
+
+    with tqdm(total=len(files), desc="parse", unit="doc", file=sys.stderr, leave=False,
+              disable=not progress or len(files) < 2) as bar:
+        corpus = _parse_files(docs_path, files, cache_dir, use_cache, on_progress, parse_fn, bar.update)
+    return corpus
+
+
+def _parse_files(
+    docs_path: Path,
+    files: list[Path],
+    cache_dir: Path | None,
+    use_cache: bool,
+    on_progress: Callable[[str], None] | None,
+    parse_fn: Callable[[bytes, str, str, bool], str],
+    tick: Callable[[int], object],
+) -> Corpus:
+    """The parsing loop of :func:`parse_corpus` (``tick`` advances its progress bar)."""
     standard_pdf = layout_models_available()
     cache = ParseCache((cache_dir or default_cache_dir()) if use_cache else None)
     documents: list[ParsedDocument] = []
     skipped: list[SkippedDocument] = []
     for path in files:
         doc_id = path.relative_to(docs_path).as_posix()
+        tick(1)
         if on_progress:
             on_progress(doc_id)
         try:

@@ -38,7 +38,9 @@ PACKAGES = ("ragsweep", "pathway", "docling-slim", "docling-core", "tantivy", "s
             "torch", "tiktoken", "openai", "ragas", "pydantic", "scipy")
 
 
-class EvalOptions(BaseModel):
+class RunInputs(BaseModel):
+    """What every run (eval or sweep) starts from, and where it goes."""
+
     pipeline: str = "pipelines/default.yaml"
     overrides: dict[str, Any] = Field(default_factory=dict)
     dataset: str
@@ -47,6 +49,10 @@ class EvalOptions(BaseModel):
     out: str = "runs"
     name: str | None = None
     resume: str | None = None
+    progress: bool = True
+
+
+class EvalOptions(RunInputs):
     floors: dict[str, float] = Field(default_factory=dict)
     ks: list[int] = Field(default_factory=lambda: list(DEFAULT_KS))
     use_llm: bool = False
@@ -54,7 +60,6 @@ class EvalOptions(BaseModel):
     ragas_llm: bool = False
     ragas_nonllm: bool = True
     dry_run: bool = False
-    progress: bool = True
 
 
 class RunError(Exception):
@@ -191,7 +196,7 @@ def parsed_scopes(cases: list[Case], parsed: set[str]) -> list[list[str] | None]
     return [[d for d in c.doc_scope if d in parsed] if c.doc_scope else None for c in cases]
 
 
-def load_inputs(options: EvalOptions) -> tuple[PipelineConfig, Dataset, list[Case]]:
+def load_inputs(options: RunInputs) -> tuple[PipelineConfig, Dataset, list[Case]]:
     from ragsweep.datasets.loader import DatasetError, load_dataset
 
     config = PipelineConfig.load(options.pipeline, options.overrides)
@@ -233,14 +238,10 @@ def open_run(options: EvalOptions, config: PipelineConfig, dataset_name: str, da
 
 
 def parse_documents(dataset: Dataset, progress: bool):
-    """Docling over the dataset's documents, with a progress bar; skipped files are named."""
-    from tqdm import tqdm
+    """Docling over the dataset's documents; skipped files are named."""
+    from ragsweep.corpus import parse_corpus
 
-    from ragsweep.corpus import iter_files, parse_corpus
-
-    n_files = sum(1 for _ in iter_files(dataset.docs_dir)) if dataset.docs_dir.is_dir() else 0
-    with tqdm(total=n_files, desc="parse", unit="doc", disable=not progress, file=sys.stderr, leave=False) as bar:
-        corpus = parse_corpus(dataset.docs_dir, on_progress=lambda _: bar.update(1))
+    corpus = parse_corpus(dataset.docs_dir, progress=progress)
     for skipped in corpus.skipped:
         print(f"skipped document {skipped.doc_id}: {skipped.reason}", file=sys.stderr)
     if not corpus.documents:
@@ -249,8 +250,12 @@ def parse_documents(dataset: Dataset, progress: bool):
 
 
 def retrieve_cases(config: PipelineConfig, corpus, cases: list[Case], k: int, hits_file: Path | None,
-                   progress: bool) -> tuple[dict[str, list[Hit]], dict[str, float]]:
-    """Every case's top-k in one Pathway run; each case's hits saved to ``hits_file`` for a resume."""
+                   progress: bool):
+    """Every case's top-k in one Pathway run; each case's hits saved to ``hits_file`` for a resume.
+
+    Returns ``({case id: hits}, the store run)``; a case scoped to documents that
+    were all skipped gets no hits rather than the whole corpus.
+    """
     from ragsweep.store import Query, RagStore
 
     print(f"retrieve: {len(cases)} question(s) in one Pathway run (k={k})...", file=sys.stderr)
@@ -269,7 +274,7 @@ def retrieve_cases(config: PipelineConfig, corpus, cases: list[Case], k: int, hi
             writer.write({"id": case.id, "hits": [h.model_dump() for h in found[case.id]]})
     if writer:
         writer.close()
-    return found, {"embed": run.timings.get("embed", 0.0), "split": run.timings.get("split", 0.0)}
+    return found, run
 
 
 def run_eval(options: EvalOptions) -> tuple[Path, dict[str, Any]]:
@@ -295,10 +300,10 @@ def run_eval(options: EvalOptions) -> tuple[Path, dict[str, Any]]:
     t = time.perf_counter()
     if need:
         hits_file = None if options.dry_run else run_dir / "hits.jsonl"
-        found, timings = retrieve_cases(config, corpus, need, max(max(options.ks), config.top_k), hits_file,
-                                        options.progress)
+        found, store_run = retrieve_cases(config, corpus, need, max(max(options.ks), config.top_k), hits_file,
+                                          options.progress)
         saved_hits.update(found)
-        stage.update(timings)
+        stage.update(store_run.timings)
     stage["retrieve"] = time.perf_counter() - t
 
     answerer, llm_settings = make_answerer(config, options.use_llm)

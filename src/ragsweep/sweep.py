@@ -30,8 +30,8 @@ import yaml
 from pydantic import BaseModel, Field
 
 from ragsweep.config import ConfigError, parse_overrides
-from ragsweep.run import (EvalOptions, JsonlWriter, RunError, git_commit, load_inputs, now, package_versions,
-                          parsed_scopes, read_jsonl_tolerant, write_html)
+from ragsweep.run import (JsonlWriter, RunError, RunInputs, git_commit, load_inputs, now, package_versions,
+                          parse_documents, read_jsonl_tolerant, retrieve_cases, write_html)
 from ragsweep.scoring import DEFAULT_KS, aggregate, answer_scores, judge_retrieval
 
 AT_K = ("hit_rate", "recall", "precision", "mrr", "ndcg", "map")
@@ -97,31 +97,17 @@ def pareto_front(points: list[tuple[str, float, float]]) -> list[str]:
     return front
 
 
-class SweepOptions(BaseModel):
-    pipeline: str
-    dataset: str
+class SweepOptions(RunInputs):
     grid: str
-    split: str | None = None
-    limit: int | None = None
-    out: str = "runs"
-    name: str | None = None
-    resume: str | None = None
     objectives: list[str] | None = None
     answers: bool = False
-    progress: bool = True
-    overrides: dict[str, Any] = Field(default_factory=dict)
 
 
 def run_sweep(options: SweepOptions) -> tuple[Path, dict[str, Any]]:
-    from ragsweep.corpus import parse_corpus
-    from ragsweep.store import Query, RagStore
-
     started_at = now()
     grid = SweepGrid.load(options.grid)
     objectives = options.objectives or grid.objectives
-    base_config, dataset, cases = load_inputs(EvalOptions(
-        pipeline=options.pipeline, overrides=options.overrides, dataset=options.dataset,
-        split=options.split, limit=options.limit))
+    base_config, dataset, cases = load_inputs(options)
     combos = grid.configurations()
     configs = {}
     for params in combos:
@@ -154,12 +140,9 @@ def run_sweep(options: SweepOptions) -> tuple[Path, dict[str, Any]]:
 
     # ---- parse once for the whole sweep
     t = time.perf_counter()
-    corpus = parse_corpus(dataset.docs_dir)
+    corpus = parse_documents(dataset, options.progress)
     parse_seconds = time.perf_counter() - t
-    if not corpus.documents:
-        raise RunError(f"{dataset.docs_dir}: no document could be parsed")
     texts = {d.doc_id: d.text for d in corpus.documents}
-    scopes = parsed_scopes(cases, set(texts))
 
     # ---- one index per (chunking, retriever): group configurations by index key
     groups: dict[str, list[str]] = defaultdict(list)
@@ -186,11 +169,9 @@ def run_sweep(options: SweepOptions) -> tuple[Path, dict[str, Any]]:
               file=sys.stderr)
         rss_before = _rss_mb()
         t = time.perf_counter()
-        run = RagStore(config, corpus).run([Query(c.question, k_max, s or None) for c, s in zip(cases, scopes)],
-                                           progress=options.progress)
+        hits_by_case, run = retrieve_cases(config, corpus, cases, k_max, None, options.progress)
         group_seconds = time.perf_counter() - t
         embedded_total += run.embedded_texts
-        hits_by_case = {c.id: ([] if s == [] else h) for c, s, h in zip(cases, scopes, run.hits)}
         for cid in todo:
             params, cfg = configs[cid]
             t = time.perf_counter()
