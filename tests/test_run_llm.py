@@ -12,7 +12,6 @@ SECRET = "sk-test-SECRET-never-in-a-report"
 
 
 def test_llm_answers_judge_and_ragas_llm_end_to_end(fake_server, tmp_path, monkeypatch):  # noqa: F811
-    monkeypatch.chdir(tmp_path)  # the LLM cache folder is relative to the working directory
     monkeypatch.setenv("OPENAI_BASE_URL", fake_server.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     monkeypatch.setenv("RAGSWEEP_LLM_MODEL", "fake-model")

@@ -26,7 +26,11 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4o-mini"
 MODEL_ENV_VARS = ("RAGSWEEP_LLM_MODEL", "OPENAI_MODEL", "LOCAL_LLM_MODEL")
-DEFAULT_CACHE_DIR = ".cache/llm"
+def default_llm_cache_dir() -> str:
+    """Beside the parse and embedding caches (``RAGSWEEP_CACHE_DIR``), not in the working directory."""
+    from ragsweep.corpus import default_cache_dir
+
+    return str(default_cache_dir() / "llm")
 
 
 class LLMSettings(BaseModel):
@@ -42,7 +46,7 @@ class LLMSettings(BaseModel):
     max_retries: int = Field(default=3, ge=0)  # openai client: backoff on 408/409/429/5xx/timeouts
     concurrency: int = Field(default=4, ge=1, le=64)
     cache: bool = True
-    cache_dir: str = DEFAULT_CACHE_DIR
+    cache_dir: str = Field(default_factory=default_llm_cache_dir)
     price_per_1k_prompt: float = Field(default=0.0, ge=0.0)  # USD, for the cost estimate
     price_per_1k_completion: float = Field(default=0.0, ge=0.0)
     json_mode: bool = True  # send response_format=json_object for structured replies (judge)
