@@ -88,6 +88,8 @@ def test_pathway_string_match_missing_label_and_threshold():
         "i do not know the answer",
         "I'm not sure.",
         "No information found.",
+        "There is no relevant information about the renewal term.",
+        "The provided context contains no mention of a non-compete clause.",
         "There is not enough information in the context to answer.",
         "Insufficient context.",
         "The provided context does not mention an expiration date.",
@@ -115,6 +117,8 @@ def test_refusals(text):
         "June 21, 1999",
         "Yes. Section 8.1 says the term renews unless either party gives notice.",
         "The Company may not disclose information to third parties.",
+        "The term is three years; no information on renewal beyond that is needed here.",
+        "The Licensee shall give no information to competitors.",
     ],
 )
 def test_non_refusals(text):

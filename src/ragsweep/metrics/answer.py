@@ -179,8 +179,15 @@ _REFUSAL_PATTERNS = [
     r"(?:find|answer|determine|tell|say|provide|locate|identify|confirm)\b",
     r"\b(?:cannot|can't|can\s+not|could\s*not|unable\s+to)\s+(?:be\s+)?"
     r"(?:answer(?:ed)?|determin(?:e|ed)|found|find|identif(?:y|ied)|locate[d]?|confirm(?:ed)?)\b",
-    r"\bno\s+(?:relevant\s+|such\s+|specific\s+|sufficient\s+|enough\s+)?"
+    # "no information" opens the reply ("No information found", "There is no relevant context")
+    # or is what the sources hold ("the context contains no mention"); inside a substantive
+    # answer ("...; no information on renewal is needed") it is not a refusal
+    r"^\s*(?:sorry[,.]?\s*)?(?:there\s+(?:is|are|was)\s+|i\s+(?:found|have|see)\s+)?"
+    r"no\s+(?:relevant\s+|such\s+|specific\s+|sufficient\s+|enough\s+)?"
     r"(?:information|info|answer|context|evidence|mention)\b",
+    r"\b(?:contains?|includes?)\s+no\s+(?:relevant\s+|such\s+|specific\s+)?"
+    r"(?:information|info|answer|evidence|mention)\b",
+    r"\bmakes?\s+no\s+mention\b",
     r"\b(?:not|in)\s*(?:enough|sufficient)\s+(?:information|context|data|evidence|details)\b",
     r"\binsufficient\s+(?:information|context|data|evidence|details)\b",
     r"\b(?:the\s+)?(?:provided\s+|given\s+|available\s+|retrieved\s+)?"
