@@ -142,7 +142,15 @@ def _normalise(text: str) -> str:
 
 
 def is_refusal(text: str, extra_phrases: Sequence[str] = ()) -> bool:
-    """Whether an answer says it cannot answer (``I don't know``, ``No information found.``, ...)."""
+    """Whether an answer says it cannot answer (``I don't know``, ``No information found.``, ...).
+
+    The abstention metrics' patterns (:func:`ragsweep.metrics.answer.is_refusal`) plus
+    the reply shapes LLMs give (a refusal prefix, a short reply holding a refusal
+    phrase, the prompt's own not-found response): one notion of refusal for the
+    answerer, the judge, ragas and the metrics.
+    """
+    if metric_refusal(text):
+        return True
     norm = _normalise(text)
     if not norm:
         return True
@@ -196,8 +204,7 @@ class LLMAnswerer:
         text = result.text.strip()
         return Answer(
             text=text,
-            # one refusal notion with the abstention metrics (metrics.answer.is_refusal)
-            abstained=is_refusal(text, (self.not_found_response,)) or metric_refusal(text),
+            abstained=is_refusal(text, (self.not_found_response,)),
             cited=parse_citations(text, n_hits),
             answerer=self.name,
             prompt_tokens=result.prompt_tokens,
