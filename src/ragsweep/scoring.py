@@ -74,14 +74,9 @@ def answer_scores(case: Case, answer: Answer) -> dict[str, float | None]:
 
 
 def case_document(record: dict[str, Any]) -> str | None:
-    """The document a case is about: its scope, else its first relevant or evidence doc."""
+    """The document a case is about: the first of its scope (None for corpus-wide questions)."""
     scope = record.get("doc_scope") or []
-    if scope:
-        return scope[0]
-    for key in ("relevant_ids",):
-        for item in record.get(key) or []:
-            return item.get("id") if isinstance(item, dict) else item
-    return None
+    return scope[0] if scope else None
 
 
 def _summary(values: list[float]) -> dict[str, float]:
@@ -121,7 +116,7 @@ def aggregate(
     if frr:
         metrics["first_relevant_rank_mean"] = statistics.fmean(frr)
         metrics["first_relevant_rank_median"] = float(statistics.median(frr))
-    scored = [r for r in records if r.get("metrics", {}).get("hit_rate@1") is not None]
+    scored = [r for r in records if r.get("metrics", {}).get("r_precision") is not None]  # any k
     counts["first_relevant_rank"] = {"n": len(frr), "missing": len(scored) - len(frr)}
     # "abstained" as the answer metrics decided it: the answerer's flag or a refusal-style text
     pairs = [(bool(r["metrics"].get("abstained", r["answer"]["abstained"])), bool(r["unanswerable"]))
