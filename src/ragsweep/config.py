@@ -286,12 +286,3 @@ def parse_overrides(items: list[str] | None) -> dict[str, Any]:
         name, value = item.split("=", 1)
         out[name.strip().lstrip("$")] = yaml.safe_load(value)
     return out
-
-
-def llm_settings_from_config(config: PipelineConfig) -> dict[str, Any]:
-    """The answering endpoint named by the config or the usual environment variables."""
-    return {
-        "base_url": config.get("llm_base_url") or os.environ.get("OPENAI_BASE_URL"),
-        "model": config.get("llm_model") or os.environ.get("RAGSWEEP_LLM_MODEL"),
-        "prompt_template": config.get("prompt_template"),
-    }
