@@ -21,7 +21,6 @@ import copy
 import enum
 import hashlib
 import json
-import os
 import re
 import warnings
 from dataclasses import dataclass, field
