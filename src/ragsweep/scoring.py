@@ -1,10 +1,11 @@
-"""Per-case scores and their aggregation: shared by `eval` and `sweep`.
+"""The one aggregator of case records (eval, sweep, the API, report.html), and the gate.
 
-A *record* is one case's line of ``cases.jsonl``: the question, its judged hits,
-the answer and a flat ``metrics`` dict whose names equal the aggregate names
+A record is one :class:`~ragsweep.records.CaseResult` (as a dict: a line of
+``cases.jsonl``) with a flat ``metrics`` dict whose names equal the aggregate names
 (``recall@5``...), so two runs can be paired on case ids. Aggregation takes the
 mean over the cases where a metric exists; the cases where it does not are
-counted as missing, never averaged as NaN.
+counted as missing, never averaged as NaN. Beside each retrieval metric it puts
+the mean chance and oracle values over the same cases, and the lift over chance.
 """
 
 from __future__ import annotations
@@ -14,63 +15,11 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ragsweep.answer.base import Answer
-from ragsweep.datasets.schema import Case, RelevanceConfig
-from ragsweep.hits import Hit
-from ragsweep.metrics.relevance import mark_hits
-from ragsweep.metrics.retrieval import per_case_value
-
-DEFAULT_KS = (1, 3, 5, 10)
-# metrics that only make sense over a set of cases, computed in aggregate()
-SET_METRICS = ("abstention_precision", "abstention_recall", "abstention_f1",
-               "answered_unanswerable_rate", "abstained_on_answerable_rate")
-
-
-def retrieval_metric_names(ks: Sequence[int]) -> list[str]:
-    names: list[str] = []
-    for k in ks:
-        names += [f"hit_rate@{k}", f"recall@{k}", f"precision@{k}", f"ndcg@{k}", f"map@{k}", f"mrr@{k}"]
-    return names + ["r_precision", "first_relevant_rank"]
-
-
-def judge_retrieval(
-    case: Case,
-    hits: Sequence[Hit],
-    relevance: RelevanceConfig,
-    texts: dict[str, str],
-    ks: Sequence[int],
-    cited: Sequence[int] | None = None,
-) -> tuple[list[dict[str, Any]], dict[str, float | None], str]:
-    """Mark each hit relevant or not and compute the case's retrieval metrics.
-
-    Returns (hits as dicts with ``relevant``/``grade``, metrics, the rule that ran).
-    Unanswerable cases and cases without relevance information get ``None``.
-    """
-    judgement = mark_hits(case, hits, relevance, texts, cited)
-    by_rank = {jh.rank: jh for jh in judgement.hits}
-    marked = []
-    for hit in hits:
-        jh = by_rank.get(hit.rank)
-        marked.append({**hit.model_dump(), "relevant": bool(jh and jh.relevant), "grade": int(jh.grade) if jh else 0})
-    metrics: dict[str, float | None] = {}
-    for name in retrieval_metric_names(ks):
-        value = per_case_value(judgement, name)
-        metrics[name] = None if value is None else float(value)
-    metrics["citation_precision"] = (
-        None if not cited or not judgement.scored else _float(per_case_value(judgement, "citation_precision"))
-    )
-    return marked, metrics, judgement.rule
+from ragsweep.metrics.registry import SET_METRICS
 
 
 def _float(value: Any) -> float | None:
     return None if value is None else float(value)
-
-
-def answer_scores(case: Case, answer: Answer) -> dict[str, float | None]:
-    from ragsweep.metrics.answer import answer_metrics_for_case
-
-    scores = answer_metrics_for_case(answer, case.reference_answer, case.expected_facts, case.unanswerable)
-    return {k: _float(v) for k, v in scores.items()}
 
 
 def case_document(record: dict[str, Any]) -> str | None:
@@ -131,11 +80,33 @@ def aggregate(
         "metrics": metrics,
         "counts": counts,
         "intervals": intervals,
+        "baselines": baselines(records),
         "groups": {
             "type": group_by(records, lambda r: r.get("type") or "(none)"),
             "document": group_by(records, case_document),
         },
     }
+
+
+def baselines(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, float | int | None]]:
+    """For every metric with chance/oracle values: the pipeline, chance and oracle means
+    over the same cases (those where all three exist), and the lift over chance."""
+    names: list[str] = []
+    for record in records:
+        for name in record.get("chance") or {}:
+            if name not in names:
+                names.append(name)
+    out: dict[str, dict[str, float | int | None]] = {}
+    for name in names:
+        rows = [(r["metrics"].get(name), r["chance"].get(name), (r.get("oracle") or {}).get(name))
+                for r in records if r.get("chance")]
+        rows = [row for row in rows if None not in row]
+        if not rows:
+            continue
+        pipeline, chance, oracle = (statistics.fmean(col) for col in zip(*rows))
+        out[name] = {"pipeline": pipeline, "chance": chance, "oracle": oracle, "lift": pipeline - chance,
+                     "n": len(rows)}
+    return out
 
 
 def group_by(records: Iterable[dict[str, Any]], key) -> dict[str, dict[str, dict[str, float]]]:

@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from ragsweep.config import BuiltPipeline, PipelineConfig
 from ragsweep.corpus import Corpus
@@ -32,8 +32,6 @@ from pathway.xpacks.llm.document_store import DocumentStore  # noqa: E402
 
 DOCS_TIME = 2
 QUERIES_TIME = 4
-# extra results fetched past k so that ties at the cut-off are broken by us, not by chance
-TIE_MARGIN = 10
 
 
 class ChunkInfo(BaseModel):
@@ -41,6 +39,10 @@ class ChunkInfo(BaseModel):
     start: int
     end: int
     tokens: int
+    text: str = Field(default="", repr=False)
+
+    def as_hit(self, rank: int = 1) -> Hit:
+        return Hit(rank=rank, score=0.0, text=self.text, doc_id=self.doc_id, start=self.start, end=self.end)
 
 
 class IndexStats(BaseModel):
@@ -122,7 +124,8 @@ def _offsets(meta: dict, chunk: str, doc_text: str | None) -> tuple[int, int]:
 
 
 def _rank_hits(raw: list[dict], k: int, texts: dict[str, str]) -> list[Hit]:
-    """Deterministic top-k: score desc, then doc id, then offset."""
+    """What the store served for k, in a deterministic order: score desc, then doc id,
+    then offset. Only the order among exactly equal scores is ours; the set is Pathway's."""
     rows = []
     for item in raw:
         meta = item.get("metadata") or {}
@@ -189,7 +192,7 @@ class RagStore:
         results = None
         if queries:
             query_rows = [
-                (i, sanitize_query(q.text), q.k + TIE_MARGIN, scope_filter(q.doc_scope), None, QUERIES_TIME, 1)
+                (i, sanitize_query(q.text), q.k, scope_filter(q.doc_scope), None, QUERIES_TIME, 1)
                 for i, q in enumerate(queries)
             ]
             query_table = pw.debug.table_from_rows(
@@ -259,7 +262,7 @@ class RagStore:
 
         count_tokens = _token_counter()
         chunks = sorted(
-            (ChunkInfo(doc_id=d, start=s, end=e, tokens=count_tokens(t)) for d, s, e, t in chunk_rows.values()),
+            (ChunkInfo(doc_id=d, start=s, end=e, tokens=count_tokens(t), text=t) for d, s, e, t in chunk_rows.values()),
             key=lambda c: (c.doc_id, c.start),
         )
         missing = [i for i in range(len(queries)) if i not in answers]

@@ -1,15 +1,21 @@
 """`ragsweep sweep`: a grid of pipeline variables -> one scored run per configuration.
 
-No work is done twice:
+Each configuration is scored on exactly what it serves:
 
-- every document is parsed once for the whole sweep (and cached on disk by content);
-- every distinct chunk text is embedded once per embedder (the SQLite cache of
-  :mod:`ragsweep.embedding`, shared with every other run);
-- one Pathway index per (chunking, retriever) answers every top-k of the grid:
-  the configurations that differ only in ``top_k`` share one graph run that
-  fetches the largest k, and each one keeps its own prefix.
+- every depth k of a configuration is asked of its DocumentStore as its own query
+  (one query row per question and k), because a hybrid top-3 is not the prefix of
+  a hybrid top-10; a depth deeper than the configuration's top_k is reported as
+  missing for it, never computed from ranks it does not return;
+- MRR, MAP, R-precision and the first relevant rank are over its own top_k
+  (``mrr@k`` etc. name the metrics at the configuration's own top_k);
+- "best" and the Pareto set respect each objective's direction (the registry's).
 
-Each configuration's per-case scores are written as soon as it is done
+No work is done twice: every document is parsed once for the whole sweep (and
+cached on disk by content); every distinct chunk text is embedded once per
+embedder (the SQLite cache of :mod:`ragsweep.embedding`); one Pathway index per
+(chunking, retriever) answers every configuration's depths in one graph run.
+
+Each configuration's per-case results are written as soon as it is done
 (``configs/<id>/cases.jsonl`` then ``result.json``), so an interrupted sweep
 resumes without recomputing a finished configuration.
 """
@@ -29,13 +35,18 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field
 
+from ragsweep import stages
 from ragsweep.config import ConfigError, parse_overrides
-from ragsweep.run import (JsonlWriter, RunError, RunInputs, git_commit, load_inputs, now, package_versions,
-                          parse_documents, read_jsonl_tolerant, retrieve_cases, write_html)
-from ragsweep.scoring import DEFAULT_KS, aggregate, answer_scores, judge_retrieval
+from ragsweep.metrics.registry import AT_K_FAMILIES, at_own_k, best_of, lower_is_better
+from ragsweep.runfolder import (LAYOUT_VERSION, JsonlWriter, RunError, RunLock, check_resumable, find_resume_dir,
+                                git_commit, make_dir, new_run_dir, now, package_versions, read_jsonl, write_json)
+from ragsweep.report import write_html
+from ragsweep.scoring import aggregate
+from ragsweep.stages import RunInputs, load_inputs
 
-AT_K = ("hit_rate", "recall", "precision", "mrr", "ndcg", "map")
+DEFAULT_KS = (1, 3, 5, 10)
 DEFAULT_OBJECTIVES = ("recall@k", "mrr@k", "ndcg@k")
+ALPHA = 0.05
 
 
 class SweepGrid(BaseModel):
@@ -80,18 +91,18 @@ def config_id(params: dict[str, Any]) -> str:
     return f"{readable[:80]}-{hashlib.sha256(text.encode()).hexdigest()[:6]}".replace("/", "_").replace(" ", "")
 
 
-def add_at_k(metrics: dict[str, float | None], top_k: int) -> dict[str, float | None]:
-    """``recall@k`` etc. at the configuration's own top-k, so configurations compare."""
-    for base in AT_K:
-        metrics[f"{base}@k"] = metrics.get(f"{base}@{top_k}")
-    return metrics
+def served_depths(ks: list[int], top_k: int) -> tuple[list[int], list[int]]:
+    """(depths a configuration serves and is scored at, reported depths it does not serve)."""
+    return sorted({k for k in ks if k <= top_k} | {top_k}), sorted(k for k in ks if k > top_k)
 
 
-def pareto_front(points: list[tuple[str, float, float]]) -> list[str]:
-    """Ids not dominated on (quality: higher is better, cost: lower is better)."""
+def pareto_front(points: list[tuple[str, float, float]], higher_is_better: bool = True) -> list[str]:
+    """Ids not dominated on (quality, cost): cost lower is better, quality in its own direction."""
+    sign = 1.0 if higher_is_better else -1.0
+    pts = [(pid, sign * q, c) for pid, q, c in points]
     front = []
-    for pid, q, c in points:
-        dominated = any((q2 >= q and c2 <= c) and (q2 > q or c2 < c) for _, q2, c2 in points)
+    for pid, q, c in pts:
+        dominated = any((q2 >= q and c2 <= c) and (q2 > q or c2 < c) for _, q2, c2 in pts)
         if not dominated:
             front.append(pid)
     return front
@@ -100,13 +111,18 @@ def pareto_front(points: list[tuple[str, float, float]]) -> list[str]:
 class SweepOptions(RunInputs):
     grid: str
     objectives: list[str] | None = None
+    ks: list[int] | None = None
     answers: bool = False
 
 
 def run_sweep(options: SweepOptions) -> tuple[Path, dict[str, Any]]:
     started_at = now()
-    grid = SweepGrid.load(options.grid)
+    try:
+        grid = SweepGrid.load(options.grid)
+    except ConfigError as err:
+        raise RunError(str(err)) from err
     objectives = options.objectives or grid.objectives
+    ks = sorted(set(options.ks or grid.ks))
     base_config, dataset, cases = load_inputs(options)
     combos = grid.configurations()
     configs = {}
@@ -121,26 +137,39 @@ def run_sweep(options: SweepOptions) -> tuple[Path, dict[str, Any]]:
     baseline_id = config_id(matches[0])
 
     out = Path(options.out)
-    state = {"grid": str(options.grid), "pipeline_hash": base_config.hash, "case_ids": [c.id for c in cases]}
+    state = {"layout": LAYOUT_VERSION, "grid": str(options.grid), "pipeline_hash": base_config.hash, "ks": ks,
+             "case_ids": [c.id for c in cases]}
     if options.resume:
-        found = sorted(p.parent for p in out.glob("*/sweep-state.json"))
-        sweep_dir = Path(options.resume) if options.resume != "latest" else (found[-1] if found else out / "?")
-        if not (sweep_dir / "sweep-state.json").exists():
-            raise RunError(f"--resume: {sweep_dir} is not a sweep folder (no sweep-state.json)")
-        saved = json.loads((sweep_dir / "sweep-state.json").read_text())
-        for key in ("pipeline_hash", "case_ids"):
-            if saved.get(key) != state[key]:
-                raise RunError(f"--resume {sweep_dir}: {key} differs from the interrupted sweep; start a new one")
+        sweep_dir = find_resume_dir(out, options.resume, "sweep-state.json")
+        lock = RunLock(sweep_dir)
+        try:
+            check_resumable(sweep_dir, json.loads((sweep_dir / "sweep-state.json").read_text()), state,
+                            ("pipeline_hash", "ks", "case_ids"))
+        except BaseException:
+            lock.release()
+            raise
     else:
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        sweep_dir = out / (options.name or f"{stamp}-sweep-{dataset.name}")
-        sweep_dir.mkdir(parents=True, exist_ok=False)
-        (sweep_dir / "sweep-state.json").write_text(json.dumps(state, indent=2))
+        sweep_dir = new_run_dir(out, options.name, f"{stamp}-sweep-{dataset.name}")
+        make_dir(sweep_dir)
+        lock = RunLock(sweep_dir)
+        write_json(sweep_dir / "sweep-state.json", state)
     print(f"sweep folder: {sweep_dir}  ({len(configs)} configurations)", file=sys.stderr)
+    try:
+        return _run_sweep(options, grid, objectives, ks, base_config, dataset, cases, configs, baseline_id,
+                          sweep_dir, started_at)
+    finally:
+        lock.release()
 
+
+def _run_sweep(options, grid, objectives, ks, base_config, dataset, cases, configs, baseline_id, sweep_dir,
+               started_at) -> tuple[Path, dict[str, Any]]:
     # ---- parse once for the whole sweep
     t = time.perf_counter()
-    corpus = parse_documents(dataset, options.progress)
+    try:
+        corpus = stages.parse_documents(dataset, options.progress, options.workers)
+    except stages.StageError as err:
+        raise RunError(str(err)) from err
     parse_seconds = time.perf_counter() - t
     texts = {d.doc_id: d.text for d in corpus.documents}
 
@@ -153,7 +182,10 @@ def run_sweep(options: SweepOptions) -> tuple[Path, dict[str, Any]]:
     for cid in configs:
         result_file = sweep_dir / "configs" / cid / "result.json"
         if result_file.exists():
-            results[cid] = json.loads(result_file.read_text())
+            try:
+                results[cid] = json.loads(result_file.read_text())
+            except ValueError:
+                print(f"warning: {result_file} is unreadable: configuration computed again", file=sys.stderr)
     if results:
         print(f"resuming: {len(results)} configuration(s) already done", file=sys.stderr)
 
@@ -162,85 +194,73 @@ def run_sweep(options: SweepOptions) -> tuple[Path, dict[str, Any]]:
         todo = [cid for cid in members if cid not in results]
         if not todo:
             continue
-        k_max = max(max(grid.ks), *(configs[cid][1].top_k for cid in members))
+        depths = sorted({k for cid in todo for k in served_depths(ks, configs[cid][1].top_k)[0]})
         config = configs[todo[0]][1]
         label = ", ".join(f"{k}={v}" for k, v in configs[todo[0]][0].items() if k != "top_k")
-        print(f"[{n_group}/{len(groups)}] index {label}: {len(cases)} queries, top-k for {len(todo)} configuration(s)",
-              file=sys.stderr)
+        print(f"[{n_group}/{len(groups)}] index {label}: {len(cases)} questions at k in {depths} for "
+              f"{len(todo)} configuration(s)", file=sys.stderr)
         rss_before = _rss_mb()
         t = time.perf_counter()
-        hits_by_case, run = retrieve_cases(config, corpus, cases, k_max, None, options.progress)
+        retrieved = stages.retrieve(config, corpus, cases, depths, options.progress)
         group_seconds = time.perf_counter() - t
-        embedded_total += run.embedded_texts
+        embedded_total += retrieved.embedded_texts
         for cid in todo:
             params, cfg = configs[cid]
             t = time.perf_counter()
-            records = score_configuration(cases, hits_by_case, cfg.top_k, dataset, texts, grid.ks, options.answers)
+            own, unserved = served_depths(ks, cfg.top_k)
+            served = {c.id: {k: retrieved.served[c.id][k] for k in own} for c in cases}
+            answers = None
+            if options.answers:
+                answerer, _ = stages.make_answerer(cfg, use_llm=False)
+                answers = stages.answer(answerer, [(c.question, served[c.id][cfg.top_k]) for c in cases])
+            records = [r.line() for r in stages.score(
+                cases, served, top_k=cfg.top_k, relevance=dataset.relevance, texts=texts, retrieved=retrieved,
+                unserved_ks=unserved, own_k_aliases=True, answers=answers)]
             folder = sweep_dir / "configs" / cid
             folder.mkdir(parents=True, exist_ok=True)
             (folder / "cases.jsonl").unlink(missing_ok=True)
-            writer = JsonlWriter(folder / "cases.jsonl")
-            for record in records:
-                writer.write(record)
-            writer.close()
-            agg = aggregate(records, interval_metrics=[*objectives, *(f"{b}@k" for b in AT_K)])
+            with JsonlWriter(folder / "cases.jsonl") as writer:
+                for record in records:
+                    writer.write(record)
+            agg = aggregate(records, interval_metrics=[*objectives, *(at_own_k(b) for b in AT_K_FAMILIES)])
             result = {
-                "id": cid, "params": params, "config_hash": cfg.hash, "index_key": index_key,
+                "id": cid, "params": params, "config_hash": cfg.hash, "index_key": index_key, "top_k": cfg.top_k,
+                "served_ks": own, "unserved_ks": unserved,
                 "metrics": agg["metrics"], "intervals": agg["intervals"], "counts": agg["counts"],
+                "baselines": agg["baselines"],
                 "seconds": round(group_seconds / len(members) + time.perf_counter() - t, 3),
                 "index_run_seconds": round(group_seconds, 3),
-                "latency_ms_per_query": round(1000 * run.seconds / max(1, len(cases)), 3),
-                "chunks": len(run.chunks), "embedded_texts": run.embedded_texts,
-                "rss_mb": round(_rss_mb(), 1), "rss_mb_before": round(rss_before, 1), "peak_rss_mb": round(_peak_rss_mb(), 1),
+                "latency_ms_per_query": round(1000 * retrieved.seconds / max(1, len(cases) * len(depths)), 3),
+                "chunks": retrieved.n_chunks, "embedded_texts": retrieved.embedded_texts,
+                "rss_mb": round(_rss_mb(), 1), "rss_mb_before": round(rss_before, 1),
+                "peak_rss_mb": round(_peak_rss_mb(), 1),
             }
-            (folder / "result.json").write_text(json.dumps(result, indent=2, default=str))
+            write_json(folder / "result.json", result)
             results[cid] = result
 
     report = finish_sweep(sweep_dir, configs, results, baseline_id, objectives, grid, options)
+    report["ks"] = ks
+    report["same_cases_for_choice_and_report"] = True
     report["manifest"] = {
         "pipeline": base_config.manifest(), "dataset": {"path": options.dataset, "split": options.split,
-                                                        "limit": options.limit, "cases": len(cases)},
+                                                        "limit": options.limit, "sample": options.sample,
+                                                        "seed": options.seed, "cases": len(cases)},
         "corpus": {"hash": corpus.content_hash, "documents": len(corpus.documents), "pdf_pipeline": corpus.pdf_pipeline},
         "parse_seconds": round(parse_seconds, 3), "embedded_texts_this_run": embedded_total,
         "packages": package_versions(), "git_commit": git_commit(),
         "timestamps": {"started": started_at, "finished": now()},
     }
-    (sweep_dir / "sweep.json").write_text(json.dumps(report, indent=2, default=str))
+    write_json(sweep_dir / "sweep.json", report)
     write_html(sweep_dir)
     return sweep_dir, report
 
 
-def score_configuration(cases, hits_by_case, top_k, dataset, texts, ks, with_answers: bool) -> list[dict[str, Any]]:
-    answerer = None
-    if with_answers:
-        from ragsweep.answer.extractive import ExtractiveAnswerer
-
-        answerer = ExtractiveAnswerer()
-    ks = sorted(set(ks) | {top_k})
-    records = []
-    for case in cases:
-        hits = hits_by_case.get(case.id, [])
-        answer = answerer.answer(case.question, hits[:top_k]) if answerer else None
-        marked, metrics, _rule = judge_retrieval(case, hits, dataset.relevance, texts, ks,
-                                                 cited=(answer.cited or None) if answer else None)
-        add_at_k(metrics, top_k)
-        if answer is not None:
-            metrics.update(answer_scores(case, answer))
-        records.append({
-            "id": case.id, "question": case.question, "type": case.type, "doc_scope": case.doc_scope,
-            "unanswerable": case.unanswerable, "reference_answer": case.reference_answer,
-            "hits": marked[:top_k], "answer": answer.model_dump() if answer else None, "metrics": metrics,
-            "judge": None,
-        })
-    return records
-
-
 def finish_sweep(sweep_dir: Path, configs, results, baseline_id, objectives, grid, options) -> dict[str, Any]:
     """Paired tests against the baseline (Holm across configurations), best, Pareto, CSV."""
-    from ragsweep.metrics.stats import holm, paired_test
+    from ragsweep.metrics.stats import holm, paired_test, significant
 
     def per_case(cid: str) -> dict[str, dict[str, float | None]]:
-        rows = read_jsonl_tolerant(sweep_dir / "configs" / cid / "cases.jsonl")
+        rows = read_jsonl(sweep_dir / "configs" / cid / "cases.jsonl")
         return {r["id"]: r["metrics"] for r in rows}
 
     base_cases = per_case(baseline_id)
@@ -252,7 +272,7 @@ def finish_sweep(sweep_dir: Path, configs, results, baseline_id, objectives, gri
         for metric in objectives:
             pairs = [(base_cases[i].get(metric), other[i].get(metric)) for i in base_cases if i in other]
             pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
-            p_values[metric][cid] = paired_test([a for a, _ in pairs], [b for _, b in pairs]) if len(pairs) >= 2 else None
+            p_values[metric][cid] = paired_test([a for a, _ in pairs], [b for _, b in pairs]) if pairs else None
     adjusted: dict[str, dict[str, float | None]] = {}
     for metric, by_cid in p_values.items():
         present = {cid: p for cid, p in by_cid.items() if p is not None}
@@ -266,20 +286,25 @@ def finish_sweep(sweep_dir: Path, configs, results, baseline_id, objectives, gri
             **result,
             "p_values": {m: p_values[m].get(cid) for m in objectives},
             "p_adjusted": {m: adjusted.get(m, {}).get(cid) for m in objectives},
-            "significant": {m: (adjusted.get(m, {}).get(cid) is not None and adjusted[m][cid] < 0.05) for m in objectives},
+            "significant": {m: significant(adjusted.get(m, {}).get(cid), ALPHA) for m in objectives},
             "delta_vs_baseline": {
                 m: (None if result["metrics"].get(m) is None or results[baseline_id]["metrics"].get(m) is None
                     else result["metrics"][m] - results[baseline_id]["metrics"][m]) for m in objectives},
         })
     best = {}
     for metric in objectives:
-        scored = [r for r in rows if r["metrics"].get(metric) is not None]
-        if scored:
-            best[metric] = max(scored, key=lambda r: (r["metrics"][metric], -r["latency_ms_per_query"]))["id"]
+        scored = sorted((r for r in rows if r["metrics"].get(metric) is not None),
+                        key=lambda r: r["latency_ms_per_query"])  # ties: the faster configuration
+        pick = best_of([(r["id"], r["metrics"][metric]) for r in scored], metric)
+        if pick:
+            best[metric] = pick
     main_metric = objectives[0]
-    pareto = pareto_front([(r["id"], r["metrics"].get(main_metric) or 0.0, r["latency_ms_per_query"]) for r in rows])
+    scored_rows = [r for r in rows if r["metrics"].get(main_metric) is not None]
+    pareto = pareto_front([(r["id"], r["metrics"][main_metric], r["latency_ms_per_query"]) for r in scored_rows],
+                          higher_is_better=not lower_is_better(main_metric))
     report = {"baseline": baseline_id, "grid": grid.grid, "objectives": objectives, "configs": rows,
-              "best": best, "pareto": pareto, "pareto_axes": [main_metric, "latency_ms_per_query"]}
+              "directions": {m: ("lower" if lower_is_better(m) else "higher") for m in objectives},
+              "alpha": ALPHA, "best": best, "pareto": pareto, "pareto_axes": [main_metric, "latency_ms_per_query"]}
     write_csv(sweep_dir / "sweep.csv", rows, objectives)
     return report
 
@@ -319,7 +344,8 @@ def _peak_rss_mb() -> float:
 def sweep_table(report: dict[str, Any]) -> str:
     objectives = report["objectives"]
     lines = [f"{'configuration':<62} " + " ".join(f"{m:>16}" for m in objectives) + f" {'ms/query':>9}"]
-    for r in sorted(report["configs"], key=lambda r: -(r["metrics"].get(objectives[0]) or 0)):
+    sign = 1 if lower_is_better(objectives[0]) else -1
+    for r in sorted(report["configs"], key=lambda r: sign * (r["metrics"].get(objectives[0]) or 0)):
         cells = []
         for m in objectives:
             v = r["metrics"].get(m)
@@ -327,19 +353,24 @@ def sweep_table(report: dict[str, Any]) -> str:
             cells.append(f"{'n/a' if v is None else f'{v:.4f}'}{mark}".rjust(16))
         label = ", ".join(f"{k}={v}" for k, v in r["params"].items())
         lines.append(f"{label[:62]:<62} " + " ".join(cells) + f" {r['latency_ms_per_query']:>9.2f}")
-    lines.append("= baseline; * differs from the baseline (paired randomization test, Holm-adjusted p < 0.05)")
+    lines.append(f"= baseline; * differs from the baseline (paired randomization test, Holm-adjusted p <= {report.get('alpha', ALPHA)})")
+    lines.append("@k = at the configuration's own top_k; a depth deeper than a configuration's top_k is missing for it")
+    if report.get("same_cases_for_choice_and_report"):
+        lines.append("note: \"best\" was chosen on the same cases it is reported on (no held-out split)")
     lines.append("best: " + ", ".join(f"{m}: {cid}" for m, cid in report["best"].items()))
     lines.append(f"Pareto set ({' vs '.join(report['pareto_axes'])}): " + ", ".join(report["pareto"]))
     return "\n".join(lines)
 
 
 def run_sweep_cli(args) -> int:
-    options = SweepOptions(
-        pipeline=args.pipeline, dataset=args.dataset, grid=args.grid, split=args.split, limit=args.limit,
-        out=args.out, name=args.name, resume=args.resume, objectives=args.objective, answers=args.answers,
-        overrides=parse_overrides(args.set),
-    )
     try:
+        options = SweepOptions(
+            pipeline=args.pipeline, dataset=args.dataset, grid=args.grid, split=args.split, limit=args.limit,
+            sample=getattr(args, "sample", None), seed=getattr(args, "seed", 0), ks=getattr(args, "ks", None),
+            validate_dataset=not getattr(args, "no_validate", False), workers=getattr(args, "workers", None),
+            out=args.out, name=args.name, resume=args.resume, objectives=args.objective, answers=args.answers,
+            overrides=parse_overrides(args.set),
+        )
         sweep_dir, report = run_sweep(options)
     except RunError as err:
         print(f"ragsweep: error: {err}", file=sys.stderr)

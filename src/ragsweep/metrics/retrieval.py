@@ -24,7 +24,8 @@ items; ``g_j`` = grade of item j):
   (Järvelin & Kekäläinen gain, ranx's default ``ndcg``); 0 when IDCG is 0; capped at 1
   (the cap only binds when one chunk covers several items at once).
 * ``map@k``        = (1/R) sum_{j : r_j <= k} precision@r_j  (average precision, mean over cases).
-* ``r_precision``  = precision@R.
+* ``r_precision``  = recall@R: the items covered in the top R, over R (precision@R in ranx's
+  one-chunk-per-item world; counted in items so that it shares recall's units).
 * ``first_relevant_rank`` = min{i : rel_i = 1} over the whole ranking: mean and median over
   the cases where a relevant chunk was retrieved (rank 1 included, unlike Pathway's
   ``mean_hit``), the misses are counted, not averaged in.
@@ -202,10 +203,15 @@ def average_precision(j: Judgement, k: int = 0) -> float:
 
 
 def r_precision(j: Judgement, k: int = 0) -> float:
-    """Precision at R, R = number of items (ranx ``r-precision``; ``k`` is ignored)."""
+    """R-precision = |items covered in the top R| / R, R = number of items (``k`` is ignored).
+
+    Counted in items, like recall (two chunks of one relevant document count once), so it
+    is recall@R; when each chunk covers at most one item and each item is covered once,
+    this is precision@R, ranx's ``r-precision``.
+    """
     if not j.items:
         return 0.0
-    return precision(j, len(j.items))
+    return recall(j, len(j.items))
 
 
 def first_relevant_rank(j: Judgement, k: int = 0) -> int | None:

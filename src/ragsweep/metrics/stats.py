@@ -120,12 +120,13 @@ def paired_test(
     draws ``n_resamples`` random ones with ``rng = default_rng(seed)``. Two-sided p =
     ``min(1, 2 * min(P(T <= t_obs), P(T >= t_obs)))`` (scipy's definition).
 
-    Returns ``None`` with no complete pairs; 1.0 when every difference is 0.
+    Returns ``None`` with no complete pairs; 1.0 when every difference is 0 or with one pair.
     """
     x, y = _clean_pairs(a, b)
     if x.size == 0:
         return None
-    if np.all(x == y):
+    if np.all(x == y) or x.size == 1:
+        # one pair: the only two sign assignments are +d and -d, so the exact two-sided p is 1
         return 1.0
     res = stats.permutation_test(
         (x, y),

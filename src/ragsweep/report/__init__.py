@@ -20,6 +20,18 @@ _LAZY = {
 }
 
 
+def write_html(run_dir) -> None:
+    """report.html beside report.json / sweep.json; a failure here warns and loses nothing computed."""
+    import sys
+
+    from ragsweep.report.html import write_html_report
+
+    try:
+        write_html_report(run_dir)
+    except Exception as err:  # noqa: BLE001 - the run's results are already on disk
+        print(f"warning: report.html not written: {err}", file=sys.stderr)
+
+
 def __getattr__(name: str):
     """Import lazily: mlflow is slow to import and only `log_to_mlflow` needs it."""
     if name in _LAZY:
@@ -30,4 +42,4 @@ def __getattr__(name: str):
 
 
 __all__ = ["Comparison", "compare_runs", "log_to_mlflow", "render_markdown", "render_terminal", "run_compare_cli",
-           "write_html_report"]
+           "write_html", "write_html_report"]

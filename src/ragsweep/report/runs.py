@@ -10,46 +10,20 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-_AT_K = re.compile(r"^(?P<family>.+)@(?P<k>\d+)$")
-RETRIEVAL_FAMILIES = ["hit_rate", "recall", "precision", "mrr", "ndcg", "map"]
+from ragsweep.metrics.registry import (  # noqa: F401 - the one registry, re-exported for the reports
+    ANSWER_ORDER,
+    AT_K_FAMILIES as RETRIEVAL_FAMILIES,
+    lower_is_better,
+    metric_sort_key,
+    ordered,
+    split_at_k,
+)
+
 CURVE_FAMILIES = ["hit_rate", "recall", "precision", "ndcg", "map"]
-ANSWER_ORDER = ["citation_precision", "exact_match", "token_f1", "fact_coverage", "pathway_strsim",
-                "abstention_precision", "abstention_recall", "judge_correct"]
-LOWER_IS_BETTER_PREFIXES = ("first_relevant_rank", "latency", "seconds", "peak_rss", "cost")
 
 
 class RunFolderError(FileNotFoundError):
     """A run folder, or a file it must hold, is missing or unreadable."""
-
-
-def split_at_k(name: str) -> tuple[str, int] | None:
-    m = _AT_K.match(name)
-    return (m["family"], int(m["k"])) if m else None
-
-
-def lower_is_better(metric: str) -> bool:
-    return metric.startswith(LOWER_IS_BETTER_PREFIXES)
-
-
-def metric_sort_key(name: str) -> tuple:
-    at = split_at_k(name)
-    if at:
-        fam, k = at
-        fi = RETRIEVAL_FAMILIES.index(fam) if fam in RETRIEVAL_FAMILIES else len(RETRIEVAL_FAMILIES)
-        return (0, fi, k, name)
-    if name.startswith("first_relevant_rank"):
-        return (1, 0, 0, name)
-    if name in ANSWER_ORDER:
-        return (2, ANSWER_ORDER.index(name), 0, name)
-    if name.startswith("ragas_"):
-        return (3, 0, 0, name)
-    if name.startswith("judge_"):
-        return (4, 0, 0, name)
-    return (5, 0, 0, name)
-
-
-def ordered(names: Iterable[str]) -> list[str]:
-    return sorted(dict.fromkeys(names), key=metric_sort_key)
 
 
 def read_json(path: Path) -> Any:

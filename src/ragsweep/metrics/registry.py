@@ -1,0 +1,117 @@
+"""The one registry of metric names: family, depth k, direction and display order.
+
+Every report, the sweep's "best" and Pareto set, compare's flip meanings and the
+terminal tables ask this module what a name means; no other module keeps a list.
+
+A name is either a retrieval metric at a depth (``recall@5``: family ``recall``,
+k = 5), ``<family>@k`` in a sweep (at the configuration's own top-k), or a plain
+name (``first_relevant_rank``, ``token_f1``, ``ragas_llm_faithfulness``...).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+# retrieval metrics computed at every scored depth k, in display order
+AT_K_FAMILIES: tuple[str, ...] = ("hit_rate", "recall", "precision", "mrr", "ndcg", "map")
+# retrieval metrics over the whole list a configuration returns (its top_k)
+RANKING_METRICS: tuple[str, ...] = ("r_precision", "first_relevant_rank")
+# metrics that only exist over a set of cases (computed by the aggregator)
+SET_METRICS: tuple[str, ...] = ("abstention_precision", "abstention_recall", "abstention_f1",
+                                "answered_unanswerable_rate", "abstained_on_answerable_rate")
+ANSWER_ORDER: tuple[str, ...] = ("citation_precision", "exact_match", "token_f1", "fact_coverage",
+                                 "pathway_strsim", "abstained", *SET_METRICS, "judge_correct")
+# lower is better for these names (and any name starting with them)
+LOWER_IS_BETTER: tuple[str, ...] = ("first_relevant_rank", "answered_unanswerable_rate",
+                                    "abstained_on_answerable_rate", "latency", "seconds", "peak_rss", "cost")
+
+_AT_K = re.compile(r"^(?P<family>[a-z_]+)@(?P<k>\d+|k)$")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    name: str
+    family: str  # "retrieval" | "answer" | "abstention" | "ragas" | "judge" | "cost" | "other"
+    base: str  # hit_rate, recall, ... or the name itself
+    k: int | None  # the depth of an @k metric (None for "@k" = the configuration's own top_k)
+    higher_is_better: bool
+
+
+def split_at_k(name: str) -> tuple[str, int] | None:
+    """``"recall@5"`` -> ``("recall", 5)``; None for a name without a numeric depth."""
+    m = _AT_K.match(name)
+    return (m["family"], int(m["k"])) if m and m["k"] != "k" else None
+
+
+def lower_is_better(name: str) -> bool:
+    return name.startswith(LOWER_IS_BETTER)
+
+
+def spec(name: str) -> MetricSpec:
+    m = _AT_K.match(name)
+    if m:
+        k = None if m["k"] == "k" else int(m["k"])
+        return MetricSpec(name, "retrieval", m["family"], k, True)
+    if name in RANKING_METRICS or name.startswith("first_relevant_rank"):
+        family = "retrieval"
+    elif name in SET_METRICS or name == "abstained":
+        family = "abstention"
+    elif name.startswith("ragas_"):
+        family = "ragas"
+    elif name.startswith("judge_"):
+        family = "judge"
+    elif name in ANSWER_ORDER:
+        family = "answer"
+    elif name.startswith(("latency", "seconds", "peak_rss", "cost")):
+        family = "cost"
+    else:
+        family = "other"
+    return MetricSpec(name, family, None, name, not lower_is_better(name))
+
+
+def retrieval_names(ks: Iterable[int]) -> list[str]:
+    """The per-case retrieval metric names scored at the depths ``ks``."""
+    names = [f"{family}@{k}" for k in sorted(set(ks)) for family in AT_K_FAMILIES]
+    return names + list(RANKING_METRICS)
+
+
+def at_own_k(family: str) -> str:
+    """A sweep's name for ``family`` at each configuration's own top-k."""
+    return f"{family}@k"
+
+
+def metric_sort_key(name: str) -> tuple:
+    m = _AT_K.match(name)
+    if m:
+        fam = m["family"]
+        fi = AT_K_FAMILIES.index(fam) if fam in AT_K_FAMILIES else len(AT_K_FAMILIES)
+        return (0, fi, 10**9 if m["k"] == "k" else int(m["k"]), name)
+    if name.startswith(RANKING_METRICS):
+        return (1, 0, 0, name)
+    if name in ANSWER_ORDER:
+        return (2, ANSWER_ORDER.index(name), 0, name)
+    if name.startswith("ragas_"):
+        return (3, 0, 0, name)
+    if name.startswith("judge_"):
+        return (4, 0, 0, name)
+    return (5, 0, 0, name)
+
+
+def ordered(names: Iterable[str]) -> list[str]:
+    return sorted(dict.fromkeys(names), key=metric_sort_key)
+
+
+def better(a: float, b: float, name: str) -> bool:
+    """Is value ``a`` strictly better than ``b`` for metric ``name``?"""
+    return a < b if lower_is_better(name) else a > b
+
+
+def best_of(values: Sequence[tuple[str, float]], name: str) -> str | None:
+    """The id with the best value of ``name`` among ``(id, value)`` pairs (first on ties)."""
+    best: tuple[str, float] | None = None
+    for ident, value in values:
+        if best is None or better(value, best[1], name):
+            best = (ident, value)
+    return best[0] if best else None

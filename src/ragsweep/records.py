@@ -1,0 +1,181 @@
+"""The typed records that flow from retrieval to report.
+
+:class:`CaseResult` is one case after retrieval, answering and scoring: one line of
+``cases.jsonl``, the element of a Python API report, and what report.html, compare
+and MLflow read. :func:`build_case_result` is the one function that builds it, for
+eval, sweep and the API alike.
+
+Depths. ``served[k]`` is exactly what the pipeline's DocumentStore returned when
+asked for ``k`` (a hybrid top-3 is not the prefix of a hybrid top-10). Every
+``<family>@k`` metric is computed on ``served[k]``; ``r_precision``,
+``first_relevant_rank`` and citations on ``served[top_k]``, the list the
+configuration really returns. A depth in ``unserved_ks`` (deeper than a sweep
+configuration's top_k) is reported as missing, never computed from ranks the
+configuration does not return.
+
+Chance and oracle. For every retrieval metric the record also holds, when the
+case's candidate chunks are known (every chunk of its scoped documents, or of the
+corpus), the metric's expected value under a uniformly random ordering of those
+candidates (``chance``) and the best value any ordering reaches (``oracle``), so a
+number is read against what it would be by luck and at best.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ragsweep.answer.base import Answer
+from ragsweep.datasets.schema import Case, RelevanceConfig
+from ragsweep.hits import Hit
+from ragsweep.metrics.registry import AT_K_FAMILIES, RANKING_METRICS, at_own_k
+
+RECORD_VERSION = 2
+
+
+class JudgedHit(Hit):
+    """A served chunk with the relevance verdict of the dataset's rule."""
+
+    relevant: bool = False
+    grade: int = 0
+
+
+class CaseResult(BaseModel):
+    """One case, scored: what goes in ``cases.jsonl`` and what every report reads."""
+
+    id: str
+    question: str
+    type: str | None = None
+    doc_scope: list[str] | None = None
+    unanswerable: bool = False
+    reference_answer: str | None = None
+    split: str | None = None
+    top_k: int  # the depth the configuration serves; ``hits`` holds that list
+    hits: list[JudgedHit] = Field(default_factory=list)
+    answer: Answer | None = None
+    judge: dict[str, Any] | None = None
+    metrics: dict[str, float | None] = Field(default_factory=dict)
+    chance: dict[str, float | None] = Field(default_factory=dict)
+    oracle: dict[str, float | None] = Field(default_factory=dict)
+    relevance_rule: str | None = None
+    notes: dict[str, str] = Field(default_factory=dict)  # metric or stage -> why it is missing / what happened
+    version: int = RECORD_VERSION
+
+    def line(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+def chunk_key(hit: Hit) -> str:
+    """A chunk's identity within a run: its document and character offsets."""
+    return f"{hit.doc_id}#{hit.start}-{hit.end}"
+
+
+def _judged(hits: Sequence[Hit], judgement) -> list[JudgedHit]:
+    by_rank = {jh.rank: jh for jh in judgement.hits}
+    out = []
+    for pos, hit in enumerate(sorted(hits, key=lambda h: h.rank), start=1):
+        jh = by_rank.get(pos)
+        out.append(JudgedHit(**hit.model_dump(), relevant=bool(jh and jh.relevant), grade=int(jh.grade) if jh else 0))
+    return out
+
+
+def _num(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def build_case_result(
+    case: Case,
+    served: Mapping[int, Sequence[Hit]],
+    *,
+    top_k: int,
+    relevance: RelevanceConfig,
+    texts: Mapping[str, str],
+    unserved_ks: Sequence[int] = (),
+    own_k_aliases: bool = False,
+    answer: Answer | None = None,
+    verdict: Any = None,
+    candidates: Sequence[Hit] | None = None,
+    notes: Mapping[str, str] | None = None,
+) -> CaseResult:
+    """Judge the served lists, score them, and carry the answer and verdict.
+
+    ``served``: ``{k: hits the store returned for k}``; must hold ``top_k``.
+    ``candidates``: every chunk the case could have been served (for chance/oracle
+    and the chunk-id context metrics); None skips those.
+    """
+    from ragsweep.metrics.answer import answer_metrics_for_case
+    from ragsweep.metrics.relevance import mark_hits
+    from ragsweep.metrics.retrieval import per_case_value
+
+    if top_k not in served:
+        raise ValueError(f"case {case.id}: no list served at its top_k={top_k}")
+    cited = (answer.cited or None) if answer is not None else None
+    metrics: dict[str, float | None] = {}
+    judgements = {}
+    for k in sorted(served):
+        judgement = mark_hits(case, served[k], relevance, texts, cited if k == top_k else None)
+        judgements[k] = judgement
+        for family in AT_K_FAMILIES:
+            metrics[f"{family}@{k}"] = _num(per_case_value(judgement, f"{family}@{k}"))
+    for k in unserved_ks:
+        for family in AT_K_FAMILIES:
+            metrics[f"{family}@{k}"] = None
+    own = judgements[top_k]
+    for name in RANKING_METRICS:
+        metrics[name] = _num(per_case_value(own, name))
+    metrics["citation_precision"] = (
+        _num(per_case_value(own, "citation_precision")) if cited and own.scored else None
+    )
+    if own_k_aliases:
+        for family in AT_K_FAMILIES:
+            metrics[at_own_k(family)] = metrics[f"{family}@{top_k}"]
+
+    chance: dict[str, float | None] = {}
+    oracle: dict[str, float | None] = {}
+    if candidates is not None and own.scored:
+        from ragsweep.metrics.baselines import case_baselines
+
+        pool = mark_hits(case, [h.model_copy(update={"rank": i}) for i, h in enumerate(candidates, start=1)],
+                         relevance, texts)
+        names = [f"{family}@{k}" for k in sorted(served) for family in AT_K_FAMILIES]
+        levels = case_baselines([pool], names)
+        chance = {n: _num(v) for n, v in levels.chance.get(case.id, {}).items()}
+        oracle = {n: _num(v) for n, v in levels.oracle.get(case.id, {}).items()}
+        if own_k_aliases:
+            for family in AT_K_FAMILIES:
+                chance[at_own_k(family)] = chance.get(f"{family}@{top_k}")
+                oracle[at_own_k(family)] = oracle.get(f"{family}@{top_k}")
+        relevant_ids = {chunk_key(h) for h, jh in zip(candidates, pool.hits) if jh.relevant}
+        served_ids = [chunk_key(h) for h in served[top_k]]
+        metrics.update(chunk_id_context_scores(served_ids, relevant_ids))
+
+    if answer is not None:
+        scores = answer_metrics_for_case(answer, case.reference_answer, case.expected_facts, case.unanswerable)
+        metrics.update({k: _num(v) for k, v in scores.items()})
+    judge = None
+    if verdict is not None:
+        judge = verdict.model_dump() if hasattr(verdict, "model_dump") else dict(verdict)
+        correct = judge.get("is_correct")
+        metrics["judge_correct"] = None if correct is None else float(bool(correct))
+
+    return CaseResult(
+        id=case.id, question=case.question, type=case.type, doc_scope=case.doc_scope,
+        unanswerable=case.unanswerable, reference_answer=case.reference_answer, split=case.split,
+        top_k=top_k, hits=_judged(served[top_k], own), answer=answer, judge=judge, metrics=metrics,
+        chance=chance, oracle=oracle, relevance_rule=own.rule, notes=dict(notes or {}),
+    )
+
+
+def chunk_id_context_scores(served_ids: Sequence[str], relevant_ids: set[str]) -> dict[str, float | None]:
+    """ragas' ID-based context precision and recall over chunk ids.
+
+    ``IDBasedContextPrecision`` = |served ∩ relevant| / |served|;
+    ``IDBasedContextRecall`` = |served ∩ relevant| / |relevant|, where "relevant" is
+    every candidate chunk the dataset's rule judges relevant. Computed by ragas
+    itself (:mod:`ragsweep.metrics.ragas_bridge`).
+    """
+    from ragsweep.metrics.ragas_bridge import id_based_context_scores
+
+    return id_based_context_scores(list(served_ids), sorted(relevant_ids))

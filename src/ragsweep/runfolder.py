@@ -1,0 +1,234 @@
+"""Run folders: create, lock, resume; durable JSONL; manifest and provenance.
+
+A run folder is where results leave ragsweep. Nothing here scores anything.
+
+- One process at a time: :func:`lock_run_folder` takes an exclusive ``flock`` on
+  ``<run>/.lock`` (released by the kernel when the holder dies, so a killed run
+  never leaves a stale lock); a second process gets an error naming the holder.
+- Lines are fsynced one by one (:class:`JsonlWriter`): a kill loses at most the
+  line being written. :func:`read_jsonl` keeps every valid line, wherever a torn
+  or corrupt one stands, and moves the bad lines aside (``<file>.bad-lines``).
+- A full disk or another write failure ends in a :class:`RunError` naming the
+  file and what is already saved, never a traceback.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+PACKAGES = ("ragsweep", "pathway", "docling-slim", "docling-core", "tantivy", "sentence-transformers",
+            "torch", "tiktoken", "openai", "ragas", "pydantic", "scipy")
+LAYOUT_VERSION = 2  # 2: cases.jsonl holds CaseResult lines; hits.jsonl holds every served depth
+
+
+class RunError(Exception):
+    pass
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def file_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def git_commit() -> str | None:
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, cwd=here)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, timeout=5, cwd=here)
+        if out.returncode == 0:
+            return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return None
+
+
+def package_versions() -> dict[str, str]:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return versions
+
+
+# ------------------------------------------------------------------ durable lines
+
+
+def _write_error(path: Path, err: OSError, saved: str) -> RunError:
+    what = "the disk is full" if err.errno in (errno.ENOSPC, errno.EDQUOT) else str(err)
+    return RunError(f"cannot write {path}: {what}. {saved} Free space (or fix the cause) and run again with "
+                    f"--resume {path.parent}")
+
+
+class JsonlWriter:
+    """Append records and fsync each one: a kill loses at most the line being written."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.written = 0
+        try:
+            self.fh = path.open("a", encoding="utf-8")
+        except OSError as err:
+            raise _write_error(path, err, "Nothing was lost.") from err
+
+    def write(self, record: dict[str, Any]) -> None:
+        try:
+            self.fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self.fh.flush()
+            os.fsync(self.fh.fileno())
+        except OSError as err:
+            raise _write_error(self.path, err, f"{self.written} line(s) of this run were saved before it.") from err
+        self.written += 1
+
+    def close(self) -> None:
+        try:
+            self.fh.close()
+        except OSError:
+            pass
+
+    def __enter__(self) -> "JsonlWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def read_jsonl(path: Path, key: str = "id") -> list[dict[str, Any]]:
+    """Every valid line of a JSONL file an interrupted run wrote.
+
+    A torn or corrupt line, anywhere in the file, is dropped and the good lines
+    are kept (later duplicates of one ``key`` replace earlier ones). When bad lines
+    were found, the file is rewritten without them (atomically) and the bad lines
+    are appended to ``<file>.bad-lines`` with a warning naming their line numbers.
+    """
+    if not path.exists():
+        return []
+    good: dict[Any, dict[str, Any]] = {}
+    bad: list[tuple[int, bytes]] = []
+    raw_lines = path.read_bytes().splitlines(keepends=True)
+    for number, raw in enumerate(raw_lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+            if not isinstance(record, dict) or (key and key not in record):
+                raise ValueError("not a record")
+        except ValueError:
+            bad.append((number, raw))
+            continue
+        good[record.get(key, number)] = record
+    if bad or len(good) != sum(1 for r in raw_lines if r.strip()):
+        if bad:
+            with (path.parent / f"{path.name}.bad-lines").open("ab") as fh:
+                for _, raw in bad:
+                    fh.write(raw if raw.endswith(b"\n") else raw + b"\n")
+            numbers = ", ".join(str(n) for n, _ in bad[:10]) + (" ..." if len(bad) > 10 else "")
+            print(f"warning: {path}: {len(bad)} unreadable line(s) (line {numbers}) moved to "
+                  f"{path.name}.bad-lines; their cases are computed again", file=sys.stderr)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in good.values()), encoding="utf-8")
+        tmp.replace(path)
+    return list(good.values())
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write JSON atomically (a temp file then a rename); a failure names the file."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    try:
+        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+        tmp.replace(path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise _write_error(path, err, "Every case already computed is in cases.jsonl.") from err
+
+
+# ------------------------------------------------------------------ folders
+
+
+class RunLock:
+    """An exclusive lock on a run folder for the life of this object (or process)."""
+
+    def __init__(self, run_dir: Path):
+        self.path = run_dir / ".lock"
+        self.fh = self.path.open("a+")
+        try:
+            fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.fh.seek(0)
+            holder = self.fh.read().strip() or "another process"
+            self.fh.close()
+            raise RunError(f"{run_dir} is in use by {holder}: wait for it to finish (or stop it) "
+                           "before resuming this folder") from None
+        self.fh.seek(0)
+        self.fh.truncate()
+        self.fh.write(f"pid {os.getpid()} on {socket.gethostname()} since {now()}")
+        self.fh.flush()
+
+    def release(self) -> None:
+        if not self.fh.closed:
+            fcntl.flock(self.fh.fileno(), fcntl.LOCK_UN)
+            self.fh.close()
+
+
+def new_run_dir(out: Path, name: str | None, default_name: str) -> Path:
+    """A fresh folder under ``out``; an existing ``--name`` is refused, never reused."""
+    if name:
+        run_dir = out / name
+        if run_dir.exists():
+            raise RunError(f"{run_dir} already exists: choose another --name, or finish it with --resume {run_dir}")
+        return run_dir
+    run_dir = out / default_name
+    n = 2
+    while run_dir.exists():  # two runs of one config within a second
+        run_dir = out / f"{default_name}-{n}"
+        n += 1
+    return run_dir
+
+
+def find_resume_dir(out: Path, resume: str, marker: str) -> Path:
+    """The folder ``--resume`` names (``latest``: the newest under ``out`` holding ``marker``)."""
+    if resume != "latest":
+        run_dir = Path(resume)
+    else:
+        candidates = sorted(p.parent for p in out.glob(f"*/{marker}"))
+        if not candidates:
+            raise RunError(f"--resume: no run folder under {out}")
+        run_dir = candidates[-1]
+    if not (run_dir / marker).exists():
+        raise RunError(f"--resume: {run_dir} is not a run folder (no {marker})")
+    return run_dir
+
+
+def check_resumable(run_dir: Path, saved: dict[str, Any], now_state: dict[str, Any], keys: tuple[str, ...]) -> None:
+    if saved.get("layout", 1) != now_state.get("layout", LAYOUT_VERSION):
+        raise RunError(f"--resume {run_dir}: written by an older ragsweep (layout {saved.get('layout', 1)}); "
+                       "its cases cannot be continued: start a new run")
+    for key in keys:
+        if saved.get(key) != now_state.get(key):
+            raise RunError(f"--resume {run_dir}: {key} differs ({saved.get(key)!r} then, {now_state.get(key)!r} now); "
+                           "start a new run instead")
+
+
+def make_dir(run_dir: Path) -> None:
+    try:
+        run_dir.mkdir(parents=True, exist_ok=False)
+    except FileExistsError:
+        raise RunError(f"{run_dir} already exists: choose another --name, or --resume it") from None
+    except OSError as err:
+        raise RunError(f"cannot create {run_dir}: {err}") from err
