@@ -97,11 +97,15 @@ def test_foreign_formats_are_mapped(tmp_path):
     assert ragas.reference_answer == "X is Y."
     assert [e.text for e in ragas.evidence] == ["X is Y because Z.", "More on X."]
     assert ragas.type == "single_hop_specific_query_synthesizer"
-    assert ragas.meta == {"response": "ignored", "retrieved_contexts": None}
-    assert know.id == "mixed-2" and know.reference_answer == "Via C."
-    assert know.expected_facts == ["A uses C", "B uses C"]
+    # ragas' response is the system's pre-computed answer, kept as such (not in meta)
+    assert ragas.response == "ignored" and ragas.retrieved_contexts is None and ragas.meta == {}
+    # a plain question/answer pair (no ragas reference or contexts): answer is the reference
+    assert know.id == "mixed-2" and know.reference_answer == "Via C." and know.response is None
+    # expected_knowledge holds knowledge-point ids: kept as ids, never as facts
+    assert know.knowledge_ids == ["A uses C", "B uses C"] and know.expected_facts == []
     assert [(e.text, e.doc_id) for e in know.evidence] == [("A uses C.", "a.md"), ("B uses C.", None)]
     assert know.sub_questions == ["What does A use?", "What does B use?"]
+    assert know.meta == {"sub_questions": [{"question": "What does A use?"}, "What does B use?"]}
     assert unans.id == "7" and unans.unanswerable and unans.question == "Is there a Q?"
 
 

@@ -1,37 +1,62 @@
 """Read evaluation cases (canonical JSONL and the formats people already have).
 
+Files: JSON Lines (one record a line), a JSON array of records, or a JSON object holding its
+records in a list under ``samples`` (or ``cases``, ``data``, ``examples``, ``records``,
+``items``), e.g. ``{"name": .., "description": .., "samples": [...]}``; the object's other
+fields are kept (:attr:`Dataset.cases_header`, its ``description`` as
+:attr:`Dataset.description`). Problems carry the line each record starts on.
+
 Format detection is per record, by field names:
 
 * **canonical** (only :class:`~ragsweep.datasets.schema.Case` fields): ``id`` is required and
   unknown fields are errors (so a typo such as ``relevent_ids`` is reported, not ignored).
 * **foreign** records are recognised by any of these keys and mapped:
 
-  ==========================  ===========================================================
-  foreign key                 canonical field
-  ==========================  ===========================================================
-  ``user_input``, ``query``   ``question``
-  ``reference``, ``answer``,  ``reference_answer``
-  ``ground_truth``
-  ``reference_contexts``,     ``evidence`` (each string is one span; dicts may carry
-  ``source_sections``         ``text``/``content`` and ``doc_id``/``source``/``file``)
-  ``expected_knowledge``      ``expected_facts``
-  ``synthesizer_name``,       ``type``
+  =============================  ===========================================================
+  foreign key                    canonical field
+  =============================  ===========================================================
+  ``user_input``, ``query``      ``question``
+  ``reference``,                 ``reference_answer`` (a list: its first answer; all of them
+  ``ground_truth``,              in ``meta["reference_answers"]`` when there are several,
+  ``ground_truths``              as ragas did with legacy ``ground_truths``)
+  ``response``                   ``response`` (the system's own, pre-computed answer)
+  ``retrieved_contexts``,        ``retrieved_contexts`` (a string is one context; dicts give
+  ``contexts``, ``context``      their ``text``/``content``/``page_content``)
+  ``answer``                     ``response`` when the record is shaped like ragas' (it also
+                                 holds a reference or retrieved contexts: ragas' legacy
+                                 ``question``/``contexts``/``answer``/``ground_truth``, where
+                                 ``answer`` is the system's answer); otherwise, in a plain
+                                 question/answer pair, ``reference_answer``
+  ``reference_contexts``,        ``evidence`` (each string is one span; dicts may carry
+  ``source_sections``            ``text``/``content`` and ``doc_id``/``source``/``file``)
+  ``expected_knowledge``         ``knowledge_ids`` (knowledge-point ids: labels, not facts
+                                 searched in answers)
+  ``synthesizer_name``,          ``type``
   ``question_type``
-  ``qid``, ``question_id``,   ``id``
+  ``qid``, ``question_id``,      ``id``
   ``case_id``
-  ==========================  ===========================================================
+  =============================  ===========================================================
 
-  Canonical fields in a foreign record are taken as they are; any other key goes to ``meta``.
-  A foreign record without an id gets ``<file stem>-<line number>`` (stable while the file's
-  line order is). ``sub_questions`` given as dicts keep their ``question``/``user_input`` text.
+  Canonical fields in a foreign record are taken as they are (its ``meta`` object is merged
+  into the case's ``meta``); any other key goes to ``meta``, as does an alias whose field an
+  earlier alias already filled. A foreign record without an id gets ``<file stem>-<line
+  number>`` (stable while the file's line order is). ``sub_questions`` given as dicts keep
+  their ``question``/``user_input`` text (the dicts themselves go to ``meta["sub_questions"]``).
+
+Document ids (``relevant_ids``, ``doc_scope``, ``evidence[].doc_id``) are file names relative to
+``docs/``; when a dataset folder is loaded, an id that is not a document but the stem of exactly
+one (``product-manual`` for ``product-manual.pdf``) is resolved to it, and a stem of several
+(``a.pdf``, ``a.txt``) is an error naming them (:func:`resolve_doc_ids`).
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
+import re
 from collections.abc import Iterable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
@@ -42,6 +67,7 @@ from .schema import (
     Case,
     Dataset,
     RelevanceConfig,
+    list_doc_ids,
 )
 
 CANONICAL_FIELDS = frozenset(Case.model_fields)
@@ -49,14 +75,23 @@ CANONICAL_FIELDS = frozenset(Case.model_fields)
 _ALIASES: dict[str, tuple[str, ...]] = {
     "id": ("id", "qid", "question_id", "case_id"),
     "question": ("question", "user_input", "query"),
-    "reference_answer": ("reference_answer", "reference", "answer", "ground_truth"),
+    "reference_answer": ("reference_answer", "reference", "ground_truth", "ground_truths"),
+    "response": ("response",),
+    "retrieved_contexts": ("retrieved_contexts", "contexts", "context"),
     "evidence": ("evidence", "reference_contexts", "source_sections"),
-    "expected_facts": ("expected_facts", "expected_knowledge"),
+    "knowledge_ids": ("knowledge_ids", "expected_knowledge"),
     "type": ("type", "synthesizer_name", "question_type"),
 }
+# ``answer`` means the system's answer in ragas' records and the reference in a plain
+# question/answer pair: see :func:`map_record`
+_AMBIGUOUS_ANSWER = "answer"
 FOREIGN_KEYS = frozenset(
-    k for names in _ALIASES.values() for k in names if k not in CANONICAL_FIELDS
+    [k for names in _ALIASES.values() for k in names if k not in CANONICAL_FIELDS] + [_AMBIGUOUS_ANSWER]
 )
+# a record holding one of these is shaped like ragas' (its ``answer`` is the system's)
+_RAGAS_SHAPE = ("reference_answer", "reference", "ground_truth", "ground_truths", "retrieved_contexts", "contexts", "context")
+# keys of a JSON object under which its records are listed
+RECORD_LIST_KEYS = ("samples", "cases", "data", "examples", "records", "items")
 
 
 class Problem:
@@ -101,15 +136,26 @@ def _is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
+def _text_of(item: dict[str, Any]) -> Any:
+    return next((item[k] for k in ("text", "content", "page_content", "span") if k in item), None)
+
+
 def _evidence_item(item: Any) -> Any:
     if isinstance(item, dict):
-        text = next((item[k] for k in ("text", "content", "page_content", "span") if k in item), None)
+        text = _text_of(item)
         doc = next(
             (item[k] for k in ("doc_id", "source", "file", "document", "path") if k in item), None
         )
         if text is None:
             return item  # let pydantic report it
         return {"text": text, "doc_id": doc} if doc is not None else {"text": text}
+    return item
+
+
+def _context_item(item: Any) -> Any:
+    if isinstance(item, dict):
+        text = _text_of(item)
+        return item if text is None else text  # a dict without text: pydantic reports it
     return item
 
 
@@ -125,39 +171,82 @@ def is_foreign(record: dict[str, Any]) -> bool:
     return any(k in record for k in FOREIGN_KEYS)
 
 
+def _present(record: dict[str, Any], key: str) -> bool:
+    if key not in record or _is_missing(record[key]):
+        return False
+    value = record[key]
+    return not (isinstance(value, (list, str)) and not value)
+
+
+def _set_reference(out: dict[str, Any], meta: dict[str, Any], answers: list[Any]) -> None:
+    """A list of reference answers: the first is the reference (ragas took ``ground_truths[0]``);
+    all of them are kept in ``meta["reference_answers"]`` when there are several."""
+    if answers:
+        out["reference_answer"] = answers[0]
+    if len(answers) > 1:
+        meta["reference_answers"] = answers
+
+
 def map_record(record: dict[str, Any], derived_id: str) -> dict[str, Any]:
     """Map a foreign record to canonical field names (see module docstring)."""
     out: dict[str, Any] = {}
+    meta: dict[str, Any] = {}
     used: set[str] = set()
     for field, names in _ALIASES.items():
-        for name in names:
-            if name in record and not _is_missing(record[name]):
-                out[field] = record[name]
-                used.update(n for n in names if n in record)
-                break
+        given = [n for n in names if n in record and not _is_missing(record[n])]
+        used.update(n for n in names if n in record)
+        if not given:
+            continue
+        # the first alias with a value; an empty one ("" or []) only when no alias has more
+        chosen = next((n for n in given if _present(record, n)), given[0])
+        for name in given:
+            if name != chosen:  # another alias of a filled field: kept, not dropped
+                meta[name] = record[name]
+        value = record[chosen]
+        if field == "reference_answer" and isinstance(value, list):
+            _set_reference(out, meta, value)
         else:
-            used.update(n for n in names if n in record)
+            out[field] = value
+    if _AMBIGUOUS_ANSWER in record:
+        used.add(_AMBIGUOUS_ANSWER)
+        value = record[_AMBIGUOUS_ANSWER]
+        ragas_shaped = any(_present(record, k) for k in _RAGAS_SHAPE)
+        if _is_missing(value):
+            pass
+        elif ragas_shaped and "response" not in out:
+            out["response"] = value
+        elif not ragas_shaped and "reference_answer" not in out:
+            if isinstance(value, list):
+                _set_reference(out, meta, value)
+            else:
+                out["reference_answer"] = value
+        else:
+            meta[_AMBIGUOUS_ANSWER] = value
+    record_meta = record.get("meta")
     for key, value in record.items():
-        if key in used:
+        if key in used or key == "meta":
             continue
         if key in CANONICAL_FIELDS:
             if value is not None:  # a null canonical field means "default" in foreign files
                 out[key] = value
         else:
-            out.setdefault("meta", {})
-            if isinstance(out["meta"], dict):
-                out["meta"][key] = value
-    if "id" not in out:
-        out["id"] = derived_id
-    else:
-        out["id"] = str(out["id"])
-    if "evidence" in out:
-        ev = out["evidence"]
-        out["evidence"] = [_evidence_item(e) for e in ev] if isinstance(ev, list) else ev
-    if isinstance(out.get("sub_questions"), list):
-        out["sub_questions"] = [_sub_question(s) for s in out["sub_questions"]]
-    if isinstance(out.get("reference_answer"), list):  # some tools store a list of answers
-        out["reference_answer"] = "\n".join(str(x) for x in out["reference_answer"])
+            meta[key] = value
+    if isinstance(record_meta, dict):
+        meta = {**meta, **record_meta}
+    elif record_meta is not None:
+        meta["meta"] = record_meta
+    if meta:
+        out["meta"] = meta
+    out["id"] = derived_id if "id" not in out else str(out["id"])
+    if isinstance(out.get("evidence"), list):
+        out["evidence"] = [_evidence_item(e) for e in out["evidence"]]
+    if isinstance(out.get("retrieved_contexts"), list):
+        out["retrieved_contexts"] = [_context_item(c) for c in out["retrieved_contexts"]]
+    subs = out.get("sub_questions")
+    if isinstance(subs, list):
+        out["sub_questions"] = [_sub_question(q) for q in subs]
+        if any(isinstance(q, dict) for q in subs):
+            out.setdefault("meta", {}).setdefault("sub_questions", subs)
     return out
 
 
@@ -171,36 +260,120 @@ def _loc(loc: Iterable[Any]) -> str:
     return text or "(record)"
 
 
-def read_cases(
-    path: str | Path, *, display_name: str | None = None, derive_ids: bool = False
-) -> tuple[list[Case], list[Problem]]:
-    """Parse a JSONL (or JSON array) file into cases, collecting every problem.
+class CasesFile:
+    """What :func:`read_cases_file` read: the cases, every problem, and the top-level fields of a
+    JSON object holding the records (``name``, ``description``, ...; empty otherwise)."""
 
-    Returns the cases that parsed and the problems (malformed JSON, field errors,
-    empty file). Duplicate ids and dataset-level checks live in :mod:`.validate`.
+    __slots__ = ("cases", "problems", "header")
+
+    def __init__(self, cases: list[Case], problems: list[Problem], header: dict[str, Any]):
+        self.cases = cases
+        self.problems = problems
+        self.header = header
+
+
+_WS = re.compile(r"\s*")
+_DECODER = json.JSONDecoder()
+
+
+def _json_records(raw: str, data: Any, name: str) -> tuple[list[tuple[int, Any]], dict[str, Any], list[Problem]]:
+    """The records of parsed JSON ``data`` with the line each starts on in ``raw``, and the header."""
+    if isinstance(data, list):
+        key, header = None, {}
+    elif isinstance(data, dict):
+        keys = [k for k in RECORD_LIST_KEYS if isinstance(data.get(k), list)]
+        if len(keys) != 1:
+            found = f"; it has {', '.join(repr(k) for k in keys)}" if keys else ""
+            return [], {}, [Problem(
+                name, 1, None,
+                "a .json file must hold a list of records, or an object with one list of records under "
+                + " or ".join(repr(k) for k in RECORD_LIST_KEYS) + found,
+            )]
+        key = keys[0]
+        header = {k: v for k, v in data.items() if k != key}
+    else:
+        return [], {}, [Problem(name, 1, None, f"a .json file must hold a list of records, not {type(data).__name__}")]
+    starts = [0] + [m.end() for m in re.finditer("\n", raw)]
+    try:
+        positions = _list_positions(raw, key)
+    except (ValueError, IndexError):  # cannot happen for valid JSON; fall back to positions
+        positions = None
+    items = data if key is None else data[key]
+    if positions is None or len(positions) != len(items):
+        return [(i + 1, rec) for i, rec in enumerate(items)], header, []
+    return [(bisect.bisect_right(starts, pos), rec) for pos, rec in zip(positions, items)], header, []
+
+
+def _skip(raw: str, i: int) -> int:
+    return _WS.match(raw, i).end()
+
+
+def _list_positions(raw: str, key: str | None) -> list[int]:
+    """Offsets of the items of the top-level list (``key`` None) or of the list under ``key`` of
+    the top-level object (the last such key, as ``json.loads`` keeps the last)."""
+    i = _skip(raw, 0)
+    if key is None:
+        return _items(raw, i)[0]
+    found: list[int] | None = None
+    i = _skip(raw, i + 1)  # past "{"
+    while raw[i] != "}":
+        name, i = _DECODER.raw_decode(raw, i)
+        i = _skip(raw, i)
+        i = _skip(raw, i + 1)  # past ":"
+        if name == key and raw[i] == "[":
+            found, i = _items(raw, i)
+        else:
+            _, i = _DECODER.raw_decode(raw, i)
+        i = _skip(raw, i)
+        if raw[i] == ",":
+            i = _skip(raw, i + 1)
+    return found or []
+
+
+def _items(raw: str, i: int) -> tuple[list[int], int]:
+    """Offsets of the items of the list starting at ``raw[i] == "["`` and the offset past it."""
+    out: list[int] = []
+    i = _skip(raw, i + 1)
+    while raw[i] != "]":
+        out.append(i)
+        _, i = _DECODER.raw_decode(raw, i)
+        i = _skip(raw, i)
+        if raw[i] == ",":
+            i = _skip(raw, i + 1)
+    return out, i + 1
+
+
+def read_cases_file(
+    path: str | Path, *, display_name: str | None = None, derive_ids: bool = False
+) -> CasesFile:
+    """Parse a JSONL file, a JSON array or a JSON object of records into cases, collecting every problem.
+
+    Returns the cases that parsed, the problems (malformed JSON, field errors, empty file) and
+    the header of a JSON object. Duplicate ids and dataset-level checks live in :mod:`.validate`.
     ``derive_ids`` also gives canonical records without an id a derived one.
     """
     path = Path(path)
     name = display_name or path.name
     problems: list[Problem] = []
     cases: list[Case] = []
+    header: dict[str, Any] = {}
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
-        return [], [Problem(name, None, None, "file not found")]
+        return CasesFile([], [Problem(name, None, None, "file not found")], {})
     except UnicodeDecodeError as exc:
-        return [], [Problem(name, None, None, f"not UTF-8 text: {exc}")]
+        return CasesFile([], [Problem(name, None, None, f"not UTF-8 text: {exc}")], {})
 
     records: list[tuple[int, Any]] = []
     stripped = raw.lstrip()
-    if path.suffix == ".json" or stripped.startswith("["):
+    if path.suffix == ".json" or stripped.startswith("[") or _single_json_value(stripped):
         try:
             data = json.loads(raw)
         except json.JSONDecodeError as exc:
-            return [], [Problem(name, exc.lineno, None, f"malformed JSON: {exc.msg}")]
-        if not isinstance(data, list):
-            return [], [Problem(name, 1, None, "a .json file must hold a list of records")]
-        records = [(i + 1, rec) for i, rec in enumerate(data)]  # position, not line
+            return CasesFile([], [Problem(name, exc.lineno, None, f"malformed JSON: {exc.msg}")], {})
+        records, header, problems = _json_records(raw, data, name)
+        if problems:
+            return CasesFile([], problems, header)
     else:
         for lineno, line in enumerate(raw.splitlines(), start=1):
             if not line.strip():
@@ -210,7 +383,7 @@ def read_cases(
             except json.JSONDecodeError as exc:
                 problems.append(Problem(name, lineno, None, f"malformed JSON: {exc.msg} (column {exc.colno})"))
     if not records and not problems:
-        return [], [Problem(name, None, None, "empty file: no cases")]
+        return CasesFile([], [Problem(name, None, None, "empty file: no cases")], header)
 
     stem = path.stem
     for lineno, rec in records:
@@ -228,7 +401,32 @@ def read_cases(
                 problems.append(Problem(name, lineno, _loc(err["loc"]), err["msg"]))
         else:
             cases[-1]._line = lineno
-    return cases, problems
+    return CasesFile(cases, problems, header)
+
+
+def _single_json_value(text: str) -> bool:
+    """True for a .jsonl (or other) file holding one multi-line JSON object, not JSON Lines."""
+    if not text.startswith("{") or "\n" not in text.strip():
+        return False
+    first = text.split("\n", 1)[0]
+    try:
+        json.loads(first)
+    except json.JSONDecodeError:
+        pass
+    else:
+        return False  # the first line is a whole record: JSON Lines
+    try:
+        return isinstance(json.loads(text), dict)
+    except json.JSONDecodeError:
+        return False
+
+
+def read_cases(
+    path: str | Path, *, display_name: str | None = None, derive_ids: bool = False
+) -> tuple[list[Case], list[Problem]]:
+    """``(cases, problems)`` of :func:`read_cases_file`."""
+    got = read_cases_file(path, display_name=display_name, derive_ids=derive_ids)
+    return got.cases, got.problems
 
 
 def line_of(case: Case) -> int | None:
@@ -236,20 +434,79 @@ def line_of(case: Case) -> int | None:
     return case._line
 
 
-def load_cases(path: str | Path, *, derive_ids: bool = False) -> list[Case]:
-    """Load cases from a JSONL file; raise :class:`DatasetError` listing every problem."""
-    cases, problems = read_cases(path, derive_ids=derive_ids)
+def _duplicate_problems(cases: list[Case], name: str) -> list[Problem]:
+    problems: list[Problem] = []
     seen: dict[str, int | None] = {}
     for case in cases:
         if case.id in seen:
             problems.append(
-                Problem(Path(path).name, line_of(case), "id", f"duplicate id {case.id!r} (first on line {seen[case.id]})")
+                Problem(name, line_of(case), "id", f"duplicate id {case.id!r} (first on line {seen[case.id]})")
             )
         else:
             seen[case.id] = line_of(case)
+    return problems
+
+
+def load_cases(path: str | Path, *, derive_ids: bool = False) -> list[Case]:
+    """Load cases from a JSONL/JSON file; raise :class:`DatasetError` listing every problem."""
+    cases, problems = read_cases(path, derive_ids=derive_ids)
+    problems += _duplicate_problems(cases, Path(path).name)
     if problems:
         raise DatasetError(problems)
     return cases
+
+
+def _strip_ext(doc_id: str) -> str:
+    path = PurePosixPath(doc_id)
+    return str(path.with_suffix("")) if path.suffix else doc_id
+
+
+def stem_index(doc_ids: Iterable[str]) -> dict[str, list[str]]:
+    """``{stem: [doc ids]}``: each id without its extension, and, for ids in sub-folders, also
+    their file name without its extension."""
+    index: dict[str, list[str]] = {}
+    for doc_id in sorted(set(doc_ids)):
+        keys = {_strip_ext(doc_id)}
+        if "/" in doc_id:
+            keys.add(_strip_ext(doc_id.rsplit("/", 1)[1]))
+        for key in keys:
+            if key != doc_id:
+                index.setdefault(key, []).append(doc_id)
+    return index
+
+
+def resolve_doc_ids(cases: Iterable[Case], doc_ids: Iterable[str], file: str) -> list[Problem]:
+    """Replace, in place, each document reference (``relevant_ids``, ``doc_scope``,
+    ``evidence[].doc_id``) that is not a document id but the stem of exactly one document by that
+    id (``product-manual`` -> ``product-manual.pdf``). Returns a problem for every stem naming
+    several documents (left as it is); references naming nothing are left for validation."""
+    ids = set(doc_ids)
+    index = stem_index(ids)
+    problems: list[Problem] = []
+
+    def resolve(ref: str, case: Case, field: str) -> str:
+        if ref in ids:
+            return ref
+        found = index.get(ref, [])
+        if len(found) == 1:
+            return found[0]
+        if len(found) > 1:
+            problems.append(Problem(
+                file, line_of(case), field,
+                f"case {case.id!r}: {ref!r} names {len(found)} documents: "
+                + ", ".join(repr(d) for d in found) + " (give the file extension)",
+            ))
+        return ref
+
+    for case in cases:
+        for i, r in enumerate(case.relevant_ids):
+            r.id = resolve(r.id, case, f"relevant_ids[{i}]")
+        if case.doc_scope:
+            case.doc_scope = [resolve(d, case, f"doc_scope[{i}]") for i, d in enumerate(case.doc_scope)]
+        for i, e in enumerate(case.evidence):
+            if e.doc_id is not None:
+                e.doc_id = resolve(e.doc_id, case, f"evidence[{i}].doc_id")
+    return problems
 
 
 def write_cases(path: str | Path, cases: Iterable[Case]) -> int:
@@ -318,24 +575,40 @@ def relevance_from_settings(
         return RelevanceConfig(rule=rule), problems
 
 
-def load_dataset(path: str | Path, split: str | None = None) -> Dataset:
-    """Load a dataset folder (``docs/``, ``cases.jsonl``, ``README.md``, optional ``dataset.yaml``).
+def cases_file_name(root: Path, settings: dict[str, Any]) -> str:
+    """The cases file of a dataset folder: ``cases`` of dataset.yaml, else ``cases.jsonl``, else
+    ``cases.json``, else the folder's only ``.jsonl``/``.json`` file (``cases.jsonl`` when there
+    is none or several, so the problem names the file expected)."""
+    if settings.get("cases"):
+        return str(settings["cases"])
+    for name in ("cases.jsonl", "cases.json"):
+        if (root / name).is_file():
+            return name
+    found = sorted(p.name for p in root.glob("*.json*") if p.is_file() and p.suffix in (".json", ".jsonl"))
+    return found[0] if len(found) == 1 else "cases.jsonl"
 
-    ``split`` ("dev"/"test") keeps only the cases of that split. Raises
-    :class:`DatasetError` when the cases file or the settings have problems
-    (run :func:`ragsweep.datasets.validate_dataset` for the full report,
+
+def load_dataset(path: str | Path, split: str | None = None) -> Dataset:
+    """Load a dataset folder (``docs/``, a cases file, ``README.md``, optional ``dataset.yaml``).
+
+    ``split`` ("dev"/"test") keeps only the cases of that split. Document references given
+    as a unique file stem are resolved to the document's id (:func:`resolve_doc_ids`). Raises
+    :class:`DatasetError` when the cases file or the settings have problems, or a stem names
+    several documents (run :func:`ragsweep.datasets.validate_dataset` for the full report,
     including document ids missing from ``docs/``).
     """
     root = Path(path)
     if not root.is_dir():
         raise DatasetError([Problem(str(root), None, None, "dataset folder not found")])
     settings, problems = read_settings(root)
-    cases_name = str(settings.get("cases", "cases.jsonl"))
+    cases_name = cases_file_name(root, settings)
     docs_dir = root / str(settings.get("docs", "docs"))
-    try:
-        cases = load_cases(root / cases_name)
-    except DatasetError as exc:
-        raise DatasetError(problems + exc.problems) from None
+    got = read_cases_file(root / cases_name, display_name=cases_name)
+    cases = got.cases
+    problems += got.problems + _duplicate_problems(cases, cases_name)
+    if problems:
+        raise DatasetError(problems)
+    problems += resolve_doc_ids(cases, list_doc_ids(docs_dir), cases_name)
     relevance, rel_problems = relevance_from_settings(settings, cases)
     problems += rel_problems
     if problems:
@@ -345,6 +618,7 @@ def load_dataset(path: str | Path, split: str | None = None) -> Dataset:
             raise ValueError(f"split must be 'dev', 'test' or None, not {split!r}")
         cases = [c for c in cases if c.split == split]
     readme = root / "README.md"
+    description = settings.get("description", got.header.get("description"))
     return Dataset(
         name=str(settings.get("name", root.name)),
         root=root,
@@ -353,4 +627,7 @@ def load_dataset(path: str | Path, split: str | None = None) -> Dataset:
         relevance=relevance,
         provenance=readme.read_text(encoding="utf-8") if readme.exists() else "",
         settings=settings,
+        cases_file=root / cases_name,
+        description=None if description is None else str(description),
+        cases_header=got.header,
     )

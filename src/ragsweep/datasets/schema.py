@@ -8,6 +8,10 @@ A dataset on disk is a folder::
         README.md      provenance and licence
         dataset.yaml   optional settings, e.g. ``relevance: evidence_offsets``
 
+Besides the canonical form, the loader reads ragas test sets (new and legacy field names),
+JSON objects holding their records under ``samples`` (or ``cases``/``data``/...), and other
+foreign field names: see :mod:`ragsweep.datasets.loader`.
+
 Canonical JSONL example (one line)::
 
     {"id": "cuad-0001", "question": "Who are the parties?", "type": "Parties",
@@ -46,22 +50,48 @@ class Evidence(BaseModel):
 
 
 class Case(BaseModel):
-    """One evaluation case (question + what counts as relevant + reference answer)."""
+    """One evaluation case (question + what counts as relevant + reference answer).
 
-    model_config = ConfigDict(extra="forbid")
+    Each field's docstring is its description (``Case.model_fields[name].description``).
+    """
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     id: str = Field(min_length=1)
+    """Unique id of the case within its dataset."""
     question: str = Field(min_length=1)
+    """The question put to the pipeline."""
     type: str | None = None
+    """Free category of the question (CUAD category, ragas synthesizer, ...); reports group by it."""
     doc_scope: list[str] | None = None
+    """Document ids the question is restricted to (retrieval filters on them); None = whole corpus.
+    A file stem naming exactly one document (``"manual"`` for ``manual.pdf``) is resolved to its id
+    when the dataset folder is loaded."""
     relevant_ids: list[RelevantId] = Field(default_factory=list)
+    """Relevant documents, optionally graded; like ``doc_scope``, a unique file stem is resolved."""
     evidence: list[Evidence] = Field(default_factory=list)
+    """Text spans a relevant chunk must cover (ragas ``reference_contexts``)."""
     reference_answer: str | None = None
+    """The reference (gold) answer (ragas ``reference``, legacy ``ground_truth``/``ground_truths``)."""
     expected_facts: list[str] = Field(default_factory=list)
+    """Facts a good answer states; each is searched in the answer (fact coverage)."""
+    knowledge_ids: list[str] = Field(default_factory=list)
+    """Ids of the knowledge points the question needs (e.g. ``expected_knowledge: ["KP-12"]``). Labels
+    for grouping and reporting only: never searched in answers, never part of ``expected_facts``."""
     unanswerable: bool = False
+    """True when the documents hold no answer: the system should abstain."""
     sub_questions: list[str] = Field(default_factory=list)
+    """The simpler questions a multi-hop question decomposes into (kept for per-case reporting)."""
+    response: str | None = None
+    """The system's own answer, given with the case (ragas ``response``, ragas' legacy ``answer``):
+    pre-computed answers that can be scored as given, without running an answerer."""
+    retrieved_contexts: list[str] | None = None
+    """The contexts retrieved with ``response`` (ragas ``retrieved_contexts``, legacy ``contexts``, a
+    ``context`` string or list), kept as given; None = not given."""
     split: Literal["dev", "test"] | None = None
+    """Which split the case belongs to; None = no split."""
     meta: dict[str, Any] = Field(default_factory=dict)
+    """Everything else the source record carried (unknown keys of foreign formats, their ``meta``)."""
 
     _line: int | None = PrivateAttr(default=None)  # line of the file it was read from
 
@@ -92,6 +122,24 @@ class Case(BaseModel):
     def _str_to_list(cls, value: Any) -> Any:
         if value is None:
             return []
+        if isinstance(value, str):
+            return [value]
+        return value
+
+    @field_validator("knowledge_ids", mode="before")
+    @classmethod
+    def _ids_to_list(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            value = [value]
+        if isinstance(value, list):  # numeric ids (``[12, 31]``) are ids too
+            return [str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in value]
+        return value
+
+    @field_validator("retrieved_contexts", mode="before")
+    @classmethod
+    def _contexts_to_list(cls, value: Any) -> Any:
         if isinstance(value, str):
             return [value]
         return value
@@ -133,6 +181,13 @@ class Dataset(BaseModel):
     relevance: RelevanceConfig = Field(default_factory=RelevanceConfig)
     provenance: str = ""
     settings: dict[str, Any] = Field(default_factory=dict)  # raw dataset.yaml
+    # the file the cases were read from (cases.jsonl unless dataset.yaml or the folder says otherwise)
+    cases_file: Path | None = None
+    # the dataset's description: ``description`` of dataset.yaml, else that of a cases file holding
+    # a JSON object (``{"name": .., "description": .., "samples": [...]}``)
+    description: str | None = None
+    # the top-level fields of such a JSON object besides its records (its ``name``, ``description``, ...)
+    cases_header: dict[str, Any] = Field(default_factory=dict)
 
     def doc_ids(self) -> list[str]:
         """Document ids = files under docs/ relative to it, '/'-separated, sorted."""

@@ -1,0 +1,52 @@
+"""What Pathway's query path cannot take, checked before a run (no Pathway import here).
+
+* :func:`clean_query` is the cleaning a question gets before it reaches Tantivy's query
+  parser (``ragsweep.store.sanitize_query`` = ``clean_query(text) or "document"``): a
+  question that is empty after it (``""``, punctuation, symbols or emoji only) has nothing
+  to search for.
+* :func:`unscopable_reason` says why a document id cannot be put in a case's scope:
+  Pathway's JMESPath metadata filter cannot express an id holding a backtick or a double
+  quote (see ``ragsweep.store.scope_filter``).
+
+Both are used by :mod:`.validate`; the store and the eval use the same functions so the
+three never disagree.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["UNSCOPABLE_REASON", "clean_query", "unscopable_reason"]
+
+# Tantivy query syntax (quotes, colons, parentheses, + - ^ ~ ...) and anything that is not a
+# word character: no meaning for BM25 or the embedder, and some of it ends ``pw.run``.
+_TANTIVY_UNSAFE = re.compile(r"[^\w\s]", re.UNICODE)
+_BOOLEAN_WORDS = frozenset({"AND", "OR", "NOT", "IN", "TO"})
+
+UNSCOPABLE_REASON = (
+    "document id holds a backtick or double quote: Pathway's metadata filter cannot express it; "
+    "the case will be skipped"
+)
+
+
+def clean_query(text: str) -> str:
+    """``text`` made safe for Tantivy's query parser; ``""`` when nothing searchable is left.
+
+    Every character that is neither a word character nor whitespace becomes a space (so
+    emoji and punctuation disappear), no-break spaces count as spaces, Tantivy's boolean
+    keywords (``AND``, ``OR``, ``NOT``, ``IN``, ``TO``) are lower-cased and runs of
+    whitespace collapse to one space.
+    """
+    cleaned = _TANTIVY_UNSAFE.sub(" ", text.replace("\u00a0", " "))
+    return " ".join(w.lower() if w in _BOOLEAN_WORDS else w for w in cleaned.split())
+
+
+def unscopable_reason(doc_id: str) -> str | None:
+    """Why ``doc_id`` cannot be used in a case's ``doc_scope``, or None when it can.
+
+    Pathway rewrites a metadata filter before parsing it (backtick -> quote, ``"`` dropped),
+    so an id holding a backtick or a double quote cannot be written in one.
+    """
+    if "`" in doc_id or '"' in doc_id:
+        return UNSCOPABLE_REASON
+    return None
