@@ -196,3 +196,80 @@ def test_aggregate_abstention_empty_denominators():
     assert agg["abstention_precision"] is None and agg["abstention_recall"] is None
     assert agg["abstention_f1"] is None
     assert agg["abstained_on_answerable_rate"] == 0.0 and agg["abstention_accuracy"] == 1.0
+
+
+# ----------------------------------------------------------------------------- expected facts: the matching rule
+
+NFD_CAFE = "cafe\u0301"  # "e" + COMBINING ACUTE ACCENT
+NFC_CAFE = "caf\u00e9"  # precomposed "é"
+
+
+@pytest.mark.parametrize(
+    ("fact", "answer"),
+    [
+        ("30 days", "Either party may terminate on 130 days' notice."),
+        ("January 1, 2010", "The term starts on January 1, 2011."),
+        ("Section 12.3", "See Section 12.4 of the agreement."),
+        ("Section 12", "See Section 12.3 of the agreement."),
+        ("$5,000", "The fee is $15,000."),
+        ("$5,000", "The fee is $5,000,000."),
+        ("$5,000", "The fee is \u20ac5,000."),  # another currency
+        ("$5,000", "The Company issues 5,000 shares."),  # not an amount
+        ("5%", "within 5 days"),  # not a percentage
+        ("5%", "a royalty of 15% of net sales"),
+        ("Sponsor", "This Sponsorship Agreement"),
+        ("January 1, 2011", "dated 1/1/2012"),
+        ("5/8/14", "signed on May 8, 2015"),
+        # fuzzy matching is for words only: the numbers of the closest wording must be the fact's
+        ("the annual fee of $5,000 is payable in advance", "an anual fee of $15,000 is payable in advance"),
+        ("effective June 1, 2010", "effective July 1, 2010"),
+    ],
+)
+def test_fact_wrong_numbers_dates_words_are_not_found(fact, answer):
+    assert not fact_found(fact, answer)
+
+
+@pytest.mark.parametrize(
+    ("fact", "answer"),
+    [
+        ("January 1, 2011", "The term starts on 1/1/2011."),  # one date, two spellings
+        ("January 1, 2011", "effective 2011-01-01"),
+        ("1 January 2011", "on Jan. 1st, 2011"),
+        ("5/8/14", "signed on May 8, 2014"),
+        ("$5,000", "a fee of $5000 per year"),
+        ("$5,000", "a fee of 5,000 dollars"),
+        ("$5,000", "a fee of USD 5,000"),
+        ("5%", "five percent (5 percent)"),
+        ("30 days", "within thirty (30) days"),
+        (NFC_CAFE, f"the {NFD_CAFE} on the corner"),  # NFD vs NFC
+        (NFD_CAFE, f"the {NFC_CAFE} on the corner"),
+        ("Straße", "STRASSE"),  # casefold: ß = ss
+        # fuzzy matching of the words, same number
+        ("the annual fee of $5,000 is payable in advance", "an anual fee of $5,000 is payable in advance"),
+    ],
+)
+def test_fact_same_numbers_dates_are_found(fact, answer):
+    assert fact_found(fact, answer)
+
+
+def test_fact_casefold_and_accents_exactly():
+    # threshold 100: no fuzzy slack, the normalisation alone must make them equal
+    assert fact_found("Hauptstraße", "HAUPTSTRASSE 5, Berlin", threshold=100)
+    assert fact_found(f"Le {NFD_CAFE}", f"LE {NFC_CAFE.upper()}", threshold=100)
+
+
+def test_fact_positive_controls():
+    assert fact_found("California", "governed by the laws of CALIFORNIA")  # case
+    assert fact_found("Licensor\u2019s \u201cMarks\u201d", "the Licensor's \"Marks\" are")  # curly quotes
+    assert fact_found("two  years", "a term of two\n years.", threshold=100)  # whitespace
+    assert fact_found("January 1, 2011", "It commences on January 1, 2011.", threshold=100)  # a correct date
+    assert fact_found("Section 12.3", "see section 12.3(a)", threshold=100)
+    assert fact_found("2011", "It commences on January 1, 2011.")  # the year of a date
+    assert fact_found("Sponsor", "the Sponsor's logo", threshold=100)  # an apostrophe ends the word
+
+
+def test_fact_coverage_counts_only_right_numbers():
+    answer = "The term is 130 days from January 1, 2011; the fee is $15,000 under Section 12.4."
+    facts = ["30 days", "January 1, 2010", "$5,000", "Section 12.3", "January 1, 2011"]
+    assert fact_coverage(answer, facts) == pytest.approx(1 / 5)
+    assert fact_coverage(answer, ["the", "  "]) is None  # nothing left after normalisation

@@ -78,12 +78,12 @@ def test_evidence_offsets_overlap_criterion():
 
 def test_evidence_offsets_long_span_needs_min_chars():
     doc = "Preamble. " + " ".join(f"word{i}" for i in range(300)) + " End."
-    span = doc[10:410]
-    s0 = 10
+    span = doc[10:412]  # "word0 ... word57": starts and ends on word boundaries (doc[10:410] ends in "word5|7")
+    s1 = 412
     case = Case(id="c", question="q", evidence=[span])
     hits = [
         Hit(rank=r, score=1.0, text=doc[s:e], doc_id="a.txt", start=s, end=e)
-        for r, (s, e) in enumerate([(s0 + 300, s0 + 500), (s0 + 301, s0 + 500)], start=1)
+        for r, (s, e) in enumerate([(s1 - 100, s1 + 100), (s1 - 99, s1 + 100)], start=1)
     ]
     j = mark_hits(case, hits, "evidence_offsets", {"a.txt": doc})
     assert [h.relevant for h in j.hits] == [True, False]  # 100 chars of overlap, then 99
@@ -176,3 +176,140 @@ def test_evaluate_retrieval_on_cuad_mini_oracle_and_windows(mini):
     # without parsed texts the chunk-text fallback gives the same judgement on exact windows
     same = evaluate_retrieval(ds, windows, ["recall@100"], parsed_texts=None)
     assert same.scores["recall@100"] == 1.0
+
+
+# ----------------------------------------------------------------------------- matching rule (issue 10, item 3)
+# Every test below fails on the previous matcher (substring search on lower()-ed, per-character NFKC text).
+
+NFD_CAFE = "cafe\u0301"  # "e" + COMBINING ACUTE ACCENT
+NFC_CAFE = "caf\u00e9"  # precomposed "é"
+
+
+def test_normalize_nfc_and_casefold():
+    assert normalize(NFD_CAFE) == normalize(NFC_CAFE) == NFC_CAFE
+    assert normalize("Hauptstraße") == normalize("HAUPTSTRASSE") == "hauptstrasse"
+    assert normalize("\u201cLICENSOR\u201d\u2019s\u00a0 \ufb01le") == '"licensor"\'s file'  # quotes, space, ligature
+
+
+def test_amount_is_not_found_inside_a_longer_number():
+    assert locate_spans("The fee is $15,000 per year.", "$5,000") == ("not_found", [])
+    assert locate_spans("The fee is $5,000,000 per year.", "$5,000") == ("not_found", [])
+    text = "The fee is $15,000 per year; the deposit is $5,000."
+    how, occ = locate_spans(text, "$5,000")
+    assert how == "exact" and [text[s:e] for s, e in occ] == ["$5,000"]
+    assert locate_spans("a deposit of $5000.", "$5,000")[0] == "alnum"  # same number, other spelling
+
+
+def test_word_is_not_found_inside_a_longer_word():
+    text = "This Sponsorship Agreement is made by the Sponsor (the \u201cSponsor\u201d) and the Sponsor's agent."
+    how, occ = locate_spans(text, "Sponsor")
+    assert how == "exact" and [text[s:e] for s, e in occ] == ["Sponsor"] * 3
+    assert all(not text[e].isalnum() and not text[s - 1].isalnum() for s, e in occ)
+    assert locate_spans("This Sponsorship Agreement", "Sponsor") == ("not_found", [])
+    text = "pursuant to Sponsorship Agreements dated May 1. This SPONSORSHIP AGREEMENT is made"
+    how, occ = locate_spans(text, "Sponsorship Agreement")
+    assert how == "exact" and [text[s:e] for s, e in occ] == ["SPONSORSHIP AGREEMENT"]
+
+
+def test_section_numbers_are_whole_numbers():
+    assert locate_spans("as set out in Section 12.3 below", "Section 12") == ("not_found", [])
+    # not via letters and digits only either ("section123" = "section123", but 12.3 != 123)
+    assert locate_spans("as set out in Section 123 below", "Section 12.3") == ("not_found", [])
+    assert locate_spans("as set out in Section 12.3 below", "Section 12.4") == ("not_found", [])
+    assert locate_spans("see Section 12. The Licensee", "Section 12")[0] == "exact"  # a full stop ends the number
+
+
+def test_decomposed_and_precomposed_accents_match_with_exact_offsets():
+    text = f"Le {NFD_CAFE} noir"
+    how, occ = locate_spans(text, NFC_CAFE)
+    assert how == "exact" and occ == [(3, 8)] and text[3:8] == NFD_CAFE  # the combining mark is included
+    text = f"Le {NFC_CAFE} noir"
+    assert locate_spans(text, NFD_CAFE) == ("exact", [(3, 7)])
+
+
+def test_casefold_sharp_s_with_exact_offsets():
+    text = "Sitz: Hauptstraße 5, Berlin. Zweigstelle: HAUPTSTRASSE 7."
+    how, occ = locate_spans(text, "HAUPTSTRASSE 5")
+    assert how == "exact" and [text[s:e] for s, e in occ] == ["Hauptstraße 5"]
+    how, occ = locate_spans(text, "Hauptstraße")
+    assert [text[s:e] for s, e in occ] == ["Hauptstraße", "HAUPTSTRASSE"]
+    assert locate_spans(text, "Straße") == ("not_found", [])  # inside "Hauptstraße"
+    # offsets stay exact after a length-changing character earlier in the text
+    text = f"Hauptstraße 5 und {NFD_CAFE} noir, Vertrag \u201cA\u201d"
+    how, occ = locate_spans(text, f'HAUPTSTRASSE 5 UND {NFC_CAFE} NOIR, VERTRAG "A"')
+    assert how == "exact" and occ == [(0, len(text))]
+    how, occ = locate_spans(text, "noir")
+    assert [text[s:e] for s, e in occ] == ["noir"]
+
+
+def test_fuzzy_match_keeps_the_span_numbers():
+    doc = (
+        "1. The Sponsor shall pay a fee of $15,000 per year to the Team. "
+        + "Filler text. " * 20
+        + "2. The Sponsor shall pay a fee of $5,000 per yr. to the Team. "
+        + "Filler text. " * 20
+    )
+    # the best raw alignment is clause 1 (one character off), but it has another number
+    how, occ = locate_spans(doc, "The Sponsor shall pay a fee of $5,000 per year to the Team.")
+    assert how == "fuzzy" and len(occ) == 1
+    assert doc[occ[0][0]:occ[0][1]].startswith("The Sponsor") and "$5,000 per yr." in doc[occ[0][0]:occ[0][1]]
+    assert locate_spans(doc, "The Sponsor shall pay a fee of $25,000 per year to the Team.") == ("not_found", [])
+    dated = "This Agreement shall commence on January 1, 2010 and continue for two years."
+    wrong_year = "This Agreement shall commence on January 1, 2011 and continue for two years"
+    typo = "This Agreement shall comence on January 1, 2010 and continue for two years"
+    assert locate_spans(dated, wrong_year)[0] == "not_found"
+    assert locate_spans(dated, typo)[0] == "fuzzy"
+
+
+def test_text_overlap_respects_boundaries():
+    assert text_overlap("The fee is $15,000 per year.", "5,000 per year") == 0
+    assert text_overlap("This Sponsorship Agreement", "Sponsor") == 0
+    assert text_overlap("The fee is $5,000 per year.", "$5,000 PER YEAR") == len("$5,000 per year")
+    assert text_overlap("Sitz: HAUPTSTRASSE 5", "Hauptstraße 5") == len("hauptstrasse 5")
+    assert text_overlap(f"Le {NFD_CAFE} noir", NFC_CAFE) == 4
+    span = "Sponsor shall pay the annual fee to the Team within 30 days."
+    assert text_overlap("Intro. TheSponsor shall pay the annual fee to the Team", span) == 0  # span starts mid-word
+    assert text_overlap("Intro. The Sponsor shall pay the annual fee to the Team", span) == 44
+    assert text_overlap("Intro. The Sponsor shall pay the annual fee to the Te", span) == 42  # the chunk's own cut
+    span = "The Sponsor shall pay the annual sponsorship fee within 30"
+    assert text_overlap("shall pay the annual sponsorship fee within 300 days of signature.", span) == 0
+    assert text_overlap("shall pay the annual sponsorship fee within 30 days of signature.", span) == 46
+
+
+def test_positive_controls_still_match():
+    text = "The LICENSEE\u2019s  rights\n under Section 12.3 start on January 1, 2011."
+    how, occ = locate_spans(text, "the licensee's rights under section 12.3")
+    assert how == "exact" and occ == [(0, text.index(" start"))]
+    how, occ = locate_spans(text, "January 1, 2011")
+    assert how == "exact" and text[occ[0][0]:occ[0][1]] == "January 1, 2011"
+
+
+def test_evidence_offsets_judges_whole_words():
+    doc = "This Sponsorship Agreement sets out the terms. " + "Filler text. " * 10 + "The Sponsor shall pay."
+    at = doc.index("The Sponsor")
+    case = Case(id="c", question="q", evidence=[{"text": "Sponsor", "doc_id": "a.txt"}])
+    hits = [Hit(rank=1, score=1, text=doc[:40], doc_id="a.txt", start=0, end=40),
+            Hit(rank=2, score=1, text=doc[at:], doc_id="a.txt", start=at, end=len(doc))]
+    j = mark_hits(case, hits, "evidence_offsets", parsed_texts={"a.txt": doc})
+    assert [h.relevant for h in j.hits] == [False, True]
+    j = mark_hits(case, hits, "evidence_offsets", parsed_texts=None)  # chunk-text fallback
+    assert [h.relevant for h in j.hits] == [False, True]
+
+
+def test_cuad_mini_sponsor_occurrences_are_whole_words(mini):
+    _, texts = mini
+    text = texts["GAINSCOINC_01_21_2010-EX-10.41-SPONSORSHIP AGREEMENT.txt"]
+    how, occ = locate_spans(text, "Sponsor")
+    assert how == "exact" and occ
+    assert all(text[s:e].casefold() == "sponsor" and not text[e:e + 1].isalnum() for s, e in occ)
+    assert text.count("Sponsorship") > 0  # ... which the span no longer matches
+
+
+def test_word_overlap_nfc_only():
+    nfd = f"{NFD_CAFE} Rouge Ltd"
+    assert word_overlap_ratio(f"{NFC_CAFE} Rouge", nfd) == 1.0  # canonically equivalent words are equal
+    assert word_overlap_ratio("Hauptstraße 5", "HAUPTSTRASSE 5") == 0.5  # still case-sensitive, no casefold
+    assert word_overlap_ratio("Sponsor", "the Sponsor's logo") == 0.0  # still whole words split on " "
+    case = Case(id="c", question="q", evidence=[f"{NFC_CAFE} Rouge Ltd"])
+    j = mark_hits(case, [Hit(rank=1, score=1, text=f"the {nfd}", doc_id="a", start=0, end=1)], "word_overlap")
+    assert j.hits[0].relevant

@@ -3,6 +3,54 @@
 Every per-case metric returns a float, or ``None`` when it cannot be computed (for
 example no reference answer). Callers count ``None`` as *missing*; never turn it into
 NaN and average it.
+
+Expected facts (:func:`fact_found`, :func:`fact_coverage`)
+----------------------------------------------------------
+
+A fact is *found* in an answer by this rule:
+
+1. *Normalisation* (both sides): the text normalisation of
+   :func:`ragsweep.metrics.relevance.normalize` — curly quotes and Unicode dashes
+   straightened, Unicode NFKC (NFC composition plus compatibility forms) and ``casefold``
+   (so decomposed and precomposed accents are equal, and "Hauptstraße" equals
+   "HAUPTSTRASSE"), whitespace runs collapsed.
+2. *Tokens*: the normalised text is cut into whole words and numbers; punctuation separates
+   tokens and is otherwise dropped, the articles "a", "an", "the" are dropped, a hyphen
+   between letters is removed ("non-exclusive" -> "nonexclusive"), an apostrophe separates
+   ("Licensor's" -> "licensor", "s"). A *number* is a run of digits with single ``,``/``.``
+   between digits that is not part of a longer word or number; ``,`` is a thousands
+   separator and removed (``$5,000`` = ``$5000``), ``.`` is kept (``12.3`` != ``12.4``,
+   ``5,000`` != ``5.000``), ordinal suffixes are dropped (``30th`` = ``30``). A currency
+   right before a number (``$ US$ € £ ¥``, or ``USD EUR GBP JPY``) or right after it
+   ("dollars", "USD", "euros", "EUR", "GBP", "yen", "JPY") and a ``%``/"percent"/"per cent"
+   right after it belong to it: two numbers are equal when their digits, their currency
+   (``$`` = "US$" = "USD" = "dollars") and their percent mark are all equal (``$5,000`` =
+   ``$5000`` = "5,000 dollars" = "USD 5,000"; ``$5,000`` != ``€5,000`` != "5,000 shares";
+   ``5%`` = "5 percent" != "5 days").
+   A *date* ("January 1, 2011", "Jan. 1st, 2011", "1 January 2011", "1st of January, 2011",
+   "2011-01-01", "1/1/2011", "1-1-2011", "1/1/11"; also "January 2011" and "January 1") is
+   read as month, day, year tokens; numeric dates are read month/day/year (US order, as in
+   CUAD and Pathway's labels); a two-digit year equals the four-digit years ending in it.
+   A month token equals its month's name as a word, and a year equals the same plain number
+   (so "2011" and "January" are found in "January 1, 2011", "January 1, 2011" in "1/1/2011").
+3. *Exact*: the fact is found when its tokens occur as a contiguous run of the answer's
+   tokens, token by token equal. Matches are therefore on word/number boundaries: "30 days"
+   is not found in "130 days", "$5,000" not in "$15,000" or "$5,000,000", "Sponsor" not in
+   "Sponsorship", "Section 12" not in "Section 12.3".
+4. *Fuzzy*, for the non-numeric words only: otherwise the fact is found when some run of
+   ``max(1, n - s) .. n + s`` consecutive answer tokens (``n`` = number of fact tokens,
+   ``s = max(2, n // 4)``) holds exactly the fact's numbers, amounts, percentages, dates and
+   full month names ("may" excepted) — same count, same order, each equal by rule 2 — and
+   ``rapidfuzz.fuzz.ratio(fact words, run words) >= threshold`` (0..100, default 90), where
+   "words" are the remaining word tokens joined by single spaces. A fact made only of
+   numbers and dates is never matched fuzzily. So "January 1, 2010" is not found in
+   "January 1, 2011", "Section 12.3" not in "Section 12.4", "effective June 1" not in
+   "effective July 1", "the annual fee of $5,000" not in "an anual fee of $15,000", while
+   "non-exclusive licence" is found in "a nonexclusive license" (ratio 95) and "the annual
+   fee of $5,000" in "an anual fee of $5,000".
+
+``fact_coverage`` is the share of the expected facts found; blank facts and facts with no
+word or number left after normalisation (such as "the") are ignored.
 """
 
 from __future__ import annotations
@@ -13,6 +61,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from difflib import SequenceMatcher
+from functools import lru_cache
 
 from ragsweep.answer.base import Answer
 
@@ -83,21 +132,180 @@ def token_f1(prediction: str, reference: str | Sequence[str] | None) -> float | 
 
 DEFAULT_FACT_THRESHOLD = 90.0
 
+_MONTH_NUMBERS = {
+    "jan": 1, "january": 1, "feb": 2, "february": 2, "mar": 3, "march": 3, "apr": 4, "april": 4,
+    "may": 5, "jun": 6, "june": 6, "jul": 7, "july": 7, "aug": 8, "august": 8, "sep": 9, "sept": 9,
+    "september": 9, "oct": 10, "october": 10, "nov": 11, "november": 11, "dec": 12, "december": 12,
+}
+# month names that are compared exactly even outside a date ("may" is too often a verb)
+_EXACT_MONTH_WORDS = frozenset(
+    ("january", "february", "march", "april", "june", "july", "august", "september", "october",
+     "november", "december")
+)
+_ARTICLE_WORDS = frozenset(("a", "an", "the"))
+_CURRENCIES = {
+    "$": "$", "us$": "$", "usd": "$", "dollar": "$", "dollars": "$",
+    "€": "€", "eur": "€", "euro": "€", "euros": "€", "£": "£", "gbp": "£", "¥": "¥", "jpy": "¥", "yen": "¥",
+}
+_MON = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+        r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
+_DAY = r"(?:0?[1-9]|[12]\d|3[01])"
+_ORD = r"(?:st|nd|rd|th)?"
+_START = r"(?<![^\W_])"  # not preceded by a letter or digit
+_END = r"(?![^\W_])(?![.,]\d)"  # not followed by a letter, digit, or ",5"/".5"
+_FACT_TOKEN_RE = re.compile(
+    _START + "(?:"
+    # dates -> (month, day, year); the year may be missing
+    rf"(?P<a_m>{_MON})\.? ?(?P<a_d>{_DAY}){_ORD},? ?(?P<a_y>\d{{4}})"  # january 1, 2011
+    rf"|(?P<b_d>{_DAY}){_ORD}(?: of)? (?P<b_m>{_MON})\.?,? ?(?P<b_y>\d{{4}})"  # 1 january 2011
+    r"|(?P<c_y>\d{4})-(?P<c_m>\d{1,2})-(?P<c_d>\d{1,2})"  # 2011-01-01
+    r"|(?P<d_m>\d{1,2})(?P<d_sep>[/-])(?P<d_d>\d{1,2})(?P=d_sep)(?P<d_y>\d{4}|\d{2})"  # 1/1/2011, 5/8/14
+    rf"|(?P<e_m>{_MON})\.?,? (?P<e_y>\d{{4}})"  # january 2011
+    rf"|(?P<f_m>{_MON})\.? (?P<f_d>{_DAY}){_ORD}"  # january 1
+    rf"){_END}"
+    # numbers, with a currency before or after them, or a percent sign after them
+    rf"|{_START}(?:(?P<cur>us\$|[$€£¥]|(?:usd|eur|gbp|jpy)(?= ?\d)) ?)?(?P<num>\d+(?:[.,]\d+)*){_ORD}{_END}"
+    r"(?: ?(?P<pct>%|percent(?![^\W_])|per cent(?![^\W_]))"
+    r"| (?P<cur2>dollars?|usd|euros?|eur|gbp|yen|jpy)(?![^\W_]))?"
+    # words: letters/digits, joined over "-" when a letter follows (non-exclusive -> nonexclusive)
+    r"|(?P<word>[^\W_]+(?:-[^\W\d_][^\W_]*)*)"
+)
+
+
+def _date_tokens(month: str, day: str | None, year: str | None) -> list[tuple] | None:
+    m = _MONTH_NUMBERS.get(month) if not month.isdigit() else int(month)
+    if m is None or not 1 <= m <= 12:
+        return None
+    out: list[tuple] = [("mon", m)]
+    if day is not None:
+        d = int(day)
+        if not 1 <= d <= 31:
+            return None
+        out.append(("n", str(d), "", False))
+    if year is not None:
+        out.append(("y", int(year), len(year) == 2))
+    return out
+
+
+def fact_tokens(text: str) -> list[tuple]:
+    """The tokens :func:`fact_found` compares (see the module docstring, "Expected facts").
+
+    ``("w", word)`` (a hyphen between letters removed; articles dropped),
+    ``("n", digits, currency, percent)`` (thousands ``,`` removed), and for a recognised date
+    ``("mon", month)``, ``("n", day, "", False)``, ``("y", year, two_digit)``.
+    """
+    return list(_fact_tokens(text or ""))
+
+
+@lru_cache(maxsize=1024)
+def _fact_tokens(text: str) -> tuple[tuple, ...]:
+    from .relevance import normalize
+
+    out: list[tuple] = []
+    for m in _FACT_TOKEN_RE.finditer(normalize(text)):
+        word = m["word"]
+        if word is not None:
+            w = word.replace("-", "")
+            if w not in _ARTICLE_WORDS:
+                out.append(("w", w))
+            continue
+        num = m["num"]
+        if num is not None:
+            currency = _CURRENCIES.get(m["cur"] or m["cur2"] or "", "")
+            out.append(("n", num.replace(",", ""), currency, bool(m["pct"])))
+            continue
+        toks = None
+        for p in "abcdef":
+            month = m[f"{p}_m"]
+            if month is not None:
+                toks = _date_tokens(month, m[f"{p}_d"] if p != "e" else None, m[f"{p}_y"] if p != "f" else None)
+                break
+        if toks is None:  # not a valid date (month 13, day 32): read it again as numbers and words
+            toks = _fact_tokens(m.group().replace("/", " ").replace("-", " "))
+        out.extend(toks)
+    return tuple(out)
+
+
+def _year_of(tok: tuple) -> tuple[int, bool] | None:
+    if tok[0] == "y":
+        return tok[1], tok[2]
+    if tok[0] == "n" and not tok[2] and not tok[3] and tok[1].isdigit() and len(tok[1]) in (2, 4):
+        return int(tok[1]), len(tok[1]) == 2
+    return None
+
+
+def _month_of(tok: tuple) -> int | None:
+    if tok[0] == "mon":
+        return tok[1]
+    return _MONTH_NUMBERS.get(tok[1]) if tok[0] == "w" else None
+
+
+def _tokens_equal(a: tuple, b: tuple) -> bool:
+    if a == b:
+        return True
+    if a[0] == "mon" or b[0] == "mon":  # a month of a date equals its name as a word
+        ma, mb = _month_of(a), _month_of(b)
+        return ma is not None and ma == mb
+    if a[0] == "w" or b[0] == "w":
+        return False
+    if a[0] == "n" and b[0] == "n":
+        return False  # equal tuples were caught above: same digits, currency and percent mark
+    ya, yb = _year_of(a), _year_of(b)
+    if ya is None or yb is None:
+        return False
+    if ya[1] == yb[1]:
+        return ya[0] == yb[0]
+    return (yb[0] % 100 == ya[0]) if ya[1] else (ya[0] % 100 == yb[0])
+
+
+def _is_exact(tok: tuple) -> bool:
+    """Numbers, amounts, percentages, dates and month names: never matched fuzzily."""
+    return tok[0] != "w" or tok[1] in _EXACT_MONTH_WORDS
+
 
 def fact_found(fact: str, answer: str, threshold: float = DEFAULT_FACT_THRESHOLD) -> bool:
-    """A fact is found when its normalised form occurs in the normalised answer, or when
-    ``rapidfuzz.fuzz.partial_ratio(fact, answer) >= threshold`` (0..100) on normalised text."""
-    from rapidfuzz import fuzz
+    """Whether ``fact`` occurs in ``answer`` (the rule is in the module docstring, "Expected facts").
 
-    f = normalize_answer(fact)
-    a = normalize_answer(answer)
-    if not f:
+    In short: the fact's tokens occur as a contiguous run of the answer's tokens (whole words
+    and numbers, NFKC + casefold, dates and thousands separators normalised); otherwise some
+    run of the answer's tokens has exactly the fact's numbers/dates, in order, and its other
+    words give ``rapidfuzz.fuzz.ratio >= threshold`` (0..100) against the fact's other words.
+    """
+    ftoks = _fact_tokens(fact or "")
+    atoks = _fact_tokens(answer or "")
+    if not ftoks or not atoks:
         return False
-    if f in a:
-        return True
-    if not a:
+    n = len(ftoks)
+    for i in range(len(atoks) - n + 1):
+        if all(_tokens_equal(f, a) for f, a in zip(ftoks, atoks[i:i + n])):
+            return True
+    fwords = " ".join(t[1] for t in ftoks if not _is_exact(t))
+    if not fwords:  # only numbers and dates: no fuzzy matching
         return False
-    return fuzz.partial_ratio(f, a) >= threshold
+    from rapidfuzz import fuzz, process
+
+    fexact = [t for t in ftoks if _is_exact(t)]
+    exact_flags = [_is_exact(t) for t in atoks]
+    prefix = [0]
+    for flag in exact_flags:
+        prefix.append(prefix[-1] + flag)
+    texts = [str(t[1]) for t in atoks]
+    slack = max(2, n // 4)
+    for k in range(max(1, n - slack), n + slack + 1):
+        windows: list[str] = []
+        for i in range(len(atoks) - k + 1):
+            if prefix[i + k] - prefix[i] != len(fexact):
+                continue
+            if fexact:
+                wexact = [t for t, flag in zip(atoks[i:i + k], exact_flags[i:i + k]) if flag]
+                if not all(map(_tokens_equal, fexact, wexact)):
+                    continue
+                windows.append(" ".join(w for w, flag in zip(texts[i:i + k], exact_flags[i:i + k]) if not flag))
+            else:
+                windows.append(" ".join(texts[i:i + k]))
+        if windows and process.extractOne(fwords, windows, scorer=fuzz.ratio, score_cutoff=threshold) is not None:
+            return True
+    return False
 
 
 def fact_coverage(
@@ -105,10 +313,11 @@ def fact_coverage(
 ) -> float | None:
     """Share of expected facts found in the answer.
 
-    ``coverage = |{f in facts : fact_found(f, answer)}| / |facts|`` (blank facts ignored).
+    ``coverage = |{f in facts : fact_found(f, answer)}| / |facts|`` (blank facts, and facts
+    with no word or number left after normalisation, such as "the", are ignored).
     ``None`` when there are no facts.
     """
-    facts = [f for f in (expected_facts or []) if f and normalize_answer(f)]
+    facts = [f for f in (expected_facts or []) if f and _fact_tokens(f)]
     if not facts:
         return None
     return sum(fact_found(f, answer or "", threshold) for f in facts) / len(facts)

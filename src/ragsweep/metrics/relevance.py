@@ -11,9 +11,9 @@ The rule that ran is recorded on every :class:`~ragsweep.metrics.retrieval.Judge
 
 ``evidence_offsets``
     Items = the evidence spans (grade 1 each). A span is first *located* in the parsed text
-    of its document with :func:`locate_spans` (exact search after normalisation — case,
-    whitespace, quotes, dashes, ligatures —, then the same on letters and digits only, then
-    a rapidfuzz fuzzy alignment for spans of 20+ characters). A chunk covers the span when
+    of its document with :func:`locate_spans` (see "How a span is matched" below: exact
+    search after normalisation, then the same on letters and digits only, then a rapidfuzz
+    fuzzy alignment for spans of 20+ characters). A chunk covers the span when
     it comes from the span's document and ``[hit.start, hit.end)`` overlaps one located
     occurrence by at least ``min(min_chars, ceil(min_fraction * span length))`` characters
     (defaults: 100 chars or half the span, whichever is smaller; so a short span must be at
@@ -32,15 +32,71 @@ The rule that ran is recorded on every :class:`~ragsweep.metrics.retrieval.Judge
     Like Pathway, the spans joined by one space are tried as one more candidate: a chunk
     matching only the joined text is relevant (hit rate, MRR, precision) but covers no
     single span (recall). Spans with a ``doc_id`` only match chunks of that document.
+    The only normalisation added to Pathway's rule is Unicode NFC on both texts before
+    splitting: canonically equivalent spellings ("café" precomposed or as "e" + combining
+    accent) are the same word. NFC never creates or removes a U+0020 space and never
+    changes case, so the split, the case sensitivity and the ratio stay Pathway's;
+    casefolding, NFKC and substring matching are *not* applied (they would change
+    Pathway's rule), and word boundaries are inherent to the rule (whole words only).
 
 A case whose dataset rule is ``evidence_offsets``/``word_overlap`` but which has no evidence
 is judged by ``doc_id`` (and the judgement says so).
+
+How a span is matched (``evidence_offsets``: :func:`locate_spans`, :func:`text_overlap`)
+-----------------------------------------------------------------------------------------
+
+1. *Normalisation*, the same on both sides (span and document/chunk): each character
+   together with the combining marks that follow it is mapped through straight quotes
+   (curly/prime quotes -> ``'``/``"``), ASCII hyphens (Unicode dashes and minus -> ``-``),
+   soft hyphen and zero-width characters removed, then Unicode NFKC (canonical
+   composition as in NFC, plus compatibility forms: ligatures, full-width forms), then
+   ``str.casefold()`` (full case folding: "ß" -> "ss", so "Hauptstraße" equals
+   "HAUPTSTRASSE"), then NFKC again; runs of whitespace become one space, leading and
+   trailing whitespace is dropped. Decomposed (NFD) and precomposed (NFC) accents therefore
+   match. Normalisation may change the length of the text (``ß`` -> ``ss``, ``ﬁ`` -> ``fi``,
+   ``e`` + U+0301 -> ``é``); every normalised character remembers the original characters
+   it came from, so located offsets are exact offsets into the original text (a match never
+   ends in the middle of an original character sequence).
+2. *Boundaries*: a match must not start or end inside a word or a number of the text it is
+   found in. A position splits a *word* when the characters on both sides of it are
+   letters/digits (``str.isalnum``) or combining marks; it splits a *number* when it
+   separates a digit from a ``,``/``.`` that is itself followed (or preceded) by a digit.
+   So ``$5,000`` is not found in ``$15,000`` nor in ``$5,000,000``, ``Sponsor`` is not found
+   in ``Sponsorship``, ``Section 12`` is not found in ``Section 12.3``; ``Licensor`` is
+   found in ``Licensor's`` and ``(Licensor)``.
+3. *Exact*: every boundary-respecting occurrence of the normalised span in the normalised
+   text (method ``"exact"``).
+4. *Letters and digits only*: otherwise both sides keep only their letters and digits
+   (so ``non-\\ntransferable`` matches ``non-transferable``); an occurrence must still
+   respect the boundaries of step 2 in the normalised text, and the numbers in the matched
+   text must equal the span's numbers (method ``"alnum"``).
+5. *Fuzzy* (spans of 20+ normalised characters, ``fuzzy_min_score`` > 0): rapidfuzz
+   ``partial_ratio_alignment`` >= ``fuzzy_min_score``; the aligned region is widened to the
+   boundaries of step 2 (never cutting a word or number), and it is accepted only when it
+   contains exactly the span's numbers (method ``"fuzzy"``). When the best alignment fails
+   that check, alignments around the occurrences of the span's rarest number in the text
+   (up to 200) are tried, and the best-scoring one that passes is used.
+6. *Numbers* (steps 4 and 5): a number is a run of digits with single ``,``/``.`` between
+   digits (``5,000``, ``12.3``, ``2011``); numbers are compared as strings with the ``,``
+   thousands separators removed (``$5,000`` = ``$5000``; ``12.3`` != ``12.4`` != ``123``;
+   ``5,000`` != ``5.000``), in order, and the count must agree.
+
+A span that its annotator cut inside a word (CUAD has a few: "JOINT VENTURE AGREEMEN",
+"SIMPLY HERBAL" for "SIMPLY HERBALS") is therefore not found by steps 3-4; with 20+
+characters step 5 locates it widened to the whole words, a shorter one is ``"not_found"``.
+
+:func:`text_overlap` (chunk text without the parsed document) uses the normalisation of
+step 1 and the boundaries of step 2 where the *span's* edges fall inside the chunk: a span
+inside a chunk must sit on boundaries of the chunk text; a chunk's own edges are cut by the
+splitter (possibly inside a word) and are not checked.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import unicodedata
+from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, Union
@@ -69,71 +125,204 @@ _CHAR_MAP = {
     "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2015": "-", "\u2212": "-",
     "\u00ad": "", "\u200b": "", "\ufeff": "",
 }
+_NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def _joins_previous(ch: str) -> bool:
+    """A combining mark (or a Hangul vowel/final jamo) belongs to the character before it."""
+    return unicodedata.category(ch)[0] == "M" or 0x1160 <= ord(ch) <= 0x11FF
+
+
+def _fold(chars: str) -> str:
+    """Quotes/dashes mapped, NFKC, casefold, NFKC (one character and its combining marks)."""
+    s = "".join(_CHAR_MAP.get(c, c) for c in chars)
+    if not s:
+        return s
+    s = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", s).casefold())
+    s = "".join(_CHAR_MAP.get(c, c) for c in s)
+    if any(c.isspace() for c in s):  # e.g. NFKC("¨") = " \u0308"
+        s = "".join(c for c in s if not c.isspace())
+    return s
+
+
+def _build_map(text: str) -> tuple[str, array, array]:
+    """Normalised text and, for each of its characters, the ``[start, end)`` of the original
+    characters it came from (a character and its combining marks form one unit)."""
+    out: list[str] = []
+    starts = array("l")
+    ends = array("l")
+    n = len(text)
+    pending = -1  # start of a whitespace run after some output
+    i = 0
+    while i < n:
+        ch = text[i]
+        if ch.isspace():
+            if pending < 0 and out:
+                pending = i
+            i += 1
+            continue
+        j = i + 1
+        if ch < "\x80" and ch != "`" and (j == n or text[j] < "\x80"):
+            rep = ch.lower()
+        else:
+            while j < n and _joins_previous(text[j]):
+                j += 1
+            rep = _fold(text[i:j])
+        if rep:
+            if pending >= 0:
+                out.append(" ")
+                starts.append(pending)
+                ends.append(i)
+                pending = -1
+            out.append(rep)
+            k = len(rep)
+            if k == 1:
+                starts.append(i)
+                ends.append(j)
+            else:
+                starts.extend([i] * k)
+                ends.extend([j] * k)
+        i = j
+    return "".join(out), starts, ends
 
 
 @lru_cache(maxsize=256)
-def _normalize_map(text: str, alnum_only: bool = False) -> tuple[str, tuple[int, ...]]:
-    """Normalised text and, for each of its characters, the index in ``text`` it came from."""
-    out: list[str] = []
-    idx: list[int] = []
-    pending_space = False
-    for i, ch in enumerate(text):
-        if ch.isspace():
-            pending_space = bool(out)
-            continue
-        rep = _CHAR_MAP.get(ch)
-        if rep is None:
-            rep = unicodedata.normalize("NFKC", ch) if ord(ch) > 127 else ch
-        rep = rep.lower()
-        if alnum_only:
-            rep = "".join(c for c in rep if c.isalnum())
-            pending_space = False
-        if not rep:
-            continue
-        if pending_space:
-            out.append(" ")
-            idx.append(i)
-            pending_space = False
-        for c in rep:
-            out.append(c)
-            idx.append(i)
-    return "".join(out), tuple(idx)
+def _normalize_map(text: str) -> tuple[str, array, array]:
+    """:func:`_build_map` of a document (cached: a document is searched for many spans)."""
+    return _build_map(text)
+
+
+@lru_cache(maxsize=8192)
+def _normalize_small(text: str) -> str:
+    return _build_map(text)[0]
 
 
 def normalize(text: str) -> str:
-    """Lower-case, NFKC, straight quotes and dashes, whitespace runs collapsed to one space."""
-    return _normalize_map(text)[0]
+    """Quotes/dashes straightened, NFKC, casefold, whitespace runs collapsed to one space."""
+    return _normalize_small(text)
 
 
-def _find_all(hay: str, needle: str, limit: int) -> list[int]:
+def _is_word_char(c: str) -> bool:
+    return c.isalnum() or (c >= "\x80" and unicodedata.category(c)[0] == "M")
+
+
+def _splits(text: str, k: int) -> bool:
+    """Whether position ``k`` (between ``text[k-1]`` and ``text[k]``) is inside a word or a number."""
+    if k <= 0 or k >= len(text):
+        return False
+    a, b = text[k - 1], text[k]
+    if _is_word_char(a) and _is_word_char(b):
+        return True
+    if a in ",." and b.isdigit() and k >= 2 and text[k - 2].isdigit():
+        return True
+    return b in ",." and a.isdigit() and k + 1 < len(text) and text[k + 1].isdigit()
+
+
+def _numbers(text: str) -> tuple[str, ...]:
+    """The numbers of a normalised text, thousands separators removed (rule 6)."""
+    return tuple(m.group().replace(",", "") for m in _NUMBER_RE.finditer(text))
+
+
+def _find_bounded(hay: str, needle: str, limit: int, start: int = 0) -> list[int]:
+    """Start positions of ``needle`` in ``hay`` that begin and end on boundaries (rule 2)."""
     found: list[int] = []
-    start = hay.find(needle)
-    while start != -1 and len(found) < limit:
-        found.append(start)
-        start = hay.find(needle, start + 1)
+    n = len(needle)
+    pos = hay.find(needle, start)
+    while pos != -1 and len(found) < limit:
+        if not _splits(hay, pos) and not _splits(hay, pos + n):
+            found.append(pos)
+        pos = hay.find(needle, pos + 1)
     return found
+
+
+@lru_cache(maxsize=256)
+def _alnum_map(text: str) -> tuple[str, array]:
+    """Letters and digits of the normalised document, with their positions in it."""
+    ntext = _normalize_map(text)[0]
+    pos = array("l", (k for k, c in enumerate(ntext) if c.isalnum()))
+    return "".join(ntext[k] for k in pos), pos
+
+
+@lru_cache(maxsize=256)
+def _text_numbers(text: str) -> tuple[tuple[str, int, int], ...]:
+    """``(number, start, end)`` of every number of the normalised document."""
+    ntext = _normalize_map(text)[0]
+    return tuple((m.group().replace(",", ""), m.start(), m.end()) for m in _NUMBER_RE.finditer(ntext))
+
+
+def _snap(ntext: str, s: int, e: int) -> tuple[int, int]:
+    """Widen ``[s, e)`` so that it starts and ends on boundaries; drop edge spaces."""
+    while s < e and ntext[s] == " ":
+        s += 1
+    while e > s and ntext[e - 1] == " ":
+        e -= 1
+    while s > 0 and _splits(ntext, s):
+        s -= 1
+    while e < len(ntext) and _splits(ntext, e):
+        e += 1
+    return s, e
+
+
+def _fuzzy(text: str, nspan: str, min_score: float) -> tuple[int, int] | None:
+    from rapidfuzz import fuzz
+
+    ntext = _normalize_map(text)[0]
+    want = _numbers(nspan)
+
+    def accept(al: Any, offset: int) -> tuple[float, int, int] | None:
+        if al is None or al.dest_end <= al.dest_start:
+            return None
+        s, e = _snap(ntext, offset + al.dest_start, offset + al.dest_end)
+        if e <= s or _numbers(ntext[s:e]) != want:
+            return None
+        return al.score, s, e
+
+    best = accept(fuzz.partial_ratio_alignment(nspan, ntext, score_cutoff=min_score), 0)
+    if best is None and want:
+        # the best alignment has other numbers: try around each occurrence of the span's rarest number
+        numbers = _text_numbers(text)
+        anchor = min(set(want), key=lambda v: sum(1 for n, _, _ in numbers if n == v))
+        width = len(nspan)
+        tried = 0
+        for value, ns, ne in numbers:
+            if value != anchor:
+                continue
+            tried += 1
+            if tried > 200:
+                break
+            w0, w1 = max(0, ns - width), min(len(ntext), ne + width)
+            cand = accept(fuzz.partial_ratio_alignment(nspan, ntext[w0:w1], score_cutoff=min_score), w0)
+            if cand is not None and (best is None or cand[0] > best[0]):
+                best = cand
+    return None if best is None else (best[1], best[2])
 
 
 @lru_cache(maxsize=4096)
 def _locate(text: str, span: str, fuzzy_min_score: float, limit: int) -> tuple[str, tuple[tuple[int, int], ...]]:
-    for alnum in (False, True):
-        ntext, idx = _normalize_map(text, alnum)
-        nspan = _normalize_map(span, alnum)[0]
-        if not nspan:
-            return "empty", ()
-        hits = _find_all(ntext, nspan, limit)
-        if hits:
-            return ("exact" if not alnum else "alnum"), tuple(
-                (idx[p], idx[p + len(nspan) - 1] + 1) for p in hits
-            )
-    ntext, idx = _normalize_map(text)
     nspan = normalize(span)
+    if not nspan:
+        return "empty", ()
+    ntext, starts, ends = _normalize_map(text)
+    hits = _find_bounded(ntext, nspan, limit)
+    if hits:
+        return "exact", tuple((starts[p], ends[p + len(nspan) - 1]) for p in hits)
+    aspan = "".join(c for c in nspan if c.isalnum())
+    if aspan:
+        atext, apos = _alnum_map(text)
+        want = _numbers(nspan)
+        found: list[tuple[int, int]] = []
+        p = atext.find(aspan)
+        while p != -1 and len(found) < limit:
+            s, e = apos[p], apos[p + len(aspan) - 1] + 1
+            if not _splits(ntext, s) and not _splits(ntext, e) and _numbers(ntext[s:e]) == want:
+                found.append((starts[s], ends[e - 1]))
+            p = atext.find(aspan, p + 1)
+        if found:
+            return "alnum", tuple(found)
     if fuzzy_min_score > 0 and len(nspan) >= 20 and ntext:
-        from rapidfuzz import fuzz
-
-        al = fuzz.partial_ratio_alignment(nspan, ntext, score_cutoff=fuzzy_min_score)
-        if al is not None and al.dest_end > al.dest_start:
-            return "fuzzy", ((idx[al.dest_start], idx[al.dest_end - 1] + 1),)
+        got = _fuzzy(text, nspan, fuzzy_min_score)
+        if got is not None:
+            return "fuzzy", ((starts[got[0]], ends[got[1] - 1]),)
     return "not_found", ()
 
 
@@ -144,7 +333,10 @@ def locate_spans(
 
     The method is ``"exact"`` (normalised text), ``"alnum"`` (letters and digits only),
     ``"fuzzy"`` (rapidfuzz ``partial_ratio_alignment`` >= ``fuzzy_min_score``, one occurrence,
-    spans of 20+ characters) or ``"not_found"``. Offsets index ``parsed_text``.
+    spans of 20+ characters, same numbers as the span), ``"empty"`` (nothing left of the span
+    after normalisation) or ``"not_found"``. Every occurrence starts and ends on word/number
+    boundaries (see the module docstring). Offsets index ``parsed_text`` (the original, not
+    the normalised text).
     """
     how, spans = _locate(parsed_text, span, float(fuzzy_min_score), int(limit))
     return how, list(spans)
@@ -157,30 +349,36 @@ def locate_span(parsed_text: str, span: str, fuzzy_min_score: float = 90.0) -> t
 
 
 def word_overlap_ratio(span: str, chunk: str) -> float:
-    """Pathway's ``compare_intersect``: |set(span words) & set(chunk words)| / |set(span words)|, split on " "."""
-    words = set(span.split(" "))
-    return len(words.intersection(chunk.split(" "))) / len(words)
+    """Pathway's ``compare_intersect``: |set(span words) & set(chunk words)| / |set(span words)|, split on " ".
+
+    Both texts are put in Unicode NFC first (the only addition to Pathway's rule, see the
+    module docstring); the split on single spaces and the case sensitivity are Pathway's.
+    """
+    words = set(unicodedata.normalize("NFC", span).split(" "))
+    return len(words.intersection(unicodedata.normalize("NFC", chunk).split(" "))) / len(words)
 
 
 def text_overlap(chunk: str, span: str, need: int = 1, min_partial: int = 30) -> int:
     """Length of the normalised overlap between a chunk's text and a span.
 
-    Span inside chunk -> len(span); chunk inside span -> len(chunk); otherwise the longest
-    suffix of one that is a prefix of the other, provided it is at least
-    ``max(need, min_partial)`` characters long (shorter edge overlaps report 0: a chunk that
-    merely ends with the span's first word says nothing about where the span is).
+    Span inside chunk (on word/number boundaries of the chunk text) -> len(span); chunk
+    inside span -> len(chunk); otherwise the longest suffix of one that is a prefix of the
+    other, provided it is at least ``max(need, min_partial)`` characters long (shorter edge
+    overlaps report 0: a chunk that merely ends with the span's first word says nothing about
+    where the span is) and the span's edge inside the chunk falls on a boundary. Lengths are
+    in normalised characters.
     """
     c, s = normalize(chunk), normalize(span)
     if not c or not s:
         return 0
-    if s in c:
+    if s in c and _find_bounded(c, s, 1):
         return len(s)
-    if c in s:
+    if s not in c and c in s:
         return len(c)
     need = max(1, need, min_partial)
     probe = min(16, need)
     best = 0
-    for a, b in ((c, s), (s, c)):  # suffix of a == prefix of b
+    for a, b, chunk_first in ((c, s, True), (s, c, False)):  # suffix of a == prefix of b
         head = b[:probe]
         start = a.find(head, max(0, len(a) - len(b)))
         while start != -1:
@@ -188,8 +386,11 @@ def text_overlap(chunk: str, span: str, need: int = 1, min_partial: int = 30) ->
             if length < need:
                 break
             if a[start:] == b[:length]:
-                best = max(best, length)
-                break  # first match from the left is the longest
+                # the span's edge inside the chunk: where the span starts (a = chunk) or ends (b = chunk)
+                edge_ok = not _splits(c, start) if chunk_first else not _splits(c, length)
+                if edge_ok:
+                    best = max(best, length)
+                    break  # first match from the left is the longest
             start = a.find(head, start + 1)
     return best
 
