@@ -140,7 +140,7 @@ def test_repeated_chunks_of_one_item_count_once_for_recall_ndcg_map():
     assert recall(j, 3) == 0.5
     assert ndcg(j, 3) == pytest.approx(1 / (1 + 1 / L2(3)))
     assert average_precision(j) == pytest.approx(1 / 2)
-    assert r_precision(j) == 1.0  # both of the top-2 chunks are relevant
+    assert r_precision(j) == 0.5  # in items, like recall: of A and C only A is in the top R = 2
 
 
 def test_one_chunk_covering_two_items():

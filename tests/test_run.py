@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from ragsweep import run as run_module
+from ragsweep import stages as stages_module
 from ragsweep.cli import main
 from ragsweep.run import EvalOptions, RunError, run_eval
 
@@ -52,7 +53,7 @@ def test_eval_writes_a_complete_run_folder(tmp_path):
 
 def test_resume_after_interruption_computes_no_case_twice(tmp_path, monkeypatch):
     calls: list[str] = []
-    real = run_module.answer_cases
+    real = stages_module.answer
 
     def interrupting(answerer, items):
         if len(calls) >= 5:
@@ -60,7 +61,8 @@ def test_resume_after_interruption_computes_no_case_twice(tmp_path, monkeypatch)
         calls.extend(q for q, _ in items)
         return real(answerer, items)
 
-    monkeypatch.setattr(run_module, "answer_cases", interrupting)
+    monkeypatch.setattr(stages_module, "answer", interrupting)
+    monkeypatch.setattr(run_module, "SCORE_BATCH", 5)
     with pytest.raises(KeyboardInterrupt):
         run_eval(options(tmp_path, name="r"))
     run_dir = tmp_path / "runs" / "r"
@@ -71,7 +73,7 @@ def test_resume_after_interruption_computes_no_case_twice(tmp_path, monkeypatch)
     first_five = list(calls)
 
     calls.clear()
-    monkeypatch.setattr(run_module, "answer_cases", lambda a, items: (calls.extend(q for q, _ in items), real(a, items))[1])
+    monkeypatch.setattr(stages_module, "answer", lambda a, items: (calls.extend(q for q, _ in items), real(a, items))[1])
     run_dir2, report = run_eval(options(tmp_path, resume=str(run_dir)))
     assert run_dir2 == run_dir
     assert len(calls) == 9 and not set(calls) & set(first_five)

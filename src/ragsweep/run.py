@@ -37,6 +37,7 @@ from ragsweep.scoring import aggregate, check_floors, parse_floors
 from ragsweep.stages import RunInputs, load_inputs
 
 DEFAULT_KS = (1, 3, 5, 10)
+SCORE_BATCH = 64  # cases answered and scored together without an LLM (each line is still saved at once)
 
 
 class EvalOptions(RunInputs):
@@ -128,8 +129,8 @@ def load_retrieved(run_dir: Path) -> stages.Retrieved | None:
 def run_eval(options: EvalOptions) -> tuple[Path, dict[str, Any]]:
     """Evaluate; return the run folder and the report (or, for a dry run, the LLM estimate)."""
     config, dataset, cases = load_inputs(options)
-    cases_file = dataset.root / "cases.jsonl"
-    dataset_hash = file_hash(cases_file) if cases_file.exists() else "unknown"
+    cases_file = dataset.cases_file or dataset.root / "cases.jsonl"
+    dataset_hash = file_hash(cases_file) if cases_file.is_file() else "unknown"
     run_dir, started_at, lock = open_run(options, config, dataset.name, dataset_hash, cases)
     try:
         return _run_eval(options, config, dataset, cases, dataset_hash, run_dir, started_at)
@@ -221,7 +222,7 @@ def answer_and_score(todo: list[Case], retrieved: stages.Retrieved, answerer, ju
                      dataset: Dataset, texts: dict[str, str], options: EvalOptions, top_k: int, ks: list[int],
                      cases_file: Path, done: dict[str, dict]) -> None:
     """Answer, judge and score each case; append its record as soon as it is computed."""
-    batch = max(1, (llm_settings.concurrency * 2) if llm_settings else 64)
+    batch = max(1, (llm_settings.concurrency * 2) if llm_settings else SCORE_BATCH)
     with JsonlWriter(cases_file) as writer, stages.progress_bar(len(todo), "answer+score", options.progress) as bar:
         for part in stages.in_batches(todo, batch):
             answers = stages.answer(answerer, [(c.question, retrieved.served[c.id][top_k]) for c in part])

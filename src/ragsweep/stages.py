@@ -72,6 +72,7 @@ def load_inputs(inputs: RunInputs):
     """The pipeline config, the dataset (validated first) and the cases to evaluate."""
     from ragsweep.config import ConfigError, PipelineConfig
     from ragsweep.datasets.loader import DatasetError, load_dataset
+    from ragsweep.datasets.pathway_limits import unscopable_reason
     from ragsweep.runfolder import RunError
 
     try:
@@ -91,7 +92,13 @@ def load_inputs(inputs: RunInputs):
         dataset = load_dataset(inputs.dataset, split=inputs.split)
     except DatasetError as err:
         raise RunError(str(err)) from err
-    cases = list(dataset.cases)
+    cases = []
+    for case in dataset.cases:
+        reason = next((r for d in case.doc_scope or [] if (r := unscopable_reason(d))), None)
+        if reason:
+            print(f"warning: case {case.id} skipped: {reason}", file=sys.stderr)
+        else:
+            cases.append(case)
     if inputs.sample:
         cases = stratified_sample(cases, inputs.sample, inputs.seed)
     if inputs.limit:

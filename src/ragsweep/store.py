@@ -11,7 +11,6 @@ times and time-0 queries would silently get ``[]``).
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 from collections import Counter
@@ -22,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from ragsweep.config import BuiltPipeline, PipelineConfig
 from ragsweep.corpus import Corpus
+from ragsweep.datasets.pathway_limits import clean_query, unscopable_reason
 from ragsweep.hits import Hit
 from ragsweep.offline import ensure_offline
 
@@ -74,20 +74,11 @@ class StoreRun:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-_TANTIVY_UNSAFE = re.compile(r"[^\w\s]", re.UNICODE)
-
-
 def sanitize_query(text: str) -> str:
-    """Make a question safe for Tantivy's query parser.
-
-    Quotes, colons, parentheses, ``+``/``-``/``^``/``~`` and the like are query
-    syntax to Tantivy and some of them end the whole ``pw.run`` with a syntax
-    error; they carry no meaning for BM25 or the embedder, so they become spaces.
-    Boolean keywords are lower-cased for the same reason.
-    """
-    cleaned = _TANTIVY_UNSAFE.sub(" ", text.replace("\u00a0", " "))
-    words = [w.lower() if w in ("AND", "OR", "NOT", "IN", "TO") else w for w in cleaned.split()]
-    return " ".join(words) or "document"
+    """Make a question safe for Tantivy's query parser (see
+    :func:`ragsweep.datasets.pathway_limits.clean_query`); a question with nothing
+    searchable left becomes "document" (``ragsweep validate`` names such cases)."""
+    return clean_query(text) or "document"
 
 
 def scope_filter(doc_scope: list[str] | None) -> str | None:
@@ -100,8 +91,8 @@ def scope_filter(doc_scope: list[str] | None) -> str | None:
     if not doc_scope:
         return None
     for doc_id in doc_scope:
-        if "`" in doc_id or '"' in doc_id:
-            raise ValueError(f"document id {doc_id!r} holds a backtick or double quote: it cannot be used in a scope")
+        if (reason := unscopable_reason(doc_id)) is not None:
+            raise ValueError(f"document id {doc_id!r}: {reason}")
     return " || ".join(f"doc_id == `{d}`" for d in sorted(set(doc_scope)))
 
 

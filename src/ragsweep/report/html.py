@@ -395,6 +395,8 @@ def _eval_page(run_dir: Path) -> str:
                 f"relevance: {esc(report.get('relevance_rule') or '?')}")
     sections = [
         ("summary", "Summary", headline + _summary_table(metrics, intervals, counts)),
+        *([("baselines", "Against chance and oracle", _baselines_table(report["baselines"]))]
+          if report.get("baselines") else []),
         ("curves", "Metrics vs k", _curves(metrics, intervals, "retrieval metrics at each k (95% CI)")),
         *_case_sections(cases, k),
         ("run", "Run", _meta(_manifest_items(report))),
@@ -410,14 +412,29 @@ def _headline(metrics: dict, cases: list[dict], k: int | None) -> str:
 
 
 def _aggregate(cases: list[dict]) -> tuple[dict, dict, dict]:
-    metrics, intervals, counts = {}, {}, {}
-    for name in ordered({m for c in cases for m in (c.get("metrics") or {})}):
-        vals = [num((c.get("metrics") or {}).get(name)) for c in cases]
-        present = [v for v in vals if v is not None]
-        counts[name] = {"n": len(present), "missing": len(vals) - len(present)}
-        metrics[name] = sum(present) / len(present) if present else None
-        intervals[name] = list(_ci(present))
-    return metrics, intervals, counts
+    """A cases-only folder: the evaluator's own aggregator (one aggregator for every report)."""
+    from ragsweep.scoring import aggregate
+
+    agg = aggregate(cases)
+    return agg["metrics"], agg["intervals"], agg["counts"]
+
+
+def _baselines_table(baselines: dict) -> str:
+    """Pipeline, chance and oracle side by side for each retrieval metric, with the lift over chance."""
+    if not baselines:
+        return ""
+    rows = []
+    for name in ordered(baselines):
+        b = baselines[name]
+        rows.append(f'<tr><td>{esc(name)}</td><td class="num">{fmt(num(b.get("pipeline")))}</td>'
+                    f'<td class="num">{fmt(num(b.get("chance")))}</td><td class="num">{fmt(num(b.get("oracle")))}</td>'
+                    f'<td class="num">{fmt(num(b.get("lift")))}</td><td class="num">{esc(b.get("n", ""))}</td></tr>')
+    return ('<div class="scroll"><table class="baselines"><thead><tr><th>metric</th><th class="num">pipeline</th>'
+            '<th class="num">chance</th><th class="num">oracle</th><th class="num">lift over chance</th>'
+            f'<th class="num">n</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+            '<p class="note">chance: the expected value if the candidate chunks of each case (those of its scoped '
+            'documents, or of the whole corpus) were served in a uniformly random order; oracle: the best value '
+            'any order of those chunks reaches at that k. Means over the same cases as the pipeline value.</p>')
 
 
 # ----------------------------------------------------------------------------- sweep page
