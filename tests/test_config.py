@@ -53,7 +53,8 @@ def test_unknown_or_component_override_is_an_error(default_pipeline):
         PipelineConfig.load(default_pipeline, {"chunk_size": 3})
     with pytest.raises(ConfigError, match="is a component"):
         PipelineConfig.load(default_pipeline, {"splitter": 3})
-    with pytest.raises(ConfigError, match="retriever_mode is 'bogus'"):
+    with pytest.raises(ConfigError, match=r"\$retriever_mode = 'bogus': must name a variable of the file holding a "
+                                          r"retriever factory \(bm25, hybrid, knn\)"):
         PipelineConfig.load(default_pipeline, {"retriever_mode": "bogus"}).build()
 
 
@@ -94,3 +95,118 @@ def test_secrets_never_reach_the_manifest(tmp_path, default_pipeline):
     assert manifest["variables"]["max_tokens"] == 600  # "tokens" is not a secret
     assert secret not in str(manifest) and secret not in config.public_text()
     assert "$llm_api_key: ***" in config.public_text()
+
+
+# An llm-app question-answering app.yaml (templates/question_answering_rag), with a BM25
+# retriever so it runs offline: a DoclingParser with LLM table parsing, an OpenAI chat
+# model and a question answerer with its search_topk.
+DOCLING_APP_YAML = """
+$sources:
+  - !pw.io.fs.read
+    path: data
+    format: binary
+    with_metadata: true
+
+$llm: !pw.xpacks.llm.llms.OpenAIChat
+  model: "gpt-4.1-mini"
+  retry_strategy: !pw.udfs.ExponentialBackoffRetryStrategy
+    max_retries: 6
+  cache_strategy: !pw.udfs.DefaultCache {}
+  temperature: 0
+
+$splitter: !pw.xpacks.llm.splitters.TokenCountSplitter
+  max_tokens: 300
+
+$parser: !pw.xpacks.llm.parsers.DoclingParser
+  table_parsing_strategy: "llm"
+  async_mode: "fully_async"
+  chunk: false
+  cache_strategy: !pw.udfs.DefaultCache {}
+
+$retriever_factory: !pw.stdlib.indexing.TantivyBM25Factory {}
+
+$document_store: !pw.xpacks.llm.document_store.DocumentStore
+  docs: $sources
+  parser: $parser
+  splitter: $splitter
+  retriever_factory: $retriever_factory
+
+question_answerer: !pw.xpacks.llm.question_answering.BaseRAGQuestionAnswerer
+  llm: $llm
+  indexer: $document_store
+  search_topk: 3
+"""
+
+
+def test_an_app_config_with_a_docling_parser_is_evaluated_with_ragsweeps_parse(tmp_path, monkeypatch,
+                                                                                fixture_corpus_dir):
+    """Pathway's DoclingParser is never built (it needs tree_sitter, and an API key for LLM
+    table parsing): ragsweep parses the documents itself, and the manifest says so."""
+    import yaml
+    from pathway.internals.yaml_loader import PathwayYamlLoader, Variable
+    from pathway.stdlib.indexing import TantivyBM25Factory
+
+    from ragsweep.corpus import parse_corpus
+    from ragsweep.store import RagStore
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-sent")  # the chat model is not built either
+    app = tmp_path / "app.yaml"
+    app.write_text(DOCLING_APP_YAML)
+    config = PipelineConfig.load(app)
+    built = config.build()  # was: ImportError: No module named 'tree_sitter' (DoclingParser built)
+    assert type(config.raw[Variable("parser")].constructor).__name__ == "ParserStandIn"  # no class imported
+    assert isinstance(built.retriever_factory, TantivyBM25Factory)
+    assert built.splitter.kwargs["max_tokens"] == 300
+    assert config.manifest()["parser"]["configured"] == "pathway.xpacks.llm.parsers.DoclingParser"
+    assert config.manifest()["parser"]["used"].startswith("ragsweep.corpus")
+    # the stand-in hashes as the parser it replaces
+    assert PipelineConfig(str(app), yaml.load(DOCLING_APP_YAML, PathwayYamlLoader)).hash == config.hash
+
+    assert config.top_k == 3  # the question answerer's search_topk
+    hits = RagStore(config, parse_corpus(fixture_corpus_dir)).retrieve(["the moons of Jupiter and the agreement"])
+    assert len(hits[0]) == 3 and hits[0][0].doc_id == "jupiter.html"
+
+
+def test_search_topk_is_the_top_k_of_an_app_config_without_top_k(tmp_path):
+    import inspect
+
+    from pathway.xpacks.llm.question_answering import BaseRAGQuestionAnswerer
+
+    def load(text, overrides=None):
+        path = tmp_path / "app.yaml"
+        path.write_text(text)
+        return PipelineConfig.load(path, overrides)
+
+    literal = DOCLING_APP_YAML
+    assert load(literal).top_k == 3
+    assert load(literal).manifest()["top_k"] == {"value": 3, "from": "question_answerer.search_topk"}
+    assert load(literal, {"top_k": 8}).top_k == 8  # ragsweep's knob may be set on such a file
+
+    variable = literal.replace("search_topk: 3", "search_topk: $search_topk") + "\n$search_topk: 4\n"
+    assert load(variable).top_k == 4
+    assert load(variable, {"search_topk": 2}).top_k == 2
+    assert load("$search_topk: 7\n" + APP_YAML).top_k == 7
+    assert load("$top_k: 9\n" + variable).top_k == 9  # $top_k first
+
+    pathway_default = inspect.signature(BaseRAGQuestionAnswerer).parameters["search_topk"].default
+    assert load(literal.replace("  search_topk: 3\n", "")).top_k == pathway_default
+    assert load(APP_YAML).top_k == 5  # no question answerer: ragsweep's default
+
+    with pytest.raises(ConfigError, match=r"question_answerer.search_topk = 0: must be an integer >= 1"):
+        load(literal.replace("search_topk: 3", "search_topk: 0"))
+    with pytest.raises(ConfigError, match=r"\$search_topk = 'many': must be an integer >= 1"):
+        load(variable, {"search_topk": "many"})
+
+
+def test_a_top_level_document_store_is_used_too(tmp_path):
+    """llm-app's document-indexing template names it ``document_store:``, without ``$``."""
+    from pathway.stdlib.indexing import TantivyBM25Factory
+
+    app = tmp_path / "app.yaml"
+    app.write_text(APP_YAML.replace("$document_store:", "document_store:")
+                   + "  parser: $parser\n\n$parser: !pw.xpacks.llm.parsers.UnstructuredParser {}\n")
+    config = PipelineConfig.load(app)
+    built = config.build()
+    assert isinstance(built.retriever_factory, TantivyBM25Factory) and built.splitter.kwargs["max_tokens"] == 300
+    assert config.manifest()["parser"]["configured"] == "pathway.xpacks.llm.parsers.UnstructuredParser"
+    assert config.with_overrides({"top_k": 2}).index_key == config.index_key

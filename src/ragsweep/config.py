@@ -7,31 +7,68 @@ factory, found in this order:
 - ``$retriever_mode`` names the variable holding the factory (``bm25``, ``knn``,
   ``hybrid`` in ``pipelines/default.yaml``);
 - else ``$retriever_factory``;
-- else the ``retriever_factory`` of ``$document_store`` (an existing app config
-  evaluated as is; its ``$sources`` are replaced by the dataset's documents).
+- else the ``retriever_factory`` of ``$document_store`` (or of a top-level
+  ``document_store:``, as in llm-app's indexing template): an existing app config
+  evaluated as is; its ``$sources`` are replaced by the dataset's documents.
 
-The splitter is ``$splitter`` or the one of ``$document_store``. Any plain scalar
+The splitter is ``$splitter`` or the one of the document store. Any plain scalar
 variable can be overridden by name (``max_tokens=400``); the hash covers the
 file's structure after overrides, so two runs with equal hashes ran one pipeline.
+The hash is computed from a canonical form (classes by their import path, engine
+enum values by name, never a ``repr`` with a memory address), so it is the same
+in every process: ``--resume`` and run-folder names rely on that.
+
+The knobs ragsweep reads (``$top_k``, ``$min_tokens``, ``$retriever_mode``,
+``$llm_timeout``...) are checked on load and after every override by
+:class:`PipelineVariables`; a bad value is a :class:`ConfigError` naming the
+file, the knob, the value and what is allowed. Other variables are free.
+
+An llm-app ``app.yaml`` works as is:
+
+- documents are parsed by ragsweep itself (:mod:`ragsweep.corpus`, Docling), so a
+  Pathway parser (``!pw.xpacks.llm.parsers.DoclingParser``...) is read as a
+  stand-in and never constructed (it would need ``pathway[xpack-llm-docs]`` and,
+  for LLM table parsing, an API key); the manifest records the substitution;
+- top-level entries that only the app server uses (``question_answerer``,
+  ``host``, ``port``...) are not built;
+- without ``$top_k``, the top-k is ``$search_topk``, else the ``search_topk`` of
+  the question answerer (Pathway's default when it sets none).
 """
 
 from __future__ import annotations
 
 import copy
 import enum
+import functools
 import hashlib
 import json
 import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from ragsweep.offline import ensure_offline
 
 RETRIEVER_MODES = ("bm25", "knn", "hybrid")
+DEFAULT_TOP_K = 5
+# what stands in for the parser of an app config: the documents are parsed here
+RAGSWEEP_PARSER = "ragsweep.corpus (Docling)"
 
 
 class ConfigError(Exception):
@@ -48,6 +85,145 @@ class BuiltPipeline:
     params: dict[str, Any]
 
 
+# ----------------------------------------------------------------- the knobs
+PositiveInt = Annotated[StrictInt, Field(ge=1)]
+PositiveNumber = Annotated[StrictFloat, Field(gt=0, allow_inf_nan=False)]  # ints are accepted as numbers
+
+
+class PipelineVariables(BaseModel):
+    """The ``$variables`` ragsweep itself reads, typed; any other variable is free.
+
+    An absent knob is not checked (the component's own default applies); ``null``
+    is allowed where ragsweep has a fallback (``$top_k``, ``$retriever_mode``,
+    ``$prompt_template``, the ``llm_*`` ones), not for values a component takes.
+    The ``llm_*`` knobs mirror :class:`ragsweep.llm.settings.LLMSettings`.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    # a default of None is "absent" (defaults are not validated): an explicit null is rejected
+    min_tokens: PositiveInt = None  # type: ignore[assignment]
+    max_tokens: PositiveInt = None  # type: ignore[assignment]
+    top_k: PositiveInt | None = None
+    search_topk: PositiveInt | None = None
+    retriever_mode: StrictStr | None = None
+    rrf_k: PositiveNumber = None  # type: ignore[assignment]
+    embedder_model: Annotated[StrictStr, Field(min_length=1)] = None  # type: ignore[assignment]
+    embedder_batch_size: PositiveInt = None  # type: ignore[assignment]
+    prompt_template: StrictStr | None = None
+
+    llm_base_url: StrictStr | None = None
+    llm_model: Annotated[StrictStr, Field(min_length=1)] | None = None
+    llm_api_key: StrictStr | None = None
+    llm_api_key_env: Annotated[StrictStr, Field(min_length=1)] | None = None
+    llm_temperature: Annotated[StrictFloat, Field(ge=0, le=2)] | None = None
+    llm_max_tokens: PositiveInt | None = None
+    llm_timeout: PositiveNumber | None = None
+    llm_max_retries: Annotated[StrictInt, Field(ge=0)] | None = None
+    llm_concurrency: Annotated[StrictInt, Field(ge=1, le=64)] | None = None
+    llm_cache: StrictBool | None = None
+    llm_cache_dir: Annotated[StrictStr, Field(min_length=1)] | None = None
+    llm_price_per_1k_prompt: Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)] | None = None
+    llm_price_per_1k_completion: Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)] | None = None
+    llm_json_mode: StrictBool | None = None
+    llm_embeddings: Literal["minilm", "endpoint"] | None = None
+    llm_embedding_model: Annotated[StrictStr, Field(min_length=1)] | None = None
+
+    @field_validator("llm_base_url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(r"^https?://\S+$", v):
+            raise ValueError("must be an http:// or https:// URL, or null")
+        return v
+
+    @field_validator("prompt_template")
+    @classmethod
+    def _template(cls, v: str | None) -> str | None:
+        if v is not None:
+            from ragsweep.answer.llm import validate_template
+
+            try:
+                validate_template(v)
+            except ValueError as err:
+                raise ValueError(f"must be null (Pathway's RAG prompt) or a template: {err}") from None
+        return v
+
+    @field_validator("retriever_mode")
+    @classmethod
+    def _mode(cls, v: str | None, info: ValidationInfo) -> str | None:
+        factories = (info.context or {}).get("retriever_factories")
+        if v is not None and factories is not None and v not in factories:
+            choices = ", ".join(sorted(factories)) or "none is defined"
+            raise ValueError(f"must name a variable of the file holding a retriever factory ({choices}), or be null")
+        return v
+
+    @model_validator(mode="after")
+    def _bounds(self) -> "PipelineVariables":
+        if self.min_tokens is not None and self.max_tokens is not None and self.min_tokens > self.max_tokens:
+            raise ValueError("min_tokens must be <= max_tokens")
+        return self
+
+
+# what is allowed, per knob (the message of a failed type or bound check)
+KNOB_RULES: dict[str, str] = {
+    "min_tokens": "must be an integer >= 1 (and <= $max_tokens)",
+    "max_tokens": "must be an integer >= 1 (and >= $min_tokens)",
+    "top_k": "must be an integer >= 1",
+    "search_topk": "must be an integer >= 1",
+    "retriever_mode": "must name a variable of the file holding a retriever factory, or be null",
+    "rrf_k": "must be a number > 0",
+    "embedder_model": "must be a non-empty string",
+    "embedder_batch_size": "must be an integer >= 1",
+    "prompt_template": "must be null or a string with the {context} and {query} placeholders",
+    "llm_base_url": "must be an http:// or https:// URL, or null",
+    "llm_model": "must be a non-empty string, or null",
+    "llm_api_key": "must be a string, or null",
+    "llm_api_key_env": "must be the name of an environment variable, or null",
+    "llm_temperature": "must be a number from 0 to 2, or null",
+    "llm_max_tokens": "must be an integer >= 1, or null",
+    "llm_timeout": "must be a number of seconds > 0, or null",
+    "llm_max_retries": "must be an integer >= 0, or null",
+    "llm_concurrency": "must be an integer from 1 to 64, or null",
+    "llm_cache": "must be true or false, or null",
+    "llm_cache_dir": "must be a non-empty path, or null",
+    "llm_price_per_1k_prompt": "must be a number >= 0, or null",
+    "llm_price_per_1k_completion": "must be a number >= 0, or null",
+    "llm_json_mode": "must be true or false, or null",
+    "llm_embeddings": "must be 'minilm' or 'endpoint', or null",
+    "llm_embedding_model": "must be a non-empty string, or null",
+}
+
+
+def _show(name: str, value: Any) -> str:
+    """A knob's value for an error message (never a secret)."""
+    from pathway.internals.yaml_loader import Value
+
+    if _SECRET_NAME.search(name) and value not in (None, ""):
+        return "***"
+    if isinstance(value, Value):
+        return "a component (!" + _callable_path(value.constructor) + ")" if value.constructor else "a constant"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _knob_errors(path: str, values: dict[str, Any], err: ValidationError) -> list[str]:
+    messages = []
+    for e in err.errors():
+        if not e["loc"]:  # the model validator: a relation between knobs
+            messages.append(f"{path}: $min_tokens = {_show('min_tokens', values.get('min_tokens'))} > "
+                            f"$max_tokens = {_show('max_tokens', values.get('max_tokens'))}: "
+                            "$min_tokens must be <= $max_tokens")
+            continue
+        name = str(e["loc"][0])
+        rule = e["msg"].removeprefix("Value error, ") if e["type"] == "value_error" else KNOB_RULES[name]
+        messages.append(f"{path}: ${name} = {_show(name, values.get(name))}: {rule}")
+    return list(dict.fromkeys(messages))
+
+
 @dataclass
 class PipelineConfig:
     path: str
@@ -58,13 +234,11 @@ class PipelineConfig:
     @classmethod
     def load(cls, path: str | Path, overrides: dict[str, Any] | None = None) -> "PipelineConfig":
         ensure_offline()
-        from pathway.internals.yaml_loader import PathwayYamlLoader
-
         p = Path(path)
         if not p.is_file():
             raise ConfigError(f"pipeline config {str(p)!r} does not exist")
         try:
-            raw = yaml.load(p.read_text(), PathwayYamlLoader)
+            raw = yaml.load(p.read_text(), _loader_class())
         except (yaml.YAMLError, ImportError, AttributeError) as err:
             raise ConfigError(f"{p}: {err}") from err
         if not isinstance(raw, dict):
@@ -73,18 +247,41 @@ class PipelineConfig:
         return config.with_overrides(overrides or {})
 
     def with_overrides(self, overrides: dict[str, Any]) -> "PipelineConfig":
+        """A new config with some scalar variables replaced, checked (:meth:`validate`).
+
+        ``top_k`` may be set on a file that has no ``$top_k`` (an app config whose
+        top-k comes from ``search_topk``): ragsweep reads it, no component does.
+        """
         from pathway.internals.yaml_loader import Variable
 
         raw = copy.copy(self.raw)
         for name, value in overrides.items():
             var = Variable(name)
-            if var not in raw:
+            if var not in raw and name != "top_k":
                 known = ", ".join(sorted(v.name for v in raw if isinstance(v, Variable) and _is_scalar(raw[v])))
                 raise ConfigError(f"{self.path}: no variable ${name} to override (scalars: {known})")
-            if not _is_scalar(raw[var]):
+            if var in raw and not _is_scalar(raw[var]):
                 raise ConfigError(f"{self.path}: ${name} is a component, not a scalar: it cannot be overridden")
             raw[var] = value
-        return PipelineConfig(path=self.path, raw=raw, overrides={**self.overrides, **overrides})
+        config = PipelineConfig(path=self.path, raw=raw, overrides={**self.overrides, **overrides})
+        config.validate()
+        return config
+
+    def validate(self) -> PipelineVariables:
+        """Check every knob ragsweep reads; a :class:`ConfigError` lists each bad one."""
+        from pathway.internals.yaml_loader import Variable
+
+        values = {k.name: v for k, v in self.raw.items() if isinstance(k, Variable) and k.name in KNOB_RULES}
+        context = {"retriever_factories": self._retriever_factory_variables()}
+        try:
+            checked = PipelineVariables.model_validate(values, context=context)
+        except ValidationError as err:
+            raise ConfigError("\n".join(_knob_errors(self.path, values, err))) from None
+        label, value = self._top_k_source()
+        if label is not None and label.removeprefix("$") not in values:  # search_topk: literal or other variable
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{self.path}: {label} = {_show(label, value)}: must be an integer >= 1")
+        return checked
 
     # ------------------------------------------------------------- reading
     def scalars(self) -> dict[str, Any]:
@@ -99,7 +296,30 @@ class PipelineConfig:
 
     @property
     def top_k(self) -> int:
-        return int(self.get("top_k", 5))
+        """``$top_k``, else ``$search_topk``, else the question answerer's ``search_topk``, else 5."""
+        _, value = self._top_k_source()
+        return DEFAULT_TOP_K if value is None else int(value)
+
+    def _top_k_source(self) -> tuple[str | None, Any]:
+        """Where the top-k comes from (``"$top_k"``, ``"question_answerer.search_topk"``...) and its value."""
+        from pathway.internals.yaml_loader import Value, Variable
+
+        for name in ("top_k", "search_topk"):
+            if self.raw.get(Variable(name)) is not None:
+                return f"${name}", self.raw[Variable(name)]
+        components = [(str(k), v) for k, v in self.raw.items()
+                      if isinstance(v, Value) and v.constructor is not None and not v.constructed]
+        for key, node in components:  # a question answerer's search_topk: ...
+            ref = node.kwargs.get("search_topk")
+            if isinstance(ref, Variable):
+                return f"${ref.name}", self.raw.get(ref)
+            if ref is not None:
+                return f"{key}.search_topk", ref
+        for key, node in components:  # ... else its default, what the app would use
+            default = _parameter_default(node.constructor, "search_topk")
+            if default is not None:
+                return f"{key}.search_topk (Pathway's default)", default
+        return None, None
 
     @property
     def retriever_mode(self) -> str | None:
@@ -108,25 +328,71 @@ class PipelineConfig:
 
     @property
     def hash(self) -> str:
-        canonical = json.dumps(_canonical(self.raw), sort_keys=True, default=str)
-        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+        return hashlib.sha256(self._canonical_text(self.raw).encode()).hexdigest()[:16]
 
     @property
     def chunking_key(self) -> str:
         """Hash of what decides the chunks: equal keys mean equal chunk texts."""
-        return _sub_hash(self.raw, "splitter")
+        _, splitter_ref = self._component_refs()
+        return self._sub_hash(splitter_ref)
 
     @property
     def index_key(self) -> str:
         """Hash of what decides the index (chunks + retriever), not top-k."""
-        return hashlib.sha256(
-            (self.chunking_key + _sub_hash(self.raw, self._retriever_variable())).encode()
-        ).hexdigest()[:16]
+        factory_ref, _ = self._component_refs()
+        return hashlib.sha256((self.chunking_key + self._sub_hash(factory_ref)).encode()).hexdigest()[:16]
+
+    def _canonical_text(self, obj: Any) -> str:
+        text = json.dumps(_canonical(obj), sort_keys=True, default=_not_canonical)
+        found = _ADDRESS.search(text)
+        if found:  # a repr with a memory address: the hash would differ in every process
+            raise ConfigError(f"{self.path}: cannot hash this config stably: its canonical form contains "
+                              f"{found.group(0)!r} (a memory address)")
+        return text
+
+    def _sub_hash(self, root: Any) -> str:
+        """Hash of one definition with every variable it references, recursively."""
+        from pathway.internals.yaml_loader import Value, Variable
+
+        raw = self.raw
+        seen: dict[str, Any] = {"": _canonical(root)}
+
+        def visit(obj: Any) -> None:
+            if isinstance(obj, Variable):
+                if obj.name not in seen and obj in raw:
+                    seen[obj.name] = None
+                    seen[obj.name] = _canonical(raw[obj])
+                    visit(raw[obj])
+            elif isinstance(obj, Value):
+                visit(obj.kwargs)
+            elif isinstance(obj, dict):
+                for v in obj.values():
+                    visit(v)
+            elif isinstance(obj, (list, tuple)):
+                for v in obj:
+                    visit(v)
+
+        visit(root)
+        return hashlib.sha256(self._canonical_text(seen).encode()).hexdigest()[:16]
 
     def text(self) -> str:
         return Path(self.path).read_text()
 
     # ------------------------------------------------------------- building
+    def _retriever_factory_variables(self) -> list[str]:
+        """The variables ``$retriever_mode`` may name: those holding a retriever factory."""
+        from pathway.internals.yaml_loader import Variable
+
+        return [k.name for k, v in self.raw.items() if isinstance(k, Variable) and _is_retriever_factory(v, self.raw)]
+
+    def _document_store(self) -> Any:
+        """``$document_store``, else a top-level ``document_store:`` (llm-app's indexing template)."""
+        from pathway.internals.yaml_loader import Variable
+
+        if Variable("document_store") in self.raw:
+            return self.raw[Variable("document_store")]
+        return self.raw.get("document_store")
+
     def _retriever_variable(self) -> str:
         from pathway.internals.yaml_loader import Variable
 
@@ -137,33 +403,51 @@ class PipelineConfig:
             return mode
         if Variable("retriever_factory") in self.raw:
             return "retriever_factory"
-        if Variable("document_store") in self.raw:
+        if self._document_store() is not None:
             return "document_store"
         raise ConfigError(f"{self.path}: needs $retriever_mode, $retriever_factory or $document_store")
 
-    def build(self) -> BuiltPipeline:
-        """Construct the splitter and the retriever factory (fresh objects each call)."""
-        from pathway.internals.yaml_loader import Resolver, Value, Variable
+    def _component_refs(self) -> tuple[Any, Any]:
+        """The YAML nodes of the retriever factory and of the splitter (None: ragsweep's default)."""
+        from pathway.internals.yaml_loader import Value, Variable
 
-        raw = _fresh_copy(self.raw)
         target = self._retriever_variable()
         if target == "document_store":
-            store = raw[Variable("document_store")]
-            if not isinstance(store, Value):
+            store = self._document_store()
+            if not isinstance(store, Value) or store.constructor is None:
                 raise ConfigError(f"{self.path}: $document_store is not a component")
             factory_ref = store.kwargs.get("retriever_factory")
-            splitter_ref = store.kwargs.get("splitter", raw.get(Variable("splitter")))
+            if factory_ref is None:
+                raise ConfigError(f"{self.path}: $document_store has no retriever_factory")
+            splitter_ref = store.kwargs.get("splitter", self.raw.get(Variable("splitter")))
         else:
             factory_ref = Variable(target)
-            splitter_ref = Variable("splitter") if Variable("splitter") in raw else None
-        doc = dict(raw)
-        doc["retriever_factory"] = factory_ref
+            splitter_ref = Variable("splitter") if Variable("splitter") in self.raw else None
+        return factory_ref, splitter_ref
+
+    def build(self) -> BuiltPipeline:
+        """Construct the splitter and the retriever factory (fresh objects each call).
+
+        Only these two and what they reference are built: the document store, its
+        sources and parser, the question answerer and server settings of an app
+        config are not (ragsweep feeds the documents and answers itself).
+        """
+        from pathway.internals.yaml_loader import Resolver, Variable
+
+        factory_ref, splitter_ref = self._component_refs()
+        raw = _fresh_copy(self.raw)
+        doc: dict[Any, Any] = {k: v for k, v in raw.items() if isinstance(k, Variable)}
+        doc["retriever_factory"] = _fresh_copy(factory_ref)
         if splitter_ref is not None:
-            doc["splitter"] = splitter_ref
+            doc["splitter"] = _fresh_copy(splitter_ref)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # unused variables (the other retriever modes)
-            with Resolver() as resolver:
-                resolved = resolver.resolve(doc)
+            try:
+                with Resolver() as resolver:
+                    resolved = resolver.resolve(doc)
+            except Exception as err:  # a component's constructor: missing credentials, a bad argument...
+                raise ConfigError(f"{self.path}: building the splitter and retriever factory failed: "
+                                  f"{type(err).__name__}: {err}") from err
         splitter = resolved.get("splitter")
         if splitter is None:
             from ragsweep.chunking import OffsetTokenCountSplitter
@@ -177,15 +461,37 @@ class PipelineConfig:
             params=self.scalars(),
         )
 
+    def configured_parser(self) -> str | None:
+        """The Pathway parser the file configures (``$parser`` or its document store's), if any."""
+        from pathway.internals.yaml_loader import Value, Variable
+
+        candidates = [self.raw.get(Variable("parser"))]
+        store = self._document_store()
+        if isinstance(store, Value) and store.constructor is not None:
+            ref = store.kwargs.get("parser")
+            candidates.insert(0, self.raw.get(ref) if isinstance(ref, Variable) else ref)
+        for node in candidates:
+            if isinstance(node, Value) and node.constructor is not None:
+                return _callable_path(node.constructor)
+        return None
+
     def manifest(self) -> dict[str, Any]:
         """What a report records of this config; secrets are masked."""
-        return {
+        out = {
             "path": self.path,
             "hash": self.hash,
             "overrides": redact(self.overrides),
             "variables": redact(self.scalars()),
             "retriever_mode": self.retriever_mode,
         }
+        label, _ = self._top_k_source()
+        if label not in (None, "$top_k"):
+            out["top_k"] = {"value": self.top_k, "from": label}
+        parser = self.configured_parser()
+        if parser is not None:
+            out["parser"] = {"configured": parser, "used": RAGSWEEP_PARSER,
+                             "note": "documents are parsed by ragsweep; the configured parser is not built"}
+        return out
 
     def public_text(self) -> str:
         """The config file with the values of secret-looking keys masked."""
@@ -195,11 +501,61 @@ class PipelineConfig:
 _SECRET_NAME = re.compile(r"(api_?key|secret|password|passwd|bearer|credential)", re.IGNORECASE)
 _SECRET_LINE = re.compile(r"^(\s*\$?[\w.-]*(?:api_?key|secret|password|passwd|bearer|credential)[\w.-]*\s*:\s*).+$",
                           re.IGNORECASE | re.MULTILINE)
+_ADDRESS = re.compile(r"\bat 0x[0-9a-fA-F]{4,}")
 
 
 def redact(values: dict[str, Any]) -> dict[str, Any]:
     """Mask the values of keys that name a secret (``llm_api_key``, ``secret``...)."""
     return {k: ("***" if _SECRET_NAME.search(k) and v not in (None, "") else v) for k, v in values.items()}
+
+
+# ----------------------------------------------------------------- loading
+# a Pathway parser tag: !pw.xpacks.llm.parsers.DoclingParser, !pathway.xpacks.llm.parsers.UnstructuredParser...
+_PARSER_TAG = re.compile(r"^(?:pw|pathway)[.:]xpacks\.llm\.parsers[.:](\w+)$")
+
+
+@dataclass(frozen=True)
+class ParserStandIn:
+    """Stands in for a Pathway parser of an app config, whose class is never imported.
+
+    ragsweep parses the documents itself (:mod:`ragsweep.corpus`), so the parser
+    (Docling's needs ``pathway[xpack-llm-docs]``, i.e. tree_sitter, and an API key
+    for LLM table parsing) is not needed; calling this returns a :class:`ReplacedParser`.
+    """
+
+    path: str  # the parser's import path, as Pathway's loader would import it
+
+    def __call__(self, **kwargs: Any) -> "ReplacedParser":
+        return ReplacedParser(self.path, kwargs)
+
+
+@dataclass
+class ReplacedParser:
+    path: str
+    kwargs: dict[str, Any]
+
+
+@functools.cache
+def _loader_class() -> type:
+    from pathway.internals.yaml_loader import PathwayYamlLoader, Value, verify_dict_keys
+
+    class Loader(PathwayYamlLoader):
+        """Pathway's loader, except that parser tags become :class:`ParserStandIn` components."""
+
+        def construct_pathway_value(self, tag: str, node: yaml.Node) -> Value:
+            match = _PARSER_TAG.match(tag)
+            if match is None:
+                return super().construct_pathway_value(tag, node)
+            if isinstance(node, yaml.MappingNode):
+                kwargs = verify_dict_keys(self.construct_mapping(node))
+            elif isinstance(node, yaml.ScalarNode) and node.value == "":
+                kwargs = {}
+            else:
+                raise yaml.MarkedYAMLError(problem="expected a mapping or empty node", problem_mark=node.start_mark)
+            return Value(ParserStandIn("pathway.xpacks.llm.parsers." + match.group(1)), kwargs)
+
+    Loader.add_multi_constructor("!", Loader.construct_pathway_value)
+    return Loader
 
 
 def _fresh_copy(obj: Any) -> Any:
@@ -222,47 +578,107 @@ def _is_scalar(value: Any) -> bool:
     return value is None or isinstance(value, (str, int, float, bool))
 
 
+def _parameter_default(constructor: Any, name: str) -> Any:
+    import inspect
+
+    try:
+        param = inspect.signature(constructor).parameters.get(name)
+    except (TypeError, ValueError):
+        return None
+    if param is None or param.default is inspect.Parameter.empty:
+        return None
+    return param.default
+
+
+def _is_retriever_factory(node: Any, raw: dict, depth: int = 0) -> bool:
+    """Whether a YAML node builds a retriever factory (a callable that is not a class: maybe)."""
+    from pathway.internals.yaml_loader import Value, Variable
+
+    if isinstance(node, Variable) and depth < 10:
+        return _is_retriever_factory(raw.get(node), raw, depth + 1)
+    if not isinstance(node, Value):
+        return False
+    if node.constructor is None or node.constructed:
+        return False
+    constructor = node.constructor
+    if isinstance(constructor, ParserStandIn):
+        return False
+    if not isinstance(constructor, type):
+        return True  # a factory function: cannot tell before calling it
+    from pathway.stdlib.indexing import AbstractRetrieverFactory
+
+    return issubclass(constructor, AbstractRetrieverFactory)
+
+
+# ----------------------------------------------------------------- hashing
+def _callable_path(c: Any) -> str:
+    if isinstance(c, ParserStandIn):
+        return c.path  # what the real parser's class path is: the hash does not depend on the stand-in
+    module, qualname = getattr(c, "__module__", None), getattr(c, "__qualname__", None)
+    if module and qualname:
+        return f"{module}.{qualname}"
+    return _type_path(type(c))
+
+
+def _type_path(t: type) -> str:
+    return f"{t.__module__}.{t.__qualname__}"
+
+
 def _canonical(obj: Any) -> Any:
+    """A JSON-able form of loaded YAML that is the same in every process."""
     from pathway.internals.yaml_loader import Value, Variable
 
     if isinstance(obj, Variable):
         return f"${obj.name}"
     if isinstance(obj, Value):
         if obj.constructor is None or obj.constructed:
-            value = obj.value
-            return {"!value": f"{type(value).__name__}.{value.name}" if isinstance(value, enum.Enum) else repr(value)}
-        c = obj.constructor
-        return {"!" + f"{getattr(c, '__module__', '')}.{getattr(c, '__qualname__', repr(c))}": _canonical(obj.kwargs)}
+            return {"!value": _canonical_object(obj.value)}
+        return {"!" + _callable_path(obj.constructor): _canonical(obj.kwargs)}
     if isinstance(obj, dict):
         return {str(_canonical(k)): _canonical(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [_canonical(v) for v in obj]
-    return obj
+    return _canonical_object(obj)
 
 
-def _sub_hash(raw: dict, name: str) -> str:
-    """Hash of one variable's definition with every variable it references, recursively."""
-    from pathway.internals.yaml_loader import Value, Variable
+def _canonical_object(value: Any, depth: int = 0) -> Any:
+    """A Python value by what it is, never by ``repr`` with a memory address:
+    enum-like values (``pathway.engine`` ones included) by name, classes and
+    functions by import path, other objects by class path and fields."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__qualname__}.{value.name}"
+    if isinstance(value, (list, tuple)):
+        return [_canonical_object(v, depth + 1) for v in value]
+    if isinstance(value, dict):
+        return {str(_canonical_object(k, depth + 1)): _canonical_object(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, type) or callable(value) and hasattr(value, "__qualname__"):
+        return {"!callable": _callable_path(value)}
+    t = type(value)
+    for name in dir(t):  # a class attribute holding this very value: an enum member of a pyo3 class
+        if not name.startswith("_"):
+            try:
+                if getattr(t, name) is value:
+                    return f"{t.__qualname__}.{name}"
+            except Exception:  # noqa: BLE001 - descriptors may raise
+                continue
+    if depth > 8:
+        return {"!object": _type_path(t)}
+    if isinstance(value, BaseModel):
+        fields = value.model_dump(mode="python")
+    elif hasattr(value, "__dataclass_fields__"):
+        fields = {f: getattr(value, f) for f in value.__dataclass_fields__}
+    elif hasattr(value, "__dict__"):
+        fields = dict(vars(value))
+    else:
+        text = repr(value)
+        return {"!object": _type_path(t), **({} if _ADDRESS.search(text) else {"repr": text})}
+    return {"!object": _type_path(t), "fields": _canonical_object(fields, depth + 1)}
 
-    seen: dict[str, Any] = {}
 
-    def visit(obj: Any) -> None:
-        if isinstance(obj, Variable):
-            if obj.name not in seen and obj in raw:
-                seen[obj.name] = None
-                seen[obj.name] = _canonical(raw[obj])
-                visit(raw[obj])
-        elif isinstance(obj, Value):
-            visit(obj.kwargs)
-        elif isinstance(obj, dict):
-            for v in obj.values():
-                visit(v)
-        elif isinstance(obj, (list, tuple)):
-            for v in obj:
-                visit(v)
-
-    visit(Variable(name))
-    return hashlib.sha256(json.dumps(seen, sort_keys=True, default=str).encode()).hexdigest()[:16]
+def _not_canonical(obj: Any) -> Any:
+    raise TypeError(f"{type(obj).__qualname__} left in a canonical form")
 
 
 def _find_embedder(factory: Any) -> Any | None:
