@@ -143,6 +143,17 @@ def cmd_compare(args) -> int:
     return run_compare_cli(args)
 
 
+def _limit(text: str) -> int:
+    """``--limit N``: a whole number of cases >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1 (a number of cases), got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1 (a number of cases), got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragsweep", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -174,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     pipeline_args(p)
     p.add_argument("--dataset", required=True)
     p.add_argument("--split", choices=["dev", "test"])
-    p.add_argument("--limit", type=int)
+    p.add_argument("--limit", type=_limit, help="only the first N cases (N >= 1)")
     p.add_argument("--out", default="runs")
     p.add_argument("--name", help="run folder name (default: timestamp + dataset)")
     p.add_argument("--resume", nargs="?", const="latest", help="finish an interrupted run (a run folder, or the latest)")
@@ -192,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", required=True)
     p.add_argument("--grid", required=True)
     p.add_argument("--split", choices=["dev", "test"])
-    p.add_argument("--limit", type=int)
+    p.add_argument("--limit", type=_limit, help="only the first N cases (N >= 1)")
     p.add_argument("--out", default="runs")
     p.add_argument("--name")
     p.add_argument("--resume", nargs="?", const="latest")
