@@ -1,3 +1,32 @@
-"""ragsweep: an in-process Pathway RAG pipeline and its evaluator."""
+"""ragsweep: an in-process Pathway RAG pipeline and its evaluator.
+
+``ragsweep.evaluate(pipeline, dataset) -> Report``, ``ragsweep.sweep(...)``,
+``ragsweep.compare(a, b)``, ``ragsweep.RagStore``; for pytest,
+``from ragsweep.testing import assert_quality``. Imported lazily: ``import ragsweep``
+is cheap until one of them is used.
+"""
+
+from __future__ import annotations
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "evaluate": "ragsweep.api",
+    "sweep": "ragsweep.api",
+    "compare": "ragsweep.api",
+    "Report": "ragsweep.api",
+    "CaseResult": "ragsweep.records",
+    "Case": "ragsweep.datasets.schema",
+    "PipelineConfig": "ragsweep.config",
+    "RagStore": "ragsweep.store",
+}
+
+__all__ = ["Case", "CaseResult", "PipelineConfig", "RagStore", "Report", "compare", "evaluate", "sweep"]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'ragsweep' has no attribute {name!r}")

@@ -90,6 +90,19 @@ def open_run(options: EvalOptions, config: PipelineConfig, dataset_name: str, da
     return run_dir, state["started_at"], lock
 
 
+class NullWriter(JsonlWriter):
+    """A writer for runs without a folder (the Python API): lines go nowhere."""
+
+    def __init__(self) -> None:
+        self.written = 0
+
+    def write(self, record: dict[str, Any]) -> None:
+        self.written += 1
+
+    def close(self) -> None:
+        pass
+
+
 def save_retrieved(run_dir: Path, retrieved: stages.Retrieved) -> None:
     """The chunk table, then every served list: what a resume needs to skip retrieval."""
     chunks_file = run_dir / "chunks.jsonl"
@@ -140,8 +153,10 @@ def run_eval(options: EvalOptions) -> tuple[Path, dict[str, Any]]:
 
 
 def _run_eval(options: EvalOptions, config: PipelineConfig, dataset: Dataset, cases: list[Case], dataset_hash: str,
-              run_dir: Path, started_at: str) -> tuple[Path, dict[str, Any]]:
+              run_dir: Path | None, started_at: str) -> tuple[Path | None, dict[str, Any]]:
+    """The stages, with or without a run folder (``run_dir=None``: nothing is written)."""
     stage: dict[str, float] = {}
+    persist = run_dir is not None and not options.dry_run
     ks = scored_ks(options, config)
     done = {r["id"]: r for r in read_jsonl(run_dir / "cases.jsonl")} if options.resume else {}
     done = {i: r for i, r in done.items() if r.get("version") == CaseResult.model_fields["version"].default}
@@ -163,7 +178,7 @@ def _run_eval(options: EvalOptions, config: PipelineConfig, dataset: Dataset, ca
     if todo and (saved is None or any(c.id not in saved.served for c in todo)):
         retrieved = stages.retrieve(config, corpus, todo, ks, options.progress)
         stage.update(retrieved.timings)
-        if not options.dry_run:
+        if persist:
             save_retrieved(run_dir, retrieved)
     stage["retrieve"] = time.perf_counter() - t
 
@@ -179,11 +194,11 @@ def _run_eval(options: EvalOptions, config: PipelineConfig, dataset: Dataset, ca
     t = time.perf_counter()
     if todo:
         answer_and_score(todo, retrieved, answerer, judge, llm_settings, dataset, texts, options, config.top_k,
-                         ks, run_dir / "cases.jsonl", done)
+                         ks, run_dir / "cases.jsonl" if persist else None, done)
     stage["answer_and_score"] = time.perf_counter() - t
     if options.ragas_llm:
         t = time.perf_counter()
-        _ragas_llm(run_dir, llm_settings or _llm_settings(config), cases, done)
+        _ragas_llm(run_dir if persist else None, llm_settings or _llm_settings(config), cases, done)
         stage["ragas_llm"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -192,10 +207,12 @@ def _run_eval(options: EvalOptions, config: PipelineConfig, dataset: Dataset, ca
     stage["aggregate"] = time.perf_counter() - t
     report["manifest"] = manifest(options, config, dataset, dataset_hash, corpus, answerer, llm_settings,
                                   started_at, stage)
-    write_json(run_dir / "report.json", report)
-    if len(done) >= len(cases):  # every case is in cases.jsonl: the resume copy is spent
-        (run_dir / "hits.jsonl").unlink(missing_ok=True)
-    write_html(run_dir)
+    report["cases"] = records
+    if persist:
+        write_json(run_dir / "report.json", {k: v for k, v in report.items() if k != "cases"})
+        if len(done) >= len(cases):  # every case is in cases.jsonl: the resume copy is spent
+            (run_dir / "hits.jsonl").unlink(missing_ok=True)
+        write_html(run_dir)
     return run_dir, report
 
 
@@ -220,10 +237,12 @@ def build_report(records: list[dict[str, Any]], dataset: Dataset, config: Pipeli
 
 def answer_and_score(todo: list[Case], retrieved: stages.Retrieved, answerer, judge, llm_settings,
                      dataset: Dataset, texts: dict[str, str], options: EvalOptions, top_k: int, ks: list[int],
-                     cases_file: Path, done: dict[str, dict]) -> None:
-    """Answer, judge and score each case; append its record as soon as it is computed."""
+                     cases_file: Path | None, done: dict[str, dict]) -> None:
+    """Answer, judge and score each case; append its record as soon as it is computed
+    (to ``cases_file``, when there is one)."""
     batch = max(1, (llm_settings.concurrency * 2) if llm_settings else SCORE_BATCH)
-    with JsonlWriter(cases_file) as writer, stages.progress_bar(len(todo), "answer+score", options.progress) as bar:
+    with (JsonlWriter(cases_file) if cases_file else NullWriter()) as writer, \
+            stages.progress_bar(len(todo), "answer+score", options.progress) as bar:
         for part in stages.in_batches(todo, batch):
             answers = stages.answer(answerer, [(c.question, retrieved.served[c.id][top_k]) for c in part])
             verdicts = stages.judge_answers(judge, part, answers) if judge else None
@@ -271,7 +290,7 @@ def _llm_settings(config: PipelineConfig):
     return LLMSettings.from_mapping(config.scalars())
 
 
-def _ragas_llm(run_dir: Path, settings, cases: list[Case], done: dict[str, dict]) -> None:
+def _ragas_llm(run_dir: Path | None, settings, cases: list[Case], done: dict[str, dict]) -> None:
     from ragsweep.metrics.ragas_llm import RagasCase, RagasLLMScorer
 
     todo = [c for c in cases if c.id in done and not any(k.startswith("ragas_llm_") for k in done[c.id]["metrics"])]
@@ -290,6 +309,8 @@ def _ragas_llm(run_dir: Path, settings, cases: list[Case], done: dict[str, dict]
             done[c.id]["metrics"][name] = score.value
             if score.reason or score.error:
                 done[c.id].setdefault("notes", {})[name] = score.reason or score.error
+    if run_dir is None:
+        return
     # rewrite cases.jsonl with the new metrics (atomic replace)
     tmp = run_dir / "cases.jsonl.tmp"
     with tmp.open("w", encoding="utf-8") as fh:

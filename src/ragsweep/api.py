@@ -1,0 +1,202 @@
+"""What ``import ragsweep`` offers: ``evaluate``, ``sweep``, ``compare`` and typed results.
+
+>>> import ragsweep
+>>> report = ragsweep.evaluate("pipelines/default.yaml", "datasets/cuad-mini")
+>>> report.metrics["recall@5"], report.interval("recall@5"), report.baselines["recall@5"]["chance"]
+
+The same stages as ``ragsweep eval`` (parse -> retrieve -> answer -> score, see
+:mod:`ragsweep.stages`); a run folder is written only when ``out`` is given.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragsweep.config import PipelineConfig
+from ragsweep.datasets.schema import Case
+from ragsweep.records import CaseResult
+
+
+class Report(BaseModel):
+    """One evaluation: metrics with intervals and counts, chance/oracle, per-case results."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    metrics: dict[str, float | None]
+    intervals: dict[str, list[float | None]] = Field(default_factory=dict)
+    counts: dict[str, dict[str, int]] = Field(default_factory=dict)
+    baselines: dict[str, dict[str, float | int | None]] = Field(default_factory=dict)
+    cases: list[CaseResult] = Field(default_factory=list)
+    top_k: int
+    ks: list[int]
+    relevance_rule: str | None = None
+    answerer: str | None = None
+    manifest: dict[str, Any] = Field(default_factory=dict)
+    run_dir: str | None = None
+    seconds: float = 0.0
+
+    def interval(self, metric: str) -> tuple[float | None, float | None]:
+        pair = self.intervals.get(metric) or [None, None]
+        return pair[0], pair[1]
+
+    def chance(self, metric: str) -> float | None:
+        return (self.baselines.get(metric) or {}).get("chance")  # type: ignore[return-value]
+
+    def first_relevant_rank(self, case: CaseResult) -> int | None:
+        value = case.metrics.get("first_relevant_rank")
+        return None if value is None else int(value)
+
+    @classmethod
+    def from_dict(cls, report: dict[str, Any], run_dir: str | None = None, seconds: float = 0.0) -> "Report":
+        cases = [c if isinstance(c, CaseResult) else CaseResult(**c) for c in report.get("cases") or []]
+        return cls(metrics=report["metrics"], intervals=report.get("intervals") or {},
+                   counts=report.get("counts") or {}, baselines=report.get("baselines") or {}, cases=cases,
+                   top_k=report["top_k"], ks=report["ks"], relevance_rule=report.get("relevance_rule"),
+                   answerer=report.get("answerer"), manifest=report.get("manifest") or {}, run_dir=run_dir,
+                   seconds=seconds)
+
+
+def _dataset_folder(dataset: "str | Path | Sequence[Case] | tuple", docs: "str | Path | None") -> tuple[str, Any]:
+    """A dataset folder path for the loader, writing cases built in Python to a temp folder."""
+    if isinstance(dataset, (str, Path)):
+        path = Path(dataset)
+        if path.is_file():  # a cases file plus a docs folder
+            if docs is None:
+                raise ValueError(f"{path} is a cases file: give docs= (the documents folder) too")
+            return _temp_dataset(path.read_text(encoding="utf-8"), Path(docs), path.suffix or ".jsonl")
+        return str(path), None
+    cases = list(dataset)
+    if docs is None:
+        raise ValueError("cases built in Python need docs= (the documents folder)")
+    from ragsweep.datasets.loader import case_to_json
+
+    import json
+
+    text = "".join(json.dumps(case_to_json(c), ensure_ascii=False) + "\n" for c in cases)
+    return _temp_dataset(text, Path(docs), ".jsonl")
+
+
+def _temp_dataset(cases_text: str, docs: Path, suffix: str) -> tuple[str, Any]:
+    tmp = tempfile.TemporaryDirectory(prefix="ragsweep-dataset-")
+    root = Path(tmp.name)
+    (root / f"cases{suffix}").write_text(cases_text, encoding="utf-8")
+    (root / "docs").symlink_to(Path(docs).resolve(), target_is_directory=True)
+    (root / "README.md").write_text("cases given to ragsweep.evaluate()\n")
+    return str(root), tmp
+
+
+def _pipeline_path(pipeline: "str | Path | PipelineConfig", overrides: dict[str, Any] | None):
+    if isinstance(pipeline, PipelineConfig):
+        return pipeline.path, {**pipeline.overrides, **(overrides or {})}
+    return str(pipeline), dict(overrides or {})
+
+
+def evaluate(
+    pipeline: "str | Path | PipelineConfig",
+    dataset: "str | Path | Sequence[Case]",
+    *,
+    docs: "str | Path | None" = None,
+    overrides: dict[str, Any] | None = None,
+    ks: Sequence[int] | None = None,
+    split: str | None = None,
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    llm: bool = False,
+    out: "str | Path | None" = None,
+    validate: bool = True,
+    progress: bool = False,
+) -> Report:
+    """Evaluate a pipeline on a dataset, as ``ragsweep eval`` does, and return a :class:`Report`.
+
+    ``pipeline``: a pipeline YAML (ragsweep's or an existing Pathway app.yaml) or a
+    :class:`PipelineConfig`. ``dataset``: a dataset folder, a cases file (with ``docs=``),
+    or a list of :class:`Case` (with ``docs=``). ``out``: write a run folder there
+    (nothing is written without it).
+    """
+    from ragsweep.run import DEFAULT_KS, EvalOptions, _run_eval, open_run, run_eval
+    from ragsweep.runfolder import file_hash
+    from ragsweep.stages import load_inputs
+
+    started = time.perf_counter()
+    path, keep_alive = _dataset_folder(dataset, docs)
+    pipeline_path, merged = _pipeline_path(pipeline, overrides)
+    options = EvalOptions(pipeline=pipeline_path, overrides=merged, dataset=path, split=split, limit=limit,
+                          sample=sample, seed=seed, ks=list(ks or DEFAULT_KS), use_llm=llm,
+                          validate_dataset=validate, out=str(out or "runs"), progress=progress,
+                          ragas_nonllm=True)
+    try:
+        if out is not None:
+            run_dir, report = run_eval(options)
+        else:
+            config, ds, cases = load_inputs(options)
+            cases_file = ds.cases_file or ds.root / "cases.jsonl"
+            dataset_hash = file_hash(cases_file) if cases_file.is_file() else "unknown"
+            run_dir, report = _run_eval(options, config, ds, cases, dataset_hash, None, _now())
+    finally:
+        if keep_alive is not None:
+            keep_alive.cleanup()
+    return Report.from_dict(report, str(run_dir) if run_dir else None, time.perf_counter() - started)
+
+
+def _now() -> str:
+    from ragsweep.runfolder import now
+
+    return now()
+
+
+def sweep(
+    pipeline: "str | Path | PipelineConfig",
+    dataset: "str | Path",
+    grid: "str | Path",
+    *,
+    overrides: dict[str, Any] | None = None,
+    split: str | None = None,
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    out: "str | Path | None" = None,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Run a sweep as ``ragsweep sweep`` does; returns the sweep report (``sweep.json``'s content).
+
+    A sweep keeps per-configuration results on disk to be resumable: without ``out`` it
+    writes them to a temporary folder that is removed afterwards.
+    """
+    from ragsweep.sweep import SweepOptions, run_sweep
+
+    pipeline_path, merged = _pipeline_path(pipeline, overrides)
+    tmp = tempfile.TemporaryDirectory(prefix="ragsweep-sweep-") if out is None else None
+    try:
+        options = SweepOptions(pipeline=pipeline_path, overrides=merged, dataset=str(dataset), grid=str(grid),
+                               split=split, limit=limit, sample=sample, seed=seed,
+                               out=str(out) if out is not None else tmp.name, progress=progress)
+        sweep_dir, report = run_sweep(options)
+        report["sweep_dir"] = str(sweep_dir) if out is not None else None
+        return report
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+
+
+def compare(a: "Report | str | Path", b: "Report | str | Path", alpha: float = 0.05):
+    """Paired comparison of two evaluations (reports from :func:`evaluate` or run folders)."""
+    from ragsweep.report.compare import compare_runs
+
+    with tempfile.TemporaryDirectory(prefix="ragsweep-compare-") as tmp:
+        paths = []
+        for i, item in enumerate((a, b)):
+            if isinstance(item, Report):
+                folder = Path(tmp) / f"run{i}"
+                folder.mkdir()
+                (folder / "cases.jsonl").write_text("".join(c.model_dump_json() + "\n" for c in item.cases))
+                paths.append(folder)
+            else:
+                paths.append(Path(item))
+        return compare_runs(paths[0], paths[1], alpha=alpha)
