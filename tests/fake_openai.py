@@ -11,6 +11,12 @@ stay deterministic):
 - ``#malformed`` 200 with a body that is not JSON
 - ``#noprose``   200, well-formed envelope, text that is not the JSON the judge asked for
 - ``#unknown``   the answerer replies "No information found."
+- ``#echokey``   400 whose error body echoes the request's ``Authorization`` header (as some
+                 endpoints do); ``#echokey500``: the same with 500 (retried by the client)
+- ``#refusal``   200 with ``message.refusal`` set and ``content: null`` (OpenAI's refusal shape)
+- ``#sorry``     200 with the text "I'm sorry, I can't help with that."
+
+``FakeOpenAI(echo_key_status=400)`` answers every chat request with the echoing error.
 
 Normal replies:
 
@@ -181,8 +187,9 @@ def _embed(text: str, dim: int = 32) -> list[float]:
 
 
 class FakeOpenAI:
-    def __init__(self, slow_seconds: float = 3.0):
+    def __init__(self, slow_seconds: float = 3.0, echo_key_status: int | None = None):
         self.slow_seconds = slow_seconds
+        self.echo_key_status = echo_key_status
         self.requests = 0
         self.log: list[tuple[str, dict]] = []
         self._seen: dict[str, int] = {}
@@ -223,7 +230,7 @@ class FakeOpenAI:
                     body = json.loads(raw or b"{}")
                 except ValueError:
                     body = {}
-                status, payload, headers = fake.handle(self.path, raw, body)
+                status, payload, headers = fake.handle(self.path, raw, body, dict(self.headers))
                 self._send(status, payload, headers)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -252,7 +259,7 @@ class FakeOpenAI:
         return sum(1 for path, _ in self.log if path.endswith("/chat/completions"))
 
     # ------------------------------------------------------------ behaviour
-    def handle(self, path: str, raw: bytes, body: dict) -> tuple[int, bytes, dict]:
+    def handle(self, path: str, raw: bytes, body: dict, headers: dict | None = None) -> tuple[int, bytes, dict]:
         digest = hashlib.sha256(raw).hexdigest()
         with self._lock:
             self.requests += 1
@@ -271,6 +278,14 @@ class FakeOpenAI:
         for m in messages:
             m["content"] = _text(m.get("content"))
         everything = "\n".join(m["content"] for m in messages)
+        echo_status = self.echo_key_status or (500 if "#echokey500" in everything else
+                                               400 if "#echokey" in everything else None)
+        if echo_status:
+            auth = {k.lower(): v for k, v in (headers or {}).items()}.get("authorization", "")
+            key = auth.split(" ", 1)[-1]
+            error = {"error": {"message": f"Incorrect API key provided: {key}. Header was: {auth}",
+                               "type": "invalid_request_error", "code": "invalid_api_key", "param": key}}
+            return echo_status, json.dumps(error).encode(), {}
         if "#fail429" in everything and seen == 0:
             return 429, b'{"error": {"message": "rate limited", "type": "rate_limit"}}', {"retry-after-ms": "20"}
         if "#fail500" in everything and seen == 0:
@@ -281,20 +296,26 @@ class FakeOpenAI:
             return 200, b"<html>this is not json", {}
         system = " ".join(m["content"] for m in messages if m.get("role") == "system")
         user = " ".join(m["content"] for m in messages if m.get("role") == "user")
-        if "#noprose" in everything:
+        refusal = None
+        if "#refusal" in everything:
+            text, refusal = None, "I'm sorry, but I can't assist with that request."
+        elif "#sorry" in everything:
+            text = "I'm sorry, I can't help with that."
+        elif "#noprose" in everything:
             text = "Well, I think the prediction looks fine overall."
         else:
             text = schema_reply(messages)
             if text is None:
                 text = judge_reply(user) if "is_correct" in system else rag_reply(user)
         prompt_tokens = max(1, len(everything.split()))
-        completion_tokens = max(1, len(text.split()))
+        completion_tokens = max(1, len((text or refusal or "").split()))
         reply = {
             "id": "chatcmpl-fake-" + digest[:12],
             "object": "chat.completion",
             "created": 1700000000,
             "model": body.get("model", "fake-model"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text, "refusal": refusal},
+                         "finish_reason": "stop"}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
         }

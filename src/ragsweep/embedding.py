@@ -9,8 +9,6 @@ model in this process, which is what tests and benchmarks check.
 from __future__ import annotations
 
 import hashlib
-import sqlite3
-import threading
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -19,9 +17,11 @@ import numpy as np
 from pathway.xpacks.llm.embedders import BaseEmbedder
 
 from ragsweep.corpus import default_cache_dir
+from ragsweep.llm.sqlite_cache import SQLiteCacheFile
 from ragsweep.offline import embedder_model_path, ensure_offline
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+_SCHEMA = ("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim INTEGER, vec BLOB)",)
 
 
 @lru_cache(maxsize=4)
@@ -35,46 +35,58 @@ def load_sentence_transformer(model: str):
 
 
 class EmbeddingCache:
-    """Vectors on disk keyed by embedder id and text; safe across threads."""
+    """Vectors on disk keyed by embedder id and text; safe across threads.
+
+    The sqlite file heals itself (:class:`~ragsweep.llm.sqlite_cache.SQLiteCacheFile`):
+    a truncated, garbled or non-SQLite ``embeddings.sqlite``, found on open or on any
+    later read or write, is moved aside as ``embeddings.sqlite.corrupt-<timestamp>`` with
+    a warning naming it, and rebuilt; texts it held are embedded again. Any other failure
+    (a locked file, a full disk) makes reads misses and skips writes: never a crash.
+    """
 
     def __init__(self, path: Path | None):
         self.path = path
-        self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = None
+        self._db: SQLiteCacheFile | None = None
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(str(path), check_same_thread=False)
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim INTEGER, vec BLOB)")
-            self._conn.commit()
+            self._db = SQLiteCacheFile(path, _SCHEMA, what="embedding")
+            self._db.open()  # check it now: a corrupt file is reported before the first batch
 
     @staticmethod
     def key(embedder_id: str, text: str) -> str:
         return hashlib.sha256(f"{embedder_id}\0{text}".encode()).hexdigest()
 
     def get_many(self, keys: list[str]) -> dict[str, np.ndarray]:
-        if self._conn is None or not keys:
+        if self._db is None or not keys:
             return {}
-        found: dict[str, np.ndarray] = {}
-        with self._lock:
+
+        def read(conn) -> dict[str, np.ndarray]:
+            found: dict[str, np.ndarray] = {}
             for i in range(0, len(keys), 500):
                 part = keys[i : i + 500]
-                rows = self._conn.execute(
-                    f"SELECT key, vec FROM vectors WHERE key IN ({','.join('?' * len(part))})", part
+                rows = conn.execute(
+                    f"SELECT key, dim, vec FROM vectors WHERE key IN ({','.join('?' * len(part))})", part
                 ).fetchall()
-                for key, blob in rows:
-                    found[key] = np.frombuffer(blob, dtype=np.float32)
-        return found
+                for key, dim, blob in rows:
+                    if isinstance(blob, bytes) and len(blob) == 4 * (dim or 0) and dim:  # a damaged row is a miss
+                        found[key] = np.frombuffer(blob, dtype=np.float32)
+            return found
+
+        return self._db.run(read, default={}, action="read")
 
     def put_many(self, items: dict[str, np.ndarray]) -> None:
-        if self._conn is None or not items:
+        if self._db is None or not items:
             return
-        with self._lock:
-            self._conn.executemany(
-                "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
-                [(k, len(v), np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()],
-            )
-            self._conn.commit()
+        rows = [(k, len(v), np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()]
+
+        def write(conn) -> None:
+            conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
+            conn.commit()
+
+        self._db.run(write, action="write")
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
 
 
 class CachedSentenceTransformerEmbedder(BaseEmbedder):

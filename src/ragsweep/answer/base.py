@@ -14,6 +14,9 @@ class Answer(BaseModel):
     cited: list[int] = Field(default_factory=list)
     answerer: str = ""  # "extractive" or "llm:<model>"
     error: str | None = None  # a failure recorded for this case (endpoint error, timeout, bad reply)
+    # why the model declined, when it did (OpenAI's message.refusal, or a safety refusal
+    # such as "I'm sorry, I can't help with that."); such an answer has abstained=True
+    refusal: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached: bool = False

@@ -10,8 +10,11 @@ rendered prompt is sent as one user message.
 Chunks are numbered ``[1]``, ``[2]``, ... in the context (chunk i = hits[i-1]);
 citations like ``[2]`` or ``[1, 3]`` in the reply become ``Answer.cited``.
 A reply saying the answer cannot be found ("No information found.", "I don't
-know", ...) is a refusal: ``abstained=True``. A question with no hits is a
-refusal without a call. Endpoint failures become ``Answer.error``.
+know", ...) is a refusal: ``abstained=True``. So is a safety refusal, whether the
+endpoint flags it (OpenAI's ``message.refusal``, ``content: null``) or only says it
+("I'm sorry, I can't help with that."): ``abstained=True`` and ``Answer.refusal``
+holds the model's words. A question with no hits is a refusal without a call.
+Endpoint failures become ``Answer.error``.
 """
 
 from __future__ import annotations
@@ -90,6 +93,18 @@ _REFUSAL_PHRASES = (
 )
 _SHORT_REPLY_WORDS = 15
 
+# A safety refusal: the model declines to help (recorded in Answer.refusal, beside abstained=True).
+_SAFETY_REFUSAL_RE = re.compile(
+    r"\b(?:i|we)\s+(?:cannot|can't|can\s+not|won't|will\s+not|must\s+decline\s+to|am\s+unable\s+to|"
+    r"are\s+unable\s+to|am\s+not\s+able\s+to)\s+(?:be\s+able\s+to\s+)?(?:help|assist|comply|fulfil|fulfill|engage)\b"
+    r"|\bi'm\s+(?:unable|not\s+able)\s+to\s+(?:help|assist|comply|fulfil|fulfill|engage)\b"
+    r"|\bi\s+(?:must|have\s+to)\s+(?:respectfully\s+)?(?:decline|refuse)\b"
+    r"|^\s*(?:sorry|i'm\s+sorry|i\s+am\s+sorry|i\s+apologi[sz]e)\b[^.!?]{0,40}?\b(?:i|we)\s+"
+    r"(?:cannot|can't|can\s+not|won't|will\s+not)\b"
+    r"|^\s*as\s+an\s+ai\b",
+    re.IGNORECASE,
+)
+
 _CITATION_RE = re.compile(r"\[\s*(\d+(?:\s*[,;]\s*\d+)*)\s*\]")
 
 
@@ -166,6 +181,12 @@ def is_refusal(text: str, extra_phrases: Sequence[str] = ()) -> bool:
     return False
 
 
+def is_safety_refusal(text: str) -> bool:
+    """Whether a reply declines to help ("I'm sorry, I can't help with that.", "I must decline")."""
+    t = (text or "").replace("’", "'").replace("‘", "'").strip()
+    return bool(t) and bool(_SAFETY_REFUSAL_RE.search(t[:200]))
+
+
 class LLMAnswerer:
     """``answer(question, hits) -> Answer`` through an OpenAI-compatible endpoint."""
 
@@ -202,9 +223,17 @@ class LLMAnswerer:
                 cached=result.cached,
             )
         text = result.text.strip()
+        refusal = getattr(result, "refusal", None)
+        if refusal:  # the endpoint flagged a refusal (OpenAI's message.refusal)
+            text = text or refusal
+            abstained = True
+        else:
+            abstained = is_refusal(text, (self.not_found_response,))
+            refusal = text if abstained and is_safety_refusal(text) else None
         return Answer(
             text=text,
-            abstained=is_refusal(text, (self.not_found_response,)),
+            abstained=abstained,
+            refusal=refusal,
             cited=parse_citations(text, n_hits),
             answerer=self.name,
             prompt_tokens=result.prompt_tokens,

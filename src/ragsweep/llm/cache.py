@@ -8,7 +8,9 @@ with a well-formed chat-completion / embeddings envelope are stored: errors,
 
 A reply served from the cache carries the header ``x-ragsweep-cache: hit``;
 ``LLMClient`` turns it into ``cached=True``. Any cache failure degrades to a
-cache miss (a broken cache never fails a call).
+cache miss (a broken cache never fails a call); a corrupt cache file is moved aside
+and rebuilt (:mod:`ragsweep.llm.sqlite_cache`). A stored body that is not a well-formed
+reply any more is a miss too.
 """
 
 from __future__ import annotations
@@ -16,14 +18,18 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 
+from ragsweep.llm.sqlite_cache import SQLiteCacheFile
+
 log = logging.getLogger(__name__)
+
+_SCHEMA = ("CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, url TEXT, body BLOB, created REAL)",)
 
 CACHE_HEADER = "x-ragsweep-cache"
 _CACHEABLE_SUFFIXES = ("/chat/completions", "/embeddings", "/completions")
@@ -53,65 +59,63 @@ def _well_formed(path: str, content: bytes) -> bool:
     if isinstance(choices[0].get("text"), str):  # legacy /completions
         return True
     message = choices[0].get("message")
-    return isinstance(message, dict) and isinstance(message.get("content"), str)
+    if not isinstance(message, dict):
+        return False
+    # text, or OpenAI's refusal shape (content null, refusal set): a reply worth keeping
+    return isinstance(message.get("content"), str) or isinstance(message.get("refusal"), str)
 
 
 class ResponseCache:
-    """sqlite file, thread-safe; ``get``/``put`` raw reply bodies by key."""
+    """sqlite file, thread-safe; ``get``/``put`` raw reply bodies by key.
+
+    The file heals itself (:class:`~ragsweep.llm.sqlite_cache.SQLiteCacheFile`): a
+    truncated, garbled or non-SQLite file, found on open or mid-run, is moved aside as
+    ``responses.sqlite.corrupt-<timestamp>`` with a warning naming it, and a fresh
+    cache takes its place. Any other failure is a miss (reads) or a skipped write.
+    """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = None
+        self._db = SQLiteCacheFile(self.path, _SCHEMA, what="LLM reply")
         self.hits = 0
         self.misses = 0
 
-    def _connect(self) -> sqlite3.Connection:
-        if self._conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, url TEXT, body BLOB, created REAL)"
-            )
-            conn.commit()
-            self._conn = conn
-        return self._conn
-
-    def get(self, key: str) -> bytes | None:
-        try:
-            with self._lock:
-                row = self._connect().execute("SELECT body FROM replies WHERE key=?", (key,)).fetchone()
-        except (sqlite3.Error, OSError) as err:  # a broken cache is a miss
-            log.warning("LLM cache read failed: %s", err)
-            return None
-        if row is None:
+    def get(self, key: str, valid: Callable[[bytes], bool] | None = None) -> bytes | None:
+        """The stored body, or ``None`` (a miss) when absent, damaged or rejected by ``valid``."""
+        row = self._db.run(
+            lambda conn: conn.execute("SELECT body FROM replies WHERE key=?", (key,)).fetchone(),
+            action="read",
+        )
+        body = row[0] if row is not None else None
+        if isinstance(body, str):
+            body = body.encode()
+        if isinstance(body, (bytearray, memoryview)):
+            body = bytes(body)
+        if not isinstance(body, bytes) or (valid is not None and not valid(body)):  # absent or damaged
             self.misses += 1
             return None
         self.hits += 1
-        return bytes(row[0])
+        return body
 
     def put(self, key: str, url: str, body: bytes) -> None:
-        try:
-            with self._lock:
-                conn = self._connect()
-                conn.execute(
-                    "INSERT OR REPLACE INTO replies (key, url, body, created) VALUES (?, ?, ?, ?)",
-                    (key, url, body, time.time()),
-                )
-                conn.commit()
-        except (sqlite3.Error, OSError) as err:
-            log.warning("LLM cache write failed: %s", err)
+        def write(conn):
+            conn.execute(
+                "INSERT OR REPLACE INTO replies (key, url, body, created) VALUES (?, ?, ?, ?)",
+                (key, url, body, time.time()),
+            )
+            conn.commit()
+
+        self._db.run(write, action="write")
 
     def __len__(self) -> int:
-        with self._lock:
-            return self._connect().execute("SELECT COUNT(*) FROM replies").fetchone()[0]
+        return int(self._db.run(lambda conn: conn.execute("SELECT COUNT(*) FROM replies").fetchone()[0],
+                                default=0, action="count"))
+
+    def __bool__(self) -> bool:  # a cache object is truthy, empty or not (and without a query)
+        return True
 
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        self._db.close()
 
 
 _CACHES: dict[str, ResponseCache] = {}
@@ -148,7 +152,7 @@ class CachingTransport(httpx.BaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         key = request_key(str(request.url), request.read()) if _cacheable(request) else None
         if key is not None:
-            body = self.cache.get(key)
+            body = self.cache.get(key, valid=lambda b: _well_formed(request.url.path, b))
             if body is not None:
                 return _hit_response(request, body)
         response = self.inner.handle_request(request)
@@ -170,7 +174,7 @@ class AsyncCachingTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         key = request_key(str(request.url), await request.aread()) if _cacheable(request) else None
         if key is not None:
-            body = self.cache.get(key)
+            body = self.cache.get(key, valid=lambda b: _well_formed(request.url.path, b))
             if body is not None:
                 return _hit_response(request, body)
         response = await self.inner.handle_async_request(request)

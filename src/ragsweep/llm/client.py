@@ -7,6 +7,8 @@
 - a disk cache under the transport (:mod:`ragsweep.llm.cache`);
 - any failure after retries, and any malformed reply, becomes ``ChatResult.error``:
   nothing here raises for one bad call;
+- a refusal (OpenAI's ``message.refusal``, with ``content: null``) is a reply, not an
+  error: ``ChatResult.refusal`` holds the model's reason;
 - token counts from the reply's ``usage`` when present, else tiktoken;
 - ``chat_batch``: bounded concurrency (``settings.concurrency`` threads), order kept.
 """
@@ -25,6 +27,7 @@ from pydantic import BaseModel
 
 from ragsweep.llm.cache import CACHE_HEADER, AsyncCachingTransport, CachingTransport, shared_cache
 from ragsweep.llm.cost import count_message_tokens, count_tokens, cost_usd
+from ragsweep.llm.redact import mask, register_secret
 from ragsweep.llm.settings import LLMSettings
 
 log = logging.getLogger(__name__)
@@ -35,6 +38,8 @@ Messages = list[dict[str, Any]]
 class ChatResult(BaseModel):
     text: str = ""
     error: str | None = None
+    # the model declined (OpenAI's ``message.refusal``; ``text`` is then "" or what came with it)
+    refusal: str | None = None
     cached: bool = False
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -57,6 +62,7 @@ def make_openai(settings: LLMSettings):
     """A sync ``openai.OpenAI`` for these settings (cache under the transport if enabled)."""
     import openai
 
+    register_secret(settings.api_key.get_secret_value())
     transport: httpx.BaseTransport = httpx.HTTPTransport()
     if settings.cache:
         transport = CachingTransport(shared_cache(settings.cache_path()), transport)
@@ -74,6 +80,7 @@ def make_async_openai(settings: LLMSettings):
     """An ``openai.AsyncOpenAI`` for these settings. Create one per event loop."""
     import openai
 
+    register_secret(settings.api_key.get_secret_value())
     transport: httpx.AsyncBaseTransport = httpx.AsyncHTTPTransport()
     if settings.cache:
         transport = AsyncCachingTransport(shared_cache(settings.cache_path()), transport)
@@ -106,7 +113,7 @@ def describe_error(err: BaseException, settings: LLMSettings | None = None) -> s
         secret = settings.api_key.get_secret_value()
         if secret:
             text = text.replace(secret, "***")
-    return text
+    return mask(text)
 
 
 class LLMClient:
@@ -172,6 +179,10 @@ class LLMClient:
         try:
             choice = completion.choices[0]
             text = choice.message.content
+            refusal = getattr(choice.message, "refusal", None)
+            refusal = refusal.strip() if isinstance(refusal, str) and refusal.strip() else None
+            if refusal is not None and not isinstance(text, str):
+                text = ""  # a refusal: content is null, the reason is in message.refusal
             if not isinstance(text, str):
                 raise TypeError("reply has no text content")
         except Exception as err:  # noqa: BLE001
@@ -180,14 +191,15 @@ class LLMClient:
                 cached=cached,
                 attempts=attempts,
             )
-        result = ChatResult(text=text, cached=cached, attempts=attempts, finish_reason=choice.finish_reason)
+        result = ChatResult(text=text, refusal=refusal, cached=cached, attempts=attempts,
+                            finish_reason=choice.finish_reason)
         usage = getattr(completion, "usage", None)
         if usage is not None and getattr(usage, "prompt_tokens", None):
             result.prompt_tokens = int(usage.prompt_tokens)
             result.completion_tokens = int(usage.completion_tokens or 0)
             result.usage_source = "reply"
         else:
-            result.completion_tokens = count_tokens(text, self.settings.model)
+            result.completion_tokens = count_tokens(text or refusal or "", self.settings.model)
             result.usage_source = "tiktoken"
         return result
 

@@ -9,7 +9,9 @@ see :meth:`LLMSettings.from_mapping`) and fall back to the usual environment var
 
 The api key is a :class:`pydantic.SecretStr`: it never shows in ``repr``,
 ``model_dump`` of :meth:`LLMSettings.public_dict` (the one to write to manifests),
-logs or cache keys.
+logs or cache keys. Every settings object registers its key with
+:mod:`ragsweep.llm.redact`, which masks it in every log record of the process
+(libraries echoing an endpoint's error body included).
 """
 
 from __future__ import annotations
@@ -54,6 +56,11 @@ class LLMSettings(BaseModel):
     # "minilm" = offline all-MiniLM-L6-v2; "endpoint" = the endpoint's /embeddings with embedding_model
     embeddings: str = "minilm"
     embedding_model: str = "text-embedding-3-small"
+
+    def model_post_init(self, __context: Any) -> None:
+        from ragsweep.llm.redact import register_secret
+
+        register_secret(self.api_key.get_secret_value())
 
     @field_validator("base_url")
     @classmethod
@@ -128,7 +135,8 @@ class LLMSettings(BaseModel):
         return Path(self.cache_dir) / "responses.sqlite"
 
     def with_updates(self, **changes: Any) -> "LLMSettings":
-        return self.model_copy(update=changes)
+        # validated (model_copy would not: a str api_key, concurrency=0), and the new key registered
+        return type(self).model_validate({**self.model_dump(), **changes})
 
     def __str__(self) -> str:  # never the key
         return f"LLMSettings(model={self.model!r}, base_url={self.base_url!r})"

@@ -410,6 +410,15 @@ _REFUSAL_PATTERNS = [
     r"^\s*(?:unknown|n/?a|none|not\s+available|unanswerable|no\s+answer|not\s+found)\s*[.!]?\s*$",
     r"\bunable\s+to\s+(?:answer|determine|find|provide|locate|identify)\b",
     r"\bthere\s+is\s+no\s+(?:way\s+to\s+(?:know|tell|determine))\b",
+] + [  # safety refusals ("I'm sorry, I can't help with that."): the model declined to answer
+    r"\b(?:i|we)\s+(?:cannot|can't|can\s+not|am\s+unable\s+to|are\s+unable\s+to|must\s+decline\s+to)\s+"
+    r"(?:help|assist|comply|fulfil|fulfill|engage)\b",
+    r"\bi\s+(?:won't|will\s+not)\s+(?:be\s+able\s+to\s+)?(?:help|assist|comply|fulfil|fulfill|answer|provide)\b",
+    r"\bi\s+(?:must|have\s+to)\s+(?:respectfully\s+)?(?:decline|refuse)\b",
+    r"^\s*(?:sorry|i'm\s+sorry|i\s+am\s+sorry|i\s+apologi[sz]e)\b[^.!?]{0,40}?\b(?:i|we)\s+"
+    r"(?:cannot|can't|can\s+not|won't|will\s+not)\b",
+    r"^\s*as\s+an\s+ai(?:\s+(?:language\s+)?model|\s+assistant)?\s*,?\s+i\s+(?:cannot|can't|can\s+not|"
+    r"am\s+not|'m\s+not|do\s+not|don't|won't)\b",
 ]
 _REFUSAL_RE = re.compile("|".join(f"(?:{p})" for p in _REFUSAL_PATTERNS), re.IGNORECASE)
 REFUSAL_WINDOW = 200
@@ -422,7 +431,8 @@ def is_refusal(text: str | None) -> bool:
     information``, ``not enough context``, ``cannot be determined``, ``the context does not
     mention``, ``not specified in the document``, a bare ``N/A``/``unknown``, ...) matches in
     the first ``REFUSAL_WINDOW`` (200) characters. Curly apostrophes are normalised. A
-    substantive negative answer ("No, the contract has no non-compete clause") is not a
+    safety refusal ("I'm sorry, I can't help with that.", "I must decline") abstains too.
+    A substantive negative answer ("No, the contract has no non-compete clause") is not a
     refusal.
     """
     if text is None:

@@ -182,6 +182,8 @@ class LLMJudge:
         )
         if result.error:
             return JudgeVerdict(error=result.error, **base)
+        if result.refusal and not result.text.strip():
+            return JudgeVerdict(error=f"the judge model refused: {result.refusal[:300]}", **base)
         try:
             verdict, reason = parse_verdict(result.text)
         except ValueError as err:

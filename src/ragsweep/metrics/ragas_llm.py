@@ -11,7 +11,8 @@ Metrics (output key -> ragas class in ``ragas.metrics.collections``):
   answer vs the question, cosine on embeddings)
 
 The LLM is ``ragas.llms.llm_factory(model, client=AsyncOpenAI(base_url=...))`` (instructor,
-JSON mode) with the same retries, timeout and disk cache as the answerer. Embeddings are
+JSON mode) with the same retries, timeout and disk cache as the answerer (ragsweep's
+``llm/responses.sqlite``, self-healing; ragas' own ``DiskCacheBackend`` is not used). Embeddings are
 ragas' ``HuggingFaceEmbeddings`` over the offline all-MiniLM-L6-v2
 (``settings.embeddings="minilm"``) or ragas' ``OpenAIEmbeddings`` on the endpoint
 (``"endpoint"``, model ``settings.embedding_model``).
@@ -247,9 +248,10 @@ class RagasLLMScorer:
         """Scores in input order; bounded by ``settings.concurrency`` metric computations at a time."""
         items = [c if isinstance(c, RagasCase) else RagasCase(**c) for c in cases]
         cache = shared_cache(self.settings.cache_path()) if self.settings.cache else None
-        before = (cache.hits, cache.misses) if cache else (0, 0)
+        # `is not None`, never the cache's truthiness: that would query (and could trip on) the file
+        before = (cache.hits, cache.misses) if cache is not None else (0, 0)
         result = _run(lambda: self.ascore_batch(items))
-        if cache:
+        if cache is not None:
             self.last_stats = {"cache_hits": cache.hits - before[0], "cache_misses": cache.misses - before[1]}
         return result
 

@@ -1,0 +1,225 @@
+"""SQLite cache files that heal themselves (the LLM reply cache, the embedding cache).
+
+A cache is a cache: a truncated, garbled or non-SQLite file must cost a rebuild,
+never a run. :class:`SQLiteCacheFile` opens its file lazily and checks it once per
+process (``PRAGMA quick_check``); when the file is corrupt, on open or on any later
+read or write (``database disk image is malformed``, ``file is not a database``), it
+
+1. logs a warning naming the file,
+2. moves it aside as ``<name>.corrupt-<timestamp>`` (with its ``-wal``/``-shm``/``-journal``
+   files, so a stale log is never replayed into the fresh file), or deletes it when it
+   cannot be moved,
+3. opens a fresh file with the schema and retries the operation once.
+
+Other SQLite / OS errors (a locked file, a full disk, a read-only folder) are logged
+(once per message) and the operation returns its default: a miss, a skipped write.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_CORRUPT_CODES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+_CORRUPT_TEXT = ("malformed", "not a database", "file is encrypted", "database corrupt")
+_CHECKED: set[str] = set()  # files checked by quick_check in this process
+_CHECKED_LOCK = threading.Lock()
+
+
+class CorruptCacheError(sqlite3.DatabaseError):
+    """``PRAGMA quick_check`` did not answer ``ok``."""
+
+
+def is_corruption(err: BaseException) -> bool:
+    """Whether a sqlite error means the file is damaged (not: locked, read-only, disk full)."""
+    if isinstance(err, CorruptCacheError):
+        return True
+    if not isinstance(err, sqlite3.DatabaseError):
+        return False
+    name = getattr(err, "sqlite_errorname", None) or ""
+    if name.startswith(_CORRUPT_CODES):
+        return True
+    text = str(err).lower()
+    return any(t in text for t in _CORRUPT_TEXT)
+
+
+def quarantine(path: str | Path) -> Path | None:
+    """Move a damaged file aside as ``<name>.corrupt-<timestamp>``; delete it if it cannot move.
+
+    Returns where it went (``None`` when it was deleted or had already gone).
+    """
+    path = Path(path)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    n = 1
+    while target.exists():
+        target = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
+        n += 1
+    moved: Path | None = target
+    try:
+        os.replace(path, target)
+    except FileNotFoundError:
+        moved = None
+    except OSError:
+        moved = None
+        try:
+            path.unlink()
+        except OSError:
+            pass
+    for suffix in ("-wal", "-shm", "-journal"):
+        side = path.with_name(path.name + suffix)
+        if not side.exists():
+            continue
+        try:
+            if moved is not None:
+                os.replace(side, moved.with_name(moved.name + suffix))
+            else:
+                side.unlink()
+        except OSError:
+            try:
+                side.unlink()
+            except OSError:
+                pass
+    return moved
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
+class SQLiteCacheFile:
+    """A thread-safe sqlite connection to a cache file, healed when the file is damaged.
+
+    Args:
+        path: the sqlite file (its folder is created).
+        schema: statements run on every open (``CREATE TABLE IF NOT EXISTS ...``).
+        what: what the cache holds, for messages ("embedding", "LLM reply").
+        timeout: sqlite's busy timeout, seconds.
+    """
+
+    def __init__(self, path: str | Path, schema: Sequence[str], what: str = "cache", timeout: float = 30.0):
+        self.path = Path(path)
+        self.schema = tuple(schema)
+        self.what = what
+        self.timeout = timeout
+        self.healed: list[Path | None] = []  # where each corrupt file went, in order
+        self.disabled = False  # set when even a fresh file cannot be made: a cache-less run
+        self._conn: sqlite3.Connection | None = None
+        self._inode: int | None = None  # of the file the connection has open
+        self._lock = threading.RLock()
+        self._warned: set[str] = set()
+
+    # ------------------------------------------------------------ connection
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        key = str(self.path.resolve())
+        conn = sqlite3.connect(str(self.path), timeout=self.timeout, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            with _CHECKED_LOCK:
+                check = key not in _CHECKED
+            if check:
+                rows = conn.execute("PRAGMA quick_check").fetchall()
+                problems = [str(r[0]) for r in rows if str(r[0]).lower() != "ok"]
+                if problems:
+                    raise CorruptCacheError(f"quick_check: {'; '.join(problems[:3])}"[:300])
+            for statement in self.schema:
+                conn.execute(statement)
+            conn.commit()
+        except BaseException:
+            conn.close()
+            raise
+        with _CHECKED_LOCK:
+            _CHECKED.add(key)
+        self._inode = _inode(self.path)
+        return conn
+
+    def _close(self) -> None:
+        self._inode = None
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except sqlite3.Error:
+                pass
+            self._conn = None
+
+    def _heal(self, err: BaseException) -> None:
+        opened, self._inode = self._inode, None
+        self._close()
+        if opened is not None and _inode(self.path) != opened:
+            # another cache object (or process) already moved the damaged file aside and
+            # started a fresh one: use that, do not throw it away
+            log.info("ragsweep %s cache %s was replaced meanwhile; reopening it", self.what, self.path)
+            return
+        moved = quarantine(self.path)
+        with _CHECKED_LOCK:
+            _CHECKED.discard(str(self.path.resolve()))
+        self.healed.append(moved)
+        where = f"moved aside to {moved}" if moved is not None else "deleted"
+        log.warning(
+            "ragsweep %s cache %s is corrupt (%s): %s; starting a fresh cache",
+            self.what, self.path, " ".join(str(err).split())[:200], where,
+        )
+
+    def _warn_once(self, action: str, err: BaseException) -> None:
+        text = f"{self.what} cache {action} failed ({self.path}): {' '.join(str(err).split())[:200]}"
+        if text in self._warned:
+            log.debug(text)
+            return
+        self._warned.add(text)
+        log.warning("ragsweep %s; carrying on without it", text)
+
+    # ------------------------------------------------------------ operations
+    def run(self, op: Callable[[sqlite3.Connection], T], default: Any = None, action: str = "access") -> T | Any:
+        """``op(connection)`` under the lock; heals a corrupt file and retries once.
+
+        Never raises a sqlite or OS error: returns ``default`` instead (with a warning).
+        """
+        with self._lock:
+            if self.disabled:
+                return default
+            for attempt in (0, 1):
+                try:
+                    if self._conn is None:
+                        self._conn = self._open()
+                    return op(self._conn)
+                except (sqlite3.Error, OSError) as err:
+                    corrupt = isinstance(err, sqlite3.Error) and is_corruption(err)
+                    if corrupt and attempt == 0:
+                        self._heal(err)
+                        continue
+                    if corrupt:  # the fresh file is damaged too (it could not be moved or deleted)
+                        self._close()
+                        self.disabled = True
+                        log.warning("ragsweep %s cache %s still corrupt after healing (%s); "
+                                    "running without this cache", self.what, self.path, err)
+                        return default
+                    if self._conn is not None:
+                        try:
+                            self._conn.rollback()
+                        except sqlite3.Error:
+                            self._close()
+                    self._warn_once(action, err)
+                    return default
+        return default  # pragma: no cover
+
+    def open(self) -> bool:
+        """Open (and check) now; ``False`` when the cache is unusable (warned)."""
+        return bool(self.run(lambda conn: True, default=False, action="open"))
+
+    def close(self) -> None:
+        with self._lock:
+            self._close()
