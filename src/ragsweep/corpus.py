@@ -206,22 +206,42 @@ class ParseCache:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> str | None:
+        """The cached text, or None; a damaged entry is moved aside (warned) and counts as a miss."""
         if self.root is None:
             return None
         path = self._path(key)
         try:
-            return json.loads(path.read_text())["text"]
-        except (OSError, ValueError, KeyError):
+            text = json.loads(path.read_text(encoding="utf-8"))["text"]
+            if not isinstance(text, str):
+                raise TypeError(f"'text' is {type(text).__name__}, not a string")
+            return text
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError) as err:  # garbage, truncated, wrong shape
+            import logging
+
+            from ragsweep.llm.sqlite_cache import quarantine
+
+            moved = quarantine(path) if path.is_file() else None
+            logging.getLogger(__name__).warning(
+                "ragsweep parse cache entry %s is unreadable (%s: %s); %s, parsing the document again",
+                path, type(err).__name__, str(err)[:120], f"moved aside to {moved}" if moved else "ignored")
             return None
 
     def put(self, key: str, text: str) -> None:
+        """Store atomically; a cache that cannot be written is warned about, never fatal."""
         if self.root is None:
             return
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"text": text}))
-        tmp.replace(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps({"text": text}), encoding="utf-8")
+            tmp.replace(path)
+        except OSError as err:
+            import logging
+
+            logging.getLogger(__name__).warning("ragsweep parse cache entry %s not written: %s", path, err)
 
 
 def parse_corpus(
