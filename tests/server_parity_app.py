@@ -1,0 +1,58 @@
+"""A real Pathway ``DocumentStoreServer`` per retriever mode, for tests/test_server_parity.py.
+
+    python tests/server_parity_app.py TEXTS_DIR PIPELINE_YAML '{"bm25": 8001, "knn": 8002, "hybrid": 8003}'
+
+One process, one ``pw.run``: for each mode the pipeline file is loaded with
+``PipelineConfig.load(path, {"retriever_mode": mode})`` and built, and a stock
+``DocumentStore`` (Pathway's default ``Utf8Parser``, the config's splitter and
+retriever factory) is served by Pathway's own ``DocumentStoreServer`` on
+127.0.0.1:PORT (``/v1/retrieve``, ``/v1/statistics``, ``/v1/inputs``).
+
+Documents are read from TEXTS_DIR with ``pw.io.fs.read(format="binary",
+with_metadata=True, mode="streaming")``: the test writes each parsed document's
+text there as UTF-8 bytes under a file named by its doc id, so the server gets
+the bytes the in-process store feeds. Pathway's file metadata is kept and
+``doc_id`` (the path relative to TEXTS_DIR) is added, as the in-process store's
+``_metadata`` carries it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def main(texts_dir: str, pipeline: str, ports: dict[str, int]) -> None:
+    from ragsweep.offline import ensure_offline
+
+    ensure_offline()
+    import pathway as pw
+    from pathway.xpacks.llm.document_store import DocumentStore
+    from pathway.xpacks.llm.servers import DocumentStoreServer
+
+    from ragsweep.config import PipelineConfig
+
+    root = os.path.abspath(texts_dir)
+    docs = pw.io.fs.read(root, format="binary", mode="streaming", with_metadata=True)
+
+    def with_doc_id(meta):  # no annotations: Pathway evaluates them in this module's globals
+        d = meta.as_dict()
+        d["doc_id"] = Path(os.path.relpath(str(d["path"]), root)).as_posix()
+        return pw.Json(d)
+
+    docs = docs.select(data=pw.this.data, _metadata=pw.apply_with_type(with_doc_id, pw.Json, pw.this._metadata))
+
+    servers = []
+    for mode, port in ports.items():
+        built = PipelineConfig.load(pipeline, {"retriever_mode": mode}).build()
+        store = DocumentStore(docs, retriever_factory=built.retriever_factory, splitter=built.splitter)
+        servers.append(DocumentStoreServer("127.0.0.1", int(port), store))
+    print(f"serving {sorted(ports.items(), key=lambda kv: kv[1])} from {root}", flush=True)
+    # one pw.run serves every endpoint of every server (BaseRestServer.run is pw.run)
+    servers[-1].run(threaded=False, with_cache=False)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], {str(k): int(v) for k, v in json.loads(sys.argv[3]).items()})

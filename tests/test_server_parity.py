@@ -1,0 +1,325 @@
+"""Evaluated = served (issue 10): the in-process store ranks what a real Pathway server serves.
+
+A stock Pathway ``DocumentStoreServer`` (tests/server_parity_app.py, a separate process on
+127.0.0.1) is built from the same pipeline file (``pipelines/default.yaml`` with
+``retriever_mode`` = bm25 / knn / hybrid) over the same parsed documents: each parsed text
+is written as UTF-8 bytes to a file named by its doc id and read with
+``pw.io.fs.read(format="binary", with_metadata=True, mode="streaming")``, so Pathway's
+default ``Utf8Parser`` decodes exactly the text the in-process store feeds.
+
+Each question goes to ``POST /v1/retrieve`` as a client would send it (``{"query": q,
+"k": k}``, no filter) and to ``RagStore(config, corpus).run([Query(q, k), ...])``; the
+ranked (doc id, chunk text) lists must be equal at k = 1, 3, 5, 10. The only
+normalisation, applied to both sides alike: items are sorted by (-score, doc id, start,
+text), i.e. the order among exactly equal scores is made canonical. Membership (which
+chunks make the top k) is never normalised.
+
+A mismatch is reported with its likely cause: the question is changed by the store's
+``sanitize_query`` (the server gets the question as sent), an exact score tie at the
+cut-off (Pathway picks which of the tied chunks make the top k), or other.
+
+Embeddings come from the pipeline's embedder cache (``RAGSWEEP_CACHE_DIR``, shared with the
+server through the environment); the in-process runs happen before the documents are put
+where the server reads them, so the server finds every chunk's vector in that cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PIPELINE = ROOT / "pipelines" / "default.yaml"
+DOCS = ROOT / "datasets" / "cuad-mini" / "docs"
+APP = Path(__file__).resolve().parent / "server_parity_app.py"
+
+MODES = ("bm25", "knn", "hybrid")
+KS = (1, 3, 5, 10)
+QUESTIONS = [
+    # as a user types them (the store's sanitize_query changes these)
+    "Which state's law governs this agreement?",
+    "What is the expiration date?",
+    "Who are the parties to this agreement?",
+    "Can a party terminate this contract without cause, and with how much notice?",
+    # without punctuation (sanitize_query leaves these unchanged)
+    "What is the effective date of the contract",
+    "Is there a cap on liability or a limitation of damages",
+    "Does the contract grant an exclusive territory or exclusive license",
+    "What insurance must be maintained by one party for the benefit of the counterparty",
+]
+ALL_CHUNKS_K = 1000  # more than the corpus has: the probe query returns every chunk it matches
+READY_TIMEOUT = 240.0  # seconds from start-up to a fully indexed server, on 2 busy cores
+HTTP_WORKERS = 16  # concurrent requests: Pathway answers a commit's requests together
+
+
+# ------------------------------------------------------------------ comparison logic
+
+
+def served_items(reply: list[dict]) -> list[tuple[float, str, int, str]]:
+    """/v1/retrieve's reply as (score, doc id, start, text); score = -dist, as the store reads it."""
+    return [
+        (-float(r["dist"]), str(r["metadata"]["doc_id"]), int(r["metadata"].get("start", -1)), str(r["text"]))
+        for r in reply
+    ]
+
+
+def evaluated_items(hits) -> list[tuple[float, str, int, str]]:
+    return [(float(h.score), h.doc_id, int(h.start), h.text) for h in hits]
+
+
+def canonical(items: list[tuple[float, str, int, str]]) -> list[tuple[float, str, int, str]]:
+    """The one normalisation: order among exactly equal scores by (doc id, start, text)."""
+    return sorted(items, key=lambda r: (-r[0], r[1], r[2], r[3]))
+
+
+def ranked(items) -> list[tuple[str, str]]:
+    return [(doc, text) for _, doc, _, text in canonical(items)]
+
+
+def differs(served, evaluated) -> bool:
+    """True when the ranked (document, chunk text) lists are not the same."""
+    return ranked(served) != ranked(evaluated)
+
+
+def cause(question: str, served, evaluated) -> str:
+    """Why two lists differ: a tie at the cut-off (equal above the cut, equal cut scores,
+    only tied chunks differ), the question's rewriting by sanitize_query, or other."""
+    from ragsweep.store import sanitize_query
+
+    s, e = canonical(served), canonical(evaluated)
+    changed = sanitize_query(question) != question
+    if s and e and len(s) == len(e) and s[-1][0] == e[-1][0]:
+        cut = s[-1][0]
+        if [(d, t) for sc, d, _, t in s if sc != cut] == [(d, t) for sc, d, _, t in e if sc != cut]:
+            return "exact score tie at the cut-off" + (" (question also changed by sanitize_query)" if changed else "")
+    return "question changed by sanitize_query" if changed else "other"
+
+
+def describe(items) -> str:
+    return "[" + ", ".join(f"({sc:.6f}, {d[:12]}, {st})" for sc, d, st, _ in canonical(items)) + "]"
+
+
+def probe_query(chunk_texts: list[str]) -> str:
+    """A question BM25 matches in every chunk: one word from each chunk."""
+    from ragsweep.store import sanitize_query
+
+    words = []
+    for text in chunk_texts:
+        found = re.findall(r"[A-Za-z]{4,}", text)
+        if found:
+            words.append(found[0].lower())
+    return sanitize_query(" ".join(sorted(set(words))))
+
+
+# ------------------------------------------------------------------ the evaluated side
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    from ragsweep.corpus import parse_corpus
+
+    parsed = parse_corpus(DOCS)
+    assert len(parsed.documents) == 3, parsed.skipped
+    return parsed
+
+
+@pytest.fixture(scope="module")
+def evaluated(corpus):
+    """mode -> {(question, k): hits} from the in-process store, every chunk, and a probe
+    question that reaches every chunk in every mode (the server's readiness check)."""
+    from ragsweep.config import PipelineConfig
+    from ragsweep.store import Query, RagStore
+
+    started = time.perf_counter()
+    texts = {d.doc_id: d.text for d in corpus.documents}
+    out: dict[str, dict] = {}
+    chunks: dict[str, list[tuple[str, str]]] = {}
+    probe = None
+    for mode in ("knn", "bm25", "hybrid"):  # knn first: its chunks give the probe for the others
+        config = PipelineConfig.load(PIPELINE, {"retriever_mode": mode})
+        queries = [Query(q, k) for q in QUESTIONS for k in KS]
+        run = RagStore(config, corpus).run(queries + ([Query(probe, ALL_CHUNKS_K)] if probe else []))
+        out[mode] = {(q.text, q.k): hits for q, hits in zip(queries, run.hits)}
+        chunks[mode] = sorted((c.doc_id, texts[c.doc_id][c.start : c.end]) for c in run.chunks)
+        if probe is None:
+            probe = probe_query([t for _, t in chunks[mode]])
+        else:  # the probe reaches every chunk in process, so the server is ready when it does
+            assert sorted((h.doc_id, h.text) for h in run.hits[-1]) == chunks[mode], f"{mode}: probe misses chunks"
+    assert chunks["bm25"] == chunks["knn"] == chunks["hybrid"]
+    print(f"\nin process: 3 modes x {len(QUESTIONS)} questions x {len(KS)} k in {time.perf_counter() - started:.1f}s")
+    return {"hits": out, "chunks": chunks["knn"], "probe": probe}
+
+
+# ------------------------------------------------------------------ the served side
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _post(port: int, path: str, payload: dict, timeout: float = 120.0):
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}",
+        data=json.dumps(payload).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        return json.loads(resp.read())
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, corpus):
+    """One process, one DocumentStoreServer per mode; yields {mode: port}; killed at the end.
+
+    Started first (its imports overlap the in-process runs) on an empty folder; the
+    documents are moved in by ``feed`` once the in-process runs are done.
+    """
+    root = tmp_path_factory.mktemp("server-parity")
+    watched, staging = root / "texts", root / "staging"
+    watched.mkdir()
+    staging.mkdir()
+    ports = {mode: _free_port() for mode in MODES}
+    log_path = root / "server.log"
+    log = open(log_path, "w")
+    proc = subprocess.Popen(
+        [sys.executable, str(APP), str(watched), str(PIPELINE), json.dumps(ports)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=str(root),  # anything Pathway writes stays in the temporary folder
+        env={**os.environ},  # RAGSWEEP_CACHE_DIR: the embedding cache of the in-process runs
+    )
+
+    def feed():
+        for doc in corpus.documents:
+            staged = staging / doc.doc_id
+            staged.parent.mkdir(parents=True, exist_ok=True)
+            staged.write_bytes(doc.text.encode("utf-8"))  # the bytes RagStore feeds Pathway
+            target = watched / doc.doc_id
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staged, target)  # whole files only: never a half-written one
+
+    def log_tail() -> str:
+        log.flush()
+        return "\n".join(log_path.read_text(errors="replace").splitlines()[-30:])
+
+    try:
+        yield {"ports": ports, "proc": proc, "feed": feed, "log_tail": log_tail, "started": time.perf_counter()}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=20)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def served(server, evaluated, corpus):
+    """Every (mode, question, k) asked over HTTP once every mode's server has every chunk."""
+    ports, proc = server["ports"], server["proc"]
+    server["feed"]()
+    fed = time.perf_counter()
+    probe, all_chunks = evaluated["probe"], evaluated["chunks"]
+    deadline = time.monotonic() + READY_TIMEOUT
+    seen: dict[str, int] = {}
+    for mode, port in ports.items():
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"server exited ({proc.returncode}) before it was ready:\n{server['log_tail']()}")
+            if time.monotonic() > deadline:
+                pytest.fail(
+                    f"server not fully indexed after {READY_TIMEOUT:.0f}s (chunks seen per mode: {seen}, "
+                    f"expected {len(all_chunks)}):\n{server['log_tail']()}"
+                )
+            try:
+                reply = _post(port, "/v1/retrieve", {"query": probe, "k": ALL_CHUNKS_K}, timeout=30)
+                seen[mode] = len(reply)
+                if len(reply) >= len(all_chunks):
+                    # byte-identical input: the server split it into exactly the in-process chunks
+                    assert sorted((d, t) for _, d, _, t in served_items(reply)) == all_chunks, mode
+                    break
+            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError, ValueError):
+                pass
+            time.sleep(0.5)
+    stats = {mode: _post(port, "/v1/statistics", {}) for mode, port in ports.items()}
+    assert all(s["file_count"] == len(corpus.documents) for s in stats.values()), stats
+    ready, after_feed = time.perf_counter() - server["started"], time.perf_counter() - fed
+
+    requests = [(mode, q, k) for mode in MODES for q in QUESTIONS for k in KS]
+    started = time.perf_counter()
+    with ThreadPoolExecutor(HTTP_WORKERS) as pool:
+        replies = list(pool.map(lambda r: _post(ports[r[0]], "/v1/retrieve", {"query": r[1], "k": r[2]}), requests))
+    print(f"\nserver: start -> fully indexed {ready:.1f}s (documents fed -> indexed {after_feed:.1f}s); "
+          f"{len(requests)} requests in "
+          f"{time.perf_counter() - started:.1f}s; {len(all_chunks)} chunks")
+    return {req: served_items(reply) for req, reply in zip(requests, replies)}
+
+
+# ------------------------------------------------------------------ the tests
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_served_equals_evaluated(mode, served, evaluated):
+    failures = []
+    per_k: Counter = Counter()
+    causes: Counter = Counter()
+    for q in QUESTIONS:
+        for k in KS:
+            s, e = served[(mode, q, k)], evaluated_items(evaluated["hits"][mode][(q, k)])
+            if differs(s, e):
+                per_k[k] += 1
+                why = cause(q, s, e)
+                causes[why] += 1
+                failures.append(f"{mode} k={k} {q!r} [{why}]\n  served:    {describe(s)}\n  evaluated: {describe(e)}")
+    summary = ", ".join(f"k={k}: {len(QUESTIONS) - per_k[k]}/{len(QUESTIONS)} equal" for k in KS)
+    print(f"\n{mode}: {summary}; causes of mismatches: {dict(causes) or '-'}")
+    assert not failures, (
+        f"{mode}: served != evaluated for {len(failures)} of {len(QUESTIONS) * len(KS)} (question, k) "
+        f"({summary}); causes: {dict(causes)}\n" + "\n".join(failures)
+    )
+
+
+def test_a_deeper_hybrid_query_is_not_the_top_k(evaluated):
+    """Why the store asks Pathway for exactly k: RRF fuses each retriever's top k, so the
+    top 3 of a k=10 hybrid query is generally not the k=3 answer (printed, not asserted)."""
+    hybrid = evaluated["hits"]["hybrid"]
+    differing = [q for q in QUESTIONS if differs(evaluated_items(hybrid[(q, 10)][:3]), evaluated_items(hybrid[(q, 3)]))]
+    print(f"\nhybrid: the top 3 of k=10 differs from k=3 for {len(differing)} of {len(QUESTIONS)} questions")
+    for q in differing:  # each such pair is a wrong list the comparison must catch
+        assert differs(evaluated_items(hybrid[(q, 10)][:3]), evaluated_items(hybrid[(q, 3)]))
+
+
+def test_the_comparison_catches_a_wrong_list(evaluated):
+    """Negative control: the comparison the parity test uses fails on deliberately wrong lists
+    and accepts only a reordering among exactly equal scores."""
+    right = evaluated_items(evaluated["hits"]["knn"][(QUESTIONS[0], 5)])
+    assert len(right) == 5 and len({sc for sc, *_ in right}) == 5
+    assert not differs(list(right), right)
+    assert not differs(list(reversed(right)), right)  # input order is not the ranking: scores are
+
+    swapped = [(right[1][0], *right[0][1:]), (right[0][0], *right[1][1:])] + right[2:]  # ranks 1 and 2 exchanged
+    other = next((d, t) for d, t in evaluated["chunks"] if (d, t) not in {(x[1], x[3]) for x in right})
+    replaced = right[:-1] + [(right[-1][0], other[0], 0, other[1])]  # a chunk that was not served
+    edited = right[:2] + [(right[2][0], right[2][1], right[2][2], right[2][3] + " ")] + right[3:]  # one byte more
+    for wrong in (swapped, replaced, edited, right[:-1], right + [replaced[-1]]):
+        assert differs(wrong, right)
+
+    tied = [(0.5, "b.txt", 0, "x"), (0.5, "a.txt", 9, "y"), (0.25, "a.txt", 0, "z")]
+    assert not differs(tied, [tied[1], tied[0], tied[2]])  # equal scores: order normalised
+    assert differs(tied[:2], [tied[0], tied[2]])  # but which tied chunk made the cut is not
