@@ -143,6 +143,12 @@ def cmd_compare(args) -> int:
     return run_compare_cli(args)
 
 
+def cmd_generate(args) -> int:
+    from ragsweep.generate.cli import run_generate_cli
+
+    return run_generate_cli(args)
+
+
 def _limit(text: str) -> int:
     """``--limit N``: a whole number of cases >= 1."""
     try:
@@ -218,6 +224,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_b")
     p.add_argument("--markdown", help="also write the comparison as Markdown to this file")
     p.set_defaults(func=cmd_compare)
+
+    from ragsweep.generate.cli import add_arguments as generate_arguments
+
+    p = sub.add_parser("generate", help="a verified test set from a documents folder (OpenAI-compatible LLM)")
+    pipeline_args(p)
+    generate_arguments(p)
+    p.set_defaults(func=cmd_generate)
     return parser
 
 

@@ -1,0 +1,98 @@
+"""The options of ``ragsweep generate`` and the command itself (``ragsweep.cli`` adds the subparser)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ragsweep.generate.propose import KINDS
+
+
+def _types(text: str) -> list[str]:
+    kinds = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [t for t in kinds if t not in KINDS]
+    if not kinds or bad:
+        raise argparse.ArgumentTypeError(f"--types {text!r}: expected some of {','.join(KINDS)}")
+    return list(dict.fromkeys(kinds))
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{value} must be between 0 and 1")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
+    return value
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--docs", help="documents folder (default with --from-failures: the run's)")
+    p.add_argument("--out", required=True, help="the dataset folder to write, e.g. datasets/mine")
+    p.add_argument("--n", type=_count, default=200, help="number of cases (default 200)")
+    p.add_argument("--types", type=_types, default=list(KINDS),
+                   help=f"kinds of question, split evenly (default {','.join(KINDS)})")
+    p.add_argument("--seed", type=int, default=0, help="seed of the passage sampling and the dev/test split")
+    p.add_argument("--dry-run", action="store_true", help="print the LLM calls and tokens it would take, then stop")
+    p.add_argument("--from-failures", metavar="RUN_DIR",
+                   help="propose new cases from the failed cases of an eval run (same type, other documents)")
+    p.add_argument("--dedupe-threshold", type=_fraction, default=0.9,
+                   help="cosine similarity from which a question is a near-duplicate (default 0.9)")
+    p.add_argument("--test-fraction", type=_fraction, default=0.5, help="share of each kind in the test split")
+    p.add_argument("--oversample", type=float, default=1.5,
+                   help="candidates proposed per case needed, to make up for drops (default 1.5)")
+    p.add_argument("--max-rounds", type=_count, default=3, help="rounds of proposals to replace drops (default 3)")
+    p.add_argument("--check-k", type=_count, help="chunks retrieved to check an unanswerable question "
+                   "(default: the pipeline's top_k)")
+    p.add_argument("--link-docs", action="store_true", help="symlink docs/ instead of copying the documents")
+    p.add_argument("--force", action="store_true", help="replace a non-empty --out folder")
+    p.add_argument("--workers", type=_count, metavar="N", help="processes parsing the documents (see `index --workers`)")
+
+
+def run_generate_cli(args) -> int:
+    from ragsweep.config import parse_overrides
+    from ragsweep.generate.failures import FailuresError
+    from ragsweep.generate.generator import GenerateError, GenerateOptions, generate
+
+    try:
+        options = GenerateOptions(
+            docs=args.docs, out=args.out, n=args.n, types=args.types, seed=args.seed, pipeline=args.pipeline,
+            overrides=parse_overrides(getattr(args, "set", None)), dry_run=args.dry_run,
+            from_failures=args.from_failures, dedupe_threshold=args.dedupe_threshold,
+            test_fraction=args.test_fraction, oversample=max(1.0, args.oversample), max_rounds=args.max_rounds,
+            check_k=args.check_k, link_docs=args.link_docs, force=args.force,
+            workers=getattr(args, "workers", None), command="ragsweep " + " ".join(sys.argv[1:]),
+        )
+        result = generate(options)
+    except (GenerateError, FailuresError) as err:
+        print(f"ragsweep: error: {err}", file=sys.stderr)
+        return 2
+    if options.dry_run:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"{result['out']}: {result['cases']} cases {result['kept']} (requested {result['requested']})")
+    print(f"proposed {result['proposed']}; dropped {result['dropped'] or 'none'}"
+          + (f"; {result['surplus']} passed beyond the quota" if result["surplus"] else ""))
+    u = result["usage"]
+    print(f"LLM: {u['calls']} calls ({u['cached']} from cache, {u['errors']} failed), "
+          f"{u['prompt_tokens']} prompt + {u['completion_tokens']} completion tokens, ${u['cost_usd']:.4f}")
+    if result["short"]:
+        print(f"warning: fewer cases than requested: {result['short']}", file=sys.stderr)
+    if result["problems"]:
+        for p in result["problems"]:
+            print(p, file=sys.stderr)
+        print(f"ragsweep: error: `ragsweep validate` found {len(result['problems'])} problem(s)", file=sys.stderr)
+        return 1
+    print(f"validate: {result['out']}: no problems")
+    return 0

@@ -1,0 +1,393 @@
+"""`ragsweep generate`: passages -> proposals -> verification -> a dataset folder.
+
+Rounds: round 1 proposes ``ceil(quota x oversample)`` candidates per kind from fresh
+passages; each later round (up to ``max_rounds``) proposes again for what drops left
+short. When more candidates pass than a kind needs, the first ones in sampled order are
+kept, so the result depends only on the seed, the corpus, the configuration and the
+model's replies (temperature 0 by default; replies are cached on disk like every LLM
+call of ragsweep).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ragsweep.generate import failures as failures_mod
+from ragsweep.generate import propose, verify
+from ragsweep.generate.propose import KINDS, Candidate
+from ragsweep.generate.sampling import ChunkSampler, SourceChunk, split_corpus, usable
+
+GENERATOR = "ragsweep's own generator (ragsweep.generate)"
+
+
+class GenerateError(Exception):
+    pass
+
+
+class GenerateOptions(BaseModel):
+    docs: str | None = None  # the documents folder (default with --from-failures: the run's)
+    out: str
+    n: int = Field(default=200, ge=1)
+    types: list[str] = Field(default_factory=lambda: list(KINDS))
+    seed: int = 0
+    pipeline: str = "pipelines/default.yaml"
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    dry_run: bool = False
+    from_failures: str | None = None
+    dedupe_threshold: float = Field(default=verify.DEFAULT_DEDUPE_THRESHOLD, gt=0, le=1)
+    test_fraction: float = Field(default=0.5, ge=0, le=1)
+    oversample: float = Field(default=1.5, ge=1)
+    max_rounds: int = Field(default=3, ge=1)
+    check_k: int | None = Field(default=None, ge=1)  # chunks retrieved for the unanswerable check (default: top_k)
+    link_docs: bool = False
+    force: bool = False
+    workers: int | None = None
+    progress: bool = True
+    command: str = "ragsweep generate"
+
+
+def quotas(n: int, types: Sequence[str]) -> dict[str, int]:
+    """``n`` split evenly over the kinds, the remainder to the first ones named."""
+    base, extra = divmod(n, len(types))
+    return {t: base + (1 if i < extra else 0) for i, t in enumerate(types)}
+
+
+class Usage:
+    """Calls, cache hits, tokens and cost of each step."""
+
+    def __init__(self) -> None:
+        self.steps: dict[str, dict[str, Any]] = {}
+
+    def add(self, step: str, results: Sequence[Any]) -> None:
+        u = self.steps.setdefault(step, {"calls": 0, "cached": 0, "errors": 0, "prompt_tokens": 0,
+                                         "completion_tokens": 0, "cost_usd": 0.0})
+        for r in results:
+            u["calls"] += 1
+            u["cached"] += int(bool(r.cached))
+            u["errors"] += int(r.error is not None)
+            u["prompt_tokens"] += r.prompt_tokens
+            u["completion_tokens"] += r.completion_tokens
+            u["cost_usd"] = round(u["cost_usd"] + r.cost_usd, 8)
+
+    def table(self) -> dict[str, dict[str, Any]]:
+        total = {"calls": 0, "cached": 0, "errors": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0}
+        for u in self.steps.values():
+            for k in total:
+                total[k] += u[k]
+        total["cost_usd"] = round(total["cost_usd"], 8)
+        return {**self.steps, "total": total}
+
+
+class Generator:
+    """One generation: the corpus, its chunks, the sampler, the LLM client and the store."""
+
+    def __init__(self, options: GenerateOptions, client=None, embed: Callable | None = None, log=None):
+        from ragsweep.config import PipelineConfig
+        from ragsweep.llm.settings import LLMSettings
+
+        self.options = options
+        self.log = log or (lambda msg: print(msg, file=sys.stderr))
+        bad = [t for t in options.types if t not in KINDS]
+        if bad or not options.types:
+            raise GenerateError(f"--types: unknown kind(s) {bad}; expected some of {', '.join(KINDS)}")
+        self.config = PipelineConfig.load(options.pipeline, options.overrides)
+        self.settings = client.settings if client is not None else LLMSettings.from_mapping(self.config.scalars())
+        self._client = client
+        self.embed = embed or verify.default_embed
+        self.check_k = options.check_k or self.config.top_k
+        self.seeds: list[dict[str, Any]] = []
+        self.existing: list[tuple[str, list[str] | None]] = []
+        self.run_info: dict[str, Any] | None = None
+        docs = options.docs
+        if options.from_failures:
+            docs = self._read_failures(docs)
+        if not docs:
+            raise GenerateError("give --docs DIR (or --from-failures RUN_DIR of a run whose documents folder exists)")
+        self.docs_dir = Path(docs)
+        from ragsweep.corpus import parse_corpus
+
+        self.corpus = parse_corpus(self.docs_dir, progress=options.progress,
+                                   **({"workers": options.workers} if options.workers else {}))
+        for skipped in self.corpus.skipped:
+            self.log(f"skipped document {skipped.doc_id}: {skipped.reason}")
+        if not self.corpus.documents:
+            raise GenerateError(f"{self.docs_dir}: no document could be parsed")
+        self.texts = {d.doc_id: d.text for d in self.corpus.documents}
+        self.chunks = split_corpus(self.corpus, self.config)
+        # one sampler per kind: a passage is the source of at most one question of each kind
+        self.samplers = {kind: ChunkSampler(self.chunks, f"{options.seed}:{kind}") for kind in KINDS}
+        self._store = None
+        self._order = 0
+        self._seed_cursor = 0
+        self.usage = Usage()
+        self.proposed: Counter = Counter()
+
+    # ------------------------------------------------------------------ inputs
+    def _read_failures(self, docs: str | None) -> str | None:
+        records, manifest = failures_mod.read_run(self.options.from_failures)
+        seeds = failures_mod.failed_seeds(records)
+        wanted = set(self.options.types)
+        self.seeds = [s for s in seeds if failures_mod.seed_kind(s) in wanted]
+        if not self.seeds:
+            raise GenerateError(f"{self.options.from_failures}: no failed case of the kinds {sorted(wanted)} "
+                                f"({len(records)} cases, {len(seeds)} failed)")
+        self.run_info = {"run": str(self.options.from_failures), "cases": len(records), "failed": len(seeds),
+                         "failures": dict(Counter(s["failure"] for s in seeds))}
+        dataset = failures_mod.run_dataset(manifest)
+        if dataset and Path(dataset).is_dir():
+            from ragsweep.datasets.loader import load_dataset
+
+            try:
+                self.existing = [(c.question, c.doc_scope) for c in load_dataset(dataset).cases]
+            except Exception as err:  # noqa: BLE001 - dedupe against it is a courtesy, not a need
+                self.log(f"warning: {dataset}: not loaded ({err}); new cases are not compared with its questions")
+        return docs or failures_mod.run_docs_dir(manifest)
+
+    @property
+    def client(self):
+        if self._client is None:
+            from ragsweep.llm.client import LLMClient
+
+            self._client = LLMClient(self.settings)
+        return self._client
+
+    @property
+    def store(self):
+        if self._store is None:
+            from ragsweep.store import RagStore
+
+            self._store = RagStore(self.config, self.corpus)
+        return self._store
+
+    def _candidate(self, kind: str, sources: list[SourceChunk], hint: dict | None = None) -> Candidate:
+        c = Candidate(order=self._order, kind=kind, type=(hint or {}).get("type") or kind, sources=sources, hint=hint)
+        self._order += 1
+        return c
+
+    # ------------------------------------------------------------------ candidates
+    def draw(self, need: dict[str, int]) -> list[Candidate]:
+        """Fresh candidates for what each kind still needs (x oversample)."""
+        if self.seeds:
+            return self._draw_from_failures(sum(need.values()))
+        left = {kind: math.ceil(missing * self.options.oversample) for kind, missing in need.items() if missing > 0}
+        batch: list[Candidate] = []
+        while any(left.values()):
+            for kind in list(left):
+                if left[kind] <= 0:
+                    continue
+                sampler = self.samplers[kind]
+                if kind == "multi_hop":
+                    drawn = [list(pair) for pair in sampler.draw_pairs(1)]
+                else:
+                    drawn = [[c] for c in sampler.draw(1)]
+                if not drawn:  # this kind has no unused passage left
+                    left[kind] = 0
+                    continue
+                batch.append(self._candidate(kind, drawn[0]))
+                left[kind] -= 1
+        return batch
+
+    def _draw_from_failures(self, missing: int) -> list[Candidate]:
+        n = math.ceil(missing * self.options.oversample)
+        picks = [self.seeds[(self._seed_cursor + i) % len(self.seeds)] for i in range(n)]
+        self._seed_cursor += n
+        all_docs = sorted(self.texts)
+        other_docs = []
+        for seed in picks:
+            own = set(seed.get("doc_scope") or seed.get("relevant_docs") or [])
+            other_docs.append([d for d in all_docs if d not in own] or all_docs)
+        ask = [i for i, s in enumerate(picks) if failures_mod.seed_kind(s) != "unanswerable"]
+        hits_of: dict[int, list] = {}
+        if ask:
+            found = self.store.retrieve([picks[i]["question"] for i in ask], k=max(10, 2 * self.check_k),
+                                        doc_scopes=[other_docs[i] for i in ask])
+            hits_of = dict(zip(ask, found))
+        batch: list[Candidate] = []
+        for i, seed in enumerate(picks):
+            kind = failures_mod.seed_kind(seed)
+            hint = {"run": self.run_info["run"] if self.run_info else None, **seed}
+            want = 2 if kind == "multi_hop" else 1
+            ranked = [SourceChunk(h.doc_id, h.start, h.end, h.text) for h in hits_of.get(i, [])]
+            sampler = self.samplers[kind]
+            ranked = [c for c in ranked if usable(c) and c.key not in sampler.used]
+            sources: list[SourceChunk] = ranked[:1]
+            if want == 2 and sources:  # the second passage: of the same document if one was retrieved
+                rest = ranked[1:]
+                same = [c for c in rest if c.doc_id == sources[0].doc_id]
+                sources += (same or rest)[:1]
+            for chunk in sources:
+                sampler.take(chunk)
+            if len(sources) < want:  # nothing (more) retrieved: a drawn passage of another document
+                own = set(all_docs) - set(other_docs[i])
+                if sources:  # a second passage: the same document first
+                    sources += sampler.draw_from([sources[0].doc_id], 1)
+                if len(sources) < want:
+                    sources += sampler.draw(want - len(sources), exclude_docs=own)
+            if len(sources) < want:
+                continue
+            batch.append(self._candidate(kind, sorted(sources, key=lambda c: (c.doc_id, c.start)), hint))
+        return batch
+
+    # ------------------------------------------------------------------ steps
+    def verify_batch(self, batch: list[Candidate], accepted: list[Candidate]) -> None:
+        o = self.options
+        for c in batch:
+            self.proposed[c.kind] += 1
+        self.log(f"propose: {len(batch)} LLM calls ({dict(Counter(c.kind for c in batch))})")
+        replies = self.client.chat_batch([propose.messages(c) for c in batch], json_mode=True)
+        self.usage.add("propose", replies)
+        for c, r in zip(batch, replies):
+            propose.read_reply(c, r)
+        for c in batch:
+            verify.locate_quotes(c, self.texts)
+        kept = self.existing + [(c.question, c.doc_scope) for c in accepted]
+        verify.drop_near_duplicates(batch, kept, o.dedupe_threshold, self.embed)
+        answerable = [c for c in batch if c.alive and c.kind != "unanswerable"]
+        if answerable:
+            self.log(f"support check: {len(answerable)} LLM calls")
+            replies = self.client.chat_batch([verify.support_messages(c) for c in answerable], json_mode=True)
+            self.usage.add("support", replies)
+            for c, r in zip(answerable, replies):
+                verify.read_support(c, r)
+        unanswerable = [c for c in batch if c.alive and c.kind == "unanswerable"]
+        if unanswerable:
+            self.log(f"unanswerable check: retrieve top {self.check_k} for {len(unanswerable)} questions, "
+                     f"{len(unanswerable)} LLM calls")
+            hits = self.store.retrieve([c.question for c in unanswerable], k=self.check_k,
+                                       doc_scopes=[c.doc_scope for c in unanswerable])
+            replies = self.client.chat_batch(
+                [verify.answered_messages(c, h) for c, h in zip(unanswerable, hits)], json_mode=True)
+            self.usage.add("answerability", replies)
+            for c, h, r in zip(unanswerable, hits, replies):
+                verify.read_answered(c, h, r)
+
+    # ------------------------------------------------------------------ run
+    def requested(self) -> dict[str, int]:
+        if self.seeds:
+            kinds = Counter(failures_mod.seed_kind(self.seeds[i % len(self.seeds)]) for i in range(self.options.n))
+            return {k: kinds.get(k, 0) for k in self.options.types}
+        return quotas(self.options.n, self.options.types)
+
+    def dry_run(self) -> dict[str, Any]:
+        from ragsweep.generate.estimate import estimate_generation
+
+        need = self.requested()
+        batch = self.draw(need)
+        est = estimate_generation(batch, self.settings, self.check_k, self.options.max_rounds)
+        return {"dry_run": True, "requested": need, "documents": len(self.corpus.documents),
+                "chunks": len(self.chunks), "usable_chunks": sum(map(usable, self.chunks)),
+                "llm": self.settings.public_dict(),
+                **{k: v.model_dump() for k, v in est.items()}}
+
+    def run(self) -> tuple[list[Candidate], list[Candidate], dict[str, Any]]:
+        """(kept, dropped, summary)."""
+        need_total = self.requested()
+        if self.seeds:  # from failures the kinds follow the seeds: one pool
+            quota = {"*": self.options.n}
+        else:
+            quota = dict(need_total)
+        kept: list[Candidate] = []
+        dropped: list[Candidate] = []
+        surplus = 0
+        for round_no in range(1, self.options.max_rounds + 1):
+            have = Counter("*" if self.seeds else c.kind for c in kept)
+            need = {k: q - have.get(k, 0) for k, q in quota.items()}
+            if all(v <= 0 for v in need.values()):
+                break
+            batch = self.draw({k: v for k, v in need.items()} if not self.seeds else {"*": need["*"]})
+            if not batch:
+                self.log("no unused passage left: stopping")
+                break
+            self.log(f"round {round_no}: {len(batch)} candidates")
+            self.verify_batch(batch, kept)
+            for c in sorted(batch, key=lambda c: c.order):
+                slot = "*" if self.seeds else c.kind
+                if not c.alive:
+                    dropped.append(c)
+                elif have.get(slot, 0) < quota[slot]:
+                    kept.append(c)
+                    have[slot] += 1
+                else:
+                    surplus += 1
+        short = {k: q - sum(1 for c in kept if ("*" if self.seeds else c.kind) == k)
+                 for k, q in quota.items()}
+        short = {k: v for k, v in short.items() if v > 0}
+        return kept, dropped, {"surplus": surplus, "short": short, "requested": need_total}
+
+
+def prompts_text() -> dict[str, str]:
+    return {
+        "system (proposals)": propose.SYSTEM,
+        "single_hop proposal": propose.SINGLE_HOP_PROMPT,
+        "multi_hop proposal": propose.MULTI_HOP_PROMPT,
+        "unanswerable proposal": propose.UNANSWERABLE_PROMPT,
+        "hint (--from-failures)": propose.HINT,
+        "system (checks)": verify.CHECK_SYSTEM,
+        "support check": verify.SUPPORT_PROMPT,
+        "answerability check": verify.ANSWERED_PROMPT,
+    }
+
+
+def generate(options: GenerateOptions, client=None, embed: Callable | None = None, log=None) -> dict[str, Any]:
+    """Generate and write a dataset folder (or, for a dry run, return the estimate)."""
+    from ragsweep.datasets.validate import validate_dataset
+    from ragsweep.generate.writer import assign_splits, case_id, to_case, write_dataset
+    from ragsweep.runfolder import now
+
+    out = Path(options.out)
+    if not options.dry_run and out.exists() and any(out.iterdir()) and not options.force:
+        raise GenerateError(f"{out} exists and is not empty (use --force to replace it)")
+    started = now()
+    t0 = time.perf_counter()
+    gen = Generator(options, client=client, embed=embed, log=log)
+    if options.dry_run:
+        return gen.dry_run()
+    kept, dropped, summary = gen.run()
+    splits = assign_splits(kept, options.seed, options.test_fraction)
+    taken: set[str] = set()
+    cases = [to_case(c, case_id(c, taken), splits[c.order], gen.settings.model)
+             for c in sorted(kept, key=lambda c: c.order)]
+    kinds = list(options.types)
+    provenance = {
+        "generator": GENERATOR,
+        "command": options.command,
+        "started": started,
+        "finished": now(),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "docs_dir": str(gen.docs_dir),
+        "corpus": {"documents": len(gen.corpus.documents), "hash": gen.corpus.content_hash,
+                   "skipped": [s.model_dump() for s in gen.corpus.skipped], "pdf_pipeline": gen.corpus.pdf_pipeline},
+        "pipeline": {"path": options.pipeline, "hash": gen.config.hash, "overrides": options.overrides},
+        "chunks": {"total": len(gen.chunks), "usable": sum(map(usable, gen.chunks))},
+        "llm": gen.settings.public_dict(),
+        "seed": options.seed,
+        "types": kinds,
+        "requested": summary["requested"],
+        "proposed": {k: gen.proposed.get(k, 0) for k in kinds},
+        "kept": {k: sum(1 for c in kept if c.kind == k) for k in kinds},
+        "dropped": {r: n for r, n in sorted(Counter(c.drop[0] for c in dropped if c.drop).items())},
+        "surplus": summary["surplus"],
+        "short": summary["short"],
+        "dedupe_threshold": options.dedupe_threshold,
+        "check_k": gen.check_k,
+        "test_fraction": options.test_fraction,
+        "oversample": options.oversample,
+        "max_rounds": options.max_rounds,
+        "usage": gen.usage.table(),
+        "prompts": prompts_text(),
+        "from_failures": gen.run_info,
+    }
+    write_dataset(out, cases, dropped, gen.docs_dir, options.link_docs, provenance)
+    problems = validate_dataset(out)
+    return {"out": str(out), "cases": len(cases), "kept": provenance["kept"], "requested": summary["requested"],
+            "proposed": provenance["proposed"], "dropped": provenance["dropped"], "surplus": summary["surplus"],
+            "short": summary["short"], "usage": provenance["usage"]["total"],
+            "problems": [str(p) for p in problems]}

@@ -1,0 +1,240 @@
+"""The output folder: a dataset like any other, with its provenance.
+
+::
+
+    <out>/
+        docs/            copy (or, with --link-docs, a symlink) of the documents folder
+        cases.jsonl      one canonical Case per line
+        dataset.yaml     name, relevance rule (evidence_offsets), how it was generated
+        README.md        provenance: model, endpoint, prompts, seed, counts per type, drops and why
+        generation.json  the same, machine-readable (with LLM usage per step)
+        dropped.jsonl    every dropped candidate: its question, the step and the reason
+
+Offsets: each case's ``evidence`` is the canonical ``{text, doc_id}``; the text is the
+document's own characters at the located offsets, and the offsets themselves are in
+``meta.evidence_spans`` (``doc_id, start, end, method``), into the parsed text of
+:func:`ragsweep.corpus.parse_corpus` (the canonical Evidence record has no offset fields).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import shutil
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ragsweep.datasets.schema import Case, Evidence
+from ragsweep.generate.propose import Candidate
+
+
+def case_id(candidate: Candidate, taken: set[str]) -> str:
+    digest = hashlib.sha1(f"{candidate.question}\0{'|'.join(candidate.doc_scope)}".encode()).hexdigest()[:10]
+    base = f"gen-{candidate.kind.replace('_', '')}-{digest}"
+    cid, n = base, 1
+    while cid in taken:
+        n += 1
+        cid = f"{base}-{n}"
+    taken.add(cid)
+    return cid
+
+
+def assign_splits(candidates: list[Candidate], seed: int, test_fraction: float) -> dict[int, str]:
+    """dev/test per kind: a seeded shuffle, the first round(fraction * n) of each kind are test."""
+    rng = random.Random(f"split:{seed}")
+    by_kind: dict[str, list[Candidate]] = defaultdict(list)
+    for c in sorted(candidates, key=lambda c: c.order):
+        by_kind[c.kind].append(c)
+    out: dict[int, str] = {}
+    for kind in sorted(by_kind):
+        group = list(by_kind[kind])
+        rng.shuffle(group)
+        n_test = int(round(test_fraction * len(group)))
+        for i, c in enumerate(group):
+            out[c.order] = "test" if i < n_test else "dev"
+    return out
+
+
+def to_case(candidate: Candidate, cid: str, split: str, model: str) -> Case:
+    meta: dict[str, Any] = {
+        "generated_by": "ragsweep generate",
+        "model": model,
+        "kind": candidate.kind,
+        "source_chunks": [{"doc_id": s.doc_id, "start": s.start, "end": s.end} for s in candidate.sources],
+    }
+    if candidate.evidence:
+        meta["evidence_spans"] = [{k: e[k] for k in ("doc_id", "start", "end", "method")} for e in candidate.evidence]
+    if candidate.why_unanswerable:
+        meta["why_unanswerable"] = candidate.why_unanswerable
+    if candidate.checks:
+        meta["checks"] = candidate.checks
+    if candidate.hint:
+        meta["from_failure"] = {k: candidate.hint.get(k) for k in ("run", "id", "question", "type", "failure")}
+    unanswerable = candidate.kind == "unanswerable"
+    return Case(
+        id=cid,
+        question=candidate.question,
+        type=candidate.type,
+        doc_scope=candidate.doc_scope,
+        evidence=[] if unanswerable else [Evidence(text=e["text"], doc_id=e["doc_id"]) for e in candidate.evidence],
+        reference_answer=None if unanswerable else candidate.answer,
+        unanswerable=unanswerable,
+        split=split,
+        meta=meta,
+    )
+
+
+def copy_docs(docs_dir: Path, target: Path, link: bool) -> str:
+    if target.is_symlink() or target.is_file():
+        target.unlink()
+    elif target.exists():
+        shutil.rmtree(target)
+    if link:
+        os.symlink(docs_dir.resolve(), target, target_is_directory=True)
+        return f"symlink to {docs_dir.resolve()}"
+    shutil.copytree(docs_dir, target, symlinks=False)
+    return f"copy of {docs_dir}"
+
+
+def write_dataset(out: Path, cases: list[Case], dropped: list[Candidate], docs_dir: Path, link_docs: bool,
+                  provenance: dict[str, Any]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    provenance["docs"] = copy_docs(docs_dir, out / "docs", link_docs)
+    with (out / "cases.jsonl").open("w", encoding="utf-8") as fh:
+        for case in cases:
+            fh.write(json.dumps(case.model_dump(mode="json", exclude_defaults=True), ensure_ascii=False) + "\n")
+    with (out / "dropped.jsonl").open("w", encoding="utf-8") as fh:
+        for c in dropped:
+            fh.write(json.dumps({
+                "kind": c.kind, "type": c.type, "question": c.question, "answer": c.answer or None,
+                "reason": c.drop[0] if c.drop else None, "detail": c.drop[1] if c.drop else None,
+                "sources": [{"doc_id": s.doc_id, "start": s.start, "end": s.end} for s in c.sources],
+                "quotes": c.quotes or None, "checks": c.checks or None,
+            }, ensure_ascii=False) + "\n")
+    settings = {
+        "name": out.name,
+        "relevance": "evidence_offsets",
+        "description": f"generated by `ragsweep generate` from {docs_dir} (model {provenance['llm']['model']}, "
+                       f"seed {provenance['seed']}); see README.md",
+        "generated": {k: provenance[k] for k in ("generator", "seed", "types", "requested", "kept")},
+    }
+    (out / "dataset.yaml").write_text(yaml.safe_dump(settings, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    (out / "generation.json").write_text(json.dumps(provenance, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / "README.md").write_text(readme(out.name, cases, dropped, provenance), encoding="utf-8")
+
+
+def readme(name: str, cases: list[Case], dropped: list[Candidate], p: dict[str, Any]) -> str:
+    kinds = p["types"]
+    kept = Counter(c.meta.get("kind") for c in cases)
+    proposed = p["proposed"]
+    splits = Counter((c.meta.get("kind"), c.split) for c in cases)
+    reasons: dict[str, Counter] = defaultdict(Counter)
+    for c in dropped:
+        reasons[c.drop[0] if c.drop else "?"][c.kind] += 1
+    lines = [
+        f"# {name}: a generated test set",
+        "",
+        f"Generated by `{p['command']}` ({p['generator']}) on {p['finished']}.",
+        "Every case passed the checks below; what did not pass is counted here and listed in `dropped.jsonl`.",
+        "",
+        "## Provenance",
+        "",
+        f"- documents: `{p['docs_dir']}` ({p['corpus']['documents']} parsed, {len(p['corpus']['skipped'])} skipped; "
+        f"PDF pipeline {p['corpus']['pdf_pipeline']}); `docs/` is a {p['docs']}. The documents keep the licence of "
+        "their source: see that folder's own README.",
+        f"- passages: the pipeline `{p['pipeline']['path']}` (hash {p['pipeline']['hash']}): its splitter's chunks "
+        f"({p['chunks']['usable']} usable of {p['chunks']['total']}), drawn stratified over documents with seed {p['seed']}",
+        f"- model: `{p['llm']['model']}` at `{p['llm']['base_url']}`, temperature {p['llm']['temperature']}, "
+        f"max_tokens {p['llm']['max_tokens']}",
+        f"- seed: {p['seed']}; split: {p['test_fraction']:.0%} of each kind in `test`, the rest in `dev`",
+        f"- near-duplicate threshold: cosine >= {p['dedupe_threshold']} (all-MiniLM-L6-v2), between questions about "
+        "overlapping documents",
+        f"- unanswerable check: top {p['check_k']} chunks of the pipeline's store, scoped to the case's documents",
+    ]
+    if p.get("from_failures"):
+        ff = p["from_failures"]
+        lines.append(f"- grown from the failed cases of the run `{ff['run']}` ({ff['failed']} failed cases used as "
+                     "seeds: same question type, other documents)")
+    lines += [
+        "",
+        "## Counts",
+        "",
+        "| kind | requested | proposed | kept | dev | test |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for kind in kinds:
+        lines.append(f"| {kind} | {p['requested'].get(kind, 0)} | {proposed.get(kind, 0)} | {kept.get(kind, 0)} | "
+                     f"{splits.get((kind, 'dev'), 0)} | {splits.get((kind, 'test'), 0)} |")
+    lines.append(f"| total | {sum(p['requested'].values())} | {sum(proposed.values())} | {len(cases)} | "
+                 f"{sum(v for (k, s), v in splits.items() if s == 'dev')} | "
+                 f"{sum(v for (k, s), v in splits.items() if s == 'test')} |")
+    if p.get("surplus"):
+        lines.append(f"\n{p['surplus']} more candidates passed every check than were requested; they were not kept.")
+    if p.get("short"):
+        lines.append("\nFewer cases than requested: " + "; ".join(f"{k}: {v}" for k, v in p["short"].items()))
+    lines += ["", "## Dropped, and why", ""]
+    if reasons:
+        lines += ["| reason | " + " | ".join(kinds) + " | what it means |", "|---|" + "---:|" * len(kinds) + "---|"]
+        for reason in sorted(reasons):
+            lines.append(f"| {reason} | " + " | ".join(str(reasons[reason].get(k, 0)) for k in kinds)
+                         + f" | {DROP_REASONS.get(reason, '')} |")
+    else:
+        lines.append("Nothing was dropped.")
+    lines += ["", "## LLM usage", "", "| step | calls | from cache | prompt tokens | completion tokens | cost (USD) |",
+              "|---|---:|---:|---:|---:|---:|"]
+    for step, u in p["usage"].items():
+        lines.append(f"| {step} | {u['calls']} | {u['cached']} | {u['prompt_tokens']} | {u['completion_tokens']} | "
+                     f"{u['cost_usd']:.4f} |")
+    lines += ["", "## How a case is made and checked", "", VERIFICATION_TEXT, "", "## Prompts", ""]
+    for title, text in p["prompts"].items():
+        lines += [f"### {title}", "", "```text", text, "```", ""]
+    lines += ["## Fields", "", FIELDS_TEXT, ""]
+    return "\n".join(lines)
+
+
+DROP_REASONS = {
+    "llm_error": "the proposal call failed after retries",
+    "llm_refused": "the model declined",
+    "unparsable_reply": "the proposal was not the JSON asked for",
+    "no_question": "the proposal had no usable question",
+    "no_answer": "the proposal had no answer",
+    "refers_to_passage": "the question speaks of 'the passage' instead of the document",
+    "no_quote": "no quote (for multi-hop: none from one of the two passages)",
+    "quote_too_short": "a quote too short to locate meaningfully",
+    "quote_not_found": "a quote is not in the document verbatim (after normalisation)",
+    "near_duplicate": "too similar to a kept question about the same documents",
+    "answer_not_supported": "the second call found the answer does not follow from the evidence alone",
+    "answerable": "an 'unanswerable' question that a retrieved chunk answers",
+    "check_unreadable": "a check's reply had no verdict (a check that did not happen is not a pass)",
+    "check_failed": "a check's call failed after retries",
+}
+
+VERIFICATION_TEXT = """1. **Passages**: chunks of the pipeline's own parse and split, sampled round robin over the
+   documents in a seeded order (single-hop and unanswerable: one chunk; multi-hop: two chunks of one
+   document, or of two documents when one has a single chunk left).
+2. **Proposal** (1 LLM call): question, answer and verbatim quotes (unanswerable: a question the
+   document should not answer).
+3. **Quotes located** (no LLM): each quote is searched in the parsed text of its document with
+   `ragsweep.metrics.relevance.locate_spans`, fuzzy matching off: found verbatim after normalisation
+   (`exact`) or on letters and digits only with the same numbers (`alnum`). One quote not found drops
+   the case. The evidence text is the document's own text at the located offsets.
+4. **Near-duplicates** (no LLM): questions embedded with all-MiniLM-L6-v2; one too close to an earlier
+   question about overlapping documents is dropped.
+5. **Answer follows from the evidence** (1 LLM call): the checker sees only the located evidence, the
+   question and the answer; anything but a clear "supported" drops the case.
+6. **Unanswerable checked against the corpus** (retrieval + 1 LLM call): the question is asked of the
+   pipeline's store within the case's documents; the checker sees the retrieved chunks; "answered", or
+   no readable verdict, drops the case."""
+
+FIELDS_TEXT = """- `type`: `single_hop`, `multi_hop` or `unanswerable` (with `--from-failures`: the failed case's type;
+  `meta.kind` always holds the kind)
+- `evidence`: `{text, doc_id}`; `meta.evidence_spans`: the same spans as `{doc_id, start, end, method}`,
+  offsets into the parsed text of the document
+- `doc_scope`: the documents the question is about (retrieval is restricted to them)
+- `meta.source_chunks`: the passages the question was written from (splitter offsets)
+- `meta.checks`: what the support / answerability checks replied"""
