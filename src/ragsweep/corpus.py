@@ -1,7 +1,13 @@
 """Documents folder -> Docling -> parsed text per document, cached by content.
 
 Where documents enter ragsweep. Every file under the folder is either parsed or
-skipped with a reason naming it; one bad file never sinks the corpus.
+skipped with a reason naming it; one bad file never sinks the corpus. A document
+that is parsed only in part (pages Docling could not read, a PDF cut short) is
+kept, and what went wrong is listed in its ``warnings``.
+
+Text files are checked whole (NUL bytes, UTF-8), block by block as they are read.
+Cache misses can be parsed by a pool of worker processes (``workers``); the result
+(texts, order, skips and their reasons) is the same as a serial parse.
 
 The parsed text is NFKC-normalised (as Pathway's ``TokenCountSplitter`` would do),
 so chunk offsets computed by :mod:`ragsweep.chunking` index into exactly this text.
@@ -9,12 +15,19 @@ so chunk offsets computed by :mod:`ragsweep.chunking` index into exactly this te
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
+import logging
 import os
+import pickle
+import re
 import time
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
 from functools import lru_cache
 from io import BytesIO
 from pathlib import Path
@@ -23,8 +36,20 @@ from pydantic import BaseModel
 
 from ragsweep.offline import ensure_offline
 
+log = logging.getLogger(__name__)
+
 # bump when the way text is extracted changes: invalidates the parse cache
 PARSER_VERSION = "1"
+
+# files are read, hashed and (text formats) checked in blocks of this size
+READ_BLOCK = 1 << 20
+# the format is told from this much of the file's start
+HEAD_BYTES = 4096
+TEXT_FORMATS = {"html", "md", "txt"}
+
+# what a parse function returns: the text, or the text and its warnings
+ParseOutput = str | tuple[str, Sequence[str]]
+ParseFn = Callable[[bytes, str, str, bool], ParseOutput]
 
 EXTENSIONS = {
     ".pdf": "pdf",
@@ -51,6 +76,9 @@ class ParsedDocument(BaseModel):
     sha256: str
     seconds: float
     cached: bool = False
+    # what went wrong while parsing a document that was still kept: pages Docling
+    # could not read, a partial conversion, a PDF that looks cut short
+    warnings: list[str] = []
 
 
 class SkippedDocument(BaseModel):
@@ -80,6 +108,11 @@ class Corpus(BaseModel):
                 return doc.text
         return None
 
+    @property
+    def warnings(self) -> dict[str, list[str]]:
+        """doc_id -> parse warnings, for the parsed documents that have any."""
+        return {d.doc_id: list(d.warnings) for d in self.documents if d.warnings}
+
 
 def default_cache_dir() -> Path:
     return Path(os.environ.get("RAGSWEEP_CACHE_DIR", ".cache/ragsweep"))
@@ -108,8 +141,9 @@ def detect_format(path: Path, head: bytes) -> tuple[str | None, str | None]:
         return ("docx", None) if claimed == "docx" else (None, f"zip content behind a {ext} extension")
     if claimed == "docx":
         return None, "not a DOCX (not a zip archive): corrupt or mislabelled"
-    if b"\0" in head:
-        return None, f"binary content behind a {ext} extension"
+    nul = head.find(b"\0")
+    if nul >= 0:
+        return None, f"binary content behind a {ext} extension (NUL byte at byte {nul})"
     try:
         head.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -117,6 +151,74 @@ def detect_format(path: Path, head: bytes) -> tuple[str | None, str | None]:
         if err.start < len(head) - 4:
             return None, f"not UTF-8 text ({err.reason} at byte {err.start})"
     return claimed, None
+
+
+@dataclass
+class FileCheck:
+    """One file read whole: its bytes and hash, or why it is refused."""
+
+    fmt: str | None
+    reason: str | None = None
+    data: bytes = b""
+    sha256: str = ""
+    warnings: list[str] = field(default_factory=list)  # about the file itself (e.g. a PDF cut short)
+
+
+def read_document(path: Path, block_size: int = READ_BLOCK) -> FileCheck:
+    """Read a file once, in blocks: hash it, tell its format, check text files whole.
+
+    The format comes from the first :data:`HEAD_BYTES` (:func:`detect_format`). A
+    text format is then checked to its last byte, block by block as it is read: a
+    NUL byte or invalid UTF-8 anywhere refuses the file with the same kind of
+    reason as in its first block, and reading stops there (a huge binary file is
+    never loaded). Raises ``OSError`` when the file cannot be read.
+    """
+    with path.open("rb") as f:
+        first = f.read(max(block_size, HEAD_BYTES))
+        fmt, reason = detect_format(path, first[:HEAD_BYTES])
+        if fmt is None:
+            return FileCheck(None, reason or "unsupported")
+        sha = hashlib.sha256()
+        blocks: list[bytes] = []
+        decoder = codecs.getincrementaldecoder("utf-8")() if fmt in TEXT_FORMATS else None
+        offset = 0  # bytes of the file before `block`
+        block = first
+        while block:
+            if decoder is not None:
+                problem = _text_problem(block, offset, decoder, path.suffix.lower())
+                if problem:
+                    return FileCheck(None, problem)
+            sha.update(block)
+            blocks.append(block)
+            offset += len(block)
+            block = f.read(block_size)
+        if decoder is not None:
+            try:
+                decoder.decode(b"", final=True)
+            except UnicodeDecodeError as err:
+                return FileCheck(None, f"not UTF-8 text ({err.reason} at byte {offset - len(err.object) + err.start})")
+    data = blocks[0] if len(blocks) == 1 else b"".join(blocks)
+    del blocks
+    warnings = []
+    if fmt == "pdf" and b"%%EOF" not in data[-1024:]:
+        warnings.append(PDF_TRUNCATED)
+    return FileCheck(fmt, None, data, sha.hexdigest(), warnings)
+
+
+PDF_TRUNCATED = "the PDF looks truncated (no %%EOF marker at the end of the file)"
+
+
+def _text_problem(block: bytes, offset: int, decoder: codecs.IncrementalDecoder, ext: str) -> str | None:
+    """Why this block of a text file refuses the file (None: it does not)."""
+    nul = block.find(b"\0")
+    if nul >= 0:
+        return f"binary content behind a {ext} extension (NUL byte at byte {offset + nul})"
+    pending = len(decoder.getstate()[0])  # bytes of a character cut by the previous block
+    try:
+        decoder.decode(block)
+    except UnicodeDecodeError as err:
+        return f"not UTF-8 text ({err.reason} at byte {offset - pending + err.start})"
+    return None
 
 
 def layout_models_available() -> bool:
@@ -167,17 +269,68 @@ def _converter(standard_pdf: bool):
 _STREAM_SUFFIX = {"pdf": ".pdf", "docx": ".docx", "html": ".html", "md": ".md", "txt": ".md"}
 
 
-def docling_parse(data: bytes, fmt: str, name: str, standard_pdf: bool) -> str:
-    """Parse one document's bytes with Docling, without its chunking; return plain text."""
+def docling_convert(data: bytes, fmt: str, name: str, standard_pdf: bool) -> tuple[str, list[str]]:
+    """Parse one document's bytes with Docling, without its chunking.
+
+    Returns the plain text and the conversion's warnings (pages that failed, a
+    partial conversion); raises ``ValueError`` when Docling converts nothing.
+    """
     from docling.datamodel.base_models import ConversionStatus, DocumentStream
 
     stream = DocumentStream(name=Path(name).stem + _STREAM_SUFFIX[fmt], stream=BytesIO(data))
     result = _converter(standard_pdf).convert(stream, raises_on_error=False)
+    problems = conversion_problems(result.errors, getattr(result.input, "page_count", 0) or 0)
     if result.status not in (ConversionStatus.SUCCESS, ConversionStatus.PARTIAL_SUCCESS):
-        errors = "; ".join(e.error_message for e in result.errors) or str(result.status)
-        raise ValueError(f"Docling could not convert it: {errors}")
+        raise ValueError(f"Docling could not convert it: {'; '.join(problems) or result.status}")
+    if result.status == ConversionStatus.PARTIAL_SUCCESS and not problems:
+        problems = ["Docling converted it only in part (status PARTIAL_SUCCESS, no error detail)"]
     text = result.document.export_to_text()
-    return unicodedata.normalize("NFKC", text).strip()
+    return unicodedata.normalize("NFKC", text).strip(), problems
+
+
+def docling_parse(data: bytes, fmt: str, name: str, standard_pdf: bool) -> str:
+    """Parse one document's bytes with Docling, without its chunking; return plain text."""
+    return docling_convert(data, fmt, name, standard_pdf)[0]
+
+
+_PAGE_PREFIX = re.compile(r"^(page failed to parse[.:]?\s*)?(error rendering page \d+ of key=[0-9a-f.]+:\s*)?", re.I)
+_LONG_HEX = re.compile(r"\b([0-9a-f]{12})[0-9a-f]{28,}\b")
+
+
+def conversion_problems(errors: Iterable, page_count: int = 0) -> list[str]:
+    """Docling's error items as short, readable warnings.
+
+    Page failures become one line naming the pages (``pages 2-4, 9 of 10 failed
+    to parse (page 2: ...)``); every other error is one line of its own.
+    """
+    pages: dict[int, str] = {}
+    other: list[str] = []
+    for error in errors:
+        message = _LONG_HEX.sub(r"\1...", " ".join(str(getattr(error, "error_message", error)).split()))
+        page_no = getattr(error, "page_no", None)
+        if page_no is not None:
+            pages.setdefault(int(page_no), _PAGE_PREFIX.sub("", message).strip())
+        elif message not in other:
+            other.append(message)
+    problems = []
+    if pages:
+        numbers = sorted(pages)
+        of = f" of {page_count}" if page_count else ""
+        label = "page" if len(numbers) == 1 else "pages"
+        detail = next((f" (page {n}: {pages[n]})" for n in numbers if pages[n]), "")
+        problems.append(f"{label} {_ranges(numbers)}{of} failed to parse{detail}")
+    return problems + other
+
+
+def _ranges(numbers: list[int]) -> str:
+    """[1, 2, 3, 7, 9, 10] -> '1-3, 7, 9-10'."""
+    spans: list[list[int]] = []
+    for n in numbers:
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
 def parser_name(fmt: str, standard_pdf: bool) -> str:
@@ -244,19 +397,38 @@ class ParseCache:
             logging.getLogger(__name__).warning("ragsweep parse cache entry %s not written: %s", path, err)
 
 
+def default_workers() -> int:
+    """The number of cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def parse_corpus(
     docs_dir: str | Path,
     cache_dir: Path | None = None,
     use_cache: bool = True,
     on_progress: Callable[[str], None] | None = None,
-    parse_fn: Callable[[bytes, str, str, bool], str] = docling_parse,
+    parse_fn: ParseFn = docling_convert,
     progress: bool = False,
+    workers: int | None = None,
 ) -> Corpus:
     """Parse every file under ``docs_dir``; skip bad ones with a reason.
 
     Raises :class:`CorpusError` when the folder is missing, not a folder, or holds
     no file at all. A folder whose every file is skipped is returned as is: the
     caller decides (``index`` reports it, ``eval`` refuses to run on it).
+
+    ``workers``: how many processes parse the documents the cache does not hold
+    (1: this process; a lone cache miss is parsed here too). The default is the
+    number of cores, but at most one worker per :data:`DOCS_PER_WORKER` files: a
+    worker costs seconds to start (importing Docling), more than a few small
+    documents take to parse. Documents, skips and reasons come out in the files'
+    sorted order whatever the number of workers. ``parse_fn`` (bytes, format,
+    doc_id, standard_pdf) returns the text, or the text and its warnings; it runs
+    in the workers only when it can be pickled (a module-level function),
+    otherwise the parse is serial.
     """
     docs_path = Path(docs_dir)
     if not docs_path.exists():
@@ -266,6 +438,7 @@ def parse_corpus(
     files = list(iter_files(docs_path))
     if not files:
         raise CorpusError(f"documents folder {str(docs_path)!r} holds no files")
+    n_workers = _worker_count(workers, parse_fn, len(files))
 
     import sys
 
@@ -273,8 +446,94 @@ def parse_corpus(
 
     with tqdm(total=len(files), desc="parse", unit="doc", file=sys.stderr, leave=False,
               disable=not progress or len(files) < 2) as bar:
-        corpus = _parse_files(docs_path, files, cache_dir, use_cache, on_progress, parse_fn, bar.update)
+        corpus = _parse_files(docs_path, files, cache_dir, use_cache, on_progress, parse_fn, bar.update, n_workers)
     return corpus
+
+
+# the default number of workers is capped at one per this many files
+DOCS_PER_WORKER = 8
+
+
+def _worker_count(workers: int | None, parse_fn: ParseFn, n_files: int) -> int:
+    if workers is None:
+        n = max(1, min(default_workers(), n_files // DOCS_PER_WORKER))
+    else:
+        n = int(workers)
+    if n < 1:
+        raise ValueError(f"workers must be >= 1, not {n}")
+    if n > 1:
+        try:
+            pickle.dumps(parse_fn)
+        except Exception:  # a closure or a lambda: it cannot reach a worker process
+            log.debug("parse_fn %r cannot be pickled: parsing in this process", parse_fn)
+            return 1
+    return n
+
+
+@dataclass
+class _Job:
+    """One cache miss: a document to parse."""
+
+    index: int  # position among the folder's sorted files
+    doc_id: str
+    fmt: str
+    parser: str
+    sha256: str
+    key: str
+    data: bytes
+    file_warnings: list[str]
+    lookup_seconds: float
+
+
+@dataclass
+class _Outcome:
+    """What parsing one document gave: its text and warnings, or an error."""
+
+    text: str | None
+    warnings: list[str]
+    error: str | None
+    seconds: float
+
+
+def _parse_job(parse_fn: ParseFn, data: bytes, fmt: str, doc_id: str, standard_pdf: bool) -> _Outcome:
+    """Parse one document (in this process or in a worker); never raises."""
+    started = time.perf_counter()
+    try:
+        out = parse_fn(data, fmt, doc_id, standard_pdf)
+    except Exception as err:  # one bad document must never sink the run
+        return _Outcome(None, [], f"parse failed: {err}", time.perf_counter() - started)
+    text, warnings = (out, ()) if isinstance(out, str) else out
+    return _Outcome(text, [str(w) for w in warnings], None, time.perf_counter() - started)
+
+
+def _warnings_key(key: str) -> str:
+    return hashlib.sha256(f"{key}:warnings".encode()).hexdigest()
+
+
+def _cached(cache: ParseCache, key: str) -> tuple[str, list[str]] | None:
+    """A parsed text and its warnings from the cache; None unless both are there."""
+    text = cache.get(key)
+    if text is None:
+        return None
+    raw = cache.get(_warnings_key(key))  # missing: cached before warnings were kept, parse again
+    if raw is None:
+        return None
+    try:
+        warnings = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(warnings, list):
+        return None
+    return text, [str(w) for w in warnings]
+
+
+def _cache_put(cache: ParseCache, key: str, text: str, warnings: list[str]) -> None:
+    cache.put(_warnings_key(key), json.dumps(warnings))  # first: a text is only used with its warnings
+    cache.put(key, text)
+
+
+def _no_text(warnings: list[str]) -> str:
+    return "no text extracted" + (f" ({'; '.join(warnings)})" if warnings else "")
 
 
 def _parse_files(
@@ -283,59 +542,265 @@ def _parse_files(
     cache_dir: Path | None,
     use_cache: bool,
     on_progress: Callable[[str], None] | None,
-    parse_fn: Callable[[bytes, str, str, bool], str],
+    parse_fn: ParseFn,
     tick: Callable[[int], object],
+    workers: int = 1,
 ) -> Corpus:
-    """The parsing loop of :func:`parse_corpus` (``tick`` advances its progress bar)."""
+    """The parsing loop of :func:`parse_corpus` (``tick`` advances its progress bar).
+
+    Files are read, checked and looked up in the cache here (in sorted order;
+    largest first when workers share them); the misses go to a :class:`_Runner`.
+    Every result lands in its file's slot, so the order of the corpus never
+    depends on which worker finishes first.
+    """
     standard_pdf = layout_models_available()
     cache = ParseCache((cache_dir or default_cache_dir()) if use_cache else None)
-    documents: list[ParsedDocument] = []
-    skipped: list[SkippedDocument] = []
-    for path in files:
-        doc_id = path.relative_to(docs_path).as_posix()
+    slots: list[ParsedDocument | SkippedDocument | None] = [None] * len(files)
+
+    def skip(index: int, doc_id: str, reason: str) -> None:
+        slots[index] = SkippedDocument(doc_id=doc_id, reason=reason)
         tick(1)
-        if on_progress:
-            on_progress(doc_id)
-        try:
-            data = path.read_bytes()
-        except OSError as err:
-            skipped.append(SkippedDocument(doc_id=doc_id, reason=f"cannot read: {err.strerror or err}"))
-            continue
-        fmt, reason = detect_format(path, data[:4096])
-        if fmt is None:
-            skipped.append(SkippedDocument(doc_id=doc_id, reason=reason or "unsupported"))
-            continue
-        parser = parser_name(fmt, standard_pdf)
-        sha = hashlib.sha256(data).hexdigest()
-        key = hashlib.sha256(f"{sha}:{parser}:{PARSER_VERSION}".encode()).hexdigest()
-        started = time.perf_counter()
-        text = cache.get(key)
-        cached = text is not None
-        if text is None:
-            try:
-                text = parse_fn(data, fmt, doc_id, standard_pdf)
-            except Exception as err:  # one bad document must never sink the run
-                skipped.append(SkippedDocument(doc_id=doc_id, reason=f"parse failed: {err}"))
-                continue
-            if text:
-                cache.put(key, text)
+
+    def keep(job: _Job, text: str, warnings: list[str], seconds: float, cached: bool) -> None:
         if not text:
-            skipped.append(SkippedDocument(doc_id=doc_id, reason="no text extracted"))
-            continue
-        documents.append(
-            ParsedDocument(
-                doc_id=doc_id,
-                text=text,
-                format=fmt,
-                parser=parser,
-                sha256=sha,
-                seconds=time.perf_counter() - started,
-                cached=cached,
-            )
+            skip(job.index, job.doc_id, _no_text(warnings))
+            return
+        slots[job.index] = ParsedDocument(
+            doc_id=job.doc_id, text=text, format=job.fmt, parser=job.parser, sha256=job.sha256,
+            seconds=seconds, cached=cached, warnings=warnings,
         )
+        tick(1)
+
+    def parsed(job: _Job, outcome: _Outcome) -> None:
+        if outcome.error is not None:
+            # the file's own warnings (a PDF that looks cut short) explain the failure
+            skip(job.index, job.doc_id, "; ".join([outcome.error, *job.file_warnings]))
+            return
+        text = outcome.text or ""
+        if text:
+            _cache_put(cache, job.key, text, outcome.warnings)
+        keep(job, text, job.file_warnings + outcome.warnings, job.lookup_seconds + outcome.seconds, False)
+
+    runner = _Runner(parse_fn, standard_pdf, workers, parsed)
+    try:
+        for index in _scan_order(files, workers):
+            path = files[index]
+            doc_id = path.relative_to(docs_path).as_posix()
+            if on_progress:
+                on_progress(doc_id)
+            try:
+                check = read_document(path)
+            except OSError as err:
+                skip(index, doc_id, f"cannot read: {err.strerror or err}")
+                continue
+            if check.fmt is None:
+                skip(index, doc_id, check.reason or "unsupported")
+                continue
+            parser = parser_name(check.fmt, standard_pdf)
+            key = hashlib.sha256(f"{check.sha256}:{parser}:{PARSER_VERSION}".encode()).hexdigest()
+            started = time.perf_counter()
+            hit = _cached(cache, key)
+            job = _Job(index, doc_id, check.fmt, parser, check.sha256, key, check.data, check.warnings,
+                       time.perf_counter() - started)
+            if hit is not None:
+                keep(job, hit[0], check.warnings + hit[1], job.lookup_seconds, True)
+                continue
+            runner.submit(job)
+        runner.finish()
+    finally:
+        runner.close()
     return Corpus(
         docs_dir=str(docs_path),
-        documents=documents,
-        skipped=skipped,
+        documents=[s for s in slots if isinstance(s, ParsedDocument)],
+        skipped=[s for s in slots if isinstance(s, SkippedDocument)],
         pdf_pipeline="standard" if standard_pdf else "native",
     )
+
+
+def _scan_order(files: list[Path], workers: int) -> list[int]:
+    """The order files are read in: sorted; largest first when workers share them.
+
+    Handing the largest documents out first keeps one worker from finishing the
+    run alone on a big one. Results still land in sorted order (their slots).
+    """
+    if workers <= 1:
+        return list(range(len(files)))
+
+    def size(index: int) -> int:
+        try:
+            return files[index].stat().st_size
+        except OSError:
+            return 0
+
+    return sorted(range(len(files)), key=lambda i: (-size(i), i))
+
+
+# ---------------------------------------------------------------- worker processes
+
+CRASHED = "parse failed: the parser process died on it (a crash in native code, or out of memory)"
+
+
+def _init_worker(standard_pdf: bool, warm: bool, threads: int) -> None:
+    """Run once in each worker process: offline set-up and one Docling converter."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # the cores are shared by the workers
+        os.environ.setdefault(name, str(threads))
+    ensure_offline()
+    if warm:
+        try:
+            _converter(standard_pdf)
+        except Exception:  # the parse of each document reports it, as a serial parse would
+            pass
+
+
+class _Runner:
+    """Parses cache misses: in this process (one worker), or in a pool of processes.
+
+    The pool uses the ``spawn`` start method: the parent may hold pathway's and
+    torch's threads, which a fork would copy in an undefined state. At most
+    ``2 * workers`` documents are in flight, so the bytes held stay bounded. A lone
+    miss is parsed here (no pool is started for one document). When a worker
+    dies, the documents it may have held are parsed again one at a time in a
+    fresh process, so only the one that kills it is skipped.
+    """
+
+    def __init__(self, parse_fn: ParseFn, standard_pdf: bool, workers: int,
+                 done: Callable[[_Job, _Outcome], None]):
+        self.parse_fn = parse_fn
+        self.standard_pdf = standard_pdf
+        self.workers = workers
+        self.done = done
+        self.waiting: list[_Job] = []
+        self.running: dict[Future, _Job] = {}
+        self.suspects: list[_Job] = []  # in flight when a worker died
+        self.pool: ProcessPoolExecutor | None = None
+        self.pool_started = False
+
+    def submit(self, job: _Job) -> None:
+        if self.workers <= 1:
+            self._inline(job)
+            return
+        self.waiting.append(job)
+        if self.pool_started or len(self.waiting) >= 2:
+            self._pump()
+
+    def finish(self) -> None:
+        """Parse everything submitted; return when every result is in."""
+        if not self.pool_started and len(self.waiting) == 1:
+            self._inline(self.waiting.pop())
+        self._pump()
+        while self.running:
+            self._harvest()
+        self._isolate()
+
+    def close(self) -> None:
+        """Stop the pool (at once, killing its workers, when documents are still in flight)."""
+        pool, self.pool = self.pool, None
+        if pool is None:
+            return
+        if self.running or self.waiting:
+            for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                proc.terminate()
+            pool.shutdown(wait=False, cancel_futures=True)
+        else:
+            pool.shutdown(wait=True)
+
+    # -- internals
+
+    def _inline(self, job: _Job) -> None:
+        outcome = _parse_job(self.parse_fn, job.data, job.fmt, job.doc_id, self.standard_pdf)
+        job.data = b""
+        self.done(job, outcome)
+
+    def _new_pool(self, workers: int) -> ProcessPoolExecutor:
+        import multiprocessing
+
+        warm = self.parse_fn in (docling_convert, docling_parse)
+        threads = max(1, default_workers() // self.workers)
+        self.pool_started = True
+        return ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_init_worker,
+            initargs=(self.standard_pdf, warm, threads),
+        )
+
+    def _start(self, job: _Job) -> bool:
+        if self.pool is None:
+            self.pool = self._new_pool(self.workers)
+        try:
+            future = self.pool.submit(_parse_job, self.parse_fn, job.data, job.fmt, job.doc_id, self.standard_pdf)
+        except BrokenProcessPool:
+            return False
+        self.running[future] = job
+        return True
+
+    def _pump(self) -> None:
+        while self.waiting:
+            while len(self.running) >= 2 * self.workers:
+                self._harvest()
+            job = self.waiting.pop(0)
+            if not self._start(job):
+                self.suspects.append(job)
+                self._drop_pool()
+
+    def _harvest(self) -> None:
+        finished, _ = wait(list(self.running), return_when=FIRST_COMPLETED)
+        broken = False
+        for future in finished:
+            job = self.running.pop(future)
+            try:
+                outcome = future.result()
+            except BrokenProcessPool:
+                self.suspects.append(job)
+                broken = True
+                continue
+            except Exception as err:  # e.g. a result that could not be sent back
+                outcome = _Outcome(None, [], f"parse failed: {err}", 0.0)
+            job.data = b""
+            self.done(job, outcome)
+        if broken:
+            self._drop_pool()
+
+    def _drop_pool(self) -> None:
+        """A worker died: every document still in flight died with the pool."""
+        log.warning("a parser worker process died; its documents will be parsed again one at a time")
+        while self.running:
+            finished, _ = wait(list(self.running))
+            for future in finished:
+                job = self.running.pop(future)
+                try:
+                    outcome = future.result()
+                except Exception:
+                    self.suspects.append(job)
+                    continue
+                job.data = b""
+                self.done(job, outcome)
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
+
+    def _isolate(self) -> None:
+        """Parse each suspect alone in a one-worker pool: a crash names its document."""
+        pool: ProcessPoolExecutor | None = None
+        try:
+            for job in sorted(self.suspects, key=lambda j: j.index):
+                if pool is None:
+                    pool = self._new_pool(1)
+                future = pool.submit(_parse_job, self.parse_fn, job.data, job.fmt, job.doc_id, self.standard_pdf)
+                try:
+                    outcome = future.result()
+                except BrokenProcessPool:
+                    outcome = _Outcome(None, [], CRASHED, 0.0)
+                    pool.shutdown(wait=True)
+                    pool = None
+                except Exception as err:
+                    outcome = _Outcome(None, [], f"parse failed: {err}", 0.0)
+                job.data = b""
+                self.done(job, outcome)
+            self.suspects = []
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True)
