@@ -22,10 +22,27 @@ def _load_config(args):
     return PipelineConfig.load(args.pipeline, parse_overrides(getattr(args, "set", None)))
 
 
-def _parse(docs: str, quiet: bool = False):
+def _parse(docs: str, quiet: bool = False, workers: int | None = None):
     from ragsweep.corpus import parse_corpus
 
-    return parse_corpus(docs, progress=not quiet)
+    return parse_corpus(docs, progress=not quiet, workers=workers)
+
+
+def _workers(text: str) -> int:
+    """``--workers N``: a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of processes >= 1, got {text!r}")
+    return value
+
+
+def _workers_option(p) -> None:
+    p.add_argument("--workers", type=_workers, metavar="N",
+                   help="processes parsing the documents the parse cache does not hold "
+                   "(default: the number of cores, at most one per 8 documents; 1: no worker process)")
 
 
 def cmd_index(args) -> int:
@@ -33,10 +50,13 @@ def cmd_index(args) -> int:
 
     config = _load_config(args)
     started = time.perf_counter()
-    corpus = _parse(args.docs)
+    corpus = _parse(args.docs, workers=args.workers)
     parse_seconds = time.perf_counter() - started
     for skipped in corpus.skipped:
         print(f"skipped {skipped.doc_id}: {skipped.reason}")
+    for doc_id, warnings in corpus.warnings.items():
+        for warning in warnings:
+            print(f"warning {doc_id}: {warning}")
     if not corpus.documents:
         return _fail(f"no document of {args.docs!r} could be parsed ({len(corpus.skipped)} skipped)")
     store = RagStore(config, corpus)
@@ -58,6 +78,7 @@ def cmd_index(args) -> int:
         "parsed": len(corpus.documents),
         "parsed_from_cache": sum(d.cached for d in corpus.documents),
         "skipped": [s.model_dump() for s in corpus.skipped],
+        "warnings": corpus.warnings,
         "chunks": stats.chunks,
         "tokens": stats.tokens,
         "tokens_per_chunk": [stats.tokens_per_chunk_min, stats.tokens_per_chunk_max],
@@ -92,12 +113,16 @@ def cmd_retrieve(args) -> int:
     from ragsweep.store import RagStore
 
     config = _load_config(args)
-    corpus = _parse(args.docs, quiet=True)
+    corpus = _parse(args.docs, quiet=True, workers=args.workers)
     for skipped in corpus.skipped:
         print(f"skipped {skipped.doc_id}: {skipped.reason}", file=sys.stderr)
+    for doc_id, warnings in corpus.warnings.items():
+        for warning in warnings:
+            print(f"warning {doc_id}: {warning}", file=sys.stderr)
     if not corpus.documents:
         return _fail(f"no document of {args.docs!r} could be parsed")
-    scope = [args.scope] if args.scope else None
+    # --scope is repeatable (action="append"): args.scope is already the list of document ids
+    scope = list(args.scope) if args.scope else None
     hits_per_question = RagStore(config, corpus).retrieve(
         args.question, k=args.k, doc_scopes=[scope] * len(args.question)
     )
@@ -171,6 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("index", help="parse, split, embed and index a documents folder; report what was built")
     pipeline_args(p)
     p.add_argument("--docs", required=True)
+    _workers_option(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_index)
 
@@ -179,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--docs", required=True)
     p.add_argument("-k", type=int, default=None)
     p.add_argument("--scope", action="append", help="restrict to this document id (repeatable)")
+    _workers_option(p)
     p.add_argument("--json", action="store_true")
     p.add_argument("question", nargs="+")
     p.set_defaults(func=cmd_retrieve)
@@ -202,6 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="print the LLM calls and tokens a run would make, then stop")
     p.add_argument("--mlflow", action="store_true", help="log the run to MLflow")
     p.add_argument("--mlflow-uri", help="MLflow tracking URI (default: a local file store)")
+    _workers_option(p)
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("sweep", help="grid search over pipeline variables")
@@ -217,6 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--answers", action="store_true", help="also compute answer metrics")
     p.add_argument("--mlflow", action="store_true")
     p.add_argument("--mlflow-uri")
+    _workers_option(p)
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("compare", help="per-metric deltas between two runs, paired")
