@@ -36,3 +36,26 @@ def test_llm_answers_judge_and_ragas_llm_end_to_end(fake_server, tmp_path, monke
     _, again = run_eval(EvalOptions(**options, name="second"))
     assert fake_server.requests == calls, "a re-run must be served by the cache"
     assert again["metrics"]["judge_correct"] == report["metrics"]["judge_correct"]
+
+
+def test_a_run_where_every_answer_failed_says_so_and_exits_non_zero(tmp_path, monkeypatch, capsys):
+    from fake_openai import FakeOpenAI
+
+    from ragsweep.cli import main
+
+    server = FakeOpenAI(echo_key_status=400).start()  # every chat call: a 400 error (not retried)
+    try:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+        monkeypatch.setenv("RAGSWEEP_LLM_MODEL", "fake-model")
+        code = main(["eval", "--dataset", str(ROOT / "datasets" / "cuad-mini"), "--limit", "3", "--llm",
+                     "--out", str(tmp_path / "runs"), "--name", "failing"])
+    finally:
+        server.stop()
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "answer_error: 3 of 3 answers failed" in captured.out
+    assert "no answer succeeded" in captured.err
+    assert SECRET not in captured.out + captured.err
+    report = json.loads((tmp_path / "runs" / "failing" / "report.json").read_text())
+    assert report["answers"] == {"ok": 0, "failed": 3, "refused": 0}

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -221,6 +222,7 @@ def build_report(records: list[dict[str, Any]], dataset: Dataset, config: Pipeli
     """report.json's body (without the manifest): one aggregator over the case records."""
     rules = sorted({r.get("relevance_rule") for r in records if r.get("relevance_rule")})
     answer_errors = [r for r in records if (r.get("answer") or {}).get("error")]
+    by_message = Counter(r["answer"]["error"] for r in answer_errors)
     return {
         **aggregate(records),
         "ks": ks,
@@ -231,7 +233,11 @@ def build_report(records: list[dict[str, Any]], dataset: Dataset, config: Pipeli
         "answerer": getattr(answerer, "name", "extractive"),
         "n_cases": len(records),
         "answer_errors": {"n": len(answer_errors),
-                          "first": [{"id": r["id"], "error": r["answer"]["error"]} for r in answer_errors[:5]]},
+                          "first": [{"id": r["id"], "error": r["answer"]["error"]} for r in answer_errors[:5]],
+                          "by_message": dict(by_message.most_common(10))},
+        "answers": {"ok": sum(1 for r in records if r.get("answer") and not r["answer"].get("error")),
+                    "failed": len(answer_errors),
+                    "refused": sum(1 for r in records if (r.get("answer") or {}).get("refusal"))},
     }
 
 
@@ -377,9 +383,11 @@ def summary_table(report: dict[str, Any]) -> str:
              "documents', or the corpus'); oracle: the best any order reaches"]
     errors = report.get("answer_errors") or {}
     if errors.get("n"):
-        first = errors["first"][0]
-        notes.append(f"answer_error: {errors['n']} of {report['n_cases']} answers failed "
-                     f"(first: {first['id']}: {first['error']})")
+        common = "; ".join(f"{n}x {msg}" for msg, n in list((errors.get("by_message") or {}).items())[:3])
+        notes.append(f"answer_error: {errors['n']} of {report['n_cases']} answers failed ({common})")
+    answers = report.get("answers") or {}
+    if answers.get("refused"):
+        notes.append(f"refusals: {answers['refused']} answer(s) were refusals, counted as abstaining")
     return header + "\n" + "\n".join(lines) + "\n" + "\n".join(notes)
 
 

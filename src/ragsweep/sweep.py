@@ -124,6 +124,13 @@ def run_sweep(options: SweepOptions) -> tuple[Path, dict[str, Any]]:
     objectives = options.objectives or grid.objectives
     ks = sorted(set(options.ks or grid.ks))
     base_config, dataset, cases = load_inputs(options)
+    holdout: list = []
+    if options.split is None and {"dev", "test"} <= {c.split for c in cases}:
+        # seed 001's discipline: choose on dev, give the verdict on test
+        holdout = [c for c in cases if c.split == "test"]
+        cases = [c for c in cases if c.split == "dev"]
+        print(f"sweep: choosing on {len(cases)} dev case(s); the choice is then scored on {len(holdout)} test "
+              "case(s)", file=sys.stderr)
     combos = grid.configurations()
     configs = {}
     for params in combos:
@@ -157,13 +164,13 @@ def run_sweep(options: SweepOptions) -> tuple[Path, dict[str, Any]]:
     print(f"sweep folder: {sweep_dir}  ({len(configs)} configurations)", file=sys.stderr)
     try:
         return _run_sweep(options, grid, objectives, ks, base_config, dataset, cases, configs, baseline_id,
-                          sweep_dir, started_at)
+                          sweep_dir, started_at, holdout)
     finally:
         lock.release()
 
 
 def _run_sweep(options, grid, objectives, ks, base_config, dataset, cases, configs, baseline_id, sweep_dir,
-               started_at) -> tuple[Path, dict[str, Any]]:
+               started_at, holdout) -> tuple[Path, dict[str, Any]]:
     # ---- parse once for the whole sweep
     t = time.perf_counter()
     try:
@@ -240,7 +247,11 @@ def _run_sweep(options, grid, objectives, ks, base_config, dataset, cases, confi
 
     report = finish_sweep(sweep_dir, configs, results, baseline_id, objectives, grid, options)
     report["ks"] = ks
-    report["same_cases_for_choice_and_report"] = True
+    report["choice_split"] = "dev" if holdout else options.split
+    report["same_cases_for_choice_and_report"] = not holdout
+    if holdout:
+        report["verdict"] = score_on_holdout(report, configs, baseline_id, objectives, ks, corpus, texts, dataset,
+                                             holdout, options)
     report["manifest"] = {
         "pipeline": base_config.manifest(), "dataset": {"path": options.dataset, "split": options.split,
                                                         "limit": options.limit, "sample": options.sample,
@@ -253,6 +264,36 @@ def _run_sweep(options, grid, objectives, ks, base_config, dataset, cases, confi
     write_json(sweep_dir / "sweep.json", report)
     write_html(sweep_dir)
     return sweep_dir, report
+
+
+def score_on_holdout(report, configs, baseline_id, objectives, ks, corpus, texts, dataset, holdout,
+                     options) -> dict[str, Any]:
+    """The configuration chosen on dev (best on the first objective), and the baseline, scored on
+    the test cases, with a paired test between the two: the number to believe."""
+    from ragsweep.metrics.stats import paired_test, significant
+
+    main = objectives[0]
+    chosen = report["best"].get(main, baseline_id)
+    out: dict[str, Any] = {"split": "test", "cases": len(holdout), "objective": main, "chosen": chosen,
+                           "baseline": baseline_id, "configs": {}}
+    per_case: dict[str, dict[str, float | None]] = {}
+    for cid in dict.fromkeys([chosen, baseline_id]):
+        params, cfg = configs[cid]
+        own, unserved = served_depths(ks, cfg.top_k)
+        retrieved = stages.retrieve(cfg, corpus, holdout, own, options.progress)
+        records = [r.line() for r in stages.score(
+            holdout, retrieved.served, top_k=cfg.top_k, relevance=dataset.relevance, texts=texts,
+            retrieved=retrieved, unserved_ks=unserved, own_k_aliases=True)]
+        agg = aggregate(records, interval_metrics=objectives)
+        out["configs"][cid] = {"params": params, **{k: agg[k] for k in ("metrics", "intervals", "counts")},
+                               "baselines": {m: agg["baselines"].get(m) for m in objectives if m in agg["baselines"]}}
+        per_case[cid] = {r["id"]: r["metrics"].get(main) for r in records}
+    if chosen != baseline_id:
+        pairs = [(per_case[chosen][i], per_case[baseline_id][i]) for i in per_case[chosen]]
+        pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
+        p = paired_test([a for a, _ in pairs], [b for _, b in pairs]) if pairs else None
+        out["p_value"], out["significant"] = p, significant(p, ALPHA)
+    return out
 
 
 def finish_sweep(sweep_dir: Path, configs, results, baseline_id, objectives, grid, options) -> dict[str, Any]:
@@ -357,7 +398,20 @@ def sweep_table(report: dict[str, Any]) -> str:
     lines.append("@k = at the configuration's own top_k; a depth deeper than a configuration's top_k is missing for it")
     if report.get("same_cases_for_choice_and_report"):
         lines.append("note: \"best\" was chosen on the same cases it is reported on (no held-out split)")
-    lines.append("best: " + ", ".join(f"{m}: {cid}" for m, cid in report["best"].items()))
+    lines.append("best: " + ", ".join(f"{m}: {cid}" for m, cid in report["best"].items())
+                 + (" (chosen on the dev split)" if report.get("verdict") else ""))
+    verdict = report.get("verdict")
+    if verdict:
+        main = verdict["objective"]
+        for cid, row in verdict["configs"].items():
+            value, ci = row["metrics"].get(main), row["intervals"].get(main) or [None, None]
+            role = "chosen" if cid == verdict["chosen"] else "baseline"
+            text = "n/a" if value is None else f"{value:.4f}"
+            ci_text = "" if ci[0] is None else f" [{ci[0]:.3f}, {ci[1]:.3f}]"
+            lines.append(f"test split ({verdict['cases']} cases), {role}: {cid}: {main} = {text}{ci_text}")
+        if "p_value" in verdict:
+            lines.append(f"test split: chosen vs baseline p = {verdict['p_value']}"
+                         f"{' (significant)' if verdict['significant'] else ' (not significant)'}")
     lines.append(f"Pareto set ({' vs '.join(report['pareto_axes'])}): " + ", ".join(report["pareto"]))
     return "\n".join(lines)
 
