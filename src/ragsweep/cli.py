@@ -174,6 +174,32 @@ def cmd_generate(args) -> int:
     return run_generate_cli(args)
 
 
+def _ks(text: str) -> list[int]:
+    try:
+        ks = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--ks {text!r}: expected whole numbers separated by commas, e.g. 1,3,5") from None
+    if not ks or min(ks) < 1:
+        raise argparse.ArgumentTypeError(f"--ks {text!r}: every depth must be >= 1")
+    return sorted(set(ks))
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
+    return value
+
+
+def _sampling_options(p) -> None:
+    p.add_argument("--sample", type=_positive, help="a random sample of N cases, stratified by question type")
+    p.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
+    p.add_argument("--no-validate", action="store_true", help="evaluate even when `ragsweep validate` finds problems")
+
+
 def _limit(text: str) -> int:
     """``--limit N``: a whole number of cases >= 1."""
     try:
@@ -222,7 +248,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="runs")
     p.add_argument("--name", help="run folder name (default: timestamp + dataset)")
     p.add_argument("--resume", nargs="?", const="latest", help="finish an interrupted run (a run folder, or the latest)")
+    _sampling_options(p)
     p.add_argument("--min", action="append", metavar="METRIC=FLOOR", help="CI gate: fail when a metric is below")
+    p.add_argument("--ks", type=_ks, help="depths to score besides the pipeline's top_k, e.g. 1,3,6,8 "
+                   "(each asked of the store as its own query)")
     p.add_argument("--llm", action="store_true", help="answer with the configured OpenAI-compatible endpoint")
     p.add_argument("--judge", action="store_true", help="LLM judge of answer correctness")
     p.add_argument("--ragas-llm", action="store_true", help="ragas LLM metrics on the same endpoint")
@@ -241,7 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="runs")
     p.add_argument("--name")
     p.add_argument("--resume", nargs="?", const="latest")
+    _sampling_options(p)
     p.add_argument("--objective", action="append", help="metric to pick the best configuration by")
+    p.add_argument("--ks", type=_ks, help="depths to report (deeper than a configuration's top_k: missing)")
     p.add_argument("--answers", action="store_true", help="also compute answer metrics")
     p.add_argument("--mlflow", action="store_true")
     p.add_argument("--mlflow-uri")
