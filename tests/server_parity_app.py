@@ -3,8 +3,8 @@
     python tests/server_parity_app.py TEXTS_DIR PIPELINE_YAML '{"bm25": 8001, "knn": 8002, "hybrid": 8003}'
 
 One process, one ``pw.run``: for each mode the pipeline file is loaded with
-``PipelineConfig.load(path, {"retriever_mode": mode})`` and built, and a stock
-``DocumentStore`` (Pathway's default ``Utf8Parser``, the config's splitter and
+``PipelineConfig.load(path, {"retriever_mode": mode})`` and built, and ragsweep's
+``DocumentStore`` (:mod:`ragsweep.serving`: Pathway's, with Tantivy-safe questions; Pathway's default ``Utf8Parser``, the config's splitter and
 retriever factory) is served by Pathway's own ``DocumentStoreServer`` on
 127.0.0.1:PORT (``/v1/retrieve``, ``/v1/statistics``, ``/v1/inputs``).
 
@@ -29,10 +29,10 @@ def main(texts_dir: str, pipeline: str, ports: dict[str, int]) -> None:
 
     ensure_offline()
     import pathway as pw
-    from pathway.xpacks.llm.document_store import DocumentStore
     from pathway.xpacks.llm.servers import DocumentStoreServer
 
     from ragsweep.config import PipelineConfig
+    from ragsweep.serving import DocumentStore  # what ragsweep evaluates: Pathway's, Tantivy-safe questions
 
     root = os.path.abspath(texts_dir)
     docs = pw.io.fs.read(root, format="binary", mode="streaming", with_metadata=True)

@@ -1,7 +1,9 @@
 """Evaluated = served (issue 10): the in-process store ranks what a real Pathway server serves.
 
-A stock Pathway ``DocumentStoreServer`` (tests/server_parity_app.py, a separate process on
-127.0.0.1) is built from the same pipeline file (``pipelines/default.yaml`` with
+Pathway's own ``DocumentStoreServer`` (tests/server_parity_app.py, a separate process on
+127.0.0.1) serves ragsweep's ``DocumentStore`` (:mod:`ragsweep.serving`: Pathway's, with
+questions made safe for Tantivy only when they hold its query syntax), built from the same
+pipeline file (``pipelines/default.yaml`` with
 ``retriever_mode`` = bm25 / knn / hybrid) over the same parsed documents: each parsed text
 is written as UTF-8 bytes to a file named by its doc id and read with
 ``pw.io.fs.read(format="binary", with_metadata=True, mode="streaming")``, so Pathway's
@@ -15,8 +17,8 @@ text), i.e. the order among exactly equal scores is made canonical. Membership (
 chunks make the top k) is never normalised.
 
 A mismatch is reported with its likely cause: the question is changed by the store's
-``sanitize_query`` (the server gets the question as sent), an exact score tie at the
-cut-off (Pathway picks which of the tied chunks make the top k), or other.
+``sanitize_query``, an exact score tie at the cut-off (which the pipeline's
+``ragsweep.fusion.HybridIndexFactory`` orders deterministically), or other.
 
 Embeddings come from the pipeline's embedder cache (``RAGSWEEP_CACHE_DIR``, shared with the
 server through the environment); the in-process runs happen before the documents are put
@@ -48,12 +50,15 @@ APP = Path(__file__).resolve().parent / "server_parity_app.py"
 MODES = ("bm25", "knn", "hybrid")
 KS = (1, 3, 5, 10)
 QUESTIONS = [
-    # as a user types them (the store's sanitize_query changes these)
+    # as a user types them: punctuation Tantivy parses reaches Pathway unchanged
     "Which state's law governs this agreement?",
     "What is the expiration date?",
     "Who are the parties to this agreement?",
     "Can a party terminate this contract without cause, and with how much notice?",
-    # without punctuation (sanitize_query leaves these unchanged)
+    # Tantivy query syntax: a stock server dies on these; ragsweep's store (both sides) makes them safe
+    'Is "Change of Control" (or assignment) restricted: yes or no?',
+    "Non-compete [any territory] + exclusivity?",
+    # without punctuation
     "What is the effective date of the contract",
     "Is there a cap on liability or a limitation of damages",
     "Does the contract grant an exclusive territory or exclusive license",

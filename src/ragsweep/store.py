@@ -21,14 +21,15 @@ from pydantic import BaseModel, Field
 
 from ragsweep.config import BuiltPipeline, PipelineConfig
 from ragsweep.corpus import Corpus
-from ragsweep.datasets.pathway_limits import clean_query, unscopable_reason
+from ragsweep.datasets.pathway_limits import unscopable_reason
 from ragsweep.hits import Hit
 from ragsweep.offline import ensure_offline
 
 ensure_offline()
 
 import pathway as pw  # noqa: E402
-from pathway.xpacks.llm.document_store import DocumentStore  # noqa: E402
+
+from ragsweep.serving import DocumentStore, safe_question  # noqa: E402
 
 DOCS_TIME = 2
 QUERIES_TIME = 4
@@ -75,10 +76,9 @@ class StoreRun:
 
 
 def sanitize_query(text: str) -> str:
-    """Make a question safe for Tantivy's query parser (see
-    :func:`ragsweep.datasets.pathway_limits.clean_query`); a question with nothing
-    searchable left becomes "document" (``ragsweep validate`` names such cases)."""
-    return clean_query(text) or "document"
+    """What the index is asked (see :func:`ragsweep.serving.safe_question`): the question
+    itself unless it holds Tantivy query syntax."""
+    return safe_question(text) if text is not None else "document"
 
 
 def scope_filter(doc_scope: list[str] | None) -> str | None:
@@ -183,7 +183,7 @@ class RagStore:
         results = None
         if queries:
             query_rows = [
-                (i, sanitize_query(q.text), q.k, scope_filter(q.doc_scope), None, QUERIES_TIME, 1)
+                (i, q.text, q.k, scope_filter(q.doc_scope), None, QUERIES_TIME, 1)
                 for i, q in enumerate(queries)
             ]
             query_table = pw.debug.table_from_rows(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["UNSCOPABLE_REASON", "clean_query", "unscopable_reason"]
+__all__ = ["TANTIVY_SYNTAX", "UNSCOPABLE_REASON", "clean_query", "tantivy_safe", "unscopable_reason"]
 
 # Tantivy query syntax (quotes, colons, parentheses, + - ^ ~ ...) and anything that is not a
 # word character: no meaning for BM25 or the embedder, and some of it ends ``pw.run``.
@@ -50,3 +50,26 @@ def unscopable_reason(doc_id: str) -> str | None:
     if "`" in doc_id or '"' in doc_id:
         return UNSCOPABLE_REASON
     return None
+
+
+# Characters that make Pathway's Tantivy query parser fail ("EngineError: Syntax Error", which
+# ends the whole pw.run), measured one by one in "which state X law governs" on Pathway 0.33:
+# fail: + - ( ) { } [ ] ^ " : `    parse: & | ! ~ * ? \ / '
+TANTIVY_SYNTAX = frozenset('+-(){}[]^":`')
+
+
+def tantivy_safe(text: str) -> str:
+    """The question as Pathway's Tantivy BM25 can take it, changed as little as possible.
+
+    A question without Tantivy syntax characters (:data:`TANTIVY_SYNTAX`) and without an
+    upper-case boolean keyword is returned unchanged, so a stock Pathway server answers it
+    exactly as ragsweep scores it. Otherwise each syntax character becomes a space and the
+    keywords ``AND OR NOT IN TO`` are lower-cased; ``""`` when nothing searchable is left.
+    """
+    if not clean_query(text):
+        return ""
+    words = text.split()
+    if not any(ch in TANTIVY_SYNTAX for ch in text) and not any(w in _BOOLEAN_WORDS for w in words):
+        return text
+    cleaned = "".join(" " if ch in TANTIVY_SYNTAX else ch for ch in text.replace("\u00a0", " "))
+    return " ".join(w.lower() if w in _BOOLEAN_WORDS else w for w in cleaned.split())
