@@ -131,12 +131,17 @@ def test_segmented_bm25_alone_without_an_embedder(corpus_zh, tmp_path):
     assert {q: h[0].doc_id for q, h in hits.items() if h} == QUESTIONS
 
 
-def test_segmented_bm25_inside_hybrid_with_minilm(corpus_zh, tmp_path):
-    """Inside HybridIndexFactory next to the default MiniLM KNN: still the right document first."""
+def test_segmented_bm25_inside_pathways_hybrid_with_minilm(corpus_zh, tmp_path):
+    """Inside Pathway's own HybridIndexFactory next to the default MiniLM KNN (pipelines/chinese.yaml
+    uses ragsweep.fusion's): still the right document first."""
+    import re
+
     text = DEFAULT_PIPELINE.read_text().replace(
         "$bm25: !pw.stdlib.indexing.TantivyBM25Factory {}", "$bm25: !ragsweep.cjk.SegmentedTantivyBM25Factory {}"
     )
+    text = re.sub(r"^\$hybrid: !\S+", "$hybrid: !pw.stdlib.indexing.HybridIndexFactory", text, flags=re.M)
     assert "ragsweep.cjk.SegmentedTantivyBM25Factory" in text
+    assert "$hybrid: !pw.stdlib.indexing.HybridIndexFactory" in text
     pipeline = tmp_path / "hybrid-minilm-zh.yaml"
     pipeline.write_text(text)
     store = RagStore(PipelineConfig.load(pipeline, {"retriever_mode": "hybrid"}), corpus_zh)
