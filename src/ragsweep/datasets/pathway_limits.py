@@ -56,6 +56,8 @@ def unscopable_reason(doc_id: str) -> str | None:
 # ends the whole pw.run), measured one by one in "which state X law governs" on Pathway 0.33:
 # fail: + - ( ) { } [ ] ^ " : `    parse: & | ! ~ * ? \ / '
 TANTIVY_SYNTAX = frozenset('+-(){}[]^":`')
+# Tantivy drops words of 40+ bytes; a query left with none ends pw.run ("Only excluding terms given")
+TANTIVY_MAX_WORD_BYTES = 40
 
 
 def tantivy_safe(text: str) -> str:
@@ -64,12 +66,17 @@ def tantivy_safe(text: str) -> str:
     A question without Tantivy syntax characters (:data:`TANTIVY_SYNTAX`) and without an
     upper-case boolean keyword is returned unchanged, so a stock Pathway server answers it
     exactly as ragsweep scores it. Otherwise each syntax character becomes a space and the
-    keywords ``AND OR NOT IN TO`` are lower-cased; ``""`` when nothing searchable is left.
+    keywords ``AND OR NOT IN TO`` are lower-cased; words of 40+ bytes, which Tantivy drops
+    (and a query left with none of its words ends the run), are left out; ``""`` when
+    nothing searchable is left.
     """
     if not clean_query(text):
         return ""
     words = text.split()
-    if not any(ch in TANTIVY_SYNTAX for ch in text) and not any(w in _BOOLEAN_WORDS for w in words):
+    if (not any(ch in TANTIVY_SYNTAX for ch in text) and not any(w in _BOOLEAN_WORDS for w in words)
+            and not any(len(w.encode()) >= TANTIVY_MAX_WORD_BYTES for w in words)):
         return text
     cleaned = "".join(" " if ch in TANTIVY_SYNTAX else ch for ch in text.replace("\u00a0", " "))
-    return " ".join(w.lower() if w in _BOOLEAN_WORDS else w for w in cleaned.split())
+    kept = [w.lower() if w in _BOOLEAN_WORDS else w for w in cleaned.split()
+            if len(w.encode()) < TANTIVY_MAX_WORD_BYTES]
+    return " ".join(kept)
