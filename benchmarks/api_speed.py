@@ -1,0 +1,55 @@
+"""How fast `ragsweep.evaluate()` answers inside a user's pytest (issue 12).
+
+    .venv/bin/python benchmarks/api_speed.py [--dataset datasets/cuad-mini] [--repeat 3]
+
+Prints, in one process: a cold-cache call (a fresh RAGSWEEP_CACHE_DIR: parse + embed),
+the first call with warm disk caches (imports, model load, graph build), then the later
+calls (what each further evaluate() in the same pytest session costs), with each call's
+stage times. Never a timed assertion: a table to read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default=str(ROOT / "datasets" / "cuad-mini"))
+    parser.add_argument("--pipeline", default=str(ROOT / "pipelines" / "default.yaml"))
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--cold", action="store_true", help="start from an empty cache dir (parse + embed)")
+    args = parser.parse_args()
+    if args.cold:
+        os.environ["RAGSWEEP_CACHE_DIR"] = tempfile.mkdtemp(prefix="ragsweep-bench-")
+    t0 = time.perf_counter()
+    import ragsweep
+
+    rows = []
+    for i in range(args.repeat + 1):
+        started = time.perf_counter()
+        report = ragsweep.evaluate(args.pipeline, args.dataset)
+        wall = time.perf_counter() - started
+        stages = report.manifest.get("stage_seconds", {})
+        label = ("cold caches" if args.cold else "first call, warm caches") if i == 0 else f"call {i + 1}"
+        rows.append((label, wall, stages, len(report.cases), report.metrics.get(f"recall@{report.top_k}")))
+    print(f"dataset {args.dataset}; process start -> first result {rows[0][1] + (time.perf_counter() - t0 - sum(r[1] for r in rows)):.2f} s of imports")
+    print(f"{'call':<24} {'wall s':>7} {'cases':>6} {'recall@k':>9}  stages (s)")
+    for label, wall, stages, n, recall in rows:
+        detail = ", ".join(f"{k} {v:.2f}" for k, v in stages.items())
+        print(f"{label:<24} {wall:>7.2f} {n:>6} {recall:>9.4f}  {detail}")
+    later = [r[1] for r in rows[1:]]
+    if later:
+        print(f"later calls: mean {sum(later) / len(later):.2f} s; first/later = {rows[0][1] / (sum(later) / len(later)):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
