@@ -139,3 +139,15 @@ def test_dry_run_counts_llm_calls_and_makes_none(tmp_path, monkeypatch):
     assert 0 < report["judge"]["calls"] <= 14
     assert report["total"]["calls"] == report["answer"]["calls"] + report["judge"]["calls"]
     assert not run_dir.exists(), "a dry run leaves no run folder"
+
+
+def test_precomputed_responses_are_scored_as_given(tmp_path):
+    """Seed 003's shape: each sample carries the system's response; eval scores it as given."""
+    dataset = ROOT / "tests" / "fixtures" / "datasets" / "seed003"
+    run_dir, report = run_eval(options(tmp_path, dataset=str(dataset), limit=None, ragas_nonllm=True,
+                                       validate_dataset=False))
+    cases = read_cases(run_dir)
+    assert cases and all(c["answer"]["answerer"] == "dataset" for c in cases)
+    first = next(c for c in cases if c["question"] == "How long do refunds take?")
+    assert first["answer"]["text"] == "Refunds take up to 14 days after we receive the return."
+    assert first["metrics"]["token_f1"] is not None and first["metrics"]["token_f1"] > 0

@@ -250,7 +250,8 @@ def answer_and_score(todo: list[Case], retrieved: stages.Retrieved, answerer, ju
     with (JsonlWriter(cases_file) if cases_file else NullWriter()) as writer, \
             stages.progress_bar(len(todo), "answer+score", options.progress) as bar:
         for part in stages.in_batches(todo, batch):
-            answers = stages.answer(answerer, [(c.question, retrieved.served[c.id][top_k]) for c in part])
+            answers = stages.answer_or_given(answerer, part, [retrieved.served[c.id][top_k] for c in part],
+                                             use_given=not options.use_llm)
             verdicts = stages.judge_answers(judge, part, answers) if judge else None
             results = stages.score(part, retrieved.served, top_k=top_k, relevance=dataset.relevance, texts=texts,
                                    retrieved=retrieved, answers=answers, verdicts=verdicts,

@@ -204,6 +204,22 @@ def answer(answerer, items: Sequence[tuple[str, Sequence[Hit]]]) -> list[Answer]
     return [answerer.answer(q, list(h)) for q, h in items]
 
 
+def answer_or_given(answerer, cases: Sequence[Case], hits: Sequence[Sequence[Hit]], use_given: bool = True) -> list[Answer]:
+    """Each case's answer: the response the dataset gives for it (pre-computed answers,
+    e.g. ragas' ``response``/``answer``), scored as given, else the answerer's."""
+    from ragsweep.metrics.answer import is_refusal
+
+    todo = [i for i, c in enumerate(cases) if not (use_given and c.response is not None)]
+    produced = iter(answer(answerer, [(cases[i].question, hits[i]) for i in todo]) if todo else [])
+    out = []
+    for i, case in enumerate(cases):
+        if use_given and case.response is not None:
+            out.append(Answer(text=case.response, abstained=is_refusal(case.response), answerer="dataset"))
+        else:
+            out.append(next(produced))
+    return out
+
+
 def judge_answers(judge, cases: Sequence[Case], answers: Sequence[Answer]):
     items = [
         {"question": c.question, "reference": c.reference_answer or "", "answer": a.text,
