@@ -15,6 +15,12 @@ stay deterministic):
                  endpoints do); ``#echokey500``: the same with 500 (retried by the client)
 - ``#refusal``   200 with ``message.refusal`` set and ``content: null`` (OpenAI's refusal shape)
 - ``#sorry``     200 with the text "I'm sorry, I can't help with that."
+- ``#replicates:PATTERN``  a judge reply chosen by the request's replicate (OpenAI ``seed``; none
+                 = replicate 0): letter ``PATTERN[seed % len]``, ``T`` is_correct true, ``F`` false,
+                 ``X`` a reply that is not JSON (also when asked again), ``R`` not JSON at first,
+                 a true verdict when asked again (a request holding an assistant turn)
+- ``#garbage-once`` a judge reply that is not JSON at first; asked again (a request holding an
+                 assistant turn, the judge's repair), the normal judge reply to the first question
 
 ``FakeOpenAI(echo_key_status=400)`` answers every chat request with the echoing error.
 
@@ -92,6 +98,25 @@ def judge_reply(user: str) -> str:
     ok = bool(lw) and all(w in pw for w in lw)
     return json.dumps({"reason": "label words " + ("found" if ok else "missing") + " in the prediction",
                        "is_correct": ok})
+
+
+GARBAGE = "Let me think about this... the prediction seems to match, mostly."
+
+
+def replicate_reply(messages: list[dict], body: dict) -> str:
+    """``#replicates:PATTERN`` and ``#garbage-once`` (see the module docstring)."""
+    everything = "\n".join(m.get("content") or "" for m in messages)
+    repair = any(m.get("role") == "assistant" for m in messages)
+    first_user = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
+    m = re.search(r"#replicates:([TFXR]+)", everything)
+    if m is None:  # #garbage-once
+        return judge_reply(first_user) if repair else GARBAGE
+    pattern = m.group(1)
+    letter = pattern[int(body.get("seed") or 0) % len(pattern)]
+    if letter == "X" or (letter == "R" and not repair):
+        return GARBAGE
+    ok = letter in "TR"
+    return json.dumps({"reason": f"replicate pattern {pattern}: {letter}", "is_correct": ok})
 
 
 # ---------------------------------------------------------------- JSON schema filling
@@ -301,6 +326,8 @@ class FakeOpenAI:
             text, refusal = None, "I'm sorry, but I can't assist with that request."
         elif "#sorry" in everything:
             text = "I'm sorry, I can't help with that."
+        elif "#replicates:" in everything or "#garbage-once" in everything:
+            text = replicate_reply(messages, body)
         elif "#noprose" in everything:
             text = "Well, I think the prediction looks fine overall."
         else:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 RelevanceRule = Literal["doc_id", "evidence_offsets", "word_overlap"]
 RELEVANCE_RULES: tuple[str, ...] = ("doc_id", "evidence_offsets", "word_overlap")
@@ -47,6 +47,39 @@ class Evidence(BaseModel):
 
     text: str = Field(min_length=1)
     doc_id: str | None = None
+
+
+class ReferenceVerdict(BaseModel):
+    """A verdict on one answer to a case, decided without any LLM judge: by people or by a
+    deterministic rule. ragsweep compares its judge with it (Cohen's kappa, confusion matrix)
+    and corrects the judge's mean with it (prediction-powered inference).
+
+    Canonical JSONL (a field of the case)::
+
+        "reference_verdict": {"answer": "The agreement is dated March 24, 2006.", "is_correct": true,
+                              "source": "rule:date-match (datasets/cuad-judge-reference/README.md)"}
+    """
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    answer: str | None = None
+    """The answer the verdict is about, verbatim; None = the case's ``response``. The judge is asked
+    about this answer (its verdict on the run's own answer is re-used when the text is the same)."""
+    is_correct: bool | None = None
+    """The verdict: is ``answer`` a correct answer to the question (same meaning as the judge's)."""
+    score: float | None = Field(default=None, ge=0, le=1)
+    """A graded verdict in [0, 1], for labels that are not yes/no (used when ``is_correct`` is None)."""
+    source: str = Field(min_length=1)
+    """Who or what decided, named as what it is: ``"human:<annotator or team>"`` for people,
+    ``"rule:<name> (<where the rule is written>)"`` for a deterministic rule. Reports show it."""
+    note: str | None = None
+    """Free text: why, or what the labeller saw."""
+
+    @model_validator(mode="after")
+    def _has_verdict(self) -> "ReferenceVerdict":
+        if self.is_correct is None and self.score is None:
+            raise ValueError("a reference_verdict needs is_correct or score")
+        return self
 
 
 class Case(BaseModel):
@@ -90,6 +123,11 @@ class Case(BaseModel):
     ``context`` string or list), kept as given; None = not given."""
     split: Literal["dev", "test"] | None = None
     """Which split the case belongs to; None = no split."""
+    reference_verdict: ReferenceVerdict | None = None
+    """A verdict on one answer to this case made by people or by a documented rule, never by an LLM
+    judge (``{"answer", "is_correct" or "score", "source"}``, see :class:`ReferenceVerdict`): reports
+    give the judge's agreement with these verdicts and a prediction-powered estimate of
+    ``judge_correct`` corrected by them. None = no reference verdict."""
     meta: dict[str, Any] = Field(default_factory=dict)
     """Everything else the source record carried (unknown keys of foreign formats, their ``meta``)."""
 
@@ -143,6 +181,15 @@ class Case(BaseModel):
         if isinstance(value, str):
             return [value]
         return value
+
+    @model_validator(mode="after")
+    def _reference_verdict_answer(self) -> "Case":
+        rv = self.reference_verdict
+        if rv is not None and rv.answer is None:
+            if self.response is None:
+                raise ValueError("reference_verdict has no answer and the case no response to refer to")
+            self.reference_verdict = rv.model_copy(update={"answer": self.response})
+        return self
 
     @property
     def has_relevance(self) -> bool:

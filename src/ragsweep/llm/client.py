@@ -138,7 +138,10 @@ class LLMClient:
         json_mode: bool = False,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        seed: int | None = None,
     ) -> ChatResult:
+        """One call. ``seed`` is sent as OpenAI's ``seed`` (and so is part of the cache key):
+        the judge's replicates 2..N carry one each, so each replicate is its own request."""
         s = self.settings
         params: dict[str, Any] = {
             "model": s.model,
@@ -148,6 +151,8 @@ class LLMClient:
         }
         if json_mode:
             params["response_format"] = {"type": "json_object"}
+        if seed is not None:
+            params["seed"] = seed
         started = time.monotonic()
         result = self._call(params)
         if (
