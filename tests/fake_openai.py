@@ -24,6 +24,9 @@ stay deterministic):
 
 ``FakeOpenAI(echo_key_status=400)`` answers every chat request with the echoing error.
 
+A reranking request (Pathway's ``prompts.prompt_rerank``, as ``LLMReranker`` sends it) gets
+``{"score": n}``, n = 1 + round(4 x the share of the question's content words in the document).
+
 Normal replies:
 
 - a request carrying instructor's JSON schema ("json_schema:" in a system message,
@@ -117,6 +120,19 @@ def replicate_reply(messages: list[dict], body: dict) -> str:
         return GARBAGE
     ok = letter in "TR"
     return json.dumps({"reason": f"replicate pattern {pattern}: {letter}", "is_correct": ok})
+
+
+RERANK_INSTRUCTION = "rate the document's relevance for the question on a scale between 1 and 5"
+
+
+def rerank_reply(user: str) -> str:
+    """Pathway's rerank prompt -> ``{"score": 1..5}`` by word overlap (see the module docstring)."""
+    doc = re.search(r"-- Context documents -- \n(.*?)\n-- End of context documents --", user, re.S)
+    question = re.search(r"-- Question -- \n(.*?)\n-- End of question --", user, re.S)
+    qw = {w for w in _words(question.group(1) if question else "") if w not in _STOP}
+    dw = set(_words(doc.group(1) if doc else ""))
+    share = len(qw & dw) / len(qw) if qw else 0.0
+    return json.dumps({"score": 1 + round(4 * share)})
 
 
 # ---------------------------------------------------------------- JSON schema filling
@@ -333,7 +349,8 @@ class FakeOpenAI:
         else:
             text = schema_reply(messages)
             if text is None:
-                text = judge_reply(user) if "is_correct" in system else rag_reply(user)
+                text = (judge_reply(user) if "is_correct" in system else
+                        rerank_reply(user) if RERANK_INSTRUCTION in user else rag_reply(user))
         prompt_tokens = max(1, len(everything.split()))
         completion_tokens = max(1, len((text or refusal or "").split()))
         reply = {

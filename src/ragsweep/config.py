@@ -129,6 +129,11 @@ class PipelineVariables(BaseModel):
     llm_embeddings: Literal["minilm", "endpoint"] | None = None
     llm_embedding_model: Annotated[StrictStr, Field(min_length=1)] | None = None
 
+    # the reranking stage (ragsweep.rerank); declared after top_k / search_topk: the check reads them
+    reranker: Literal["encoder", "cross_encoder", "llm"] | None = None
+    reranker_model: Annotated[StrictStr, Field(min_length=1)] | None = None
+    rerank_candidates: PositiveInt | None = Field(default=None, validate_default=True)
+
     @field_validator("llm_base_url")
     @classmethod
     def _url(cls, v: str | None) -> str | None:
@@ -155,6 +160,20 @@ class PipelineVariables(BaseModel):
         if v is not None and factories is not None and v not in factories:
             choices = ", ".join(sorted(factories)) or "none is defined"
             raise ValueError(f"must name a variable of the file holding a retriever factory ({choices}), or be null")
+        return v
+
+    @field_validator("rerank_candidates")
+    @classmethod
+    def _rerank_candidates(cls, v: int | None, info: ValidationInfo) -> int | None:
+        if v is None:
+            if info.data.get("reranker") is not None:
+                raise ValueError("must be set when $reranker is set: the number of chunks retrieved and "
+                                 "reranked, an integer >= $top_k")
+            return v
+        top_k = info.data.get("top_k") or info.data.get("search_topk")
+        if top_k is not None and v < top_k:
+            raise ValueError(f"must be >= $top_k = {top_k}: the reranker keeps the best $top_k of the "
+                             "$rerank_candidates chunks retrieved")
         return v
 
     @model_validator(mode="after")
@@ -191,6 +210,9 @@ KNOB_RULES: dict[str, str] = {
     "llm_json_mode": "must be true or false, or null",
     "llm_embeddings": "must be 'minilm' or 'endpoint', or null",
     "llm_embedding_model": "must be a non-empty string, or null",
+    "reranker": "must be null, 'encoder', 'cross_encoder' or 'llm'",
+    "reranker_model": "must be a non-empty string (a model name or a local model folder), or null",
+    "rerank_candidates": "must be an integer >= $top_k, or null (required when $reranker is set)",
 }
 
 

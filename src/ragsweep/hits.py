@@ -13,6 +13,11 @@ class Hit(BaseModel):
     caller can tell whether a chunk covers an evidence span for any chunk size.
     ``score`` is larger-is-better (the fused RRF score in hybrid mode, the BM25
     score or the cosine similarity otherwise).
+
+    After a reranking stage (:mod:`ragsweep.rerank`), ``rank`` is the position in the
+    reranked list, ``score`` is still the retriever's, ``rerank_score`` is the
+    reranker's (larger is better) and ``retrieval_rank`` the rank the store gave the
+    chunk among the ``$rerank_candidates``. Without a reranker both stay ``None``.
     """
 
     rank: int = Field(ge=1)
@@ -21,3 +26,5 @@ class Hit(BaseModel):
     doc_id: str  # path relative to the documents folder, '/'-separated
     start: int = Field(ge=0)
     end: int = Field(ge=0)
+    rerank_score: float | None = None
+    retrieval_rank: int | None = Field(default=None, ge=1)
