@@ -66,9 +66,35 @@ class CaseResult(BaseModel):
     def line(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
 
+    def compact_line(self) -> dict[str, Any]:
+        """The line a run folder stores: hits refer to the run's chunk table by id, their
+        text is stored once per run (``chunks.jsonl``), not once per case and rank."""
+        return compact(self.line())
+
+
+def compact(line: dict[str, Any]) -> dict[str, Any]:
+    """A case line with each hit's text replaced by its chunk id (see :func:`with_text`)."""
+    hits = []
+    for hit in line.get("hits") or []:
+        hit = dict(hit)
+        hit.pop("text", None)
+        hit["chunk"] = f"{hit['doc_id']}#{hit['start']}-{hit['end']}"
+        hits.append(hit)
+    return {**line, "hits": hits}
+
+
+def with_text(line: dict[str, Any], chunk_texts: Mapping[str, str]) -> dict[str, Any]:
+    """A stored case line with each hit's text put back from the run's chunk table."""
+    hits = line.get("hits") or []
+    if not hits or all("text" in h for h in hits):
+        return line
+    return {**line, "hits": [h if "text" in h else {**h, "text": chunk_texts.get(h.get("chunk", ""), "")}
+                             for h in hits]}
+
 
 def chunk_key(hit: Hit) -> str:
-    """A chunk's identity within a run: its document and character offsets."""
+    """A chunk's identity within a run: its document and character offsets (the id of
+    the run folder's chunk table)."""
     return f"{hit.doc_id}#{hit.start}-{hit.end}"
 
 

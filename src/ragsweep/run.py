@@ -29,7 +29,8 @@ from ragsweep import stages
 from ragsweep.config import PipelineConfig, parse_overrides
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.hits import Hit
-from ragsweep.records import CaseResult
+from ragsweep.records import CaseResult, compact, with_text
+from ragsweep.report.runs import read_chunk_texts
 from ragsweep.report import write_html
 from ragsweep.runfolder import (LAYOUT_VERSION, JsonlWriter, RunError, RunLock, check_resumable, file_hash,
                                 find_resume_dir, git_commit, make_dir, new_run_dir, now, package_versions,
@@ -113,9 +114,9 @@ def save_retrieved(run_dir: Path, retrieved: stages.Retrieved) -> None:
             for h in hits:
                 writer.write({"id": f"{doc_id}#{h.start}-{h.end}", "doc_id": doc_id, "start": h.start,
                               "end": h.end, "text": h.text})
-    with JsonlWriter(run_dir / "hits.jsonl") as writer:
+    with JsonlWriter(run_dir / "hits.jsonl") as writer:  # chunk ids, not texts: the table holds those
         for case_id, by_k in retrieved.served.items():
-            writer.write({"id": case_id, "served": {str(k): [h.model_dump() for h in hits]
+            writer.write({"id": case_id, "served": {str(k): [h.model_dump(exclude={"text"}) for h in hits]
                                                     for k, hits in by_k.items()}})
 
 
@@ -125,13 +126,16 @@ def load_retrieved(run_dir: Path) -> stages.Retrieved | None:
     if not chunk_rows:
         return None
     by_doc: dict[str, list[Hit]] = {}
+    texts: dict[str, str] = {}
     for row in chunk_rows:
         by_doc.setdefault(row["doc_id"], []).append(
             Hit(rank=1, score=0.0, text=row["text"], doc_id=row["doc_id"], start=row["start"], end=row["end"]))
+        texts[row["id"]] = row["text"]
     served = {}
     for row in read_jsonl(run_dir / "hits.jsonl"):
         try:
-            served[row["id"]] = {int(k): [Hit(**h) for h in hits] for k, hits in row["served"].items()}
+            served[row["id"]] = {int(k): [Hit(**h, text=texts[f"{h['doc_id']}#{h['start']}-{h['end']}"]) for h in hits]
+                                 for k, hits in row["served"].items()}
         except (KeyError, TypeError, ValueError):
             continue
     return stages.Retrieved(served=served, chunks_by_doc=by_doc, n_chunks=len(chunk_rows))
@@ -160,6 +164,9 @@ def _run_eval(options: EvalOptions, config: PipelineConfig, dataset: Dataset, ca
     persist = run_dir is not None and not options.dry_run
     ks = scored_ks(options, config)
     done = {r["id"]: r for r in read_jsonl(run_dir / "cases.jsonl")} if options.resume else {}
+    if done:  # stored lines refer to the chunk table: put the texts back once
+        table = read_chunk_texts(run_dir)
+        done = {i: with_text(r, table) for i, r in done.items()}
     done = {i: r for i, r in done.items() if r.get("version") == CaseResult.model_fields["version"].default}
     saved = load_retrieved(run_dir) if options.resume else None
     todo = [c for c in cases if c.id not in done]
@@ -258,7 +265,7 @@ def answer_and_score(todo: list[Case], retrieved: stages.Retrieved, answerer, ju
                                    ragas_answer_metrics=options.ragas_nonllm)
             for result in results:
                 line = result.line()
-                writer.write(line)
+                writer.write(compact(line))  # hits by chunk id: their text is in chunks.jsonl
                 done[result.id] = line
                 bar.update(1)
 
@@ -323,7 +330,7 @@ def _ragas_llm(run_dir: Path | None, settings, cases: list[Case], done: dict[str
     with tmp.open("w", encoding="utf-8") as fh:
         for c in cases:
             if c.id in done:
-                fh.write(json.dumps(done[c.id], ensure_ascii=False) + "\n")
+                fh.write(json.dumps(compact(done[c.id]), ensure_ascii=False) + "\n")
     tmp.replace(run_dir / "cases.jsonl")
 
 

@@ -47,7 +47,36 @@ def read_cases(path: Path) -> list[dict]:
                 cases.append(json.loads(line))
             except json.JSONDecodeError as err:
                 raise RunFolderError(f"{path}:{n}: not valid JSON ({err})") from err
-    return cases
+    return attach_chunk_texts(cases, path.parent)
+
+
+def read_chunk_texts(folder: Path) -> dict[str, str]:
+    """The run's chunk table (``chunks.jsonl``): chunk id -> text ({} when absent)."""
+    path = Path(folder) / "chunks.jsonl"
+    if not path.is_file():
+        return {}
+    table = {}
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            try:
+                row = json.loads(line)
+                table[row["id"]] = row["text"]
+            except (ValueError, KeyError, TypeError):
+                continue
+    return table
+
+
+def attach_chunk_texts(cases: list[dict], folder: Path) -> list[dict]:
+    """Cases whose hits refer to the chunk table by id get their text back; a layout-1
+    folder (text in every hit) is read as it is."""
+    if not any("chunk" in h and "text" not in h for c in cases for h in c.get("hits") or []):
+        return cases
+    from ragsweep.records import with_text
+
+    texts = read_chunk_texts(folder)
+    if not texts:
+        raise RunFolderError(f"{folder}: cases.jsonl refers to chunks by id but chunks.jsonl is missing")
+    return [with_text(c, texts) for c in cases]
 
 
 def run_kind(run_dir: Path) -> Literal["eval", "sweep"]:
