@@ -138,10 +138,17 @@ def build_case_result(
     if top_k not in served:
         raise ValueError(f"case {case.id}: no list served at its top_k={top_k}")
     cited = (answer.cited or None) if answer is not None else None
+    # a chunk's verdict does not depend on the list it stands in: judge every candidate once
+    pool = None
+    if candidates is not None:
+        pool = mark_hits(case, [h.model_copy(update={"rank": i}) for i, h in enumerate(candidates, start=1)],
+                         relevance, texts)
     metrics: dict[str, float | None] = {}
     judgements = {}
     for k in sorted(served):
-        judgement = mark_hits(case, served[k], relevance, texts, cited if k == top_k else None)
+        judgement = _judge_from_pool(pool, candidates, served[k], cited if k == top_k else None)
+        if judgement is None:
+            judgement = mark_hits(case, served[k], relevance, texts, cited if k == top_k else None)
         judgements[k] = judgement
         for family in AT_K_FAMILIES:
             metrics[f"{family}@{k}"] = _num(per_case_value(judgement, f"{family}@{k}"))
@@ -160,11 +167,9 @@ def build_case_result(
 
     chance: dict[str, float | None] = {}
     oracle: dict[str, float | None] = {}
-    if candidates is not None and own.scored:
+    if pool is not None and own.scored:
         from ragsweep.metrics.baselines import case_baselines
 
-        pool = mark_hits(case, [h.model_copy(update={"rank": i}) for i, h in enumerate(candidates, start=1)],
-                         relevance, texts)
         names = [f"{family}@{k}" for k in sorted(served) for family in AT_K_FAMILIES]
         levels = case_baselines([pool], names)
         chance = {n: _num(v) for n, v in levels.chance.get(case.id, {}).items()}
@@ -192,6 +197,22 @@ def build_case_result(
         top_k=top_k, hits=_judged(served[top_k], own), answer=answer, judge=judge, metrics=metrics,
         chance=chance, oracle=oracle, relevance_rule=own.rule, notes=dict(notes or {}),
     )
+
+
+def _judge_from_pool(pool, candidates: Sequence[Hit] | None, hits: Sequence[Hit], cited):
+    """A served list's judgement from the candidates' verdicts (None if a hit is not a candidate)."""
+    if pool is None or candidates is None:
+        return None
+    from dataclasses import replace
+
+    verdict = {chunk_key(h): jh for h, jh in zip(candidates, pool.hits)}
+    judged = []
+    for pos, hit in enumerate(sorted(hits, key=lambda h: h.rank), start=1):
+        jh = verdict.get(chunk_key(hit))
+        if jh is None:
+            return None
+        judged.append(replace(jh, rank=pos))
+    return replace(pool, hits=judged, cited=list(cited) if cited is not None else None)
 
 
 def chunk_id_context_scores(served_ids: Sequence[str], relevant_ids: set[str]) -> dict[str, float | None]:
