@@ -48,11 +48,11 @@ def serve(texts_dir: str, port: int, params_json: str) -> None:
 
     ensure_offline()
     import pathway as pw
-    from pathway.xpacks.llm.document_store import DocumentStore
     from pathway.xpacks.llm.servers import DocumentStoreServer
 
     from ragsweep.config import PipelineConfig
     from ragsweep.embedding import EmbeddingCache
+    from ragsweep.serving import DocumentStore  # what ragsweep evaluates (tests/test_server_parity.py)
 
     built = PipelineConfig.load(str(PIPELINE), json.loads(params_json)).build()
     if built.embedder is not None:  # a fresh server has no embedding cache

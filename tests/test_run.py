@@ -23,7 +23,9 @@ def options(tmp_path, **kw) -> EvalOptions:
 
 
 def read_cases(run_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (run_dir / "cases.jsonl").read_text().splitlines()]
+    from ragsweep.report.runs import read_cases as read_with_text
+
+    return read_with_text(run_dir / "cases.jsonl")
 
 
 def test_eval_writes_a_complete_run_folder(tmp_path):
@@ -49,6 +51,17 @@ def test_eval_writes_a_complete_run_folder(tmp_path):
     hit = cases[0]["hits"][0]
     assert {"rank", "score", "text", "doc_id", "start", "end", "relevant", "grade"} <= set(hit)
     assert all(c["metrics"]["recall@5"] is None for c in cases if c["unanswerable"])
+    # every retrieval metric has its chance and oracle level beside it, in report.json and report.html
+    base = report["baselines"]["recall@5"]
+    assert 0 <= base["chance"] <= base["oracle"] <= 1 and base["n"] == len(answerable)
+    assert base["lift"] == pytest.approx(base["pipeline"] - base["chance"])
+    page = (run_dir / "report.html").read_text()
+    assert "Against chance and oracle" in page and "lift over chance" in page
+    # the run folder stores each chunk's text once: hits refer to chunks.jsonl by id
+    stored = [json.loads(line) for line in (run_dir / "cases.jsonl").read_text().splitlines()]
+    assert all("text" not in h and "chunk" in h for c in stored for h in c["hits"])
+    chunk_ids = {json.loads(line)["id"] for line in (run_dir / "chunks.jsonl").read_text().splitlines()}
+    assert {h["chunk"] for c in stored for h in c["hits"]} <= chunk_ids
 
 
 def test_resume_after_interruption_computes_no_case_twice(tmp_path, monkeypatch):
