@@ -15,11 +15,11 @@ stay deterministic):
                  endpoints do); ``#echokey500``: the same with 500 (retried by the client)
 - ``#refusal``   200 with ``message.refusal`` set and ``content: null`` (OpenAI's refusal shape)
 - ``#sorry``     200 with the text "I'm sorry, I can't help with that."
-- ``#replicates:PATTERN``  a judge reply chosen by the request's replicate (OpenAI ``seed``; none
+- ``#replicates:PATTERN``  (judge requests only) a judge reply chosen by the request's replicate (OpenAI ``seed``; none
                  = replicate 0): letter ``PATTERN[seed % len]``, ``T`` is_correct true, ``F`` false,
                  ``X`` a reply that is not JSON (also when asked again), ``R`` not JSON at first,
                  a true verdict when asked again (a request holding an assistant turn)
-- ``#garbage-once`` a judge reply that is not JSON at first; asked again (a request holding an
+- ``#garbage-once`` (judge requests only) a judge reply that is not JSON at first; asked again (a request holding an
                  assistant turn, the judge's repair), the normal judge reply to the first question
 
 ``FakeOpenAI(echo_key_status=400)`` answers every chat request with the echoing error.
@@ -342,7 +342,7 @@ class FakeOpenAI:
             text, refusal = None, "I'm sorry, but I can't assist with that request."
         elif "#sorry" in everything:
             text = "I'm sorry, I can't help with that."
-        elif "#replicates:" in everything or "#garbage-once" in everything:
+        elif ("#replicates:" in everything or "#garbage-once" in everything) and "is_correct" in system:
             text = replicate_reply(messages, body)
         elif "#noprose" in everything:
             text = "Well, I think the prediction looks fine overall."

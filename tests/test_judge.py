@@ -74,13 +74,14 @@ def test_judge_on_fake_server(fake_server, llm_settings):
     assert [x.method for x in v] == ["llm", "llm", "rule", "rule", "rule", "llm", "llm", "skipped"]
     assert v[0].reason and v[0].prompt_tokens > 0
     assert v[5].error.startswith("unparsable judge reply") and "Well, I think" in v[5].raw
-    assert v[6].error.startswith("malformed reply")
-    assert fake_server.chat_requests() == 4  # rule cases need no call
+    assert v[5].failure == "unparsable" and "asked again" in v[5].error  # repaired once, still prose
+    assert v[6].error.startswith("malformed reply") and v[6].failure == "malformed_reply"
+    assert fake_server.chat_requests() == 5  # rule cases need no call; the prose reply is asked once more
     body = fake_server.log[0][1]
     assert body["response_format"] == {"type": "json_object"} and body["temperature"] == 0.0
     # second run: cached, no new calls
     again = LLMJudge(llm_settings).judge_items(items[:2])
-    assert all(x.cached for x in again) and fake_server.chat_requests() == 4
+    assert all(x.cached for x in again) and fake_server.chat_requests() == 5
     # single-call form
     one = judge.judge("Which law?", "New York governs.", reference="New York")
     assert one.is_correct is True

@@ -200,6 +200,36 @@ def _sampling_options(p) -> None:
     p.add_argument("--no-validate", action="store_true", help="evaluate even when `ragsweep validate` finds problems")
 
 
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 0")
+    return value
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{value} must be a share from 0 to 1")
+    return value
+
+
+def _temperature(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value <= 2:
+        raise argparse.ArgumentTypeError(f"{value} must be from 0 to 2")
+    return value
+
+
 def _limit(text: str) -> int:
     """``--limit N``: a whole number of cases >= 1."""
     try:
@@ -254,6 +284,17 @@ def build_parser() -> argparse.ArgumentParser:
                    "(each asked of the store as its own query)")
     p.add_argument("--llm", action="store_true", help="answer with the configured OpenAI-compatible endpoint")
     p.add_argument("--judge", action="store_true", help="LLM judge of answer correctness")
+    p.add_argument("--judge-replicates", type=_positive, default=1, metavar="N",
+                   help="judge each LLM-judged case N times (each its own request and cache entry); the report "
+                        "gives self-agreement, verdict flips and the judge-noise share of the CI (default 1)")
+    p.add_argument("--judge-temperature", type=_temperature, metavar="T",
+                   help="the judge's sampling temperature (default: the pipeline's $llm_temperature)")
+    p.add_argument("--judge-probe", type=_non_negative, default=3, metavar="N",
+                   help="with --judge, before the run: feed the judge known-correct, known-wrong and "
+                        "\"I don't know\" answers for N cases and report what it got right (0: off; default 3)")
+    p.add_argument("--max-failure-rate", type=_rate, metavar="R",
+                   help="CI gate: fail when an LLM metric (judge, ragas LLM) failed on more than this share "
+                        "of its cases, e.g. 0.05")
     p.add_argument("--ragas-llm", action="store_true", help="ragas LLM metrics on the same endpoint")
     p.add_argument("--dry-run", action="store_true", help="print the LLM calls and tokens a run would make, then stop")
     p.add_argument("--mlflow", action="store_true", help="log the run to MLflow")

@@ -51,6 +51,12 @@ class EvalOptions(RunInputs):
     ragas_llm: bool = False
     ragas_nonllm: bool = True  # ragas' string similarity, BLEU and ROUGE on the answers
     dry_run: bool = False
+    # the judge's trust (issue 16): replicates per LLM-judged case, its own temperature (None: the
+    # pipeline's), sanity probes on N cases before the run (0: none), failure-rate gate
+    judge_replicates: int = Field(default=1, ge=1)
+    judge_temperature: float | None = Field(default=None, ge=0, le=2)
+    judge_probe: int = Field(default=3, ge=0)
+    max_failure_rate: float | None = Field(default=None, ge=0, le=1)
 
 
 def scored_ks(options: EvalOptions, config: PipelineConfig) -> list[int]:
@@ -194,10 +200,18 @@ def _run_eval(options: EvalOptions, config: PipelineConfig, dataset: Dataset, ca
     if options.dry_run:
         return run_dir, dry_run_report(options, config, cases, retrieved, answerer, llm_settings)
     judge = None
+    probes = None
     if options.judge:
-        from ragsweep.metrics.judge import LLMJudge
+        from ragsweep.metrics.judge import LLMJudge, probe_judge
 
-        judge = LLMJudge(llm_settings or _llm_settings(config))
+        judge = LLMJudge(llm_settings or _llm_settings(config), replicates=options.judge_replicates,
+                         temperature=options.judge_temperature)
+        if options.judge_probe:
+            t = time.perf_counter()
+            probes = probe_judge(judge, cases, options.judge_probe)
+            stage["judge_probe"] = time.perf_counter() - t
+            print(f"judge probes: {probes['passed']} of {probes['total']} right (decided by the LLM: "
+                  f"{probes['llm_passed']} of {probes['llm_total']})", file=sys.stderr)
 
     t = time.perf_counter()
     if todo:
@@ -211,7 +225,10 @@ def _run_eval(options: EvalOptions, config: PipelineConfig, dataset: Dataset, ca
 
     t = time.perf_counter()
     records = [done[c.id] for c in cases if c.id in done]
-    report = build_report(records, dataset, config, ks, answerer, llm_settings)
+    report = build_report(records, dataset, config, ks, answerer, llm_settings, judge_info={
+        "replicates": options.judge_replicates if judge else 1,
+        "temperature": judge.effective_temperature if judge else None,
+        "probes": probes, "max_failure_rate": options.max_failure_rate})
     stage["aggregate"] = time.perf_counter() - t
     report["manifest"] = manifest(options, config, dataset, dataset_hash, corpus, answerer, llm_settings,
                                   started_at, stage)
@@ -225,8 +242,15 @@ def _run_eval(options: EvalOptions, config: PipelineConfig, dataset: Dataset, ca
 
 
 def build_report(records: list[dict[str, Any]], dataset: Dataset, config: PipelineConfig, ks: list[int],
-                 answerer, llm_settings) -> dict[str, Any]:
-    """report.json's body (without the manifest): one aggregator over the case records."""
+                 answerer, llm_settings, judge_info: dict[str, Any] | None = None) -> dict[str, Any]:
+    """report.json's body (without the manifest): one aggregator over the case records.
+
+    ``judge``: how far the LLM metrics can be trusted (failures, replicates' self-agreement,
+    judge noise in the CI, agreement with reference verdicts, probes; see
+    :mod:`ragsweep.metrics.judge_report`); None without LLM metrics. ``judge_info``: the
+    judge's replicates, temperature, probe results and ``max_failure_rate``."""
+    from ragsweep.metrics.judge_report import judge_section
+
     rules = sorted({r.get("relevance_rule") for r in records if r.get("relevance_rule")})
     answer_errors = [r for r in records if (r.get("answer") or {}).get("error")]
     by_message = Counter(r["answer"]["error"] for r in answer_errors)
@@ -245,6 +269,7 @@ def build_report(records: list[dict[str, Any]], dataset: Dataset, config: Pipeli
         "answers": {"ok": sum(1 for r in records if r.get("answer") and not r["answer"].get("error")),
                     "failed": len(answer_errors),
                     "refused": sum(1 for r in records if (r.get("answer") or {}).get("refusal"))},
+        "judge": judge_section(records, **(judge_info or {})),
     }
 
 
@@ -263,6 +288,10 @@ def answer_and_score(todo: list[Case], retrieved: stages.Retrieved, answerer, ju
             results = stages.score(part, retrieved.served, top_k=top_k, relevance=dataset.relevance, texts=texts,
                                    retrieved=retrieved, answers=answers, verdicts=verdicts,
                                    ragas_answer_metrics=options.ragas_nonllm)
+            if verdicts is not None:  # judge_correct = the mean of the case's replicate verdicts
+                from ragsweep.metrics.judge import apply_judge_scores
+
+                apply_judge_scores(results, verdicts)
             for result in results:
                 line = result.line()
                 writer.write(compact(line))  # hits by chunk id: their text is in chunks.jsonl
@@ -396,7 +425,12 @@ def summary_table(report: dict[str, Any]) -> str:
     answers = report.get("answers") or {}
     if answers.get("refused"):
         notes.append(f"refusals: {answers['refused']} answer(s) were refusals, counted as abstaining")
-    return header + "\n" + "\n".join(lines) + "\n" + "\n".join(notes)
+    from ragsweep.metrics.judge_report import format_judge_section, format_warnings
+
+    warnings = format_warnings(report.get("judge"))
+    judge_text = format_judge_section(report.get("judge"))
+    return ((warnings + "\n" if warnings else "") + header + "\n" + "\n".join(lines) + "\n" + "\n".join(notes)
+            + ("\n" + judge_text if judge_text else ""))
 
 
 def no_answer_succeeded(report: dict[str, Any]) -> bool:
@@ -417,6 +451,10 @@ def run_eval_cli(args) -> int:
             ks=args.ks or list(DEFAULT_KS), validate_dataset=not getattr(args, "no_validate", False),
             workers=getattr(args, "workers", None), out=args.out, name=args.name, resume=args.resume,
             floors=floors, use_llm=args.llm, judge=args.judge, ragas_llm=args.ragas_llm, dry_run=args.dry_run,
+            judge_replicates=getattr(args, "judge_replicates", None) or 1,
+            judge_temperature=getattr(args, "judge_temperature", None),
+            judge_probe=3 if getattr(args, "judge_probe", None) is None else args.judge_probe,
+            max_failure_rate=getattr(args, "max_failure_rate", None),
         )
         run_dir, report = run_eval(options)
     except RunError as err:
@@ -436,9 +474,14 @@ def run_eval_cli(args) -> int:
         print("ragsweep: error: no answer succeeded (every case has an answer_error); see cases.jsonl", file=sys.stderr)
         return 1
     failures = check_floors(report["metrics"], floors)
+    from ragsweep.metrics.judge_report import failure_gate
+
+    failures += failure_gate(report.get("judge"), options.max_failure_rate)
     if failures:
         print("gate FAILED:\n  " + "\n  ".join(failures), file=sys.stderr)
         return 1
-    if floors:
-        print("gate passed: " + ", ".join(f"{k} >= {v}" for k, v in floors.items()))
+    if floors or options.max_failure_rate is not None:
+        print("gate passed: " + ", ".join([f"{k} >= {v}" for k, v in floors.items()]
+                                          + ([f"LLM metric failures <= {options.max_failure_rate:g}"]
+                                             if options.max_failure_rate is not None else [])))
     return 0

@@ -224,7 +224,9 @@ def judge_answers(judge, cases: Sequence[Case], answers: Sequence[Answer]):
     items = [
         {"question": c.question, "reference": c.reference_answer or "", "answer": a.text,
          "unanswerable": c.unanswerable, "abstained": a.abstained, "answer_error": a.error,
-         "expected_facts": c.expected_facts}
+         "expected_facts": c.expected_facts,
+         # a verdict by people or a rule on one answer: the judge is checked against it
+         "reference_verdict": c.reference_verdict.model_dump() if c.reference_verdict else None}
         for c, a in zip(cases, answers)
     ]
     return judge.judge_batch(items)

@@ -10,14 +10,29 @@ The "I don't know" rule is decided in code, never by the model:
 - the answer is a refusal   -> incorrect, since the case is answerable (no call);
 - the answer failed         -> not judged (``is_correct=None``, ``method="skipped"``);
 - otherwise the LLM decides, from a JSON reply parsed robustly (code fences,
-  prose around the object, "true"/"yes" strings); a reply without a verdict is
-  a recorded failure (``is_correct=None`` with ``error``), never a crash.
+  prose around the object, "true"/"yes" strings). A reply without a verdict is asked
+  once more, with the parse error (``repaired=True`` when that worked); if it still
+  does not parse it is a named failure (``is_correct=None``, ``failure="unparsable"``,
+  ``error``), never a crash. Every failure is named (:func:`failure_kind`).
+
+Replicates (``LLMJudge(replicates=N)``): each LLM-judged case is asked ``N`` times.
+Replicate 1 is the plain request (shared with single-replicate runs and their cache);
+replicate ``r >= 2`` carries OpenAI's ``seed=r - 1``, so it is its own request and its own
+cache entry. The case's ``score`` is the mean of its valid replicate verdicts (true = 1),
+``sd`` their spread, ``is_correct`` the majority (None on a tie) and ``replicates`` each
+one. Statistics over replicates are in :mod:`ragsweep.metrics.judge_stats`.
+
+Reference verdicts (``Case.reference_verdict``): the judge also judges the labelled
+answer (or re-uses its verdict on the run's answer when that is the same text) and the
+verdict carries both in ``reference_check``. :func:`probe_judge` feeds the judge answers
+whose verdict is known before a run.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import statistics
 from collections.abc import Sequence
 from typing import Any
 
@@ -54,15 +69,64 @@ _JUDGE_COMPLETION_TOKENS = 60  # assumed reply length for estimates
 _JUDGE_MAX_TOKENS = 256
 
 
-class JudgeVerdict(BaseModel):
+_REPAIR_TEMPLATE = (
+    "Your reply could not be read ({error}). Reply again with one JSON object only, no other text: "
+    '{{"reason": "<one short sentence>", "is_correct": true or false}}'
+)
+
+
+class ReplicateVerdict(BaseModel):
+    """One of a case's replicate judgements."""
+
     is_correct: bool | None = None
+    reason: str = ""
+    error: str | None = None
+    failure: str | None = None
+    repaired: bool = False
+    cached: bool = False
+    raw: str = ""
+
+
+class JudgeVerdict(BaseModel):
+    is_correct: bool | None = None  # with replicates: the majority (None on a tie)
     reason: str = ""
     method: str = ""  # "rule" | "llm" | "skipped"
     error: str | None = None
+    failure: str | None = None  # named failure (see failure_kind) when there is no verdict
+    repaired: bool = False  # the verdict came from the one re-ask after an unparsable reply
     cached: bool = False
     prompt_tokens: int = 0
     completion_tokens: int = 0
     raw: str = ""  # the judge's reply (truncated), for inspection
+    score: float | None = None  # mean of the valid replicate verdicts (true = 1.0); the case's judge_correct
+    sd: float | None = None  # their sample standard deviation (two or more valid replicates)
+    n_replicates: int = 1  # replicates asked
+    replicates: list[ReplicateVerdict] = []  # each replicate, when more than one was asked
+    reference_check: dict[str, Any] | None = None  # the judge against the case's reference verdict
+
+
+def failure_kind(error: str | None) -> str | None:
+    """A short stable name for why a judgement failed (for counts in reports)."""
+    if not error:
+        return None
+    e = error.lower()
+    if e.startswith("unparsable"):
+        return "unparsable"
+    if "refused" in e:
+        return "refusal"
+    if e.startswith("timeout"):
+        return "timeout"
+    if e.startswith("http 429"):
+        return "rate_limited"
+    if e.startswith("http 400") and "seed" in e:
+        return "seed_rejected"
+    if e.startswith("http "):
+        return "http_" + e.split()[1].rstrip(":")
+    if e.startswith("connection"):
+        return "connection"
+    if e.startswith("malformed"):
+        return "malformed_reply"
+    return "other"
 
 
 class JudgeItem(BaseModel):
@@ -73,6 +137,8 @@ class JudgeItem(BaseModel):
     abstained: bool | None = None  # the answerer's flag; None -> detected from the text
     answer_error: str | None = None
     expected_facts: list[str] = []
+    # ``Case.reference_verdict`` as a dict: {"answer", "is_correct" | "score", "source"}
+    reference_verdict: dict[str, Any] | None = None
 
 
 # ----------------------------------------------------------------- parsing
@@ -163,14 +229,78 @@ def judge_messages(item: JudgeItem) -> list[dict]:
     ]
 
 
+def repair_messages(messages: list[dict], reply: str, error: str) -> list[dict]:
+    """The original request, the unreadable reply, and the parse error: asked once."""
+    return [*messages, {"role": "assistant", "content": reply or ""},
+            {"role": "user", "content": _REPAIR_TEMPLATE.format(error=error)}]
+
+
+def replicate_seed(replicate: int) -> int | None:
+    """Replicate 0 is the plain request; replicate r >= 1 sends ``seed=r``."""
+    return None if replicate == 0 else replicate
+
+
+def _combine(reps: list[JudgeVerdict], asked: int) -> JudgeVerdict:
+    """One case's verdict from its replicate judgements."""
+    if asked == 1:
+        v = reps[0]
+        v.score = None if v.is_correct is None else float(v.is_correct)
+        return v
+    valid = [r.is_correct for r in reps if r.is_correct is not None]
+    yes, no = sum(valid), len(valid) - sum(valid)
+    majority = True if yes > no else False if no > yes else None
+    first = next((r for r in reps if r.is_correct is not None and r.is_correct == majority), None)
+    failed = next((r for r in reps if r.is_correct is None), None)
+    out = JudgeVerdict(
+        is_correct=majority,
+        reason=(first.reason if first else ("replicates tie" if valid else "")),
+        method="llm",
+        error=None if valid else (failed.error if failed else None),
+        failure=None if valid else (failed.failure if failed else None),
+        repaired=any(r.repaired for r in reps),
+        cached=all(r.cached for r in reps),
+        prompt_tokens=sum(r.prompt_tokens for r in reps),
+        completion_tokens=sum(r.completion_tokens for r in reps),
+        raw=reps[0].raw,
+        score=statistics.fmean(float(x) for x in valid) if valid else None,
+        sd=statistics.stdev(float(x) for x in valid) if len(valid) >= 2 else None,
+        n_replicates=asked,
+        replicates=[ReplicateVerdict(is_correct=r.is_correct, reason=r.reason[:300], error=r.error,
+                                     failure=r.failure, repaired=r.repaired, cached=r.cached, raw=r.raw[:300])
+                    for r in reps],
+    )
+    if not valid and reps:
+        out.error = reps[0].error
+        out.failure = reps[0].failure
+    return out
+
+
 class LLMJudge:
-    def __init__(self, settings: LLMSettings, client: LLMClient | None = None):
+    """The answer-correctness judge.
+
+    ``replicates``: judgements per LLM-judged case (see the module docstring);
+    ``temperature``: the judge's own (None: the settings'); at temperature 0 replicates
+    measure only the endpoint's nondeterminism; ``repair``: re-ask once after an
+    unparsable reply.
+    """
+
+    def __init__(self, settings: LLMSettings, client: LLMClient | None = None, *, replicates: int = 1,
+                 temperature: float | None = None, repair: bool = True):
+        if replicates < 1:
+            raise ValueError(f"replicates must be >= 1, got {replicates}")
         self.settings = settings
         self.client = client or LLMClient(settings)
         self.name = f"llm-judge:{settings.model}"
+        self.replicates = replicates
+        self.temperature = temperature
+        self.repair = repair
 
     def __repr__(self) -> str:
-        return f"LLMJudge({self.settings})"
+        return f"LLMJudge({self.settings}, replicates={self.replicates})"
+
+    @property
+    def effective_temperature(self) -> float:
+        return self.settings.temperature if self.temperature is None else self.temperature
 
     def _from_result(self, result: ChatResult) -> JudgeVerdict:
         base = dict(
@@ -181,17 +311,51 @@ class LLMJudge:
             raw=result.text[:1000],
         )
         if result.error:
-            return JudgeVerdict(error=result.error, **base)
+            return JudgeVerdict(error=result.error, failure=failure_kind(result.error), **base)
         if result.refusal and not result.text.strip():
-            return JudgeVerdict(error=f"the judge model refused: {result.refusal[:300]}", **base)
+            error = f"the judge model refused: {result.refusal[:300]}"
+            return JudgeVerdict(error=error, failure="refusal", **base)
         try:
             verdict, reason = parse_verdict(result.text)
         except ValueError as err:
-            return JudgeVerdict(error=f"unparsable judge reply: {err}", **base)
+            return JudgeVerdict(error=f"unparsable judge reply: {err}", failure="unparsable", **base)
         return JudgeVerdict(is_correct=verdict, reason=reason, **base)
 
     def _chat_kwargs(self) -> dict:
-        return {"json_mode": self.settings.json_mode, "max_tokens": min(self.settings.max_tokens, _JUDGE_MAX_TOKENS)}
+        kwargs: dict[str, Any] = {"json_mode": self.settings.json_mode,
+                                  "max_tokens": min(self.settings.max_tokens, _JUDGE_MAX_TOKENS)}
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        return kwargs
+
+    def _ask(self, batch: list[list[dict]], replicate: int) -> list[JudgeVerdict]:
+        """One replicate of a batch of requests, each unparsable reply re-asked once."""
+        seed = replicate_seed(replicate)
+        results = self.client.chat_batch(batch, seed=seed, **self._chat_kwargs())
+        verdicts = [self._from_result(r) for r in results]
+        if not self.repair:
+            return verdicts
+        redo = [i for i, v in enumerate(verdicts) if v.failure == "unparsable"]
+        if not redo:
+            return verdicts
+        again = self.client.chat_batch(
+            [repair_messages(batch[i], results[i].text, (verdicts[i].error or "").removeprefix("unparsable judge reply: "))
+             for i in redo],
+            seed=seed, **self._chat_kwargs())
+        for i, result in zip(redo, again):
+            second = self._from_result(result)
+            first = verdicts[i]
+            tokens = dict(prompt_tokens=first.prompt_tokens + second.prompt_tokens,
+                          completion_tokens=first.completion_tokens + second.completion_tokens)
+            if second.is_correct is not None:
+                verdicts[i] = second.model_copy(update={"repaired": True, "cached": first.cached and second.cached,
+                                                        **tokens})
+            else:
+                why = second.error or ""
+                verdicts[i] = first.model_copy(update={
+                    "error": f"{first.error} (asked again with the error: {why})",
+                    "raw": (first.raw + "\n--- after repair ---\n" + second.raw)[:1000], **tokens})
+        return verdicts
 
     def judge(
         self,
@@ -209,29 +373,176 @@ class LLMJudge:
         )
         return self.judge_items([item])[0]
 
-    def judge_items(self, items: Sequence[JudgeItem]) -> list[JudgeVerdict]:
-        """Batch, bounded concurrency, verdicts in input order."""
+    def _judge_plain(self, items: Sequence[JudgeItem]) -> list[JudgeVerdict]:
         out: list[JudgeVerdict | None] = [rule_verdict(it) for it in items]
+        for v in out:
+            if v is not None:
+                v.score = None if v.is_correct is None else float(v.is_correct)
         todo = [i for i, v in enumerate(out) if v is None]
-        results = self.client.chat_batch([judge_messages(items[i]) for i in todo], **self._chat_kwargs())
-        for i, result in zip(todo, results):
-            out[i] = self._from_result(result)
+        if todo:
+            batch = [judge_messages(items[i]) for i in todo]
+            per_replicate = [self._ask(batch, r) for r in range(self.replicates)]
+            for j, i in enumerate(todo):
+                out[i] = _combine([per_replicate[r][j] for r in range(self.replicates)], self.replicates)
         return [v for v in out if v is not None]
+
+    def judge_items(self, items: Sequence[JudgeItem]) -> list[JudgeVerdict]:
+        """Batch, bounded concurrency, verdicts in input order; each item with a reference
+        verdict also gets ``reference_check`` (its labelled answer judged too, unless it is
+        the answer just judged)."""
+        extra: list[JudgeItem] = []
+        where: dict[int, int] = {}
+        for i, it in enumerate(items):
+            ref = it.reference_verdict
+            if not ref:
+                continue
+            labelled = ref.get("answer")
+            if labelled is None or (not it.answer_error and labelled.strip() == it.answer.strip()):
+                continue
+            where[i] = len(extra)
+            extra.append(it.model_copy(update={"answer": labelled, "abstained": None, "answer_error": None,
+                                               "reference_verdict": None}))
+        verdicts = self._judge_plain([*items, *extra])
+        out, labelled_verdicts = verdicts[: len(items)], verdicts[len(items):]
+        for i, it in enumerate(items):
+            ref = it.reference_verdict
+            if not ref:
+                continue
+            v = labelled_verdicts[where[i]] if i in where else out[i]
+            out[i].reference_check = reference_check(ref, v, same_answer=i not in where)
+        return out
 
     def judge_batch(self, items: Sequence[dict]) -> list[JudgeVerdict]:
         """Same as :meth:`judge_items` with plain dicts of JudgeItem fields."""
         return self.judge_items([JudgeItem(**d) for d in items])
 
 
+def apply_judge_scores(results: Sequence[Any], verdicts: Sequence[JudgeVerdict | None]) -> None:
+    """Set each scored case's ``judge_correct`` to its verdict's ``score``: the mean of its
+    replicate verdicts (equal to the verdict itself with one replicate)."""
+    for result, verdict in zip(results, verdicts):
+        if verdict is not None and "judge_correct" in result.metrics:
+            result.metrics["judge_correct"] = verdict.score
+
+
+def reference_value(ref: dict[str, Any]) -> float | None:
+    """A reference verdict as a number: ``is_correct`` (1.0 / 0.0), else ``score``."""
+    if ref.get("is_correct") is not None:
+        return float(bool(ref["is_correct"]))
+    if ref.get("score") is not None:
+        return float(ref["score"])
+    return None
+
+
+def reference_check(ref: dict[str, Any], verdict: JudgeVerdict, same_answer: bool) -> dict[str, Any]:
+    """What the report compares: the reference's verdict beside the judge's on the same answer."""
+    return {
+        "source": ref.get("source"),
+        "reference": reference_value(ref),
+        "reference_is_correct": ref.get("is_correct"),
+        "judge": verdict.score,
+        "judge_is_correct": verdict.is_correct,
+        "judge_method": verdict.method,
+        "judge_sd": verdict.sd,
+        "judge_error": verdict.error,
+        "answer_is_run_answer": same_answer,
+        "answer": None if same_answer else (ref.get("answer") or "")[:500],
+    }
+
+
+# ----------------------------------------------------------------- sanity probes
+_IDK = "I don't know."
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]+", (text or "").lower()) if len(w) > 2}
+
+
+def probe_items(cases: Sequence[Any], n_cases: int = 3) -> list[tuple[str, str, JudgeItem, bool]]:
+    """``(case id, probe, item, expected verdict)`` for a few cases whose right verdict is known.
+
+    For up to ``n_cases`` answerable cases with a reference answer (distinct question types
+    first): the reference itself (correct), the reference inside a sentence (correct), another
+    case's reference sharing no word with it (wrong), and "I don't know." (wrong: the case is
+    answerable). For one unanswerable case: "I don't know." (correct) and another case's
+    reference (wrong). Works on :class:`~ragsweep.datasets.schema.Case` or anything with
+    ``id``, ``question``, ``reference_answer``, ``unanswerable``, ``type``.
+    """
+    answerable = [c for c in cases if not c.unanswerable and (c.reference_answer or "").strip()]
+    chosen, types = [], set()
+    for c in answerable:  # one per type first, then the rest in order
+        if len(chosen) < n_cases and (c.type or "") not in types:
+            chosen.append(c)
+            types.add(c.type or "")
+    for c in answerable:
+        if len(chosen) >= n_cases:
+            break
+        if c not in chosen:
+            chosen.append(c)
+    out = []
+
+    def wrong_for(case) -> str | None:
+        mine = _words(case.reference_answer or "")
+        for other in answerable:
+            ref = (other.reference_answer or "").strip()
+            if other.id != case.id and ref and _words(ref) and not (_words(ref) & mine):
+                return ref
+        return None
+
+    for c in chosen:
+        ref = c.reference_answer.strip()
+        base = dict(question=c.question, reference=ref, expected_facts=list(getattr(c, "expected_facts", []) or []))
+        out.append((c.id, "correct", JudgeItem(answer=ref, **base), True))
+        out.append((c.id, "correct_in_sentence",
+                    JudgeItem(answer=f"According to the agreement, the answer is: {ref}.", **base), True))
+        wrong = wrong_for(c)
+        if wrong is not None:
+            out.append((c.id, "wrong", JudgeItem(answer=wrong, **base), False))
+        out.append((c.id, "i_dont_know", JudgeItem(answer=_IDK, **base), False))
+    unanswerable = next((c for c in cases if c.unanswerable), None)
+    if unanswerable is not None and chosen:
+        base = dict(question=unanswerable.question, reference="", unanswerable=True)
+        out.append((unanswerable.id, "i_dont_know_unanswerable", JudgeItem(answer=_IDK, **base), True))
+        out.append((unanswerable.id, "confident_unanswerable",
+                    JudgeItem(answer=chosen[0].reference_answer.strip(), **base), False))
+    return out
+
+
+def probe_judge(judge: "LLMJudge", cases: Sequence[Any], n_cases: int = 3) -> dict[str, Any]:
+    """Ask the judge (one replicate) about answers whose verdict is known; say which it got right.
+
+    ``llm`` counts only probes the model decided (the others are decided by the
+    "I don't know" rule in code, and check that rule).
+    """
+    probes = probe_items(cases, n_cases)
+    single = LLMJudge(judge.settings, judge.client, replicates=1, temperature=judge.temperature,
+                      repair=judge.repair)
+    verdicts = single.judge_items([item for _, _, item, _ in probes]) if probes else []
+    rows = []
+    for (case_id, probe, item, expected), v in zip(probes, verdicts):
+        rows.append({"case": case_id, "probe": probe, "answer": item.answer[:200], "expected": expected,
+                     "got": v.is_correct, "method": v.method, "ok": v.is_correct is expected,
+                     "reason": v.reason[:200], "error": v.error})
+    llm_rows = [r for r in rows if r["method"] == "llm"]
+    return {
+        "total": len(rows), "passed": sum(r["ok"] for r in rows),
+        "llm_total": len(llm_rows), "llm_passed": sum(r["ok"] for r in llm_rows),
+        "failed": [r for r in rows if not r["ok"]],
+        "probes": rows,
+    }
+
+
 def estimate_judge_calls(
     items: Sequence[tuple[str, str, bool]],
     settings: LLMSettings,
     assumed_answer_tokens: int = 64,
+    replicates: int = 1,
 ) -> CallEstimate:
     """Dry run for ``(question, reference, unanswerable)`` triples.
 
     Unanswerable cases are decided by rule (no call); answerable ones count one
-    call each (an upper bound: refusals are also decided by rule). The answer is
+    call each, ``replicates`` calls with replicates (an upper bound: refusals are also
+    decided by rule; a re-ask after an unparsable reply is not counted). The answer is
     not known before the run, so it counts as ``assumed_answer_tokens``.
     """
     est = CallEstimate(what="judge", model=settings.model)
@@ -241,7 +552,7 @@ def estimate_judge_calls(
             continue
         item = JudgeItem(question=question, answer=filler, reference=reference or "")
         prompt = count_message_tokens(judge_messages(item), settings.model)
-        est.add(1, prompt, _JUDGE_COMPLETION_TOKENS)
+        est.add(replicates, replicates * prompt, replicates * _JUDGE_COMPLETION_TOKENS)
     est.notes.append(
         f"answers assumed {assumed_answer_tokens} tokens, judge replies {_JUDGE_COMPLETION_TOKENS}; "
         "refusals on answerable cases need no call (upper bound)"
