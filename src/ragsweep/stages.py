@@ -153,32 +153,50 @@ def parsed_scopes(cases: Sequence[Case], parsed: set[str]) -> list[list[str] | N
     return [[d for d in c.doc_scope if d in parsed] if c.doc_scope else None for c in cases]
 
 
-def retrieve(config, corpus, cases: Sequence[Case], ks: Iterable[int], progress: bool = False) -> Retrieved:
+def retrieve(config, corpus, cases: Sequence[Case], ks: Iterable[int], progress: bool = False,
+             rerank: bool = True) -> Retrieved:
     """Every case asked at every depth in ``ks``, in one Pathway run: one query row per
     (case, k), so each list is exactly what the DocumentStore serves for that k.
 
+    With a reranker configured (``$reranker``), the store is asked for
+    ``$rerank_candidates`` and each depth is the top k of the reranked candidates, as
+    Pathway's question answerer does (``rerank=False`` returns the candidates as served).
     A case scoped to documents that were all skipped gets no hits rather than the
     whole corpus.
     """
+    import time
+
+    from ragsweep.rerank import build_reranker, rerank_at_depths, rerank_candidates
     from ragsweep.store import Query, RagStore
 
     depths = sorted(set(ks))
+    n_candidates = rerank_candidates(config) if rerank else None
+    store_ks = [n_candidates] if n_candidates else depths
     scopes = parsed_scopes(cases, {d.doc_id for d in corpus.documents})
     unscoped = [c.id for c, s in zip(cases, scopes) if s == []]
     if unscoped:
         print(f"warning: {len(unscoped)} case(s) scoped to documents that were not parsed "
               f"(first: {unscoped[0]}); they get no hits", file=sys.stderr)
-    asked = [(c, s, k) for c, s in zip(cases, scopes) if s != [] for k in depths]
-    print(f"retrieve: {len(cases)} question(s) x k in {depths}: {len(asked)} queries in one Pathway run...",
+    asked = [(c, s, k) for c, s in zip(cases, scopes) if s != [] for k in store_ks]
+    print(f"retrieve: {len(cases)} question(s) x k in {store_ks}: {len(asked)} queries in one Pathway run...",
           file=sys.stderr)
     run = RagStore(config, corpus).run([Query(c.question, k, s or None) for c, s, k in asked], progress=progress)
     served: dict[str, dict[int, list[Hit]]] = {c.id: {k: [] for k in depths} for c in cases}
-    for (case, _scope, k), hits in zip(asked, run.hits):
-        served[case.id][k] = hits
+    timings = dict(run.timings)
+    if n_candidates is None:
+        for (case, _scope, k), hits in zip(asked, run.hits):
+            served[case.id][k] = hits
+    else:
+        started = time.perf_counter()
+        lists = rerank_at_depths([(case.question, hits) for (case, _s, _k), hits in zip(asked, run.hits)],
+                                 build_reranker(config), depths)
+        for (case, _s, _k), by_k in zip(asked, lists):
+            served[case.id] = by_k
+        timings["rerank"] = time.perf_counter() - started
     by_doc: dict[str, list[Hit]] = defaultdict(list)
     for chunk in run.chunks:
         by_doc[chunk.doc_id].append(chunk.as_hit())
-    return Retrieved(served=served, chunks_by_doc=dict(by_doc), timings=dict(run.timings), seconds=run.seconds,
+    return Retrieved(served=served, chunks_by_doc=dict(by_doc), timings=timings, seconds=run.seconds,
                      embedded_texts=run.embedded_texts, n_chunks=len(run.chunks))
 
 

@@ -41,6 +41,7 @@ from ragsweep.metrics.registry import AT_K_FAMILIES, at_own_k, best_of, lower_is
 from ragsweep.runfolder import (LAYOUT_VERSION, JsonlWriter, RunError, RunLock, check_resumable, find_resume_dir,
                                 git_commit, make_dir, new_run_dir, now, package_versions, read_jsonl, write_json)
 from ragsweep.report import write_html
+from ragsweep.rerank import build_reranker, rerank_at_depths, rerank_candidates
 from ragsweep.scoring import aggregate
 from ragsweep.stages import RunInputs, load_inputs
 
@@ -201,21 +202,29 @@ def _run_sweep(options, grid, objectives, ks, base_config, dataset, cases, confi
         todo = [cid for cid in members if cid not in results]
         if not todo:
             continue
-        depths = sorted({k for cid in todo for k in served_depths(ks, configs[cid][1].top_k)[0]})
+        depths = sorted({k for cid in todo for k in served_depths(ks, configs[cid][1].top_k)[0]}
+                        | {n for cid in todo if (n := rerank_candidates(configs[cid][1]))})
         config = configs[todo[0]][1]
         label = ", ".join(f"{k}={v}" for k, v in configs[todo[0]][0].items() if k != "top_k")
         print(f"[{n_group}/{len(groups)}] index {label}: {len(cases)} questions at k in {depths} for "
               f"{len(todo)} configuration(s)", file=sys.stderr)
         rss_before = _rss_mb()
         t = time.perf_counter()
-        retrieved = stages.retrieve(config, corpus, cases, depths, options.progress)
+        # configurations that differ only in their reranker share the index run; each reranks its own
+        retrieved = stages.retrieve(config, corpus, cases, depths, options.progress, rerank=False)
         group_seconds = time.perf_counter() - t
         embedded_total += retrieved.embedded_texts
         for cid in todo:
             params, cfg = configs[cid]
             t = time.perf_counter()
             own, unserved = served_depths(ks, cfg.top_k)
-            served = {c.id: {k: retrieved.served[c.id][k] for k in own} for c in cases}
+            n_candidates = rerank_candidates(cfg)
+            if n_candidates is None:
+                served = {c.id: {k: retrieved.served[c.id][k] for k in own} for c in cases}
+            else:
+                lists = rerank_at_depths([(c.question, retrieved.served[c.id][n_candidates]) for c in cases],
+                                         build_reranker(cfg), own)
+                served = dict(zip([c.id for c in cases], lists))
             answers = None
             if options.answers:
                 answerer, _ = stages.make_answerer(cfg, use_llm=False)
