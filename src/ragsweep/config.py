@@ -110,6 +110,9 @@ class PipelineVariables(BaseModel):
     rrf_k: PositiveNumber = None  # type: ignore[assignment]
     embedder_model: Annotated[StrictStr, Field(min_length=1)] = None  # type: ignore[assignment]
     embedder_batch_size: PositiveInt = None  # type: ignore[assignment]
+    embedder_cuda_batch_size: PositiveInt = None  # type: ignore[assignment]
+    embedder_device: Annotated[StrictStr, Field(pattern=r"^(auto|cpu|cuda(:\d+)?)$")] = None  # type: ignore[assignment]
+    embedder_dtype: Literal["auto", "float32", "float16", "bfloat16"] = None  # type: ignore[assignment]
     prompt_template: StrictStr | None = None
 
     llm_base_url: StrictStr | None = None
@@ -139,6 +142,15 @@ class PipelineVariables(BaseModel):
     def _url(cls, v: str | None) -> str | None:
         if v is not None and not re.match(r"^https?://\S+$", v):
             raise ValueError("must be an http:// or https:// URL, or null")
+        return v
+
+    @field_validator("embedder_model")
+    @classmethod
+    def _embedder_model(cls, v: str | None) -> str | None:
+        if v is not None:  # a registered model or a local folder; whether it is installed is checked at build
+            from ragsweep.embedding import check_model_name
+
+            check_model_name(v)
         return v
 
     @field_validator("prompt_template")
@@ -193,6 +205,9 @@ KNOB_RULES: dict[str, str] = {
     "rrf_k": "must be a number > 0",
     "embedder_model": "must be a non-empty string",
     "embedder_batch_size": "must be an integer >= 1",
+    "embedder_cuda_batch_size": "must be an integer >= 1",
+    "embedder_device": "must be auto, cpu or cuda (cuda:N for one GPU of several)",
+    "embedder_dtype": "must be auto, float32, float16 or bfloat16",
     "prompt_template": "must be null or a string with the {context} and {query} placeholders",
     "llm_base_url": "must be an http:// or https:// URL, or null",
     "llm_model": "must be a non-empty string, or null",
