@@ -281,3 +281,41 @@ def test_eval_with_replicates_reference_verdicts_and_the_failure_gate(fake_serve
     assert code == 0 and "WARNING" not in out and "LLM metric failures <= 0.3" in out
     assert fake_server.chat_requests() == calls  # every replicate and repair came from the cache
     assert failure_gate(report["judge"], 0.25) == []
+
+
+def test_ragas_llm_replicates_are_separate_requests_and_reported(fake_server, llm_settings):  # noqa: F811
+    from ragsweep.metrics.judge_report import ragas_metric_sections
+    from ragsweep.metrics.ragas_llm import CONTEXT_RECALL, FAITHFULNESS, MetricScore, RagasCase, RagasLLMScorer, \
+        combine_replicates
+
+    case = RagasCase(question="What is the initial term?", answer="The initial term is three years. [1]",
+                     contexts=["The initial term is three years from the Effective Date."], reference="Three years.")
+    one = RagasLLMScorer(llm_settings, metrics=(FAITHFULNESS, CONTEXT_RECALL)).score_batch([case])[0]
+    calls = fake_server.chat_requests()
+    three = RagasLLMScorer(llm_settings, metrics=(FAITHFULNESS, CONTEXT_RECALL), replicates=3).score_batch([case])[0]
+    # replicate 0 is the single run's request (cached); replicates 1 and 2 are new requests with their seed
+    assert fake_server.chat_requests() == 3 * calls
+    assert {body.get("seed") for _, body in fake_server.log[calls:]} == {1, 2}
+    assert three[FAITHFULNESS].value == one[FAITHFULNESS].value and three[FAITHFULNESS].replicates == [1.0] * 3
+    assert three[FAITHFULNESS].sd == 0.0
+
+    # combining: the mean of the valid values, the SD, each value; nothing valid -> the first error
+    mixed = combine_replicates([MetricScore(value=1.0), MetricScore(error="timeout"), MetricScore(value=0.5)])
+    assert mixed.value == 0.75 and mixed.sd == pytest.approx(math.sqrt(0.125)) and mixed.replicates == [1.0, None, 0.5]
+    assert combine_replicates([MetricScore(error="timeout: x"), MetricScore(error="y")]).error == "timeout: x"
+
+    # the report: intra-case SD, alpha (interval), failures
+    records = [
+        {"id": "a", "metrics": {FAITHFULNESS: 0.75}, "llm_replicates": {FAITHFULNESS: [1.0, 0.5]}},
+        {"id": "b", "metrics": {FAITHFULNESS: 0.0}, "llm_replicates": {FAITHFULNESS: [0.0, 0.0]}},
+        {"id": "c", "metrics": {FAITHFULNESS: None}, "notes": {FAITHFULNESS: "timeout: no reply"},
+         "llm_replicates": {FAITHFULNESS: [None, None]}},
+        {"id": "d", "metrics": {FAITHFULNESS: None}, "notes": {FAITHFULNESS: "not applicable: refusal"}},
+    ]
+    block = ragas_metric_sections(records)[FAITHFULNESS]
+    assert block["failures"] == {**block["failures"], "attempted": 3, "failed": 1, "reasons": {"timeout": 1}}
+    sa = block["self_agreement"]
+    # SDs: sqrt(0.125) and 0 -> mean sqrt(0.125)/2; pooled sqrt(0.0625); interval alpha: n = 4 values
+    # D_o = (2 * 0.25 / 1 + 0) / 4 = 0.125; D_e = (2*4*1.25 - 2*1.5^2) / 12 = 5.5/12 -> alpha = 1 - 0.125 * 12/5.5
+    assert sa["mean_sd"] == pytest.approx(math.sqrt(0.125) / 2) and sa["pooled_sd"] == pytest.approx(0.25)
+    assert sa["krippendorff_alpha"] == pytest.approx(1 - 0.125 * 12 / 5.5) and sa["varying"] == ["a"]

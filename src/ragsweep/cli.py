@@ -285,10 +285,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--llm", action="store_true", help="answer with the configured OpenAI-compatible endpoint")
     p.add_argument("--judge", action="store_true", help="LLM judge of answer correctness")
     p.add_argument("--judge-replicates", type=_positive, default=1, metavar="N",
-                   help="judge each LLM-judged case N times (each its own request and cache entry); the report "
-                        "gives self-agreement, verdict flips and the judge-noise share of the CI (default 1)")
+                   help="compute each LLM metric (--judge, --ragas-llm) N times per case (each its own request and "
+                        "cache entry); the report gives self-agreement, verdict flips and the judge-noise share of "
+                        "the CI (default 1)")
     p.add_argument("--judge-temperature", type=_temperature, metavar="T",
-                   help="the judge's sampling temperature (default: the pipeline's $llm_temperature)")
+                   help="the sampling temperature of the LLM metrics (judge, ragas LLM); default: the pipeline's "
+                        "$llm_temperature")
     p.add_argument("--judge-probe", type=_non_negative, default=3, metavar="N",
                    help="with --judge, before the run: feed the judge known-correct, known-wrong and "
                         "\"I don't know\" answers for N cases and report what it got right (0: off; default 3)")

@@ -220,14 +220,21 @@ def _run_eval(options: EvalOptions, config: PipelineConfig, dataset: Dataset, ca
     stage["answer_and_score"] = time.perf_counter() - t
     if options.ragas_llm:
         t = time.perf_counter()
-        _ragas_llm(run_dir if persist else None, llm_settings or _llm_settings(config), cases, done)
+        ragas_settings = llm_settings or _llm_settings(config)
+        if options.judge_temperature is not None:
+            ragas_settings = ragas_settings.with_updates(temperature=options.judge_temperature)
+        _ragas_llm(run_dir if persist else None, ragas_settings, cases, done, replicates=options.judge_replicates)
         stage["ragas_llm"] = time.perf_counter() - t
 
     t = time.perf_counter()
     records = [done[c.id] for c in cases if c.id in done]
+    llm_metrics = judge is not None or options.ragas_llm
+    metric_temperature = None  # the LLM metrics' sampling temperature
+    if llm_metrics:
+        metric_temperature = (judge.effective_temperature if judge else options.judge_temperature
+                              if options.judge_temperature is not None else (llm_settings or _llm_settings(config)).temperature)
     report = build_report(records, dataset, config, ks, answerer, llm_settings, judge_info={
-        "replicates": options.judge_replicates if judge else 1,
-        "temperature": judge.effective_temperature if judge else None,
+        "replicates": options.judge_replicates if llm_metrics else 1, "temperature": metric_temperature,
         "probes": probes, "max_failure_rate": options.max_failure_rate})
     stage["aggregate"] = time.perf_counter() - t
     report["manifest"] = manifest(options, config, dataset, dataset_hash, corpus, answerer, llm_settings,
@@ -333,13 +340,15 @@ def _llm_settings(config: PipelineConfig):
     return LLMSettings.from_mapping(config.scalars())
 
 
-def _ragas_llm(run_dir: Path | None, settings, cases: list[Case], done: dict[str, dict]) -> None:
+def _ragas_llm(run_dir: Path | None, settings, cases: list[Case], done: dict[str, dict], replicates: int = 1) -> None:
+    """ragas' LLM metrics for the cases without them; with ``replicates``, each metric's value is the
+    mean of its replicates and the record keeps every replicate value under ``llm_replicates``."""
     from ragsweep.metrics.ragas_llm import RagasCase, RagasLLMScorer
 
     todo = [c for c in cases if c.id in done and not any(k.startswith("ragas_llm_") for k in done[c.id]["metrics"])]
     if not todo:
         return
-    scorer = RagasLLMScorer(settings)
+    scorer = RagasLLMScorer(settings, replicates=replicates)
     rows = []
     for c in todo:
         rec = done[c.id]
@@ -352,6 +361,8 @@ def _ragas_llm(run_dir: Path | None, settings, cases: list[Case], done: dict[str
             done[c.id]["metrics"][name] = score.value
             if score.reason or score.error:
                 done[c.id].setdefault("notes", {})[name] = score.reason or score.error
+            if score.replicates is not None:
+                done[c.id].setdefault("llm_replicates", {})[name] = score.replicates
     if run_dir is None:
         return
     # rewrite cases.jsonl with the new metrics (atomic replace)

@@ -156,8 +156,32 @@ def _ragas_kind(note: str) -> str:
     return head if head and len(head) <= 40 and " " not in head else "other"
 
 
+def score_self_agreement(records: Sequence[dict[str, Any]], name: str, confidence: float = 0.95) -> dict[str, Any]:
+    """Self-agreement of a score metric over its replicates (``record["llm_replicates"][name]``)."""
+    units, ids = [], []
+    for r in records:
+        values = ((r.get("llm_replicates") or {}).get(name)) or []
+        valid = [float(v) for v in values if v is not None]
+        if valid:
+            units.append(valid)
+            ids.append(r["id"])
+    sd = js.intra_case_sd(units)
+    spread = [(i, max(u) - min(u)) for i, u in zip(ids, units) if len(u) >= 2]
+    return {
+        "self_agreement": {
+            "cases": sum(1 for u in units if len(u) >= 2),
+            "mean_sd": sd["mean_sd"], "pooled_sd": sd["pooled_sd"], "max_sd": sd["max_sd"],
+            "krippendorff_alpha": js.krippendorff_alpha(units, "interval"),
+            "varying": [i for i, d in spread if d > 1e-9],
+            "varying_share": (sum(1 for _, d in spread if d > 1e-9) / len(spread)) if spread else None,
+        },
+        "noise": js.noise_share(units, None, confidence),
+    }
+
+
 def ragas_metric_sections(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Failures per ``ragas_llm_*`` metric (a value of None with a note that is not "not applicable")."""
+    """Failures per ``ragas_llm_*`` metric (a value of None with a note that is not "not applicable");
+    with replicates, the intra-case SD, Krippendorff's alpha (interval) and the noise share."""
     names = sorted({n for r in records for n in r.get("metrics", {}) if n.startswith("ragas_llm_")})
     out = {}
     for name in names:
@@ -173,7 +197,11 @@ def ragas_metric_sections(records: Sequence[dict[str, Any]]) -> dict[str, dict[s
                 attempted += 1
                 reasons.append(_ragas_kind(note))
                 examples.append({"id": r["id"], "error": note[:300]})
-        out[name] = {"kind": "score", "replicates": 1, "failures": _failure_block(attempted, reasons, examples)}
+        asked = max((len((r.get("llm_replicates") or {}).get(name) or []) for r in records), default=0)
+        out[name] = {"kind": "score", "replicates": max(asked, 1),
+                     "failures": _failure_block(attempted, reasons, examples)}
+        if asked > 1:
+            out[name].update(score_self_agreement(records, name))
     return out
 
 
@@ -260,7 +288,12 @@ def format_judge_section(section: dict[str, Any] | None) -> str:
                          f"{f['replicate_calls_failed']} of {f['replicate_calls']}")
         lines.append(head)
         sa = block.get("self_agreement")
-        if sa:
+        if sa and block.get("kind") == "score":
+            lines.append(f"{pad}self-agreement over {sa['cases']} case(s) x {block['replicates']} replicates: "
+                         f"intra-case SD {_f(sa['mean_sd'])} (pooled {_f(sa['pooled_sd'])}, max {_f(sa['max_sd'])}), "
+                         f"Krippendorff alpha (interval) {_f(sa['krippendorff_alpha'])}, values vary in "
+                         f"{_f(sa['varying_share'], '.1%')} of cases")
+        elif sa:
             lines.append(f"{pad}self-agreement over {sa['cases']} case(s) x {block['replicates']} replicates: "
                          f"agreement {_f(sa['agreement_rate'])}, Krippendorff alpha {_f(sa['krippendorff_alpha'])}, "
                          f"Fleiss kappa {_f(sa['fleiss_kappa'])}, verdict flips {_f(sa['flip_share'], '.1%')}"

@@ -27,6 +27,11 @@ never an exception for one case:
 - no reference (unanswerable)    -> answer correctness, context precision / recall None;
 - no retrieved contexts          -> faithfulness, context precision / recall None;
 - ragas returns NaN              -> None with the reason.
+
+Replicates (``RagasLLMScorer(replicates=N)``): every metric is computed ``N`` times per case,
+replicate ``r >= 1`` with OpenAI's ``seed=r`` (its own requests and cache entries, as the
+judge's); the value is the mean of the valid replicates, ``sd`` their spread and
+``replicates`` each value (None where that replicate failed).
 """
 
 from __future__ import annotations
@@ -64,6 +69,22 @@ class MetricScore(BaseModel):
     value: float | None = None
     reason: str | None = None  # why not applicable
     error: str | None = None  # why it failed
+    sd: float | None = None  # with replicates: the sample SD of the valid replicate values
+    replicates: list[float | None] | None = None  # with replicates: each replicate's value
+
+
+def combine_replicates(scores: Sequence[MetricScore]) -> MetricScore:
+    """One case's metric from its replicates: the mean of the valid values, their SD, each value;
+    with no valid value, the first replicate's reason or error."""
+    import statistics
+
+    values = [s.value for s in scores]
+    valid = [v for v in values if v is not None]
+    if not valid:
+        first = scores[0]
+        return MetricScore(reason=first.reason, error=first.error, replicates=values)
+    return MetricScore(value=statistics.fmean(valid), sd=statistics.stdev(valid) if len(valid) >= 2 else None,
+                       replicates=values)
 
 
 class RagasCase(BaseModel):
@@ -137,7 +158,13 @@ class RagasLLMScorer:
         embeddings: Any | None = None,
         answer_correctness_weights: tuple[float, float] = (0.75, 0.25),
         relevancy_strictness: int = 3,
+        replicates: int = 1,
+        seed: int | None = None,
     ):
+        if replicates < 1:
+            raise ValueError(f"replicates must be >= 1, got {replicates}")
+        self.replicates = replicates
+        self.seed = seed  # sent as OpenAI's seed (part of the cache key); None: no seed
         unknown = set(metrics) - set(METRIC_NAMES)
         if unknown:
             raise ValueError(f"unknown ragas LLM metrics {sorted(unknown)}; known: {METRIC_NAMES}")
@@ -170,6 +197,7 @@ class RagasLLMScorer:
             self.settings.model, client=client, temperature=self.settings.temperature,
             max_tokens=max(self.settings.max_tokens, _RAGAS_MAX_TOKENS),
             max_retries=_INSTRUCTOR_REASKS,  # instructor: re-asks after an unparsable reply
+            **({"seed": self.seed} if self.seed is not None else {}),  # passed through to the request
         )
         emb = None
         if self._needs_embeddings():
@@ -250,7 +278,16 @@ class RagasLLMScorer:
         cache = shared_cache(self.settings.cache_path()) if self.settings.cache else None
         # `is not None`, never the cache's truthiness: that would query (and could trip on) the file
         before = (cache.hits, cache.misses) if cache is not None else (0, 0)
-        result = _run(lambda: self.ascore_batch(items))
+        if self.replicates == 1:
+            result = _run(lambda: self.ascore_batch(items))
+        else:
+            runs = []
+            for r in range(self.replicates):
+                one = RagasLLMScorer(self.settings, self.metrics, self._embeddings, tuple(self.weights),
+                                     self.strictness, seed=None if r == 0 else r)
+                runs.append(_run(lambda one=one: one.ascore_batch(items)))
+            result = [{name: combine_replicates([run[i][name] for run in runs]) for name in self.metrics}
+                      for i in range(len(items))]
         if cache is not None:
             self.last_stats = {"cache_hits": cache.hits - before[0], "cache_misses": cache.misses - before[1]}
         return result
