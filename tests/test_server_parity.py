@@ -144,19 +144,23 @@ def corpus():
 def evaluated(corpus):
     """mode -> {(question, k): hits} from the in-process store, every chunk, and a probe
     question that reaches every chunk in every mode (the server's readiness check)."""
+    from ragsweep import stages
     from ragsweep.config import PipelineConfig
+    from ragsweep.datasets.schema import Case
     from ragsweep.store import Query, RagStore
 
     started = time.perf_counter()
+    cases = [Case(id=f"q{i}", question=q) for i, q in enumerate(QUESTIONS)]
     texts = {d.doc_id: d.text for d in corpus.documents}
     out: dict[str, dict] = {}
     chunks: dict[str, list[tuple[str, str]]] = {}
     probe = None
     for mode in ("knn", "bm25", "hybrid"):  # knn first: its chunks give the probe for the others
         config = PipelineConfig.load(PIPELINE, {"retriever_mode": mode})
-        queries = [Query(q, k) for q in QUESTIONS for k in KS]
-        run = RagStore(config, corpus).run(queries + ([Query(probe, ALL_CHUNKS_K)] if probe else []))
-        out[mode] = {(q.text, q.k): hits for q, hits in zip(queries, run.hits)}
+        # what eval scores: the retrieve stage (bm25/knn: prefixes of one query; hybrid: a query per k)
+        retrieved = stages.retrieve(config, corpus, cases, KS)
+        out[mode] = {(c.question, k): retrieved.served[c.id][k] for c in cases for k in KS}
+        run = RagStore(config, corpus).run([Query(probe, ALL_CHUNKS_K)] if probe else [Query("agreement", 1)])
         chunks[mode] = sorted((c.doc_id, texts[c.doc_id][c.start : c.end]) for c in run.chunks)
         if probe is None:
             probe = probe_query([t for _, t in chunks[mode]])

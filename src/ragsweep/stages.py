@@ -167,7 +167,7 @@ def retrieve(config, corpus, cases: Sequence[Case], ks: Iterable[int], progress:
     import time
 
     from ragsweep.rerank import build_reranker, rerank_at_depths, rerank_candidates
-    from ragsweep.store import Query, RagStore
+    from ragsweep.store import Query, RagStore, prefix_exact
 
     depths = sorted(set(ks))
     n_candidates = rerank_candidates(config) if rerank else None
@@ -177,13 +177,23 @@ def retrieve(config, corpus, cases: Sequence[Case], ks: Iterable[int], progress:
     if unscoped:
         print(f"warning: {len(unscoped)} case(s) scoped to documents that were not parsed "
               f"(first: {unscoped[0]}); they get no hits", file=sys.stderr)
-    asked = [(c, s, k) for c, s in zip(cases, scopes) if s != [] for k in store_ks]
-    print(f"retrieve: {len(cases)} question(s) x k in {store_ks}: {len(asked)} queries in one Pathway run...",
-          file=sys.stderr)
-    run = RagStore(config, corpus).run([Query(c.question, k, s or None) for c, s, k in asked], progress=progress)
+    store = RagStore(config, corpus)
+    # BM25 and KNN serve at k the first k of a deeper answer: one query per case answers every
+    # depth. A fused hybrid index does not (RRF over deeper lists): one query per (case, k).
+    shared = n_candidates is None and len(store_ks) > 1 and prefix_exact(config.build().retriever_factory)
+    per_case = [max(store_ks)] if shared else store_ks
+    asked = [(c, s, k) for c, s in zip(cases, scopes) if s != [] for k in per_case]
+    print(f"retrieve: {len(cases)} question(s) x k in {store_ks}"
+          f"{' (prefixes of one query: exact for this index)' if shared else ''}: {len(asked)} queries "
+          "in one Pathway run...", file=sys.stderr)
+    prefix = tuple(store_ks) if shared else ()
+    run = store.run([Query(c.question, k, s or None, prefix) for c, s, k in asked], progress=progress)
     served: dict[str, dict[int, list[Hit]]] = {c.id: {k: [] for k in depths} for c in cases}
     timings = dict(run.timings)
-    if n_candidates is None:
+    if shared:
+        for (case, _scope, _k), by_k in zip(asked, run.hits_at):
+            served[case.id] = by_k
+    elif n_candidates is None:
         for (case, _scope, k), hits in zip(asked, run.hits):
             served[case.id][k] = hits
     else:

@@ -64,6 +64,9 @@ class Query:
     text: str
     k: int
     doc_scope: list[str] | None = None
+    # shallower depths answered by this query's prefix (only where a prefix is what the store
+    # serves at that depth: BM25 and KNN, never a fused hybrid; see prefix_exact)
+    prefix_ks: tuple[int, ...] = ()
 
 
 @dataclass
@@ -73,6 +76,8 @@ class StoreRun:
     seconds: float
     embedded_texts: int
     timings: dict[str, float] = field(default_factory=dict)
+    # per query: {depth: hits} for the depths of Query.prefix_ks (each from Pathway's own order)
+    hits_at: list[dict[int, list[Hit]]] = field(default_factory=list)
 
 
 def sanitize_query(text: str) -> str:
@@ -112,6 +117,20 @@ def _offsets(meta: dict, chunk: str, doc_text: str | None) -> tuple[int, int]:
     if pos < 0 and doc_text:
         pos = doc_text.find(chunk.strip())
     return (pos, pos + len(chunk)) if pos >= 0 else (0, 0)
+
+
+def prefix_exact(retriever_factory: Any) -> bool:
+    """Is the top-k of this index the first k of a deeper answer? True for Pathway's BM25
+    and brute-force KNN (one total order per query), False for a fused hybrid index: RRF
+    over each retriever's top-k is not the prefix of RRF over a deeper top-k."""
+    from pathway.stdlib.indexing.hybrid_index import HybridIndexFactory
+
+    return not isinstance(retriever_factory, HybridIndexFactory)
+
+
+def _served_order(raw: list[dict] | None) -> list[dict]:
+    """The store's reply in the order it served it (DocumentStore sorts by distance, stably)."""
+    return sorted(list(raw or []), key=lambda item: float(item.get("dist", 0.0)))
 
 
 def _rank_hits(raw: list[dict], k: int, texts: dict[str, str]) -> list[Hit]:
@@ -260,8 +279,11 @@ class RagStore:
         if missing:
             raise RuntimeError(f"Pathway returned no result for {len(missing)} queries (first: {queries[missing[0]].text!r})")
         hits = [_rank_hits(list(answers[i] or []), q.k, texts) for i, q in enumerate(queries)]
+        hits_at = [{d: _rank_hits(_served_order(answers[i])[:d], d, texts) for d in q.prefix_ks}
+                   for i, q in enumerate(queries)]
         run = StoreRun(
             hits=hits,
+            hits_at=hits_at,
             chunks=chunks,
             seconds=time.perf_counter() - started,
             embedded_texts=getattr(embedder, "embedded_count", 0) - embedded_before,
