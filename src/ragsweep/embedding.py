@@ -571,4 +571,6 @@ class CachedSentenceTransformerEmbedder(BaseEmbedder):
     def get_embedding_dimension(self, **kwargs) -> int:
         if self.spec.dimension is not None:  # a registered model: no need to load it
             return self.spec.dimension
-        return int(self.model.get_sentence_embedding_dimension() or len(self.embed(["."])[0]))
+        model = self.model  # sentence-transformers 6 renamed get_sentence_embedding_dimension
+        dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        return int(dimension() or len(self.embed(["."])[0]))
