@@ -88,3 +88,19 @@ def test_store_from_a_config_path_and_a_folder(fixture_corpus_dir, default_pipel
     assert store.config.retriever_mode == "bm25" and len(store.corpus.documents) == 5
     [hits] = store.retrieve(["Which moon of Jupiter has its own magnetic field?"], k=1)
     assert hits[0].doc_id == "jupiter.html"
+
+
+def test_a_second_batch_neither_splits_nor_embeds_again(corpus, default_pipeline):
+    """Build once, ask many batches: the second batch re-runs the graph but splits no document
+    and embeds no chunk again (an in-process split memo and the embedding cache)."""
+    from ragsweep.chunking import OffsetTokenCountSplitter
+
+    config = PipelineConfig.load(default_pipeline, {"retriever_mode": "hybrid", "min_tokens": 40, "max_tokens": 120})
+    store = RagStore(config, corpus)
+    first = store.retrieve(list(QUESTIONS), k=3)
+    splits = OffsetTokenCountSplitter.calls
+    again = store.retrieve(list(QUESTIONS), k=3)
+    assert OffsetTokenCountSplitter.calls == splits
+    assert store.last_run.embedded_texts == 0
+    assert [[(h.doc_id, h.start) for h in hits] for hits in again] == [[(h.doc_id, h.start) for h in hits]
+                                                                        for hits in first]

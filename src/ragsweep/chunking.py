@@ -78,7 +78,12 @@ class OffsetTokenCountSplitter(TokenCountSplitter):
     """
 
     seconds = 0.0  # time spent splitting in this process (all instances)
-    calls = 0
+    calls = 0  # documents split (a document already split with the same parameters is not split again)
+    memo_hits = 0
+    # (text digest, parameters) -> [(piece, start, end)]: a store asked many batches in one process
+    # (RagStore.retrieve, the Python API, a sweep's top-k variants) splits each document once
+    _memo: "dict[tuple, list[tuple[str, int, int]]]" = {}
+    MEMO_LIMIT = 20_000
 
     def __init__(self, min_tokens: int = 50, max_tokens: int = 500, encoding_name: str = "cl100k_base",
                  strict_min_tokens: bool = True):
@@ -86,6 +91,15 @@ class OffsetTokenCountSplitter(TokenCountSplitter):
         self.strict_min_tokens = strict_min_tokens
 
     def chunk(self, text: str, metadata: dict = {}, **kwargs) -> list[tuple[str, dict]]:
+        import hashlib
+
+        params = {**self.kwargs, **kwargs}
+        key = (hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest(), self.strict_min_tokens,
+               params["min_tokens"], params["max_tokens"], params["encoding_name"])
+        memo = OffsetTokenCountSplitter._memo
+        if key in memo:
+            OffsetTokenCountSplitter.memo_hits += 1
+            return [(piece, {**metadata, "start": start, "end": end}) for piece, start, end in memo[key]]
         started = time.perf_counter()
         normalised = unicodedata.normalize("NFKC", text)
         if self.strict_min_tokens:
@@ -96,6 +110,9 @@ class OffsetTokenCountSplitter(TokenCountSplitter):
             texts = [piece for piece, _ in super().chunk(text, metadata, **kwargs)]
         spans = locate_chunks(normalised, texts)
         out = [(piece, {**metadata, "start": start, "end": end}) for piece, (start, end) in zip(texts, spans)]
+        if len(memo) >= self.MEMO_LIMIT:
+            memo.clear()
+        memo[key] = [(piece, start, end) for piece, (start, end) in zip(texts, spans)]
         OffsetTokenCountSplitter.seconds += time.perf_counter() - started
         OffsetTokenCountSplitter.calls += 1
         return out

@@ -445,3 +445,16 @@ def run_sweep_cli(args) -> int:
         print(f"MLflow run: {log_to_mlflow(sweep_dir, tracking_uri=args.mlflow_uri, pipeline_path=args.pipeline)}")
     print(f"\nsweep: {sweep_dir / 'sweep.json'}  {sweep_dir / 'sweep.csv'}")
     return 0
+
+
+class _CallableModule(type(sys)):
+    """``ragsweep.sweep`` is both this module and the API's ``sweep()``: importing a submodule
+    sets it as an attribute of its package, which would hide the function of the same name."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        from ragsweep.api import sweep as api_sweep
+
+        return api_sweep(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

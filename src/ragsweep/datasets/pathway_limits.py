@@ -54,29 +54,63 @@ def unscopable_reason(doc_id: str) -> str | None:
 
 # Characters that make Pathway's Tantivy query parser fail ("EngineError: Syntax Error", which
 # ends the whole pw.run), measured one by one in "which state X law governs" on Pathway 0.33:
-# fail: + - ( ) { } [ ] ^ " : `    parse: & | ! ~ * ? \ / '
-TANTIVY_SYNTAX = frozenset('+-(){}[]^":`')
+# fail: + - ( ) { } [ ] ^ " : `  and a no-break space;   parse: & | ! ~ * ? \ / ' . ; = @ # $ %
+# (< and > start range queries in tantivy's grammar: treated as syntax too).
+TANTIVY_SYNTAX = frozenset('+-(){}[]^":`<>')
 # Tantivy drops words of 40+ bytes; a query left with none ends pw.run ("Only excluding terms given")
 TANTIVY_MAX_WORD_BYTES = 40
+_PLAIN_SPACE = frozenset(" \t\n\r")
+
+
+def _parses(text: str) -> bool:
+    """Does tantivy's own query parser (the ``tantivy`` package) accept ``text``? A second
+    line of defence for characters not measured above. That package's grammar is older than
+    Pathway's on one point (it rejects an apostrophe, which Pathway takes), so apostrophes are
+    left out of the check."""
+    global _PARSER
+    try:
+        if _PARSER is None:
+            import tantivy
+
+            builder = tantivy.SchemaBuilder()
+            builder.add_text_field("text", stored=False)
+            _PARSER = tantivy.Index(builder.build())
+        _PARSER.parse_query(text.replace("'", " "), ["text"])
+        return True
+    except ImportError:
+        return True
+    except Exception:  # noqa: BLE001 - any parse error: not safe
+        return False
+
+
+_PARSER = None
+
+
+def _needs_change(text: str) -> bool:
+    return (any(ch in TANTIVY_SYNTAX or (ch.isspace() and ch not in _PLAIN_SPACE) for ch in text)
+            or any(w in _BOOLEAN_WORDS or len(w.encode()) >= TANTIVY_MAX_WORD_BYTES for w in text.split())
+            or not _parses(text))
 
 
 def tantivy_safe(text: str) -> str:
     """The question as Pathway's Tantivy BM25 can take it, changed as little as possible.
 
-    A question without Tantivy syntax characters (:data:`TANTIVY_SYNTAX`) and without an
-    upper-case boolean keyword is returned unchanged, so a stock Pathway server answers it
-    exactly as ragsweep scores it. Otherwise each syntax character becomes a space and the
-    keywords ``AND OR NOT IN TO`` are lower-cased; words of 40+ bytes, which Tantivy drops
-    (and a query left with none of its words ends the run), are left out; ``""`` when
+    A question without Tantivy syntax characters (:data:`TANTIVY_SYNTAX`), unusual white
+    space, upper-case boolean keywords or 40+-byte words, and that tantivy's parser accepts,
+    is returned unchanged, so a stock Pathway server answers it exactly as ragsweep scores it.
+    Otherwise each syntax character and unusual space becomes a space, the keywords
+    ``AND OR NOT IN TO`` are lower-cased, words of 40+ bytes (which Tantivy drops; a query left
+    with none of its words ends the run) are left out, and if tantivy's parser still refuses
+    the result, only letters, digits and spaces are kept (:func:`clean_query`). ``""`` when
     nothing searchable is left.
     """
     if not clean_query(text):
         return ""
-    words = text.split()
-    if (not any(ch in TANTIVY_SYNTAX for ch in text) and not any(w in _BOOLEAN_WORDS for w in words)
-            and not any(len(w.encode()) >= TANTIVY_MAX_WORD_BYTES for w in words)):
+    if not _needs_change(text):
         return text
-    cleaned = "".join(" " if ch in TANTIVY_SYNTAX else ch for ch in text.replace("\u00a0", " "))
-    kept = [w.lower() if w in _BOOLEAN_WORDS else w for w in cleaned.split()
-            if len(w.encode()) < TANTIVY_MAX_WORD_BYTES]
-    return " ".join(kept)
+    cleaned = "".join(" " if ch in TANTIVY_SYNTAX or ch.isspace() else ch for ch in text)
+    kept = " ".join(w.lower() if w in _BOOLEAN_WORDS else w for w in cleaned.split()
+                    if len(w.encode()) < TANTIVY_MAX_WORD_BYTES)
+    if kept and not _parses(kept):
+        kept = " ".join(w for w in clean_query(kept).split() if len(w.encode()) < TANTIVY_MAX_WORD_BYTES)
+    return kept
