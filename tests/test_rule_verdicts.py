@@ -1,0 +1,81 @@
+"""The rule behind datasets/cuad-judge-reference: decides only unambiguous answers."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+
+from ragsweep.datasets.rule_verdicts import (
+    dates_in,
+    label_records,
+    periods_in,
+    places_in,
+    rule_verdict,
+    select_cases,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_dates_in_written_and_numeric_forms():
+    text = "made on the 24th day of March, 2006, effective 4/1/06 (ISO 2006-03-24; also Mar. 24 2006)"
+    assert dates_in(text) == {dt.date(2006, 3, 24), dt.date(2006, 4, 1)}
+    assert dates_in("1/10/00") == {dt.date(2000, 1, 10)} and dates_in("6/21/99") == {dt.date(1999, 6, 21)}
+    assert dates_in("March 2006") == set()  # no day: not a full date
+
+
+def test_places_longest_first_and_aliases():
+    assert places_in("the laws of the State of New York") == {"new york"}
+    assert places_in("West Virginia") == {"west virginia"}
+    assert places_in("England and Wales, UK") == {"england"} == places_in("the United Kingdom")
+    assert places_in("People's Republic of China") == {"china"} == places_in("the PRC")
+    assert places_in("a New England company") == set()
+
+
+def test_periods_as_days():
+    assert periods_in("sixty (60) days") == [60.0]
+    assert periods_in("successive twelve (12) month periods") == pytest.approx([365.25])
+    assert periods_in("one (1) year") == pytest.approx([365.25])  # the same period as 12 months
+    assert periods_in("0.5 year") == pytest.approx([182.625]) and periods_in("a 30-day period") == [30.0]
+
+
+@pytest.mark.parametrize("kind,answer,reference,expected", [
+    ("date", "The contract is dated March 24, 2006.", "3/24/06", True),
+    ("date", "April 1, 2006", "3/24/06", False),
+    ("date", "dated March 24, 2006, effective April 1, 2006", "3/24/06", None),  # reference among others
+    ("date", "The date is not stated.", "3/24/06", None),  # no date: undecided
+    ("date", "March 24, 2006", "[]/[]/2020", None),  # the label itself is not a full date
+    ("place", "The laws of the State of New York govern.", "New York", True),
+    ("place", "Delaware law.", "New York", False),
+    ("place", "New York law; XYZ is a Delaware corporation", "New York", None),
+    ("place", "the laws of England", "England and Wales, UK", True),
+    ("period", "renews for successive twelve (12) month periods", "successive 1 year", True),
+    ("period", "ninety (90) days' notice", "30 days", False),
+    ("period", "after the initial 3 years, 1 year renewals", "successive 1 year", None),
+    ("period", "it renews automatically", "successive 1 year", None),
+])
+def test_rule_verdict(kind, answer, reference, expected):
+    assert rule_verdict(kind, answer, reference) is expected
+
+
+def test_select_and_label_keep_only_decided_answers():
+    rows = [json.loads(line) for line in (ROOT / "datasets" / "cuad" / "cases.jsonl").read_text().splitlines()]
+    chosen = select_cases(rows, per_category=2)
+    assert len(chosen) == 10 and {r["type"] for r in chosen} == {
+        "Agreement Date", "Effective Date", "Governing Law", "Renewal Term", "Notice Period to Terminate Renewal"}
+    law = next(r for r in chosen if r["type"] == "Governing Law")
+    date = next(r for r in chosen if r["type"] == "Agreement Date")
+    records = {
+        law["id"]: {"answer": {"text": f"The laws of {law['reference_answer']} govern. [1]", "abstained": False}},
+        date["id"]: {"answer": {"text": "I don't know.", "abstained": True}},
+    }
+    labelled, counts = label_records([law, date], records, "test-model")
+    assert counts == {"cases": 2, "no_answer": 0, "refusal": 1, "undecided": 0, "correct": 1, "wrong": 0}
+    rv = labelled[0]["reference_verdict"]
+    assert rv["is_correct"] is True and rv["source"].startswith("rule:place-match") and "not a human" in rv["note"]
+    from ragsweep.datasets.schema import Case
+
+    Case(**{k: v for k, v in labelled[0].items()})  # a valid case with its reference verdict
