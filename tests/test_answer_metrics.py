@@ -273,3 +273,13 @@ def test_fact_coverage_counts_only_right_numbers():
     facts = ["30 days", "January 1, 2010", "$5,000", "Section 12.3", "January 1, 2011"]
     assert fact_coverage(answer, facts) == pytest.approx(1 / 5)
     assert fact_coverage(answer, ["the", "  "]) is None  # nothing left after normalisation
+
+
+def test_chinese_answers_are_compared_word_by_word():
+    from ragsweep.metrics.answer import exact_match, token_f1
+
+    reference = "退货后十四天内退款"
+    # without segmentation a Chinese sentence is one token: any difference scores 0
+    assert token_f1("退货后十四天内退款给客户", reference) == 0.0
+    assert 0.5 < token_f1("退货后十四天内退款给客户", reference, language="zh") < 1.0
+    assert exact_match("退货后十四天内退款。", reference, language="zh") == 1.0

@@ -124,6 +124,7 @@ def build_case_result(
     verdict: Any = None,
     candidates: Sequence[Hit] | None = None,
     notes: Mapping[str, str] | None = None,
+    language: str = "en",
 ) -> CaseResult:
     """Judge the served lists, score them, and carry the answer and verdict.
 
@@ -183,7 +184,8 @@ def build_case_result(
         metrics.update(chunk_id_context_scores(served_ids, relevant_ids))
 
     if answer is not None:
-        scores = answer_metrics_for_case(answer, case.reference_answer, case.expected_facts, case.unanswerable)
+        scores = answer_metrics_for_case(answer, case.reference_answer, case.expected_facts, case.unanswerable,
+                                         language=language)
         metrics.update({k: _num(v) for k, v in scores.items()})
     judge = None
     if verdict is not None:

@@ -216,7 +216,8 @@ def _run_eval(options: EvalOptions, config: PipelineConfig, dataset: Dataset, ca
     t = time.perf_counter()
     if todo:
         answer_and_score(todo, retrieved, answerer, judge, llm_settings, dataset, texts, options, config.top_k,
-                         ks, run_dir / "cases.jsonl" if persist else None, done)
+                         ks, run_dir / "cases.jsonl" if persist else None, done,
+                         language=str(config.get("language", "en") or "en"))
     stage["answer_and_score"] = time.perf_counter() - t
     if options.ragas_llm:
         t = time.perf_counter()
@@ -282,7 +283,7 @@ def build_report(records: list[dict[str, Any]], dataset: Dataset, config: Pipeli
 
 def answer_and_score(todo: list[Case], retrieved: stages.Retrieved, answerer, judge, llm_settings,
                      dataset: Dataset, texts: dict[str, str], options: EvalOptions, top_k: int, ks: list[int],
-                     cases_file: Path | None, done: dict[str, dict]) -> None:
+                     cases_file: Path | None, done: dict[str, dict], language: str = "en") -> None:
     """Answer, judge and score each case; append its record as soon as it is computed
     (to ``cases_file``, when there is one)."""
     batch = max(1, (llm_settings.concurrency * 2) if llm_settings else SCORE_BATCH)
@@ -294,7 +295,7 @@ def answer_and_score(todo: list[Case], retrieved: stages.Retrieved, answerer, ju
             verdicts = stages.judge_answers(judge, part, answers) if judge else None
             results = stages.score(part, retrieved.served, top_k=top_k, relevance=dataset.relevance, texts=texts,
                                    retrieved=retrieved, answers=answers, verdicts=verdicts,
-                                   ragas_answer_metrics=options.ragas_nonllm)
+                                   ragas_answer_metrics=options.ragas_nonllm, language=language)
             if verdicts is not None:  # judge_correct = the mean of the case's replicate verdicts
                 from ragsweep.metrics.judge import apply_judge_scores
 

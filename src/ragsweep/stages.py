@@ -276,6 +276,7 @@ def score(
     answers: Sequence[Answer | None] | None = None,
     verdicts: Sequence[Any] | None = None,
     ragas_answer_metrics: bool = False,
+    language: str = "en",
 ) -> list[CaseResult]:
     """One :class:`CaseResult` per case (see :func:`ragsweep.records.build_case_result`).
 
@@ -293,7 +294,7 @@ def score(
             candidates = retrieved.candidates(scope)
         results.append(build_case_result(
             case, served[case.id], top_k=top_k, relevance=relevance, texts=texts, unserved_ks=unserved_ks,
-            own_k_aliases=own_k_aliases, answer=ans, verdict=verdict, candidates=candidates,
+            own_k_aliases=own_k_aliases, answer=ans, verdict=verdict, candidates=candidates, language=language,
         ))
     if ragas_answer_metrics:
         from ragsweep.metrics.ragas_bridge import ragas_answer_scores_batch

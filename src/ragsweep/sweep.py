@@ -231,7 +231,8 @@ def _run_sweep(options, grid, objectives, ks, base_config, dataset, cases, confi
                 answers = stages.answer(answerer, [(c.question, served[c.id][cfg.top_k]) for c in cases])
             records = [r.line() for r in stages.score(
                 cases, served, top_k=cfg.top_k, relevance=dataset.relevance, texts=texts, retrieved=retrieved,
-                unserved_ks=unserved, own_k_aliases=True, answers=answers)]
+                unserved_ks=unserved, own_k_aliases=True, answers=answers,
+                language=str(cfg.get("language", "en") or "en"))]
             folder = sweep_dir / "configs" / cid
             folder.mkdir(parents=True, exist_ok=True)
             (folder / "cases.jsonl").unlink(missing_ok=True)

@@ -88,17 +88,28 @@ def _references(reference: str | Sequence[str] | None) -> list[str] | None:
     return refs or None
 
 
-def exact_match(prediction: str, reference: str | Sequence[str] | None) -> float | None:
+def answer_tokens(text: str, language: str = "en") -> list[str]:
+    """SQuAD-normalised tokens: white-space words, or words cut by rjieba for ``zh``
+    (Chinese runs have no spaces: one run would be one token)."""
+    normalised = normalize_answer(text or "")
+    if language == "en":
+        return normalised.split()
+    from ragsweep.cjk import tokenize
+
+    return tokenize(normalised, language)
+
+
+def exact_match(prediction: str, reference: str | Sequence[str] | None, language: str = "en") -> float | None:
     """SQuAD exact match.
 
-    ``EM = max_r 1[normalize(prediction) == normalize(r)]`` over the reference(s).
-    ``None`` when there is no (non-blank) reference.
+    ``EM = max_r 1[normalize(prediction) == normalize(r)]`` over the reference(s), compared
+    token by token (:func:`answer_tokens`). ``None`` when there is no (non-blank) reference.
     """
     refs = _references(reference)
     if refs is None:
         return None
-    pred = normalize_answer(prediction or "")
-    return float(any(pred == normalize_answer(r) for r in refs))
+    pred = answer_tokens(prediction, language)
+    return float(any(pred == answer_tokens(r, language) for r in refs))
 
 
 def _f1(pred_tokens: list[str], ref_tokens: list[str]) -> float:
@@ -113,7 +124,7 @@ def _f1(pred_tokens: list[str], ref_tokens: list[str]) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def token_f1(prediction: str, reference: str | Sequence[str] | None) -> float | None:
+def token_f1(prediction: str, reference: str | Sequence[str] | None, language: str = "en") -> float | None:
     """SQuAD token F1.
 
     With P = normalized prediction tokens and R = normalized reference tokens (bags),
@@ -124,8 +135,8 @@ def token_f1(prediction: str, reference: str | Sequence[str] | None) -> float | 
     refs = _references(reference)
     if refs is None:
         return None
-    pred_tokens = normalize_answer(prediction or "").split()
-    return max(_f1(pred_tokens, normalize_answer(r).split()) for r in refs)
+    pred_tokens = answer_tokens(prediction, language)
+    return max(_f1(pred_tokens, answer_tokens(r, language)) for r in refs)
 
 
 # ----------------------------------------------------------------------------- facts
@@ -454,8 +465,9 @@ def answer_metrics_for_case(
     *,
     fact_threshold: float = DEFAULT_FACT_THRESHOLD,
     pathway_min_sequence_match: float = PATHWAY_MIN_SEQUENCE_MATCH,
+    language: str = "en",
 ) -> dict[str, float | None]:
-    """All no-LLM answer metrics for one case.
+    """All no-LLM answer metrics for one case (``language``: ``en``, or ``zh`` for rjieba tokens).
 
     Keys:
 
@@ -492,8 +504,8 @@ def answer_metrics_for_case(
             answer.text, PATHWAY_MISSING_LABELS[0], pathway_min_sequence_match
         )
         return out
-    out["exact_match"] = exact_match(text, reference_answer)
-    out["token_f1"] = token_f1(text, reference_answer)
+    out["exact_match"] = exact_match(text, reference_answer, language)
+    out["token_f1"] = token_f1(text, reference_answer, language)
     out["fact_coverage"] = fact_coverage(text, expected_facts, fact_threshold)
     if isinstance(reference_answer, str):
         out["pathway_strsim"] = pathway_string_match(answer.text, reference_answer, pathway_min_sequence_match)
