@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 
@@ -43,6 +44,23 @@ def _workers_option(p) -> None:
     p.add_argument("--workers", type=_workers, metavar="N",
                    help="processes parsing the documents the parse cache does not hold "
                    "(default: the number of cores, at most one per 8 documents; 1: no worker process)")
+
+
+def _pathway_threads(text: str) -> int:
+    """``--pathway-threads N``: a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of threads >= 1, got {text!r}")
+    return value
+
+
+def _pathway_threads_option(p) -> None:
+    p.add_argument("--pathway-threads", type=_pathway_threads, metavar="N",
+                   help="Pathway workers (threads) of each index run: sets PATHWAY_THREADS, read by pw.run "
+                   "(default: that variable, else 1; Pathway reduces more than 8 to 8 without a licence key)")
 
 
 def cmd_index(args) -> int:
@@ -253,6 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
     pipeline_args(p)
     p.add_argument("--docs", required=True)
     _workers_option(p)
+    _pathway_threads_option(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_index)
 
@@ -262,6 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-k", type=int, default=None)
     p.add_argument("--scope", action="append", help="restrict to this document id (repeatable)")
     _workers_option(p)
+    _pathway_threads_option(p)
     p.add_argument("--json", action="store_true")
     p.add_argument("question", nargs="+")
     p.set_defaults(func=cmd_retrieve)
@@ -302,6 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mlflow", action="store_true", help="log the run to MLflow")
     p.add_argument("--mlflow-uri", help="MLflow tracking URI (default: a local file store)")
     _workers_option(p)
+    _pathway_threads_option(p)
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("sweep", help="grid search over pipeline variables")
@@ -320,6 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mlflow", action="store_true")
     p.add_argument("--mlflow-uri")
     _workers_option(p)
+    _pathway_threads_option(p)
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("compare", help="per-metric deltas between two runs, paired")
@@ -341,6 +363,8 @@ def main(argv: list[str] | None = None) -> int:
     ensure_offline()
     logging.basicConfig(level=logging.WARNING)
     args = build_parser().parse_args(argv)
+    if getattr(args, "pathway_threads", None):  # before any pw.run, which reads it
+        os.environ["PATHWAY_THREADS"] = str(args.pathway_threads)
     from ragsweep.config import ConfigError
     from ragsweep.corpus import CorpusError
 
