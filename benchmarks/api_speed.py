@@ -31,6 +31,9 @@ def main() -> int:
         os.environ["RAGSWEEP_CACHE_DIR"] = tempfile.mkdtemp(prefix="ragsweep-bench-")
     t0 = time.perf_counter()
     import ragsweep
+    import ragsweep.api  # noqa: F401 - the import cost a user's test session pays once
+
+    imported = time.perf_counter() - t0
 
     rows = []
     for i in range(args.repeat + 1):
@@ -40,7 +43,7 @@ def main() -> int:
         stages = report.manifest.get("stage_seconds", {})
         label = ("cold caches" if args.cold else "first call, warm caches") if i == 0 else f"call {i + 1}"
         rows.append((label, wall, stages, len(report.cases), report.metrics.get(f"recall@{report.top_k}")))
-    print(f"dataset {args.dataset}; process start -> first result {rows[0][1] + (time.perf_counter() - t0 - sum(r[1] for r in rows)):.2f} s of imports")
+    print(f"dataset {args.dataset}; importing ragsweep.api: {imported:.2f} s")
     print(f"{'call':<24} {'wall s':>7} {'cases':>6} {'recall@k':>9}  stages (s)")
     for label, wall, stages, n, recall in rows:
         detail = ", ".join(f"{k} {v:.2f}" for k, v in stages.items())

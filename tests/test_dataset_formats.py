@@ -82,9 +82,18 @@ def test_clean_query():
 
 
 def test_clean_query_is_what_the_store_searches():
+    """validate's "empty after cleaning" and the store agree: a question is searched as given
+    unless it holds Tantivy syntax (then minimally changed), and nothing is left exactly when
+    clean_query leaves nothing."""
+    from ragsweep.datasets.pathway_limits import tantivy_safe
+
     store = pytest.importorskip("ragsweep.store")
+    assert store.sanitize_query("Which state's law governs?") == "Which state's law governs?"
     for text in ("Who pays (the) royalties?", "cats AND dogs\u00a0OR birds", "?!", "🙂🎉", 'a "b" c:d'):
-        assert store.sanitize_query(text) == (clean_query(text) or "document")
+        assert store.sanitize_query(text) == (tantivy_safe(text) or "document")
+        assert (tantivy_safe(text) == "") == (clean_query(text) == "")
+    assert store.sanitize_query('a "b" c:d') == "a b c d"
+    assert store.sanitize_query("cats AND dogs\u00a0OR birds") == "cats and dogs or birds"
 
 
 def test_validate_names_missing_relevant_ids_and_empty_questions(tmp_path):
