@@ -111,6 +111,7 @@ def evaluate(
     llm: bool = False,
     out: "str | Path | None" = None,
     validate: bool = True,
+    ragas: bool = False,
     progress: bool = False,
 ) -> Report:
     """Evaluate a pipeline on a dataset, as ``ragsweep eval`` does, and return a :class:`Report`.
@@ -118,7 +119,9 @@ def evaluate(
     ``pipeline``: a pipeline YAML (ragsweep's or an existing Pathway app.yaml) or a
     :class:`PipelineConfig`. ``dataset``: a dataset folder, a cases file (with ``docs=``),
     or a list of :class:`Case` (with ``docs=``). ``out``: write a run folder there
-    (nothing is written without it).
+    (nothing is written without it). ``ragas=True`` adds ragas' string similarity, BLEU and
+    ROUGE on the answers (``ragsweep eval`` computes them; importing ragas costs seconds, so a
+    smoke test leaves them out by default).
     """
     from ragsweep.run import DEFAULT_KS, EvalOptions, _run_eval, open_run, run_eval
     from ragsweep.runfolder import file_hash
@@ -130,7 +133,7 @@ def evaluate(
     options = EvalOptions(pipeline=pipeline_path, overrides=merged, dataset=path, split=split, limit=limit,
                           sample=sample, seed=seed, ks=list(ks or DEFAULT_KS), use_llm=llm,
                           validate_dataset=validate, out=str(out or "runs"), progress=progress,
-                          ragas_nonllm=True)
+                          ragas_nonllm=ragas)
     try:
         if out is not None:
             run_dir, report = run_eval(options)
