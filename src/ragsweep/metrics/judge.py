@@ -269,9 +269,6 @@ def _combine(reps: list[JudgeVerdict], asked: int) -> JudgeVerdict:
                                      failure=r.failure, repaired=r.repaired, cached=r.cached, raw=r.raw[:300])
                     for r in reps],
     )
-    if not valid and reps:
-        out.error = reps[0].error
-        out.failure = reps[0].failure
     return out
 
 
