@@ -39,6 +39,7 @@ import json
 import os
 import re
 import shutil
+import threading
 import time
 from dataclasses import dataclass
 from functools import lru_cache
@@ -464,6 +465,9 @@ def _use_multilingual(model: str, batch_size: int | None = None, cache_dir: str 
     return UseMultilingualEmbedder(USE_MULTILINGUAL, batch_size=batch_size or CPU_BATCH_SIZE, cache_dir=cache_dir)
 
 
+_EMBED_LOCK = threading.RLock()
+
+
 class CachedSentenceTransformerEmbedder(BaseEmbedder):
     """The KNN embedder for Pathway, with a persistent content cache.
 
@@ -536,18 +540,24 @@ class CachedSentenceTransformerEmbedder(BaseEmbedder):
         return load_sentence_transformer(self.model_name, **chosen)
 
     def embed(self, texts: list[str]) -> list[np.ndarray]:
-        """Embed a batch, through the cache; what the Pathway UDF calls."""
+        """Embed a batch, through the cache; what the Pathway UDF calls.
+
+        Pathway may call this for several batches at once (one question asked at several
+        depths lands in several rows): the lock makes a text embedded by one call a cache
+        hit for the next, so each distinct text is embedded once."""
         started = time.perf_counter()
-        self.requested_count += len(texts)
-        keys = [EmbeddingCache.key(self.embedder_id, t) for t in texts]
-        found = self.cache.get_many(list(dict.fromkeys(keys)))
-        missing = list(dict.fromkeys(t for t, k in zip(texts, keys) if k not in found))
-        if missing:
-            vectors = self.model.encode(missing, batch_size=self.batch_size, convert_to_numpy=True)
-            self.embedded_count += len(missing)
-            fresh = {EmbeddingCache.key(self.embedder_id, t): np.asarray(v, dtype=np.float32) for t, v in zip(missing, vectors)}
-            self.cache.put_many(fresh)
-            found.update(fresh)
+        with _EMBED_LOCK:
+            self.requested_count += len(texts)
+            keys = [EmbeddingCache.key(self.embedder_id, t) for t in texts]
+            found = self.cache.get_many(list(dict.fromkeys(keys)))
+            missing = list(dict.fromkeys(t for t, k in zip(texts, keys) if k not in found))
+            if missing:
+                vectors = self.model.encode(missing, batch_size=self.batch_size, convert_to_numpy=True)
+                self.embedded_count += len(missing)
+                fresh = {EmbeddingCache.key(self.embedder_id, t): np.asarray(v, dtype=np.float32)
+                         for t, v in zip(missing, vectors)}
+                self.cache.put_many(fresh)
+                found.update(fresh)
         self.seconds += time.perf_counter() - started
         if self.on_progress is not None:
             self.on_progress(len(texts))
