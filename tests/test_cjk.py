@@ -250,3 +250,20 @@ def test_chinese_pipeline_rejects_another_embedder_model():
     config = PipelineConfig.load(CHINESE_PIPELINE, {"retriever_mode": "knn", "embedder_model": "all-MiniLM-L6-v2"})
     with pytest.raises(ConfigError, match="only 'use-multilingual'"):
         config.build()
+
+
+def test_default_pipeline_language_knob():
+    """`--set language=zh` on the default pipeline segments Chinese for BM25; other values are refused."""
+    from pathlib import Path
+
+    import pytest as _pytest
+
+    from ragsweep.cjk import SegmentedTantivyBM25Factory
+    from ragsweep.config import ConfigError, PipelineConfig
+
+    default = Path(__file__).resolve().parent.parent / "pipelines" / "default.yaml"
+    en = PipelineConfig.load(default, {"retriever_mode": "bm25"}).build().retriever_factory
+    zh = PipelineConfig.load(default, {"retriever_mode": "bm25", "language": "zh"}).build().retriever_factory
+    assert not isinstance(en, SegmentedTantivyBM25Factory) and isinstance(zh, SegmentedTantivyBM25Factory)
+    with _pytest.raises(ConfigError, match=r"\$language = 'fr': must be en or zh"):
+        PipelineConfig.load(default, {"language": "fr"})

@@ -108,6 +108,7 @@ class PipelineVariables(BaseModel):
     search_topk: PositiveInt | None = None
     retriever_mode: StrictStr | None = None
     rrf_k: PositiveNumber = None  # type: ignore[assignment]
+    language: Literal["en", "zh"] | None = None
     embedder_model: Annotated[StrictStr, Field(min_length=1)] = None  # type: ignore[assignment]
     embedder_batch_size: PositiveInt = None  # type: ignore[assignment]
     embedder_cuda_batch_size: PositiveInt = None  # type: ignore[assignment]
@@ -203,6 +204,7 @@ KNOB_RULES: dict[str, str] = {
     "search_topk": "must be an integer >= 1",
     "retriever_mode": "must name a variable of the file holding a retriever factory, or be null",
     "rrf_k": "must be a number > 0",
+    "language": "must be en or zh (zh: rjieba word segmentation for BM25 and token-level answer metrics), or null",
     "embedder_model": "must be a non-empty string",
     "embedder_batch_size": "must be an integer >= 1",
     "embedder_cuda_batch_size": "must be an integer >= 1",
