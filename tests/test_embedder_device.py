@@ -30,19 +30,16 @@ from ragsweep.embedding import (
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# the three lines that wire the knobs into the default pipeline's embedder component
-KNOBS = "$embedder_device: {device}\n$embedder_dtype: {dtype}\n$embedder_cuda_batch_size: 512\n"
-WIRING = ("  batch_size: $embedder_batch_size\n"
-          "  device: $embedder_device\n  dtype: $embedder_dtype\n  cuda_batch_size: $embedder_cuda_batch_size\n")
-
 
 def device_pipeline(tmp_path: Path, device: str = "auto", dtype: str = "auto") -> Path:
-    """pipelines/default.yaml with ``$embedder_device`` / ``$embedder_dtype`` / ``$embedder_cuda_batch_size``
-    passed to its ``CachedSentenceTransformerEmbedder``."""
+    """pipelines/default.yaml with its ``$embedder_device`` / ``$embedder_dtype`` set to these values
+    (the file passes them, with ``$embedder_cuda_batch_size``, to its ``CachedSentenceTransformerEmbedder``)."""
+    import re
+
     text = (ROOT / "pipelines" / "default.yaml").read_text()
-    assert "  batch_size: $embedder_batch_size\n" in text
-    text = text.replace("$embedder_batch_size: 32\n", "$embedder_batch_size: 32\n" + KNOBS.format(device=device, dtype=dtype))
-    text = text.replace("  batch_size: $embedder_batch_size\n", WIRING, 1)
+    for knob, value in (("embedder_device", device), ("embedder_dtype", dtype)):
+        assert re.search(rf"^\${knob}: ", text, re.M) and f"${knob}\n" in text, knob
+        text = re.sub(rf"^\${knob}: \S+", f"${knob}: {value}", text, flags=re.M)
     path = tmp_path / "device.yaml"
     path.write_text(text)
     return path
