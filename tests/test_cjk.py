@@ -136,15 +136,15 @@ def test_segmented_bm25_inside_pathways_hybrid_with_minilm(corpus_zh, tmp_path):
     uses ragsweep.fusion's): still the right document first."""
     import re
 
-    text = DEFAULT_PIPELINE.read_text().replace(
-        "$bm25: !pw.stdlib.indexing.TantivyBM25Factory {}", "$bm25: !ragsweep.cjk.SegmentedTantivyBM25Factory {}"
-    )
-    text = re.sub(r"^\$hybrid: !\S+", "$hybrid: !pw.stdlib.indexing.HybridIndexFactory", text, flags=re.M)
-    assert "ragsweep.cjk.SegmentedTantivyBM25Factory" in text
+    text = re.sub(r"^\$hybrid: !\S+", "$hybrid: !pw.stdlib.indexing.HybridIndexFactory",
+                  DEFAULT_PIPELINE.read_text(), flags=re.M)
     assert "$hybrid: !pw.stdlib.indexing.HybridIndexFactory" in text
     pipeline = tmp_path / "hybrid-minilm-zh.yaml"
     pipeline.write_text(text)
-    store = RagStore(PipelineConfig.load(pipeline, {"retriever_mode": "hybrid"}), corpus_zh)
+    config = PipelineConfig.load(pipeline, {"retriever_mode": "hybrid", "language": "zh"})  # segmented BM25
+    bm25 = config.build().retriever_factory.retriever_factories[1]
+    assert isinstance(bm25, SegmentedTantivyBM25Factory)
+    store = RagStore(config, corpus_zh)
     hits = _first_hits(store)
     assert {q: h[0].doc_id for q, h in hits.items()} == QUESTIONS
 
