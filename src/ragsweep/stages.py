@@ -155,8 +155,10 @@ def parsed_scopes(cases: Sequence[Case], parsed: set[str]) -> list[list[str] | N
 
 def retrieve(config, corpus, cases: Sequence[Case], ks: Iterable[int], progress: bool = False,
              rerank: bool = True) -> Retrieved:
-    """Every case asked at every depth in ``ks``, in one Pathway run: one query row per
-    (case, k), so each list is exactly what the DocumentStore serves for that k.
+    """Every case asked at every depth in ``ks``, in one Pathway run, so each list is exactly
+    what the DocumentStore serves for that k: for a fused hybrid index one query row per
+    (case, k); for BM25 or KNN, whose top k is the first k of a deeper answer, one row per
+    case at the deepest k, each depth cut from Pathway's own order (tests/test_server_parity.py).
 
     With a reranker configured (``$reranker``), the store is asked for
     ``$rerank_candidates`` and each depth is the top k of the reranked candidates, as
