@@ -88,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="pipeline overrides for the generation (llm_concurrency, llm_timeout...)")
     parser.add_argument("--check-k", type=int, default=3)
+    parser.add_argument("--oversample", type=float, default=1.5)
+    parser.add_argument("--max-rounds", type=int, default=3)
     parser.add_argument("--generated", help="reuse this generated dataset folder")
     parser.add_argument("--work", default=str(ROOT / "runs" / "generated-vs-labelled"))
     args = parser.parse_args(argv)
@@ -123,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         gen_result = generate(GenerateOptions(
             docs=str(subset / "docs"), out=str(generated), n=args.n, types=args.types.split(","), seed=args.seed,
             pipeline=args.pipeline, overrides=parse_overrides(args.set), check_k=args.check_k, force=True,
+            oversample=args.oversample, max_rounds=args.max_rounds,
             test_fraction=0.0,  # all dev: every case ranks the configurations, as for the labelled set
             command="benchmarks/generated_vs_labelled.py " + " ".join(argv or sys.argv[1:])))
         timings["generate"] = round(time.perf_counter() - t, 1)

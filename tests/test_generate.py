@@ -6,7 +6,7 @@ shared one) answers the generator's prompts from the passage it is shown:
 - proposals: the question names the passage's first sentence, the answer and the quote
   are that sentence; ``#badquote`` in the passage -> a quote that is not in it;
   ``#dupe`` -> always the same question;
-- unanswerable proposals: "What does <doc> say about <topic>?", the topic being the word
+- unanswerable proposals: "What does the agreement say about <topic>?", the topic being the word
   after ``#topic:`` in the passage, else "zebra husbandry";
 - support check: not supported when the evidence holds ``#unsupported``;
 - answerability check: answered when a retrieved passage contains the question's topic.
@@ -57,10 +57,9 @@ def generation_reply(user: str) -> str | None:
         return json.dumps({"question": question, "answer": s, "quotes": [quote]})
     if '"why_unanswerable"' in user:
         passage = _passages(user)[0]
-        doc = re.search(r'document "([^"]+)"', user).group(1)
         m = re.search(r"#topic:(\w+)", passage)
         topic = m.group(1) if m else "zebra husbandry"
-        return json.dumps({"question": f"What does {doc} say about {topic}?", "why_unanswerable": "not in it"})
+        return json.dumps({"question": f"What does the agreement say about {topic}?", "why_unanswerable": "not in it"})
     if '"supported"' in user:
         evidence = user.split("Question:")[0]
         ok = "#unsupported" not in evidence

@@ -28,12 +28,12 @@ KINDS = ("single_hop", "multi_hop", "unanswerable")
 SYSTEM = ("You write test questions for a document search system, from passages of the user's documents. "
           "You reply with one JSON object and nothing else.")
 
-SINGLE_HOP_PROMPT = """Passage from the document "{doc_id}":
+SINGLE_HOP_PROMPT = """Passage from a document:
 <<<
 {passage}
 >>>
 
-Write one question that this passage answers. The question must make sense to someone who has not seen the passage: name the document, party or subject it is about (never say "the passage" or "the text").{hint}
+Write one question that this passage answers, about a fact it states (a party, an obligation, a date, an amount, a condition). The question must make sense to someone who has not seen the passage: name the party or subject it is about (never say "the passage" or "the text"). Do not ask for the name or title of the document.{hint}
 Then give the answer in a few words or one sentence, and copy one to three quotes from the passage that contain the answer. Copy each quote exactly, character for character, from the passage: a phrase or a sentence of at most 40 words.
 
 Reply with this JSON object:
@@ -41,35 +41,35 @@ Reply with this JSON object:
 
 MULTI_HOP_PROMPT = """Two passages from {where}.
 
-Passage 1 (from "{doc_1}"):
+Passage 1:
 <<<
 {passage_1}
 >>>
 
-Passage 2 (from "{doc_2}"):
+Passage 2:
 <<<
 {passage_2}
 >>>
 
-Write one question whose answer needs a fact from passage 1 AND a fact from passage 2 (for example, combining or comparing them). The question must make sense to someone who has not seen the passages: name the document, party or subject (never say "the passage").{hint}
+Write one question whose answer needs a fact from passage 1 AND a fact from passage 2 (for example, combining or comparing them). The question must make sense to someone who has not seen the passages: name the party or subject (never say "the passage"). Do not ask for the name or title of a document.{hint}
 Then give the answer, and copy the quotes that state the two facts: one or two from passage 1 and one or two from passage 2. Copy each quote exactly, character for character: a phrase or a sentence of at most 40 words.
 
 Reply with this JSON object:
 {{"question": "...", "answer": "...", "quotes_1": ["..."], "quotes_2": ["..."]}}"""
 
-UNANSWERABLE_PROMPT = """Passage from the document "{doc_id}":
+UNANSWERABLE_PROMPT = """Passage from a document:
 <<<
 {passage}
 >>>
 
-Write one question that a reader of this document could reasonably ask about its subject, but that the document does NOT answer: ask for a specific detail (a name, a date, an amount, a condition) that the passage does not give and that the rest of such a document would most likely not give either. The question must make sense to someone who has not seen the passage: name the document, party or subject (never say "the passage").{hint}
+Write one question that a reader of this document could reasonably ask about its subject, but that the document does NOT answer: ask for a specific detail (a name, a date, an amount, a condition) that the passage does not give and that the rest of such a document would most likely not give either. The question must make sense to someone who has not seen the passage: name the party or subject (never say "the passage"). Do not ask for the name or title of the document.{hint}
 
 Reply with this JSON object:
 {{"question": "...", "why_unanswerable": "..."}}"""
 
 PROMPTS = {"single_hop": SINGLE_HOP_PROMPT, "multi_hop": MULTI_HOP_PROMPT, "unanswerable": UNANSWERABLE_PROMPT}
 
-HINT = ' Ask the same kind of question as this example (category "{type}"), about this document: "{example}"'
+HINT = ' Ask the same kind of question as this example (category "{type}"), but about this passage: "{example}"'
 
 # words that give away a question written about the passage rather than the document
 _PASSAGE_WORDS = ("the passage", "this passage", "the text above", "passage 1", "passage 2", "the excerpt")
@@ -117,12 +117,11 @@ def messages(candidate: Candidate) -> list[dict[str, str]]:
     hint = _hint(candidate)
     if candidate.kind == "multi_hop":
         a, b = candidate.sources
-        where = f'the document "{a.doc_id}"' if a.doc_id == b.doc_id else "two documents"
-        user = MULTI_HOP_PROMPT.format(where=where, doc_1=a.doc_id, passage_1=a.text.strip(), doc_2=b.doc_id,
-                                       passage_2=b.text.strip(), hint=hint)
+        where = "one document" if a.doc_id == b.doc_id else "two documents"
+        user = MULTI_HOP_PROMPT.format(where=where, passage_1=a.text.strip(), passage_2=b.text.strip(), hint=hint)
     else:
         (src,) = candidate.sources
-        user = PROMPTS[candidate.kind].format(doc_id=src.doc_id, passage=src.text.strip(), hint=hint)
+        user = PROMPTS[candidate.kind].format(passage=src.text.strip(), hint=hint)
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
