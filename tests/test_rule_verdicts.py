@@ -33,6 +33,8 @@ def test_places_longest_first_and_aliases():
     assert places_in("England and Wales, UK") == {"england"} == places_in("the United Kingdom")
     assert places_in("People's Republic of China") == {"china"} == places_in("the PRC")
     assert places_in("a New England company") == set()
+    assert places_in("the laws of the State of New York, USA") == {"new york"}  # the state's country
+    assert places_in("the laws of the United States of America") == {"united states"}
 
 
 def test_periods_as_days():
@@ -40,6 +42,8 @@ def test_periods_as_days():
     assert periods_in("successive twelve (12) month periods") == pytest.approx([365.25])
     assert periods_in("one (1) year") == pytest.approx([365.25])  # the same period as 12 months
     assert periods_in("0.5 year") == pytest.approx([182.625]) and periods_in("a 30-day period") == [30.0]
+    assert periods_in("an additional period of half a year") == pytest.approx([182.625])  # not "a year"
+    assert periods_in("a half-year term") == pytest.approx([182.625])
 
 
 @pytest.mark.parametrize("kind,answer,reference,expected", [
@@ -56,6 +60,10 @@ def test_periods_as_days():
     ("period", "ninety (90) days' notice", "30 days", False),
     ("period", "after the initial 3 years, 1 year renewals", "successive 1 year", None),
     ("period", "it renews automatically", "successive 1 year", None),
+    # a real answer of the local model: the renewal period and a notice period -> undecided
+    ("period", "automatic extensions for an additional period of half a year unless either party provides "
+               "written notification at least 60 days prior to end of such period", "0.5 year", None),
+    ("period", "extended for periods of one (1) calendar year each", "successive 1 year", True),
 ])
 def test_rule_verdict(kind, answer, reference, expected):
     assert rule_verdict(kind, answer, reference) is expected
@@ -79,3 +87,17 @@ def test_select_and_label_keep_only_decided_answers():
     from ragsweep.datasets.schema import Case
 
     Case(**{k: v for k, v in labelled[0].items()})  # a valid case with its reference verdict
+
+
+def test_shipped_reference_set_is_the_rule_applied_to_its_answers():
+    from ragsweep.datasets.loader import load_dataset
+    from ragsweep.datasets.rule_verdicts import CATEGORIES
+
+    ds = load_dataset(ROOT / "datasets" / "cuad-judge-reference")
+    assert len(ds.cases) == 9
+    for case in ds.cases:
+        rv = case.reference_verdict
+        kind = CATEGORIES[case.type]
+        assert rv.source.startswith(f"rule:{kind}-match") and "not a human" in rv.note
+        assert rule_verdict(kind, rv.answer, case.reference_answer) is rv.is_correct
+    assert sorted(c.reference_verdict.is_correct for c in ds.cases) == [False] + [True] * 8

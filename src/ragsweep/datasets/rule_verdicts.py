@@ -13,8 +13,9 @@ The rule (also written in ``datasets/cuad-judge-reference/README.md``):
 - the values of that kind are extracted from the answer: dates in numeric (month/day/year, as
   CUAD labels, or ISO) or written form (``March 24, 2006``, ``24th day of March, 2006``);
   places from a fixed list (US states, countries, a few regions; aliases such as "UK" /
-  "England and Wales" and "People's Republic of China" / "PRC" collapse); periods as
-  number + unit (``sixty (60) days``, ``1-year``, ``twelve months``) converted to days
+  "England and Wales" and "People's Republic of China" / "PRC" collapse; "United States"
+  named beside a US state is that state's country and dropped); periods as number + unit
+  (``sixty (60) days``, ``1-year``, ``twelve months``, ``half a year``) converted to days
   (week 7, month 365.25/12, year 365.25; equal within 3 %);
 - correct: the answer names at least one value and every value it names equals the reference;
   wrong: it names at least one value and none equals the reference; anything else (no value,
@@ -135,6 +136,9 @@ def places_in(text: str) -> set[str]:
     for m in _PLACE_RE.finditer(text or ""):
         name = m.group(1).lower()
         out.add(_ALIASES.get(name, name))  # alternatives longest first: "west virginia" is matched whole
+    # "United States" beside a US state is that state's country, not a second law ("New York, USA")
+    if "united states" in out and out & set(_US_STATES):
+        out.discard("united states")
     # "England" inside "New England" is not England
     if "england" in out and re.search(r"new\s+england", text or "", re.I) and not re.search(
             r"(?<!new )\bengland\b", text or "", re.I):
@@ -148,20 +152,24 @@ _NUMBER_WORDS = {
     "eleven": 11, "twelve": 12, "fifteen": 15, "eighteen": 18, "twenty": 20, "thirty": 30, "forty": 40,
     "forty-five": 45, "forty five": 45, "fifty": 50, "sixty": 60, "sixty-five": 65, "sixty five": 65,
     "seventy": 70, "seventy-five": 75, "eighty": 80, "ninety": 90, "one hundred twenty": 120,
-    "one hundred and twenty": 120, "one hundred eighty": 180, "one hundred and eighty": 180, "half": 0.5,
-    "a": 1, "an": 1,
+    "one hundred and twenty": 120, "one hundred eighty": 180, "one hundred and eighty": 180,
 }
 _UNIT_DAYS = {"day": 1.0, "week": 7.0, "month": 365.25 / 12, "year": 365.25}
 _NUM_RE = r"(\d+(?:\.\d+)?|" + "|".join(re.escape(w) for w in sorted(_NUMBER_WORDS, key=len, reverse=True)) + ")"
 _PERIOD_RE = re.compile(
     rf"(?<![\w-]){_NUM_RE}\s*(?:\(\s*\d+(?:\.\d+)?\s*\)\s*)?[-\s]?\s*(?:\(\s*\d+\s*\)\s*)?"
     r"(?:calendar\s+|business\s+|working\s+|consecutive\s+|full\s+)?(day|week|month|year)s?\b", re.I)
+_HALF_RE = re.compile(r"(?<![\w-])(?:one[-\s])?half(?:\s+an?\s+|[-\s]+)(day|week|month|year)s?\b", re.I)
 _TOLERANCE = 0.03
 
 
 def periods_in(text: str) -> list[float]:
     """Every period written as number + unit in ``text``, in days (distinct within 3 %)."""
     out: list[float] = []
+    for m in _HALF_RE.finditer(text or ""):  # "half a year", "half-year", "one-half year"
+        days = 0.5 * _UNIT_DAYS[m.group(1).lower()]
+        if not any(_same_period(days, d) for d in out):
+            out.append(days)
     for m in _PERIOD_RE.finditer(text or ""):
         raw, unit = m.group(1).lower(), m.group(2).lower()
         try:
