@@ -307,7 +307,7 @@ def format_judge_section(section: dict[str, Any] | None) -> str:
                          f"{_f(nz['single_replicate_variance_share'], '.1%')} of the variance)")
         ref = block.get("reference")
         if ref:
-            sources = ", ".join(ref["sources"])
+            sources = ", ".join(sorted({str(k).split(" (")[0] for k in ref["sources"]}))
             c = ref["confusion"]
             lines.append(f"{pad}vs reference verdicts ({sources}): n {ref['n']}, agreement "
                          f"{_f(ref['agreement'])}, Cohen's kappa {_f(ref['cohen_kappa'])}, confusion "
