@@ -62,7 +62,7 @@ UNANSWERABLE_PROMPT = """Passage from a document:
 {passage}
 >>>
 
-Write one question that a reader of this document could reasonably ask about its subject, but that the document does NOT answer: ask for a specific detail (a name, a date, an amount, a condition) that the passage does not give and that the rest of such a document would most likely not give either. The question must make sense to someone who has not seen the passage: name the party or subject (never say "the passage"). Do not ask for the name or title of the document.{hint}
+Write one question that a reader of this document could reasonably ask about its subject, but that the document does NOT answer: ask for a specific detail (a date, an amount, a person, a condition) that the passage does not give and that the rest of such a document would most likely not give either. Do not ask who the parties are or what the document is called: documents state those. The question must make sense to someone who has not seen the passage: name the party or subject (never say "the passage"). Do not ask for the name or title of the document.{hint}
 
 Reply with this JSON object:
 {{"question": "...", "why_unanswerable": "..."}}"""

@@ -44,27 +44,27 @@ DEFAULT_DEDUPE_THRESHOLD = 0.9
 CHECK_SYSTEM = ("You check test questions for a document search system. "
                 "You reply with one JSON object and nothing else.")
 
-SUPPORT_PROMPT = """Evidence:
+SUPPORT_PROMPT = """Evidence (quoted from a document):
 {evidence}
 
 Question: {question}
-Proposed answer: {answer}
+Answer: {answer}
 
-Using only the evidence above and no outside knowledge: does the evidence state the proposed answer, and does the proposed answer answer the question? Reply false if any part of the answer is not in the evidence, or if the answer does not fit the question.
+Is this answer to the question given by the evidence? It is when the evidence states the same fact, in the same or other words. It is not when the evidence says something else, or nothing about it.
 
-Reply with this JSON object:
-{{"supported": true or false, "reason": "..."}}"""
+Reply with this JSON object, the reason first:
+{{"reason": "...", "supported": true or false}}"""
 
-ANSWERED_PROMPT = """Passages found in the documents for a question:
+ANSWERED_PROMPT = """Passages found in the documents:
 
 {passages}
 
 Question: {question}
 
-Does any of these passages answer the question, fully or in part? Reply true if a passage states the information the question asks for, false if none of them does.
+Does one of these passages give the specific information the question asks for? Mentioning the same subject is not enough: the passage must state the answer itself.
 
-Reply with this JSON object:
-{{"answered": true or false, "passage": <number of the passage that answers it, or null>, "reason": "..."}}"""
+Reply with this JSON object, the reason first:
+{{"reason": "...", "answered": true or false, "passage": <number of the passage that gives the answer, or null>}}"""
 
 
 # ------------------------------------------------------------------ 2. quotes located
