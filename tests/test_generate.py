@@ -298,3 +298,34 @@ def test_cli_generate(fake, corpus_dir, tmp_path, monkeypatch):
     assert main(args) == 2  # the folder exists: not replaced without --force
     with pytest.raises(SystemExit):
         main(["generate", "--docs", str(corpus_dir), "--out", str(tmp_path / "x"), "--types", "single_hop,bogus"])
+
+
+def test_sampling_is_stratified_over_documents_and_seeded():
+    from ragsweep.generate.sampling import ChunkSampler, SourceChunk
+
+    words = " ".join(["word"] * 40)
+    chunks = [SourceChunk(f"d{d}.txt", i * 300, i * 300 + 250, f"chunk {d}-{i} {words}") for d in range(3)
+              for i in range(4)]
+    sampler = ChunkSampler(chunks, seed=5)
+    first = sampler.draw(3)
+    assert len({c.doc_id for c in first}) == 3  # one per document before any document gets a second
+    rest = sampler.draw(100)
+    assert len(first) + len(rest) == 12 and len({c.key for c in first + rest}) == 12  # never the same chunk twice
+    again = ChunkSampler(chunks, seed=5).draw(12)
+    assert again == first + rest
+    assert ChunkSampler(chunks, seed=6).draw(12) != again
+    pairs = ChunkSampler(chunks, seed=5).draw_pairs(6)
+    assert len(pairs) == 6 and all(a.doc_id == b.doc_id and a.start < b.start for a, b in pairs)
+
+
+def test_failure_reasons():
+    from ragsweep.generate.failures import failure_reason
+
+    hit = {"doc_id": "a", "relevant": False}
+    assert failure_reason({"hits": [hit]}) == "retrieval_miss"
+    assert failure_reason({"hits": [{**hit, "relevant": True}], "judge": {"is_correct": False}}) == "judged_wrong"
+    assert failure_reason({"hits": [{**hit, "relevant": True}], "answer": {"abstained": True}}) == "abstained"
+    assert failure_reason({"hits": [{**hit, "relevant": True}], "answer": {"text": "x"}}) is None
+    assert failure_reason({"unanswerable": True, "answer": {"text": "Delaware", "abstained": False}}) \
+        == "answered_unanswerable"
+    assert failure_reason({"unanswerable": True, "answer": {"text": "No information found.", "abstained": True}}) is None

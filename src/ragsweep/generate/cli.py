@@ -57,7 +57,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(default: the pipeline's top_k)")
     p.add_argument("--link-docs", action="store_true", help="symlink docs/ instead of copying the documents")
     p.add_argument("--force", action="store_true", help="replace a non-empty --out folder")
-    p.add_argument("--workers", type=_count, metavar="N", help="processes parsing the documents (see `index --workers`)")
+    p.add_argument("--workers", type=_count, metavar="N",
+                   help="processes parsing the documents (see `index --workers`)")
 
 
 def run_generate_cli(args) -> int:

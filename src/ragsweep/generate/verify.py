@@ -89,7 +89,8 @@ def locate_quotes(candidate: Candidate, texts: dict[str, str]) -> None:
         text = texts.get(source.doc_id) or ""
         for quote in quotes:
             if len(normalize(quote)) < MIN_QUOTE_CHARS:
-                candidate.dropped("quote_too_short", f"quote{where} {quote!r} is shorter than {MIN_QUOTE_CHARS} characters")
+                candidate.dropped("quote_too_short",
+                                  f"quote{where} {quote!r} is shorter than {MIN_QUOTE_CHARS} characters")
                 return
             how, spans = locate_spans(text, quote, fuzzy_min_score=0)
             if how not in ACCEPTED_METHODS or not spans:

@@ -148,7 +148,8 @@ def readme(name: str, cases: list[Case], dropped: list[Candidate], p: dict[str, 
         f"PDF pipeline {p['corpus']['pdf_pipeline']}); `docs/` is a {p['docs']}. The documents keep the licence of "
         "their source: see that folder's own README.",
         f"- passages: the pipeline `{p['pipeline']['path']}` (hash {p['pipeline']['hash']}): its splitter's chunks "
-        f"({p['chunks']['usable']} usable of {p['chunks']['total']}), drawn stratified over documents with seed {p['seed']}",
+        f"({p['chunks']['usable']} usable of {p['chunks']['total']}), drawn stratified over documents with seed "
+        f"{p['seed']}",
         f"- model: `{p['llm']['model']}` at `{p['llm']['base_url']}`, temperature {p['llm']['temperature']}, "
         f"max_tokens {p['llm']['max_tokens']}",
         f"- seed: {p['seed']}; split: {p['test_fraction']:.0%} of each kind in `test`, the rest in `dev`",
@@ -193,7 +194,9 @@ def readme(name: str, cases: list[Case], dropped: list[Candidate], p: dict[str, 
     lines += ["", "## How a case is made and checked", "", VERIFICATION_TEXT, "", "## Prompts", ""]
     for title, text in p["prompts"].items():
         lines += [f"### {title}", "", "```text", text, "```", ""]
-    lines += ["## Fields", "", FIELDS_TEXT, ""]
+    from ragsweep.generate import RAGAS_NOTE
+
+    lines += ["## Fields", "", FIELDS_TEXT, "", "## Why not ragas' test-set generation", "", RAGAS_NOTE, ""]
     return "\n".join(lines)
 
 
