@@ -1,4 +1,4 @@
-"""`ragsweep index|retrieve|validate|eval|sweep|compare`."""
+"""`ragsweep index|retrieve|validate|eval|sweep|compare|generate`."""
 
 from __future__ import annotations
 
