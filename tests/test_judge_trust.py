@@ -319,3 +319,17 @@ def test_ragas_llm_replicates_are_separate_requests_and_reported(fake_server, ll
     # D_o = (2 * 0.25 / 1 + 0) / 4 = 0.125; D_e = (2*4*1.25 - 2*1.5^2) / 12 = 5.5/12 -> alpha = 1 - 0.125 * 12/5.5
     assert sa["mean_sd"] == pytest.approx(math.sqrt(0.125) / 2) and sa["pooled_sd"] == pytest.approx(0.25)
     assert sa["krippendorff_alpha"] == pytest.approx(1 - 0.125 * 12 / 5.5) and sa["varying"] == ["a"]
+
+
+def test_dry_run_counts_every_judge_replicate():
+    from ragsweep.llm.dry_run import estimate_llm_run
+    from ragsweep.llm.settings import LLMSettings
+
+    settings = LLMSettings(model="fake-model", base_url="http://127.0.0.1:9/v1")
+    items = [("Who are the parties?", []), ("What is the term?", [])]
+    one = estimate_llm_run(items, settings, references=["A and B", "two years"], unanswerable=[False, False],
+                           ragas_metrics=())
+    three = estimate_llm_run(items, settings, references=["A and B", "two years"], unanswerable=[False, False],
+                             ragas_metrics=(), replicates=3)
+    assert one["judge"].calls == 2 and three["judge"].calls == 6
+    assert three["answer"].calls == one["answer"].calls

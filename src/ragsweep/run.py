@@ -391,6 +391,7 @@ def dry_run_report(options, config, cases, retrieved, answerer, llm_settings) ->
         unanswerable=[c.unanswerable for c in cases],
         judge=options.judge,
         ragas_metrics=None if options.ragas_llm else (),
+        replicates=options.judge_replicates,
     )
     return {"dry_run": True, "cases": len(cases), **{k: v.model_dump() for k, v in estimates.items()}}
 

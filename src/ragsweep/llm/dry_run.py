@@ -21,12 +21,14 @@ def estimate_llm_run(
     judge_settings: LLMSettings | None = None,
     ragas_settings: LLMSettings | None = None,
     assumed_answer_tokens: int = 64,
+    replicates: int = 1,
 ) -> dict[str, CallEstimate]:
     """Calls, tokens and cost a run would make, keyed ``answer``, ``judge``, ``ragas_llm``, ``total``.
 
     ``items`` are the (question, hits) pairs the answerer would get; ``references`` and
     ``unanswerable`` (per item) feed the judge / ragas estimates. ``ragas_metrics=None``
     means all of :data:`ragsweep.metrics.ragas_llm.METRIC_NAMES`; pass ``()`` to skip ragas.
+    ``replicates`` (``--judge-replicates``) multiplies the judge's calls.
     """
     from ragsweep.answer.llm import estimate_answer_calls
 
@@ -40,6 +42,7 @@ def estimate_llm_run(
             [(q, r, u) for (q, _), r, u in zip(items, refs, unans)],
             judge_settings or settings,
             assumed_answer_tokens,
+            replicates=replicates,
         )
     if ragas_metrics is None or len(ragas_metrics) > 0:
         from ragsweep.metrics.ragas_llm import METRIC_NAMES, estimate_ragas_calls
