@@ -42,6 +42,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ragsweep.answer.base import IDK, Answer
 from ragsweep.hits import Hit
@@ -176,6 +177,7 @@ _DOUBLE_SPACE_END = re.compile(r"(?<![A-Z])(?<!\b[A-Za-z]\.)([a-z0-9'\")\]]{2}[.
 _MAX_SENTENCE_CHARS = 600
 
 
+@lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
     """Light suffix stripping; a final 'e' is dropped so compete/competed/competing agree."""
     for suffix, repl in _SUFFIXES:
@@ -290,6 +292,23 @@ def _merge_headings(sentences: list[str]) -> list[str]:
     return out
 
 
+@lru_cache(maxsize=8192)
+def chunk_sentences(text: str) -> tuple[tuple[str, str, Counter], ...]:
+    """A chunk's sentences, each with its lower-cased form and its term counts.
+
+    Memoised by text: one chunk is served to many questions (every category asked of a
+    contract), and splitting and stemming it was most of the answerer's time. The
+    counters are shared between calls: read them, never change them.
+    """
+    out = []
+    for sentence in split_sentences(text):
+        terms = Counter(tokenize(sentence))
+        for kind in sentence_types(sentence):
+            terms[kind] += 1
+        out.append((sentence, sentence.lower(), terms))
+    return tuple(out)
+
+
 @dataclass
 class _Candidate:
     text: str
@@ -350,14 +369,10 @@ class ExtractiveAnswerer:
         candidates: list[_Candidate] = []
         seen: set[str] = set()
         for chunk_no, hit in enumerate(hits, start=1):
-            for sentence in split_sentences(hit.text):
-                key = sentence.lower()
+            for sentence, key, terms in chunk_sentences(hit.text):
                 if key in seen:  # overlapping chunks repeat sentences: keep the first
                     continue
                 seen.add(key)
-                terms = Counter(tokenize(sentence))
-                for kind in sentence_types(sentence):
-                    terms[kind] += 1
                 candidates.append(_Candidate(sentence, chunk_no, len(candidates), terms))
         if not candidates or not q_terms:
             return []
