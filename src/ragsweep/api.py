@@ -3,9 +3,13 @@
 >>> import ragsweep
 >>> report = ragsweep.evaluate("pipelines/default.yaml", "datasets/cuad-mini")
 >>> report.metrics["recall@5"], report.interval("recall@5"), report.baselines["recall@5"]["chance"]
+>>> judged = ragsweep.evaluate("pipelines/default.yaml", "datasets/cuad-mini", llm=True, judge=True,
+...                            judge_replicates=3, max_failure_rate=0.05)
+>>> judged.self_agreement("judge_correct")["krippendorff_alpha"], judged.judge["warnings"]
 
 The same stages as ``ragsweep eval`` (parse -> retrieve -> answer -> score, see
-:mod:`ragsweep.stages`); a run folder is written only when ``out`` is given.
+:mod:`ragsweep.stages`), from the same :class:`~ragsweep.run.EvalOptions`; a run folder is
+written only when ``out`` is given.
 """
 
 from __future__ import annotations
@@ -40,6 +44,10 @@ class Report(BaseModel):
     manifest: dict[str, Any] = Field(default_factory=dict)
     run_dir: str | None = None
     seconds: float = 0.0
+    judge: dict[str, Any] | None = None
+    """report.json's ``judge`` section (None without LLM metrics): per LLM metric its failures,
+    self-agreement over replicates, judge noise and agreement with reference verdicts; the
+    probes; warnings. Built by :func:`ragsweep.metrics.judge_report.judge_section`."""
 
     def interval(self, metric: str) -> tuple[float | None, float | None]:
         pair = self.intervals.get(metric) or [None, None]
@@ -47,6 +55,12 @@ class Report(BaseModel):
 
     def chance(self, metric: str) -> float | None:
         return (self.baselines.get(metric) or {}).get("chance")  # type: ignore[return-value]
+
+    def self_agreement(self, metric: str = "judge_correct") -> dict[str, Any] | None:
+        """The replicates' self-agreement of an LLM metric (``judge_correct``, ``ragas_llm_*``);
+        None without replicates or without that metric."""
+        block = ((self.judge or {}).get("metrics") or {}).get(metric) or {}
+        return block.get("self_agreement")
 
     def first_relevant_rank(self, case: CaseResult) -> int | None:
         value = case.metrics.get("first_relevant_rank")
@@ -59,7 +73,7 @@ class Report(BaseModel):
                    counts=report.get("counts") or {}, baselines=report.get("baselines") or {}, cases=cases,
                    top_k=report["top_k"], ks=report["ks"], relevance_rule=report.get("relevance_rule"),
                    answerer=report.get("answerer"), manifest=report.get("manifest") or {}, run_dir=run_dir,
-                   seconds=seconds)
+                   seconds=seconds, judge=report.get("judge"))
 
 
 def _dataset_folder(dataset: "str | Path | Sequence[Case] | tuple", docs: "str | Path | None") -> tuple[str, Any]:
@@ -113,6 +127,12 @@ def evaluate(
     validate: bool = True,
     ragas: bool = False,
     progress: bool = False,
+    judge: bool = False,
+    ragas_llm: bool = False,
+    judge_replicates: int = 1,
+    judge_temperature: float | None = None,
+    judge_probe: int = 3,
+    max_failure_rate: float | None = None,
 ) -> Report:
     """Evaluate a pipeline on a dataset, as ``ragsweep eval`` does, and return a :class:`Report`.
 
@@ -122,6 +142,13 @@ def evaluate(
     (nothing is written without it). ``ragas=True`` adds ragas' string similarity, BLEU and
     ROUGE on the answers (``ragsweep eval`` computes them; importing ragas costs seconds, so a
     smoke test leaves them out by default).
+
+    The LLM metrics, as ``ragsweep eval``'s options of the same names: ``llm`` (``--llm``),
+    ``judge`` (``--judge``), ``ragas_llm`` (``--ragas-llm``), ``judge_replicates``
+    (``--judge-replicates``, for the judge and the ragas LLM metrics), ``judge_temperature``,
+    ``judge_probe`` (probes before the run when judging; 0: none) and ``max_failure_rate``
+    (the failure share above which :attr:`Report.judge` warns; :func:`ragsweep.testing.assert_quality`
+    fails on it as the command's gate does). Their statistics are in :attr:`Report.judge`.
     """
     from ragsweep.run import DEFAULT_KS, EvalOptions, _run_eval, open_run, run_eval
     from ragsweep.runfolder import file_hash
@@ -130,11 +157,13 @@ def evaluate(
     started = time.perf_counter()
     path, keep_alive = _dataset_folder(dataset, docs)
     pipeline_path, merged = _pipeline_path(pipeline, overrides)
-    options = EvalOptions(pipeline=pipeline_path, overrides=merged, dataset=path, split=split, limit=limit,
-                          sample=sample, seed=seed, ks=list(ks or DEFAULT_KS), use_llm=llm,
-                          validate_dataset=validate, out=str(out or "runs"), progress=progress,
-                          ragas_nonllm=ragas)
     try:
+        options = EvalOptions(pipeline=pipeline_path, overrides=merged, dataset=path, split=split, limit=limit,
+                              sample=sample, seed=seed, ks=list(ks or DEFAULT_KS), use_llm=llm,
+                              validate_dataset=validate, out=str(out or "runs"), progress=progress,
+                              ragas_nonllm=ragas, judge=judge, ragas_llm=ragas_llm,
+                              judge_replicates=judge_replicates, judge_temperature=judge_temperature,
+                              judge_probe=judge_probe, max_failure_rate=max_failure_rate)
         if out is not None:
             run_dir, report = run_eval(options)
         else:

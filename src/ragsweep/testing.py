@@ -9,7 +9,10 @@ def test_retrieval_quality():
 ```
 
 The failure message names each metric below its floor with its 95% CI and its chance
-level, then the worst cases (id, question, rank of the first relevant chunk).
+level, then the worst cases (id, question, rank of the first relevant chunk). With LLM
+metrics and ``max_failure_rate=R`` (passed on to :func:`ragsweep.evaluate`), an LLM metric
+that failed on more than that share of its cases fails the test too, as ``ragsweep eval
+--max-failure-rate R`` fails its gate.
 """
 
 from __future__ import annotations
@@ -64,10 +67,13 @@ def quality_failures(report: Report, floors: dict[str, float]) -> list[str]:
 
 def assert_quality(pipeline: Any, dataset: Any, *, min: dict[str, float], **evaluate_kwargs: Any) -> Report:  # noqa: A002
     """Evaluate and raise :class:`QualityError` (an AssertionError) when a metric is below its
-    floor; returns the report otherwise. ``evaluate_kwargs`` go to :func:`ragsweep.evaluate`."""
+    floor, or an LLM metric failed on more than ``max_failure_rate`` of its cases; returns the
+    report otherwise. ``evaluate_kwargs`` go to :func:`ragsweep.evaluate`."""
+    from ragsweep.metrics.judge_report import failure_gate
+
     report = evaluate(pipeline, dataset, **evaluate_kwargs)
-    failures = quality_failures(report, min)
+    failures = quality_failures(report, min) + failure_gate(report.judge, evaluate_kwargs.get("max_failure_rate"))
     if failures:
-        raise QualityError(f"{len(failures)} metric(s) below their floor on {len(report.cases)} cases:\n"
+        raise QualityError(f"{len(failures)} quality check(s) failed on {len(report.cases)} cases:\n"
                            + "\n".join(failures), report)
     return report
