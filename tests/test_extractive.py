@@ -177,3 +177,32 @@ def test_tokenize_and_stem():
     assert "__date__" in sentence_types("this 8th day of May 2014")
     assert "__duration__" in sentence_types("no less than thirty (30) days before")
     assert "__parties__" in sentence_types("by and between I-ESCROW, INC. and 2THEMART.COM, INC.")
+
+
+_SCORES_SCRIPT = """
+import json, pathlib
+from ragsweep.answer.extractive import ExtractiveAnswerer
+from ragsweep.hits import Hit
+docs = sorted(pathlib.Path("datasets/cuad-mini/docs").glob("*.txt"))
+hits = [Hit(doc_id=p.name, text=p.read_text()[i:i + 2500], rank=n + 1, score=1.0, start=i, end=i + 2500)
+        for n, (p, i) in enumerate((p, i) for p in docs for i in (0, 2500))]
+questions = ["What is the governing law of this agreement?", "When does the term of the agreement expire?",
+             "Which party may terminate for convenience and with how many days notice?"]
+a = ExtractiveAnswerer()
+print(json.dumps([[(c.text, repr(c.score), repr(c.bm25)) for c in a.score_sentences(q, hits)] for q in questions]))
+"""
+
+
+def test_scores_do_not_depend_on_the_string_hash_seed():
+    """Float sums over a set of str once followed the process's hash seed, so one CUAD
+    answer changed from run to run; two processes with other seeds must agree to the bit."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    outs = [subprocess.run([sys.executable, "-c", _SCORES_SCRIPT], cwd=root, capture_output=True, text=True,
+                           env={**os.environ, "PYTHONHASHSEED": seed}, check=True).stdout
+            for seed in ("1", "2", "3")]
+    assert outs[0] and outs[0] == outs[1] == outs[2]

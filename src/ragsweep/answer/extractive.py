@@ -293,8 +293,8 @@ def _merge_headings(sentences: list[str]) -> list[str]:
 
 
 @lru_cache(maxsize=8192)
-def chunk_sentences(text: str) -> tuple[tuple[str, str, Counter], ...]:
-    """A chunk's sentences, each with its lower-cased form and its term counts.
+def chunk_sentences(text: str) -> tuple[tuple[str, str, Counter, int], ...]:
+    """A chunk's sentences, each with its lower-cased form, its term counts and their total.
 
     Memoised by text: one chunk is served to many questions (every category asked of a
     contract), and splitting and stemming it was most of the answerer's time. The
@@ -305,7 +305,7 @@ def chunk_sentences(text: str) -> tuple[tuple[str, str, Counter], ...]:
         terms = Counter(tokenize(sentence))
         for kind in sentence_types(sentence):
             terms[kind] += 1
-        out.append((sentence, sentence.lower(), terms))
+        out.append((sentence, sentence.lower(), terms, sum(terms.values())))
     return tuple(out)
 
 
@@ -315,6 +315,8 @@ class _Candidate:
     chunk: int  # 1-based position in hits
     position: int  # order of appearance over all chunks
     terms: Counter
+    length: int  # number of terms
+    matched: tuple[str, ...]  # the question's terms found in it
     score: float = 0.0
     bm25: float = 0.0
 
@@ -365,28 +367,32 @@ class ExtractiveAnswerer:
 
     def score_sentences(self, question: str, hits: list[Hit]) -> list[_Candidate]:
         """All retrieved sentences with their scores, best first (exposed for inspection)."""
-        q_terms = set(tokenize(question)) | question_types(question)
+        # sorted: the float sums below must not depend on the process's string hash seed
+        # (iterating a set of str made one CUAD answer differ between two runs)
+        q_terms = tuple(sorted(set(tokenize(question)) | question_types(question)))
         candidates: list[_Candidate] = []
         seen: set[str] = set()
         for chunk_no, hit in enumerate(hits, start=1):
-            for sentence, key, terms in chunk_sentences(hit.text):
+            for sentence, key, terms, length in chunk_sentences(hit.text):
                 if key in seen:  # overlapping chunks repeat sentences: keep the first
                     continue
                 seen.add(key)
-                candidates.append(_Candidate(sentence, chunk_no, len(candidates), terms))
+                matched = tuple(t for t in q_terms if t in terms)
+                candidates.append(_Candidate(sentence, chunk_no, len(candidates), terms, length, matched))
         if not candidates or not q_terms:
             return []
         n = len(candidates)
-        df = Counter(t for c in candidates for t in set(c.terms) if t in q_terms)
+        df = Counter(t for c in candidates for t in c.matched)
         idf = {t: math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in q_terms}
         total_idf = sum(idf.values())
-        avg_len = sum(sum(c.terms.values()) for c in candidates) / n or 1.0
+        avg_len = sum(c.length for c in candidates) / n or 1.0
+        k1, b = self.k1, self.b
         for c in candidates:
-            length = sum(c.terms.values())
-            matched = [t for t in q_terms if c.terms.get(t)]
-            c.score = sum(idf[t] for t in matched) / total_idf
-            norm = self.k1 * (1.0 - self.b + self.b * length / avg_len)
-            c.bm25 = sum(idf[t] * c.terms[t] * (self.k1 + 1.0) / (c.terms[t] + norm) for t in matched)
+            if not c.matched:
+                continue
+            c.score = sum(idf[t] for t in c.matched) / total_idf
+            norm = k1 * (1.0 - b + b * c.length / avg_len)
+            c.bm25 = sum(idf[t] * c.terms[t] * (k1 + 1.0) / (c.terms[t] + norm) for t in c.matched)
         candidates.sort(key=lambda c: (-c.score, -c.bm25, c.chunk, c.position))
         return candidates
 
