@@ -178,10 +178,10 @@ def test_verification_drops_and_a_valid_dataset(fake, corpus_dir, tmp_path):
         texts[doc.doc_id] = doc.text
     for case in dataset.cases:
         assert case.type == "single_hop" and case.split in ("dev", "test") and case.reference_answer
-        spans = case.meta["evidence_spans"]
-        assert len(spans) == len(case.evidence) >= 1
-        for ev, span in zip(case.evidence, spans):
-            assert texts[span["doc_id"]][span["start"]:span["end"]] == ev.text and span["method"] == "exact"
+        assert len(case.evidence) >= 1 and "evidence_spans" not in case.meta  # offsets live in the evidence
+        assert case.meta["evidence_methods"] == ["exact"] * len(case.evidence)
+        for ev in case.evidence:  # the canonical record carries the exact offsets into the parsed text
+            assert ev.start is not None and texts[ev.doc_id][ev.start:ev.end] == ev.text
     readme = (out / "README.md").read_text()
     for needle in ("fake-model", "seed: 0", "quote_not_found", "answer_not_supported", "near_duplicate",
                    "single_hop proposal", "support check", "| single_hop | 10 | 6 | 3 |"):
@@ -191,6 +191,23 @@ def test_verification_drops_and_a_valid_dataset(fake, corpus_dir, tmp_path):
     assert sorted(p.name for p in (out / "docs").iterdir()) == sorted(p.name for p in corpus_dir.iterdir())
     usage = json.loads((out / "generation.json").read_text())["usage"]
     assert usage["propose"]["calls"] == 6 and usage["support"]["calls"] == 4  # none for dropped quotes / duplicates
+
+
+def test_a_wrong_offset_in_a_generated_set_is_named(fake, corpus_dir, tmp_path):
+    out = tmp_path / "gen"
+    generate(_options(corpus_dir, out, n=1, types=["single_hop"]), client=LLMClient(_settings(fake, tmp_path)),
+             log=lambda m: None)
+    cases = _cases(out)
+    assert validate_dataset(out) == [] and cases[0]["evidence"][0]["start"] >= 0
+    evidence = cases[0]["evidence"][0]
+    moved = {**evidence, "start": evidence["start"] + 4, "end": evidence["end"] + 4}
+    (out / "cases.jsonl").write_text(json.dumps({**cases[0], "evidence": [moved]}) + "\n", encoding="utf-8")
+    problems = [str(p) for p in validate_dataset(out)]
+    assert len(problems) == 1
+    assert problems[0].startswith(f"cases.jsonl:1: evidence[0]: case {cases[0]['id']!r}: the parsed text of "
+                                  f"{evidence['doc_id']!r} at [{moved['start']}, {moved['end']}) is ")
+    assert f", not the quote {evidence['text'][:40]!r}"[:-1] in problems[0]
+    assert problems[0].endswith("(compared after normalising quotes, dashes, Unicode forms, case and whitespace)")
 
 
 def test_unanswerable_checked_against_the_corpus(fake, tmp_path):
@@ -222,7 +239,8 @@ def test_multi_hop_needs_evidence_from_both_passages(fake, corpus_dir, tmp_path)
     for case in _cases(out):
         sources = case["meta"]["source_chunks"]
         assert len(sources) == 2
-        assert {s["doc_id"] for s in case["meta"]["evidence_spans"]} == {s["doc_id"] for s in sources}
+        assert {e["doc_id"] for e in case["evidence"]} == {s["doc_id"] for s in sources}
+        assert all(0 <= e["start"] < e["end"] for e in case["evidence"])
         assert case["doc_scope"] == sorted({s["doc_id"] for s in sources})
 
 

@@ -250,6 +250,11 @@ def map_record(record: dict[str, Any], derived_id: str) -> dict[str, Any]:
     return out
 
 
+def _message(err: dict[str, Any]) -> str:
+    """A pydantic error's message; a check of ours reads as written (no "Value error, " before it)."""
+    return err["msg"].removeprefix("Value error, ") if err.get("type") == "value_error" else err["msg"]
+
+
 def _loc(loc: Iterable[Any]) -> str:
     text = ""
     for part in loc:
@@ -398,7 +403,7 @@ def read_cases_file(
             cases.append(Case.model_validate(rec))
         except ValidationError as exc:
             for err in exc.errors():
-                problems.append(Problem(name, lineno, _loc(err["loc"]), err["msg"]))
+                problems.append(Problem(name, lineno, _loc(err["loc"]), _message(err)))
         else:
             cases[-1]._line = lineno
     return CasesFile(cases, problems, header)

@@ -16,7 +16,7 @@ Canonical JSONL example (one line)::
 
     {"id": "cuad-0001", "question": "Who are the parties?", "type": "Parties",
      "doc_scope": ["a.pdf"], "relevant_ids": ["a.pdf"],
-     "evidence": [{"text": "ACME Corp.", "doc_id": "a.pdf"}],
+     "evidence": [{"text": "ACME Corp.", "doc_id": "a.pdf", "start": 120, "end": 130}],
      "reference_answer": "ACME Corp.; Foo Inc.", "unanswerable": false, "split": "dev"}
 """
 
@@ -41,12 +41,43 @@ class RelevantId(BaseModel):
 
 
 class Evidence(BaseModel):
-    """A text span a relevant chunk must cover, optionally with the document it comes from."""
+    """A text span a relevant chunk must cover, optionally with the document it comes from and
+    its exact place there.
 
-    model_config = ConfigDict(extra="forbid")
+    Canonical JSONL (an item of a case's ``evidence``)::
+
+        {"text": "governed by the laws of the State of New York", "doc_id": "a.pdf", "start": 5120, "end": 5166}
+    """
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     text: str = Field(min_length=1)
+    """The span (a quote of the document)."""
     doc_id: str | None = None
+    """The document it comes from; None = any document of the case's ``doc_scope``."""
+    start: int | None = Field(default=None, ge=0)
+    """Character offset of the span's first character in the document's parsed text (the text
+    :func:`ragsweep.corpus.parse_corpus` gives, as ``ragsweep generate`` computes offsets); None =
+    not given. ``text`` is that text's ``[start, end)`` after normalisation (quotes, dashes,
+    Unicode forms, case, whitespace: :func:`ragsweep.metrics.relevance.normalize`), which
+    ``ragsweep validate`` checks."""
+    end: int | None = Field(default=None, ge=1)
+    """Character offset just past the span's last character (exclusive); given with ``start``."""
+
+    @model_validator(mode="after")
+    def _offsets(self) -> "Evidence":
+        if (self.start is None) != (self.end is None):
+            raise ValueError("start and end are given together (character offsets [start, end))")
+        if self.start is not None:
+            if self.end <= self.start:  # type: ignore[operator]
+                raise ValueError(f"end ({self.end}) must be greater than start ({self.start})")
+            if self.doc_id is None:
+                raise ValueError("offsets need the doc_id of the document they point into")
+        return self
+
+    @property
+    def has_offsets(self) -> bool:
+        return self.start is not None
 
 
 class ReferenceVerdict(BaseModel):

@@ -14,13 +14,21 @@ Pathway's metadata filter cannot express (a backtick or ``"``: the eval skips th
 question with nothing left to search once cleaned for the query parser (``?!``, emoji only),
 rule-specific needs (``relevance: doc_id`` needs relevant_ids or evidence doc ids),
 ``dataset.yaml`` errors, missing ``docs/`` or ``README.md``. Problems about one case name its id.
+
+Evidence offsets (``evidence[i].start``/``.end``): always ``0 <= start < end``, both or neither,
+with a ``doc_id`` (the schema). When some case carries offsets and ``docs/`` exists, its
+documents are parsed as the eval parses them (:func:`ragsweep.corpus.parse_corpus`, from the
+parse cache when they were parsed before, e.g. by ``ragsweep generate``) and each span's
+``[start, end)`` must lie inside its document's parsed text and equal the quote after the
+normalisation the generator locates quotes with (:func:`ragsweep.metrics.relevance.normalize`);
+a document that cannot be parsed is named. Datasets without offsets parse nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .loader import (
@@ -32,9 +40,11 @@ from .loader import (
     resolve_doc_ids,
 )
 from .pathway_limits import clean_query, unscopable_reason
-from .schema import Case, list_doc_ids
+from .schema import Case, Evidence, list_doc_ids
 
-__all__ = ["Problem", "validate_cases", "validate_cases_file", "validate_dataset", "main"]
+__all__ = ["Problem", "validate_cases", "validate_cases_file", "validate_dataset", "validate_offsets", "main"]
+
+QUOTE_SHOWN = 80  # characters of a quote or of the text at its offsets shown in a problem
 
 
 def validate_cases(
@@ -102,13 +112,80 @@ def validate_cases(
     return problems
 
 
-def validate_cases_file(path: str | Path, doc_ids: set[str] | None = None, rule: str | None = None) -> list[Problem]:
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= QUOTE_SHOWN else text[:QUOTE_SHOWN] + "...")
+
+
+def offset_mismatch(evidence: Evidence, parsed_text: str) -> str | None:
+    """Why ``evidence``'s offsets do not point at its quote in ``parsed_text`` (None: they do)."""
+    from ragsweep.metrics.relevance import normalize
+
+    start, end = evidence.start, evidence.end
+    if start is None or end is None:
+        return None
+    if end > len(parsed_text):
+        return (f"offsets [{start}, {end}) run past the end of the parsed text of {evidence.doc_id!r} "
+                f"({len(parsed_text)} characters)")
+    found = parsed_text[start:end]
+    if normalize(found) != normalize(evidence.text):
+        return (f"the parsed text of {evidence.doc_id!r} at [{start}, {end}) is {_shown(found)}, not the quote "
+                f"{_shown(evidence.text)} (compared after normalising quotes, dashes, Unicode forms, case and "
+                "whitespace)")
+    return None
+
+
+def validate_offsets(cases: Sequence[Case], file: str, texts: Mapping[str, str],
+                     unparsed: Mapping[str, str] | None = None) -> list[Problem]:
+    """Evidence offsets checked against the parsed texts (``{doc_id: text}``); ``unparsed``:
+    ``{doc_id: reason}`` of documents the parse skipped. A document in neither is not checked
+    here (an id missing from docs/ is its own problem)."""
+    unparsed = unparsed or {}
+    problems: list[Problem] = []
+    for case in cases:
+        for i, ev in enumerate(case.evidence):
+            if not ev.has_offsets:
+                continue
+            if ev.doc_id in unparsed:
+                why = (f"offsets [{ev.start}, {ev.end}) cannot be checked: {ev.doc_id!r} could not be parsed "
+                       f"({unparsed[ev.doc_id]})")
+            elif ev.doc_id in texts:
+                why = offset_mismatch(ev, texts[ev.doc_id])
+            else:
+                why = None
+            if why:
+                problems.append(Problem(file, case._line, f"evidence[{i}]", f"case {case.id!r}: {why}"))
+    return problems
+
+
+def parsed_texts(docs_dir: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """``({doc_id: parsed text}, {doc_id: why it was skipped})``, parsed as the eval parses."""
+    from ragsweep.corpus import CorpusError, parse_corpus
+
+    try:
+        corpus = parse_corpus(docs_dir)
+    except CorpusError:  # no folder / no file: reported as such by the folder checks
+        return {}, {}
+    return {d.doc_id: d.text for d in corpus.documents}, {s.doc_id: s.reason for s in corpus.skipped}
+
+
+def _offset_problems(cases: Sequence[Case], file: str, docs_dir: Path | None) -> list[Problem]:
+    """Offsets against the parsed documents; nothing is parsed when no case carries offsets."""
+    if docs_dir is None or not docs_dir.is_dir() or not any(e.has_offsets for c in cases for e in c.evidence):
+        return []
+    texts, unparsed = parsed_texts(docs_dir)
+    return validate_offsets(cases, file, texts, unparsed)
+
+
+def validate_cases_file(path: str | Path, doc_ids: set[str] | None = None, rule: str | None = None,
+                        docs_dir: str | Path | None = None) -> list[Problem]:
     """Validate one cases file (JSONL or JSON) on its own or against a set of document ids
-    (unique file stems among them are resolved first)."""
+    (unique file stems among them are resolved first); with ``docs_dir``, evidence offsets
+    are checked against its parsed documents."""
     path = Path(path)
     cases, problems = read_cases(path)
     ambiguous = resolve_doc_ids(cases, doc_ids, path.name) if doc_ids is not None else []
-    return problems + _merge(ambiguous, validate_cases(cases, path.name, doc_ids, rule))
+    return (problems + _merge(ambiguous, validate_cases(cases, path.name, doc_ids, rule))
+            + _offset_problems(cases, path.name, Path(docs_dir) if docs_dir is not None else None))
 
 
 def _merge(ambiguous: list[Problem], problems: list[Problem]) -> list[Problem]:
@@ -145,6 +222,7 @@ def validate_dataset(path: str | Path) -> list[Problem]:
     relevance, rel_problems = relevance_from_settings(settings, cases)
     problems += rel_problems
     problems += _merge(ambiguous, validate_cases(cases, cases_name, doc_ids, relevance.rule))
+    problems += _offset_problems(cases, cases_name, docs_dir)
     return sorted(problems, key=lambda p: (p.file, p.line or 0))
 
 
@@ -163,7 +241,7 @@ def main(argv: Sequence[str] | None = None, out=None) -> int:
         settings, _ = read_settings(path.parent)
         docs_dir = path.parent / str(settings.get("docs", "docs"))
         doc_ids = set(list_doc_ids(docs_dir)) if docs_dir.is_dir() else None
-        problems = validate_cases_file(path, doc_ids)
+        problems = validate_cases_file(path, doc_ids, docs_dir=docs_dir if docs_dir.is_dir() else None)
     else:
         problems = validate_dataset(path)
     for problem in problems:

@@ -10,10 +10,11 @@
         generation.json  the same, machine-readable (with LLM usage per step)
         dropped.jsonl    every dropped candidate: its question, the step and the reason
 
-Offsets: each case's ``evidence`` is the canonical ``{text, doc_id}``; the text is the
-document's own characters at the located offsets, and the offsets themselves are in
-``meta.evidence_spans`` (``doc_id, start, end, method``), into the parsed text of
-:func:`ragsweep.corpus.parse_corpus` (the canonical Evidence record has no offset fields).
+Offsets: each case's ``evidence`` is the canonical ``{text, doc_id, start, end}``
+(:class:`~ragsweep.datasets.schema.Evidence`): ``start``/``end`` are the located offsets into
+the parsed text of :func:`ragsweep.corpus.parse_corpus` and the text is the document's own
+characters there (``ragsweep validate`` checks both). ``meta.evidence_methods`` says how each
+quote was located (``exact`` or ``alnum``).
 """
 
 from __future__ import annotations
@@ -60,6 +61,11 @@ def assign_splits(candidates: list[Candidate], seed: int, test_fraction: float) 
     return out
 
 
+def to_evidence(span: dict[str, Any]) -> Evidence:
+    """A located span (:func:`ragsweep.generate.verify.merge_spans`) as the canonical evidence record."""
+    return Evidence(text=span["text"], doc_id=span["doc_id"], start=span["start"], end=span["end"])
+
+
 def to_case(candidate: Candidate, cid: str, split: str, model: str) -> Case:
     meta: dict[str, Any] = {
         "generated_by": "ragsweep generate",
@@ -68,7 +74,7 @@ def to_case(candidate: Candidate, cid: str, split: str, model: str) -> Case:
         "source_chunks": [{"doc_id": s.doc_id, "start": s.start, "end": s.end} for s in candidate.sources],
     }
     if candidate.evidence:
-        meta["evidence_spans"] = [{k: e[k] for k in ("doc_id", "start", "end", "method")} for e in candidate.evidence]
+        meta["evidence_methods"] = [e["method"] for e in candidate.evidence]
     if candidate.why_unanswerable:
         meta["why_unanswerable"] = candidate.why_unanswerable
     if candidate.checks:
@@ -81,7 +87,7 @@ def to_case(candidate: Candidate, cid: str, split: str, model: str) -> Case:
         question=candidate.question,
         type=candidate.type,
         doc_scope=candidate.doc_scope,
-        evidence=[] if unanswerable else [Evidence(text=e["text"], doc_id=e["doc_id"]) for e in candidate.evidence],
+        evidence=[] if unanswerable else [to_evidence(e) for e in candidate.evidence],
         reference_answer=None if unanswerable else candidate.answer,
         unanswerable=unanswerable,
         split=split,
@@ -236,8 +242,9 @@ VERIFICATION_TEXT = """1. **Passages**: chunks of the pipeline's own parse and s
 
 FIELDS_TEXT = """- `type`: `single_hop`, `multi_hop` or `unanswerable` (with `--from-failures`: the failed case's type;
   `meta.kind` always holds the kind)
-- `evidence`: `{text, doc_id}`; `meta.evidence_spans`: the same spans as `{doc_id, start, end, method}`,
-  offsets into the parsed text of the document
+- `evidence`: `{text, doc_id, start, end}`: `[start, end)` are character offsets into the parsed text of
+  the document and `text` is that text (`ragsweep validate` checks it); `meta.evidence_methods`: how each
+  quote was located (`exact` or `alnum`)
 - `doc_scope`: the documents the question is about (retrieval is restricted to them)
 - `meta.source_chunks`: the passages the question was written from (splitter offsets)
 - `meta.checks`: what the support / answerability checks replied"""
