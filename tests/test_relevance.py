@@ -313,3 +313,18 @@ def test_word_overlap_nfc_only():
     case = Case(id="c", question="q", evidence=[f"{NFC_CAFE} Rouge Ltd"])
     j = mark_hits(case, [Hit(rank=1, score=1, text=f"the {nfd}", doc_id="a", start=0, end=1)], "word_overlap")
     assert j.hits[0].relevant
+
+
+def test_ascii_fast_map_equals_the_character_loop():
+    """The word-at-a-time map of ASCII texts gives the same normalised text and offsets as
+    the character loop, whitespace of every kind included."""
+    import random
+
+    from ragsweep.metrics.relevance import _build_map_ascii, _build_map_chars
+
+    rng = random.Random(7)
+    alphabet = "aZ09.,;:'\"()$%-/" + " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
+    texts = ["", " ", "  lead and trail  ", "One\n\nTwo\tTHREE"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60))) for _ in range(500)]
+    for text in texts:
+        assert _build_map_ascii(text) == _build_map_chars(text), repr(text)

@@ -366,30 +366,36 @@ class ExtractiveAnswerer:
         return Answer(text=IDK, abstained=True, cited=[], answerer=self.name)
 
     def score_sentences(self, question: str, hits: list[Hit]) -> list[_Candidate]:
-        """All retrieved sentences with their scores, best first (exposed for inspection)."""
+        """The retrieved sentences that hold a term of the question, with their scores, best
+        first (exposed for inspection). Every distinct sentence counts in the IDF and the
+        average length; one with no term of the question scores 0 and is never chosen."""
         # sorted: the float sums below must not depend on the process's string hash seed
         # (iterating a set of str made one CUAD answer differ between two runs)
         q_terms = tuple(sorted(set(tokenize(question)) | question_types(question)))
+        if not q_terms:
+            return []
         candidates: list[_Candidate] = []
         seen: set[str] = set()
+        total_length = 0
         for chunk_no, hit in enumerate(hits, start=1):
             for sentence, key, terms, length in chunk_sentences(hit.text):
                 if key in seen:  # overlapping chunks repeat sentences: keep the first
                     continue
+                position = len(seen)
                 seen.add(key)
+                total_length += length
                 matched = tuple(t for t in q_terms if t in terms)
-                candidates.append(_Candidate(sentence, chunk_no, len(candidates), terms, length, matched))
-        if not candidates or not q_terms:
+                if matched:
+                    candidates.append(_Candidate(sentence, chunk_no, position, terms, length, matched))
+        n = len(seen)
+        if not candidates:
             return []
-        n = len(candidates)
         df = Counter(t for c in candidates for t in c.matched)
         idf = {t: math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in q_terms}
         total_idf = sum(idf.values())
-        avg_len = sum(c.length for c in candidates) / n or 1.0
+        avg_len = total_length / n or 1.0
         k1, b = self.k1, self.b
         for c in candidates:
-            if not c.matched:
-                continue
             c.score = sum(idf[t] for t in c.matched) / total_idf
             norm = k1 * (1.0 - b + b * c.length / avg_len)
             c.bm25 = sum(idf[t] * c.terms[t] * (k1 + 1.0) / (c.terms[t] + norm) for t in c.matched)
