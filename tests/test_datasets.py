@@ -186,6 +186,19 @@ def test_contract_key_quirks():
     assert split_for("x") == split_for("x") and split_for("x") in ("dev", "test")
 
 
+def test_contract_key_release_quirks_and_old_keys_unchanged():
+    # the two names of the full release that no file matched (every CUAD case of them was lost):
+    # a quote after the extension, and É composed in the file name but decomposed (E + U+0301) in the CSV
+    assert contract_key("KALLOINC_11_03_2011-EX-10.1-STRATEGIC ALLIANCE AGREEMENT.PDF'") == contract_key(
+        "KALLOINC_11_03_2011-EX-10.1-STRATEGIC ALLIANCE AGREEMENT.txt")
+    assert contract_key("LECLANCH\u00c9 S.A. - JOINT.PDF") == contract_key("LECLANCHE\u0301 S.A. - JOINT.txt")
+    assert contract_key("LECLANCH\u00c9 S.A. - JOINT.PDF") == "leclanchesajoint"
+    # ASCII names keep their keys (case ids and splits of the shipped datasets depend on them)
+    assert contract_key("Foo Bar -.pdf") == "foobar"
+    assert contract_key("MOELIS&CO_03_24_2014-EX-10.19-X.PDF") == "moelisco03242014ex1019x"
+    assert contract_key("Notes.docx") == "notes" and contract_key("a.pdf.txt") == "apdf"
+
+
 def test_pathway_importer_on_fixture(tmp_path):
     src = FIX / "pathway_small"
     cases, missing = import_pathway_labeled(src / "labeled.tsv", tmp_path, docs_src=src / "docs")

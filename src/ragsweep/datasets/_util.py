@@ -5,21 +5,21 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
+import unicodedata
 from pathlib import Path
 
 
 def contract_key(name: str) -> str:
     """Normalised key for CUAD file names: no extension, lower case, letters and digits only.
 
-    CUAD's master_clauses.csv spells 11 file names differently from the files (``&`` and
-    ``'`` become ``_``, trailing spaces, a trailing ``-``); on this key all of them resolve.
+    CUAD's master_clauses.csv spells 12 of the 510 names differently from the text files
+    (``&`` and ``'`` become ``_``, trailing spaces, a trailing ``-``, a ``'`` after the
+    extension, ``É`` composed in one and decomposed, ``E`` + U+0301, in the other); on this
+    key all of them resolve (an accent is dropped, its letter kept).
     """
-    stem = name.strip()
-    for ext in (".pdf", ".PDF", ".txt", ".docx", ".DOCX"):
-        if stem.endswith(ext):
-            stem = stem[: -len(ext)]
-            break
-    return re.sub(r"[^0-9a-z]", "", stem.lower())
+    stem = unicodedata.normalize("NFKD", name.strip()).lower()
+    stem = re.sub(r"\.(pdf|txt|docx)[\s'\"]*$", "", stem)
+    return re.sub(r"[^0-9a-z]", "", stem)
 
 
 def split_for(key: str, dev_fraction: float = 0.5) -> str:

@@ -1,0 +1,377 @@
+"""Scale: the whole CUAD release (510 contracts x 41 categories = 20,910 cases) in one eval (issue 13).
+
+    .venv/bin/python benchmarks/scale.py CUAD_DIR [--points 100,255,510] [--warm] [--work DIR]
+
+``CUAD_DIR`` is a CUAD v1 release folder holding ``master_clauses.csv``,
+``category_descriptions.csv`` and ``txt/`` (the contract texts). The full dataset is built
+with the existing importer (:func:`ragsweep.datasets.cuad.import_cuad`), then each point
+(a number of contracts) gets its own dataset: the first N contracts in a fixed order
+(SHA-256 of the contract's normalised name), so each point's dataset is a superset of the
+previous one. Each point is ONE ``ragsweep eval`` (default pipeline, extractive answerer,
+no LLM, default ks) in its own fresh process with its own empty ``RAGSWEEP_CACHE_DIR``
+(parse and embedding paid cold, so the points are comparable; ``--warm`` shares one cache).
+
+Per point it prints documents, chunks, cases, the time of every stage (the manifest's
+``stage_seconds`` plus what this script times around them: process start-up and imports,
+dataset load + validation, writing chunks/hits, report.json, report.html, exit), the
+answer+score rate, the peak RSS (the eval process; its whole process tree sampled every
+0.5 s), the run folder's size per file and the load average. Then the linearity check:
+each stage's cost per document or per case at every point, and the ratio of the largest
+point to the smallest; a ratio above ``--max-growth`` (1.3) means the stage grows faster
+than linearly. Prints ``RESULT`` lines and a final ``JSON {...}`` line.
+
+The child process only wraps a few functions of :mod:`ragsweep.run` with timers (nothing
+else changes) and imports ragsweep, pathway and the run module before starting the clock of
+the run, so those imports count as start-up and not as a stage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GIB = 1024 ** 3
+MIB = 1024 ** 2
+
+DATASET_YAML = ("name: {name}\nrelevance: evidence_offsets\nevidence_min_overlap_fraction: 0.5\n"
+                "evidence_min_overlap_chars: 100\n")
+
+
+# ------------------------------------------------------------------ the child: one `ragsweep eval`
+
+
+def child(args: argparse.Namespace) -> int:
+    """One eval in this fresh process; its timings go to ``args.timings`` as JSON."""
+    entered = time.time()
+    t0 = time.perf_counter()
+    from ragsweep.offline import ensure_offline
+
+    ensure_offline()
+    import ragsweep
+    import ragsweep.cli
+    import ragsweep.run as run_mod
+    import ragsweep.store  # noqa: F401 - pathway: a start-up cost, not one of the stages
+
+    imports = time.perf_counter() - t0
+    timers: dict[str, float] = {}
+
+    def timed(name, fn):
+        def wrapper(*a, **kw):
+            started = time.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:
+                timers[name] = timers.get(name, 0.0) + time.perf_counter() - started
+        return wrapper
+
+    write_json = run_mod.write_json
+
+    def timed_write_json(path, *a, **kw):
+        started = time.perf_counter()
+        try:
+            return write_json(path, *a, **kw)
+        finally:
+            name = "report_json" if Path(path).name == "report.json" else "other_json"
+            timers[name] = timers.get(name, 0.0) + time.perf_counter() - started
+
+    run_mod.load_inputs = timed("load_and_validate", run_mod.load_inputs)
+    run_mod.save_retrieved = timed("save_chunks_and_hits", run_mod.save_retrieved)
+    run_mod.write_html = timed("report_html", run_mod.write_html)
+    run_mod.summary_table = timed("summary_table", run_mod.summary_table)
+    run_mod.write_json = timed_write_json
+
+    started = time.perf_counter()
+    argv = ["eval", "--dataset", args.dataset, "--out", args.out, "--name", args.name, "--pipeline", args.pipeline]
+    rc = ragsweep.cli.main(argv)
+    main_seconds = time.perf_counter() - started
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    Path(args.timings).write_text(json.dumps({
+        "entered": entered, "imports": imports, "main_seconds": main_seconds, "timers": timers, "rc": rc,
+        "self_maxrss_kb": me.ru_maxrss,
+        "ragsweep_file": ragsweep.__file__, "left_main": time.time(),
+    }))
+    return rc
+
+
+# ------------------------------------------------------------------ datasets
+
+
+def build_full(cuad_dir: Path, out: Path):
+    """The full CUAD dataset from the release (existing importer); returns its cases."""
+    from ragsweep.datasets.cuad import import_cuad
+
+    if out.exists():
+        shutil.rmtree(out)
+    cases = import_cuad(cuad_dir / "master_clauses.csv", cuad_dir / "category_descriptions.csv", out, cuad_dir / "txt")
+    _dataset_files(out, "cuad-full", len(list((out / "docs").iterdir())), cuad_dir)
+    return cases
+
+
+def contract_order(docs: list[str]) -> list[str]:
+    """A fixed pseudo-random order of the contracts (SHA-256 of the normalised name)."""
+    from ragsweep.datasets._util import contract_key
+
+    return sorted(docs, key=lambda d: (hashlib.sha256(contract_key(d).encode()).hexdigest(), d))
+
+
+def build_point(cuad_dir: Path, out: Path, contracts: list[str]):
+    from ragsweep.datasets.cuad import import_cuad
+
+    if out.exists():
+        shutil.rmtree(out)
+    cases = import_cuad(cuad_dir / "master_clauses.csv", cuad_dir / "category_descriptions.csv", out,
+                        cuad_dir / "txt", contracts=contracts)
+    _dataset_files(out, out.name, len(contracts), cuad_dir)
+    return cases
+
+
+def _dataset_files(out: Path, name: str, n_docs: int, cuad_dir: Path) -> None:
+    (out / "dataset.yaml").write_text(DATASET_YAML.format(name=name))
+    (out / "README.md").write_text(
+        f"# {name}: {n_docs} CUAD v1 contracts (plain text) x 41 categories\n\n"
+        f"Built by benchmarks/scale.py from {cuad_dir} (CUAD v1, The Atticus Project, CC BY 4.0) with\n"
+        "ragsweep.datasets.cuad.import_cuad, as datasets/cuad (see its README) but from the contract texts.\n"
+        "A benchmark's scratch dataset: not shipped.\n")
+
+
+# ------------------------------------------------------------------ measuring a child
+
+
+class TreeSampler(threading.Thread):
+    """Peak RSS of a process and of its whole tree, and the load average, every ``every`` s."""
+
+    def __init__(self, pid: int, every: float = 0.5):
+        super().__init__(daemon=True)
+        self.pid, self.every = pid, every
+        self.peak_self = self.peak_tree = 0
+        self.loads: list[float] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        import psutil
+
+        try:
+            proc = psutil.Process(self.pid)
+        except psutil.Error:
+            return
+        while not self.stop.is_set():
+            try:
+                rss = proc.memory_info().rss
+                tree = rss
+                for kid in proc.children(recursive=True):
+                    try:
+                        tree += kid.memory_info().rss
+                    except psutil.Error:
+                        pass
+            except psutil.Error:
+                break
+            self.peak_self, self.peak_tree = max(self.peak_self, rss), max(self.peak_tree, tree)
+            self.loads.append(os.getloadavg()[0])
+            self.stop.wait(self.every)
+
+
+def run_point(n: int, dataset: Path, work: Path, pipeline: str, warm: bool) -> dict:
+    cache = work / ("cache" if warm else f"cache-{n}")
+    if not warm and cache.exists():
+        shutil.rmtree(cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    runs = work / "runs"
+    name = f"scale-{n}"
+    if (runs / name).exists():
+        shutil.rmtree(runs / name)
+    timings_file = work / f"timings-{n}.json"
+    timings_file.unlink(missing_ok=True)
+    log = work / f"eval-{n}.log"
+    env = {**os.environ, "RAGSWEEP_CACHE_DIR": str(cache)}
+    env.pop("RAGSWEEP_MODELS_DIR", None)
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--dataset", str(dataset), "--out", str(runs),
+           "--name", name, "--pipeline", pipeline, "--timings", str(timings_file)]
+    load_before = os.getloadavg()
+    spawned = time.time()
+    with open(log, "w") as fh:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT)
+        sampler = TreeSampler(proc.pid)
+        sampler.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    ended = time.time()
+    sampler.stop.set()
+    sampler.join()
+    wall = ended - spawned
+    if proc.returncode != 0 or not timings_file.exists():
+        tail = log.read_text(errors="replace")[-3000:]
+        raise SystemExit(f"point {n}: eval exited {proc.returncode}; end of {log}:\n{tail}")
+    t = json.loads(timings_file.read_text())
+    run_dir = runs / name
+    report = json.loads((run_dir / "report.json").read_text())
+    man = report["manifest"]
+    ss = man["stage_seconds"]
+    timers = t["timers"]
+    save = timers.get("save_chunks_and_hits", 0.0)
+    split, embed = ss.get("split", 0.0), ss.get("embed", 0.0)
+    stages = {
+        "startup_imports": t["entered"] - spawned + t["imports"],
+        "load_validate": timers.get("load_and_validate", 0.0),
+        "parse": ss.get("parse", 0.0),
+        "split": split,
+        "embed": embed,
+        "index_and_query": ss.get("retrieve", 0.0) - split - embed - save,
+        "save_chunks_hits": save,
+        "answer_and_score": ss.get("answer_and_score", 0.0),
+        "aggregate": ss.get("aggregate", 0.0),
+        "report_json": timers.get("report_json", 0.0),
+        "report_html": timers.get("report_html", 0.0),
+        "exit": ended - t["left_main"],
+    }
+    stages["other"] = wall - sum(stages.values())
+    files = {p.name: p.stat().st_size for p in sorted(run_dir.iterdir()) if p.is_file()}
+    chunks_file = run_dir / "chunks.jsonl"
+    chunks = sum(1 for _ in open(chunks_file)) if chunks_file.exists() else None
+    cases = report.get("n_cases")
+    return {
+        "contracts": n, "documents": man["corpus"]["documents"], "skipped": len(man["corpus"]["skipped"]),
+        "chunks": chunks, "cases": cases, "wall_seconds": round(wall, 2),
+        "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1),
+        "stages": {k: round(v, 3) for k, v in stages.items()},
+        "stage_seconds_manifest": ss,
+        "cases_per_second_answer_score": (round(cases / ss["answer_and_score"], 1)
+                                          if ss.get("answer_and_score") else None),
+        "peak_rss_eval_process_mb": round(t["self_maxrss_kb"] / 1024, 1),
+        "peak_rss_wait4_mb": round(usage.ru_maxrss / 1024, 1),
+        "peak_rss_tree_sampled_mb": round(sampler.peak_tree / MIB, 1),
+        "run_folder_bytes": files, "run_folder_total_mb": round(sum(files.values()) / MIB, 2),
+        "load_before": load_before, "load_after": os.getloadavg(),
+        "load_1min_mean_during": round(sum(sampler.loads) / len(sampler.loads), 2) if sampler.loads else None,
+        "load_1min_max_during": max(sampler.loads) if sampler.loads else None,
+        "cache": str(cache), "warm": warm, "run_dir": str(run_dir), "log": str(log),
+        "ragsweep_file": t["ragsweep_file"], "git_commit": man.get("git_commit"),
+        "recall@5": report.get("metrics", {}).get("recall@5"),
+    }
+
+
+# ------------------------------------------------------------------ linearity
+
+# each stage's unit: what its cost should be proportional to (None: a fixed cost)
+UNITS = {
+    "startup_imports": None, "load_validate": "case", "parse": "document", "split": "document",
+    "embed": "chunk", "index_and_query": "case", "save_chunks_hits": "case", "answer_and_score": "case",
+    "aggregate": "case", "report_json": "case", "report_html": "case", "exit": None, "other": None,
+}
+
+
+def linearity(points: list[dict], max_growth: float) -> dict:
+    lo, hi = points[0], points[-1]
+    out = {}
+    for stage, unit in UNITS.items():
+        per = {}
+        for p in points:
+            count = {"document": p["documents"], "chunk": p["chunks"], "case": p["cases"]}.get(unit)
+            per[p["contracts"]] = (p["stages"][stage] / count) if count else None
+        ratio = None
+        if unit and per[lo["contracts"]] and per[hi["contracts"]] is not None:
+            ratio = per[hi["contracts"]] / per[lo["contracts"]]
+        out[stage] = {"unit": unit, "per_unit_seconds": per, "ratio": ratio,
+                      "superlinear": ratio is not None and ratio > max_growth}
+    return out
+
+
+def fmt_mb(b: int) -> str:
+    return f"{b / MIB:.2f} MB" if b >= 10 * 1024 else f"{b} B"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cuad_dir", nargs="?", help="CUAD v1 release folder (master_clauses.csv, txt/)")
+    parser.add_argument("--points", default="100,255,510", help="numbers of contracts, comma separated")
+    parser.add_argument("--warm", action="store_true", help="one cache for every point (parse/embed re-used)")
+    parser.add_argument("--work", default="/tmp/ragsweep-scale", help="datasets, caches and run folders go here")
+    parser.add_argument("--pipeline", default=str(ROOT / "pipelines" / "default.yaml"))
+    parser.add_argument("--max-growth", type=float, default=1.3,
+                        help="a per-unit cost growing more than this from the smallest to the largest point is flagged")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--dataset", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    parser.add_argument("--name", help=argparse.SUPPRESS)
+    parser.add_argument("--timings", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        return child(args)
+    if not args.cuad_dir:
+        parser.error("give the CUAD release folder")
+    cuad_dir, work = Path(args.cuad_dir).resolve(), Path(args.work).resolve()
+    points = sorted({int(x) for x in args.points.split(",") if x.strip()})
+    work.mkdir(parents=True, exist_ok=True)
+
+    started = time.perf_counter()
+    full = build_full(cuad_dir, work / "cuad-full")
+    docs = sorted(p.name for p in (work / "cuad-full" / "docs").iterdir())
+    n_un = sum(c.unanswerable for c in full)
+    print(f"RESULT full dataset: {len(docs)} contracts, {len(full)} cases ({n_un} unanswerable, "
+          f"{len(full) - n_un} answerable, {sum(len(c.evidence) for c in full)} evidence spans), "
+          f"built in {time.perf_counter() - started:.1f} s -> {work / 'cuad-full'}", flush=True)
+    if points[-1] > len(docs):
+        parser.error(f"--points: {points[-1]} contracts asked, the release has {len(docs)}")
+    order = contract_order(docs)
+    print(f"python {sys.executable}; ragsweep from PYTHONPATH={os.environ.get('PYTHONPATH', '')!r}; "
+          f"pipeline {args.pipeline}; cores {os.cpu_count()}; {'warm (shared cache)' if args.warm else 'cold caches'}",
+          flush=True)
+
+    results = []
+    for n in points:
+        dataset = work / f"cuad-{n}"
+        cases = build_point(cuad_dir, dataset, order[:n])
+        print(f"point {n}: {len(cases)} cases -> {dataset}; eval starts {time.strftime('%H:%M:%S')}, "
+              f"load {os.getloadavg()}", flush=True)
+        p = run_point(n, dataset, work, args.pipeline, args.warm)
+        results.append(p)
+        st = p["stages"]
+        print(f"RESULT point {n} contracts: {p['documents']} documents ({p['skipped']} skipped), {p['chunks']} chunks, "
+              f"{p['cases']} cases; wall {p['wall_seconds']} s, CPU {p['cpu_seconds']} s; "
+              f"answer+score {p['cases_per_second_answer_score']} cases/s; "
+              f"peak RSS eval process {p['peak_rss_eval_process_mb']} MB (tree, sampled: "
+              f"{p['peak_rss_tree_sampled_mb']} MB); "
+              f"run folder {p['run_folder_total_mb']} MB; load before {p['load_before'][0]:.2f}, "
+              f"mean during {p['load_1min_mean_during']}, max {p['load_1min_max_during']}; "
+              f"recall@5 {p['recall@5']}; commit {p['git_commit']}", flush=True)
+        print("  stages [s]: " + ", ".join(f"{k} {v:.2f}" for k, v in st.items()), flush=True)
+        print("  run folder: " + ", ".join(f"{k} {fmt_mb(v)}" for k, v in p["run_folder_bytes"].items()), flush=True)
+
+    lin = linearity(results, args.max_growth) if len(results) > 1 else {}
+    if lin:
+        lo, hi = points[0], points[-1]
+        print(f"linearity: milliseconds per unit at each point, and the ratio {hi} / {lo} "
+              f"(> {args.max_growth} = faster than linear)")
+        print(f"{'stage':<18} {'unit':<9} " + " ".join(f"{n:>12}" for n in points) + f" {'ratio':>7}")
+        for stage, row in lin.items():
+            per = " ".join(f"{v * 1000:>12.4g}" if v is not None else f"{'-':>12}"
+                           for v in row["per_unit_seconds"].values())
+            ratio = f"{row['ratio']:>7.2f}" if row["ratio"] is not None else f"{'-':>7}"
+            flag = "  FASTER THAN LINEAR" if row["superlinear"] else ""
+            print(f"{stage:<18} {row['unit'] or 'fixed':<9} {per} {ratio}{flag}")
+    flagged = [s for s, row in lin.items() if row["superlinear"]]
+    peak = max(p["peak_rss_tree_sampled_mb"] for p in results)
+    peak_self = max(p["peak_rss_eval_process_mb"] for p in results)
+    print(f"RESULT peak RSS: eval process {peak_self} MB, process tree (sampled) {peak} MB (target < 4096 MB): "
+          f"{'met' if max(peak, peak_self) < 4096 else 'NOT met'}")
+    verdict = (f"faster than linear: {', '.join(flagged)}" if flagged
+               else f"no stage's per-unit cost grows more than {args.max_growth}x")
+    print(f"RESULT linearity ({points[0]} -> {points[-1]} contracts): {verdict}")
+    print("JSON " + json.dumps({"cuad_dir": str(cuad_dir), "points": results, "linearity": lin,
+                                "superlinear": flagged, "peak_rss_mb": max(peak, peak_self), "cores": os.cpu_count(),
+                                "full_cases": len(full), "full_contracts": len(docs),
+                                "seconds": round(time.perf_counter() - started, 1)}))
+    return 0 if not flagged and max(peak, peak_self) < 4096 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
