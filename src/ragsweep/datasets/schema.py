@@ -134,7 +134,8 @@ class Case(BaseModel):
     relevant_ids: list[RelevantId] = Field(default_factory=list)
     """Relevant documents, optionally graded; like ``doc_scope``, a unique file stem is resolved."""
     evidence: list[Evidence] = Field(default_factory=list)
-    """Text spans a relevant chunk must cover (ragas ``reference_contexts``)."""
+    """Text spans a relevant chunk must cover (ragas ``reference_contexts``), optionally with their
+    exact offsets in the document's parsed text (``start``/``end``, see :class:`Evidence`)."""
     reference_answer: str | None = None
     """The reference (gold) answer (ragas ``reference``, legacy ``ground_truth``/``ground_truths``)."""
     expected_facts: list[str] = Field(default_factory=list)
