@@ -9,6 +9,7 @@ import pytest
 from ragsweep import run as run_module
 from ragsweep import stages as stages_module
 from ragsweep.cli import main
+from ragsweep.records import chunk_id
 from ragsweep.run import EvalOptions, RunError, run_eval
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,11 +58,15 @@ def test_eval_writes_a_complete_run_folder(tmp_path):
     assert base["lift"] == pytest.approx(base["pipeline"] - base["chance"])
     page = (run_dir / "report.html").read_text()
     assert "Against chance and oracle" in page and "lift over chance" in page
-    # the run folder stores each chunk's text once: hits refer to chunks.jsonl by id
+    # the run folder stores each chunk's text once: hits refer to chunks.jsonl by document and offsets
     stored = [json.loads(line) for line in (run_dir / "cases.jsonl").read_text().splitlines()]
-    assert all("text" not in h and "chunk" in h for c in stored for h in c["hits"])
+    assert all("text" not in h for c in stored for h in c["hits"])
     chunk_ids = {json.loads(line)["id"] for line in (run_dir / "chunks.jsonl").read_text().splitlines()}
-    assert {h["chunk"] for c in stored for h in c["hits"]} <= chunk_ids
+    assert {chunk_id(h["doc_id"], h["start"], h["end"]) for c in stored for h in c["hits"]} <= chunk_ids
+    # once report.json holds the means, the lines keep no chance/oracle and no metric without a value
+    assert not any("chance" in c or "oracle" in c for c in stored)
+    assert all(v is not None for c in stored for v in c.get("metrics", {}).values())
+    assert saved["case_metrics"] == list(cases[0]["metrics"])
 
 
 def test_resume_after_interruption_computes_no_case_twice(tmp_path, monkeypatch):

@@ -6,7 +6,9 @@ The run folder is where results leave ragsweep:
 - ``chunks.jsonl`` the index's chunks (doc id, offsets, text): the candidates of chance/oracle
 - ``hits.jsonl``   every served list (each case at each depth), written as soon as retrieval ends
                    (removed once every case is in cases.jsonl)
-- ``cases.jsonl``  one :class:`~ragsweep.records.CaseResult` per line, fsynced as computed
+- ``cases.jsonl``  one :class:`~ragsweep.records.CaseResult` per line, fsynced as computed, stored
+                   compact (:func:`~ragsweep.records.compact`); once report.json is written, the
+                   lines lose their chance/oracle values and metrics without a value
 - ``report.json``  aggregate metrics, intervals, chance/oracle, groups and the manifest
 - ``report.html``  written by :mod:`ragsweep.report`
 
@@ -29,8 +31,8 @@ from ragsweep import stages
 from ragsweep.config import PipelineConfig, parse_overrides
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.hits import Hit
-from ragsweep.records import CaseResult, compact, with_text
-from ragsweep.report.runs import read_chunk_texts
+from ragsweep.records import CaseResult, compact, metric_names
+from ragsweep.report.runs import expand_cases
 from ragsweep.report import write_html
 from ragsweep.runfolder import (LAYOUT_VERSION, JsonlWriter, RunError, RunLock, check_resumable, file_hash,
                                 find_resume_dir, git_commit, make_dir, new_run_dir, now, package_versions,
@@ -170,9 +172,8 @@ def _run_eval(options: EvalOptions, config: PipelineConfig, dataset: Dataset, ca
     persist = run_dir is not None and not options.dry_run
     ks = scored_ks(options, config)
     done = {r["id"]: r for r in read_jsonl(run_dir / "cases.jsonl")} if options.resume else {}
-    if done:  # stored lines refer to the chunk table: put the texts back once
-        table = read_chunk_texts(run_dir)
-        done = {i: with_text(r, table) for i, r in done.items()}
+    if done:  # stored lines are compact: defaults, hit texts and metrics without a value come back
+        done = {r["id"]: r for r in expand_cases(list(done.values()), run_dir)}
     done = {i: r for i, r in done.items() if r.get("version") == CaseResult.model_fields["version"].default}
     saved = load_retrieved(run_dir) if options.resume else None
     todo = [c for c in cases if c.id not in done]
@@ -237,13 +238,16 @@ def _run_eval(options: EvalOptions, config: PipelineConfig, dataset: Dataset, ca
     report = build_report(records, dataset, config, ks, answerer, llm_settings, judge_info={
         "replicates": options.judge_replicates if llm_metrics else 1, "temperature": metric_temperature,
         "probes": probes, "max_failure_rate": options.max_failure_rate})
+    if persist and not todo and (run_dir / "report.json").is_file():  # finished before: its lines hold no
+        report["baselines"] = json.loads((run_dir / "report.json").read_text())["baselines"]  # chance/oracle
     stage["aggregate"] = time.perf_counter() - t
     report["manifest"] = manifest(options, config, dataset, dataset_hash, corpus, answerer, llm_settings,
                                   started_at, stage)
     report["cases"] = records
     if persist:
         write_json(run_dir / "report.json", {k: v for k, v in report.items() if k != "cases"})
-        if len(done) >= len(cases):  # every case is in cases.jsonl: the resume copy is spent
+        if len(done) >= len(cases):  # every case is in cases.jsonl: the resume copy and the per-case
+            rewrite_cases(run_dir, cases, done, settled=True)  # chance/oracle (means in report.json) are spent
             (run_dir / "hits.jsonl").unlink(missing_ok=True)
         write_html(run_dir)
     return run_dir, report
@@ -264,6 +268,7 @@ def build_report(records: list[dict[str, Any]], dataset: Dataset, config: Pipeli
     by_message = Counter(r["answer"]["error"] for r in answer_errors)
     return {
         **aggregate(records),
+        "case_metrics": metric_names(records),
         "ks": ks,
         "top_k": config.top_k,
         "relevance_rule": dataset.relevance.rule,
@@ -302,7 +307,7 @@ def answer_and_score(todo: list[Case], retrieved: stages.Retrieved, answerer, ju
                 apply_judge_scores(results, verdicts)
             for result in results:
                 line = result.line()
-                writer.write(compact(line))  # hits by chunk id: their text is in chunks.jsonl
+                writer.write(compact(line))  # hit texts are in chunks.jsonl
                 done[result.id] = line
                 bar.update(1)
 
@@ -364,14 +369,17 @@ def _ragas_llm(run_dir: Path | None, settings, cases: list[Case], done: dict[str
                 done[c.id].setdefault("notes", {})[name] = score.reason or score.error
             if score.replicates is not None:
                 done[c.id].setdefault("llm_replicates", {})[name] = score.replicates
-    if run_dir is None:
-        return
-    # rewrite cases.jsonl with the new metrics (atomic replace)
+    if run_dir is not None:
+        rewrite_cases(run_dir, cases, done, settled=False)
+
+
+def rewrite_cases(run_dir: Path, cases: list[Case], done: dict[str, dict], *, settled: bool) -> None:
+    """cases.jsonl again from the records (an atomic replace); ``settled``: see :func:`compact`."""
     tmp = run_dir / "cases.jsonl.tmp"
     with tmp.open("w", encoding="utf-8") as fh:
         for c in cases:
             if c.id in done:
-                fh.write(json.dumps(compact(done[c.id]), ensure_ascii=False) + "\n")
+                fh.write(json.dumps(compact(done[c.id], settled=settled), ensure_ascii=False) + "\n")
     tmp.replace(run_dir / "cases.jsonl")
 
 

@@ -29,7 +29,10 @@ from typing import Any
 
 PACKAGES = ("ragsweep", "pathway", "docling-slim", "docling-core", "tantivy", "sentence-transformers",
             "torch", "tiktoken", "openai", "ragas", "pydantic", "scipy")
-LAYOUT_VERSION = 2  # 2: cases.jsonl holds CaseResult lines; hits.jsonl holds every served depth
+# 2: cases.jsonl holds CaseResult lines; hits.jsonl holds every served depth.
+# 3: cases.jsonl lines are compact (records.compact: hit texts in chunks.jsonl, no defaults, no
+#    metric without a value, no per-case chance/oracle once report.json holds their means).
+LAYOUT_VERSION = 3
 
 
 class RunError(Exception):
@@ -216,9 +219,12 @@ def find_resume_dir(out: Path, resume: str, marker: str) -> Path:
 
 
 def check_resumable(run_dir: Path, saved: dict[str, Any], now_state: dict[str, Any], keys: tuple[str, ...]) -> None:
-    if saved.get("layout", 1) != now_state.get("layout", LAYOUT_VERSION):
-        raise RunError(f"--resume {run_dir}: written by an older ragsweep (layout {saved.get('layout', 1)}); "
-                       "its cases cannot be continued: start a new run")
+    then, layout = saved.get("layout", 1), now_state.get("layout", LAYOUT_VERSION)
+    if then != layout:
+        by = ("an older ragsweep", "compare and report.html still read it") if then < layout else \
+            ("a newer ragsweep", "or resume it with that version")
+        raise RunError(f"--resume {run_dir}: written by {by[0]} (run-folder layout {then}; this one writes layout "
+                       f"{layout}), so its cases cannot be continued: start a new run ({by[1]})")
     for key in keys:
         if saved.get(key) != now_state.get(key):
             raise RunError(f"--resume {run_dir}: {key} differs ({saved.get(key)!r} then, {now_state.get(key)!r} now); "

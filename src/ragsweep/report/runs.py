@@ -36,6 +36,7 @@ def read_json(path: Path) -> Any:
 
 
 def read_cases(path: Path) -> list[dict]:
+    """The case records of a ``cases.jsonl`` (every layout), as :meth:`CaseResult.line` gives them."""
     if not path.is_file():
         raise RunFolderError(f"{path}: no such file")
     cases = []
@@ -47,7 +48,7 @@ def read_cases(path: Path) -> list[dict]:
                 cases.append(json.loads(line))
             except json.JSONDecodeError as err:
                 raise RunFolderError(f"{path}:{n}: not valid JSON ({err})") from err
-    return attach_chunk_texts(cases, path.parent)
+    return expand_cases(cases, path.parent)
 
 
 def read_chunk_texts(folder: Path) -> dict[str, str]:
@@ -66,17 +67,19 @@ def read_chunk_texts(folder: Path) -> dict[str, str]:
     return table
 
 
-def attach_chunk_texts(cases: list[dict], folder: Path) -> list[dict]:
-    """Cases whose hits refer to the chunk table by id get their text back; a layout-1
-    folder (text in every hit) is read as it is."""
-    if not any("chunk" in h and "text" not in h for c in cases for h in c.get("hits") or []):
-        return cases
-    from ragsweep.records import with_text
+def expand_cases(lines: list[dict], folder: Path) -> list[dict]:
+    """Stored case lines in full (:func:`ragsweep.records.expand_lines`): hit texts from the
+    folder's chunk table (a layout-1 folder, with the text in every hit, needs none), the
+    metrics from its report.json's ``case_metrics``."""
+    from ragsweep.records import expand_lines
 
-    texts = read_chunk_texts(folder)
-    if not texts:
+    needs_table = any("text" not in h for c in lines for h in c.get("hits") or [])
+    texts = read_chunk_texts(folder) if needs_table else {}
+    if needs_table and not texts:
         raise RunFolderError(f"{folder}: cases.jsonl refers to chunks by id but chunks.jsonl is missing")
-    return [with_text(c, texts) for c in cases]
+    report = Path(folder) / "report.json"
+    names = read_json(report).get("case_metrics") or [] if report.is_file() else []
+    return expand_lines(lines, texts, names)
 
 
 def run_kind(run_dir: Path) -> Literal["eval", "sweep"]:
