@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("RAGSWEEP_CACHE_DIR", tempfile.mkdtemp(prefix="ragsweep-test-cache-"))
+# every test asks Pathway itself; tests/test_served_cache.py turns the served-list cache on
+os.environ.setdefault("RAGSWEEP_SERVED_CACHE", "0")
 
 from ragsweep.offline import ensure_offline  # noqa: E402
 

@@ -40,6 +40,12 @@ def _workers(text: str) -> int:
     return value
 
 
+def _fresh_retrieval_option(p) -> None:
+    p.add_argument("--fresh-retrieval", action="store_true",
+                   help="ask Pathway every query again instead of reusing the lists it served before for the same "
+                        "corpus, index definition and code (the served-list cache; also RAGSWEEP_SERVED_CACHE=0)")
+
+
 def _workers_option(p) -> None:
     p.add_argument("--workers", type=_workers, metavar="N",
                    help="processes parsing the documents the parse cache does not hold "
@@ -323,6 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mlflow-uri", help="MLflow tracking URI (default: a local file store)")
     _workers_option(p)
     _pathway_threads_option(p)
+    _fresh_retrieval_option(p)
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("sweep", help="grid search over pipeline variables")
@@ -342,6 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mlflow-uri")
     _workers_option(p)
     _pathway_threads_option(p)
+    _fresh_retrieval_option(p)
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("compare", help="per-metric deltas between two runs, paired")

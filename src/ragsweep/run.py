@@ -191,7 +191,7 @@ def _run_eval(options: EvalOptions, config: PipelineConfig, dataset: Dataset, ca
     t = time.perf_counter()
     retrieved = saved
     if todo and (saved is None or any(c.id not in saved.served for c in todo)):
-        retrieved = stages.retrieve(config, corpus, todo, ks, options.progress)
+        retrieved = stages.retrieve(config, corpus, todo, ks, options.progress, fresh=options.fresh_retrieval)
         stage.update(retrieved.timings)
         if persist:
             save_retrieved(run_dir, retrieved)
@@ -243,6 +243,9 @@ def _run_eval(options: EvalOptions, config: PipelineConfig, dataset: Dataset, ca
     stage["aggregate"] = time.perf_counter() - t
     report["manifest"] = manifest(options, config, dataset, dataset_hash, corpus, answerer, llm_settings,
                                   started_at, stage)
+    if retrieved is not None and retrieved.queries:  # resumed runs may have asked nothing in this process
+        report["manifest"]["retrieval"] = {"queries": retrieved.queries, "from_served_cache": retrieved.from_cache,
+                                           "asked_pathway": retrieved.queries - retrieved.from_cache}
     report["cases"] = records
     if persist:
         write_json(run_dir / "report.json", {k: v for k, v in report.items() if k != "cases"})
@@ -471,7 +474,8 @@ def run_eval_cli(args) -> int:
             limit=args.limit, sample=getattr(args, "sample", None), seed=getattr(args, "seed", 0),
             ks=args.ks or list(DEFAULT_KS), validate_dataset=not getattr(args, "no_validate", False),
             workers=getattr(args, "workers", None), out=args.out, name=args.name, resume=args.resume,
-            floors=floors, use_llm=args.llm, judge=args.judge, ragas_llm=args.ragas_llm, dry_run=args.dry_run,
+            fresh_retrieval=getattr(args, "fresh_retrieval", False), floors=floors, use_llm=args.llm,
+            judge=args.judge, ragas_llm=args.ragas_llm, dry_run=args.dry_run,
             judge_replicates=getattr(args, "judge_replicates", None) or 1,
             judge_temperature=getattr(args, "judge_temperature", None),
             judge_probe=3 if getattr(args, "judge_probe", None) is None else args.judge_probe,

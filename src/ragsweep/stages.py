@@ -41,6 +41,7 @@ class RunInputs(BaseModel):
     seed: int = 0
     validate_dataset: bool = True  # refuse a dataset that `ragsweep validate` rejects
     workers: int | None = Field(default=None, ge=1)  # Docling worker processes (None: one per core)
+    fresh_retrieval: bool = False  # ask Pathway every query, not the served-list cache
     out: str = "runs"
     name: str | None = None
     resume: str | None = None
@@ -140,6 +141,8 @@ class Retrieved:
     seconds: float = 0.0
     embedded_texts: int = 0
     n_chunks: int = 0
+    queries: int = 0  # asked of the store
+    from_cache: int = 0  # of those, answered from the served-list cache
 
     def candidates(self, scope: Sequence[str] | None) -> list[Hit]:
         """Every chunk a case could have been served: its scoped documents', or all."""
@@ -154,7 +157,7 @@ def parsed_scopes(cases: Sequence[Case], parsed: set[str]) -> list[list[str] | N
 
 
 def retrieve(config, corpus, cases: Sequence[Case], ks: Iterable[int], progress: bool = False,
-             rerank: bool = True) -> Retrieved:
+             rerank: bool = True, fresh: bool = False) -> Retrieved:
     """Every case asked at every depth in ``ks``, in one Pathway run, so each list is exactly
     what the DocumentStore serves for that k: for a fused hybrid index one query row per
     (case, k); for BM25 or KNN, whose top k is the first k of a deeper answer, one row per
@@ -164,11 +167,14 @@ def retrieve(config, corpus, cases: Sequence[Case], ks: Iterable[int], progress:
     ``$rerank_candidates`` and each depth is the top k of the reranked candidates, as
     Pathway's question answerer does (``rerank=False`` returns the candidates as served).
     A case scoped to documents that were all skipped gets no hits rather than the
-    whole corpus.
+    whole corpus. A query Pathway already answered for the same corpus, index and code
+    comes from the served-list cache (:mod:`ragsweep.served_cache`); ``fresh=True``
+    asks Pathway every query again.
     """
     import time
 
     from ragsweep.rerank import build_reranker, rerank_at_depths, rerank_candidates
+    from ragsweep.served_cache import ServedCache
     from ragsweep.store import Query, RagStore, prefix_exact
 
     depths = sorted(set(ks))
@@ -189,7 +195,15 @@ def retrieve(config, corpus, cases: Sequence[Case], ks: Iterable[int], progress:
           f"{' (prefixes of one query: exact for this index)' if shared else ''}: {len(asked)} queries "
           "in one Pathway run...", file=sys.stderr)
     prefix = tuple(store_ks) if shared else ()
-    run = store.run([Query(c.question, k, s or None, prefix) for c, s, k in asked], progress=progress)
+    cache = None if fresh else ServedCache.default()
+    try:
+        run = store.run([Query(c.question, k, s or None, prefix) for c, s, k in asked], progress=progress, cache=cache)
+    finally:
+        if cache is not None:
+            cache.close()
+    if run.from_cache:
+        print(f"retrieve: {run.from_cache} of {len(asked)} queries served from the served-list cache "
+              "(same corpus, index and code; --fresh-retrieval asks Pathway again)", file=sys.stderr)
     served: dict[str, dict[int, list[Hit]]] = {c.id: {k: [] for k in depths} for c in cases}
     timings = dict(run.timings)
     if shared:
@@ -209,7 +223,8 @@ def retrieve(config, corpus, cases: Sequence[Case], ks: Iterable[int], progress:
     for chunk in run.chunks:
         by_doc[chunk.doc_id].append(chunk.as_hit())
     return Retrieved(served=served, chunks_by_doc=dict(by_doc), timings=timings, seconds=run.seconds,
-                     embedded_texts=run.embedded_texts, n_chunks=len(run.chunks))
+                     embedded_texts=run.embedded_texts, n_chunks=len(run.chunks), queries=len(asked),
+                     from_cache=run.from_cache)
 
 
 # ------------------------------------------------------------------ answer

@@ -29,6 +29,8 @@ ensure_offline()
 
 import pathway as pw  # noqa: E402
 
+from ragsweep import served_cache  # noqa: E402
+from ragsweep.served_cache import ServedCache  # noqa: E402
 from ragsweep.serving import DocumentStore, safe_question  # noqa: E402
 
 DOCS_TIME = 2
@@ -78,6 +80,7 @@ class StoreRun:
     timings: dict[str, float] = field(default_factory=dict)
     # per query: {depth: hits} for the depths of Query.prefix_ks (each from Pathway's own order)
     hits_at: list[dict[int, list[Hit]]] = field(default_factory=list)
+    from_cache: int = 0  # queries answered from the served-list cache, not asked of Pathway
 
 
 def sanitize_query(text: str) -> str:
@@ -220,15 +223,59 @@ class RagStore:
             results = query_table.select(pw.this.qid, result=answered.with_universe_of(query_table).result)
         return store, results
 
-    def run(self, queries: list[Query], progress: bool = False) -> StoreRun:
+    def run(self, queries: list[Query], progress: bool = False, cache: ServedCache | None = None) -> StoreRun:
         """Index the corpus and answer ``queries`` in one Pathway run.
 
         ``progress`` shows a bar of the texts (chunks, then questions) going
-        through the embedder, the part of the run that takes time.
+        through the embedder, the part of the run that takes time. With a ``cache``
+        (:mod:`ragsweep.served_cache`), a query whose key is there gets the list Pathway
+        served for it before; only the others go to Pathway (none at all when every query
+        and the chunk table are there), and their lists are stored.
         """
+        started = time.perf_counter()
+        texts = {doc.doc_id: doc.text for doc in self.corpus.documents}
+        index_key = served_cache.index_fingerprint(self.config, self.corpus) if cache is not None and queries else None
+        keys = [served_cache.query_key(index_key, q.text, q.k, scope_filter(q.doc_scope), q.prefix_ks)
+                for q in queries] if index_key else []
+        table_key = served_cache.chunks_key(index_key) if index_key else ""
+        stored = cache.get_many([*keys, table_key]) if index_key else {}
+        todo = [i for i, key in enumerate(keys) if key not in stored] if index_key else list(range(len(queries)))
+        stored_chunks = stored.get(table_key)
+        if index_key and not todo and stored_chunks is not None:
+            answers = {i: stored[key] for i, key in enumerate(keys)}
+            chunks = [ChunkInfo(**c) for c in stored_chunks]
+            embedded, timings = 0, {"split": 0.0, "embed": 0.0}
+        else:
+            served, chunks, embedded, timings = self._serve([queries[i] for i in todo], texts, progress)
+            answers = {i: stored[key] for i, key in enumerate(keys) if key in stored}
+            answers.update({todo[j]: value for j, value in served.items()})
+            if index_key:
+                fresh = {keys[i]: answers[i] for i in todo if i in answers}
+                cache.put_many({**fresh, table_key: [c.model_dump() for c in chunks]})
+        missing = [i for i in range(len(queries)) if i not in answers]
+        if missing:
+            raise RuntimeError(f"Pathway returned no result for {len(missing)} queries (first: {queries[missing[0]].text!r})")
+        hits = [_rank_hits(list(answers[i] or []), q.k, texts) for i, q in enumerate(queries)]
+        hits_at = [{d: _rank_hits(_served_order(answers[i])[:d], d, texts) for d in q.prefix_ks}
+                   for i, q in enumerate(queries)]
+        run = StoreRun(
+            hits=hits,
+            hits_at=hits_at,
+            chunks=chunks,
+            seconds=time.perf_counter() - started,
+            embedded_texts=embedded,
+            timings=timings,
+            from_cache=len(queries) - len(todo),
+        )
+        self.last_run = run
+        return run
+
+    def _serve(self, queries: list[Query], texts: dict[str, str],
+               progress: bool) -> tuple[dict[int, Any], list[ChunkInfo], int, dict[str, float]]:
+        """One Pathway run: the raw result of each query (by position), the chunk table,
+        how many texts the embedder really embedded, and the split and embed seconds."""
         from ragsweep.chunking import OffsetTokenCountSplitter
 
-        started = time.perf_counter()
         pipeline = self.config.build()
         embedder = pipeline.embedder
         embedded_before = getattr(embedder, "embedded_count", 0)
@@ -236,7 +283,6 @@ class RagStore:
         store, results = self._build_graph(pipeline, queries)
 
         chunk_rows: dict[Any, tuple[str, int, int, str]] = {}
-        texts = {doc.doc_id: doc.text for doc in self.corpus.documents}
 
         def on_chunk(key, row, time, is_addition):
             if is_addition:
@@ -246,7 +292,7 @@ class RagStore:
             else:
                 chunk_rows.pop(key, None)
 
-        answers: dict[int, list[dict]] = {}
+        answers: dict[int, Any] = {}
 
         def on_result(key, row, time, is_addition):
             if is_addition:
@@ -275,25 +321,8 @@ class RagStore:
             (ChunkInfo(doc_id=d, start=s, end=e, tokens=count_tokens(t), text=t) for d, s, e, t in chunk_rows.values()),
             key=lambda c: (c.doc_id, c.start),
         )
-        missing = [i for i in range(len(queries)) if i not in answers]
-        if missing:
-            raise RuntimeError(f"Pathway returned no result for {len(missing)} queries (first: {queries[missing[0]].text!r})")
-        hits = [_rank_hits(list(answers[i] or []), q.k, texts) for i, q in enumerate(queries)]
-        hits_at = [{d: _rank_hits(_served_order(answers[i])[:d], d, texts) for d in q.prefix_ks}
-                   for i, q in enumerate(queries)]
-        run = StoreRun(
-            hits=hits,
-            hits_at=hits_at,
-            chunks=chunks,
-            seconds=time.perf_counter() - started,
-            embedded_texts=getattr(embedder, "embedded_count", 0) - embedded_before,
-            timings={
-                "split": OffsetTokenCountSplitter.seconds - split_before,
-                "embed": getattr(embedder, "seconds", 0.0),
-            },
-        )
-        self.last_run = run
-        return run
+        timings = {"split": OffsetTokenCountSplitter.seconds - split_before, "embed": getattr(embedder, "seconds", 0.0)}
+        return answers, chunks, getattr(embedder, "embedded_count", 0) - embedded_before, timings
 
     # ----------------------------------------------------------------- API
     def retrieve(

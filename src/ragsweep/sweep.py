@@ -211,7 +211,8 @@ def _run_sweep(options, grid, objectives, ks, base_config, dataset, cases, confi
         rss_before = _rss_mb()
         t = time.perf_counter()
         # configurations that differ only in their reranker share the index run; each reranks its own
-        retrieved = stages.retrieve(config, corpus, cases, depths, options.progress, rerank=False)
+        retrieved = stages.retrieve(config, corpus, cases, depths, options.progress, rerank=False,
+                                    fresh=options.fresh_retrieval)
         group_seconds = time.perf_counter() - t
         embedded_total += retrieved.embedded_texts
         for cid in todo:
@@ -290,7 +291,7 @@ def score_on_holdout(report, configs, baseline_id, objectives, ks, corpus, texts
     for cid in dict.fromkeys([chosen, baseline_id]):
         params, cfg = configs[cid]
         own, unserved = served_depths(ks, cfg.top_k)
-        retrieved = stages.retrieve(cfg, corpus, holdout, own, options.progress)
+        retrieved = stages.retrieve(cfg, corpus, holdout, own, options.progress, fresh=options.fresh_retrieval)
         records = [r.line() for r in stages.score(
             holdout, retrieved.served, top_k=cfg.top_k, relevance=dataset.relevance, texts=texts,
             retrieved=retrieved, unserved_ks=unserved, own_k_aliases=True)]
@@ -432,7 +433,8 @@ def run_sweep_cli(args) -> int:
             pipeline=args.pipeline, dataset=args.dataset, grid=args.grid, split=args.split, limit=args.limit,
             sample=getattr(args, "sample", None), seed=getattr(args, "seed", 0), ks=getattr(args, "ks", None),
             validate_dataset=not getattr(args, "no_validate", False), workers=getattr(args, "workers", None),
-            out=args.out, name=args.name, resume=args.resume, objectives=args.objective, answers=args.answers,
+            fresh_retrieval=getattr(args, "fresh_retrieval", False), out=args.out, name=args.name,
+            resume=args.resume, objectives=args.objective, answers=args.answers,
             overrides=parse_overrides(args.set),
         )
         sweep_dir, report = run_sweep(options)

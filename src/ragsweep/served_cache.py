@@ -1,0 +1,192 @@
+"""What the DocumentStore served, kept on disk: a warm run asks Pathway only new questions.
+
+A served list is a function of the parsed corpus, the pipeline's index (its chunking and
+retriever definitions, every variable they reference: ``PipelineConfig.index_key``), the
+code that builds and serves the index, and the query itself (question, k, scope filter).
+Every query is answered by Pathway *as of now* against the whole index, independently of
+the other queries in its run (``tests/test_server_parity.py``), so a list Pathway served
+once is the list it serves again for the same key.
+
+The key of a query hashes all of that:
+
+- the corpus' content hash (every parsed text and its id);
+- ``index_key`` (chunking + retriever factory, with the embedder's model, dtype and device knobs);
+- the code: the versions of pathway (its engine holds tantivy and the KNN index),
+  sentence-transformers, transformers, torch and rjieba, whether torch sees a GPU, and a
+  hash of the source files of ragsweep's serving modules and of every class or function
+  the pipeline YAML names (``!pw.…``, ``!ragsweep.…``, a user's own ``!mypackage.…``);
+- the question as written, k, the scope's filter string and the prefix depths asked.
+
+A change to any of them is a miss, and Pathway answers. What the key cannot see is a
+change to a module the named classes import in turn: after editing such code, run with
+``--fresh-retrieval`` (or ``RAGSWEEP_SERVED_CACHE=0``), which always asks Pathway and
+refreshes the cache. Each run folder's manifest says how many queries came from here.
+
+The cache is ``<cache dir>/served.sqlite`` (``RAGSWEEP_CACHE_DIR``); a damaged file is
+moved aside and the queries are asked again (:class:`ragsweep.llm.sqlite_cache.SQLiteCacheFile`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+import zlib
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ragsweep.llm.sqlite_cache import SQLiteCacheFile
+
+_SCHEMA = ("CREATE TABLE IF NOT EXISTS served (key TEXT PRIMARY KEY, value BLOB)",)
+
+# ragsweep's modules that decide what the store serves
+_SERVING_MODULES = (
+    "ragsweep.store", "ragsweep.serving", "ragsweep.fusion", "ragsweep.chunking", "ragsweep.cjk",
+    "ragsweep.embedding", "ragsweep.embedders_extra", "ragsweep.datasets.pathway_limits", "ragsweep.config",
+)
+_PACKAGES = ("pathway", "sentence-transformers", "transformers", "torch", "rjieba")
+
+
+def enabled() -> bool:
+    """False when ``RAGSWEEP_SERVED_CACHE`` is 0/false/no/off."""
+    return os.environ.get("RAGSWEEP_SERVED_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _file_hash(path: str | None) -> str:
+    if not path:
+        return "-"
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return "-"
+
+
+def _package_version(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "-"
+
+
+def _module_file(name: str) -> str | None:
+    import importlib
+
+    try:
+        return inspect.getsourcefile(importlib.import_module(name))
+    except (ImportError, TypeError):
+        return None
+
+
+def _component_files(config) -> list[str]:
+    """The source file of every constructor the pipeline's YAML names."""
+    from pathway.internals.yaml_loader import Value
+
+    files: set[str] = set()
+
+    def visit(obj: Any) -> None:
+        if isinstance(obj, Value):
+            try:
+                files.add(inspect.getsourcefile(obj.constructor) or "")
+            except TypeError:  # a builtin or an extension type: its package version stands for it
+                pass
+            visit(obj.kwargs)
+        elif isinstance(obj, dict):
+            for v in obj.values():
+                visit(v)
+        elif isinstance(obj, (list, tuple)):
+            for v in obj:
+                visit(v)
+
+    visit(config.raw)
+    return sorted(f for f in files if f)
+
+
+@lru_cache(maxsize=1)
+def _environment_fingerprint() -> str:
+    from ragsweep.embedding import cuda_available
+
+    parts = [f"{p}={_package_version(p)}" for p in _PACKAGES]
+    parts.append(f"cuda={cuda_available()}")
+    parts += [f"{m}:{_file_hash(_module_file(m))}" for m in _SERVING_MODULES]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def index_fingerprint(config, corpus) -> str:
+    """What every query of one index shares: corpus, index definition, code."""
+    components = [f"{path}:{_file_hash(path)}" for path in _component_files(config)]
+    text = "\n".join([corpus.content_hash, config.index_key, _environment_fingerprint(), *components])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def query_key(index_key: str, text: str, k: int, metadata_filter: str | None, prefix_ks: Sequence[int]) -> str:
+    payload = json.dumps([index_key, text, int(k), metadata_filter, list(prefix_ks)])
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def chunks_key(index_key: str) -> str:
+    return hashlib.sha256(f"{index_key}\0chunks".encode()).hexdigest()
+
+
+def _pack(value: Any) -> bytes:
+    return zlib.compress(json.dumps(value, separators=(",", ":")).encode(), 6)
+
+
+def _unpack(blob: Any) -> Any:
+    """The stored value, or None for a row that does not decode (a miss)."""
+    try:
+        return json.loads(zlib.decompress(blob))
+    except (zlib.error, TypeError, ValueError):
+        return None
+
+
+class ServedCache:
+    """Served lists (Pathway's raw result rows) and chunk tables, by key."""
+
+    def __init__(self, path: Path | None):
+        self._db = SQLiteCacheFile(path, _SCHEMA, what="served-list") if path is not None else None
+
+    @classmethod
+    def default(cls) -> ServedCache | None:
+        """The cache in ragsweep's cache folder, or None when turned off."""
+        from ragsweep.corpus import default_cache_dir
+
+        return cls(default_cache_dir() / "served.sqlite") if enabled() else None
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
+        keys = list(dict.fromkeys(keys))
+        if self._db is None or not keys:
+            return {}
+
+        def read(conn) -> dict[str, Any]:
+            found: dict[str, Any] = {}
+            for i in range(0, len(keys), 500):
+                part = keys[i : i + 500]
+                rows = conn.execute(f"SELECT key, value FROM served WHERE key IN ({','.join('?' * len(part))})",
+                                    part).fetchall()
+                for key, blob in rows:
+                    value = _unpack(blob)
+                    if value is not None:
+                        found[key] = value
+            return found
+
+        return self._db.run(read, default={}, action="read")
+
+    def put_many(self, items: dict[str, Any]) -> None:
+        if self._db is None or not items:
+            return
+        rows = [(k, _pack(v)) for k, v in items.items()]
+
+        def write(conn) -> None:
+            conn.executemany("INSERT OR REPLACE INTO served (key, value) VALUES (?, ?)", rows)
+            conn.commit()
+
+        self._db.run(write, action="write")
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()

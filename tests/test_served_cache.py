@@ -1,0 +1,134 @@
+"""The served-list cache: a warm run gets exactly what Pathway served, and nothing stale."""
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from ragsweep import served_cache
+from ragsweep.config import PipelineConfig
+from ragsweep.corpus import parse_corpus
+from ragsweep.run import EvalOptions, run_eval
+from ragsweep.served_cache import ServedCache
+from ragsweep.store import Query, RagStore
+
+ROOT = Path(__file__).resolve().parent.parent
+QUESTIONS = ["Which moon of Jupiter has its own magnetic field?",
+             "How long should the levain dough proof in the refrigerator?",
+             "Who is the distributor (and what territory) under the agreement?"]
+SMALL = {"min_tokens": 40, "max_tokens": 120}
+
+
+@pytest.fixture(scope="module")
+def corpus(fixture_corpus_dir):
+    return parse_corpus(fixture_corpus_dir)
+
+
+def _queries(extra: tuple[str, ...] = ()) -> list[Query]:
+    scoped = Query(QUESTIONS[0], 3, ["sourdough.docx", "jupiter.html"])
+    return [Query(q, k) for q in (*QUESTIONS, *extra) for k in (1, 5)] + [scoped]
+
+
+def _dump(run) -> list:
+    return [[h.model_dump() for h in hits] for hits in run.hits]
+
+
+def _count_pathway_queries(monkeypatch) -> list[int]:
+    """Record how many queries each Pathway run is asked."""
+    asked: list[int] = []
+    serve = RagStore._serve
+
+    def spy(self, queries, texts, progress):
+        asked.append(len(queries))
+        return serve(self, queries, texts, progress)
+
+    monkeypatch.setattr(RagStore, "_serve", spy)
+    return asked
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "bm25"])
+def test_a_warm_run_asks_pathway_nothing_and_gets_the_same_lists(mode, corpus, default_pipeline, tmp_path,
+                                                                   monkeypatch):
+    config = PipelineConfig.load(default_pipeline, {"retriever_mode": mode, **SMALL})
+    cache = ServedCache(tmp_path / "served.sqlite")
+    cold = RagStore(config, corpus).run(_queries(), cache=cache)
+    assert cold.from_cache == 0
+    asked = _count_pathway_queries(monkeypatch)
+    warm = RagStore(config, corpus).run(_queries(), cache=cache)
+    assert asked == [] and warm.from_cache == len(_queries())
+    assert _dump(warm) == _dump(cold) and any(_dump(cold))
+    assert [c.model_dump() for c in warm.chunks] == [c.model_dump() for c in cold.chunks]
+    # and what Pathway serves with no cache at all is the same again
+    assert _dump(RagStore(config, corpus).run(_queries())) == _dump(cold)
+
+
+def test_only_new_queries_go_to_pathway(corpus, default_pipeline, tmp_path, monkeypatch):
+    config = PipelineConfig.load(default_pipeline, SMALL)
+    cache = ServedCache(tmp_path / "served.sqlite")
+    RagStore(config, corpus).run(_queries(), cache=cache)
+    asked = _count_pathway_queries(monkeypatch)
+    run = RagStore(config, corpus).run(_queries(("What does the borrow checker enforce?",)), cache=cache)
+    assert asked == [2] and run.from_cache == len(_queries())
+    fresh = RagStore(config, corpus).run(_queries(("What does the borrow checker enforce?",)))
+    assert _dump(run) == _dump(fresh)
+
+
+def test_an_index_change_is_a_miss_and_top_k_is_not(corpus, default_pipeline, tmp_path):
+    cache = ServedCache(tmp_path / "served.sqlite")
+    RagStore(PipelineConfig.load(default_pipeline, SMALL), corpus).run(_queries(), cache=cache)
+    other_fusion = RagStore(PipelineConfig.load(default_pipeline, {**SMALL, "rrf_k": 30}), corpus)
+    assert other_fusion.run(_queries(), cache=cache).from_cache == 0
+    other_chunks = RagStore(PipelineConfig.load(default_pipeline, {**SMALL, "max_tokens": 150}), corpus)
+    assert other_chunks.run(_queries(), cache=cache).from_cache == 0
+    other_top_k = RagStore(PipelineConfig.load(default_pipeline, {**SMALL, "top_k": 2}), corpus)
+    assert other_top_k.run(_queries(), cache=cache).from_cache == len(_queries())
+
+
+def test_another_corpus_is_a_miss(corpus, default_pipeline, tmp_path):
+    config = PipelineConfig.load(default_pipeline, SMALL)
+    fewer = corpus.model_copy(update={"documents": corpus.documents[1:]})
+    assert served_cache.index_fingerprint(config, corpus) != served_cache.index_fingerprint(config, fewer)
+
+
+def test_editing_a_component_the_pipeline_names_is_a_miss(default_pipeline, corpus, tmp_path, monkeypatch):
+    module = tmp_path / "my_splitter.py"
+    module.write_text("from ragsweep.chunking import OffsetTokenCountSplitter\n\n\n"
+                      "class MySplitter(OffsetTokenCountSplitter):\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yaml = default_pipeline.read_text().replace("!ragsweep.chunking.OffsetTokenCountSplitter", "!my_splitter.MySplitter")
+    assert "!my_splitter.MySplitter" in yaml
+    pipeline = tmp_path / "pipeline.yaml"
+    pipeline.write_text(yaml)
+    config = PipelineConfig.load(pipeline)
+    before = served_cache.index_fingerprint(config, corpus)
+    assert served_cache.index_fingerprint(config, corpus) == before
+    module.write_text(module.read_text() + "\n# a change that may change the chunks\n")
+    assert served_cache.index_fingerprint(config, corpus) != before
+
+
+def test_a_corrupt_cache_file_is_moved_aside_and_pathway_answers(corpus, default_pipeline, tmp_path, caplog):
+    config = PipelineConfig.load(default_pipeline, SMALL)
+    path = tmp_path / "served.sqlite"
+    path.write_bytes(b"this is not a sqlite database" * 100)
+    with caplog.at_level(logging.WARNING):
+        run = RagStore(config, corpus).run(_queries(), cache=ServedCache(path))
+    assert run.from_cache == 0 and any(run.hits)
+    assert "corrupt" in caplog.text
+    assert RagStore(config, corpus).run(_queries(), cache=ServedCache(path)).from_cache == len(_queries())
+
+
+def test_eval_reports_cache_use_and_fresh_retrieval_asks_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGSWEEP_SERVED_CACHE", "1")
+    monkeypatch.setenv("RAGSWEEP_CACHE_DIR", str(tmp_path / "cache"))
+    base = dict(pipeline=str(ROOT / "pipelines" / "default.yaml"), dataset=str(ROOT / "datasets" / "cuad-mini"),
+                limit=6, out=str(tmp_path / "runs"), progress=False, ragas_nonllm=False)
+    _, cold = run_eval(EvalOptions(**base, name="cold"))
+    _, warm = run_eval(EvalOptions(**base, name="warm"))
+    _, fresh = run_eval(EvalOptions(**base, name="fresh", fresh_retrieval=True))
+    asked = cold["manifest"]["retrieval"]["queries"]
+    assert asked > 0 and cold["manifest"]["retrieval"]["from_served_cache"] == 0
+    assert warm["manifest"]["retrieval"] == {"queries": asked, "from_served_cache": asked, "asked_pathway": 0}
+    assert fresh["manifest"]["retrieval"]["from_served_cache"] == 0
+    assert warm["metrics"] == cold["metrics"] == fresh["metrics"]
+    monkeypatch.setenv("RAGSWEEP_SERVED_CACHE", "0")
+    assert ServedCache.default() is None
