@@ -80,11 +80,15 @@ def _write_error(path: Path, err: OSError, saved: str) -> RunError:
 
 
 class JsonlWriter:
-    """Append records and fsync each one: a kill loses at most the line being written."""
+    """Append records, each flushed to the file at once: a killed process loses at most the
+    line being written (the kernel holds what was flushed). The file is fsynced every
+    ``sync_every`` lines and on close, so a crash of the machine itself loses at most that
+    many; an fsync per line cost 1.4 ms, a third of a warm `make eval`'s scoring time."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, sync_every: int = 64):
         self.path = path
         self.written = 0
+        self.sync_every = max(1, sync_every)
         try:
             self.fh = path.open("a", encoding="utf-8")
         except OSError as err:
@@ -94,12 +98,18 @@ class JsonlWriter:
         try:
             self.fh.write(json.dumps(record, ensure_ascii=False) + "\n")
             self.fh.flush()
-            os.fsync(self.fh.fileno())
+            if (self.written + 1) % self.sync_every == 0:
+                os.fsync(self.fh.fileno())
         except OSError as err:
             raise _write_error(self.path, err, f"{self.written} line(s) of this run were saved before it.") from err
         self.written += 1
 
     def close(self) -> None:
+        try:
+            self.fh.flush()
+            os.fsync(self.fh.fileno())
+        except (OSError, ValueError):  # ValueError: already closed
+            pass
         try:
             self.fh.close()
         except OSError:
@@ -154,11 +164,26 @@ def write_json(path: Path, data: Any) -> None:
     """Write JSON atomically (a temp file then a rename); a failure names the file."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     try:
-        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+        tmp.write_text(readable_json(data) + "\n", encoding="utf-8")
         tmp.replace(path)
     except OSError as err:
         tmp.unlink(missing_ok=True)
         raise _write_error(path, err, "Every case already computed is in cases.jsonl.") from err
+
+
+def readable_json(value: Any, depth: int = 0) -> str:
+    """JSON indented by 2, except that below the top level a list or object of plain values
+    takes one line (an interval, a metric's counts, a group's summary): a third smaller than
+    ``json.dumps(indent=2)`` for a report, and easier to read."""
+    items = list(value.items()) if isinstance(value, dict) else value if isinstance(value, list) else None
+    if not items or (depth >= 2 and not any(isinstance(v, (dict, list)) for v in
+                                            (value.values() if isinstance(value, dict) else value))):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    pad, end = "  " * (depth + 1), "  " * depth
+    if isinstance(value, dict):
+        lines = [f"{pad}{json.dumps(str(k), ensure_ascii=False)}: {readable_json(v, depth + 1)}" for k, v in items]
+        return "{\n" + ",\n".join(lines) + "\n" + end + "}"
+    return "[\n" + ",\n".join(pad + readable_json(v, depth + 1) for v in items) + "\n" + end + "]"
 
 
 # ------------------------------------------------------------------ folders
