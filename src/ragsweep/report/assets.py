@@ -68,6 +68,25 @@ ol.hits li.rel .mark { color:var(--ok); } ol.hits li.irr .mark { color:#999; }
 JS = r"""
 (function () {
   "use strict";
+  var slice = function (list) { return Array.prototype.slice.call(list); };
+
+  // gzip + base64 data blocks (<script type="application/x-gzip-base64">), opened by the browser
+  function inflate(el) {
+    return Promise.resolve().then(function () {
+      var bin = atob(el.textContent.trim()), bytes = new Uint8Array(bin.length);
+      for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+      return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text();
+    });
+  }
+  var NO_INFLATE = "this browser cannot open the compressed part of the page (it needs DecompressionStream: " +
+                   "Chrome or Edge 80+, Firefox 113+, Safari 16.4+)";
+
+  // large figures are stored compressed: put each in place
+  var figures = slice(document.querySelectorAll("script[data-fragment]")).map(function (el) {
+    return inflate(el).then(function (html) { el.insertAdjacentHTML("afterend", html); el.remove(); },
+      function () { el.insertAdjacentHTML("afterend", '<p class="note">This figure is not shown: ' + NO_INFLATE + ".</p>"); });
+  });
+
   // metric switchers: <select class="switch" data-target="ID"> shows one [data-panel] of #ID
   document.querySelectorAll("select.switch").forEach(function (sel) {
     var fig = document.getElementById(sel.dataset.target);
@@ -82,7 +101,7 @@ JS = r"""
   document.querySelectorAll("table.sortable").forEach(function (table) {
     table.querySelectorAll("thead th").forEach(function (th, col) {
       th.addEventListener("click", function () {
-        var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
+        var body = table.tBodies[0], rows = slice(body.rows);
         var dir = th.dataset.dir === "asc" ? "desc" : "asc";
         table.querySelectorAll("thead th").forEach(function (h) { delete h.dataset.dir; });
         th.dataset.dir = dir;
@@ -100,11 +119,95 @@ JS = r"""
     });
   });
 
-  // case drilldown filters; the URL hash (#failures, #retrieval-miss, ...) picks the filter
-  var cases = Array.prototype.slice.call(document.querySelectorAll("details.case"));
+  // ---- the case drilldown (report/drilldown.py). The page embeds some cases as HTML; #case-data
+  // holds every case, loaded on demand and rendered here as drilldown.case_html renders them.
+  var box = document.getElementById("cases"), packed = document.getElementById("case-data");
   var show = document.getElementById("case-show"), onlyFail = document.getElementById("only-failures");
   var type = document.getElementById("case-type"), search = document.getElementById("case-search");
-  var count = document.getElementById("case-count"), box = document.getElementById("cases");
+  var count = document.getElementById("case-count"), more = document.getElementById("case-more");
+  var cases = box ? slice(box.querySelectorAll("details.case")) : [];
+  var data = null, loading = null, haystacks = [], chunkText = [];
+
+  var ESC = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;"};
+  function esc(v) { return String(v === null || v === undefined ? "" : v).replace(/[&<>"']/g, function (ch) { return ESC[ch]; }); }
+  function fmt(v) { return v === null || v === undefined ? "\u2013" : Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(3); }
+  function cut(s, n, tail) { var a = Array.from(s); return a.length <= n ? s : a.slice(0, n).join("") + tail; }
+  function short(s, n) { var a = Array.from(s); return a.length <= n ? s : a.slice(0, n - 1).join("") + "\u2026"; }
+  // a case: [id, type, question, docs, unanswerable, reference, answer, judge, kinds, values, hits]
+  // answer: [text, answerer, abstained, error, cited]; hit: [chunk, rank, score, relevant, grade];
+  // chunk: [doc_id, start, end, text]
+  function caseSummary(c, i) {
+    var badges = c[8].map(function (k) { return '<span class="badge fail">' + esc(data.kinds[k]) + "</span>"; }).join("")
+                 || '<span class="badge ok">pass</span>';
+    if (c[4]) badges += '<span class="badge info">unanswerable</span>';
+    return '<details class="case" data-i="' + i + '" data-id="' + esc(c[0]) + '" data-type="' + esc(c[1]) +
+      '" data-fail="' + (c[8].length ? 1 : 0) + '" data-kinds="' + esc(c[8].join(" ")) + '"><summary>' + badges +
+      '<span class="qid">' + esc(c[0]) + '</span><span class="qtype">' + esc(c[1]) + "</span>" +
+      esc(short(c[2], 160)) + '</summary><div class="case-body"></div></details>';
+  }
+  function caseBody(c) {
+    var meta = "<dt>documents</dt><dd>" + esc(c[3]) + "</dd>" + (c[5] ? "<dt>reference</dt><dd>" + esc(c[5]) + "</dd>" : "");
+    var a = c[6], out = "<h4>Question</h4><div>" + esc(c[2]) + '</div><dl class="meta">' + meta + "</dl>";
+    out += '<h4>Answer <span class="ci-text">' + esc(a[1]) + (a[4].length ? " \u00b7 cites " + esc(a[4].join(", ")) : "") +
+      "</span></h4>" + (a[2] ? '<span class="badge warn">abstained</span>' : "") +
+      (a[3] ? '<span class="badge fail">error</span> ' + esc(a[3]) : "") + '<div class="answer">' + esc(a[0]) + "</div>";
+    if (c[7]) {
+      var ok = c[7][0];
+      out += "<h4>Verdict</h4>" + (ok ? '<span class="badge ok">judge: correct</span>' : ok !== null
+        ? '<span class="badge fail">judge: incorrect</span>' : "") + " " + esc(c[7][1]);
+    }
+    var values = c[9].map(function (v, j) { return v === null ? "" : "<span>" + esc(data.metrics[j]) + " " + fmt(v) + "</span>"; }).join("");
+    if (values) out += '<h4>Metrics</h4><div class="mgrid">' + values + "</div>";
+    if (!c[10].length) return out + '<h4>Retrieved chunks</h4><p class="note">none</p>';
+    return out + "<h4>Retrieved chunks (" + c[10].length + ')</h4><ol class="hits">' + c[10].map(function (h) {
+      var ch = data.chunks[h[0]], rel = h[3];
+      return '<li class="' + (rel ? "rel" : "irr") + '"><div class="hit-head"><span class="mark">' +
+        (rel ? "\u2713 relevant" : "\u2717") + "</span>#" + esc(h[1]) + " \u00b7 score " + fmt(h[2]) + " \u00b7 " + esc(ch[0]) +
+        (ch[1] !== null ? " [" + esc(ch[1]) + "\u2013" + esc(ch[2]) + "]" : "") +
+        (h[4] !== null && h[4] !== 0 && h[4] !== 1 ? " \u00b7 grade " + esc(h[4]) : "") + '</div><div class="chunk">' +
+        esc(cut(ch[3], rel ? data.limits[0] : data.limits[1], " \u2026")) + "</div></li>";
+    }).join("") + "</ol>";
+  }
+  function fillBody(el) {
+    var body = el.querySelector(".case-body");
+    if (data && body && !body.firstChild) body.innerHTML = caseBody(data.cases[+el.dataset.i]);
+  }
+  function loadCases() {
+    if (!packed) return Promise.resolve();
+    if (!loading) {
+      if (more) more.textContent = "Loading every case\u2026";
+      loading = inflate(packed).then(function (text) {
+        data = JSON.parse(text);
+        var open = {};
+        cases.forEach(function (el) { if (el.open) open[el.dataset.id] = true; });
+        box.innerHTML = data.cases.map(caseSummary).join("");
+        cases = slice(box.querySelectorAll("details.case"));
+        cases.forEach(function (el) { if (open[el.dataset.id]) { fillBody(el); el.open = true; } });
+        box.dataset.loaded = String(cases.length);
+        if (more) more.hidden = true;
+      }, function () {
+        if (more) more.textContent = "The other cases are not shown: " + NO_INFLATE + ".";
+        packed = null;  // keep the embedded cases
+      });
+    }
+    return loading;
+  }
+  function hasText(i, q) {  // search a loaded case: what its summary and body show
+    if (haystacks[i] === undefined) {
+      var c = data.cases[i], a = c[6];
+      haystacks[i] = [c[0], c[1], c[2], c[3], c[5], a[0], a[1], a[3], c[7] ? c[7][1] : "",
+        c[8].map(function (k) { return data.kinds[k]; }).join(" "), c[8].length ? "" : "pass",
+        c[4] ? "unanswerable" : "", a[2] ? "abstained" : ""].join("\n").toLowerCase();
+    }
+    if (haystacks[i].indexOf(q) >= 0) return true;
+    return data.cases[i][10].some(function (h) {
+      if (chunkText[h[0]] === undefined) {
+        var ch = data.chunks[h[0]];
+        chunkText[h[0]] = (ch[0] + "\n" + ch[3]).toLowerCase();
+      }
+      return chunkText[h[0]].indexOf(q) >= 0;
+    });
+  }
   function applyFilter() {
     if (!box) return;
     var s = show.value, t = type ? type.value : "", q = search ? search.value.trim().toLowerCase() : "";
@@ -114,22 +217,24 @@ JS = r"""
       var ok = s === "all" || (s === "failures" ? c.dataset.fail === "1"
                                                 : (" " + c.dataset.kinds + " ").indexOf(" " + s + " ") >= 0);
       if (ok && t && c.dataset.type !== t) ok = false;
-      if (ok && q && c.textContent.toLowerCase().indexOf(q) < 0) ok = false;
+      if (ok && q) ok = data ? hasText(+c.dataset.i, q) : c.textContent.toLowerCase().indexOf(q) >= 0;
       c.hidden = !ok;
       if (ok) n++;
     });
-    count.textContent = n + " of " + cases.length + " cases shown";
+    count.textContent = n + " of " + box.dataset.total + " cases shown";
     box.dataset.visible = String(n);
     box.dataset.filter = s;
   }
-  function fromHash() {
-    if (!box) return;
-    var h = decodeURIComponent(location.hash.replace(/^#/, ""));
+  function withEveryCase(then) {  // a filter or a search is over every case: load them first
+    return function () { return loadCases().then(then); };
+  }
+  function applyHash(h) {
     if (h.indexOf("case=") === 0) {  // #case=<id>: open that case
       var id = h.slice(5);
       show.value = "all"; onlyFail.checked = false; applyFilter();
       cases.forEach(function (c) {
         if (c.dataset.id === id) {
+          fillBody(c);
           c.open = true;
           var r = c.getBoundingClientRect();
           if (r.top < 0 || r.bottom > window.innerHeight) c.scrollIntoView();
@@ -137,32 +242,44 @@ JS = r"""
       });
       return;
     }
-    var opts = Array.prototype.map.call(show.options, function (o) { return o.value; });
-    if (opts.indexOf(h) < 0) return;
     show.value = h;
     onlyFail.checked = h !== "all";
     applyFilter();
   }
+  function fromHash() {
+    if (!box) return Promise.resolve();
+    var h = decodeURIComponent(location.hash.replace(/^#/, ""));
+    var opts = slice(show.options).map(function (o) { return o.value; });
+    if (h.indexOf("case=") !== 0 && opts.indexOf(h) < 0) return Promise.resolve();  // not about cases
+    var embedded = cases.some(function (c) { return "case=" + c.dataset.id === h; });
+    return (embedded ? Promise.resolve() : loadCases()).then(function () { applyHash(h); });
+  }
+  var shown = Promise.resolve();
   if (box) {
-    [show, type].forEach(function (el) { if (el) el.addEventListener("change", applyFilter); });
-    onlyFail.addEventListener("change", function () {
+    [show, type].forEach(function (el) { if (el) el.addEventListener("change", withEveryCase(applyFilter)); });
+    onlyFail.addEventListener("change", withEveryCase(function () {
       show.value = onlyFail.checked ? "failures" : "all"; applyFilter();
-    });
-    if (search) search.addEventListener("input", applyFilter);
+    }));
+    if (search) search.addEventListener("input", withEveryCase(applyFilter));
+    var button = document.getElementById("load-cases");
+    if (button) button.addEventListener("click", withEveryCase(applyFilter));
+    box.addEventListener("toggle", function (e) { if (e.target.open) fillBody(e.target); }, true);
     window.addEventListener("hashchange", fromHash);
     applyFilter();
-    fromHash();
+    shown = fromHash();
   }
 
-  // record that the browser laid the plots out (tests read these from the DOM)
-  var drawn = 0, plots = document.querySelectorAll("svg.plot");
-  plots.forEach(function (svg) {
-    var r = svg.getBoundingClientRect();
-    if (r.width > 0 && r.height > 0 && svg.querySelectorAll("rect,circle,path").length > 0) {
-      drawn++; svg.dataset.drawn = "1";
-    }
+  // once every figure is in place: record that the browser laid the plots out (tests read these from the DOM)
+  Promise.all(figures.concat([shown])).then(function () {
+    var drawn = 0;
+    document.querySelectorAll("svg.plot").forEach(function (svg) {
+      var r = svg.getBoundingClientRect();
+      if (r.width > 0 && r.height > 0 && svg.querySelectorAll("rect,circle,path").length > 0) {
+        drawn++; svg.dataset.drawn = "1";
+      }
+    });
+    document.body.dataset.plotsDrawn = String(drawn);
+    document.body.dataset.js = "ready";
   });
-  document.body.dataset.plotsDrawn = String(drawn);
-  document.body.dataset.js = "ready";
 })();
 """

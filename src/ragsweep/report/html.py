@@ -7,7 +7,6 @@ text from the run (questions, contract chunks, answers) is HTML-escaped.
 from __future__ import annotations
 
 import datetime as _dt
-import re
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,9 +15,9 @@ from typing import Any
 from ragsweep.metrics.stats import bootstrap_ci
 from ragsweep.report import svg
 from ragsweep.report.assets import CSS, JS
+from ragsweep.report.drilldown import PACKED_TYPE, drilldown_html, pack
 from ragsweep.report.runs import (
     CURVE_FAMILIES,
-    FAILURE_KINDS,
     case_failures,
     case_ks,
     correctness_metric,
@@ -26,6 +25,7 @@ from ragsweep.report.runs import (
     has_values,
     lower_is_better,
     main_k,
+    natural_key,
     num,
     ordered,
     read_cases,
@@ -35,10 +35,9 @@ from ragsweep.report.runs import (
 )
 from ragsweep.report.svg import esc, fmt
 
-HIT_TEXT_CHARS = 800          # text shown of a relevant retrieved chunk (full text is in cases.jsonl)
-OTHER_HIT_TEXT_CHARS = 300    # ... and of a chunk that is not relevant (keeps big runs' pages small)
 MAX_HEATMAP_DOCS = 40         # document rows of the document x type heatmap
 GROUP_CI_RESAMPLES = 1000     # bootstrap resamples for per-type intervals
+PACKED_PANEL_CHARS = 50_000   # a figure panel larger than this is stored compressed (a heatmap: ~0.5 MB, ~30 kB packed)
 
 
 def write_html_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
@@ -75,9 +74,17 @@ def _switcher(fig_id: str, panels: dict[str, str], label: str = "metric") -> str
     options = "".join(f'<option value="{esc(k)}">{esc(k)}</option>' for k in panels)
     sel = (f'<div class="switch-row">{esc(label)}: <select class="switch" data-target="{fig_id}">{options}</select></div>'
            if len(panels) > 1 else "")
-    figs = "".join(f'<div data-panel="{esc(k)}"{"" if i == 0 else " hidden"}>{v}</div>'
+    figs = "".join(f'<div data-panel="{esc(k)}"{"" if i == 0 else " hidden"}>{_packed_if_large(v)}</div>'
                    for i, (k, v) in enumerate(panels.items()))
     return f'{sel}<div id="{fig_id}" class="scroll">{figs}</div>'
+
+
+def _packed_if_large(html: str) -> str:
+    """A large figure as gzip + base64, which the page's script inflates in place on load."""
+    if len(html) <= PACKED_PANEL_CHARS:
+        return html
+    return (f'<script type="{PACKED_TYPE}" data-fragment>{pack(html)}</script>'
+            '<noscript><p class="note">This figure is stored compressed: it needs JavaScript.</p></noscript>')
 
 
 def _meta(items: list[tuple[str, str]]) -> str:
@@ -202,11 +209,6 @@ def _curves(metrics: dict, intervals: dict, title: str) -> str:
 
 # ----------------------------------------------------------------------------- case-level figures
 
-def _natural(label: str) -> list:
-    """Sort key: 'type 2' before 'type 10'."""
-    return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", str(label))]
-
-
 def _ci(values: list[float]) -> tuple[float | None, float | None]:
     return bootstrap_ci(values, n_resamples=GROUP_CI_RESAMPLES) if len(values) >= 2 else (None, None)
 
@@ -220,7 +222,7 @@ def _type_bars(cases: list[dict], metrics: Sequence[str]) -> str:
             if v is not None:
                 by_type[c.get("type") or "(no type)"].append(v)
         items = []
-        for t in sorted(by_type, key=_natural):
+        for t in sorted(by_type, key=natural_key):
             vals = by_type[t]
             lo, hi = _ci(vals)
             items.append((t, sum(vals) / len(vals), lo, hi, len(vals)))
@@ -247,12 +249,12 @@ def _doc_type_heatmap(cases: list[dict], metrics: Sequence[str]) -> str:
             col_vals[t].append(v)
         if not cell_vals:
             continue
-        docs = sorted(row_vals, key=_natural)
+        docs = sorted(row_vals, key=natural_key)
         if len(docs) > MAX_HEATMAP_DOCS:
-            docs = sorted(sorted(docs, key=lambda d: sum(row_vals[d]) / len(row_vals[d]))[:MAX_HEATMAP_DOCS], key=_natural)
+            docs = sorted(sorted(docs, key=lambda d: sum(row_vals[d]) / len(row_vals[d]))[:MAX_HEATMAP_DOCS], key=natural_key)
             note = (f'<p class="note">Showing the {MAX_HEATMAP_DOCS} documents with the lowest mean of '
                     f'{len(row_vals)}.</p>')
-        types = sorted(col_vals, key=_natural)
+        types = sorted(col_vals, key=natural_key)
         cells: dict[tuple[str, str], tuple[float | None, str]] = {}
         for (d, t), vals in cell_vals.items():
             cells[(d, t)] = (sum(vals) / len(vals), f"{d} × {t}: {m} = {fmt(sum(vals) / len(vals))} (n={len(vals)})")
@@ -273,90 +275,6 @@ def _doc_type_heatmap(cases: list[dict], metrics: Sequence[str]) -> str:
     return note + _switcher("doc-type", panels)
 
 
-def _drilldown(cases: list[dict], k: int | None) -> str:
-    if not cases:
-        return '<p class="note">No cases.</p>'
-    types = sorted({c.get("type") or "(no type)" for c in cases}, key=_natural)
-    kinds_present = {kind for c in cases for kind in case_failures(c, k)}
-    n_fail = sum(1 for c in cases if case_failures(c, k))
-    opts = [("all", "all cases"), ("failures", f"failures ({n_fail})")] + [
-        (kind, label) for kind, label in FAILURE_KINDS.items() if kind in kinds_present]
-    show = "".join(f'<option value="{esc(v)}">{esc(lab)}</option>' for v, lab in opts)
-    type_opts = '<option value="">all types</option>' + "".join(
-        f'<option value="{esc(t)}">{esc(t)}</option>' for t in types)
-    controls = (
-        '<div class="controls">'
-        '<label><input type="checkbox" id="only-failures"> failures only</label>'
-        f'<label>show <select id="case-show">{show}</select></label>'
-        f'<label>type <select id="case-type">{type_opts}</select></label>'
-        '<label>search <input type="search" id="case-search" placeholder="id, question, text…"></label>'
-        f'<span id="case-count">{len(cases)} of {len(cases)} cases shown</span></div>'
-        f'<p class="note">A case fails on: retrieval miss (no relevant chunk in the top {esc(k)} of an answerable '
-        'question), judged wrong (LLM judge), bad abstention (abstained on an answerable question or answered an '
-        'unanswerable one), or an answerer error. Open a link ending in <code>#failures</code> to start filtered. '
-        f'Chunk texts are cut at {HIT_TEXT_CHARS} characters ({OTHER_HIT_TEXT_CHARS} for chunks that are not '
-        'relevant); cases.jsonl has them whole.</p>')
-    items = [_case_html(c, k) for c in cases]
-    return f'{controls}<div id="cases" data-visible="{len(cases)}" data-filter="all">{"".join(items)}</div>'
-
-
-def _case_html(case: dict, k: int | None) -> str:
-    kinds = case_failures(case, k)
-    qtype = case.get("type") or "(no type)"
-    answer = case.get("answer") or {}
-    judge = case.get("judge")
-    badges = "".join(f'<span class="badge fail">{esc(FAILURE_KINDS[x])}</span>' for x in kinds) or \
-        '<span class="badge ok">pass</span>'
-    if case.get("unanswerable"):
-        badges += '<span class="badge info">unanswerable</span>'
-    question = str(case.get("question") or "")
-    summary = (f'<summary>{badges}<span class="qid">{esc(case.get("id"))}</span>'
-               f'<span class="qtype">{esc(qtype)}</span>{esc(_short(question, 160))}</summary>')
-    parts = [f'<h4>Question</h4><div>{esc(question)}</div>']
-    meta = [("documents", esc(doc_label(case)))]
-    if case.get("reference_answer") is not None:
-        meta.append(("reference", esc(case["reference_answer"])))
-    parts.append(_meta(meta))
-    ans_badges = ""
-    if answer.get("abstained"):
-        ans_badges += '<span class="badge warn">abstained</span>'
-    if answer.get("error"):
-        ans_badges += f'<span class="badge fail">error</span> {esc(answer["error"])}'
-    cited = answer.get("cited")
-    parts.append(f'<h4>Answer <span class="ci-text">{esc(answer.get("answerer") or "")}'
-                 f'{" · cites " + esc(", ".join(str(x) for x in cited)) if cited else ""}</span></h4>'
-                 f'{ans_badges}<div class="answer">{esc(answer.get("text") or "")}</div>')
-    if isinstance(judge, dict):
-        ok = judge.get("is_correct")
-        verdict = ('<span class="badge ok">judge: correct</span>' if ok else
-                   '<span class="badge fail">judge: incorrect</span>' if ok is not None else "")
-        parts.append(f'<h4>Verdict</h4>{verdict} {esc(judge.get("reason") or "")}')
-    metrics = case.get("metrics") or {}
-    shown = [m for m in ordered(metrics) if num(metrics.get(m)) is not None]
-    if shown:
-        parts.append('<h4>Metrics</h4><div class="mgrid">' + "".join(
-            f'<span>{esc(m)} {fmt(num(metrics[m]))}</span>' for m in shown) + "</div>")
-    hits = case.get("hits") or []
-    if hits:
-        lis = []
-        for h in hits:
-            rel = bool(h.get("relevant"))
-            text = str(h.get("text") or "")
-            limit = HIT_TEXT_CHARS if rel else OTHER_HIT_TEXT_CHARS
-            cut = text if len(text) <= limit else text[:limit] + " …"
-            span = f' [{esc(h.get("start"))}–{esc(h.get("end"))}]' if h.get("start") is not None else ""
-            grade = f' · grade {esc(h.get("grade"))}' if h.get("grade") not in (None, 0, 1) else ""
-            lis.append(f'<li class="{"rel" if rel else "irr"}"><div class="hit-head"><span class="mark">'
-                       f'{"✓ relevant" if rel else "✗"}</span>#{esc(h.get("rank"))} · score {fmt(num(h.get("score")))} · '
-                       f'{esc(h.get("doc_id"))}{span}{grade}</div><div class="chunk">{esc(cut)}</div></li>')
-        parts.append(f'<h4>Retrieved chunks ({len(hits)})</h4><ol class="hits">{"".join(lis)}</ol>')
-    else:
-        parts.append('<h4>Retrieved chunks</h4><p class="note">none</p>')
-    return (f'<details class="case" data-id="{esc(case.get("id"))}" data-type="{esc(qtype)}" '
-            f'data-fail="{1 if kinds else 0}" data-kinds="{esc(" ".join(kinds))}">{summary}'
-            f'<div class="case-body">{"".join(parts)}</div></details>')
-
-
 def _case_sections(cases: list[dict], k: int | None, label: str = "") -> list[tuple[str, str, str]]:
     if not cases:
         return [("drilldown", "Cases", "<p class=\"note\">This run folder has no cases.jsonl.</p>")]
@@ -373,7 +291,7 @@ def _case_sections(cases: list[dict], k: int | None, label: str = "") -> list[tu
          prefix + f'<p class="note">Correctness measure: <b>{esc(correct)}</b> '
          '(judge_correct when an LLM judge ran, else hit rate at the pipeline\'s k, else Pathway\'s string '
          'similarity). Grey: no case of that type for that document.</p>' + _doc_type_heatmap(cases, heat_metrics)),
-        ("drilldown", "Cases", prefix + _drilldown(cases, k)),
+        ("drilldown", "Cases", prefix + drilldown_html(cases, k)),
     ]
 
 

@@ -179,6 +179,11 @@ def case_failures(case: dict, k: int | None) -> list[str]:
     return kinds
 
 
+def natural_key(label: Any) -> list:
+    """Sort key: 'type 2' before 'type 10'."""
+    return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", str(label))]
+
+
 def doc_label(case: dict) -> str:
     scope = case.get("doc_scope")
     if scope:
