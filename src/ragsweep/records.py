@@ -151,8 +151,7 @@ def _with_defaults(record: Mapping[str, Any], model: type[BaseModel]) -> dict[st
             out[name] = record[name]
         elif has:
             out[name] = factory() if factory else default
-    if len(out) < len(record):
-        out.update((k, v) for k, v in record.items() if k not in out)
+    out.update((k, v) for k, v in record.items() if k not in out)
     return out
 
 
