@@ -62,6 +62,10 @@ ol.hits li.rel .mark { color:var(--ok); } ol.hits li.irr .mark { color:#999; }
 .mgrid { display:flex; flex-wrap:wrap; gap:4px; }
 .mgrid span { background:#eef1f6; border-radius:4px; padding:0 6px; font-size:12px;
               font-variant-numeric:tabular-nums; }
+section h3 { margin:14px 0 6px; font-size:14.5px; }
+p.warning { background:#fff4e0; border-left:4px solid var(--warn); padding:6px 10px; margin:4px 0 10px; }
+table.confusion th { background:#f0f2f5; }
+#case-more button { font:inherit; padding:1px 8px; cursor:pointer; }
 [hidden] { display:none !important; }
 """
 

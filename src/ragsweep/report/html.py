@@ -16,6 +16,7 @@ from ragsweep.metrics.stats import bootstrap_ci
 from ragsweep.report import svg
 from ragsweep.report.assets import CSS, JS
 from ragsweep.report.drilldown import PACKED_TYPE, drilldown_html, pack
+from ragsweep.report.judge_html import judge_html, judge_warnings_html
 from ragsweep.report.runs import (
     CURVE_FAMILIES,
     case_failures,
@@ -311,10 +312,12 @@ def _eval_page(run_dir: Path) -> str:
     headline = _headline(metrics, cases, k)
     subtitle = (f"eval run · {len(cases)} cases · {n_fail} failing · {esc(report.get('answerer') or '')} · "
                 f"relevance: {esc(report.get('relevance_rule') or '?')}")
+    judge = report.get("judge")
     sections = [
-        ("summary", "Summary", headline + _summary_table(metrics, intervals, counts)),
+        ("summary", "Summary", judge_warnings_html(judge) + headline + _summary_table(metrics, intervals, counts)),
         *([("baselines", "Against chance and oracle", _baselines_table(report["baselines"]))]
           if report.get("baselines") else []),
+        *([("judge", "LLM judge", judge_html(judge))] if judge else []),
         ("curves", "Metrics vs k", _curves(metrics, intervals, "retrieval metrics at each k (95% CI)")),
         *_case_sections(cases, k),
         ("run", "Run", _meta(_manifest_items(report))),
