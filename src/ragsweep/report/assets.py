@@ -42,7 +42,8 @@ select, input[type=search] { font:inherit; padding:2px 6px; }
 .controls { display:flex; flex-wrap:wrap; gap:14px; align-items:center; margin-bottom:10px;
             padding:8px 10px; background:#f3f5f8; border-radius:6px; }
 #case-count { font-weight:600; }
-details.case { border:1px solid var(--line); border-radius:6px; margin:6px 0; background:#fff; }
+details.case { border:1px solid var(--line); border-radius:6px; margin:6px 0; background:#fff;
+               content-visibility:auto; contain-intrinsic-size:auto 36px; }  /* 20,000 cases lay out fast */
 details.case[data-fail="1"] { border-left:4px solid var(--bad); }
 details.case[data-fail="0"] { border-left:4px solid var(--ok); }
 details.case > summary { cursor:pointer; padding:6px 10px; list-style-position:inside; }
@@ -137,9 +138,15 @@ JS = r"""
   function fmt(v) { return v === null || v === undefined ? "\u2013" : Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(3); }
   function cut(s, n, tail) { var a = Array.from(s); return a.length <= n ? s : a.slice(0, n).join("") + tail; }
   function short(s, n) { var a = Array.from(s); return a.length <= n ? s : a.slice(0, n - 1).join("") + "\u2026"; }
-  // a case: [id, type, question, docs, unanswerable, reference, answer, judge, kinds, values, hits]
-  // answer: [text, answerer, abstained, error, cited]; hit: [chunk, rank, score, relevant, grade];
-  // chunk: [doc_id, start, end, text]
+  // data.cases and data.chunks hold a list per field (drilldown.page_data); a case, as a row:
+  // [id, type, question, docs, unanswerable, reference, answer, judge, kinds, values, hits], its answer
+  // [text, answerer, abstained, error, cited], a hit [chunk, rank, score, relevant, grade];
+  // a chunk: [doc_id, start, end, text]
+  var CASE = ["id", "type", "question", "docs", "unanswerable", "reference", "answer", "judge", "kinds", "values", "hits"];
+  var CHUNK = ["doc_id", "start", "end", "text"];
+  function row(columns, fields, i) { return fields.map(function (f) { return columns[f][i]; }); }
+  function caseAt(i) { return row(data.cases, CASE, i); }
+  function chunkAt(i) { return row(data.chunks, CHUNK, i); }
   function caseSummary(c, i) {
     var badges = c[8].map(function (k) { return '<span class="badge fail">' + esc(data.kinds[k]) + "</span>"; }).join("")
                  || '<span class="badge ok">pass</span>';
@@ -164,7 +171,7 @@ JS = r"""
     if (values) out += '<h4>Metrics</h4><div class="mgrid">' + values + "</div>";
     if (!c[10].length) return out + '<h4>Retrieved chunks</h4><p class="note">none</p>';
     return out + "<h4>Retrieved chunks (" + c[10].length + ')</h4><ol class="hits">' + c[10].map(function (h) {
-      var ch = data.chunks[h[0]], rel = h[3];
+      var ch = chunkAt(h[0]), rel = h[3];
       return '<li class="' + (rel ? "rel" : "irr") + '"><div class="hit-head"><span class="mark">' +
         (rel ? "\u2713 relevant" : "\u2717") + "</span>#" + esc(h[1]) + " \u00b7 score " + fmt(h[2]) + " \u00b7 " + esc(ch[0]) +
         (ch[1] !== null ? " [" + esc(ch[1]) + "\u2013" + esc(ch[2]) + "]" : "") +
@@ -174,7 +181,7 @@ JS = r"""
   }
   function fillBody(el) {
     var body = el.querySelector(".case-body");
-    if (data && body && !body.firstChild) body.innerHTML = caseBody(data.cases[+el.dataset.i]);
+    if (data && body && !body.firstChild) body.innerHTML = caseBody(caseAt(+el.dataset.i));
   }
   function loadCases() {
     if (!packed) return Promise.resolve();
@@ -184,7 +191,7 @@ JS = r"""
         data = JSON.parse(text);
         var open = {};
         cases.forEach(function (el) { if (el.open) open[el.dataset.id] = true; });
-        box.innerHTML = data.cases.map(caseSummary).join("");
+        box.innerHTML = data.cases.id.map(function (_, i) { return caseSummary(caseAt(i), i); }).join("");
         cases = slice(box.querySelectorAll("details.case"));
         cases.forEach(function (el) { if (open[el.dataset.id]) { fillBody(el); el.open = true; } });
         box.dataset.loaded = String(cases.length);
@@ -198,17 +205,14 @@ JS = r"""
   }
   function hasText(i, q) {  // search a loaded case: what its summary and body show
     if (haystacks[i] === undefined) {
-      var c = data.cases[i], a = c[6];
+      var c = caseAt(i), a = c[6];
       haystacks[i] = [c[0], c[1], c[2], c[3], c[5], a[0], a[1], a[3], c[7] ? c[7][1] : "",
         c[8].map(function (k) { return data.kinds[k]; }).join(" "), c[8].length ? "" : "pass",
         c[4] ? "unanswerable" : "", a[2] ? "abstained" : ""].join("\n").toLowerCase();
     }
     if (haystacks[i].indexOf(q) >= 0) return true;
-    return data.cases[i][10].some(function (h) {
-      if (chunkText[h[0]] === undefined) {
-        var ch = data.chunks[h[0]];
-        chunkText[h[0]] = (ch[0] + "\n" + ch[3]).toLowerCase();
-      }
+    return data.cases.hits[i].some(function (h) {
+      if (chunkText[h[0]] === undefined) chunkText[h[0]] = (data.chunks.doc_id[h[0]] + "\n" + data.chunks.text[h[0]]).toLowerCase();
       return chunkText[h[0]].indexOf(q) >= 0;
     });
   }

@@ -133,8 +133,14 @@ def _spread(items: list[int], n: int) -> list[int]:
 
 
 def page_data(view: Drilldown) -> dict[str, Any]:
-    """What the page's script reads: the drilldown and how it is shown."""
-    return {**view._asdict(), "kinds": FAILURE_KINDS, "limits": [HIT_TEXT_CHARS, OTHER_HIT_TEXT_CHARS]}
+    """What the page's script reads: the drilldown and how it is shown. Cases and chunks go
+    column by column (a list per field), which gzip packs a quarter smaller than row by row."""
+    return {"metrics": view.metrics, "chunks": _columns(view.chunks, ChunkView), "cases": _columns(view.cases, CaseView),
+            "kinds": FAILURE_KINDS, "limits": [HIT_TEXT_CHARS, OTHER_HIT_TEXT_CHARS]}
+
+
+def _columns(rows: list[Any], kind: type) -> dict[str, list[Any]]:
+    return {field: [row[i] for row in rows] for i, field in enumerate(kind._fields)}
 
 
 def pack(data: Any) -> str:
