@@ -5,6 +5,7 @@ from pathlib import Path
 
 from fake_openai import fake_server  # noqa: F401 - pytest fixture
 
+from ragsweep.report.runs import read_cases
 from ragsweep.run import EvalOptions, run_eval
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,7 +21,7 @@ def test_llm_answers_judge_and_ragas_llm_end_to_end(fake_server, tmp_path, monke
                    use_llm=True, judge=True, ragas_llm=True)
     run_dir, report = run_eval(EvalOptions(**options, name="first"))
     assert report["answerer"] == "llm:fake-model" and report["no_llm"] is False
-    cases = [json.loads(line) for line in (run_dir / "cases.jsonl").read_text().splitlines()]
+    cases = read_cases(run_dir / "cases.jsonl")
     assert len(cases) == 3
     for case in cases:
         assert case["answer"]["answerer"] == "llm:fake-model" and case["answer"]["error"] is None
