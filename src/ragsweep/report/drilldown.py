@@ -83,12 +83,13 @@ def drilldown_html(cases: list[dict], k: int | None) -> str:
     partial = len(embedded) < len(view.cases)
     items = "".join(case_html(view, i) for i in embedded)
     data = f'<script type="{PACKED_TYPE}" id="case-data">{pack(page_data(view))}</script>' if partial else ""
-    return (_controls(view.cases, len(embedded)) + (_embedded_note(view.cases, embedded) if partial else "")
+    return (_controls(view.cases, len(embedded), k) + (_embedded_note(view.cases, embedded) if partial else "")
             + f'<div id="cases" data-total="{len(view.cases)}" data-visible="{len(embedded)}" '
             f'data-filter="all">{items}</div>{data}')
 
 
 def build_drilldown(cases: list[dict], k: int | None) -> Drilldown:
+    """Every case's view; each chunk once, its text cut one character past the most a case shows."""
     metrics = ordered({m for c in cases for m in (c.get("metrics") or {})})
     position: dict[str, int] = {}
     rows: list[list[Any]] = []  # doc_id, start, end, whole text, shown as relevant somewhere
@@ -165,7 +166,7 @@ def _case_view(case: dict, k: int | None, metrics: list[str], hits: list[HitView
 
 # ----------------------------------------------------------------------------- HTML (the page's script mirrors it)
 
-def _controls(views: list[CaseView], n_embedded: int) -> str:
+def _controls(views: list[CaseView], n_embedded: int, k: int | None) -> str:
     types = sorted({v.type for v in views}, key=natural_key)
     kinds_present = {kind for v in views for kind in v.kinds}
     n_fail = sum(1 for v in views if v.kinds)
@@ -181,7 +182,7 @@ def _controls(views: list[CaseView], n_embedded: int) -> str:
         f'<label>type <select id="case-type">{type_opts}</select></label>'
         '<label>search <input type="search" id="case-search" placeholder="id, question, text…"></label>'
         f'<span id="case-count">{n_embedded} of {len(views)} cases shown</span></div>'
-        '<p class="note">A case fails on: retrieval miss (no relevant chunk in the top k of an answerable '
+        f'<p class="note">A case fails on: retrieval miss (no relevant chunk in the top {esc(k)} of an answerable '
         'question), judged wrong (LLM judge), bad abstention (abstained on an answerable question or answered an '
         'unanswerable one), or an answerer error. Open a link ending in <code>#failures</code> to start filtered, '
         f'<code>#case=ID</code> to open a case. Chunk texts are cut at {HIT_TEXT_CHARS} characters '
