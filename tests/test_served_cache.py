@@ -132,3 +132,19 @@ def test_eval_reports_cache_use_and_fresh_retrieval_asks_again(tmp_path, monkeyp
     assert warm["metrics"] == cold["metrics"] == fresh["metrics"]
     monkeypatch.setenv("RAGSWEEP_SERVED_CACHE", "0")
     assert ServedCache.default() is None
+
+
+def test_queries_split_over_several_pathway_runs_get_the_same_lists(corpus, default_pipeline, monkeypatch):
+    config = PipelineConfig.load(default_pipeline, SMALL)
+    whole = RagStore(config, corpus).run(_queries())
+    monkeypatch.setenv("RAGSWEEP_QUERIES_PER_RUN", "3")
+    asked = _count_pathway_queries(monkeypatch)
+    split = RagStore(config, corpus).run(_queries())
+    assert asked == [3, 3, 1] and _dump(split) == _dump(whole)
+    assert [c.model_dump() for c in split.chunks] == [c.model_dump() for c in whole.chunks]
+    # one str per chunk text across every list
+    texts = [h.text for hits in split.hits for h in hits]
+    assert len({id(t) for t in texts}) == len(set(texts))
+    monkeypatch.setenv("RAGSWEEP_QUERIES_PER_RUN", "0")
+    with pytest.raises(ValueError, match="RAGSWEEP_QUERIES_PER_RUN"):
+        RagStore(config, corpus).run(_queries())

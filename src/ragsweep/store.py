@@ -136,7 +136,7 @@ def _served_order(raw: list[dict] | None) -> list[dict]:
     return sorted(list(raw or []), key=lambda item: float(item.get("dist", 0.0)))
 
 
-def _rank_hits(raw: list[dict], k: int, texts: dict[str, str]) -> list[Hit]:
+def _rank_hits(raw: list[dict], k: int, texts: dict[str, str], shared: dict[str, str] | None = None) -> list[Hit]:
     """What the store served for k, in a deterministic order: score desc, then doc id,
     then offset. Only the order among exactly equal scores is ours; the set is Pathway's."""
     rows = []
@@ -144,6 +144,8 @@ def _rank_hits(raw: list[dict], k: int, texts: dict[str, str]) -> list[Hit]:
         meta = item.get("metadata") or {}
         doc_id = str(meta.get("doc_id") or meta.get("path") or "")
         text = str(item.get("text", ""))
+        if shared is not None:  # one str per chunk text, however many lists it is in
+            text = shared.setdefault(text, text)
         start, end = _offsets(meta, text, texts.get(doc_id))
         rows.append((-float(item.get("dist", 0.0)), doc_id, start, end, text))
     rows.sort(key=lambda r: (-r[0], r[1], r[2]))
@@ -157,6 +159,20 @@ def _rank_hits(raw: list[dict], k: int, texts: dict[str, str]) -> list[Hit]:
         if len(hits) == k:
             break
     return hits
+
+
+def queries_per_run() -> int:
+    """Most queries asked in one Pathway run (``RAGSWEEP_QUERIES_PER_RUN``, default 8192)."""
+    import os
+
+    value = os.environ.get("RAGSWEEP_QUERIES_PER_RUN", "8192")
+    try:
+        n = int(value)
+    except ValueError:
+        raise ValueError(f"RAGSWEEP_QUERIES_PER_RUN={value!r}: must be a whole number >= 1") from None
+    if n < 1:
+        raise ValueError(f"RAGSWEEP_QUERIES_PER_RUN={value!r}: must be a whole number >= 1")
+    return n
 
 
 class RagStore:
@@ -246,17 +262,27 @@ class RagStore:
             chunks = [ChunkInfo(**c) for c in stored_chunks]
             embedded, timings = 0, {"split": 0.0, "embed": 0.0}
         else:
-            served, chunks, embedded, timings = self._serve([queries[i] for i in todo], texts, progress)
             answers = {i: stored[key] for i, key in enumerate(keys) if key in stored}
-            answers.update({todo[j]: value for j, value in served.items()})
-            if index_key:
-                fresh = {keys[i]: answers[i] for i in todo if i in answers}
-                cache.put_many({**fresh, table_key: [c.model_dump() for c in chunks]})
+            chunks, embedded, timings = [], 0, {"split": 0.0, "embed": 0.0}
+            # at most queries_per_run() queries per Pathway run: its memory grows with the queries
+            # in flight; every run indexes the same chunks (split and embeddings from the caches)
+            for first in range(0, max(1, len(todo)), queries_per_run()):
+                part = todo[first : first + queries_per_run()]
+                served, part_chunks, part_embedded, part_timings = self._serve([queries[i] for i in part], texts,
+                                                                               progress)
+                answers.update({part[j]: value for j, value in served.items()})
+                chunks = chunks or part_chunks
+                embedded += part_embedded
+                timings = {name: timings[name] + part_timings[name] for name in timings}
+                if index_key:
+                    cache.put_many({**{keys[i]: answers[i] for i in part if i in answers},
+                                    table_key: [c.model_dump() for c in chunks]})
         missing = [i for i in range(len(queries)) if i not in answers]
         if missing:
             raise RuntimeError(f"Pathway returned no result for {len(missing)} queries (first: {queries[missing[0]].text!r})")
-        hits = [_rank_hits(list(answers[i] or []), q.k, texts) for i, q in enumerate(queries)]
-        hits_at = [{d: _rank_hits(_served_order(answers[i])[:d], d, texts) for d in q.prefix_ks}
+        shared: dict[str, str] = {}
+        hits = [_rank_hits(list(answers[i] or []), q.k, texts, shared) for i, q in enumerate(queries)]
+        hits_at = [{d: _rank_hits(_served_order(answers[i])[:d], d, texts, shared) for d in q.prefix_ks}
                    for i, q in enumerate(queries)]
         run = StoreRun(
             hits=hits,
