@@ -43,6 +43,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain
 
 from ragsweep.answer.base import IDK, Answer
 from ragsweep.hits import Hit
@@ -309,6 +310,19 @@ def chunk_sentences(text: str) -> tuple[tuple[str, str, Counter, int], ...]:
     return tuple(out)
 
 
+@lru_cache(maxsize=8192)
+def chunk_index(text: str) -> tuple[tuple[str, ...], tuple[int, ...], dict[str, tuple[int, ...]]]:
+    """A chunk's sentence keys (lower-cased) and term totals, and for each term the positions
+    of the sentences holding it (memoised like :func:`chunk_sentences`)."""
+    sentences = chunk_sentences(text)
+    where: dict[str, list[int]] = {}
+    for i, (_, _, terms, _) in enumerate(sentences):
+        for term in terms:
+            where.setdefault(term, []).append(i)
+    return (tuple(s[1] for s in sentences), tuple(s[3] for s in sentences),
+            {term: tuple(at) for term, at in where.items()})
+
+
 @dataclass
 class _Candidate:
     text: str
@@ -319,6 +333,34 @@ class _Candidate:
     matched: tuple[str, ...]  # the question's terms found in it
     score: float = 0.0
     bm25: float = 0.0
+
+
+def _candidates(q_terms: tuple[str, ...], hits: list[Hit]) -> tuple[list[_Candidate], int, int]:
+    """The distinct retrieved sentences that share a term with the question (a repeated
+    sentence counts once, at its first place), found through each chunk's term index; with
+    the number of distinct sentences and their total number of terms."""
+    indexes = [chunk_index(hit.text) for hit in hits]
+    rank: dict[int, int] = {}  # place among all retrieved sentences -> rank among the distinct ones
+    first: dict[str, int] = {}
+    for place, key in enumerate(chain.from_iterable(index[0] for index in indexes)):
+        if key not in first:
+            first[key] = place
+            rank[place] = len(first) - 1
+    lengths = list(chain.from_iterable(index[1] for index in indexes))
+    candidates: list[_Candidate] = []
+    offset = 0
+    for chunk_no, (hit, (keys, _, where)) in enumerate(zip(hits, indexes), start=1):
+        matched: dict[int, list[str]] = {}
+        for term in q_terms:  # in the question's (sorted) term order, as the sums need
+            for i in where.get(term, ()):
+                if offset + i in rank:
+                    matched.setdefault(i, []).append(term)
+        sentences = chunk_sentences(hit.text) if matched else ()
+        for i in sorted(matched):
+            sentence, _, terms, length = sentences[i]
+            candidates.append(_Candidate(sentence, chunk_no, rank[offset + i], terms, length, tuple(matched[i])))
+        offset += len(keys)
+    return candidates, len(first), sum(lengths[place] for place in rank)
 
 
 class ExtractiveAnswerer:
@@ -374,20 +416,7 @@ class ExtractiveAnswerer:
         q_terms = tuple(sorted(set(tokenize(question)) | question_types(question)))
         if not q_terms:
             return []
-        candidates: list[_Candidate] = []
-        seen: set[str] = set()
-        total_length = 0
-        for chunk_no, hit in enumerate(hits, start=1):
-            for sentence, key, terms, length in chunk_sentences(hit.text):
-                if key in seen:  # overlapping chunks repeat sentences: keep the first
-                    continue
-                position = len(seen)
-                seen.add(key)
-                total_length += length
-                matched = tuple(t for t in q_terms if t in terms)
-                if matched:
-                    candidates.append(_Candidate(sentence, chunk_no, position, terms, length, matched))
-        n = len(seen)
+        candidates, n, total_length = _candidates(q_terms, hits)
         if not candidates:
             return []
         df = Counter(t for c in candidates for t in c.matched)
