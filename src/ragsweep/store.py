@@ -240,7 +240,9 @@ class RagStore:
         return store, results
 
     def run(self, queries: list[Query], progress: bool = False, cache: ServedCache | None = None) -> StoreRun:
-        """Index the corpus and answer ``queries`` in one Pathway run.
+        """Index the corpus and answer ``queries`` in one Pathway run (one per
+        :func:`queries_per_run` queries when there are more: each run indexes the same
+        chunks, and each query is answered against the whole index as it would be alone).
 
         ``progress`` shows a bar of the texts (chunks, then questions) going
         through the embedder, the part of the run that takes time. With a ``cache``
