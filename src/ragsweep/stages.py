@@ -158,10 +158,11 @@ def parsed_scopes(cases: Sequence[Case], parsed: set[str]) -> list[list[str] | N
 
 def retrieve(config, corpus, cases: Sequence[Case], ks: Iterable[int], progress: bool = False,
              rerank: bool = True, fresh: bool = False) -> Retrieved:
-    """Every case asked at every depth in ``ks``, in one Pathway run, so each list is exactly
-    what the DocumentStore serves for that k: for a fused hybrid index one query row per
-    (case, k); for BM25 or KNN, whose top k is the first k of a deeper answer, one row per
-    case at the deepest k, each depth cut from Pathway's own order (tests/test_server_parity.py).
+    """Every case asked at every depth in ``ks`` (one Pathway run per ``queries_per_run()``
+    queries), so each list is exactly what the DocumentStore serves for that k: for a fused
+    hybrid index one query row per (case, k); for BM25 or KNN, whose top k is the first k of
+    a deeper answer, one row per case at the deepest k, each depth cut from Pathway's own
+    order (tests/test_server_parity.py).
 
     With a reranker configured (``$reranker``), the store is asked for
     ``$rerank_candidates`` and each depth is the top k of the reranked candidates, as
@@ -175,7 +176,7 @@ def retrieve(config, corpus, cases: Sequence[Case], ks: Iterable[int], progress:
 
     from ragsweep.rerank import build_reranker, rerank_at_depths, rerank_candidates
     from ragsweep.served_cache import ServedCache
-    from ragsweep.store import Query, RagStore, prefix_exact
+    from ragsweep.store import Query, RagStore, prefix_exact, queries_per_run
 
     depths = sorted(set(ks))
     n_candidates = rerank_candidates(config) if rerank else None
@@ -193,7 +194,7 @@ def retrieve(config, corpus, cases: Sequence[Case], ks: Iterable[int], progress:
     asked = [(c, s, k) for c, s in zip(cases, scopes) if s != [] for k in per_case]
     print(f"retrieve: {len(cases)} question(s) x k in {store_ks}"
           f"{' (prefixes of one query: exact for this index)' if shared else ''}: {len(asked)} queries "
-          "in one Pathway run...", file=sys.stderr)
+          f"(at most {queries_per_run()} per Pathway run)...", file=sys.stderr)
     prefix = tuple(store_ks) if shared else ()
     cache = None if fresh else ServedCache.default()
     try:
