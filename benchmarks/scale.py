@@ -1,6 +1,6 @@
 """Scale: the whole CUAD release (510 contracts x 41 categories = 20,910 cases) in one eval (issue 13).
 
-    .venv/bin/python benchmarks/scale.py CUAD_DIR [--points 100,255,510] [--warm] [--work DIR]
+    .venv/bin/python benchmarks/scale.py CUAD_DIR [--points 100,255,510] [--warm] [--work DIR] [--reuse]
 
 ``CUAD_DIR`` is a CUAD v1 release folder holding ``master_clauses.csv``,
 ``category_descriptions.csv`` and ``txt/`` (the contract texts). The full dataset is built
@@ -15,14 +15,16 @@ Per point it prints documents, chunks, cases, the time of every stage (the manif
 ``stage_seconds`` plus what this script times around them: process start-up and imports,
 dataset load + validation, writing chunks/hits, report.json, report.html, exit), the
 answer+score rate, the peak RSS (the eval process; its whole process tree sampled every
-0.5 s), the run folder's size per file and the load average. Then the linearity check:
+0.5 s; the process's RSS and peak as each stage ends), the run folder's size per file and
+the load average. Each point's numbers are saved as WORK/point-N.json; ``--reuse`` takes
+them from there instead of running that point again. Then the linearity check:
 each stage's cost per document or per case at every point, and the ratio of the largest
 point to the smallest; a ratio above ``--max-growth`` (1.3) means the stage grows faster
 than linearly. Prints ``RESULT`` lines and a final ``JSON {...}`` line.
 
-The child process only wraps a few functions of :mod:`ragsweep.run` with timers (nothing
-else changes) and imports ragsweep, pathway and the run module before starting the clock of
-the run, so those imports count as start-up and not as a stage.
+The child process only wraps a few functions of :mod:`ragsweep.run` and :mod:`ragsweep.stages`
+with timers and RSS probes (nothing else changes), and imports ragsweep, pathway and the run
+module first, so those imports count as start-up and not as a stage.
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ def child(args: argparse.Namespace) -> int:
                 timers[name] = timers.get(name, 0.0) + time.perf_counter() - started
         return wrapper
 
-    write_json = run_mod.write_json
+    write_json = getattr(run_mod, "write_json", None)
 
     def timed_write_json(path, *a, **kw):
         started = time.perf_counter()
@@ -84,11 +86,31 @@ def child(args: argparse.Namespace) -> int:
             name = "report_json" if Path(path).name == "report.json" else "other_json"
             timers[name] = timers.get(name, 0.0) + time.perf_counter() - started
 
-    run_mod.load_inputs = timed("load_and_validate", run_mod.load_inputs)
-    run_mod.save_retrieved = timed("save_chunks_and_hits", run_mod.save_retrieved)
-    run_mod.write_html = timed("report_html", run_mod.write_html)
-    run_mod.summary_table = timed("summary_table", run_mod.summary_table)
-    run_mod.write_json = timed_write_json
+    marks: list[dict] = []  # the process's RSS and peak RSS as each stage ends
+
+    def marked(name, fn):
+        def wrapper(*a, **kw):
+            try:
+                return fn(*a, **kw)
+            finally:
+                marks.append({"after": name, **_rss_now()})
+        return wrapper
+
+    import ragsweep.stages as stages_mod
+
+    def wrap(module, attr, wrapper):  # a name this version of ragsweep lacks is left alone (and untimed)
+        if hasattr(module, attr):
+            setattr(module, attr, wrapper(getattr(module, attr)))
+
+    wrap(stages_mod, "parse_documents", lambda f: marked("parse", f))
+    wrap(stages_mod, "retrieve", lambda f: marked("retrieve (split, embed, index, queries)", f))
+    wrap(run_mod, "answer_and_score", lambda f: marked("answer_and_score", f))
+    wrap(run_mod, "build_report", lambda f: marked("aggregate", f))
+    wrap(run_mod, "load_inputs", lambda f: timed("load_and_validate", f))
+    wrap(run_mod, "save_retrieved", lambda f: timed("save_chunks_and_hits", f))
+    wrap(run_mod, "write_html", lambda f: timed("report_html", marked("report_html", f)))
+    wrap(run_mod, "summary_table", lambda f: timed("summary_table", f))
+    wrap(run_mod, "write_json", lambda f: timed_write_json)
 
     started = time.perf_counter()
     argv = ["eval", "--dataset", args.dataset, "--out", args.out, "--name", args.name, "--pipeline", args.pipeline]
@@ -97,10 +119,20 @@ def child(args: argparse.Namespace) -> int:
     me = resource.getrusage(resource.RUSAGE_SELF)
     Path(args.timings).write_text(json.dumps({
         "entered": entered, "imports": imports, "main_seconds": main_seconds, "timers": timers, "rc": rc,
-        "self_maxrss_kb": me.ru_maxrss,
+        "self_maxrss_kb": me.ru_maxrss, "rss_marks": marks,
         "ragsweep_file": ragsweep.__file__, "left_main": time.time(),
     }))
     return rc
+
+
+def _rss_now() -> dict:
+    """This process's resident set now and its peak so far (VmRSS, VmHWM), in MB."""
+    out = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            out["rss_mb" if key == "VmRSS" else "peak_mb"] = round(int(value.split()[0]) / 1024, 1)
+    return out
 
 
 # ------------------------------------------------------------------ datasets
@@ -255,7 +287,7 @@ def run_point(n: int, dataset: Path, work: Path, pipeline: str, warm: bool) -> d
         "load_1min_max_during": max(sampler.loads) if sampler.loads else None,
         "cache": str(cache), "warm": warm, "run_dir": str(run_dir), "log": str(log),
         "ragsweep_file": t["ragsweep_file"], "git_commit": man.get("git_commit"),
-        "recall@5": report.get("metrics", {}).get("recall@5"),
+        "recall@5": report.get("metrics", {}).get("recall@5"), "rss_after_stage": t.get("rss_marks", []),
     }
 
 
@@ -294,6 +326,9 @@ def main() -> int:
     parser.add_argument("cuad_dir", nargs="?", help="CUAD v1 release folder (master_clauses.csv, txt/)")
     parser.add_argument("--points", default="100,255,510", help="numbers of contracts, comma separated")
     parser.add_argument("--warm", action="store_true", help="one cache for every point (parse/embed re-used)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="take a point measured before from WORK/point-N.json instead of running it again "
+                             "(e.g. after the largest point was interrupted)")
     parser.add_argument("--work", default="/tmp/ragsweep-scale", help="datasets, caches and run folders go here")
     parser.add_argument("--pipeline", default=str(ROOT / "pipelines" / "default.yaml"))
     parser.add_argument("--max-growth", type=float, default=1.3,
@@ -328,11 +363,17 @@ def main() -> int:
 
     results = []
     for n in points:
-        dataset = work / f"cuad-{n}"
-        cases = build_point(cuad_dir, dataset, order[:n])
-        print(f"point {n}: {len(cases)} cases -> {dataset}; eval starts {time.strftime('%H:%M:%S')}, "
-              f"load {os.getloadavg()}", flush=True)
-        p = run_point(n, dataset, work, args.pipeline, args.warm)
+        saved = work / f"point-{n}{'-warm' if args.warm else ''}.json"
+        if args.reuse and saved.exists():
+            p = json.loads(saved.read_text())
+            print(f"point {n}: measured earlier ({saved}, commit {p['git_commit']})", flush=True)
+        else:
+            dataset = work / f"cuad-{n}"
+            cases = build_point(cuad_dir, dataset, order[:n])
+            print(f"point {n}: {len(cases)} cases -> {dataset}; eval starts {time.strftime('%H:%M:%S')}, "
+                  f"load {os.getloadavg()}", flush=True)
+            p = run_point(n, dataset, work, args.pipeline, args.warm)
+            saved.write_text(json.dumps(p, indent=1))
         results.append(p)
         st = p["stages"]
         print(f"RESULT point {n} contracts: {p['documents']} documents ({p['skipped']} skipped), {p['chunks']} chunks, "
@@ -345,6 +386,10 @@ def main() -> int:
               f"recall@5 {p['recall@5']}; commit {p['git_commit']}", flush=True)
         print("  stages [s]: " + ", ".join(f"{k} {v:.2f}" for k, v in st.items()), flush=True)
         print("  run folder: " + ", ".join(f"{k} {fmt_mb(v)}" for k, v in p["run_folder_bytes"].items()), flush=True)
+        if p.get("rss_after_stage"):
+            print("  eval process RSS after each stage (now / peak so far, MB): "
+                  + ", ".join(f"{m['after']} {m.get('rss_mb')} / {m.get('peak_mb')}" for m in p["rss_after_stage"]),
+                  flush=True)
 
     lin = linearity(results, args.max_growth) if len(results) > 1 else {}
     if lin:
