@@ -44,6 +44,7 @@ import hashlib
 import json
 import re
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -391,27 +392,13 @@ class PipelineConfig:
 
     def _sub_hash(self, root: Any) -> str:
         """Hash of one definition with every variable it references, recursively."""
-        from pathway.internals.yaml_loader import Value, Variable
+        from pathway.internals.yaml_loader import Variable
 
         raw = self.raw
         seen: dict[str, Any] = {"": _canonical(root)}
-
-        def visit(obj: Any) -> None:
-            if isinstance(obj, Variable):
-                if obj.name not in seen and obj in raw:
-                    seen[obj.name] = None
-                    seen[obj.name] = _canonical(raw[obj])
-                    visit(raw[obj])
-            elif isinstance(obj, Value):
-                visit(obj.kwargs)
-            elif isinstance(obj, dict):
-                for v in obj.values():
-                    visit(v)
-            elif isinstance(obj, (list, tuple)):
-                for v in obj:
-                    visit(v)
-
-        visit(root)
+        for node in yaml_nodes(root, raw):
+            if isinstance(node, Variable) and node in raw:
+                seen[node.name] = _canonical(raw[node])
         return hashlib.sha256(self._canonical_text(seen).encode()).hexdigest()[:16]
 
     def text(self) -> str:
@@ -661,6 +648,28 @@ def _callable_path(c: Any) -> str:
 
 def _type_path(t: type) -> str:
     return f"{t.__module__}.{t.__qualname__}"
+
+
+def yaml_nodes(obj: Any, raw: Any = None, _followed: set[str] | None = None) -> Iterator[Any]:
+    """Every node of a pipeline YAML as Pathway's loader gives it, depth first: ``obj``, then a
+    Value's kwargs, a dict's values, a list's items. With ``raw`` (a config's variables), a
+    Variable is followed into its definition, once per name."""
+    from pathway.internals.yaml_loader import Value, Variable
+
+    followed = set() if _followed is None else _followed
+    yield obj
+    if isinstance(obj, Variable):
+        if raw is not None and obj.name not in followed and obj in raw:
+            followed.add(obj.name)
+            yield from yaml_nodes(raw[obj], raw, followed)
+    elif isinstance(obj, Value):
+        yield from yaml_nodes(obj.kwargs, raw, followed)
+    elif isinstance(obj, dict):
+        for value in obj.values():
+            yield from yaml_nodes(value, raw, followed)
+    elif isinstance(obj, (list, tuple)):
+        for value in obj:
+            yield from yaml_nodes(value, raw, followed)
 
 
 def _canonical(obj: Any) -> Any:

@@ -86,23 +86,15 @@ def _component_files(config) -> list[str]:
     """The source file of every constructor the pipeline's YAML names."""
     from pathway.internals.yaml_loader import Value
 
-    files: set[str] = set()
+    from ragsweep.config import yaml_nodes
 
-    def visit(obj: Any) -> None:
-        if isinstance(obj, Value):
+    files: set[str] = set()
+    for node in yaml_nodes(config.raw):
+        if isinstance(node, Value):
             try:
-                files.add(inspect.getsourcefile(obj.constructor) or "")
+                files.add(inspect.getsourcefile(node.constructor) or "")
             except TypeError:  # a builtin or an extension type: its package version stands for it
                 pass
-            visit(obj.kwargs)
-        elif isinstance(obj, dict):
-            for v in obj.values():
-                visit(v)
-        elif isinstance(obj, (list, tuple)):
-            for v in obj:
-                visit(v)
-
-    visit(config.raw)
     return sorted(f for f in files if f)
 
 
