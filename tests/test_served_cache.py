@@ -154,3 +154,20 @@ def test_queries_split_over_several_pathway_runs_get_the_same_lists(corpus, defa
     monkeypatch.setenv("RAGSWEEP_QUERIES_PER_RUN", "0")
     with pytest.raises(ValueError, match="RAGSWEEP_QUERIES_PER_RUN"):
         RagStore(config, corpus).run(_queries())
+
+
+def test_evaluate_takes_the_served_cache_and_fresh_retrieval(tmp_path, monkeypatch):
+    """The Python API: a repeated call is served from the cache; ``fresh_retrieval=True`` asks Pathway."""
+    from ragsweep import evaluate
+
+    monkeypatch.setenv("RAGSWEEP_SERVED_CACHE", "1")
+    monkeypatch.setenv("RAGSWEEP_CACHE_DIR", str(tmp_path / "cache"))
+    args = (str(ROOT / "pipelines" / "default.yaml"), str(ROOT / "datasets" / "cuad-mini"))
+    cold = evaluate(*args, limit=5, workers=1)
+    warm = evaluate(*args, limit=5)
+    fresh = evaluate(*args, limit=5, fresh_retrieval=True)
+    asked = cold.manifest["retrieval"]["queries"]
+    assert asked > 0 and cold.manifest["retrieval"]["asked_pathway"] == asked
+    assert warm.manifest["retrieval"] == {"queries": asked, "from_served_cache": asked, "asked_pathway": 0}
+    assert fresh.manifest["retrieval"] == {"queries": asked, "from_served_cache": 0, "asked_pathway": asked}
+    assert warm.metrics == cold.metrics == fresh.metrics

@@ -133,6 +133,8 @@ def evaluate(
     judge_temperature: float | None = None,
     judge_probe: int = 3,
     max_failure_rate: float | None = None,
+    workers: int | None = None,
+    fresh_retrieval: bool = False,
 ) -> Report:
     """Evaluate a pipeline on a dataset, as ``ragsweep eval`` does, and return a :class:`Report`.
 
@@ -149,6 +151,11 @@ def evaluate(
     ``judge_probe`` (probes before the run when judging; 0: none) and ``max_failure_rate``
     (the failure share above which :attr:`Report.judge` warns; :func:`ragsweep.testing.assert_quality`
     fails on it as the command's gate does). Their statistics are in :attr:`Report.judge`.
+
+    ``workers``: Docling processes for the documents the parse cache lacks (``--workers``; None:
+    one per core). ``fresh_retrieval=True`` asks Pathway every query instead of taking lists it
+    served before from the served-list cache (``--fresh-retrieval``; the cache's key covers the
+    corpus, the index definition, ragsweep's serving code and the package versions).
     """
     from ragsweep.run import DEFAULT_KS, EvalOptions, _run_eval, open_run, run_eval
     from ragsweep.runfolder import file_hash
@@ -163,7 +170,8 @@ def evaluate(
                               validate_dataset=validate, out=str(out or "runs"), progress=progress,
                               ragas_nonllm=ragas, judge=judge, ragas_llm=ragas_llm,
                               judge_replicates=judge_replicates, judge_temperature=judge_temperature,
-                              judge_probe=judge_probe, max_failure_rate=max_failure_rate)
+                              judge_probe=judge_probe, max_failure_rate=max_failure_rate, workers=workers,
+                              fresh_retrieval=fresh_retrieval)
         if out is not None:
             run_dir, report = run_eval(options)
         else:
