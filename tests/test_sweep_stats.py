@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from ragsweep.report.runs import read_cases
 from ragsweep.run import RunError
 from ragsweep.sweep import SweepGrid, SweepOptions, pareto_front, run_sweep
 
@@ -52,7 +53,7 @@ def test_each_configuration_is_scored_on_what_it_serves(tmp_path):
         assert one["metrics"][name] is None and one["counts"][name]["n"] == 0, name
     assert three["metrics"]["recall@10"] is None and three["metrics"]["recall@3"] is not None
     assert one["served_ks"] == [1] and one["unserved_ks"] == [3, 10]
-    rows = [json.loads(x) for x in (sweep_dir / "configs" / one["id"] / "cases.jsonl").read_text().splitlines()]
+    rows = read_cases(sweep_dir / "configs" / one["id"] / "cases.jsonl")  # compact lines, hit texts put back
     for row in rows:
         assert len(row["hits"]) <= 1
         frr = row["metrics"]["first_relevant_rank"]

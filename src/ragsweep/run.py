@@ -34,8 +34,8 @@ from ragsweep.hits import Hit
 from ragsweep.records import CaseResult, compact, metric_names
 from ragsweep.report.runs import expand_cases
 from ragsweep.report import write_html
-from ragsweep.runfolder import (LAYOUT_VERSION, JsonlWriter, RunError, RunLock, check_resumable, file_hash,
-                                find_resume_dir, git_commit, make_dir, new_run_dir, now, package_versions,
+from ragsweep.runfolder import (LAYOUT_VERSION, JsonlWriter, RunError, RunLock, append_chunks, check_resumable,
+                                file_hash, find_resume_dir, git_commit, make_dir, new_run_dir, now, package_versions,
                                 read_jsonl, write_json)
 from ragsweep.scoring import aggregate, check_floors, parse_floors
 from ragsweep.stages import RunInputs, load_inputs
@@ -117,11 +117,7 @@ def save_retrieved(run_dir: Path, retrieved: stages.Retrieved) -> None:
     """The chunk table, then every served list: what a resume needs to skip retrieval."""
     chunks_file = run_dir / "chunks.jsonl"
     chunks_file.unlink(missing_ok=True)
-    with JsonlWriter(chunks_file) as writer:
-        for doc_id, hits in retrieved.chunks_by_doc.items():
-            for h in hits:
-                writer.write({"id": f"{doc_id}#{h.start}-{h.end}", "doc_id": doc_id, "start": h.start,
-                              "end": h.end, "text": h.text})
+    append_chunks(chunks_file, (h for hits in retrieved.chunks_by_doc.values() for h in hits), set())
     with JsonlWriter(run_dir / "hits.jsonl") as writer:  # chunk ids, not texts: the table holds those
         for case_id, by_k in retrieved.served.items():
             writer.write({"id": case_id, "served": {str(k): [h.model_dump(exclude={"text"}) for h in hits]

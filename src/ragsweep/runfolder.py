@@ -22,10 +22,13 @@ import os
 import socket
 import subprocess
 import sys
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from ragsweep.records import chunk_id
 
 PACKAGES = ("ragsweep", "pathway", "docling-slim", "docling-core", "tantivy", "sentence-transformers",
             "torch", "tiktoken", "openai", "ragas", "pydantic", "scipy")
@@ -33,6 +36,11 @@ PACKAGES = ("ragsweep", "pathway", "docling-slim", "docling-core", "tantivy", "s
 # 3: cases.jsonl lines are compact (records.compact: hit texts in chunks.jsonl, no defaults, no
 #    metric without a value, no per-case chance/oracle once report.json holds their means).
 LAYOUT_VERSION = 3
+# A sweep folder's layout (its sweep-state.json "layout"). Up to 3 a sweep wrote the eval number while its
+# configs/<id>/cases.jsonl held full CaseResult lines (every hit's text once per case per configuration).
+# 4: those lines are compact (records.compact, unsettled: chance/oracle and metrics without a value kept) and
+#    <sweep>/chunks.jsonl holds the text of each chunk any configuration served, once.
+SWEEP_LAYOUT_VERSION = 4
 
 
 class RunError(Exception):
@@ -158,6 +166,24 @@ def read_jsonl(path: Path, key: str = "id") -> list[dict[str, Any]]:
         tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in good.values()), encoding="utf-8")
         tmp.replace(path)
     return list(good.values())
+
+
+def append_chunks(path: Path, hits: Iterable[Any], known: set[str]) -> int:
+    """Append to a chunk table (``chunks.jsonl``: one chunk a line, ``{id, doc_id, start, end, text}``, the id
+    :func:`ragsweep.records.chunk_id`) each chunk of ``hits`` whose id is not in ``known``, and add it there;
+    return how many lines were written. ``hits``: anything with ``doc_id``, ``start``, ``end`` and ``text``
+    (a Hit, a JudgedHit). ``known`` starts as the ids of the table read back with :func:`read_jsonl`, so a
+    resumed run appends only what a killed one had not written."""
+    written = 0
+    with JsonlWriter(path) as writer:
+        for hit in hits:
+            key = chunk_id(hit.doc_id, hit.start, hit.end)
+            if key in known:
+                continue
+            writer.write({"id": key, "doc_id": hit.doc_id, "start": hit.start, "end": hit.end, "text": hit.text})
+            known.add(key)
+            written += 1
+    return written
 
 
 def write_json(path: Path, data: Any) -> None:

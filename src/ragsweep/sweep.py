@@ -15,9 +15,20 @@ cached on disk by content); every distinct chunk text is embedded once per
 embedder (the SQLite cache of :mod:`ragsweep.embedding`); one Pathway index per
 (chunking, retriever) answers every configuration's depths in one graph run.
 
-Each configuration's per-case results are written as soon as it is done
-(``configs/<id>/cases.jsonl`` then ``result.json``), so an interrupted sweep
-resumes without recomputing a finished configuration.
+Each configuration's per-case results are written as soon as it is done, so an
+interrupted sweep resumes without recomputing a finished configuration. The sweep
+folder (layout :data:`~ragsweep.runfolder.SWEEP_LAYOUT_VERSION`):
+
+- ``sweep-state.json``         what this sweep is (layout, grid, pipeline hash, ks, case ids)
+- ``chunks.jsonl``             the text of every chunk any configuration served, once (a chunk
+                               shared by several configurations is one line), appended before
+                               the case lines that refer to it
+- ``configs/<id>/cases.jsonl`` one compact :class:`~ragsweep.records.CaseResult` per case
+                               (:func:`~ragsweep.records.compact`: hits refer to the chunk table
+                               by doc id and offsets); read in full by
+                               :func:`ragsweep.report.runs.read_cases`
+- ``configs/<id>/result.json`` the configuration's aggregate, written last: it marks it done
+- ``sweep.json``, ``sweep.csv``, ``report.html``
 """
 
 from __future__ import annotations
@@ -38,8 +49,10 @@ from pydantic import BaseModel, Field
 from ragsweep import stages
 from ragsweep.config import ConfigError, parse_overrides
 from ragsweep.metrics.registry import AT_K_FAMILIES, at_own_k, best_of, lower_is_better
-from ragsweep.runfolder import (LAYOUT_VERSION, JsonlWriter, RunError, RunLock, check_resumable, find_resume_dir,
-                                git_commit, make_dir, new_run_dir, now, package_versions, read_jsonl, write_json)
+from ragsweep.records import compact
+from ragsweep.runfolder import (SWEEP_LAYOUT_VERSION, JsonlWriter, RunError, RunLock, append_chunks, check_resumable,
+                                find_resume_dir, git_commit, make_dir, new_run_dir, now, package_versions, read_jsonl,
+                                write_json)
 from ragsweep.report import write_html
 from ragsweep.rerank import build_reranker, rerank_at_depths, rerank_candidates
 from ragsweep.scoring import aggregate
@@ -145,7 +158,7 @@ def run_sweep(options: SweepOptions) -> tuple[Path, dict[str, Any]]:
     baseline_id = config_id(matches[0])
 
     out = Path(options.out)
-    state = {"layout": LAYOUT_VERSION, "grid": str(options.grid), "pipeline_hash": base_config.hash, "ks": ks,
+    state = {"layout": SWEEP_LAYOUT_VERSION, "grid": str(options.grid), "pipeline_hash": base_config.hash, "ks": ks,
              "case_ids": [c.id for c in cases]}
     if options.resume:
         sweep_dir = find_resume_dir(out, options.resume, "sweep-state.json")
@@ -197,6 +210,9 @@ def _run_sweep(options, grid, objectives, ks, base_config, dataset, cases, confi
     if results:
         print(f"resuming: {len(results)} configuration(s) already done", file=sys.stderr)
 
+    # the chunk table, shared by every configuration; read_jsonl drops a line a kill tore
+    chunks_file = sweep_dir / "chunks.jsonl"
+    known_chunks = {row["id"] for row in read_jsonl(chunks_file)}
     embedded_total = 0
     for n_group, (index_key, members) in enumerate(groups.items(), start=1):
         todo = [cid for cid in members if cid not in results]
@@ -230,16 +246,19 @@ def _run_sweep(options, grid, objectives, ks, base_config, dataset, cases, confi
             if options.answers:
                 answerer, _ = stages.make_answerer(cfg, use_llm=False)
                 answers = stages.answer(answerer, [(c.question, served[c.id][cfg.top_k]) for c in cases])
-            records = [r.line() for r in stages.score(
+            scored = stages.score(
                 cases, served, top_k=cfg.top_k, relevance=dataset.relevance, texts=texts, retrieved=retrieved,
                 unserved_ks=unserved, own_k_aliases=True, answers=answers,
-                language=str(cfg.get("language", "en") or "en"))]
+                language=str(cfg.get("language", "en") or "en"))
+            records = [r.line() for r in scored]
             folder = sweep_dir / "configs" / cid
             folder.mkdir(parents=True, exist_ok=True)
+            # the texts first (only chunks no earlier configuration served), then the lines referring to them
+            append_chunks(chunks_file, (h for r in scored for h in r.hits), known_chunks)
             (folder / "cases.jsonl").unlink(missing_ok=True)
             with JsonlWriter(folder / "cases.jsonl") as writer:
                 for record in records:
-                    writer.write(record)
+                    writer.write(compact(record))
             agg = aggregate(records, interval_metrics=[*objectives, *(at_own_k(b) for b in AT_K_FAMILIES)])
             result = {
                 "id": cid, "params": params, "config_hash": cfg.hash, "index_key": index_key, "top_k": cfg.top_k,
@@ -312,8 +331,8 @@ def finish_sweep(sweep_dir: Path, configs, results, baseline_id, objectives, gri
     from ragsweep.metrics.stats import holm, paired_test, significant
 
     def per_case(cid: str) -> dict[str, dict[str, float | None]]:
-        rows = read_jsonl(sweep_dir / "configs" / cid / "cases.jsonl")
-        return {r["id"]: r["metrics"] for r in rows}
+        rows = read_jsonl(sweep_dir / "configs" / cid / "cases.jsonl")  # compact lines: the metrics are all kept
+        return {r["id"]: r.get("metrics") or {} for r in rows}
 
     base_cases = per_case(baseline_id)
     p_values: dict[str, dict[str, float | None]] = defaultdict(dict)

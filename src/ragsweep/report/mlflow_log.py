@@ -5,7 +5,8 @@ Logged: params (pipeline variables, pipeline path/hash/overrides, dataset and co
 fields, relevance rule, answerer), metrics (aggregate means, CI bounds as ``<name>.ci_low`` /
 ``<name>.ci_high``, stage seconds; for sweep configurations also p-values, Holm-adjusted
 p-values, significance flags, seconds, latency, peak RSS), tags, the pipeline YAML and the
-run folder's files as artifacts.
+run folder's files as artifacts (a sweep configuration's child run also gets the rows of the
+sweep's chunk table its cases refer to, as ``run/chunks.jsonl``).
 
 MLflow metric and param names may not contain ``@``: ``hit_rate@5`` is logged as
 ``hit_rate_at_5`` (see :func:`mlflow_key`).
@@ -28,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ragsweep.report.runs import RunFolderError, num, read_json, run_kind
+from ragsweep.report.runs import RunFolderError, num, read_chunk_rows, read_json, run_kind
 
 _BAD_KEY = re.compile(r"[^/\w.\- :]")
 _MAX_PARAM_VALUE = 6000
@@ -228,6 +229,37 @@ def _config_metrics(cfg: dict) -> dict[str, float]:
     return out
 
 
+def _log_config_chunks(client, run_id: str, cdir: Path, tables: dict[Path, dict[str, dict]]) -> None:
+    """A sweep configuration's own ``run/chunks.jsonl``: the rows of the sweep's chunk table its
+    case lines refer to (sweep layout 4), so the child's ``run/`` artifacts read like an eval run
+    folder (``ragsweep compare`` takes them as they are). Lines with their texts (a sweep of layout
+    3 or earlier) need none. ``tables``: the chunk tables read so far (each is read once per sweep)."""
+    import tempfile
+
+    from ragsweep.records import chunk_id
+
+    cases = cdir / "cases.jsonl"
+    wanted: dict[str, None] = {}
+    if cases.is_file():
+        with cases.open(encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    hits = json.loads(line).get("hits") or []
+                    wanted.update((chunk_id(h["doc_id"], h["start"], h["end"]), None) for h in hits if "text" not in h)
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    continue
+    if not wanted:
+        return
+    if cdir.parent.parent not in tables:
+        tables[cdir.parent.parent] = read_chunk_rows(cdir)
+    table = tables[cdir.parent.parent]
+    with tempfile.TemporaryDirectory(prefix="ragsweep-mlflow-") as tmp:
+        path = Path(tmp) / "chunks.jsonl"
+        path.write_text("".join(json.dumps(table[key], ensure_ascii=False) + "\n" for key in wanted if key in table),
+                        encoding="utf-8")
+        client.log_artifact(run_id, str(path), artifact_path="run")
+
+
 def _log_sweep(client, exp_id: str, run_dir: Path, pipeline_path) -> str:
     sweep = read_json(run_dir / "sweep.json")
     configs = sweep.get("configs") or []
@@ -260,6 +292,7 @@ def _log_sweep(client, exp_id: str, run_dir: Path, pipeline_path) -> str:
             client.log_artifact(pid, str(pipe), artifact_path="pipeline")
         top = [f for f in sorted(run_dir.iterdir()) if f.is_file()]
         _log_files(client, pid, run_dir, top, artifact_path="run")
+        chunk_tables: dict[Path, dict[str, dict]] = {}
         for cfg in configs:
             cid = str(cfg.get("id"))
             tags = {"mlflow.parentRunId": pid, "ragsweep.kind": "sweep-config", "ragsweep.config_id": cid,
@@ -280,6 +313,7 @@ def _log_sweep(client, exp_id: str, run_dir: Path, pipeline_path) -> str:
                 if cdir.is_dir():
                     files = [f for f in sorted(cdir.rglob("*")) if f.is_file()]
                     _log_files(client, cid_run, cdir, files, artifact_path="run")
+                    _log_config_chunks(client, cid_run, cdir, chunk_tables)
             except BaseException:
                 client.set_terminated(cid_run, status="FAILED")
                 raise

@@ -51,32 +51,53 @@ def read_cases(path: Path) -> list[dict]:
     return expand_cases(cases, path.parent)
 
 
-def read_chunk_texts(folder: Path) -> dict[str, str]:
-    """The run's chunk table (``chunks.jsonl``): chunk id -> text ({} when absent)."""
-    path = Path(folder) / "chunks.jsonl"
-    if not path.is_file():
+def chunk_table_paths(folder: Path) -> list[Path]:
+    """Where the chunk table of the cases in ``folder`` may be, in order: the folder's own
+    ``chunks.jsonl`` (an eval run), then, for a sweep configuration (``<sweep>/configs/<id>``),
+    the sweep's ``<sweep>/chunks.jsonl``, which every configuration shares (sweep layout 4)."""
+    folder = Path(folder)
+    paths = [folder / "chunks.jsonl"]
+    if folder.parent.name == "configs":
+        paths.append(folder.parent.parent / "chunks.jsonl")
+    return paths
+
+
+def read_chunk_rows(folder: Path) -> dict[str, dict]:
+    """The chunk table of the cases in ``folder`` (:func:`chunk_table_paths`): chunk id -> its row
+    (``id, doc_id, start, end, text``; layout 2 wrote only ``id, text``); {} when absent. A torn
+    line (a killed run) is skipped: this reads, it never rewrites a folder."""
+    path = next((p for p in chunk_table_paths(folder) if p.is_file()), None)
+    if path is None:
         return {}
     table = {}
     with path.open(encoding="utf-8") as fh:
         for line in fh:
             try:
                 row = json.loads(line)
-                table[row["id"]] = row["text"]
+                key, _ = row["id"], row["text"]
             except (ValueError, KeyError, TypeError):
                 continue
+            table[key] = row
     return table
+
+
+def read_chunk_texts(folder: Path) -> dict[str, str]:
+    """The chunk table of the cases in ``folder``: chunk id -> text ({} when absent)."""
+    return {key: row["text"] for key, row in read_chunk_rows(folder).items()}
 
 
 def expand_cases(lines: list[dict], folder: Path) -> list[dict]:
     """Stored case lines in full (:func:`ragsweep.records.expand_lines`): hit texts from the
-    folder's chunk table (a layout-1 folder, with the text in every hit, needs none), the
-    metrics from its report.json's ``case_metrics``."""
+    chunk table (the folder's own, or a sweep configuration's, :func:`chunk_table_paths`; a
+    layout-1 eval folder or a sweep of layout 3 or earlier, with the text in every hit, needs
+    none), the metrics from the folder's report.json's ``case_metrics``."""
     from ragsweep.records import expand_lines
 
     needs_table = any("text" not in h for c in lines for h in c.get("hits") or [])
     texts = read_chunk_texts(folder) if needs_table else {}
     if needs_table and not texts:
-        raise RunFolderError(f"{folder}: cases.jsonl refers to chunks by id but chunks.jsonl is missing")
+        raise RunFolderError(f"{folder}: cases.jsonl refers to chunks by id but chunks.jsonl is missing (looked for "
+                             f"{' and '.join(str(p) for p in chunk_table_paths(folder))})")
     report = Path(folder) / "report.json"
     names = read_json(report).get("case_metrics") or [] if report.is_file() else []
     return expand_lines(lines, texts, names)
