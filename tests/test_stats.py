@@ -100,6 +100,32 @@ def test_bootstrap_ci_matches_scipy():
     assert bootstrap_ci(A, n_resamples=999, seed=3) == (low, high)  # deterministic
 
 
+@pytest.mark.parametrize("kind", ["uniform", "binary", "rare-binary", "skewed", "graded"])
+def test_bootstrap_ci_bca_equals_scipys_on_many_samples(kind):
+    """The closed-form jackknife gives scipy's BCa bounds (scipy resamples n x (n - 1) values)."""
+    import warnings
+
+    rng = np.random.default_rng(7)
+    for trial in range(8):
+        n = int(rng.integers(5, 1500))
+        x = {"uniform": lambda: rng.random(n), "binary": lambda: (rng.random(n) < 0.4).astype(float),
+             "rare-binary": lambda: (rng.random(n) < 0.03).astype(float),
+             "skewed": lambda: rng.exponential(size=n), "graded": lambda: rng.integers(0, 4, n) / 3}[kind]()
+        if np.all(x == x[0]):
+            continue
+        for confidence in (0.95, 0.8):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                res = stats.bootstrap((x,), lambda v, axis=-1: np.mean(v, axis=axis), n_resamples=499,
+                                      method="BCa", confidence_level=confidence, vectorized=True,
+                                      rng=np.random.default_rng(trial))
+            expected = (res.confidence_interval.low, res.confidence_interval.high)
+            if any(math.isnan(b) for b in expected):
+                continue
+            got = bootstrap_ci(list(x), confidence=confidence, n_resamples=499, seed=trial)
+            assert got == pytest.approx(expected, rel=1e-12, abs=1e-12), (kind, n, confidence)
+
+
 def test_bootstrap_ci_edge_cases():
     assert bootstrap_ci([]) == (None, None)
     assert bootstrap_ci([0.7]) == (None, None)
