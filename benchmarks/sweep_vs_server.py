@@ -173,6 +173,7 @@ def main() -> int:
     from ragsweep.chunking import OffsetTokenCountSplitter
     from ragsweep.datasets.loader import load_dataset
     from ragsweep.store import sanitize_query, scope_filter
+    from ragsweep.report.runs import read_cases
     from ragsweep.sweep import SweepGrid, SweepOptions, config_id, run_sweep
 
     grid = SweepGrid.load(args.grid)
@@ -274,7 +275,7 @@ def main() -> int:
     cold_hits = {}
     for params in combos:
         cid = config_id(params)
-        rows = [json.loads(x) for x in (cold_dir / "configs" / cid / "cases.jsonl").read_text().splitlines() if x.strip()]
+        rows = read_cases(cold_dir / "configs" / cid / "cases.jsonl")  # hit texts from the sweep's chunk table
         cold_hits[cid] = {r["id"]: [h.get("text") for h in r["hits"]] for r in rows}
     for n, params in enumerate(combos, start=1):
         k = int(params.get("top_k", 5))
