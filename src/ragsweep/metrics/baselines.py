@@ -508,6 +508,12 @@ def _cap_excess(n: int, k: int, budget: int, grades: tuple[float, ...], tally: t
     excess = 0.0
     nodes = 0
     exceeded = False
+    # what depends only on the items already covered, computed once per covered set (the walk
+    # meets the same set on many branches): each type's marginal gain, largest first, and the
+    # grades still uncovered
+    gains_of: dict[int, list[tuple[float, int]]] = {}
+    left_of: dict[int, float] = {}
+    more_of: dict[tuple[int, int], float] = {}
 
     def walk(level: int, covered: int, dcg: float, prob: float, counts: list[int]) -> None:
         nonlocal excess, nodes, exceeded
@@ -516,26 +522,31 @@ def _cap_excess(n: int, k: int, budget: int, grades: tuple[float, ...], tally: t
             raise _OverBudget
         if dcg >= idcg:
             exceeded = True
-            rest = n - level
-            more = math.fsum(
-                grade[i] * _shifted_log_moment(rest, cover_count[i], depth - level, level)
-                for i in range(n_items)
-                if not covered >> i & 1
-            )
+            more = more_of.get((level, covered))
+            if more is None:
+                rest = n - level
+                more = more_of[level, covered] = math.fsum(
+                    grade[i] * _shifted_log_moment(rest, cover_count[i], depth - level, level)
+                    for i in range(n_items)
+                    if not covered >> i & 1
+                )
             excess += prob * (dcg + more - idcg)
             return
         if level == depth:
             return
-        useful = []
-        for t, mask in enumerate(masks):
-            if counts[t] and mask & ~covered:
-                useful.append((sum([grade[i] for i in members[t] if not covered >> i & 1]), t))
+        gains = gains_of.get(covered)
+        if gains is None:
+            gains = gains_of[covered] = sorted(
+                ((sum([grade[i] for i in members[t] if not covered >> i & 1]), t)
+                 for t, mask in enumerate(masks) if mask & ~covered), reverse=True)
+        useful = [(g, t) for g, t in gains if counts[t]]
         if not useful:
             return
-        useful.sort(reverse=True)
         # what the remaining ranks can add: at most every uncovered grade at the next rank,
         # and at most the marginal gains, sorted, at the next discounts
-        left = sum([grade[i] for i in range(n_items) if not covered >> i & 1])
+        left = left_of.get(covered)
+        if left is None:
+            left = left_of[covered] = sum([grade[i] for i in range(n_items) if not covered >> i & 1])
         if dcg + left * disc[level + 1] <= idcg:
             return
         bound = dcg
