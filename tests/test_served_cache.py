@@ -1,6 +1,7 @@
 """The served-list cache: a warm run gets exactly what Pathway served, and nothing stale."""
 
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -171,3 +172,28 @@ def test_evaluate_takes_the_served_cache_and_fresh_retrieval(tmp_path, monkeypat
     assert warm.manifest["retrieval"] == {"queries": asked, "from_served_cache": asked, "asked_pathway": 0}
     assert fresh.manifest["retrieval"] == {"queries": asked, "from_served_cache": 0, "asked_pathway": asked}
     assert warm.metrics == cold.metrics == fresh.metrics
+
+
+def test_the_key_does_not_depend_on_where_the_code_lives(corpus, default_pipeline, fixture_corpus_dir, tmp_path):
+    """The same ragsweep source at another path (another checkout, another machine) gives the
+    same index fingerprint: the key holds module names and file contents, never paths."""
+    import shutil
+    import subprocess
+    import sys
+
+    copy = tmp_path / "elsewhere" / "src"
+    shutil.copytree(ROOT / "src" / "ragsweep", copy / "ragsweep", ignore=shutil.ignore_patterns("__pycache__"))
+    script = (
+        "import sys, ragsweep\n"
+        f"assert ragsweep.__file__.startswith({str(copy)!r}), ragsweep.__file__\n"
+        "from ragsweep import served_cache\n"
+        "from ragsweep.config import PipelineConfig\n"
+        "from ragsweep.corpus import parse_corpus\n"
+        f"config = PipelineConfig.load({str(default_pipeline)!r}, {SMALL!r})\n"
+        f"print(served_cache.index_fingerprint(config, parse_corpus({str(fixture_corpus_dir)!r})))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(copy)}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    here = served_cache.index_fingerprint(PipelineConfig.load(default_pipeline, SMALL), corpus)
+    assert out.stdout.strip().splitlines()[-1] == here

@@ -82,20 +82,24 @@ def _module_file(name: str) -> str | None:
         return None
 
 
-def _component_files(config) -> list[str]:
-    """The source file of every constructor the pipeline's YAML names."""
+def _component_sources(config) -> dict[str, str]:
+    """The source file of every constructor the pipeline's YAML names, by module name. The key
+    takes the module's name and its file's content, never the file's path: the same code in
+    another checkout, or a cache copied to another machine, gives the same key."""
     from pathway.internals.yaml_loader import Value
 
     from ragsweep.config import yaml_nodes
 
-    files: set[str] = set()
+    sources: dict[str, str] = {}
     for node in yaml_nodes(config.raw):
         if isinstance(node, Value):
             try:
-                files.add(inspect.getsourcefile(node.constructor) or "")
+                path = inspect.getsourcefile(node.constructor)
             except TypeError:  # a builtin or an extension type: its package version stands for it
-                pass
-    return sorted(f for f in files if f)
+                continue
+            if path:
+                sources[getattr(node.constructor, "__module__", None) or path] = path
+    return dict(sorted(sources.items()))
 
 
 @lru_cache(maxsize=1)
@@ -110,7 +114,7 @@ def _environment_fingerprint() -> str:
 
 def index_fingerprint(config, corpus) -> str:
     """What every query of one index shares: corpus, index definition, code."""
-    components = [f"{path}:{_file_hash(path)}" for path in _component_files(config)]
+    components = [f"{module}:{_file_hash(path)}" for module, path in _component_sources(config).items()]
     text = "\n".join([corpus.content_hash, config.index_key, _environment_fingerprint(), *components])
     return hashlib.sha256(text.encode()).hexdigest()
 
