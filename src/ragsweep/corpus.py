@@ -667,7 +667,6 @@ def _init_worker(standard_pdf: bool, warm: bool, threads: int) -> None:
         os.environ.setdefault(name, str(threads))
     if warm and not standard_pdf and "transformers" not in sys.modules:
         sys.modules["transformers"] = None  # type: ignore[assignment]  # "not installed" to Docling
-    atexit.register(os._exit, 0)  # registered last, so it runs first at exit
     ensure_offline()
     if warm:
         try:
