@@ -197,3 +197,45 @@ def test_the_key_does_not_depend_on_where_the_code_lives(corpus, default_pipelin
     assert out.returncode == 0, out.stderr[-2000:]
     here = served_cache.index_fingerprint(PipelineConfig.load(default_pipeline, SMALL), corpus)
     assert out.stdout.strip().splitlines()[-1] == here
+
+
+def test_lists_are_stored_without_the_chunk_texts_and_come_back_whole(corpus, default_pipeline, tmp_path,
+                                                                      monkeypatch):
+    """Each chunk text is stored once, in the index's chunk table; a list refers to it by its
+    document and offsets. Without the table a list is a miss, never a list with texts missing."""
+    import json
+    import sqlite3
+    import zlib
+
+    config = PipelineConfig.load(default_pipeline, SMALL)
+    path = tmp_path / "served.sqlite"
+    cold = RagStore(config, corpus).run(_queries(), cache=ServedCache(path))
+    texts = {json.dumps(h.text)[1:-1] for hits in cold.hits for h in hits}  # as stored: JSON-escaped
+    with sqlite3.connect(path) as db:
+        values = [zlib.decompress(v).decode() for (v,) in db.execute("SELECT value FROM served")]
+    lists = [v for v in values if '"text_from_table"' in v]
+    assert len(lists) == len(_queries())  # every list refers to the table
+    assert not any(t in v for v in lists for t in texts if len(t) > 40)  # no chunk text in a list
+    assert sum(any(t in v for t in texts if len(t) > 40) for v in values) == 1  # only the table holds them
+
+    warm = RagStore(config, corpus).run(_queries(), cache=ServedCache(path))
+    assert warm.from_cache == len(_queries()) and _dump(warm) == _dump(cold)
+
+    index_key = served_cache.index_fingerprint(config, corpus)
+    with sqlite3.connect(path) as db:  # the table gone: its lists cannot be rebuilt
+        db.execute("DELETE FROM served WHERE key = ?", (served_cache.chunks_key(index_key),))
+    asked = _count_pathway_queries(monkeypatch)
+    again = RagStore(config, corpus).run(_queries(), cache=ServedCache(path))
+    assert asked == [len(_queries())] and again.from_cache == 0 and _lists(again) == _lists(cold)
+
+
+def test_compact_and_expand_are_lossless():
+    table = served_cache.chunk_texts([{"doc_id": "a.pdf", "start": 0, "end": 5, "text": "hello"}])
+    raw = [{"text": "hello", "metadata": {"doc_id": "a.pdf", "start": 0, "end": 5}, "dist": -0.5},
+           {"text": "other", "metadata": {"doc_id": "a.pdf", "start": 0, "end": 5}, "dist": -0.4},
+           {"text": "no offsets", "metadata": {"path": "b.md"}, "dist": -0.3}]
+    stored = served_cache.compact_list(raw, table)
+    assert stored["text_from_table"] == [0] and "text" not in stored["items"][0]
+    assert served_cache.expand_list(stored, table) == raw
+    assert served_cache.expand_list(stored, None) is served_cache.UNRESOLVED
+    assert served_cache.expand_list(raw, None) == raw and served_cache.compact_list(None, table) is None

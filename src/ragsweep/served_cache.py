@@ -33,7 +33,7 @@ import inspect
 import json
 import os
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -126,6 +126,54 @@ def query_key(index_key: str, text: str, k: int, metadata_filter: str | None, pr
 
 def chunks_key(index_key: str) -> str:
     return hashlib.sha256(f"{index_key}\0chunks".encode()).hexdigest()
+
+
+UNRESOLVED = object()  # a stored list whose chunk texts the stored chunk table cannot give back: a miss
+
+
+def _chunk_of(item: Any) -> str | None:
+    meta = item.get("metadata") if isinstance(item, dict) else None
+    if not isinstance(meta, dict) or "start" not in meta or "end" not in meta:
+        return None
+    return f"{meta.get('doc_id') or meta.get('path')}#{meta['start']}-{meta['end']}"
+
+
+def chunk_texts(table: Iterable[dict[str, Any]] | None) -> dict[str, str] | None:
+    """A stored chunk table (rows with ``doc_id``, ``start``, ``end``, ``text``) as chunk id -> text."""
+    if table is None:
+        return None
+    return {f"{row['doc_id']}#{row['start']}-{row['end']}": row.get("text", "") for row in table}
+
+
+def compact_list(raw: Any, texts: Mapping[str, str]) -> Any:
+    """A served list as stored: the text of each item that the index's chunk table holds (same
+    document, offsets and text) is left out, the table stores it once (a list repeated every
+    chunk text: 421 MB for the 83,640 lists of the 510-contract CUAD eval). Lossless:
+    :func:`expand_list` gives the list back equal to ``raw``."""
+    if not isinstance(raw, list):
+        return raw
+    items, from_table = [], []
+    for n, item in enumerate(raw):
+        key = _chunk_of(item)
+        if key is not None and isinstance(item.get("text"), str) and texts.get(key) == item["text"]:
+            item = {k: v for k, v in item.items() if k != "text"}
+            from_table.append(n)
+        items.append(item)
+    return {"items": items, "text_from_table": from_table} if from_table else raw
+
+
+def expand_list(value: Any, texts: Mapping[str, str] | None) -> Any:
+    """The served list :func:`compact_list` stored, texts put back from the chunk table
+    (:data:`UNRESOLVED` when the table lacks one); a list stored whole comes back as it is."""
+    if not isinstance(value, dict) or "text_from_table" not in value:
+        return value
+    items = list(value.get("items") or [])
+    for n in value["text_from_table"]:
+        text = texts.get(_chunk_of(items[n]) or "") if texts is not None and 0 <= n < len(items) else None
+        if text is None:
+            return UNRESOLVED
+        items[n] = {"text": text, **items[n]}
+    return items
 
 
 def _pack(value: Any) -> bytes:

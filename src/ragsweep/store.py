@@ -257,8 +257,11 @@ class RagStore:
                 for q in queries] if index_key else []
         table_key = served_cache.chunks_key(index_key) if index_key else ""
         stored = cache.get_many([*keys, table_key]) if index_key else {}
+        stored_chunks = stored.pop(table_key, None)
+        table_texts = served_cache.chunk_texts(stored_chunks)
+        stored = {key: value for key, value in ((k, served_cache.expand_list(v, table_texts)) for k, v in stored.items())
+                  if value is not served_cache.UNRESOLVED}
         todo = [i for i, key in enumerate(keys) if key not in stored] if index_key else list(range(len(queries)))
-        stored_chunks = stored.get(table_key)
         if index_key and not todo and stored_chunks is not None:
             answers = {i: stored[key] for i, key in enumerate(keys)}
             chunks = [ChunkInfo(**c) for c in stored_chunks]
@@ -276,9 +279,13 @@ class RagStore:
                 chunks = chunks or part_chunks
                 embedded += part_embedded
                 timings = {name: timings[name] + part_timings[name] for name in timings}
-                if index_key:
-                    cache.put_many({**{keys[i]: answers[i] for i in part if i in answers},
-                                    table_key: [c.model_dump() for c in chunks]})
+                if index_key:  # the chunk table once, then each list without the texts it holds
+                    table = [c.model_dump() for c in chunks]
+                    table_texts = table_texts or served_cache.chunk_texts(table)
+                    rows = {keys[i]: served_cache.compact_list(answers[i], table_texts) for i in part if i in answers}
+                    if stored_chunks is None:
+                        rows[table_key] = stored_chunks = table
+                    cache.put_many(rows)
         missing = [i for i in range(len(queries)) if i not in answers]
         if missing:
             raise RuntimeError(f"Pathway returned no result for {len(missing)} queries (first: {queries[missing[0]].text!r})")
