@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ragsweep.llm.sqlite_cache import SQLiteCacheFile
+from ragsweep.records import chunk_id
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS served (key TEXT PRIMARY KEY, value BLOB)",)
 
@@ -135,14 +136,14 @@ def _chunk_of(item: Any) -> str | None:
     meta = item.get("metadata") if isinstance(item, dict) else None
     if not isinstance(meta, dict) or "start" not in meta or "end" not in meta:
         return None
-    return f"{meta.get('doc_id') or meta.get('path')}#{meta['start']}-{meta['end']}"
+    return chunk_id(str(meta.get("doc_id") or meta.get("path") or ""), meta["start"], meta["end"])
 
 
 def chunk_texts(table: Iterable[dict[str, Any]] | None) -> dict[str, str] | None:
     """A stored chunk table (rows with ``doc_id``, ``start``, ``end``, ``text``) as chunk id -> text."""
     if table is None:
         return None
-    return {f"{row['doc_id']}#{row['start']}-{row['end']}": row.get("text", "") for row in table}
+    return {chunk_id(row["doc_id"], row["start"], row["end"]): row.get("text", "") for row in table}
 
 
 def compact_list(raw: Any, texts: Mapping[str, str]) -> Any:
