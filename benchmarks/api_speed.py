@@ -50,7 +50,9 @@ def main() -> int:
         print(f"{label:<24} {wall:>7.2f} {n:>6} {recall:>9.4f}  {detail}")
     later = [r[1] for r in rows[1:]]
     if later:
-        print(f"later calls: mean {sum(later) / len(later):.2f} s; first/later = {rows[0][1] / (sum(later) / len(later)):.2f}")
+        print(
+            f"later calls: mean {sum(later) / len(later):.2f} s; first/later = {rows[0][1] / (sum(later) / len(later)):.2f}"
+        )
     return 0
 
 

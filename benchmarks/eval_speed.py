@@ -41,10 +41,21 @@ def _children_usage() -> tuple[float, int]:
 
 def run_eval(code: Path, dataset: str, cache: Path, out: Path, name: str) -> dict:
     """One eval in its own process; the measurements of it."""
-    env = {**os.environ, "PYTHONPATH": str(code / "src"), "RAGSWEEP_CACHE_DIR": str(cache),
-           "HF_HUB_OFFLINE": "1"}
-    command = [sys.executable, "-m", "ragsweep.cli", "eval", "--pipeline", str(code / "pipelines" / "default.yaml"),
-               "--dataset", str(code / dataset), "--out", str(out), "--name", name]
+    env = {**os.environ, "PYTHONPATH": str(code / "src"), "RAGSWEEP_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1"}
+    command = [
+        sys.executable,
+        "-m",
+        "ragsweep.cli",
+        "eval",
+        "--pipeline",
+        str(code / "pipelines" / "default.yaml"),
+        "--dataset",
+        str(code / dataset),
+        "--out",
+        str(out),
+        "--name",
+        name,
+    ]
     cpu_before, _ = _children_usage()
     load = os.getloadavg()[0]
     started = time.perf_counter()
@@ -61,11 +72,16 @@ def run_eval(code: Path, dataset: str, cache: Path, out: Path, name: str) -> dic
     cases = report.get("n_cases") or 0
     score_seconds = stages.get("answer_and_score") or 0.0
     return {
-        "wall_s": round(wall, 2), "cpu_s": round(cpu_after - cpu_before, 2),
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu_after - cpu_before, 2),
         "peak_rss_mb_max_so_far": round(max_rss_kb / 1024),  # RUSAGE_CHILDREN: the largest child yet
-        "load_before": round(load, 2), "stages_s": stages, "other_s": round(wall - counted, 2),
-        "cases": cases, "answer_score_cases_per_s": round(cases / score_seconds) if score_seconds else None,
-        "retrieval": report["manifest"].get("retrieval"), "files_bytes": files,
+        "load_before": round(load, 2),
+        "stages_s": stages,
+        "other_s": round(wall - counted, 2),
+        "cases": cases,
+        "answer_score_cases_per_s": round(cases / score_seconds) if score_seconds else None,
+        "retrieval": report["manifest"].get("retrieval"),
+        "files_bytes": files,
         "folder_bytes": sum(files.values()),
         "metrics": {k: report["metrics"].get(k) for k in ("recall@5", "mrr@5", "ndcg@5")},
     }
@@ -74,10 +90,12 @@ def run_eval(code: Path, dataset: str, cache: Path, out: Path, name: str) -> dic
 def _print(label: str, r: dict) -> None:
     stages = ", ".join(f"{k} {v:.2f}" for k, v in r["stages_s"].items())
     files = ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in r["files_bytes"].items())
-    print(f"RESULT {label}: wall {r['wall_s']} s, CPU {r['cpu_s']} s, load {r['load_before']}; stages [s]: {stages}; "
-          f"other {r['other_s']} s; answer+score {r['answer_score_cases_per_s']} cases/s; "
-          f"retrieval {r['retrieval']}; folder {r['folder_bytes'] / 1e6:.2f} MB ({files}); metrics {r['metrics']}",
-          flush=True)
+    print(
+        f"RESULT {label}: wall {r['wall_s']} s, CPU {r['cpu_s']} s, load {r['load_before']}; stages [s]: {stages}; "
+        f"other {r['other_s']} s; answer+score {r['answer_score_cases_per_s']} cases/s; "
+        f"retrieval {r['retrieval']}; folder {r['folder_bytes'] / 1e6:.2f} MB ({files}); metrics {r['metrics']}",
+        flush=True,
+    )
 
 
 def measure(code: Path, dataset: str, work: Path, label: str) -> dict:
@@ -104,8 +122,12 @@ def main() -> int:
     try:
         if args.before:
             worktree = work / "before-tree"
-            subprocess.run(["git", "worktree", "add", "--detach", str(worktree), args.before], cwd=ROOT, check=True,
-                           capture_output=True)
+            subprocess.run(
+                ["git", "worktree", "add", "--detach", str(worktree), args.before],
+                cwd=ROOT,
+                check=True,
+                capture_output=True,
+            )
             report["before"] = {"rev": args.before, **measure(worktree, args.dataset, work, "before")}
         report["after"] = {"rev": "working tree", **measure(ROOT, args.dataset, work, "after")}
     finally:
@@ -114,8 +136,10 @@ def main() -> int:
     if "before" in report:
         for name in ("cold", "warm"):
             b, a = report["before"][name], report["after"][name]
-            print(f"RESULT {name}: before / after wall {b['wall_s'] / a['wall_s']:.2f}x, "
-                  f"CPU {b['cpu_s'] / a['cpu_s']:.2f}x, folder {b['folder_bytes'] / a['folder_bytes']:.1f}x smaller")
+            print(
+                f"RESULT {name}: before / after wall {b['wall_s'] / a['wall_s']:.2f}x, "
+                f"CPU {b['cpu_s'] / a['cpu_s']:.2f}x, folder {b['folder_bytes'] / a['folder_bytes']:.1f}x smaller"
+            )
     print("JSON " + json.dumps(report))
     return 0
 

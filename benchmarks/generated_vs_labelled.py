@@ -71,8 +71,9 @@ def labelled_subset(labelled: Path, docs: list[str], target: Path) -> int:
 def sweep(dataset: Path, grid: Path, out: Path, name: str, pipeline: str) -> dict:
     from ragsweep.sweep import SweepOptions, run_sweep
 
-    options = SweepOptions(pipeline=pipeline, dataset=str(dataset), grid=str(grid), out=str(out), name=name,
-                           progress=False)
+    options = SweepOptions(
+        pipeline=pipeline, dataset=str(dataset), grid=str(grid), out=str(out), name=name, progress=False
+    )
     _, report = run_sweep(options)
     return {row["id"]: row for row in report["configs"]}
 
@@ -85,8 +86,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--types", default="single_hop,multi_hop,unanswerable")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--pipeline", default=str(ROOT / "pipelines" / "default.yaml"))
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="pipeline overrides for the generation (llm_concurrency, llm_timeout...)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="pipeline overrides for the generation (llm_concurrency, llm_timeout...)",
+    )
     parser.add_argument("--check-k", type=int, default=3)
     parser.add_argument("--oversample", type=float, default=1.5)
     parser.add_argument("--max-rounds", type=int, default=3)
@@ -107,8 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     all_docs = list_doc_ids(labelled / "docs")
-    docs = sorted(random.Random(args.seed).sample(all_docs, args.contracts)) if 0 < args.contracts < len(all_docs) \
+    docs = (
+        sorted(random.Random(args.seed).sample(all_docs, args.contracts))
+        if 0 < args.contracts < len(all_docs)
         else all_docs
+    )
     subset = work / "labelled"
     if subset.exists():
         shutil.rmtree(subset)
@@ -122,20 +131,33 @@ def main(argv: list[str] | None = None) -> int:
     else:
         generated = work / "generated"
         t = time.perf_counter()
-        gen_result = generate(GenerateOptions(
-            docs=str(subset / "docs"), out=str(generated), n=args.n, types=args.types.split(","), seed=args.seed,
-            pipeline=args.pipeline, overrides=parse_overrides(args.set), check_k=args.check_k, force=True,
-            oversample=args.oversample, max_rounds=args.max_rounds,
-            test_fraction=0.0,  # all dev: every case ranks the configurations, as for the labelled set
-            command="benchmarks/generated_vs_labelled.py " + " ".join(argv or sys.argv[1:])))
+        gen_result = generate(
+            GenerateOptions(
+                docs=str(subset / "docs"),
+                out=str(generated),
+                n=args.n,
+                types=args.types.split(","),
+                seed=args.seed,
+                pipeline=args.pipeline,
+                overrides=parse_overrides(args.set),
+                check_k=args.check_k,
+                force=True,
+                oversample=args.oversample,
+                max_rounds=args.max_rounds,
+                test_fraction=0.0,  # all dev: every case ranks the configurations, as for the labelled set
+                command="benchmarks/generated_vs_labelled.py " + " ".join(argv or sys.argv[1:]),
+            )
+        )
         timings["generate"] = round(time.perf_counter() - t, 1)
         if gen_result["problems"]:
             print("the generated set does not validate:\n  " + "\n  ".join(gen_result["problems"]))
             return 1
     gen_cases = [json.loads(x) for x in (generated / "cases.jsonl").read_text().splitlines() if x.strip()]
     answerable = sum(not c.get("unanswerable") for c in gen_cases)
-    print(f"generated: {len(gen_cases)} cases ({answerable} answerable) in {generated}; "
-          f"kept {gen_result.get('kept')}, dropped {gen_result.get('dropped')}")
+    print(
+        f"generated: {len(gen_cases)} cases ({answerable} answerable) in {generated}; "
+        f"kept {gen_result.get('kept')}, dropped {gen_result.get('dropped')}"
+    )
 
     grid = work / "grid.yaml"
     grid.write_text(GRID)
@@ -152,29 +174,44 @@ def main(argv: list[str] | None = None) -> int:
     for cid in ids:
         p = on_generated[cid]["params"]
         label = f"{p.get('min_tokens')}-{p.get('max_tokens')} {p.get('retriever_mode')} k={p.get('top_k')}"
-        row = {"id": cid, "params": p,
-               "generated": {m: on_generated[cid]["metrics"].get(m) for m in METRICS},
-               "labelled": {m: on_labelled[cid]["metrics"].get(m) for m in METRICS}}
+        row = {
+            "id": cid,
+            "params": p,
+            "generated": {m: on_generated[cid]["metrics"].get(m) for m in METRICS},
+            "labelled": {m: on_labelled[cid]["metrics"].get(m) for m in METRICS},
+        }
         rows.append(row)
-        print(f"{label:<58}" + "".join(f"{_f(row['generated'][m]):>14}{_f(row['labelled'][m]):>14}"
-                                        for m in METRICS[:2]))
+        print(
+            f"{label:<58}" + "".join(f"{_f(row['generated'][m]):>14}{_f(row['labelled'][m]):>14}" for m in METRICS[:2])
+        )
     taus = {}
     for m in METRICS:
-        pairs = [(r["generated"][m], r["labelled"][m]) for r in rows
-                 if r["generated"][m] is not None and r["labelled"][m] is not None]
+        pairs = [
+            (r["generated"][m], r["labelled"][m])
+            for r in rows
+            if r["generated"][m] is not None and r["labelled"][m] is not None
+        ]
         if len(pairs) >= 3:
             res = kendalltau([a for a, _ in pairs], [b for _, b in pairs])
-            taus[m] = {"tau": None if res.statistic != res.statistic else round(float(res.statistic), 3),
-                       "p": None if res.pvalue != res.pvalue else round(float(res.pvalue), 4),
-                       "configurations": len(pairs)}
+            taus[m] = {
+                "tau": None if res.statistic != res.statistic else round(float(res.statistic), 3),
+                "p": None if res.pvalue != res.pvalue else round(float(res.pvalue), 4),
+                "configurations": len(pairs),
+            }
     print()
     for m, t in taus.items():
         print(f"Kendall tau-b ({m}): {t['tau']}  (p={t['p']}, {t['configurations']} configurations)")
-    summary = {"contracts": docs, "labelled_cases": n_labelled, "generated_cases": len(gen_cases),
-               "generated_answerable": answerable, "generation": {k: gen_result.get(k) for k in
-                                                                   ("kept", "dropped", "proposed", "usage")},
-               "kendall_tau": taus, "configs": rows, "seconds": timings,
-               "model": os.environ.get("RAGSWEEP_LLM_MODEL") or os.environ.get("LOCAL_LLM_MODEL")}
+    summary = {
+        "contracts": docs,
+        "labelled_cases": n_labelled,
+        "generated_cases": len(gen_cases),
+        "generated_answerable": answerable,
+        "generation": {k: gen_result.get(k) for k in ("kept", "dropped", "proposed", "usage")},
+        "kendall_tau": taus,
+        "configs": rows,
+        "seconds": timings,
+        "model": os.environ.get("RAGSWEEP_LLM_MODEL") or os.environ.get("LOCAL_LLM_MODEL"),
+    }
     print("JSON " + json.dumps(summary))
     return 0
 

@@ -61,7 +61,10 @@ def one_pass(docs: str, workers: int) -> dict:
 def run_pass(docs: str, workers: int) -> dict:
     out = subprocess.run(
         [sys.executable, __file__, "--one-pass", "--docs", docs, "--workers", str(workers)],
-        check=True, capture_output=True, text=True, cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
     ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -77,19 +80,35 @@ def main() -> int:
         return 0
 
     serial = run_pass(args.docs, 1)
-    print(f"RESULT serial (1 process): {serial['seconds']} s "
-          f"(Docling start-up {serial['startup_seconds']} s, parsing {serial['seconds'] - serial['startup_seconds']:.2f} s); "
-          f"CPU {serial['cpu_seconds']} s; {serial['parsed']} parsed, {serial['skipped']} skipped; "
-          f"load average {serial['load_average']}", flush=True)
+    print(
+        f"RESULT serial (1 process): {serial['seconds']} s "
+        f"(Docling start-up {serial['startup_seconds']} s, parsing {serial['seconds'] - serial['startup_seconds']:.2f} s); "
+        f"CPU {serial['cpu_seconds']} s; {serial['parsed']} parsed, {serial['skipped']} skipped; "
+        f"load average {serial['load_average']}",
+        flush=True,
+    )
     parallel = run_pass(args.docs, args.workers)
-    print(f"RESULT parallel ({args.workers} workers): {parallel['seconds']} s (workers' start-up included); "
-          f"CPU {parallel['cpu_seconds']} s; {parallel['parsed']} parsed, {parallel['skipped']} skipped; "
-          f"load average {parallel['load_average']}")
+    print(
+        f"RESULT parallel ({args.workers} workers): {parallel['seconds']} s (workers' start-up included); "
+        f"CPU {parallel['cpu_seconds']} s; {parallel['parsed']} parsed, {parallel['skipped']} skipped; "
+        f"load average {parallel['load_average']}"
+    )
     same = (serial["content_hash"], serial["skips"]) == (parallel["content_hash"], parallel["skips"])
     ratio = serial["seconds"] / parallel["seconds"]
     print(f"RESULT serial / parallel: {ratio:.2f}x (target on 2 cores: >= 1.7); same texts and skips: {same}")
-    print("JSON " + json.dumps({"docs": args.docs, "cores": os.cpu_count(), "serial": serial,
-                                "parallel": parallel, "ratio": round(ratio, 3), "same_result": same}))
+    print(
+        "JSON "
+        + json.dumps(
+            {
+                "docs": args.docs,
+                "cores": os.cpu_count(),
+                "serial": serial,
+                "parallel": parallel,
+                "ratio": round(ratio, 3),
+                "same_result": same,
+            }
+        )
+    )
     return 0 if same else 1
 
 

@@ -42,11 +42,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-GIB = 1024 ** 3
-MIB = 1024 ** 2
+GIB = 1024**3
+MIB = 1024**2
 
-DATASET_YAML = ("name: {name}\nrelevance: evidence_offsets\nevidence_min_overlap_fraction: 0.5\n"
-                "evidence_min_overlap_chars: 100\n")
+DATASET_YAML = (
+    "name: {name}\nrelevance: evidence_offsets\nevidence_min_overlap_fraction: 0.5\nevidence_min_overlap_chars: 100\n"
+)
 
 
 # ------------------------------------------------------------------ the child: one `ragsweep eval`
@@ -74,6 +75,7 @@ def child(args: argparse.Namespace) -> int:
                 return fn(*a, **kw)
             finally:
                 timers[name] = timers.get(name, 0.0) + time.perf_counter() - started
+
         return wrapper
 
     write_json = getattr(run_mod, "write_json", None)
@@ -94,6 +96,7 @@ def child(args: argparse.Namespace) -> int:
                 return fn(*a, **kw)
             finally:
                 marks.append({"after": name, **_rss_now()})
+
         return wrapper
 
     import ragsweep.stages as stages_mod
@@ -117,11 +120,21 @@ def child(args: argparse.Namespace) -> int:
     rc = ragsweep.cli.main(argv)
     main_seconds = time.perf_counter() - started
     me = resource.getrusage(resource.RUSAGE_SELF)
-    Path(args.timings).write_text(json.dumps({
-        "entered": entered, "imports": imports, "main_seconds": main_seconds, "timers": timers, "rc": rc,
-        "self_maxrss_kb": me.ru_maxrss, "rss_marks": marks,
-        "ragsweep_file": ragsweep.__file__, "left_main": time.time(),
-    }))
+    Path(args.timings).write_text(
+        json.dumps(
+            {
+                "entered": entered,
+                "imports": imports,
+                "main_seconds": main_seconds,
+                "timers": timers,
+                "rc": rc,
+                "self_maxrss_kb": me.ru_maxrss,
+                "rss_marks": marks,
+                "ragsweep_file": ragsweep.__file__,
+                "left_main": time.time(),
+            }
+        )
+    )
     return rc
 
 
@@ -161,8 +174,13 @@ def build_point(cuad_dir: Path, out: Path, contracts: list[str]):
 
     if out.exists():
         shutil.rmtree(out)
-    cases = import_cuad(cuad_dir / "master_clauses.csv", cuad_dir / "category_descriptions.csv", out,
-                        cuad_dir / "txt", contracts=contracts)
+    cases = import_cuad(
+        cuad_dir / "master_clauses.csv",
+        cuad_dir / "category_descriptions.csv",
+        out,
+        cuad_dir / "txt",
+        contracts=contracts,
+    )
     _dataset_files(out, out.name, len(contracts), cuad_dir)
     return cases
 
@@ -173,7 +191,8 @@ def _dataset_files(out: Path, name: str, n_docs: int, cuad_dir: Path) -> None:
         f"# {name}: {n_docs} CUAD v1 contracts (plain text) x 41 categories\n\n"
         f"Built by benchmarks/scale.py from {cuad_dir} (CUAD v1, The Atticus Project, CC BY 4.0) with\n"
         "ragsweep.datasets.cuad.import_cuad, as datasets/cuad (see its README) but from the contract texts.\n"
-        "A benchmark's scratch dataset: not shipped.\n")
+        "A benchmark's scratch dataset: not shipped.\n"
+    )
 
 
 # ------------------------------------------------------------------ measuring a child
@@ -226,8 +245,21 @@ def run_point(n: int, dataset: Path, work: Path, pipeline: str, warm: bool) -> d
     log = work / f"eval-{n}.log"
     env = {**os.environ, "RAGSWEEP_CACHE_DIR": str(cache)}
     env.pop("RAGSWEEP_MODELS_DIR", None)
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--dataset", str(dataset), "--out", str(runs),
-           "--name", name, "--pipeline", pipeline, "--timings", str(timings_file)]
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--child",
+        "--dataset",
+        str(dataset),
+        "--out",
+        str(runs),
+        "--name",
+        name,
+        "--pipeline",
+        pipeline,
+        "--timings",
+        str(timings_file),
+    ]
     load_before = os.getloadavg()
     spawned = time.time()
     with open(log, "w") as fh:
@@ -271,23 +303,35 @@ def run_point(n: int, dataset: Path, work: Path, pipeline: str, warm: bool) -> d
     chunks = sum(1 for _ in open(chunks_file)) if chunks_file.exists() else None
     cases = report.get("n_cases")
     return {
-        "contracts": n, "documents": man["corpus"]["documents"], "skipped": len(man["corpus"]["skipped"]),
-        "chunks": chunks, "cases": cases, "wall_seconds": round(wall, 2),
+        "contracts": n,
+        "documents": man["corpus"]["documents"],
+        "skipped": len(man["corpus"]["skipped"]),
+        "chunks": chunks,
+        "cases": cases,
+        "wall_seconds": round(wall, 2),
         "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1),
         "stages": {k: round(v, 3) for k, v in stages.items()},
         "stage_seconds_manifest": ss,
-        "cases_per_second_answer_score": (round(cases / ss["answer_and_score"], 1)
-                                          if ss.get("answer_and_score") else None),
+        "cases_per_second_answer_score": (
+            round(cases / ss["answer_and_score"], 1) if ss.get("answer_and_score") else None
+        ),
         "peak_rss_eval_process_mb": round(t["self_maxrss_kb"] / 1024, 1),
         "peak_rss_wait4_mb": round(usage.ru_maxrss / 1024, 1),
         "peak_rss_tree_sampled_mb": round(sampler.peak_tree / MIB, 1),
-        "run_folder_bytes": files, "run_folder_total_mb": round(sum(files.values()) / MIB, 2),
-        "load_before": load_before, "load_after": os.getloadavg(),
+        "run_folder_bytes": files,
+        "run_folder_total_mb": round(sum(files.values()) / MIB, 2),
+        "load_before": load_before,
+        "load_after": os.getloadavg(),
         "load_1min_mean_during": round(sum(sampler.loads) / len(sampler.loads), 2) if sampler.loads else None,
         "load_1min_max_during": max(sampler.loads) if sampler.loads else None,
-        "cache": str(cache), "warm": warm, "run_dir": str(run_dir), "log": str(log),
-        "ragsweep_file": t["ragsweep_file"], "git_commit": man.get("git_commit"),
-        "recall@5": report.get("metrics", {}).get("recall@5"), "rss_after_stage": t.get("rss_marks", []),
+        "cache": str(cache),
+        "warm": warm,
+        "run_dir": str(run_dir),
+        "log": str(log),
+        "ragsweep_file": t["ragsweep_file"],
+        "git_commit": man.get("git_commit"),
+        "recall@5": report.get("metrics", {}).get("recall@5"),
+        "rss_after_stage": t.get("rss_marks", []),
     }
 
 
@@ -295,9 +339,19 @@ def run_point(n: int, dataset: Path, work: Path, pipeline: str, warm: bool) -> d
 
 # each stage's unit: what its cost should be proportional to (None: a fixed cost)
 UNITS = {
-    "startup_imports": None, "load_validate": "case", "parse": "document", "split": "document",
-    "embed": "chunk", "index_and_query": "case", "save_chunks_hits": "case", "answer_and_score": "case",
-    "aggregate": "case", "report_json": "case", "report_html": "case", "exit": None, "other": None,
+    "startup_imports": None,
+    "load_validate": "case",
+    "parse": "document",
+    "split": "document",
+    "embed": "chunk",
+    "index_and_query": "case",
+    "save_chunks_hits": "case",
+    "answer_and_score": "case",
+    "aggregate": "case",
+    "report_json": "case",
+    "report_html": "case",
+    "exit": None,
+    "other": None,
 }
 
 
@@ -312,8 +366,12 @@ def linearity(points: list[dict], max_growth: float) -> dict:
         ratio = None
         if unit and per[lo["contracts"]] and per[hi["contracts"]] is not None:
             ratio = per[hi["contracts"]] / per[lo["contracts"]]
-        out[stage] = {"unit": unit, "per_unit_seconds": per, "ratio": ratio,
-                      "superlinear": ratio is not None and ratio > max_growth}
+        out[stage] = {
+            "unit": unit,
+            "per_unit_seconds": per,
+            "ratio": ratio,
+            "superlinear": ratio is not None and ratio > max_growth,
+        }
     return out
 
 
@@ -326,13 +384,20 @@ def main() -> int:
     parser.add_argument("cuad_dir", nargs="?", help="CUAD v1 release folder (master_clauses.csv, txt/)")
     parser.add_argument("--points", default="100,255,510", help="numbers of contracts, comma separated")
     parser.add_argument("--warm", action="store_true", help="one cache for every point (parse/embed re-used)")
-    parser.add_argument("--reuse", action="store_true",
-                        help="take a point measured before from WORK/point-N.json instead of running it again "
-                             "(e.g. after the largest point was interrupted)")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="take a point measured before from WORK/point-N.json instead of running it again "
+        "(e.g. after the largest point was interrupted)",
+    )
     parser.add_argument("--work", default="/tmp/ragsweep-scale", help="datasets, caches and run folders go here")
     parser.add_argument("--pipeline", default=str(ROOT / "pipelines" / "default.yaml"))
-    parser.add_argument("--max-growth", type=float, default=1.3,
-                        help="a per-unit cost growing more than this from the smallest to the largest point is flagged")
+    parser.add_argument(
+        "--max-growth",
+        type=float,
+        default=1.3,
+        help="a per-unit cost growing more than this from the smallest to the largest point is flagged",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--dataset", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -351,15 +416,20 @@ def main() -> int:
     full = build_full(cuad_dir, work / "cuad-full")
     docs = sorted(p.name for p in (work / "cuad-full" / "docs").iterdir())
     n_un = sum(c.unanswerable for c in full)
-    print(f"RESULT full dataset: {len(docs)} contracts, {len(full)} cases ({n_un} unanswerable, "
-          f"{len(full) - n_un} answerable, {sum(len(c.evidence) for c in full)} evidence spans), "
-          f"built in {time.perf_counter() - started:.1f} s -> {work / 'cuad-full'}", flush=True)
+    print(
+        f"RESULT full dataset: {len(docs)} contracts, {len(full)} cases ({n_un} unanswerable, "
+        f"{len(full) - n_un} answerable, {sum(len(c.evidence) for c in full)} evidence spans), "
+        f"built in {time.perf_counter() - started:.1f} s -> {work / 'cuad-full'}",
+        flush=True,
+    )
     if points[-1] > len(docs):
         parser.error(f"--points: {points[-1]} contracts asked, the release has {len(docs)}")
     order = contract_order(docs)
-    print(f"python {sys.executable}; ragsweep from PYTHONPATH={os.environ.get('PYTHONPATH', '')!r}; "
-          f"pipeline {args.pipeline}; cores {os.cpu_count()}; {'warm (shared cache)' if args.warm else 'cold caches'}",
-          flush=True)
+    print(
+        f"python {sys.executable}; ragsweep from PYTHONPATH={os.environ.get('PYTHONPATH', '')!r}; "
+        f"pipeline {args.pipeline}; cores {os.cpu_count()}; {'warm (shared cache)' if args.warm else 'cold caches'}",
+        flush=True,
+    )
 
     results = []
     for n in points:
@@ -370,51 +440,79 @@ def main() -> int:
         else:
             dataset = work / f"cuad-{n}"
             cases = build_point(cuad_dir, dataset, order[:n])
-            print(f"point {n}: {len(cases)} cases -> {dataset}; eval starts {time.strftime('%H:%M:%S')}, "
-                  f"load {os.getloadavg()}", flush=True)
+            print(
+                f"point {n}: {len(cases)} cases -> {dataset}; eval starts {time.strftime('%H:%M:%S')}, "
+                f"load {os.getloadavg()}",
+                flush=True,
+            )
             p = run_point(n, dataset, work, args.pipeline, args.warm)
             saved.write_text(json.dumps(p, indent=1))
         results.append(p)
         st = p["stages"]
-        print(f"RESULT point {n} contracts: {p['documents']} documents ({p['skipped']} skipped), {p['chunks']} chunks, "
-              f"{p['cases']} cases; wall {p['wall_seconds']} s, CPU {p['cpu_seconds']} s; "
-              f"answer+score {p['cases_per_second_answer_score']} cases/s; "
-              f"peak RSS eval process {p['peak_rss_eval_process_mb']} MB (tree, sampled: "
-              f"{p['peak_rss_tree_sampled_mb']} MB); "
-              f"run folder {p['run_folder_total_mb']} MB; load before {p['load_before'][0]:.2f}, "
-              f"mean during {p['load_1min_mean_during']}, max {p['load_1min_max_during']}; "
-              f"recall@5 {p['recall@5']}; commit {p['git_commit']}", flush=True)
+        print(
+            f"RESULT point {n} contracts: {p['documents']} documents ({p['skipped']} skipped), {p['chunks']} chunks, "
+            f"{p['cases']} cases; wall {p['wall_seconds']} s, CPU {p['cpu_seconds']} s; "
+            f"answer+score {p['cases_per_second_answer_score']} cases/s; "
+            f"peak RSS eval process {p['peak_rss_eval_process_mb']} MB (tree, sampled: "
+            f"{p['peak_rss_tree_sampled_mb']} MB); "
+            f"run folder {p['run_folder_total_mb']} MB; load before {p['load_before'][0]:.2f}, "
+            f"mean during {p['load_1min_mean_during']}, max {p['load_1min_max_during']}; "
+            f"recall@5 {p['recall@5']}; commit {p['git_commit']}",
+            flush=True,
+        )
         print("  stages [s]: " + ", ".join(f"{k} {v:.2f}" for k, v in st.items()), flush=True)
         print("  run folder: " + ", ".join(f"{k} {fmt_mb(v)}" for k, v in p["run_folder_bytes"].items()), flush=True)
         if p.get("rss_after_stage"):
-            print("  eval process RSS after each stage (now / peak so far, MB): "
-                  + ", ".join(f"{m['after']} {m.get('rss_mb')} / {m.get('peak_mb')}" for m in p["rss_after_stage"]),
-                  flush=True)
+            print(
+                "  eval process RSS after each stage (now / peak so far, MB): "
+                + ", ".join(f"{m['after']} {m.get('rss_mb')} / {m.get('peak_mb')}" for m in p["rss_after_stage"]),
+                flush=True,
+            )
 
     lin = linearity(results, args.max_growth) if len(results) > 1 else {}
     if lin:
         lo, hi = points[0], points[-1]
-        print(f"linearity: milliseconds per unit at each point, and the ratio {hi} / {lo} "
-              f"(> {args.max_growth} = faster than linear)")
+        print(
+            f"linearity: milliseconds per unit at each point, and the ratio {hi} / {lo} "
+            f"(> {args.max_growth} = faster than linear)"
+        )
         print(f"{'stage':<18} {'unit':<9} " + " ".join(f"{n:>12}" for n in points) + f" {'ratio':>7}")
         for stage, row in lin.items():
-            per = " ".join(f"{v * 1000:>12.4g}" if v is not None else f"{'-':>12}"
-                           for v in row["per_unit_seconds"].values())
+            per = " ".join(
+                f"{v * 1000:>12.4g}" if v is not None else f"{'-':>12}" for v in row["per_unit_seconds"].values()
+            )
             ratio = f"{row['ratio']:>7.2f}" if row["ratio"] is not None else f"{'-':>7}"
             flag = "  FASTER THAN LINEAR" if row["superlinear"] else ""
             print(f"{stage:<18} {row['unit'] or 'fixed':<9} {per} {ratio}{flag}")
     flagged = [s for s, row in lin.items() if row["superlinear"]]
     peak = max(p["peak_rss_tree_sampled_mb"] for p in results)
     peak_self = max(p["peak_rss_eval_process_mb"] for p in results)
-    print(f"RESULT peak RSS: eval process {peak_self} MB, process tree (sampled) {peak} MB (target < 4096 MB): "
-          f"{'met' if max(peak, peak_self) < 4096 else 'NOT met'}")
-    verdict = (f"faster than linear: {', '.join(flagged)}" if flagged
-               else f"no stage's per-unit cost grows more than {args.max_growth}x")
+    print(
+        f"RESULT peak RSS: eval process {peak_self} MB, process tree (sampled) {peak} MB (target < 4096 MB): "
+        f"{'met' if max(peak, peak_self) < 4096 else 'NOT met'}"
+    )
+    verdict = (
+        f"faster than linear: {', '.join(flagged)}"
+        if flagged
+        else f"no stage's per-unit cost grows more than {args.max_growth}x"
+    )
     print(f"RESULT linearity ({points[0]} -> {points[-1]} contracts): {verdict}")
-    print("JSON " + json.dumps({"cuad_dir": str(cuad_dir), "points": results, "linearity": lin,
-                                "superlinear": flagged, "peak_rss_mb": max(peak, peak_self), "cores": os.cpu_count(),
-                                "full_cases": len(full), "full_contracts": len(docs),
-                                "seconds": round(time.perf_counter() - started, 1)}))
+    print(
+        "JSON "
+        + json.dumps(
+            {
+                "cuad_dir": str(cuad_dir),
+                "points": results,
+                "linearity": lin,
+                "superlinear": flagged,
+                "peak_rss_mb": max(peak, peak_self),
+                "cores": os.cpu_count(),
+                "full_cases": len(full),
+                "full_contracts": len(docs),
+                "seconds": round(time.perf_counter() - started, 1),
+            }
+        )
+    )
     return 0 if not flagged and max(peak, peak_self) < 4096 else 1
 
 

@@ -50,8 +50,11 @@ def main() -> int:
     first = {d.doc_id for d in docs[: min(10, sizes[0])]}
     cases = [c for c in dataset.cases if c.doc_scope and len(c.doc_scope) == 1 and c.doc_scope[0] in first]
     cases = cases[: args.queries]
-    print(f"{len(cases)} questions scoped to {len(first)} documents; corpora of {sizes} documents; "
-          f"load {os.getloadavg()}", flush=True)
+    print(
+        f"{len(cases)} questions scoped to {len(first)} documents; corpora of {sizes} documents; "
+        f"load {os.getloadavg()}",
+        flush=True,
+    )
 
     rows = []
     for mode in args.modes.split(","):
@@ -70,21 +73,31 @@ def main() -> int:
                 one = time.perf_counter() - started
                 row["chunks"] = len(run.chunks)
                 row["scoped" if scoped else "unscoped"] = {
-                    "run_seconds": round(seconds, 3), "one_query_run_seconds": round(one, 3),
+                    "run_seconds": round(seconds, 3),
+                    "one_query_run_seconds": round(one, 3),
                     "ms_per_query": round(1000 * max(0.0, seconds - one) / len(queries), 3),
-                    "empty_answers": sum(1 for h in run.hits if not h)}
+                    "empty_answers": sum(1 for h in run.hits if not h),
+                }
             rows.append(row)
-            print(f"RESULT {mode:<6} {n:>4} documents ({row['chunks']} chunks): unscoped "
-                  f"{row['unscoped']['ms_per_query']:.2f} ms/query, scoped {row['scoped']['ms_per_query']:.2f} "
-                  f"ms/query; load {os.getloadavg()[0]:.2f}", flush=True)
+            print(
+                f"RESULT {mode:<6} {n:>4} documents ({row['chunks']} chunks): unscoped "
+                f"{row['unscoped']['ms_per_query']:.2f} ms/query, scoped {row['scoped']['ms_per_query']:.2f} "
+                f"ms/query; load {os.getloadavg()[0]:.2f}",
+                flush=True,
+            )
     for mode in args.modes.split(","):
         mine = [r for r in rows if r["mode"] == mode]
         lo, hi = mine[0], mine[-1]
-        growth = {k: (hi[k]["ms_per_query"] / lo[k]["ms_per_query"]) if lo[k]["ms_per_query"] else None
-                  for k in ("unscoped", "scoped")}
-        print(f"RESULT {mode}: per-query cost x{hi['documents'] / lo['documents']:.1f} documents -> unscoped "
-              + (f"x{growth['unscoped']:.2f}" if growth["unscoped"] else "n/a")
-              + ", scoped " + (f"x{growth['scoped']:.2f}" if growth["scoped"] else "n/a"))
+        growth = {
+            k: (hi[k]["ms_per_query"] / lo[k]["ms_per_query"]) if lo[k]["ms_per_query"] else None
+            for k in ("unscoped", "scoped")
+        }
+        print(
+            f"RESULT {mode}: per-query cost x{hi['documents'] / lo['documents']:.1f} documents -> unscoped "
+            + (f"x{growth['unscoped']:.2f}" if growth["unscoped"] else "n/a")
+            + ", scoped "
+            + (f"x{growth['scoped']:.2f}" if growth["scoped"] else "n/a")
+        )
     print("JSON " + json.dumps({"dataset": args.dataset, "questions": len(cases), "rows": rows}))
     return 0
 

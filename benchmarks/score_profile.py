@@ -43,8 +43,13 @@ def main() -> int:
     corpus = parse_corpus(dataset.docs_dir)
     texts = {d.doc_id: d.text for d in corpus.documents}
     splitter = OffsetTokenCountSplitter(250, 600)
-    by_doc = {d.doc_id: [Hit(rank=1, score=0.0, text=text, doc_id=d.doc_id, start=meta["start"], end=meta["end"])
-                         for text, meta in splitter.chunk(d.text)] for d in corpus.documents}
+    by_doc = {
+        d.doc_id: [
+            Hit(rank=1, score=0.0, text=text, doc_id=d.doc_id, start=meta["start"], end=meta["end"])
+            for text, meta in splitter.chunk(d.text)
+        ]
+        for d in corpus.documents
+    }
     ks = [1, 3, 5, 10]
     served = {}
     for n, case in enumerate(cases):
@@ -54,8 +59,11 @@ def main() -> int:
         served[case.id] = {k: [h.model_copy(update={"rank": r}) for r, h in enumerate(order[:k], start=1)] for k in ks}
     retrieved = stages.Retrieved(served=served, chunks_by_doc=by_doc, n_chunks=sum(map(len, by_doc.values())))
     answerer, _ = stages.make_answerer(config, use_llm=False)
-    print(f"RESULT set-up {time.perf_counter() - started:.1f} s: {len(cases)} cases, {len(corpus.documents)} "
-          f"documents, {retrieved.n_chunks} chunks", flush=True)
+    print(
+        f"RESULT set-up {time.perf_counter() - started:.1f} s: {len(cases)} cases, {len(corpus.documents)} "
+        f"documents, {retrieved.n_chunks} chunks",
+        flush=True,
+    )
     for label in ("first pass", "second pass")[: 2 if args.twice else 1]:
         t = time.perf_counter()
         answer_and_score(list(cases), retrieved, answerer, None, None, dataset, texts, options, 5, ks, None, {})

@@ -42,6 +42,7 @@ PIPELINE = ROOT / "pipelines" / "default.yaml"
 
 # --------------------------------------------------------------------- (b): the server side
 
+
 def serve(texts_dir: str, port: int, params_json: str) -> None:
     """Subprocess entry point: one DocumentStoreServer for one configuration."""
     from ragsweep.offline import ensure_offline
@@ -73,8 +74,11 @@ def serve(texts_dir: str, port: int, params_json: str) -> None:
 
 def _post(port: int, path: str, payload: dict, timeout: float = 120.0):
     req = urllib.request.Request(
-        f"http://127.0.0.1:{port}{path}", data=json.dumps(payload).encode(),
-        headers={"Content-Type": "application/json"}, method="POST")
+        f"http://127.0.0.1:{port}{path}",
+        data=json.dumps(payload).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
     with urllib.request.urlopen(req, timeout=timeout) as resp:
         return json.loads(resp.read())
 
@@ -85,15 +89,24 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_server_config(texts_dir: Path, n_docs: int, params: dict, queries: list[tuple[str, int, str | None]],
-                      log_dir: Path, ready_timeout: float = 900.0) -> tuple[dict, list]:
+def run_server_config(
+    texts_dir: Path,
+    n_docs: int,
+    params: dict,
+    queries: list[tuple[str, int, str | None]],
+    log_dir: Path,
+    ready_timeout: float = 900.0,
+) -> tuple[dict, list]:
     """Start a server, wait until indexed, ask every query, stop it. Returns timings and answers."""
     port = _free_port()
     t0 = time.perf_counter()
     log = open(log_dir / f"server-{port}.log", "w")
     proc = subprocess.Popen(
         [sys.executable, str(Path(__file__).resolve()), "--_serve", str(texts_dir), str(port), json.dumps(params)],
-        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "RAGSWEEP_CACHE_DIR": str(log_dir / "unused-cache")})
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "RAGSWEEP_CACHE_DIR": str(log_dir / "unused-cache")},
+    )
     try:
         deadline = time.monotonic() + ready_timeout
         count = -1
@@ -131,6 +144,7 @@ def run_server_config(texts_dir: Path, n_docs: int, params: dict, queries: list[
 
 # --------------------------------------------------------------------- helpers
 
+
 def peak_rss_mb(who=resource.RUSAGE_SELF) -> float:
     return resource.getrusage(who).ru_maxrss / 1024
 
@@ -145,9 +159,12 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=DEFAULT_LIMIT)
     ap.add_argument("--grid", default="pipelines/sweep.yaml")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
-    ap.add_argument("--full-corpus", action="store_true",
-                    help="index the dataset's whole docs/ folder (40 PDFs for CUAD: far beyond 25 minutes on 2 cores); "
-                         "default: only the documents the selected cases refer to (a temporary copy of the dataset)")
+    ap.add_argument(
+        "--full-corpus",
+        action="store_true",
+        help="index the dataset's whole docs/ folder (40 PDFs for CUAD: far beyond 25 minutes on 2 cores); "
+        "default: only the documents the selected cases refer to (a temporary copy of the dataset)",
+    )
     ap.add_argument("--_serve", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args._serve:
@@ -163,17 +180,17 @@ def main() -> int:
 
     ensure_offline()
     # heavy imports outside every timing (each side would otherwise pay them once)
+    import docling.document_converter  # noqa: F401
     import numpy as np
     import pathway  # noqa: F401
     import sentence_transformers  # noqa: F401
-    import docling.document_converter  # noqa: F401
 
     from ragsweep import corpus as corpus_mod
     from ragsweep import embedding as emb_mod
     from ragsweep.chunking import OffsetTokenCountSplitter
     from ragsweep.datasets.loader import load_dataset
-    from ragsweep.store import sanitize_query, scope_filter
     from ragsweep.report.runs import read_cases
+    from ragsweep.store import sanitize_query, scope_filter
     from ragsweep.sweep import SweepGrid, SweepOptions, config_id, run_sweep
 
     grid = SweepGrid.load(args.grid)
@@ -188,11 +205,17 @@ def main() -> int:
             shutil.copy(Path(args.dataset) / name, copy / name)
         for d in scoped:
             (copy / "docs" / d).symlink_to((Path(dataset.docs_dir) / d).resolve())
-        line("corpus", f"scoped (default; --full-corpus to index all): {len(scoped)} documents referenced by the {len(cases)} cases (copy in {copy})")
+        line(
+            "corpus",
+            f"scoped (default; --full-corpus to index all): {len(scoped)} documents referenced by the {len(cases)} cases (copy in {copy})",
+        )
         args.dataset = str(copy)
         dataset = load_dataset(args.dataset)
         cases = list(dataset.cases)[: args.limit]
-    line("dataset", f"{args.dataset}: {len(cases)} cases (--limit {args.limit}), grid {args.grid}: {len(combos)} configurations")
+    line(
+        "dataset",
+        f"{args.dataset}: {len(cases)} cases (--limit {args.limit}), grid {args.grid}: {len(combos)} configurations",
+    )
     line("temp folder", tmp)
 
     def reset_models():
@@ -201,8 +224,14 @@ def main() -> int:
 
     # ---------------------------------------------------------------- (a) cold, then warm
     reset_models()
-    opts = dict(pipeline=str(PIPELINE), dataset=args.dataset, grid=args.grid, limit=args.limit,
-                out=str(tmp / "runs"), progress=False)
+    opts = dict(
+        pipeline=str(PIPELINE),
+        dataset=args.dataset,
+        grid=args.grid,
+        limit=args.limit,
+        out=str(tmp / "runs"),
+        progress=False,
+    )
     t = time.perf_counter()
     cold_dir, cold_report = run_sweep(SweepOptions(**opts, name="cold"))
     a_cold = time.perf_counter() - t
@@ -252,8 +281,10 @@ def main() -> int:
     line("(u) unavoidable: parse once, no cache [s]", f"{u_parse:.1f}  ({len(corpus.documents)} documents)")
     line("(u) unavoidable: split 3 chunkings [s]", f"{u_split:.1f}")
     line("(u) unavoidable: load embedder [s]", f"{u_load:.1f}")
-    line("(u) unavoidable: embed distinct texts once [s]",
-         f"{u_embed:.1f}  ({len(distinct_chunks)} chunks + {len(questions)} questions)")
+    line(
+        "(u) unavoidable: embed distinct texts once [s]",
+        f"{u_embed:.1f}  ({len(distinct_chunks)} chunks + {len(questions)} questions)",
+    )
     line("(u) unavoidable: dense search (numpy) [s]", f"{u_search:.2f}")
     line("(u) unavoidable total [s]", f"{unavoidable:.1f}")
     del model, vecs
@@ -279,7 +310,9 @@ def main() -> int:
         cold_hits[cid] = {r["id"]: [h.get("text") for h in r["hits"]] for r in rows}
     for n, params in enumerate(combos, start=1):
         k = int(params.get("top_k", 5))
-        timing, answers = run_server_config(texts_dir, len(texts), params, [(q, k, f) for q, f in queries_base], log_dir)
+        timing, answers = run_server_config(
+            texts_dir, len(texts), params, [(q, k, f) for q, f in queries_base], log_dir
+        )
         b_total += timing["total"]
         cid = config_id(params)
         for c, ans in zip(cases, answers):
@@ -287,26 +320,42 @@ def main() -> int:
                 agree_den += 1
                 agree_num += int(sorted(x.get("text") for x in ans) == sorted(cold_hits[cid][c.id]))
         b_rows.append({"params": params, **{k2: round(v, 2) for k2, v in timing.items()}})
-        line(f"(b) [{n}/{len(combos)}] {json.dumps(params)}",
-             f"start->indexed {timing['start_to_ready']:.1f}s, {len(answers)} queries {timing['queries']:.1f}s, "
-             f"total {timing['total']:.1f}s")
+        line(
+            f"(b) [{n}/{len(combos)}] {json.dumps(params)}",
+            f"start->indexed {timing['start_to_ready']:.1f}s, {len(answers)} queries {timing['queries']:.1f}s, "
+            f"total {timing['total']:.1f}s",
+        )
     line("(b) one Pathway server per configuration [s]", f"{b_total:.1f}  (measured, all {len(combos)} configurations)")
     line("(b) vs (a) same hit texts (fraction of queries)", f"{agree_num / max(1, agree_den):.3f}")
 
     # ---------------------------------------------------------------- summary
     summary = {
-        "dataset": args.dataset, "limit": args.limit, "cases": len(cases), "documents": len(corpus.documents),
-        "configurations": len(combos), "grid": args.grid,
-        "a_cold_s": round(a_cold, 2), "a_warm_s": round(a_warm, 2), "b_s": round(b_total, 2),
-        "b_extrapolated": False, "unavoidable_s": round(unavoidable, 2),
-        "unavoidable_parts_s": {"parse": round(u_parse, 2), "split": round(u_split, 2), "load_embedder": round(u_load, 2),
-                                "embed": round(u_embed, 2), "dense_search": round(u_search, 3)},
-        "distinct_chunks": len(distinct_chunks), "distinct_questions": len(questions),
+        "dataset": args.dataset,
+        "limit": args.limit,
+        "cases": len(cases),
+        "documents": len(corpus.documents),
+        "configurations": len(combos),
+        "grid": args.grid,
+        "a_cold_s": round(a_cold, 2),
+        "a_warm_s": round(a_warm, 2),
+        "b_s": round(b_total, 2),
+        "b_extrapolated": False,
+        "unavoidable_s": round(unavoidable, 2),
+        "unavoidable_parts_s": {
+            "parse": round(u_parse, 2),
+            "split": round(u_split, 2),
+            "load_embedder": round(u_load, 2),
+            "embed": round(u_embed, 2),
+            "dense_search": round(u_search, 3),
+        },
+        "distinct_chunks": len(distinct_chunks),
+        "distinct_questions": len(questions),
         "ratio_b_over_a_cold": round(b_total / a_cold, 2),
         "ratio_a_cold_over_unavoidable": round(a_cold / unavoidable, 2),
         "ratio_warm_over_cold": round(a_warm / a_cold, 3),
         "b_a_hit_agreement": round(agree_num / max(1, agree_den), 3),
-        "peak_rss_mb_main_after_a": round(rss_a, 1), "peak_rss_mb_main": round(peak_rss_mb(), 1),
+        "peak_rss_mb_main_after_a": round(rss_a, 1),
+        "peak_rss_mb_main": round(peak_rss_mb(), 1),
         "peak_rss_mb_largest_server": round(peak_rss_mb(resource.RUSAGE_CHILDREN), 1),
         "b_per_config": b_rows,
     }
@@ -318,8 +367,10 @@ def main() -> int:
     line("RESULT ratio (b)/(a cold)   (target >= 10)", summary["ratio_b_over_a_cold"])
     line("RESULT ratio (a cold)/unavoidable (target <= 1.5)", summary["ratio_a_cold_over_unavoidable"])
     line("RESULT ratio warm/cold", summary["ratio_warm_over_cold"])
-    line("RESULT peak RSS main / largest server [MB]",
-         f"{summary['peak_rss_mb_main']} / {summary['peak_rss_mb_largest_server']}")
+    line(
+        "RESULT peak RSS main / largest server [MB]",
+        f"{summary['peak_rss_mb_main']} / {summary['peak_rss_mb_largest_server']}",
+    )
     print("JSON " + json.dumps(summary), flush=True)
     if not args.keep:
         shutil.rmtree(tmp, ignore_errors=True)

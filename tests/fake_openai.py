@@ -50,8 +50,33 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 _WORD = re.compile(r"[a-z0-9]+")
-_STOP = {"the", "a", "an", "of", "is", "are", "was", "what", "who", "which", "when", "does", "do", "to", "in",
-         "on", "for", "and", "or", "by", "this", "that", "with", "agreement", "contract"}
+_STOP = {
+    "the",
+    "a",
+    "an",
+    "of",
+    "is",
+    "are",
+    "was",
+    "what",
+    "who",
+    "which",
+    "when",
+    "does",
+    "do",
+    "to",
+    "in",
+    "on",
+    "for",
+    "and",
+    "or",
+    "by",
+    "this",
+    "that",
+    "with",
+    "agreement",
+    "contract",
+}
 
 
 def _words(text: str) -> list[str]:
@@ -99,8 +124,9 @@ def judge_reply(user: str) -> str:
     pw = set(_words(pred.group(1) if pred else ""))
     lw = [w for w in _words(label.group(1) if label else "") if len(w) > 2]
     ok = bool(lw) and all(w in pw for w in lw)
-    return json.dumps({"reason": "label words " + ("found" if ok else "missing") + " in the prediction",
-                       "is_correct": ok})
+    return json.dumps(
+        {"reason": "label words " + ("found" if ok else "missing") + " in the prediction", "is_correct": ok}
+    )
 
 
 GARBAGE = "Let me think about this... the prediction seems to match, mostly."
@@ -260,7 +286,9 @@ class FakeOpenAI:
                 with fake._lock:
                     fake.requests += 1
                 if self.path.rstrip("/").endswith("/models"):
-                    self._send(200, json.dumps({"object": "list", "data": [{"id": "fake-model", "object": "model"}]}).encode())
+                    self._send(
+                        200, json.dumps({"object": "list", "data": [{"id": "fake-model", "object": "model"}]}).encode()
+                    )
                 else:
                     self._send(404, b'{"error": {"message": "not found"}}')
 
@@ -311,21 +339,38 @@ class FakeOpenAI:
             inputs = body.get("input")
             inputs = [inputs] if isinstance(inputs, str) else list(inputs or [])
             data = [{"object": "embedding", "index": i, "embedding": _embed(t)} for i, t in enumerate(inputs)]
-            return 200, json.dumps({"object": "list", "data": data, "model": body.get("model", "fake-emb"),
-                                    "usage": {"prompt_tokens": 1, "total_tokens": 1}}).encode(), {}
+            return (
+                200,
+                json.dumps(
+                    {
+                        "object": "list",
+                        "data": data,
+                        "model": body.get("model", "fake-emb"),
+                        "usage": {"prompt_tokens": 1, "total_tokens": 1},
+                    }
+                ).encode(),
+                {},
+            )
         if not path.endswith("/chat/completions"):
             return 404, b'{"error": {"message": "not found"}}', {}
         messages = body.get("messages") or []
         for m in messages:
             m["content"] = _text(m.get("content"))
         everything = "\n".join(m["content"] for m in messages)
-        echo_status = self.echo_key_status or (500 if "#echokey500" in everything else
-                                               400 if "#echokey" in everything else None)
+        echo_status = self.echo_key_status or (
+            500 if "#echokey500" in everything else 400 if "#echokey" in everything else None
+        )
         if echo_status:
             auth = {k.lower(): v for k, v in (headers or {}).items()}.get("authorization", "")
             key = auth.split(" ", 1)[-1]
-            error = {"error": {"message": f"Incorrect API key provided: {key}. Header was: {auth}",
-                               "type": "invalid_request_error", "code": "invalid_api_key", "param": key}}
+            error = {
+                "error": {
+                    "message": f"Incorrect API key provided: {key}. Header was: {auth}",
+                    "type": "invalid_request_error",
+                    "code": "invalid_api_key",
+                    "param": key,
+                }
+            }
             return echo_status, json.dumps(error).encode(), {}
         if "#fail429" in everything and seen == 0:
             return 429, b'{"error": {"message": "rate limited", "type": "rate_limit"}}', {"retry-after-ms": "20"}
@@ -349,8 +394,13 @@ class FakeOpenAI:
         else:
             text = schema_reply(messages)
             if text is None:
-                text = (judge_reply(user) if "is_correct" in system else
-                        rerank_reply(user) if RERANK_INSTRUCTION in user else rag_reply(user))
+                text = (
+                    judge_reply(user)
+                    if "is_correct" in system
+                    else rerank_reply(user)
+                    if RERANK_INSTRUCTION in user
+                    else rag_reply(user)
+                )
         prompt_tokens = max(1, len(everything.split()))
         completion_tokens = max(1, len((text or refusal or "").split()))
         reply = {
@@ -358,10 +408,18 @@ class FakeOpenAI:
             "object": "chat.completion",
             "created": 1700000000,
             "model": body.get("model", "fake-model"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text, "refusal": refusal},
-                         "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens},
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text, "refusal": refusal},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
         }
         return 200, json.dumps(reply).encode(), {}
 

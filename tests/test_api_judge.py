@@ -33,8 +33,25 @@ def test_replicates_give_the_cli_numbers(endpoint, tmp_path, capsys):
     from ragsweep.cli import main
 
     dataset = _dataset(tmp_path)
-    code = main(["eval", "--pipeline", str(PIPELINE), "--dataset", str(dataset), "--llm", "--judge",
-                 "--judge-replicates", "3", "--judge-probe", "0", "--out", str(tmp_path / "runs"), "--name", "cli"])
+    code = main(
+        [
+            "eval",
+            "--pipeline",
+            str(PIPELINE),
+            "--dataset",
+            str(dataset),
+            "--llm",
+            "--judge",
+            "--judge-replicates",
+            "3",
+            "--judge-probe",
+            "0",
+            "--out",
+            str(tmp_path / "runs"),
+            "--name",
+            "cli",
+        ]
+    )
     capsys.readouterr()
     assert code == 0
     cli = json.loads((tmp_path / "runs" / "cli" / "report.json").read_text())["judge"]
@@ -68,8 +85,10 @@ def test_probes_and_max_failure_rate_reach_the_run(endpoint, tmp_path):
     with pytest.raises(QualityError) as info:
         assert_quality(PIPELINE, dataset, min={}, llm=True, judge=True, judge_probe=0, max_failure_rate=0.2)
     assert "judge_correct: failed on 1 of 4 cases (25.0%) > --max-failure-rate 0.2" in str(info.value)
-    assert assert_quality(PIPELINE, dataset, min={}, llm=True, judge=True, judge_probe=0,
-                          max_failure_rate=0.3).judge is not None
+    assert (
+        assert_quality(PIPELINE, dataset, min={}, llm=True, judge=True, judge_probe=0, max_failure_rate=0.3).judge
+        is not None
+    )
 
 
 def test_ragas_llm_metrics_with_replicates(endpoint, tmp_path):

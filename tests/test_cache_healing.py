@@ -56,7 +56,7 @@ def _damage(path: Path, kind: str) -> None:
             path.write_bytes(bytes(data[: len(data) // 2 + 1234]))
         else:
             for off in range(4096, len(data), 4096):
-                data[off:off + 300] = _garbage(300)
+                data[off : off + 300] = _garbage(300)
             path.write_bytes(bytes(data))
     else:  # pragma: no cover
         raise ValueError(kind)
@@ -77,8 +77,12 @@ def test_response_cache_heals_on_open(tmp_path, caplog, kind):
     path = tmp_path / "llm" / "responses.sqlite"
     path.parent.mkdir()
     if kind in ("truncated", "garbled"):
-        _sqlite_with_rows(path, "CREATE TABLE replies (key TEXT PRIMARY KEY, url TEXT, body BLOB, created REAL)",
-                          _reply_rows(), "INSERT INTO replies VALUES (?, ?, ?, ?)")
+        _sqlite_with_rows(
+            path,
+            "CREATE TABLE replies (key TEXT PRIMARY KEY, url TEXT, body BLOB, created REAL)",
+            _reply_rows(),
+            "INSERT INTO replies VALUES (?, ?, ?, ?)",
+        )
     _damage(path, kind)
     caplog.set_level(logging.WARNING)
     cache = ResponseCache(path)
@@ -184,8 +188,12 @@ def test_ragas_llm_with_corrupt_cache(fake_server, llm_settings, caplog):
 
     path = llm_settings.cache_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    _sqlite_with_rows(path, "CREATE TABLE replies (key TEXT PRIMARY KEY, url TEXT, body BLOB, created REAL)",
-                      _reply_rows(), "INSERT INTO replies VALUES (?, ?, ?, ?)")
+    _sqlite_with_rows(
+        path,
+        "CREATE TABLE replies (key TEXT PRIMARY KEY, url TEXT, body BLOB, created REAL)",
+        _reply_rows(),
+        "INSERT INTO replies VALUES (?, ?, ?, ?)",
+    )
     _damage(path, "truncated")
     caplog.set_level(logging.WARNING)
     scorer = RagasLLMScorer(llm_settings, metrics=(FAITHFULNESS,))
@@ -197,9 +205,12 @@ def test_ragas_llm_with_corrupt_cache(fake_server, llm_settings, caplog):
 
 # ------------------------------------------------------------------ embedding cache
 def _vectors_db(path: Path, n: int = 400) -> None:
-    _sqlite_with_rows(path, "CREATE TABLE vectors (key TEXT PRIMARY KEY, dim INTEGER, vec BLOB)",
-                      [(f"k{i}", 384, np.ones(384, dtype=np.float32).tobytes()) for i in range(n)],
-                      "INSERT INTO vectors VALUES (?, ?, ?)")
+    _sqlite_with_rows(
+        path,
+        "CREATE TABLE vectors (key TEXT PRIMARY KEY, dim INTEGER, vec BLOB)",
+        [(f"k{i}", 384, np.ones(384, dtype=np.float32).tobytes()) for i in range(n)],
+        "INSERT INTO vectors VALUES (?, ?, ?)",
+    )
 
 
 @pytest.mark.parametrize("kind", ["garbage", "truncated", "garbled"])
@@ -308,4 +319,3 @@ def test_parse_cache_unwritable_is_not_fatal(tmp_path, caplog):
     cache.put("cd" + "1" * 62, "text")  # warned, not raised
     assert cache.get("cd" + "1" * 62) is None
     assert "not written" in caplog.text
-

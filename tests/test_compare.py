@@ -95,7 +95,7 @@ def test_terminal_table_is_aligned(comparison):
     rows = [line for line in lines if line.split(" ")[0] in {"hit_rate@5", "recall@5", "token_f1", "fact_coverage"}]
     assert len(rows) == 4
     for row in rows:
-        assert row[end - 5:end] in {"1.000"}, row  # right-aligned under "p (Holm)"
+        assert row[end - 5 : end] in {"1.000"}, row  # right-aligned under "p (Holm)"
     assert "only in A (1): qa5" in text and "only in B (1): qb6" in text
     assert "q2  Which law governs? | pipes" in text
 

@@ -53,8 +53,11 @@ def test_unknown_or_component_override_is_an_error(default_pipeline):
         PipelineConfig.load(default_pipeline, {"chunk_size": 3})
     with pytest.raises(ConfigError, match="is a component"):
         PipelineConfig.load(default_pipeline, {"splitter": 3})
-    with pytest.raises(ConfigError, match=r"\$retriever_mode = 'bogus': must name a variable of the file holding a "
-                                          r"retriever factory \(bm25, hybrid, knn\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"\$retriever_mode = 'bogus': must name a variable of the file holding a "
+        r"retriever factory \(bm25, hybrid, knn\)",
+    ):
         PipelineConfig.load(default_pipeline, {"retriever_mode": "bogus"}).build()
 
 
@@ -78,7 +81,10 @@ def test_a_pathway_app_config_is_evaluated_as_is(tmp_path, fixture_corpus_dir):
 
 def test_parse_overrides():
     assert parse_overrides(["max_tokens=400", "retriever_mode=bm25", "$rrf_k=30.5"]) == {
-        "max_tokens": 400, "retriever_mode": "bm25", "rrf_k": 30.5}
+        "max_tokens": 400,
+        "retriever_mode": "bm25",
+        "rrf_k": 30.5,
+    }
     with pytest.raises(ConfigError):
         parse_overrides(["oops"])
 
@@ -138,8 +144,9 @@ question_answerer: !pw.xpacks.llm.question_answering.BaseRAGQuestionAnswerer
 """
 
 
-def test_an_app_config_with_a_docling_parser_is_evaluated_with_ragsweeps_parse(tmp_path, monkeypatch,
-                                                                                fixture_corpus_dir):
+def test_an_app_config_with_a_docling_parser_is_evaluated_with_ragsweeps_parse(
+    tmp_path, monkeypatch, fixture_corpus_dir
+):
     """Pathway's DoclingParser is never built (it needs tree_sitter, and an API key for LLM
     table parsing): ragsweep parses the documents itself, and the manifest says so."""
     import yaml
@@ -203,8 +210,10 @@ def test_a_top_level_document_store_is_used_too(tmp_path):
     from pathway.stdlib.indexing import TantivyBM25Factory
 
     app = tmp_path / "app.yaml"
-    app.write_text(APP_YAML.replace("$document_store:", "document_store:")
-                   + "  parser: $parser\n\n$parser: !pw.xpacks.llm.parsers.UnstructuredParser {}\n")
+    app.write_text(
+        APP_YAML.replace("$document_store:", "document_store:")
+        + "  parser: $parser\n\n$parser: !pw.xpacks.llm.parsers.UnstructuredParser {}\n"
+    )
     config = PipelineConfig.load(app)
     built = config.build()
     assert isinstance(built.retriever_factory, TantivyBM25Factory) and built.splitter.kwargs["max_tokens"] == 300

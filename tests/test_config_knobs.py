@@ -31,8 +31,13 @@ def test_the_hash_is_the_same_in_every_process(default_pipeline):
     """The old hash held ``repr(BruteForceKnnMetricKind.COS)`` (``<... object at 0x7f...>``):
     a new process, a new hash, and ``--resume`` always refused."""
     procs = [
-        subprocess.Popen([sys.executable, "-c", KEYS_SCRIPT, str(default_pipeline)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONHASHSEED": str(seed)})
+        subprocess.Popen(
+            [sys.executable, "-c", KEYS_SCRIPT, str(default_pipeline)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+        )
         for seed in (1, 2)
     ]
     outputs = []
@@ -40,8 +45,10 @@ def test_the_hash_is_the_same_in_every_process(default_pipeline):
         out, err = proc.communicate(timeout=600)
         assert proc.returncode == 0, err[-2000:]
         outputs.append(json.loads(out.strip().splitlines()[-1]))
-    here = [_keys(PipelineConfig.load(default_pipeline)),
-            _keys(PipelineConfig.load(default_pipeline, {"max_tokens": 400, "retriever_mode": "knn"}))]
+    here = [
+        _keys(PipelineConfig.load(default_pipeline)),
+        _keys(PipelineConfig.load(default_pipeline, {"max_tokens": 400, "retriever_mode": "knn"})),
+    ]
     assert outputs[0] == outputs[1] == here
     assert here[0] != here[1]
 
@@ -61,10 +68,11 @@ def test_the_canonical_form_names_engine_values_and_never_holds_an_address(defau
     assert opaque.hash == PipelineConfig("x.yaml", {Variable("thing"): Value(constructed=True, value=Opaque())}).hash
     leaked = PipelineConfig("x.yaml", {Variable("thing"): "<Thing object at 0x7f3a2b1c0d90>"})
     with pytest.raises(ConfigError, match=r"x.yaml: cannot hash this config stably: .* \(a memory address\)"):
-        leaked.hash
+        _ = leaked.hash
 
 
 # ------------------------------------------------------------------ knobs
+
 
 @pytest.fixture
 def at_root(monkeypatch):
@@ -87,16 +95,24 @@ def at_root(monkeypatch):
         ({"rrf_k": 0}, "$rrf_k = 0: must be a number > 0"),
         ({"embedder_batch_size": 0}, "$embedder_batch_size = 0: must be an integer >= 1"),
         ({"embedder_model": ""}, "$embedder_model = '': must be a non-empty string"),
-        ({"retriever_mode": "splitter"}, "$retriever_mode = 'splitter': must name a variable of the file holding "
-                                         "a retriever factory (bm25, hybrid, knn), or be null"),
+        (
+            {"retriever_mode": "splitter"},
+            "$retriever_mode = 'splitter': must name a variable of the file holding "
+            "a retriever factory (bm25, hybrid, knn), or be null",
+        ),
         ({"llm_timeout": 0}, "$llm_timeout = 0: must be a number of seconds > 0, or null"),
         ({"llm_max_retries": -1}, "$llm_max_retries = -1: must be an integer >= 0, or null"),
         ({"llm_concurrency": 0}, "$llm_concurrency = 0: must be an integer from 1 to 64, or null"),
-        ({"llm_base_url": "localhost:8000"}, "$llm_base_url = 'localhost:8000': must be an http:// or https:// "
-                                             "URL, or null"),
-        ({"prompt_template": "Answer {query}"}, "$prompt_template = 'Answer {query}': must be null (Pathway's RAG "
-                                                "prompt) or a template: prompt template must contain the {context} "
-                                                "and {query} placeholders"),
+        (
+            {"llm_base_url": "localhost:8000"},
+            "$llm_base_url = 'localhost:8000': must be an http:// or https:// URL, or null",
+        ),
+        (
+            {"prompt_template": "Answer {query}"},
+            "$prompt_template = 'Answer {query}': must be null (Pathway's RAG "
+            "prompt) or a template: prompt template must contain the {context} "
+            "and {query} placeholders",
+        ),
     ],
 )
 def test_a_bad_knob_is_named_with_its_value_and_what_is_allowed(at_root, overrides, message):
@@ -131,8 +147,17 @@ def test_valid_knobs_and_free_extra_variables_load(tmp_path, default_pipeline):
     text = default_pipeline.read_text() + "\n$my_label: experiment 7\n$my_list: [1, 2]\n$my_number: -4\n"
     path = tmp_path / "p.yaml"
     path.write_text(text)
-    config = PipelineConfig.load(path, {"top_k": None, "llm_timeout": 2.5, "rrf_k": 30.5, "min_tokens": 600,
-                                        "retriever_mode": "bm25", "my_number": -5})
+    config = PipelineConfig.load(
+        path,
+        {
+            "top_k": None,
+            "llm_timeout": 2.5,
+            "rrf_k": 30.5,
+            "min_tokens": 600,
+            "retriever_mode": "bm25",
+            "my_number": -5,
+        },
+    )
     assert config.top_k == 5 and config.get("my_number") == -5
     assert PipelineConfig.load(path, parse_overrides(["top_k=7", "llm_max_retries=0"])).top_k == 7
     # every point of the shipped sweep grid is a valid configuration
@@ -151,6 +176,7 @@ def test_the_knob_model_covers_the_llm_settings():
 
 
 # ------------------------------------------------------------------ --limit
+
 
 @pytest.mark.parametrize("command", ["eval", "sweep"])
 @pytest.mark.parametrize("value, shown", [("0", "0"), ("-1", "-1"), ("abc", "'abc'")])

@@ -63,7 +63,14 @@ def test_each_bad_file_is_skipped_with_its_reason_and_the_rest_is_indexed(bad_co
     corpus = parse_corpus(bad_corpus, cache_dir=tmp_path / "cache")
     assert [d.doc_id for d in corpus.documents] == ["good.html"]
     reasons = {s.doc_id: s.reason for s in corpus.skipped}
-    assert set(reasons) == {"corrupt.pdf", "empty.txt", "binary.md", "text-not-pdf.pdf", "picture.png", "unreadable.txt"}
+    assert set(reasons) == {
+        "corrupt.pdf",
+        "empty.txt",
+        "binary.md",
+        "text-not-pdf.pdf",
+        "picture.png",
+        "unreadable.txt",
+    }
     assert reasons["corrupt.pdf"].startswith("parse failed")
     assert reasons["empty.txt"] == "empty file"
     assert "binary content" in reasons["binary.md"]
@@ -134,7 +141,7 @@ def test_whole_file_check_finds_the_same_byte_whatever_the_block_size(tmp_path, 
 
     good = tmp_path / "good.md"
     # two-, three- and four-byte characters cut by every block boundary
-    good.write_bytes(("\u00e9\u20ac\U0001F600 ok " * 2000).encode())
+    good.write_bytes(("\u00e9\u20ac\U0001f600 ok " * 2000).encode())
     check = read_document(good, block_size=block_size)
     assert (check.fmt, check.reason, check.data) == ("md", None, good.read_bytes())
     assert check.sha256 == hashlib.sha256(good.read_bytes()).hexdigest()
@@ -252,14 +259,16 @@ def test_conversion_problems_name_the_pages():
     from ragsweep.corpus import conversion_problems
 
     errors = [
-        Error(page_no=n, error_message=f"Page failed to parse: Error rendering page {n - 1} of key={'ab' * 32}: bad xref")
+        Error(
+            page_no=n, error_message=f"Page failed to parse: Error rendering page {n - 1} of key={'ab' * 32}: bad xref"
+        )
         for n in (2, 3, 4, 9)
-    ] + [Error(page_no=None, error_message="Document processing timeout"),
-         Error(page_no=None, error_message="Document processing timeout")]
+    ] + [
+        Error(page_no=None, error_message="Document processing timeout"),
+        Error(page_no=None, error_message="Document processing timeout"),
+    ]
     assert conversion_problems(errors, page_count=10) == [
         "pages 2-4, 9 of 10 failed to parse (page 2: bad xref)",
         "Document processing timeout",
     ]
-    assert conversion_problems([Error(page_no=7, error_message="Page failed to parse.")]) == [
-        "page 7 failed to parse"
-    ]
+    assert conversion_problems([Error(page_no=7, error_message="Page failed to parse.")]) == ["page 7 failed to parse"]

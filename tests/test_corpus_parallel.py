@@ -73,10 +73,14 @@ def test_workers_run_in_other_processes_and_keep_order_and_errors(tmp_path):
     parallel = parse_corpus(docs, use_cache=False, parse_fn=upper_parse, workers=2)
     assert [d.doc_id for d in parallel.documents] == [f"{c}.txt" for c in "abcdefgh"]
     assert [(d.doc_id, d.text) for d in parallel.documents] == [(d.doc_id, d.text) for d in serial.documents]
-    assert [(s.doc_id, s.reason) for s in parallel.skipped] == [(s.doc_id, s.reason) for s in serial.skipped] == [
-        ("fail-1.txt", "parse failed: cannot parse fail-1.txt"),
-        ("fail-2.txt", "parse failed: cannot parse fail-2.txt"),
-    ]
+    assert (
+        [(s.doc_id, s.reason) for s in parallel.skipped]
+        == [(s.doc_id, s.reason) for s in serial.skipped]
+        == [
+            ("fail-1.txt", "parse failed: cannot parse fail-1.txt"),
+            ("fail-2.txt", "parse failed: cannot parse fail-2.txt"),
+        ]
+    )
     assert {d.warnings[0] for d in serial.documents} == {f"parsed in process {os.getpid()}"}
     assert f"parsed in process {os.getpid()}" not in {d.warnings[0] for d in parallel.documents}
 
@@ -122,10 +126,12 @@ def test_default_workers_parse_a_small_folder_in_this_process(tmp_path, monkeypa
     from ragsweep import corpus as corpus_mod
 
     monkeypatch.setattr(corpus_mod, "default_workers", lambda: 2)
-    small = parse_corpus(_text_docs(tmp_path / "small", ["a.txt", "b.txt", "c.txt"]),
-                         use_cache=False, parse_fn=upper_parse)
+    small = parse_corpus(
+        _text_docs(tmp_path / "small", ["a.txt", "b.txt", "c.txt"]), use_cache=False, parse_fn=upper_parse
+    )
     assert {d.warnings[0] for d in small.documents} == {f"parsed in process {os.getpid()}"}
-    big = parse_corpus(_text_docs(tmp_path / "big", [f"{i:02}.txt" for i in range(16)]),
-                       use_cache=False, parse_fn=upper_parse)
+    big = parse_corpus(
+        _text_docs(tmp_path / "big", [f"{i:02}.txt" for i in range(16)]), use_cache=False, parse_fn=upper_parse
+    )
     assert len(big.documents) == 16
     assert f"parsed in process {os.getpid()}" not in {d.warnings[0] for d in big.documents}

@@ -31,7 +31,9 @@ def _dataset(root: Path, docs: list[str], records: list[dict], cases_name: str =
         (root / "docs" / name).parent.mkdir(parents=True, exist_ok=True)
         (root / "docs" / name).write_text(f"Text of {name}.\n", encoding="utf-8")
     (root / "README.md").write_text("test dataset\n")
-    (root / cases_name).write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in records) + "\n", encoding="utf-8")
+    (root / cases_name).write_text(
+        "\n".join(json.dumps(r, ensure_ascii=False) for r in records) + "\n", encoding="utf-8"
+    )
     return root
 
 
@@ -121,7 +123,10 @@ def test_validate_a_cases_file_checks_the_docs_next_to_it(tmp_path):
     root = _dataset(tmp_path / "ds", ["a.txt"], [{"id": "lost", "question": "What is b?", "relevant_ids": ["b.txt"]}])
     out = io.StringIO()
     assert main([str(root / "cases.jsonl")], out=out) == 1
-    assert "cases.jsonl:1: relevant_ids[0]: case 'lost': relevant id 'b.txt' is not among the dataset's documents" in out.getvalue()
+    assert (
+        "cases.jsonl:1: relevant_ids[0]: case 'lost': relevant id 'b.txt' is not among the dataset's documents"
+        in out.getvalue()
+    )
 
 
 # ---------------------------------------------------------------- item 14: ragas field names
@@ -153,9 +158,12 @@ def test_ragas_legacy_and_new_names():
 def test_answer_of_a_plain_question_answer_pair_is_the_reference(tmp_path):
     path = tmp_path / "qa.jsonl"
     path.write_text(
-        json.dumps({"question": "Capital of France?", "answer": "Paris"}) + "\n"
-        + json.dumps({"question": "Capital of Italy?", "answer": "Rome", "response": "Milan"}) + "\n"
-        + json.dumps({"question": "Capital of Spain?", "answer": "Madrid", "reference": "Madrid", "response": "Madrid"}) + "\n"
+        json.dumps({"question": "Capital of France?", "answer": "Paris"})
+        + "\n"
+        + json.dumps({"question": "Capital of Italy?", "answer": "Rome", "response": "Milan"})
+        + "\n"
+        + json.dumps({"question": "Capital of Spain?", "answer": "Madrid", "reference": "Madrid", "response": "Madrid"})
+        + "\n"
     )
     pair, with_response, everything = load_cases(path)
     assert (pair.reference_answer, pair.response) == ("Paris", None)
@@ -181,7 +189,10 @@ def test_seed003_json_object_with_samples():
     ds = load_dataset(FIX / "seed003")  # its only cases file is eval_set.json
     assert ds.cases_file == FIX / "seed003" / "eval_set.json"
     assert ds.description == "Answers of the support bot on refund questions"
-    assert ds.cases_header == {"name": "support-bot-eval", "description": "Answers of the support bot on refund questions"}
+    assert ds.cases_header == {
+        "name": "support-bot-eval",
+        "description": "Answers of the support bot on refund questions",
+    }
     one, two = ds.cases
     assert one.id == "eval_set-5" and two.id == "eval_set-12"  # derived from the line each sample starts on
     assert one.question == "How long do refunds take?"
@@ -205,7 +216,7 @@ def test_json_object_problems_carry_the_sample_line(tmp_path):
         '  {"query": "fine?", "response": "yes"},\n'
         '  {"ground_truth": "no query"},\n'
         '  ["not", "a record"]\n'
-        ' ]}\n'
+        " ]}\n"
     )
     assert [str(p) for p in read_cases(path)[1]] == [
         "set.json:4: question: Field required",
@@ -241,10 +252,17 @@ def test_ambiguous_stem_is_an_error_naming_both(tmp_path):
         ["a.pdf", "a.txt", "sub/b.md"],
         [
             {"id": "amb", "question": "What is a?", "relevant_ids": ["a"]},
-            {"id": "nested", "question": "What is b?", "doc_scope": ["b"], "evidence": [{"text": "Text", "doc_id": "sub/b"}]},
+            {
+                "id": "nested",
+                "question": "What is b?",
+                "doc_scope": ["b"],
+                "evidence": [{"text": "Text", "doc_id": "sub/b"}],
+            },
         ],
     )
-    message = "cases.jsonl:1: relevant_ids[0]: case 'amb': 'a' names 2 documents: 'a.pdf', 'a.txt' (give the file extension)"
+    message = (
+        "cases.jsonl:1: relevant_ids[0]: case 'amb': 'a' names 2 documents: 'a.pdf', 'a.txt' (give the file extension)"
+    )
     with pytest.raises(DatasetError) as err:
         load_dataset(root)
     assert message in str(err.value)

@@ -190,7 +190,8 @@ def test_contract_key_release_quirks_and_old_keys_unchanged():
     # the two names of the full release that no file matched (every CUAD case of them was lost):
     # a quote after the extension, and É composed in the file name but decomposed (E + U+0301) in the CSV
     assert contract_key("KALLOINC_11_03_2011-EX-10.1-STRATEGIC ALLIANCE AGREEMENT.PDF'") == contract_key(
-        "KALLOINC_11_03_2011-EX-10.1-STRATEGIC ALLIANCE AGREEMENT.txt")
+        "KALLOINC_11_03_2011-EX-10.1-STRATEGIC ALLIANCE AGREEMENT.txt"
+    )
     assert contract_key("LECLANCH\u00c9 S.A. - JOINT.PDF") == contract_key("LECLANCHE\u0301 S.A. - JOINT.txt")
     assert contract_key("LECLANCH\u00c9 S.A. - JOINT.PDF") == "leclanchesajoint"
     # ASCII names keep their keys (case ids and splits of the shipped datasets depend on them)
@@ -230,7 +231,10 @@ def test_cranfield_importer_on_fixture(tmp_path):
     assert [cranfield_grade(c) for c in (1, 2, 3, 4, -1)] == [4, 3, 2, 1, 0]
     # query 3 has only a -1 judgement: no relevance information -> validation says so
     problems = [str(p) for p in validate_dataset(tmp_path)]
-    assert "cases.jsonl:3: relevant_ids: answerable case without relevance information (no relevant_ids and no evidence)" in problems
+    assert (
+        "cases.jsonl:3: relevant_ids: answerable case without relevance information (no relevant_ids and no evidence)"
+        in problems
+    )
 
 
 # ---------------------------------------------------------------- shipped datasets

@@ -60,8 +60,10 @@ def test_auto_is_cpu_here_without_importing_torch_for_a_cpu_build(fresh_detectio
     assert resolve_device(None) == "cpu"
     assert resolve_dtype("auto", "cpu") == "float32"
     if "+cpu" in version("torch"):  # what `make install` installs here
-        code = ("import sys; from ragsweep.embedding import resolve_device; "
-                "assert resolve_device('auto') == 'cpu'; print('torch' in sys.modules)")
+        code = (
+            "import sys; from ragsweep.embedding import resolve_device; "
+            "assert resolve_device('auto') == 'cpu'; print('torch' in sys.modules)"
+        )
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
         assert out.returncode == 0, out.stderr[-2000:]
         assert out.stdout.strip().splitlines()[-1] == "False"
@@ -142,9 +144,18 @@ def test_cuda_without_a_gpu_is_a_named_error_when_the_pipeline_is_built(tmp_path
 @pytest.mark.parametrize(
     "overrides, message",
     [
-        ({"embedder_device": "gpu"}, "$embedder_device = 'gpu': must be auto, cpu or cuda (cuda:N for one GPU of several)"),
-        ({"embedder_device": None}, "$embedder_device = null: must be auto, cpu or cuda (cuda:N for one GPU of several)"),
-        ({"embedder_device": "cuda:x"}, "$embedder_device = 'cuda:x': must be auto, cpu or cuda (cuda:N for one GPU of several)"),
+        (
+            {"embedder_device": "gpu"},
+            "$embedder_device = 'gpu': must be auto, cpu or cuda (cuda:N for one GPU of several)",
+        ),
+        (
+            {"embedder_device": None},
+            "$embedder_device = null: must be auto, cpu or cuda (cuda:N for one GPU of several)",
+        ),
+        (
+            {"embedder_device": "cuda:x"},
+            "$embedder_device = 'cuda:x': must be auto, cpu or cuda (cuda:N for one GPU of several)",
+        ),
         ({"embedder_dtype": "fp16"}, "$embedder_dtype = 'fp16': must be auto, float32, float16 or bfloat16"),
         ({"embedder_dtype": 16}, "$embedder_dtype = 16: must be auto, float32, float16 or bfloat16"),
         ({"embedder_cuda_batch_size": 0}, "$embedder_cuda_batch_size = 0: must be an integer >= 1"),
@@ -165,10 +176,14 @@ def test_a_bad_device_knob_is_named_on_load(tmp_path, overrides, message):
         ({"dtype": "int8"}, "embedder dtype 'int8': must be one of auto, float32, float16, bfloat16"),
         ({"batch_size": 0}, "embedder batch_size 0: must be an integer >= 1"),
         ({"cuda_batch_size": -4}, "embedder cuda_batch_size -4: must be an integer >= 1"),
-        ({"model": "use-multilingual", "device": "cuda"},
-         "embedder device 'cuda': use-multilingual runs on the CPU (numpy); use auto or cpu"),
-        ({"model": "use-multilingual", "dtype": "bfloat16"},
-         "embedder dtype 'bfloat16': use-multilingual computes in float32; use auto or float32"),
+        (
+            {"model": "use-multilingual", "device": "cuda"},
+            "embedder device 'cuda': use-multilingual runs on the CPU (numpy); use auto or cpu",
+        ),
+        (
+            {"model": "use-multilingual", "dtype": "bfloat16"},
+            "embedder dtype 'bfloat16': use-multilingual computes in float32; use auto or float32",
+        ),
     ],
 )
 def test_a_bad_value_given_to_the_embedder_is_named(kwargs, message):
@@ -180,8 +195,9 @@ def test_a_bad_value_given_to_the_embedder_is_named(kwargs, message):
 # ----------------------------------------------------------------- make install TORCH=...
 def _dry_run(*args: str) -> subprocess.CompletedProcess:
     venv = "/nonexistent-ragsweep-venv"  # every stamp out of date: make prints every command, runs none
-    return subprocess.run(["make", "-n", "-C", str(ROOT), "install", f"VENV={venv}", *args],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        ["make", "-n", "-C", str(ROOT), "install", f"VENV={venv}", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")

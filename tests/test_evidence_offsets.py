@@ -21,8 +21,10 @@ from ragsweep.metrics.relevance import mark_hits
 
 ROOT = Path(__file__).resolve().parent.parent
 CLAUSE = "This Agreement is governed by the laws of the State of New York."
-DOC = ("The Licensor is Acme Corp. The term is five years.\n\n" + CLAUSE + "\n\n"
-       "Notices go to the addresses above. The agreement was signed on March 24, 2006.\n")
+DOC = (
+    "The Licensor is Acme Corp. The term is five years.\n\n" + CLAUSE + "\n\n"
+    "Notices go to the addresses above. The agreement was signed on March 24, 2006.\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +39,13 @@ def folder(tmp_path_factory) -> tuple[Path, str]:
 
 
 def _write(root: Path, evidence: list[dict], name: str = "cases.jsonl") -> None:
-    row = {"id": "law", "question": "Which state's law governs?", "doc_scope": ["contract.txt"],
-           "evidence": evidence, "reference_answer": "New York"}
+    row = {
+        "id": "law",
+        "question": "Which state's law governs?",
+        "doc_scope": ["contract.txt"],
+        "evidence": evidence,
+        "reference_answer": "New York",
+    }
     (root / name).write_text(json.dumps(row) + "\n", encoding="utf-8")
 
 
@@ -64,16 +71,18 @@ def test_a_wrong_offset_is_named_with_file_line_and_field(folder):
     span = _span(text, CLAUSE)
     _write(root, [{**span, "start": span["start"] + 5, "end": span["end"] + 5}])
     problems = [str(p) for p in validate_dataset(root)]
-    found = text[span["start"] + 5:span["end"] + 5]
+    found = text[span["start"] + 5 : span["end"] + 5]
     assert problems == [
         f"cases.jsonl:1: evidence[0]: case 'law': the parsed text of 'contract.txt' at [{span['start'] + 5}, "
         f"{span['end'] + 5}) is {found!r}, not the quote {CLAUSE!r} (compared after normalising quotes, dashes, "
-        "Unicode forms, case and whitespace)"]
+        "Unicode forms, case and whitespace)"
+    ]
 
     _write(root, [{**span, "end": len(text) + 3}])
     assert [str(p) for p in validate_dataset(root)] == [
         f"cases.jsonl:1: evidence[0]: case 'law': offsets [{span['start']}, {len(text) + 3}) run past the end of "
-        f"the parsed text of 'contract.txt' ({len(text)} characters)"]
+        f"the parsed text of 'contract.txt' ({len(text)} characters)"
+    ]
 
     # a lone cases file next to docs/ is checked the same way (`ragsweep validate cases.jsonl`)
     _write(root, [{**span, "start": span["start"] + 5, "end": span["end"] + 5}], name="other.jsonl")
@@ -83,16 +92,24 @@ def test_a_wrong_offset_is_named_with_file_line_and_field(folder):
     (root / "other.jsonl").unlink()
 
 
-@pytest.mark.parametrize("evidence, message", [
-    ({"start": 3}, "cases.jsonl:1: evidence[0]: start and end are given together (character offsets [start, end))"),
-    ({"start": 9, "end": 9}, "cases.jsonl:1: evidence[0]: end (9) must be greater than start (9)"),
-    ({"start": -1, "end": 4}, "cases.jsonl:1: evidence[0].start: Input should be greater than or equal to 0"),
-    ({"start": 0, "end": 4, "doc_id": None}, "cases.jsonl:1: evidence[0]: offsets need the doc_id of the "
-                                             "document they point into"),
-])
+@pytest.mark.parametrize(
+    "evidence, message",
+    [
+        ({"start": 3}, "cases.jsonl:1: evidence[0]: start and end are given together (character offsets [start, end))"),
+        ({"start": 9, "end": 9}, "cases.jsonl:1: evidence[0]: end (9) must be greater than start (9)"),
+        ({"start": -1, "end": 4}, "cases.jsonl:1: evidence[0].start: Input should be greater than or equal to 0"),
+        (
+            {"start": 0, "end": 4, "doc_id": None},
+            "cases.jsonl:1: evidence[0]: offsets need the doc_id of the document they point into",
+        ),
+    ],
+)
 def test_offsets_without_the_document_are_checked_for_shape(tmp_path, evidence, message):
-    row = {"id": "law", "question": "Which law?", "evidence": [{"text": "New York", "doc_id": "contract.txt",
-                                                                 **evidence}]}
+    row = {
+        "id": "law",
+        "question": "Which law?",
+        "evidence": [{"text": "New York", "doc_id": "contract.txt", **evidence}],
+    }
     (tmp_path / "cases.jsonl").write_text(json.dumps(row) + "\n")
     cases, problems = read_cases(tmp_path / "cases.jsonl")
     assert cases == [] and [str(p) for p in problems] == [message]
@@ -106,9 +123,11 @@ def test_an_unparsable_document_is_named(folder, tmp_path):
     (other / "README.md").write_text("test\n")
     _write(other, [_span(text, CLAUSE)])
     problems = [str(p) for p in validate_dataset(other)]
-    assert len(problems) == 1 and problems[0].startswith(
-        "cases.jsonl:1: evidence[0]: case 'law': offsets [") and "cannot be checked: 'contract.txt' could not be " \
-        "parsed (" in problems[0]
+    assert (
+        len(problems) == 1
+        and problems[0].startswith("cases.jsonl:1: evidence[0]: case 'law': offsets [")
+        and "cannot be checked: 'contract.txt' could not be parsed (" in problems[0]
+    )
 
 
 def test_datasets_without_offsets_load_and_validate_as_before(monkeypatch):
@@ -116,8 +135,7 @@ def test_datasets_without_offsets_load_and_validate_as_before(monkeypatch):
     raw = [json.loads(line) for line in (mini / "cases.jsonl").read_text().splitlines() if line.strip()]
     dataset = load_dataset(mini)
     assert [case_to_json(c) for c in dataset.cases] == raw  # no start/end appears, nothing else moves
-    assert not any(e.has_offsets or e.start is not None or e.end is not None
-                   for c in dataset.cases for e in c.evidence)
+    assert not any(e.has_offsets or e.start is not None or e.end is not None for c in dataset.cases for e in c.evidence)
 
     def no_parse(*args, **kwargs):
         raise AssertionError("validate parsed documents for a dataset without offsets")
@@ -129,9 +147,10 @@ def test_datasets_without_offsets_load_and_validate_as_before(monkeypatch):
 def test_offsets_do_not_change_how_relevance_is_judged(folder):
     _, text = folder
     span = _span(text, CLAUSE)
-    hits = [Hit(rank=1, score=1.0, text=text[:60], doc_id="contract.txt", start=0, end=60),
-            Hit(rank=2, score=0.5, text=text[span["start"]:], doc_id="contract.txt", start=span["start"],
-                end=len(text))]
+    hits = [
+        Hit(rank=1, score=1.0, text=text[:60], doc_id="contract.txt", start=0, end=60),
+        Hit(rank=2, score=0.5, text=text[span["start"] :], doc_id="contract.txt", start=span["start"], end=len(text)),
+    ]
     plain = Case(id="q", question="Which law?", evidence=[Evidence(text=CLAUSE, doc_id="contract.txt")])
     with_offsets = Case(id="q", question="Which law?", evidence=[Evidence(**span)])
     texts = {"contract.txt": text}

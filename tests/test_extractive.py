@@ -25,7 +25,7 @@ PREAMBLE = (
     "CO-BRANDING AND ADVERTISING AGREEMENT\n\n"
     'THIS CO-BRANDING AND ADVERTISING AGREEMENT (the "Agreement") is made as of June 21, 1999 '
     '(the "Effective Date") by and between I-ESCROW, INC., with its principal place of business at '
-    "1730 S. Amphlett Blvd., Suite 233, San Mateo, California 94402 (\"i-Escrow\"), and 2THEMART.COM, "
+    '1730 S. Amphlett Blvd., Suite 233, San Mateo, California 94402 ("i-Escrow"), and 2THEMART.COM, '
     "INC. having its principal place of business at 18301 Von Karman Avenue, 7th Floor, Irvine, "
     'California 92612 ("2TheMart").'
 )
@@ -55,7 +55,7 @@ GOVERNING_LAW = (
 FORCE_MAJEURE = (
     "12.4 FORCE MAJEURE.  Except as otherwise provided, if performance hereunder (other than payment) "
     "is prevented, restricted or interfered with by any act or condition whatsoever beyond the "
-    "reasonable control of a party (a \"force majeure event\"), the party so affected, upon giving "
+    'reasonable control of a party (a "force majeure event"), the party so affected, upon giving '
     "prompt notice to the other party, shall be excused from such performance to the extent of such "
     "prevention, restriction or interference."
 )
@@ -115,7 +115,10 @@ def test_abstains_without_hits(answerer):
 
 def test_abstains_on_irrelevant_hits(answerer):
     # nothing about insurance or audits was retrieved
-    ans = answerer.answer("Is there a requirement for insurance that must be maintained by one party?", hits_of([GOVERNING_LAW, FORCE_MAJEURE]))
+    ans = answerer.answer(
+        "Is there a requirement for insurance that must be maintained by one party?",
+        hits_of([GOVERNING_LAW, FORCE_MAJEURE]),
+    )
     assert ans.abstained and ans.text == IDK and ans.cited == []
     ans = answerer.answer("Does a party have the right to audit the books and records?", hits_of([TERM, RESTRICTIONS]))
     assert ans.abstained
@@ -151,7 +154,9 @@ def test_deterministic_and_order_tiebreak(answerer):
 def test_max_sentences():
     one = ExtractiveAnswerer(max_sentences=1, min_score=0.0).answer("renewed term notice", hits_of([TERM]))
     assert len(split_sentences(one.text)) == 1
-    many = ExtractiveAnswerer(max_sentences=3, min_score=0.0, relative_cutoff=0.0).answer("renewed term notice", hits_of([TERM]))
+    many = ExtractiveAnswerer(max_sentences=3, min_score=0.0, relative_cutoff=0.0).answer(
+        "renewed term notice", hits_of([TERM])
+    )
     assert len(split_sentences(many.text)) == 3
 
 
@@ -202,7 +207,15 @@ def test_scores_do_not_depend_on_the_string_hash_seed():
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    outs = [subprocess.run([sys.executable, "-c", _SCORES_SCRIPT], cwd=root, capture_output=True, text=True,
-                           env={**os.environ, "PYTHONHASHSEED": seed}, check=True).stdout
-            for seed in ("1", "2", "3")]
+    outs = [
+        subprocess.run(
+            [sys.executable, "-c", _SCORES_SCRIPT],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            check=True,
+        ).stdout
+        for seed in ("1", "2", "3")
+    ]
     assert outs[0] and outs[0] == outs[1] == outs[2]

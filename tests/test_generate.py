@@ -46,13 +46,22 @@ def generation_reply(user: str) -> str | None:
     """The fake's reply to the generator's prompts, or None for any other request."""
     if '"quotes_1"' in user:
         a, b = (_first_sentence(p) for p in _passages(user))
-        return json.dumps({"question": f"How does '{a[:40]}' relate to '{b[:40]}'?", "answer": f"{a} {b}",
-                           "quotes_1": [a], "quotes_2": [b]})
+        return json.dumps(
+            {
+                "question": f"How does '{a[:40]}' relate to '{b[:40]}'?",
+                "answer": f"{a} {b}",
+                "quotes_1": [a],
+                "quotes_2": [b],
+            }
+        )
     if '"quotes"' in user:
         passage = _passages(user)[0]
         s = _first_sentence(passage)
-        question = ("What does the dupe clause require of the supplier?" if "#dupe" in passage
-                    else f"What does the agreement say in '{s[:50]}'?")
+        question = (
+            "What does the dupe clause require of the supplier?"
+            if "#dupe" in passage
+            else f"What does the agreement say in '{s[:50]}'?"
+        )
         quote = "This sentence was invented by the model and is nowhere." if "#badquote" in passage else s
         return json.dumps({"question": question, "answer": s, "quotes": [quote]})
     if '"why_unanswerable"' in user:
@@ -88,12 +97,20 @@ class GenerationFake(FakeOpenAI):
                     self.requests += 1
                     self.log.append((path, body))
                 words = sum(len((m.get("content") or "").split()) for m in messages)
-                reply = {"id": "chatcmpl-gen", "object": "chat.completion", "created": 1700000000,
-                         "model": body.get("model", "fake-model"),
-                         "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                      "finish_reason": "stop"}],
-                         "usage": {"prompt_tokens": words, "completion_tokens": len(text.split()),
-                                   "total_tokens": words + len(text.split())}}
+                reply = {
+                    "id": "chatcmpl-gen",
+                    "object": "chat.completion",
+                    "created": 1700000000,
+                    "model": body.get("model", "fake-model"),
+                    "choices": [
+                        {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                    ],
+                    "usage": {
+                        "prompt_tokens": words,
+                        "completion_tokens": len(text.split()),
+                        "total_tokens": words + len(text.split()),
+                    },
+                }
                 return 200, json.dumps(reply).encode(), {}
         return super().handle(path, raw, body, *rest)
 
@@ -108,17 +125,27 @@ def fake():
 
 
 def _settings(fake, tmp_path, cache="llm-cache") -> LLMSettings:
-    return LLMSettings(base_url=fake.base_url, model="fake-model", api_key="sk-test", timeout=5, max_retries=0,
-                       concurrency=2, cache_dir=str(tmp_path / cache), price_per_1k_prompt=0.5,
-                       price_per_1k_completion=1.5)
+    return LLMSettings(
+        base_url=fake.base_url,
+        model="fake-model",
+        api_key="sk-test",
+        timeout=5,
+        max_retries=0,
+        concurrency=2,
+        cache_dir=str(tmp_path / cache),
+        price_per_1k_prompt=0.5,
+        price_per_1k_completion=1.5,
+    )
 
 
 def _para(subject: str, marker: str = "") -> str:
     """One paragraph of about 60 words (one chunk at max_tokens=90)."""
-    return (f"The {subject} clause {marker} obliges the supplier to act within thirty days of a written request "
-            f"from the buyer. Under the {subject} terms {marker} the buyer may inspect the records of the supplier at "
-            f"reasonable times during business hours, and the supplier keeps those records for five years "
-            f"after the end of the term of this agreement.")
+    return (
+        f"The {subject} clause {marker} obliges the supplier to act within thirty days of a written request "
+        f"from the buyer. Under the {subject} terms {marker} the buyer may inspect the records of the supplier at "
+        f"reasonable times during business hours, and the supplier keeps those records for five years "
+        f"after the end of the term of this agreement."
+    )
 
 
 def _docs(root: Path, files: dict[str, str]) -> Path:
@@ -130,8 +157,15 @@ def _docs(root: Path, files: dict[str, str]) -> Path:
 
 
 def _options(docs: Path, out: Path, **kw) -> GenerateOptions:
-    base = dict(docs=str(docs) if docs else None, out=str(out), pipeline=str(ROOT / "pipelines" / "default.yaml"),
-                overrides=OVERRIDES, progress=False, max_rounds=1, oversample=1.0)
+    base = dict(
+        docs=str(docs) if docs else None,
+        out=str(out),
+        pipeline=str(ROOT / "pipelines" / "default.yaml"),
+        overrides=OVERRIDES,
+        progress=False,
+        max_rounds=1,
+        oversample=1.0,
+    )
     return GenerateOptions(**{**base, **kw})
 
 
@@ -146,19 +180,25 @@ def _dropped(out: Path) -> list[dict]:
 @pytest.fixture(scope="module")
 def corpus_dir(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("gen-corpus")
-    return _docs(root, {
-        "audit.txt": _para("audit"),
-        "badquote.txt": _para("pricing", "#badquote"),
-        "unsupported.txt": _para("delivery", "#unsupported"),
-        "dupe.txt": _para("dupe", "#dupe") + "\n\n" + _para("dupe renewal", "#dupe"),
-        "dupe-other.txt": _para("dupe", "#dupe"),
-    })
+    return _docs(
+        root,
+        {
+            "audit.txt": _para("audit"),
+            "badquote.txt": _para("pricing", "#badquote"),
+            "unsupported.txt": _para("delivery", "#unsupported"),
+            "dupe.txt": _para("dupe", "#dupe") + "\n\n" + _para("dupe renewal", "#dupe"),
+            "dupe-other.txt": _para("dupe", "#dupe"),
+        },
+    )
 
 
 def test_verification_drops_and_a_valid_dataset(fake, corpus_dir, tmp_path):
     out = tmp_path / "gen"
-    result = generate(_options(corpus_dir, out, n=10, types=["single_hop"]),
-                      client=LLMClient(_settings(fake, tmp_path)), log=lambda m: None)
+    result = generate(
+        _options(corpus_dir, out, n=10, types=["single_hop"]),
+        client=LLMClient(_settings(fake, tmp_path)),
+        log=lambda m: None,
+    )
     assert result["problems"] == []
     assert validate_dataset(out) == []
     assert result["dropped"] == {"answer_not_supported": 1, "near_duplicate": 1, "quote_not_found": 1}
@@ -181,10 +221,18 @@ def test_verification_drops_and_a_valid_dataset(fake, corpus_dir, tmp_path):
         assert len(case.evidence) >= 1 and "evidence_spans" not in case.meta  # offsets live in the evidence
         assert case.meta["evidence_methods"] == ["exact"] * len(case.evidence)
         for ev in case.evidence:  # the canonical record carries the exact offsets into the parsed text
-            assert ev.start is not None and texts[ev.doc_id][ev.start:ev.end] == ev.text
+            assert ev.start is not None and texts[ev.doc_id][ev.start : ev.end] == ev.text
     readme = (out / "README.md").read_text()
-    for needle in ("fake-model", "seed: 0", "quote_not_found", "answer_not_supported", "near_duplicate",
-                   "single_hop proposal", "support check", "| single_hop | 10 | 6 | 3 |"):
+    for needle in (
+        "fake-model",
+        "seed: 0",
+        "quote_not_found",
+        "answer_not_supported",
+        "near_duplicate",
+        "single_hop proposal",
+        "support check",
+        "| single_hop | 10 | 6 | 3 |",
+    ):
         assert needle in readme, needle
     settings = (out / "dataset.yaml").read_text()
     assert "relevance: evidence_offsets" in settings
@@ -195,8 +243,11 @@ def test_verification_drops_and_a_valid_dataset(fake, corpus_dir, tmp_path):
 
 def test_a_wrong_offset_in_a_generated_set_is_named(fake, corpus_dir, tmp_path):
     out = tmp_path / "gen"
-    generate(_options(corpus_dir, out, n=1, types=["single_hop"]), client=LLMClient(_settings(fake, tmp_path)),
-             log=lambda m: None)
+    generate(
+        _options(corpus_dir, out, n=1, types=["single_hop"]),
+        client=LLMClient(_settings(fake, tmp_path)),
+        log=lambda m: None,
+    )
     cases = _cases(out)
     assert validate_dataset(out) == [] and cases[0]["evidence"][0]["start"] >= 0
     evidence = cases[0]["evidence"][0]
@@ -204,37 +255,50 @@ def test_a_wrong_offset_in_a_generated_set_is_named(fake, corpus_dir, tmp_path):
     (out / "cases.jsonl").write_text(json.dumps({**cases[0], "evidence": [moved]}) + "\n", encoding="utf-8")
     problems = [str(p) for p in validate_dataset(out)]
     assert len(problems) == 1
-    assert problems[0].startswith(f"cases.jsonl:1: evidence[0]: case {cases[0]['id']!r}: the parsed text of "
-                                  f"{evidence['doc_id']!r} at [{moved['start']}, {moved['end']}) is ")
+    assert problems[0].startswith(
+        f"cases.jsonl:1: evidence[0]: case {cases[0]['id']!r}: the parsed text of "
+        f"{evidence['doc_id']!r} at [{moved['start']}, {moved['end']}) is "
+    )
     assert f", not the quote {evidence['text'][:40]!r}"[:-1] in problems[0]
     assert problems[0].endswith("(compared after normalising quotes, dashes, Unicode forms, case and whitespace)")
 
 
 def test_unanswerable_checked_against_the_corpus(fake, tmp_path):
-    docs = _docs(tmp_path, {
-        # the proposal asks about "warranty"; another chunk of the same document answers it
-        "warranty.txt": _para("audit", "#topic:warranty") + "\n\n"
-                        + "The warranty given by the supplier lasts for two years from delivery of the goods. "
-                        + _para("warranty"),
-        "plain.txt": _para("audit"),
-    })
+    docs = _docs(
+        tmp_path,
+        {
+            # the proposal asks about "warranty"; another chunk of the same document answers it
+            "warranty.txt": _para("audit", "#topic:warranty")
+            + "\n\n"
+            + "The warranty given by the supplier lasts for two years from delivery of the goods. "
+            + _para("warranty"),
+            "plain.txt": _para("audit"),
+        },
+    )
     out = tmp_path / "gen"
-    result = generate(_options(docs, out, n=4, types=["unanswerable"], check_k=3),
-                      client=LLMClient(_settings(fake, tmp_path)), log=lambda m: None)
+    result = generate(
+        _options(docs, out, n=4, types=["unanswerable"], check_k=3),
+        client=LLMClient(_settings(fake, tmp_path)),
+        log=lambda m: None,
+    )
     assert result["problems"] == []
     assert result["dropped"].get("answerable", 0) >= 1
     drop = next(d for d in _dropped(out) if d["reason"] == "answerable")
     assert "warranty" in drop["question"] and drop["checks"]["answerability"]["answered"] is True
     cases = _cases(out)
-    assert cases and all(c["unanswerable"] and "evidence" not in c and "zebra husbandry" in c["question"]
-                         for c in cases)
+    assert cases and all(
+        c["unanswerable"] and "evidence" not in c and "zebra husbandry" in c["question"] for c in cases
+    )
     assert all(c["meta"]["checks"]["answerability"]["answered"] is False for c in cases)
 
 
 def test_multi_hop_needs_evidence_from_both_passages(fake, corpus_dir, tmp_path):
     out = tmp_path / "gen"
-    result = generate(_options(corpus_dir, out, n=2, types=["multi_hop"]),
-                      client=LLMClient(_settings(fake, tmp_path)), log=lambda m: None)
+    result = generate(
+        _options(corpus_dir, out, n=2, types=["multi_hop"]),
+        client=LLMClient(_settings(fake, tmp_path)),
+        log=lambda m: None,
+    )
     assert result["problems"] == []
     for case in _cases(out):
         sources = case["meta"]["source_chunks"]
@@ -247,8 +311,11 @@ def test_multi_hop_needs_evidence_from_both_passages(fake, corpus_dir, tmp_path)
 def test_same_seed_same_set_other_seed_other_passages(fake, corpus_dir, tmp_path):
     def run(seed: int, name: str) -> list[dict]:
         out = tmp_path / name
-        generate(_options(corpus_dir, out, n=3, types=["single_hop", "unanswerable"], seed=seed),
-                 client=LLMClient(_settings(fake, tmp_path, cache=f"cache-{name}")), log=lambda m: None)
+        generate(
+            _options(corpus_dir, out, n=3, types=["single_hop", "unanswerable"], seed=seed),
+            client=LLMClient(_settings(fake, tmp_path, cache=f"cache-{name}")),
+            log=lambda m: None,
+        )
         return _cases(out)
 
     first, again, other = run(3, "a"), run(3, "b"), run(4, "c")
@@ -267,12 +334,16 @@ def test_dry_run_estimates_without_calling(fake, tmp_path):
     assert estimate["support"]["calls"] == 4 and estimate["answerability"]["calls"] == 2
     assert estimate["total"]["calls"] == 12
     assert estimate["total"]["cost_usd"] == pytest.approx(
-        (estimate["total"]["prompt_tokens"] * 0.5 + estimate["total"]["completion_tokens"] * 1.5) / 1000, abs=1e-6)
+        (estimate["total"]["prompt_tokens"] * 0.5 + estimate["total"]["completion_tokens"] * 1.5) / 1000, abs=1e-6
+    )
 
     # the real run sends exactly the proposal prompts the estimate counted
     generate(options.model_copy(update={"dry_run": False}), client=LLMClient(settings), log=lambda m: None)
-    sent = [body["messages"] for path, body in fake.log
-            if path.endswith("/chat/completions") and '"question": "..."' in body["messages"][-1]["content"]]
+    sent = [
+        body["messages"]
+        for path, body in fake.log
+        if path.endswith("/chat/completions") and '"question": "..."' in body["messages"][-1]["content"]
+    ]
     assert len(sent) == 6
     assert sum(count_message_tokens(m, "fake-model") for m in sent) == estimate["propose"]["prompt_tokens"]
 
@@ -280,10 +351,26 @@ def test_dry_run_estimates_without_calling(fake, tmp_path):
 def test_from_failures_same_type_other_documents(fake, corpus_dir, tmp_path):
     run = tmp_path / "run"
     run.mkdir()
-    failed = {"id": "c1", "question": "What does the audit clause oblige the supplier to do?", "type": "Audit Rights",
-              "doc_scope": ["audit.txt"], "unanswerable": False, "top_k": 3,
-              "hits": [{"rank": 1, "score": 1.0, "text": "x", "doc_id": "audit.txt", "start": 0, "end": 1,
-                        "relevant": False, "grade": 0}]}
+    failed = {
+        "id": "c1",
+        "question": "What does the audit clause oblige the supplier to do?",
+        "type": "Audit Rights",
+        "doc_scope": ["audit.txt"],
+        "unanswerable": False,
+        "top_k": 3,
+        "hits": [
+            {
+                "rank": 1,
+                "score": 1.0,
+                "text": "x",
+                "doc_id": "audit.txt",
+                "start": 0,
+                "end": 1,
+                "relevant": False,
+                "grade": 0,
+            }
+        ],
+    }
     passed = {**failed, "id": "c2", "hits": [{**failed["hits"][0], "relevant": True}]}
     (run / "cases.jsonl").write_text(json.dumps(failed) + "\n" + json.dumps(passed) + "\n")
     (run / "report.json").write_text(json.dumps({"manifest": {"corpus": {"docs_dir": str(corpus_dir)}}}))
@@ -308,9 +395,22 @@ def test_cli_generate(fake, corpus_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("RAGSWEEP_LLM_MODEL", "fake-model")
     out = tmp_path / "cli-gen"
-    args = ["generate", "--docs", str(corpus_dir), "--out", str(out), "--n", "2", "--types", "single_hop",
-            "--seed", "1", "--pipeline", str(ROOT / "pipelines" / "default.yaml"),
-            *[x for k, v in OVERRIDES.items() for x in ("--set", f"{k}={v}")]]
+    args = [
+        "generate",
+        "--docs",
+        str(corpus_dir),
+        "--out",
+        str(out),
+        "--n",
+        "2",
+        "--types",
+        "single_hop",
+        "--seed",
+        "1",
+        "--pipeline",
+        str(ROOT / "pipelines" / "default.yaml"),
+        *[x for k, v in OVERRIDES.items() for x in ("--set", f"{k}={v}")],
+    ]
     assert main(args) == 0
     assert len(_cases(out)) == 2 and validate_dataset(out) == []
     assert main(args) == 2  # the folder exists: not replaced without --force
@@ -322,8 +422,9 @@ def test_sampling_is_stratified_over_documents_and_seeded():
     from ragsweep.generate.sampling import ChunkSampler, SourceChunk
 
     words = " ".join(["word"] * 40)
-    chunks = [SourceChunk(f"d{d}.txt", i * 300, i * 300 + 250, f"chunk {d}-{i} {words}") for d in range(3)
-              for i in range(4)]
+    chunks = [
+        SourceChunk(f"d{d}.txt", i * 300, i * 300 + 250, f"chunk {d}-{i} {words}") for d in range(3) for i in range(4)
+    ]
     sampler = ChunkSampler(chunks, seed=5)
     first = sampler.draw(3)
     assert len({c.doc_id for c in first}) == 3  # one per document before any document gets a second
@@ -344,6 +445,10 @@ def test_failure_reasons():
     assert failure_reason({"hits": [{**hit, "relevant": True}], "judge": {"is_correct": False}}) == "judged_wrong"
     assert failure_reason({"hits": [{**hit, "relevant": True}], "answer": {"abstained": True}}) == "abstained"
     assert failure_reason({"hits": [{**hit, "relevant": True}], "answer": {"text": "x"}}) is None
-    assert failure_reason({"unanswerable": True, "answer": {"text": "Delaware", "abstained": False}}) \
+    assert (
+        failure_reason({"unanswerable": True, "answer": {"text": "Delaware", "abstained": False}})
         == "answered_unanswerable"
-    assert failure_reason({"unanswerable": True, "answer": {"text": "No information found.", "abstained": True}}) is None
+    )
+    assert (
+        failure_reason({"unanswerable": True, "answer": {"text": "No information found.", "abstained": True}}) is None
+    )

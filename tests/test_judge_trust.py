@@ -57,8 +57,18 @@ def test_krippendorff_alpha_matches_krippendorffs_published_example():
 
 def test_fleiss_kappa_matches_fleiss_worked_example():
     # 10 subjects, 14 raters, 5 categories (the example of Fleiss' kappa on Wikipedia): kappa = 0.210
-    counts = [[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
-              [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]]
+    counts = [
+        [0, 0, 0, 0, 14],
+        [0, 2, 6, 4, 2],
+        [0, 0, 3, 5, 6],
+        [0, 3, 9, 2, 0],
+        [2, 2, 8, 1, 1],
+        [7, 7, 0, 0, 0],
+        [3, 2, 6, 3, 0],
+        [2, 5, 3, 2, 2],
+        [6, 5, 2, 1, 0],
+        [0, 2, 2, 3, 7],
+    ]
     units = [[j for j, n in enumerate(row) for _ in range(n)] for row in counts]
     assert js.fleiss_kappa(units) == pytest.approx(0.2099, abs=1e-4)
 
@@ -117,9 +127,13 @@ def _item(question: str, answer: str = "New York law governs.", reference: str =
 
 
 def test_replicates_disagree_and_self_agreement_is_computed(fake_server, llm_settings):  # noqa: F811
-    items = [_item("#replicates:TFT Which law?"), _item("#replicates:TTT Which law?"),
-             _item("#replicates:FFF Which law?"), _item("#replicates:TFF Which law?"),
-             _item("Who audits?", answer="I don't know.", reference="", unanswerable=True)]
+    items = [
+        _item("#replicates:TFT Which law?"),
+        _item("#replicates:TTT Which law?"),
+        _item("#replicates:FFF Which law?"),
+        _item("#replicates:TFF Which law?"),
+        _item("Who audits?", answer="I don't know.", reference="", unanswerable=True),
+    ]
     verdicts = LLMJudge(llm_settings, replicates=3).judge_items(items)
     assert [[r.is_correct for r in v.replicates] for v in verdicts[:4]] == [[T, F, T], [T, T, T], [F, F, F], [T, F, F]]
     assert [v.is_correct for v in verdicts] == [T, T, F, F, T]  # majority; the rule case needs no call
@@ -137,8 +151,9 @@ def test_replicates_disagree_and_self_agreement_is_computed(fake_server, llm_set
 
     # the report: Fleiss' P-bar 2/3; 6 T / 6 F -> kappa (2/3 - 1/2) / (1/2) = 1/3;
     # alpha = 1 - (1/3) / ((144 - 72) / 132) = 7/18; flips in 2 of 4 cases
-    records = [{"id": f"c{i}", "judge": v.model_dump(), "metrics": {"judge_correct": v.score}}
-               for i, v in enumerate(verdicts)]
+    records = [
+        {"id": f"c{i}", "judge": v.model_dump(), "metrics": {"judge_correct": v.score}} for i, v in enumerate(verdicts)
+    ]
     block = judge_section(records, replicates=3, temperature=0.0)["metrics"]["judge_correct"]
     sa = block["self_agreement"]
     assert sa["agreement_rate"] == pytest.approx(2 / 3) and sa["fleiss_kappa"] == pytest.approx(1 / 3)
@@ -178,8 +193,10 @@ def test_garbage_then_valid_json_after_repair(fake_server, llm_settings):  # noq
 def test_reference_verdicts_judge_the_labelled_answer(fake_server, llm_settings):  # noqa: F811
     ref_same = {"answer": "New York law governs.", "is_correct": True, "source": "human:test"}
     ref_other = {"answer": "Delaware.", "is_correct": True, "source": "human:test"}
-    items = [_item("Which law?", reference_verdict=ref_same),
-             _item("Which law?", answer="The laws of New York.", reference_verdict=ref_other)]
+    items = [
+        _item("Which law?", reference_verdict=ref_same),
+        _item("Which law?", answer="The laws of New York.", reference_verdict=ref_other),
+    ]
     v = LLMJudge(llm_settings).judge_items(items)
     assert v[0].reference_check["answer_is_run_answer"] is True and v[0].reference_check["judge_is_correct"] is True
     assert v[1].reference_check["answer_is_run_answer"] is False
@@ -189,13 +206,21 @@ def test_reference_verdicts_judge_the_labelled_answer(fake_server, llm_settings)
 
 
 def test_probes_catch_a_judge_that_says_yes_to_everything(fake_server, llm_settings):  # noqa: F811
-    cases = [Case(id="law", question="Which state's law governs?", type="Governing Law", reference_answer="New York"),
-             Case(id="date", question="When was it signed?", type="Agreement Date", reference_answer="March 24, 2006"),
-             Case(id="audit", question="Who audits?", type="Audit Rights", unanswerable=True)]
+    cases = [
+        Case(id="law", question="Which state's law governs?", type="Governing Law", reference_answer="New York"),
+        Case(id="date", question="When was it signed?", type="Agreement Date", reference_answer="March 24, 2006"),
+        Case(id="audit", question="Who audits?", type="Audit Rights", unanswerable=True),
+    ]
     good = probe_judge(LLMJudge(llm_settings), cases, n_cases=2)
     assert good["passed"] == good["total"] == 10 and good["llm_total"] == 6
-    assert {p["probe"] for p in good["probes"]} == {"correct", "correct_in_sentence", "wrong", "i_dont_know",
-                                                    "i_dont_know_unanswerable", "confident_unanswerable"}
+    assert {p["probe"] for p in good["probes"]} == {
+        "correct",
+        "correct_in_sentence",
+        "wrong",
+        "i_dont_know",
+        "i_dont_know_unanswerable",
+        "confident_unanswerable",
+    }
     yes_man = [c.model_copy(update={"question": "#replicates:T " + c.question}) for c in cases]
     bad = probe_judge(LLMJudge(llm_settings), yes_man, n_cases=2)
     assert bad["llm_passed"] == 4 and [p["probe"] for p in bad["failed"]] == ["wrong", "wrong"]
@@ -217,12 +242,22 @@ def _dataset(tmp_path: Path) -> Path:
     (root / "docs").mkdir(parents=True)
     (root / "docs" / "contract.txt").write_text(
         "This Agreement is governed by the laws of the State of New York. The term is five years. "
-        "The Licensor is Acme Corp. The agreement was signed on March 24, 2006.\n", encoding="utf-8")
+        "The Licensor is Acme Corp. The agreement was signed on March 24, 2006.\n",
+        encoding="utf-8",
+    )
     rows = [
-        {"id": "c1", "question": "#replicates:TFT Which state's law governs?", "reference_answer": "New York",
-         "reference_verdict": {"answer": "New York law governs.", "is_correct": True, "source": "human:test"}},
-        {"id": "c2", "question": "#replicates:TTT What is the term?", "reference_answer": "five years",
-         "reference_verdict": {"answer": "ten years", "is_correct": False, "source": "human:test"}},
+        {
+            "id": "c1",
+            "question": "#replicates:TFT Which state's law governs?",
+            "reference_answer": "New York",
+            "reference_verdict": {"answer": "New York law governs.", "is_correct": True, "source": "human:test"},
+        },
+        {
+            "id": "c2",
+            "question": "#replicates:TTT What is the term?",
+            "reference_answer": "five years",
+            "reference_verdict": {"answer": "ten years", "is_correct": False, "source": "human:test"},
+        },
         {"id": "c3", "question": "#replicates:FFF Who is the licensor?", "reference_answer": "Acme Corp"},
         {"id": "c4", "question": "#replicates:X When was it signed?", "reference_answer": "March 24, 2006"},
         {"id": "c5", "question": "Who audits the accounts?", "unanswerable": True},
@@ -237,15 +272,30 @@ def _dataset(tmp_path: Path) -> Path:
     return root
 
 
-def test_eval_with_replicates_reference_verdicts_and_the_failure_gate(fake_server, tmp_path, monkeypatch,  # noqa: F811
-                                                                     capsys):
+def test_eval_with_replicates_reference_verdicts_and_the_failure_gate(
+    fake_server,
+    tmp_path,
+    monkeypatch,  # noqa: F811
+    capsys,
+):
     from ragsweep.cli import main
 
     monkeypatch.setenv("OPENAI_BASE_URL", fake_server.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("RAGSWEEP_LLM_MODEL", "fake-model")
-    args = ["eval", "--dataset", str(_dataset(tmp_path)), "--llm", "--judge", "--judge-replicates", "3",
-            "--judge-probe", "0", "--out", str(tmp_path / "runs")]
+    args = [
+        "eval",
+        "--dataset",
+        str(_dataset(tmp_path)),
+        "--llm",
+        "--judge",
+        "--judge-replicates",
+        "3",
+        "--judge-probe",
+        "0",
+        "--out",
+        str(tmp_path / "runs"),
+    ]
     code = main([*args, "--name", "strict", "--max-failure-rate", "0.2"])
     out, err = capsys.readouterr()
     assert code == 1, err
@@ -263,7 +313,9 @@ def test_eval_with_replicates_reference_verdicts_and_the_failure_gate(fake_serve
     sa = block["self_agreement"]
     assert sa["agreement_rate"] == pytest.approx(7 / 9) and sa["krippendorff_alpha"] == pytest.approx(0.6)
     assert sa["fleiss_kappa"] == pytest.approx(0.55) and sa["flipped"] == ["c1"]
-    cases = {c["id"]: c for c in map(json.loads, (tmp_path / "runs" / "strict" / "cases.jsonl").read_text().splitlines())}
+    cases = {
+        c["id"]: c for c in map(json.loads, (tmp_path / "runs" / "strict" / "cases.jsonl").read_text().splitlines())
+    }
     assert cases["c1"]["metrics"]["judge_correct"] == pytest.approx(2 / 3)  # the replicate mean
     assert cases["c1"]["judge"]["sd"] == pytest.approx(math.sqrt(1 / 3))
     assert report["metrics"]["judge_correct"] == pytest.approx((2 / 3 + 1 + 0 + 0) / 4)
@@ -285,11 +337,21 @@ def test_eval_with_replicates_reference_verdicts_and_the_failure_gate(fake_serve
 
 def test_ragas_llm_replicates_are_separate_requests_and_reported(fake_server, llm_settings):  # noqa: F811
     from ragsweep.metrics.judge_report import ragas_metric_sections
-    from ragsweep.metrics.ragas_llm import CONTEXT_RECALL, FAITHFULNESS, MetricScore, RagasCase, RagasLLMScorer, \
-        combine_replicates
+    from ragsweep.metrics.ragas_llm import (
+        CONTEXT_RECALL,
+        FAITHFULNESS,
+        MetricScore,
+        RagasCase,
+        RagasLLMScorer,
+        combine_replicates,
+    )
 
-    case = RagasCase(question="What is the initial term?", answer="The initial term is three years. [1]",
-                     contexts=["The initial term is three years from the Effective Date."], reference="Three years.")
+    case = RagasCase(
+        question="What is the initial term?",
+        answer="The initial term is three years. [1]",
+        contexts=["The initial term is three years from the Effective Date."],
+        reference="Three years.",
+    )
     one = RagasLLMScorer(llm_settings, metrics=(FAITHFULNESS, CONTEXT_RECALL)).score_batch([case])[0]
     calls = fake_server.chat_requests()
     three = RagasLLMScorer(llm_settings, metrics=(FAITHFULNESS, CONTEXT_RECALL), replicates=3).score_batch([case])[0]
@@ -308,8 +370,12 @@ def test_ragas_llm_replicates_are_separate_requests_and_reported(fake_server, ll
     records = [
         {"id": "a", "metrics": {FAITHFULNESS: 0.75}, "llm_replicates": {FAITHFULNESS: [1.0, 0.5]}},
         {"id": "b", "metrics": {FAITHFULNESS: 0.0}, "llm_replicates": {FAITHFULNESS: [0.0, 0.0]}},
-        {"id": "c", "metrics": {FAITHFULNESS: None}, "notes": {FAITHFULNESS: "timeout: no reply"},
-         "llm_replicates": {FAITHFULNESS: [None, None]}},
+        {
+            "id": "c",
+            "metrics": {FAITHFULNESS: None},
+            "notes": {FAITHFULNESS: "timeout: no reply"},
+            "llm_replicates": {FAITHFULNESS: [None, None]},
+        },
         {"id": "d", "metrics": {FAITHFULNESS: None}, "notes": {FAITHFULNESS: "not applicable: refusal"}},
     ]
     block = ragas_metric_sections(records)[FAITHFULNESS]
@@ -327,9 +393,16 @@ def test_dry_run_counts_every_judge_replicate():
 
     settings = LLMSettings(model="fake-model", base_url="http://127.0.0.1:9/v1")
     items = [("Who are the parties?", []), ("What is the term?", [])]
-    one = estimate_llm_run(items, settings, references=["A and B", "two years"], unanswerable=[False, False],
-                           ragas_metrics=())
-    three = estimate_llm_run(items, settings, references=["A and B", "two years"], unanswerable=[False, False],
-                             ragas_metrics=(), replicates=3)
+    one = estimate_llm_run(
+        items, settings, references=["A and B", "two years"], unanswerable=[False, False], ragas_metrics=()
+    )
+    three = estimate_llm_run(
+        items,
+        settings,
+        references=["A and B", "two years"],
+        unanswerable=[False, False],
+        ragas_metrics=(),
+        replicates=3,
+    )
     assert one["judge"].calls == 2 and three["judge"].calls == 6
     assert three["answer"].calls == one["answer"].calls

@@ -71,7 +71,10 @@ def test_parse_citations():
         ("", True),
         ("New York law governs [1].", False),
         ("No, the contract has no non-compete clause [2].", False),
-        ("The term is three years; no information on renewal beyond that is needed here because the clause is clear.", False),
+        (
+            "The term is three years; no information on renewal beyond that is needed here because the clause is clear.",
+            False,
+        ),
     ],
 )
 def test_is_refusal(text, refusal):

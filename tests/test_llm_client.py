@@ -17,7 +17,12 @@ SECRET = "sk-test-SECRET-0123456789"
 
 
 def _msgs(text: str) -> list[dict]:
-    return [{"role": "user", "content": f"Below are several sources of information:\n------\n[1] {text}\n------\nQuery: q\nAnswer:"}]
+    return [
+        {
+            "role": "user",
+            "content": f"Below are several sources of information:\n------\n[1] {text}\n------\nQuery: q\nAnswer:",
+        }
+    ]
 
 
 # ------------------------------------------------------------------ settings & secrets
@@ -30,8 +35,9 @@ def test_settings_from_mapping_env_and_prefix():
     assert s.model == "qwen"
     assert s.temperature == 0.2 and s.timeout == 7 and s.max_tokens == 512
     assert s.api_key.get_secret_value() == SECRET
-    s2 = LLMSettings.from_mapping({"llm": {"model": "m", "api_key_env": "MY_KEY"}, "llm_max_tokens": 64},
-                                  env={"MY_KEY": "k2"})
+    s2 = LLMSettings.from_mapping(
+        {"llm": {"model": "m", "api_key_env": "MY_KEY"}, "llm_max_tokens": 64}, env={"MY_KEY": "k2"}
+    )
     assert s2.model == "m" and s2.max_tokens == 64 and s2.api_key.get_secret_value() == "k2"
     s3 = LLMSettings.from_mapping({"model": "plain", "concurrency": 2}, env={}, prefix="")
     assert s3.model == "plain" and s3.concurrency == 2
@@ -43,7 +49,14 @@ def test_settings_from_mapping_env_and_prefix():
 def test_secret_never_in_public_views(llm_settings, caplog):
     s = llm_settings
     caplog.set_level(logging.DEBUG)
-    for text in (repr(s), str(s), json.dumps(s.public_dict()), s.model_dump_json(), repr(LLMClient(s)), s.fingerprint()):
+    for text in (
+        repr(s),
+        str(s),
+        json.dumps(s.public_dict()),
+        s.model_dump_json(),
+        repr(LLMClient(s)),
+        s.fingerprint(),
+    ):
         assert SECRET not in text
     assert s.public_dict()["api_key_set"] is True
     assert "api_key" not in s.public_dict()

@@ -53,8 +53,9 @@ def test_eval_run_round_trip(tmp_path, no_network):
 
     run_dir = _copy("eval", tmp_path)
     uri = (tmp_path / "store").as_uri()
-    run_id = log_to_mlflow(run_dir, tracking_uri=uri, experiment="ragsweep-test",
-                           pipeline_path=ROOT / "pipelines" / "default.yaml")
+    run_id = log_to_mlflow(
+        run_dir, tracking_uri=uri, experiment="ragsweep-test", pipeline_path=ROOT / "pipelines" / "default.yaml"
+    )
     client = MlflowClient(tracking_uri=uri)
     run = client.get_run(run_id)
     report = json.loads((run_dir / "report.json").read_text())
@@ -102,10 +103,10 @@ def test_sweep_parent_and_children(tmp_path, no_network):
     assert parent.data.params["baseline"] == sweep["baseline"]
     assert parent.data.params["best.recall_at_k"] == sweep["best"]["recall@k"]
     assert parent.data.metrics["best.recall_at_k"] == pytest.approx(
-        max(c["metrics"]["recall@k"] for c in sweep["configs"]))
+        max(c["metrics"]["recall@k"] for c in sweep["configs"])
+    )
     assert {"run/sweep.json", "run/sweep.csv"} <= _artifacts(client, parent_id)
-    children = client.search_runs([parent.info.experiment_id],
-                                  filter_string=f"tags.mlflow.parentRunId = '{parent_id}'")
+    children = client.search_runs([parent.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'")
     assert len(children) == len(sweep["configs"]) == 8
     by_id = {c.data.tags["ragsweep.config_id"]: c for c in children}
     for cfg in sweep["configs"]:

@@ -20,8 +20,12 @@ def test_the_option_sets_pathway_threads_before_the_command_runs(monkeypatch, co
         return 0
 
     monkeypatch.setattr(cli, f"cmd_{command}", fake)
-    required = {"index": ["--docs", "d"], "retrieve": ["--docs", "d", "q"],
-                "eval": ["--dataset", "x"], "sweep": ["--dataset", "x", "--grid", "g"]}[command]
+    required = {
+        "index": ["--docs", "d"],
+        "retrieve": ["--docs", "d", "q"],
+        "eval": ["--dataset", "x"],
+        "sweep": ["--dataset", "x", "--grid", "g"],
+    }[command]
     assert cli.main([command, "--pathway-threads", "2", *required]) == 0
     assert seen["threads"] == "2"
     monkeypatch.setenv("PATHWAY_THREADS", "3")
@@ -64,6 +68,7 @@ def test_two_workers_serve_the_same_hits_as_one(monkeypatch, tmp_path, default_p
 
     one, two = hits("1"), hits("2")
     assert len(questions) == 41 and all(one)
-    assert [[(h.doc_id, h.start, h.end, h.rank) for h in hs] for hs in two] == \
-        [[(h.doc_id, h.start, h.end, h.rank) for h in hs] for hs in one]
+    assert [[(h.doc_id, h.start, h.end, h.rank) for h in hs] for hs in two] == [
+        [(h.doc_id, h.start, h.end, h.rank) for h in hs] for hs in one
+    ]
     assert all(abs(a.score - b.score) <= 1e-5 * max(1.0, abs(a.score)) for x, y in zip(one, two) for a, b in zip(x, y))

@@ -75,7 +75,13 @@ def test_empty_retrieval_scores_zero():
 
 def test_batch_and_async_agree_with_single():
     rows = [
-        {"question": QUESTION, "answer": ANSWER, "retrieved_contexts": [LAW, NOISE], "reference": REFERENCE, "reference_contexts": [LAW]},
+        {
+            "question": QUESTION,
+            "answer": ANSWER,
+            "retrieved_contexts": [LAW, NOISE],
+            "reference": REFERENCE,
+            "reference_contexts": [LAW],
+        },
         {"question": QUESTION, "answer": ANSWER},
     ]
     batch = ragas_nonllm_scores_batch(rows)

@@ -69,8 +69,10 @@ def test_all_metrics_on_fake_server_with_minilm(fake_server, llm_settings):
     unans = out[1]
     assert unans[FAITHFULNESS].value is None and "refusal" in unans[FAITHFULNESS].reason
     assert unans[ANSWER_RELEVANCY].value is None
-    assert all(unans[n].value is None and "no reference" in unans[n].reason
-               for n in (ANSWER_CORRECTNESS, CONTEXT_PRECISION, CONTEXT_RECALL))
+    assert all(
+        unans[n].value is None and "no reference" in unans[n].reason
+        for n in (ANSWER_CORRECTNESS, CONTEXT_PRECISION, CONTEXT_RECALL)
+    )
 
     refused = out[2]
     assert refused[FAITHFULNESS].value is None

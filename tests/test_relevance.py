@@ -28,7 +28,9 @@ DOC = (
 
 
 def _hit(rank, start, end, doc="a.txt", text=None):
-    return Hit(rank=rank, score=1.0 / rank, text=DOC[start:end] if text is None else text, doc_id=doc, start=start, end=end)
+    return Hit(
+        rank=rank, score=1.0 / rank, text=DOC[start:end] if text is None else text, doc_id=doc, start=start, end=end
+    )
 
 
 def test_normalize_and_locate_exact():
@@ -41,9 +43,9 @@ def test_normalize_and_locate_exact():
 
 def test_locate_alnum_and_fuzzy_and_missing():
     how, occ = locate_spans(DOC, "the license granted hereunder is non-transferable")
-    assert how == "alnum" and DOC[occ[0][0]:occ[0][1]].endswith("non-\ntransferable")
+    assert how == "alnum" and DOC[occ[0][0] : occ[0][1]].endswith("non-\ntransferable")
     how, occ = locate_spans(DOC, "The license granted hereunder is non-transferrable and may not be asigned")
-    assert how == "fuzzy" and "may not be assigned" in DOC[occ[0][0]:occ[0][1] + 2]
+    assert how == "fuzzy" and "may not be assigned" in DOC[occ[0][0] : occ[0][1] + 2]
     assert locate_span(DOC, "an entirely different clause about insurance") is None
     assert locate_spans(DOC, "Filler text.")[1][1][0] > locate_spans(DOC, "Filler text.")[1][0][0]  # every occurrence
 
@@ -155,7 +157,7 @@ def test_evaluate_retrieval_on_cuad_mini_oracle_and_windows(mini):
         doc = case.doc_scope[0]
         text = texts[doc]
         hits = [
-            Hit(rank=i + 1, score=-i, text=text[s:s + 800], doc_id=doc, start=s, end=min(len(text), s + 800))
+            Hit(rank=i + 1, score=-i, text=text[s : s + 800], doc_id=doc, start=s, end=min(len(text), s + 800))
             for i, s in enumerate(range(0, len(text), 600))
         ]
         windows[case.id] = hits
@@ -164,7 +166,9 @@ def test_evaluate_retrieval_on_cuad_mini_oracle_and_windows(mini):
             oracle[case.id] = [
                 Hit(rank=i + 1, score=1.0, text=text[s:e], doc_id=doc, start=s, end=e) for i, (s, e) in enumerate(spans)
             ]
-    perfect = evaluate_retrieval(ds, oracle, ["recall@50", "hit_rate@1", "mrr", "first_relevant_rank"], parsed_texts=texts)
+    perfect = evaluate_retrieval(
+        ds, oracle, ["recall@50", "hit_rate@1", "mrr", "first_relevant_rank"], parsed_texts=texts
+    )
     assert perfect.rule == "evidence_offsets"
     assert perfect.n_scored == 39 and perfect.excluded == {"unanswerable": [c.id for c in ds.cases if c.unanswerable]}
     assert perfect.scores["recall@50"] == 1.0 and perfect.scores["hit_rate@1"] == 1.0
@@ -252,7 +256,7 @@ def test_fuzzy_match_keeps_the_span_numbers():
     # the best raw alignment is clause 1 (one character off), but it has another number
     how, occ = locate_spans(doc, "The Sponsor shall pay a fee of $5,000 per year to the Team.")
     assert how == "fuzzy" and len(occ) == 1
-    assert doc[occ[0][0]:occ[0][1]].startswith("The Sponsor") and "$5,000 per yr." in doc[occ[0][0]:occ[0][1]]
+    assert doc[occ[0][0] : occ[0][1]].startswith("The Sponsor") and "$5,000 per yr." in doc[occ[0][0] : occ[0][1]]
     assert locate_spans(doc, "The Sponsor shall pay a fee of $25,000 per year to the Team.") == ("not_found", [])
     dated = "This Agreement shall commence on January 1, 2010 and continue for two years."
     wrong_year = "This Agreement shall commence on January 1, 2011 and continue for two years"
@@ -281,15 +285,17 @@ def test_positive_controls_still_match():
     how, occ = locate_spans(text, "the licensee's rights under section 12.3")
     assert how == "exact" and occ == [(0, text.index(" start"))]
     how, occ = locate_spans(text, "January 1, 2011")
-    assert how == "exact" and text[occ[0][0]:occ[0][1]] == "January 1, 2011"
+    assert how == "exact" and text[occ[0][0] : occ[0][1]] == "January 1, 2011"
 
 
 def test_evidence_offsets_judges_whole_words():
     doc = "This Sponsorship Agreement sets out the terms. " + "Filler text. " * 10 + "The Sponsor shall pay."
     at = doc.index("The Sponsor")
     case = Case(id="c", question="q", evidence=[{"text": "Sponsor", "doc_id": "a.txt"}])
-    hits = [Hit(rank=1, score=1, text=doc[:40], doc_id="a.txt", start=0, end=40),
-            Hit(rank=2, score=1, text=doc[at:], doc_id="a.txt", start=at, end=len(doc))]
+    hits = [
+        Hit(rank=1, score=1, text=doc[:40], doc_id="a.txt", start=0, end=40),
+        Hit(rank=2, score=1, text=doc[at:], doc_id="a.txt", start=at, end=len(doc)),
+    ]
     j = mark_hits(case, hits, "evidence_offsets", parsed_texts={"a.txt": doc})
     assert [h.relevant for h in j.hits] == [False, True]
     j = mark_hits(case, hits, "evidence_offsets", parsed_texts=None)  # chunk-text fallback
@@ -301,7 +307,7 @@ def test_cuad_mini_sponsor_occurrences_are_whole_words(mini):
     text = texts["GAINSCOINC_01_21_2010-EX-10.41-SPONSORSHIP AGREEMENT.txt"]
     how, occ = locate_spans(text, "Sponsor")
     assert how == "exact" and occ
-    assert all(text[s:e].casefold() == "sponsor" and not text[e:e + 1].isalnum() for s, e in occ)
+    assert all(text[s:e].casefold() == "sponsor" and not text[e : e + 1].isalnum() for s, e in occ)
     assert text.count("Sponsorship") > 0  # ... which the span no longer matches
 
 

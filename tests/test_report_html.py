@@ -20,23 +20,36 @@ from ragsweep.report.html import write_html_report
 
 RUNS = Path(__file__).parent / "fixtures" / "runs"
 CHROMIUM = Path("/usr/bin/chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-default-apps", "--hide-scrollbars", "--virtual-time-budget=3000"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--hide-scrollbars",
+    "--virtual-time-budget=3000",
+]
 
 
 @pytest.fixture(scope="module")
 def chromium() -> Path:
     if not CHROMIUM.exists():
-        pytest.fail("headless Chromium is needed for the report tests: install it with "
-                    "`apt-get update && apt-get install -y chromium` (Debian's package, /usr/bin/chromium)")
+        pytest.fail(
+            "headless Chromium is needed for the report tests: install it with "
+            "`apt-get update && apt-get install -y chromium` (Debian's package, /usr/bin/chromium)"
+        )
     return CHROMIUM
 
 
 def _run_chromium(chromium: Path, tmp_path: Path, *args: str) -> str:
     profile = tmp_path / f"chromium-profile-{len(list(tmp_path.glob('chromium-profile-*')))}"
-    proc = subprocess.run([str(chromium), *FLAGS, f"--user-data-dir={profile}", *args],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [str(chromium), *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
 
@@ -155,8 +168,8 @@ def test_sweep_report(chromium, tmp_path):
     assert "recall@k · retriever_mode = bm25" in text and "recall@k · retriever_mode = hybrid" in text
     assert text.count('<tr data-id="') == len(sweep["configs"])
     # the first configuration is significantly worse than the baseline on recall@k
-    row = text[text.index(f'<tr data-id="{sweep["configs"][0]["id"]}"'):]
-    assert "▼*" in row[:row.index("</tr>")]
+    row = text[text.index(f'<tr data-id="{sweep["configs"][0]["id"]}"') :]
+    assert "▼*" in row[: row.index("</tr>")]
     # a grid axis that sets two variables (chunking) shows as two parameter columns
     assert "<th>min_tokens</th>" in text and "<th>max_tokens</th>" in text
 

@@ -42,8 +42,9 @@ class Corpus:
         self.rng = random.Random(seed)
         text = " ".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "datasets/cuad-mini/docs").glob("*.txt")))
         self.words = text.split()
-        self.docs = [f"Company{d:03d}Inc_2011{d % 12 + 1:02d}15_10-K_EX-10.{d % 40}_License Agreement.pdf"
-                     for d in range(n_docs)]
+        self.docs = [
+            f"Company{d:03d}Inc_2011{d % 12 + 1:02d}15_10-K_EX-10.{d % 40}_License Agreement.pdf" for d in range(n_docs)
+        ]
         self.chunks = {doc: self._chunks(doc, chunks_per_doc) for doc in self.docs}
 
     def _chunks(self, doc: str, n: int) -> list[tuple[int, int, str]]:
@@ -66,16 +67,32 @@ def _metrics(rank: int | None, rng: random.Random, answerable: bool, abstained: 
     m: dict[str, float | None] = {}
     for k in KS:
         hit = rank is not None and rank <= k
-        values = (float(hit), float(hit), hit / k, 1 / rank if hit else 0.0, 1 / math.log2(rank + 1) if hit else 0.0,
-                  1 / rank if hit else 0.0)
+        values = (
+            float(hit),
+            float(hit),
+            hit / k,
+            1 / rank if hit else 0.0,
+            1 / math.log2(rank + 1) if hit else 0.0,
+            1 / rank if hit else 0.0,
+        )
         m.update({f"{f}@{k}": (v if answerable else None) for f, v in zip(FAMILIES, values)})
-    m.update(r_precision=float(rank == 1) if answerable else None, first_relevant_rank=rank if answerable else None,
-             citation_precision=rng.choice([0.0, 0.5, 1.0]) if answerable else None,
-             ragas_id_context_precision=(0.2 if rank else 0.0) if answerable else None,
-             ragas_id_context_recall=float(rank is not None) if answerable else None,
-             abstained=float(abstained), abstention_correct=float(abstained != answerable), exact_match=0.0,
-             token_f1=rng.random() / 3, fact_coverage=None, pathway_strsim=rng.random(), answer_error=0.0,
-             ragas_string_similarity=rng.random() / 5, ragas_bleu=rng.random() / 20, ragas_rouge=rng.random() / 4)
+    m.update(
+        r_precision=float(rank == 1) if answerable else None,
+        first_relevant_rank=rank if answerable else None,
+        citation_precision=rng.choice([0.0, 0.5, 1.0]) if answerable else None,
+        ragas_id_context_precision=(0.2 if rank else 0.0) if answerable else None,
+        ragas_id_context_recall=float(rank is not None) if answerable else None,
+        abstained=float(abstained),
+        abstention_correct=float(abstained != answerable),
+        exact_match=0.0,
+        token_f1=rng.random() / 3,
+        fact_coverage=None,
+        pathway_strsim=rng.random(),
+        answer_error=0.0,
+        ragas_string_similarity=rng.random() / 5,
+        ragas_bleu=rng.random() / 20,
+        ragas_rouge=rng.random() / 4,
+    )
     return m
 
 
@@ -93,22 +110,48 @@ def synthetic_cases(corpus: Corpus, types: int, judged: bool = False) -> list[Ca
             if answerable and rng.random() < 0.85:
                 rank = rng.randint(1, 5)
                 served[rank - 1] = relevant
-            hits = [JudgedHit(rank=r, score=1 / (60 + r) + rng.random() / 1000, text=chunks[i][2], doc_id=doc,
-                              start=chunks[i][0], end=chunks[i][1], relevant=i == relevant and answerable,
-                              grade=(2 if rng.random() < 0.1 else 1) if i == relevant and answerable else 0)
-                    for r, i in enumerate(served, start=1)]
+            hits = [
+                JudgedHit(
+                    rank=r,
+                    score=1 / (60 + r) + rng.random() / 1000,
+                    text=chunks[i][2],
+                    doc_id=doc,
+                    start=chunks[i][0],
+                    end=chunks[i][1],
+                    relevant=i == relevant and answerable,
+                    grade=(2 if rng.random() < 0.1 else 1) if i == relevant and answerable else 0,
+                )
+                for r, i in enumerate(served, start=1)
+            ]
             abstained = rng.random() < (0.3 if answerable else 0.8)
             error = "timeout: no reply in 60 s" if rng.random() < 0.01 else None
-            answer = Answer(text="I don't know." if abstained else corpus.sentence(rng.randint(60, 200)) + " [2]",
-                            abstained=abstained, cited=[] if abstained else [2], answerer="extractive", error=error)
-            judge = ({"is_correct": rng.random() < 0.6, "reason": corpus.sentence(60), "method": "llm"}
-                     if judged else None)
-            out.append(CaseResult(
-                id=f"cuad-{doc[7:10]}-type-{t:02d}", question=questions[t],
-                type=f"Type {t}", doc_scope=[doc], unanswerable=not answerable,
-                reference_answer=corpus.sentence(70) if answerable else None, split="test", top_k=5, hits=hits,
-                answer=answer, judge=judge, metrics=_metrics(rank, rng, answerable, abstained),
-                relevance_rule="evidence_offsets"))
+            answer = Answer(
+                text="I don't know." if abstained else corpus.sentence(rng.randint(60, 200)) + " [2]",
+                abstained=abstained,
+                cited=[] if abstained else [2],
+                answerer="extractive",
+                error=error,
+            )
+            judge = (
+                {"is_correct": rng.random() < 0.6, "reason": corpus.sentence(60), "method": "llm"} if judged else None
+            )
+            out.append(
+                CaseResult(
+                    id=f"cuad-{doc[7:10]}-type-{t:02d}",
+                    question=questions[t],
+                    type=f"Type {t}",
+                    doc_scope=[doc],
+                    unanswerable=not answerable,
+                    reference_answer=corpus.sentence(70) if answerable else None,
+                    split="test",
+                    top_k=5,
+                    hits=hits,
+                    answer=answer,
+                    judge=judge,
+                    metrics=_metrics(rank, rng, answerable, abstained),
+                    relevance_rule="evidence_offsets",
+                )
+            )
     return out
 
 
@@ -117,20 +160,39 @@ def write_run(folder: Path, cases: list[CaseResult], corpus: Corpus) -> None:
     folder.mkdir(parents=True)
     lines = [c.line() for c in cases]
     (folder / "cases.jsonl").write_text("".join(json.dumps(compact(line, settled=True)) + "\n" for line in lines))
-    (folder / "chunks.jsonl").write_text("".join(
-        json.dumps({"id": chunk_id(doc, s, e), "doc_id": doc, "start": s, "end": e, "text": text}) + "\n"
-        for doc, chunks in corpus.chunks.items() for s, e, text in chunks))
+    (folder / "chunks.jsonl").write_text(
+        "".join(
+            json.dumps({"id": chunk_id(doc, s, e), "doc_id": doc, "start": s, "end": e, "text": text}) + "\n"
+            for doc, chunks in corpus.chunks.items()
+            for s, e, text in chunks
+        )
+    )
     names = list(lines[0]["metrics"])
-    metrics = {n: (sum(vs) / len(vs) if (vs := [line["metrics"][n] for line in lines
-                                                 if line["metrics"][n] is not None]) else None) for n in names}
-    (folder / "report.json").write_text(json.dumps({"metrics": metrics, "case_metrics": names, "ks": list(KS),
-                                                    "top_k": 5, "relevance_rule": "evidence_offsets"}))
+    metrics = {
+        n: (
+            sum(vs) / len(vs)
+            if (vs := [line["metrics"][n] for line in lines if line["metrics"][n] is not None])
+            else None
+        )
+        for n in names
+    }
+    (folder / "report.json").write_text(
+        json.dumps(
+            {
+                "metrics": metrics,
+                "case_metrics": names,
+                "ks": list(KS),
+                "top_k": 5,
+                "relevance_rule": "evidence_offsets",
+            }
+        )
+    )
 
 
 def test_synthetic_chunk_text_compresses_like_real_contract_text():
     real = "\n".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "datasets/cuad-mini/docs").glob("*.txt")))
     corpus = Corpus(2, 20)
-    synthetic = "\n".join(text for chunks in corpus.chunks.values() for _, _, text in chunks)[:len(real)]
+    synthetic = "\n".join(text for chunks in corpus.chunks.values() for _, _, text in chunks)[: len(real)]
     ratio = [len(s.encode()) / len(gzip.compress(s.encode(), 9)) for s in (real, synthetic)]
     print(f"\ngzip ratio: real {ratio[0]:.2f}, synthetic {ratio[1]:.2f}")
     assert ratio[1] <= ratio[0] * 1.1, "the synthetic text must not compress much better than the real one"
@@ -152,9 +214,11 @@ def test_report_html_for_20000_cases(chromium, tmp_path):  # noqa: F811
     page = write_html_report(run)
     written = time.perf_counter() - t
     size = page.stat().st_size
-    print(f"\n20,000 cases: cases.jsonl {(run / 'cases.jsonl').stat().st_size / 1e6:.2f} MB, chunks.jsonl "
-          f"{(run / 'chunks.jsonl').stat().st_size / 1e6:.2f} MB, report.html {size / 1e6:.2f} MB "
-          f"(written in {written:.1f} s)")
+    print(
+        f"\n20,000 cases: cases.jsonl {(run / 'cases.jsonl').stat().st_size / 1e6:.2f} MB, chunks.jsonl "
+        f"{(run / 'chunks.jsonl').stat().st_size / 1e6:.2f} MB, report.html {size / 1e6:.2f} MB "
+        f"(written in {written:.1f} s)"
+    )
     assert size <= 5_000_000
 
     lines = [c.line() for c in cases]
@@ -245,15 +309,27 @@ def test_a_loaded_case_reads_as_an_embedded_one(chromium, tmp_path, monkeypatch)
 
 
 def test_judge_section_renders(chromium, tmp_path, monkeypatch, fake_server):  # noqa: F811
-    from test_judge_trust import _dataset
-
     from ragsweep.cli import main
+    from test_judge_trust import _dataset
 
     monkeypatch.setenv("OPENAI_BASE_URL", fake_server.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("RAGSWEEP_LLM_MODEL", "fake-model")
-    main(["eval", "--dataset", str(_dataset(tmp_path)), "--llm", "--judge", "--judge-replicates", "3",
-          "--out", str(tmp_path / "runs"), "--name", "j"])
+    main(
+        [
+            "eval",
+            "--dataset",
+            str(_dataset(tmp_path)),
+            "--llm",
+            "--judge",
+            "--judge-replicates",
+            "3",
+            "--out",
+            str(tmp_path / "runs"),
+            "--name",
+            "j",
+        ]
+    )
     page = tmp_path / "runs" / "j" / "report.html"
     text = dump_dom(chromium, tmp_path, page)
     assert _Dom(text).body.get("data-js") == "ready"

@@ -110,15 +110,17 @@ def pathway_answerer_context(corpus, config, reranker_udf, base_url) -> list[lis
     )
     store = DocumentStore(docs, retriever_factory=pipeline.retriever_factory, splitter=pipeline.splitter)
     chat = llms.OpenAIChat(model="fake-model", api_key="sk-fake", base_url=base_url, retry_strategy=None, capacity=4)
-    answerer = BaseRAGQuestionAnswerer(llm=chat, indexer=store, search_topk=CANDIDATES, reranker=reranker_udf,
-                                       rerank_topk=TOP_K)
+    answerer = BaseRAGQuestionAnswerer(
+        llm=chat, indexer=store, search_topk=CANDIDATES, reranker=reranker_udf, rerank_topk=TOP_K
+    )
     queries = pw.debug.table_from_rows(
         pw.schema_from_types(qid=int, prompt=str, filters=str | None, model=str | None, return_context_docs=bool),
         [(i, q, None, "fake-model", True, QUERIES_TIME, 1) for i, q in enumerate(QUESTIONS)],
         is_stream=True,
     )
     answered = answerer.answer_query(
-        queries.select(pw.this.prompt, pw.this.filters, pw.this.model, pw.this.return_context_docs))
+        queries.select(pw.this.prompt, pw.this.filters, pw.this.model, pw.this.return_context_docs)
+    )
     results = queries.select(pw.this.qid, result=answered.with_universe_of(queries).result)
     got: dict[int, list[dict]] = {}
 
@@ -164,8 +166,9 @@ def test_encoder_reranking_matches_pathways_question_answerer(corpus, candidates
 
     from ragsweep.offline import embedder_model_path
 
-    config = PipelineConfig.load(DEFAULT, {**SMALL_CHUNKS, "top_k": TOP_K, "reranker": "encoder",
-                                           "rerank_candidates": CANDIDATES})
+    config = PipelineConfig.load(
+        DEFAULT, {**SMALL_CHUNKS, "top_k": TOP_K, "reranker": "encoder", "rerank_candidates": CANDIDATES}
+    )
     reranker = build_reranker(config)
     assert isinstance(reranker, EncoderReranker) and reranker.model == "all-MiniLM-L6-v2"
     ours = rerank_batch(list(zip(QUESTIONS, candidates)), reranker, top_k=config.top_k)
@@ -174,8 +177,9 @@ def test_encoder_reranking_matches_pathways_question_answerer(corpus, candidates
         scores = sorted(h.rerank_score for h in full)
         assert min(b - a for a, b in zip(scores, scores[1:])) > 1e-4
 
-    pathway = pathway_answerer_context(corpus, config, PathwayEncoderReranker(model_name=embedder_model_path()),
-                                       fake.base_url)
+    pathway = pathway_answerer_context(
+        corpus, config, PathwayEncoderReranker(model_name=embedder_model_path()), fake.base_url
+    )
     for question, theirs, mine in zip(QUESTIONS, pathway, ours):
         assert [_chunk(d) for d in theirs] == [(h.doc_id, h.text) for h in mine], question
         assert [d["reranker_score"] for d in theirs] == pytest.approx([h.rerank_score for h in mine], abs=1e-5)
@@ -184,29 +188,40 @@ def test_encoder_reranking_matches_pathways_question_answerer(corpus, candidates
     for mine, cands in zip(ours, candidates):
         assert [h.rank for h in mine] == [1, 2, 3]
         by_rank = {h.rank: h for h in cands}
-        assert all(by_rank[h.retrieval_rank].text == h.text and by_rank[h.retrieval_rank].score == h.score
-                   for h in mine)
+        assert all(
+            by_rank[h.retrieval_rank].text == h.text and by_rank[h.retrieval_rank].score == h.score for h in mine
+        )
 
 
 def test_llm_reranking_matches_pathways_question_answerer(corpus, candidates, fake):
     from pathway.xpacks.llm import llms
     from pathway.xpacks.llm.rerankers import LLMReranker as PathwayLLMReranker
 
-    config = PipelineConfig.load(DEFAULT, {
-        **SMALL_CHUNKS, "top_k": TOP_K, "reranker": "llm", "rerank_candidates": CANDIDATES,
-        "llm_base_url": fake.base_url, "llm_model": "fake-model", "llm_concurrency": 4,
-    })
+    config = PipelineConfig.load(
+        DEFAULT,
+        {
+            **SMALL_CHUNKS,
+            "top_k": TOP_K,
+            "reranker": "llm",
+            "rerank_candidates": CANDIDATES,
+            "llm_base_url": fake.base_url,
+            "llm_model": "fake-model",
+            "llm_concurrency": 4,
+        },
+    )
     reranker = build_reranker(config)
     assert isinstance(reranker, LLMReranker) and reranker.model == "fake-model"
     fake.reset()
     ours = rerank_batch(list(zip(QUESTIONS, candidates)), reranker, top_k=config.top_k)
-    assert fake.chat_requests() == reranker.calls == len({(q, h.text) for q, c in zip(QUESTIONS, candidates)
-                                                          for h in c})
+    assert (
+        fake.chat_requests() == reranker.calls == len({(q, h.text) for q, c in zip(QUESTIONS, candidates) for h in c})
+    )
     everything = rerank_batch(list(zip(QUESTIONS, candidates)), reranker, top_k=CANDIDATES)
     assert reranker.cached == reranker.calls / 2  # the second pass came from the LLM cache
 
-    chat = llms.OpenAIChat(model="fake-model", api_key="sk-fake", base_url=fake.base_url, retry_strategy=None,
-                           capacity=4)
+    chat = llms.OpenAIChat(
+        model="fake-model", api_key="sk-fake", base_url=fake.base_url, retry_strategy=None, capacity=4
+    )
     pathway = pathway_answerer_context(corpus, config, PathwayLLMReranker(chat), fake.base_url)
     for theirs, mine, full in zip(pathway, ours, everything):
         assert_same_context(theirs, mine, full, tol=0.0)
@@ -234,16 +249,22 @@ def cross_encoder_dir(tmp_path_factory) -> Path:
 def test_cross_encoder_scores_are_pathways_batched(cross_encoder_dir, candidates):
     from pathway.xpacks.llm.rerankers import CrossEncoderReranker as PathwayCrossEncoderReranker
 
-    config = PipelineConfig.load(DEFAULT, {"top_k": TOP_K, "reranker": "cross_encoder",
-                                           "rerank_candidates": CANDIDATES, "reranker_model": str(cross_encoder_dir)})
+    config = PipelineConfig.load(
+        DEFAULT,
+        {
+            "top_k": TOP_K,
+            "reranker": "cross_encoder",
+            "rerank_candidates": CANDIDATES,
+            "reranker_model": str(cross_encoder_dir),
+        },
+    )
     reranker = build_reranker(config)
     assert isinstance(reranker, CrossEncoderReranker)
     pathway = PathwayCrossEncoderReranker(str(cross_encoder_dir))
     question, cands = QUESTIONS[0], candidates[0]
     theirs = [float(pathway.__wrapped__(h.text, question)) for h in cands]  # row by row, as the UDF runs
     full = rerank_hits(question, cands, reranker, top_k=CANDIDATES)
-    assert {h.text: h.rerank_score for h in full} == pytest.approx({h.text: s for h, s in zip(cands, theirs)},
-                                                                   abs=1e-5)
+    assert {h.text: h.rerank_score for h in full} == pytest.approx({h.text: s for h, s in zip(cands, theirs)}, abs=1e-5)
     assert [h.text for h in full] == [h.text for _, h in sorted(zip(theirs, cands), key=lambda p: -p[0])]
     assert [h.text for h in rerank_hits(question, cands, reranker, top_k=TOP_K)] == [h.text for h in full[:TOP_K]]
 
@@ -282,7 +303,8 @@ def test_one_batch_for_every_question_and_each_pair_scored_once():
     reranker = FixedScores({"x": 0.1, "y": 0.9, "z": 0.5, "w": 0.3})
     first, second, again = rerank_batch([("q1", a), ("q2", b), ("q1", a)], reranker, top_k=2)
     assert len(reranker.asked) == 1 and sorted(reranker.asked[0]) == sorted(
-        [("q1", "x"), ("q1", "y"), ("q1", "z"), ("q2", "y"), ("q2", "w")])
+        [("q1", "x"), ("q1", "y"), ("q1", "z"), ("q2", "y"), ("q2", "w")]
+    )
     assert [h.text for h in first] == ["y", "z"] == [h.text for h in again]
     assert [h.text for h in second] == ["y", "w"]
 
@@ -314,8 +336,10 @@ def test_the_encoder_reads_the_embedding_cache_the_knn_index_fills():
     config = PipelineConfig.load(DEFAULT, {"reranker": "encoder", "rerank_candidates": 8})
     reranker = build_reranker(config)
     assert reranker.embedder.embedder_id == config.build().embedder.embedder_id
-    pairs = [("What law governs?", "This Agreement is governed by the laws of Texas."),
-             ("What law governs?", "The term is five years.")]
+    pairs = [
+        ("What law governs?", "This Agreement is governed by the laws of Texas."),
+        ("What law governs?", "The term is five years."),
+    ]
     first = reranker.score_pairs(pairs)
     again = EncoderReranker("all-MiniLM-L6-v2")
     assert again.score_pairs(pairs) == first and again.embedder.embedded_count == 0
@@ -331,11 +355,15 @@ def test_llm_reranker_sends_pathways_prompt_and_a_bad_reply_is_a_named_error(fak
     from ragsweep.llm.settings import LLMSettings
 
     assert rerank_prompt("Q?", "DOC") == prompts.prompt_rerank.__wrapped__(context="DOC", query="Q?")
-    settings = LLMSettings(base_url=fake.base_url, model="fake-model", api_key="sk-test", max_retries=0,
-                           cache_dir=str(tmp_path / "cache"))
+    settings = LLMSettings(
+        base_url=fake.base_url, model="fake-model", api_key="sk-test", max_retries=0, cache_dir=str(tmp_path / "cache")
+    )
     fake.reset()
-    hits = [_hit(1, "The term of this agreement is five years."), _hit(2, "Pizza recipes."),
-            _hit(3, "The agreement term can be renewed for five years.")]
+    hits = [
+        _hit(1, "The term of this agreement is five years."),
+        _hit(2, "Pizza recipes."),
+        _hit(3, "The agreement term can be renewed for five years."),
+    ]
     reranked = rerank_hits("What is the term of the agreement?", hits, LLMReranker(settings), top_k=3)
     body = fake.log[-1][1]
     assert body["temperature"] == 0 and body["messages"][0]["role"] == "user"
@@ -343,8 +371,11 @@ def test_llm_reranker_sends_pathways_prompt_and_a_bad_reply_is_a_named_error(fak
     assert [h.retrieval_rank for h in reranked] == [1, 3, 2]
 
     question = "What is the term? #noprose"
-    with pytest.raises(RerankError, match=r"1 of 1 pair\(s\) not scored; first: question 'What is the term\? "
-                                          r"#noprose', chunk 'Pizza recipes.': Expected a json response"):
+    with pytest.raises(
+        RerankError,
+        match=r"1 of 1 pair\(s\) not scored; first: question 'What is the term\? "
+        r"#noprose', chunk 'Pizza recipes.': Expected a json response",
+    ):
         rerank_hits(question, [hits[1]], LLMReranker(settings), top_k=1)
     lowest = LLMReranker(settings, on_error="lowest")
     mixed = [_hit(1, "Pizza recipes. #noprose"), _hit(2, "The term is five years.")]
@@ -355,18 +386,33 @@ def test_llm_reranker_sends_pathways_prompt_and_a_bad_reply_is_a_named_error(fak
 # ------------------------------------------------------------------ knobs and missing models
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"reranker": "encoder"}, "$rerank_candidates = null: must be set when $reranker is set: the number of chunks "
-                              "retrieved and reranked, an integer >= $top_k"),
-    ({"reranker": "encoder", "rerank_candidates": 3}, "$rerank_candidates = 3: must be >= $top_k = 5: the reranker "
-                                                      "keeps the best $top_k of the $rerank_candidates chunks retrieved"),
-    ({"reranker": "bge", "rerank_candidates": 10}, "$reranker = 'bge': must be null, 'encoder', 'cross_encoder' or "
-                                                   "'llm'"),
-    ({"rerank_candidates": 0}, "$rerank_candidates = 0: must be an integer >= $top_k, or null (required when "
-                               "$reranker is set)"),
-    ({"reranker_model": ""}, "$reranker_model = '': must be a non-empty string (a model name or a local model "
-                             "folder), or null"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (
+            {"reranker": "encoder"},
+            "$rerank_candidates = null: must be set when $reranker is set: the number of chunks "
+            "retrieved and reranked, an integer >= $top_k",
+        ),
+        (
+            {"reranker": "encoder", "rerank_candidates": 3},
+            "$rerank_candidates = 3: must be >= $top_k = 5: the reranker "
+            "keeps the best $top_k of the $rerank_candidates chunks retrieved",
+        ),
+        (
+            {"reranker": "bge", "rerank_candidates": 10},
+            "$reranker = 'bge': must be null, 'encoder', 'cross_encoder' or 'llm'",
+        ),
+        (
+            {"rerank_candidates": 0},
+            "$rerank_candidates = 0: must be an integer >= $top_k, or null (required when $reranker is set)",
+        ),
+        (
+            {"reranker_model": ""},
+            "$reranker_model = '': must be a non-empty string (a model name or a local model folder), or null",
+        ),
+    ],
+)
 def test_a_bad_reranker_knob_is_named(overrides, message, monkeypatch):
     monkeypatch.chdir(ROOT)
     with pytest.raises(ConfigError) as caught:
@@ -378,9 +424,17 @@ def test_the_reranker_is_a_sweep_axis():
     from ragsweep.sweep import SweepGrid
 
     base = PipelineConfig.load(DEFAULT)
-    grid = SweepGrid(grid={"rerank": [{"reranker": None}, {"reranker": "encoder", "rerank_candidates": 20},
-                                      {"reranker": "llm", "rerank_candidates": 20}],
-                           "top_k": [3, 5], "retriever_mode": ["bm25", "hybrid"]})
+    grid = SweepGrid(
+        grid={
+            "rerank": [
+                {"reranker": None},
+                {"reranker": "encoder", "rerank_candidates": 20},
+                {"reranker": "llm", "rerank_candidates": 20},
+            ],
+            "top_k": [3, 5],
+            "retriever_mode": ["bm25", "hybrid"],
+        }
+    )
     configs = [base.with_overrides(params) for params in grid.configurations()]
     assert len(configs) == 12 and len({c.hash for c in configs}) == 12
     # the reranker does not change the index: a sweep builds one per (chunking, retriever)
@@ -394,20 +448,30 @@ def test_missing_reranker_models_are_named_errors(tmp_path):
     def load(**overrides):
         return PipelineConfig.load(DEFAULT, {"reranker": "cross_encoder", "rerank_candidates": 10, **overrides})
 
-    with pytest.raises(MissingRerankerModelError, match=r"default.yaml: \$reranker = cross_encoder needs "
-                                                        r"\$reranker_model: a local CrossEncoder folder"):
+    with pytest.raises(
+        MissingRerankerModelError,
+        match=r"default.yaml: \$reranker = cross_encoder needs "
+        r"\$reranker_model: a local CrossEncoder folder",
+    ):
         build_reranker(load())
     missing = tmp_path / "ms-marco-MiniLM-L-6-v2"
-    with pytest.raises(MissingRerankerModelError, match=r"default.yaml: \$reranker = cross_encoder: "
-                                                        r"\$reranker_model = '.*ms-marco-MiniLM-L-6-v2' is not a "
-                                                        r"folder; no cross-encoder model ships on PyPI"):
+    with pytest.raises(
+        MissingRerankerModelError,
+        match=r"default.yaml: \$reranker = cross_encoder: "
+        r"\$reranker_model = '.*ms-marco-MiniLM-L-6-v2' is not a "
+        r"folder; no cross-encoder model ships on PyPI",
+    ):
         build_reranker(load(reranker_model=str(missing)))
     missing.mkdir()
     with pytest.raises(MissingRerankerModelError, match="holds no config.json, so it is not a model folder"):
         build_reranker(load(reranker_model=str(missing)))
-    config = PipelineConfig.load(DEFAULT, {"reranker": "encoder", "rerank_candidates": 10,
-                                           "reranker_model": str(tmp_path / "no-such-model")})
-    with pytest.raises(MissingRerankerModelError, match=r"\$reranker = encoder: the embedding model "
-                                                        r"'.*no-such-model' cannot be loaded"):
+    config = PipelineConfig.load(
+        DEFAULT, {"reranker": "encoder", "rerank_candidates": 10, "reranker_model": str(tmp_path / "no-such-model")}
+    )
+    with pytest.raises(
+        MissingRerankerModelError,
+        match=r"\$reranker = encoder: the embedding model "
+        r"'.*no-such-model' cannot be loaded",
+    ):
         build_reranker(config)
     assert issubclass(MissingRerankerModelError, ConfigError)

@@ -12,8 +12,14 @@ PIPELINE = ROOT / "pipelines" / "default.yaml"
 
 
 def test_eval_with_a_reranker_scores_the_reranked_lists():
-    report = ragsweep.evaluate(PIPELINE, MINI, sample=12, seed=2, ks=[1, 3],
-                               overrides={"reranker": "encoder", "rerank_candidates": 8, "retriever_mode": "bm25"})
+    report = ragsweep.evaluate(
+        PIPELINE,
+        MINI,
+        sample=12,
+        seed=2,
+        ks=[1, 3],
+        overrides={"reranker": "encoder", "rerank_candidates": 8, "retriever_mode": "bm25"},
+    )
     case = next(c for c in report.cases if c.hits)
     assert len(case.hits) <= 5
     assert all(h.rerank_score is not None and h.retrieval_rank is not None for h in case.hits)
@@ -25,8 +31,10 @@ def test_eval_with_a_reranker_scores_the_reranked_lists():
 
 def test_sweep_reranker_axis_shares_one_index(tmp_path):
     grid = tmp_path / "g.yaml"
-    grid.write_text("grid:\n  rerank: [{reranker: null}, {reranker: encoder, rerank_candidates: 8}]\n"
-                    "  retriever_mode: [bm25]\nbaseline: {reranker: null}\nobjectives: [mrr@k]\nks: [1, 5]\n")
+    grid.write_text(
+        "grid:\n  rerank: [{reranker: null}, {reranker: encoder, rerank_candidates: 8}]\n"
+        "  retriever_mode: [bm25]\nbaseline: {reranker: null}\nobjectives: [mrr@k]\nks: [1, 5]\n"
+    )
     report = ragsweep.sweep(PIPELINE, MINI, grid, limit=8)
     assert len(report["configs"]) == 2
     assert len({c["index_key"] for c in report["configs"]}) == 1

@@ -19,8 +19,13 @@ RAGSWEEP = [sys.executable, "-m", "ragsweep.cli"]
 
 
 def _start(args: list[str]) -> subprocess.Popen:
-    return subprocess.Popen([*RAGSWEEP, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    return subprocess.Popen(
+        [*RAGSWEEP, *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
 
 
 def _kill_when(proc: subprocess.Popen, ready, timeout: float = 600) -> None:
@@ -92,14 +97,18 @@ def test_eval_killed_while_parsing_resumes(tmp_path):
 
 def test_sweep_killed_between_configurations_resumes(tmp_path):
     grid = tmp_path / "grid.yaml"
-    grid.write_text("grid:\n  top_k: [1, 3]\n  retriever_mode: [bm25, knn]\n"
-                    "baseline: {top_k: 3, retriever_mode: bm25}\nks: [1, 3]\n")
+    grid.write_text(
+        "grid:\n  top_k: [1, 3]\n  retriever_mode: [bm25, knn]\n"
+        "baseline: {top_k: 3, retriever_mode: bm25}\nks: [1, 3]\n"
+    )
     common = ["sweep", "--dataset", str(MINI), "--limit", "20", "--grid", str(grid), "--out", str(tmp_path)]
     _run([*common, "--name", "whole"])
     proc = _start([*common, "--name", "cut"])
     cut = tmp_path / "cut"
-    _kill_when(proc, lambda: len(list(cut.glob("configs/*/result.json"))) >= 1
-               and len(list(cut.glob("configs/*/result.json"))) < 4)
+    _kill_when(
+        proc,
+        lambda: len(list(cut.glob("configs/*/result.json"))) >= 1 and len(list(cut.glob("configs/*/result.json"))) < 4,
+    )
     out = _run([*common, "--resume", str(cut)])
     assert "configuration(s) already done" in out.stderr
     whole = json.loads((tmp_path / "whole" / "sweep.json").read_text())

@@ -32,9 +32,7 @@ def cranfield_bm25():
     index = tantivy.Index(sb.build())
     writer = index.writer(heap_size=15_000_000, num_threads=1)
     for doc_id in ds.doc_ids():
-        writer.add_document(
-            tantivy.Document(doc_id=doc_id, body=(ds.docs_dir / doc_id).read_text(encoding="utf-8"))
-        )
+        writer.add_document(tantivy.Document(doc_id=doc_id, body=(ds.docs_dir / doc_id).read_text(encoding="utf-8")))
     writer.commit()
     index.reload()
     searcher = index.searcher()

@@ -46,25 +46,33 @@ def test_periods_as_days():
     assert periods_in("a half-year term") == pytest.approx([182.625])
 
 
-@pytest.mark.parametrize("kind,answer,reference,expected", [
-    ("date", "The contract is dated March 24, 2006.", "3/24/06", True),
-    ("date", "April 1, 2006", "3/24/06", False),
-    ("date", "dated March 24, 2006, effective April 1, 2006", "3/24/06", None),  # reference among others
-    ("date", "The date is not stated.", "3/24/06", None),  # no date: undecided
-    ("date", "March 24, 2006", "[]/[]/2020", None),  # the label itself is not a full date
-    ("place", "The laws of the State of New York govern.", "New York", True),
-    ("place", "Delaware law.", "New York", False),
-    ("place", "New York law; XYZ is a Delaware corporation", "New York", None),
-    ("place", "the laws of England", "England and Wales, UK", True),
-    ("period", "renews for successive twelve (12) month periods", "successive 1 year", True),
-    ("period", "ninety (90) days' notice", "30 days", False),
-    ("period", "after the initial 3 years, 1 year renewals", "successive 1 year", None),
-    ("period", "it renews automatically", "successive 1 year", None),
-    # a real answer of the local model: the renewal period and a notice period -> undecided
-    ("period", "automatic extensions for an additional period of half a year unless either party provides "
-               "written notification at least 60 days prior to end of such period", "0.5 year", None),
-    ("period", "extended for periods of one (1) calendar year each", "successive 1 year", True),
-])
+@pytest.mark.parametrize(
+    "kind,answer,reference,expected",
+    [
+        ("date", "The contract is dated March 24, 2006.", "3/24/06", True),
+        ("date", "April 1, 2006", "3/24/06", False),
+        ("date", "dated March 24, 2006, effective April 1, 2006", "3/24/06", None),  # reference among others
+        ("date", "The date is not stated.", "3/24/06", None),  # no date: undecided
+        ("date", "March 24, 2006", "[]/[]/2020", None),  # the label itself is not a full date
+        ("place", "The laws of the State of New York govern.", "New York", True),
+        ("place", "Delaware law.", "New York", False),
+        ("place", "New York law; XYZ is a Delaware corporation", "New York", None),
+        ("place", "the laws of England", "England and Wales, UK", True),
+        ("period", "renews for successive twelve (12) month periods", "successive 1 year", True),
+        ("period", "ninety (90) days' notice", "30 days", False),
+        ("period", "after the initial 3 years, 1 year renewals", "successive 1 year", None),
+        ("period", "it renews automatically", "successive 1 year", None),
+        # a real answer of the local model: the renewal period and a notice period -> undecided
+        (
+            "period",
+            "automatic extensions for an additional period of half a year unless either party provides "
+            "written notification at least 60 days prior to end of such period",
+            "0.5 year",
+            None,
+        ),
+        ("period", "extended for periods of one (1) calendar year each", "successive 1 year", True),
+    ],
+)
 def test_rule_verdict(kind, answer, reference, expected):
     assert rule_verdict(kind, answer, reference) is expected
 
@@ -73,7 +81,12 @@ def test_select_and_label_keep_only_decided_answers():
     rows = [json.loads(line) for line in (ROOT / "datasets" / "cuad" / "cases.jsonl").read_text().splitlines()]
     chosen = select_cases(rows, per_category=2)
     assert len(chosen) == 10 and {r["type"] for r in chosen} == {
-        "Agreement Date", "Effective Date", "Governing Law", "Renewal Term", "Notice Period to Terminate Renewal"}
+        "Agreement Date",
+        "Effective Date",
+        "Governing Law",
+        "Renewal Term",
+        "Notice Period to Terminate Renewal",
+    }
     law = next(r for r in chosen if r["type"] == "Governing Law")
     date = next(r for r in chosen if r["type"] == "Agreement Date")
     records = {

@@ -17,8 +17,14 @@ MINI = ROOT / "datasets" / "cuad-mini"
 
 
 def options(tmp_path, **kw) -> EvalOptions:
-    base = dict(pipeline=str(ROOT / "pipelines" / "default.yaml"), dataset=str(MINI), limit=14,
-                out=str(tmp_path / "runs"), progress=False, ragas_nonllm=False)
+    base = dict(
+        pipeline=str(ROOT / "pipelines" / "default.yaml"),
+        dataset=str(MINI),
+        limit=14,
+        out=str(tmp_path / "runs"),
+        progress=False,
+        ragas_nonllm=False,
+    )
     base.update(kw)
     return EvalOptions(**base)
 
@@ -91,7 +97,9 @@ def test_resume_after_interruption_computes_no_case_twice(tmp_path, monkeypatch)
     first_five = list(calls)
 
     calls.clear()
-    monkeypatch.setattr(stages_module, "answer", lambda a, items: (calls.extend(q for q, _ in items), real(a, items))[1])
+    monkeypatch.setattr(
+        stages_module, "answer", lambda a, items: (calls.extend(q for q, _ in items), real(a, items))[1]
+    )
     run_dir2, report = run_eval(options(tmp_path, resume=str(run_dir)))
     assert run_dir2 == run_dir
     assert len(calls) == 9 and not set(calls) & set(first_five)
@@ -111,7 +119,11 @@ def test_gate_exit_code_names_the_failing_metrics(tmp_path, capsys):
     assert main(args + ["--min", "hit_rate@10=0.0"]) == 0
     assert main(args + ["--min", "recall@5=1.01", "--min", "abstention_recall=0.0"]) == 1
     err = capsys.readouterr().err
-    assert "recall@5 = " in err and "below its floor 1.01" in err and "abstention_recall" not in err.split("gate FAILED")[1]
+    assert (
+        "recall@5 = " in err
+        and "below its floor 1.01" in err
+        and "abstention_recall" not in err.split("gate FAILED")[1]
+    )
     assert main(args + ["--min", "recall@5"]) == 2
 
 
@@ -162,8 +174,9 @@ def test_dry_run_counts_llm_calls_and_makes_none(tmp_path, monkeypatch):
 def test_precomputed_responses_are_scored_as_given(tmp_path):
     """Seed 003's shape: each sample carries the system's response; eval scores it as given."""
     dataset = ROOT / "tests" / "fixtures" / "datasets" / "seed003"
-    run_dir, report = run_eval(options(tmp_path, dataset=str(dataset), limit=None, ragas_nonllm=True,
-                                       validate_dataset=False))
+    run_dir, report = run_eval(
+        options(tmp_path, dataset=str(dataset), limit=None, ragas_nonllm=True, validate_dataset=False)
+    )
     cases = read_cases(run_dir)
     assert cases and all(c["answer"]["answerer"] == "dataset" for c in cases)
     first = next(c for c in cases if c["question"] == "How long do refunds take?")

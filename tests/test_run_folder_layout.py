@@ -22,24 +22,46 @@ FIXTURE = ROOT / "tests" / "fixtures" / "runs" / "eval"  # layout 1: every hit c
 
 
 def _hit(rank: int, start: int, relevant: bool = False, **kw) -> JudgedHit:
-    return JudgedHit(rank=rank, score=1 / (60 + rank), text=f"text of the chunk at {start}", doc_id="a.pdf",
-                     start=start, end=start + 100, relevant=relevant, grade=int(relevant), **kw)
+    return JudgedHit(
+        rank=rank,
+        score=1 / (60 + rank),
+        text=f"text of the chunk at {start}",
+        doc_id="a.pdf",
+        start=start,
+        end=start + 100,
+        relevant=relevant,
+        grade=int(relevant),
+        **kw,
+    )
 
 
 def _records() -> list[dict]:
     answered = CaseResult(
-        id="q1", question="Who are the parties?", type="Parties", doc_scope=["a.pdf"], reference_answer="A and B",
-        split="dev", top_k=3, hits=[_hit(1, 0), _hit(2, 100, relevant=True, rerank_score=0.5, retrieval_rank=4),
-                                    _hit(3, 200)],
+        id="q1",
+        question="Who are the parties?",
+        type="Parties",
+        doc_scope=["a.pdf"],
+        reference_answer="A and B",
+        split="dev",
+        top_k=3,
+        hits=[_hit(1, 0), _hit(2, 100, relevant=True, rerank_score=0.5, retrieval_rank=4), _hit(3, 200)],
         answer=Answer(text="A and B. [2]", cited=[2], answerer="llm:m", prompt_tokens=12),
         judge={"is_correct": True, "reason": "same parties", "replicates": [{"is_correct": True, "error": None}]},
         metrics={"recall@3": 1.0, "mrr@3": 0.5, "fact_coverage": None, "judge_correct": 1.0},
-        chance={"recall@3": 0.6, "mrr@3": 0.4}, oracle={"recall@3": 1.0, "mrr@3": 1.0},
-        relevance_rule="evidence_offsets", notes={"fact_coverage": "no expected facts"}).line()
+        chance={"recall@3": 0.6, "mrr@3": 0.4},
+        oracle={"recall@3": 1.0, "mrr@3": 1.0},
+        relevance_rule="evidence_offsets",
+        notes={"fact_coverage": "no expected facts"},
+    ).line()
     unanswerable = CaseResult(
-        id="q2", question="Who audits?", unanswerable=True, top_k=3, hits=[_hit(1, 200)],
+        id="q2",
+        question="Who audits?",
+        unanswerable=True,
+        top_k=3,
+        hits=[_hit(1, 200)],
         answer=Answer(text="I don't know.", abstained=True, answerer="llm:m"),
-        metrics={"recall@3": None, "mrr@3": None, "fact_coverage": None, "judge_correct": None}).line()
+        metrics={"recall@3": None, "mrr@3": None, "fact_coverage": None, "judge_correct": None},
+    ).line()
     unanswerable["llm_replicates"] = {"ragas_llm_faithfulness": [1.0, None]}  # a key the run adds to the line
     return [answered, unanswerable]
 
@@ -78,9 +100,10 @@ def _layout2(folder: Path) -> None:
     lines = [json.loads(line) for line in (folder / "cases.jsonl").read_text().splitlines()]
     table = _table(lines)
     for line in lines:
-        line["hits"] = [{**{k: v for k, v in h.items() if k != "text"}, "chunk": chunk_id(h["doc_id"], h["start"],
-                                                                                           h["end"])}
-                        for h in line["hits"]]
+        line["hits"] = [
+            {**{k: v for k, v in h.items() if k != "text"}, "chunk": chunk_id(h["doc_id"], h["start"], h["end"])}
+            for h in line["hits"]
+        ]
     (folder / "cases.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     (folder / "chunks.jsonl").write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in table.items()))
 
@@ -109,8 +132,11 @@ def test_older_layouts_are_read_as_they_are(tmp_path):
 
 def test_resume_names_the_layouts_it_refuses(tmp_path):
     now = {"layout": LAYOUT_VERSION, "config_hash": "h"}
-    with pytest.raises(RunError, match=r"older ragsweep \(run-folder layout 2; this one writes layout 3\).*"
-                                       r"start a new run \(compare and report.html still read it\)"):
+    with pytest.raises(
+        RunError,
+        match=r"older ragsweep \(run-folder layout 2; this one writes layout 3\).*"
+        r"start a new run \(compare and report.html still read it\)",
+    ):
         check_resumable(tmp_path, {"layout": 2, "config_hash": "h"}, now, ("config_hash",))
     with pytest.raises(RunError, match=r"older ragsweep \(run-folder layout 1;"):
         check_resumable(tmp_path, {"config_hash": "h"}, now, ("config_hash",))  # layout 1 wrote no number
@@ -122,8 +148,15 @@ def test_resume_names_the_layouts_it_refuses(tmp_path):
 def test_a_finished_run_resumed_keeps_its_report(tmp_path):
     from ragsweep.run import EvalOptions, run_eval
 
-    options = dict(pipeline=str(ROOT / "pipelines" / "default.yaml"), dataset=str(ROOT / "datasets" / "cuad-mini"),
-                   limit=8, out=str(tmp_path), name="r", progress=False, ragas_nonllm=False)
+    options = dict(
+        pipeline=str(ROOT / "pipelines" / "default.yaml"),
+        dataset=str(ROOT / "datasets" / "cuad-mini"),
+        limit=8,
+        out=str(tmp_path),
+        name="r",
+        progress=False,
+        ragas_nonllm=False,
+    )
     run_dir, first = run_eval(EvalOptions(**options))
     lines = (run_dir / "cases.jsonl").read_text()
     saved = json.loads((run_dir / "report.json").read_text())

@@ -4,7 +4,6 @@ import json
 from pathlib import Path
 
 from fake_openai import fake_server  # noqa: F401 - pytest fixture
-
 from ragsweep.report.runs import read_cases
 from ragsweep.run import EvalOptions, run_eval
 
@@ -16,9 +15,17 @@ def test_llm_answers_judge_and_ragas_llm_end_to_end(fake_server, tmp_path, monke
     monkeypatch.setenv("OPENAI_BASE_URL", fake_server.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     monkeypatch.setenv("RAGSWEEP_LLM_MODEL", "fake-model")
-    options = dict(pipeline=str(ROOT / "pipelines" / "default.yaml"), dataset=str(ROOT / "datasets" / "cuad-mini"),
-                   limit=3, out=str(tmp_path / "runs"), progress=False, ragas_nonllm=False,
-                   use_llm=True, judge=True, ragas_llm=True)
+    options = dict(
+        pipeline=str(ROOT / "pipelines" / "default.yaml"),
+        dataset=str(ROOT / "datasets" / "cuad-mini"),
+        limit=3,
+        out=str(tmp_path / "runs"),
+        progress=False,
+        ragas_nonllm=False,
+        use_llm=True,
+        judge=True,
+        ragas_llm=True,
+    )
     run_dir, report = run_eval(EvalOptions(**options, name="first"))
     assert report["answerer"] == "llm:fake-model" and report["no_llm"] is False
     cases = read_cases(run_dir / "cases.jsonl")
@@ -41,7 +48,6 @@ def test_llm_answers_judge_and_ragas_llm_end_to_end(fake_server, tmp_path, monke
 
 def test_a_run_where_every_answer_failed_says_so_and_exits_non_zero(tmp_path, monkeypatch, capsys):
     from fake_openai import FakeOpenAI
-
     from ragsweep.cli import main
 
     server = FakeOpenAI(echo_key_status=400).start()  # every chat call: a 400 error (not retried)
@@ -49,8 +55,20 @@ def test_a_run_where_every_answer_failed_says_so_and_exits_non_zero(tmp_path, mo
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", SECRET)
         monkeypatch.setenv("RAGSWEEP_LLM_MODEL", "fake-model")
-        code = main(["eval", "--dataset", str(ROOT / "datasets" / "cuad-mini"), "--limit", "3", "--llm",
-                     "--out", str(tmp_path / "runs"), "--name", "failing"])
+        code = main(
+            [
+                "eval",
+                "--dataset",
+                str(ROOT / "datasets" / "cuad-mini"),
+                "--limit",
+                "3",
+                "--llm",
+                "--out",
+                str(tmp_path / "runs"),
+                "--name",
+                "failing",
+            ]
+        )
     finally:
         server.stop()
     captured = capsys.readouterr()

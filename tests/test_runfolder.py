@@ -39,8 +39,10 @@ def test_torn_last_line_is_dropped(tmp_path):
 
 def test_second_holder_gets_an_error_naming_the_first(tmp_path):
     lock = RunLock(tmp_path)
-    code = ("import sys; from pathlib import Path; from ragsweep.runfolder import RunLock, RunError\n"
-            "try:\n    RunLock(Path(sys.argv[1]))\nexcept RunError as e:\n    print(e); sys.exit(3)\n")
+    code = (
+        "import sys; from pathlib import Path; from ragsweep.runfolder import RunLock, RunError\n"
+        "try:\n    RunLock(Path(sys.argv[1]))\nexcept RunError as e:\n    print(e); sys.exit(3)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 3, out.stderr
     assert f"pid {os.getpid()}" in out.stdout and "in use" in out.stdout

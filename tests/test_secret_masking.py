@@ -78,16 +78,25 @@ def echo_server():
 
 def _run(script: str, tmp_path, env_extra: dict) -> subprocess.CompletedProcess:
     env = {**os.environ, "RAGSWEEP_CACHE_DIR": str(tmp_path / "cache"), "PYTHONUNBUFFERED": "1", **env_extra}
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], env=env, capture_output=True,
-                          text=True, timeout=600, cwd=str(tmp_path))
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=str(tmp_path),
+    )
 
 
 @pytest.mark.parametrize("status,level", [(400, "WARNING"), (500, "DEBUG")])
 def test_ragas_path_never_prints_the_key(tmp_path, status, level):
     server = FakeOpenAI(slow_seconds=1.0, echo_key_status=status).start()
     try:
-        proc = _run(_RAGAS_SCRIPT, tmp_path, {"OPENAI_API_KEY": KEY, "BASE_URL": server.base_url,
-                                              "LOG_LEVEL": level, "MARKER": ""})
+        proc = _run(
+            _RAGAS_SCRIPT,
+            tmp_path,
+            {"OPENAI_API_KEY": KEY, "BASE_URL": server.base_url, "LOG_LEVEL": level, "MARKER": ""},
+        )
     finally:
         server.stop()
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -99,8 +108,11 @@ def test_ragas_path_never_prints_the_key(tmp_path, status, level):
 
 
 def test_client_path_and_late_handlers_never_print_the_key(tmp_path, echo_server):
-    proc = _run(_CLIENT_SCRIPT, tmp_path, {"MY_KEY": KEY, "BASE_URL": echo_server.base_url,
-                                           "LOG_LEVEL": "DEBUG", "MARKER": "#echokey"})
+    proc = _run(
+        _CLIENT_SCRIPT,
+        tmp_path,
+        {"MY_KEY": KEY, "BASE_URL": echo_server.base_url, "LOG_LEVEL": "DEBUG", "MARKER": "#echokey"},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert KEY not in proc.stderr and KEY not in proc.stdout
     assert "LATE some.library raw body" in proc.stderr and "bad key ***" in proc.stderr
@@ -113,8 +125,9 @@ def test_echo_mode_of_the_fake_server_echoes(echo_server):
     """The fixture really puts the key in the body (so the tests above test something)."""
     import httpx
 
-    reply = httpx.post(f"{echo_server.base_url}/chat/completions", json={"messages": []},
-                       headers={"Authorization": f"Bearer {KEY}"})
+    reply = httpx.post(
+        f"{echo_server.base_url}/chat/completions", json={"messages": []}, headers={"Authorization": f"Bearer {KEY}"}
+    )
     assert reply.status_code == 400 and KEY in reply.text
 
 

@@ -14,9 +14,11 @@ from ragsweep.served_cache import ServedCache
 from ragsweep.store import Query, RagStore
 
 ROOT = Path(__file__).resolve().parent.parent
-QUESTIONS = ["Which moon of Jupiter has its own magnetic field?",
-             "How long should the levain dough proof in the refrigerator?",
-             "Who is the distributor (and what territory) under the agreement?"]
+QUESTIONS = [
+    "Which moon of Jupiter has its own magnetic field?",
+    "How long should the levain dough proof in the refrigerator?",
+    "Who is the distributor (and what territory) under the agreement?",
+]
 SMALL = {"min_tokens": 40, "max_tokens": 120}
 
 
@@ -54,8 +56,7 @@ def _count_pathway_queries(monkeypatch) -> list[int]:
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "bm25"])
-def test_a_warm_run_asks_pathway_nothing_and_gets_the_same_lists(mode, corpus, default_pipeline, tmp_path,
-                                                                   monkeypatch):
+def test_a_warm_run_asks_pathway_nothing_and_gets_the_same_lists(mode, corpus, default_pipeline, tmp_path, monkeypatch):
     config = PipelineConfig.load(default_pipeline, {"retriever_mode": mode, **SMALL})
     cache = ServedCache(tmp_path / "served.sqlite")
     cold = RagStore(config, corpus).run(_queries(), cache=cache)
@@ -99,10 +100,14 @@ def test_another_corpus_is_a_miss(corpus, default_pipeline, tmp_path):
 
 def test_editing_a_component_the_pipeline_names_is_a_miss(default_pipeline, corpus, tmp_path, monkeypatch):
     module = tmp_path / "my_splitter.py"
-    module.write_text("from ragsweep.chunking import OffsetTokenCountSplitter\n\n\n"
-                      "class MySplitter(OffsetTokenCountSplitter):\n    pass\n")
+    module.write_text(
+        "from ragsweep.chunking import OffsetTokenCountSplitter\n\n\n"
+        "class MySplitter(OffsetTokenCountSplitter):\n    pass\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
-    yaml = default_pipeline.read_text().replace("!ragsweep.chunking.OffsetTokenCountSplitter", "!my_splitter.MySplitter")
+    yaml = default_pipeline.read_text().replace(
+        "!ragsweep.chunking.OffsetTokenCountSplitter", "!my_splitter.MySplitter"
+    )
     assert "!my_splitter.MySplitter" in yaml
     pipeline = tmp_path / "pipeline.yaml"
     pipeline.write_text(yaml)
@@ -127,8 +132,14 @@ def test_a_corrupt_cache_file_is_moved_aside_and_pathway_answers(corpus, default
 def test_eval_reports_cache_use_and_fresh_retrieval_asks_again(tmp_path, monkeypatch):
     monkeypatch.setenv("RAGSWEEP_SERVED_CACHE", "1")
     monkeypatch.setenv("RAGSWEEP_CACHE_DIR", str(tmp_path / "cache"))
-    base = dict(pipeline=str(ROOT / "pipelines" / "default.yaml"), dataset=str(ROOT / "datasets" / "cuad-mini"),
-                limit=6, out=str(tmp_path / "runs"), progress=False, ragas_nonllm=False)
+    base = dict(
+        pipeline=str(ROOT / "pipelines" / "default.yaml"),
+        dataset=str(ROOT / "datasets" / "cuad-mini"),
+        limit=6,
+        out=str(tmp_path / "runs"),
+        progress=False,
+        ragas_nonllm=False,
+    )
     _, cold = run_eval(EvalOptions(**base, name="cold"))
     _, warm = run_eval(EvalOptions(**base, name="warm"))
     _, fresh = run_eval(EvalOptions(**base, name="fresh", fresh_retrieval=True))
@@ -199,8 +210,7 @@ def test_the_key_does_not_depend_on_where_the_code_lives(corpus, default_pipelin
     assert out.stdout.strip().splitlines()[-1] == here
 
 
-def test_lists_are_stored_without_the_chunk_texts_and_come_back_whole(corpus, default_pipeline, tmp_path,
-                                                                      monkeypatch):
+def test_lists_are_stored_without_the_chunk_texts_and_come_back_whole(corpus, default_pipeline, tmp_path, monkeypatch):
     """Each chunk text is stored once, in the index's chunk table; a list refers to it by its
     document and offsets. Without the table a list is a miss, never a list with texts missing."""
     import json
@@ -231,9 +241,11 @@ def test_lists_are_stored_without_the_chunk_texts_and_come_back_whole(corpus, de
 
 def test_compact_and_expand_are_lossless():
     table = served_cache.chunk_texts([{"doc_id": "a.pdf", "start": 0, "end": 5, "text": "hello"}])
-    raw = [{"text": "hello", "metadata": {"doc_id": "a.pdf", "start": 0, "end": 5}, "dist": -0.5},
-           {"text": "other", "metadata": {"doc_id": "a.pdf", "start": 0, "end": 5}, "dist": -0.4},
-           {"text": "no offsets", "metadata": {"path": "b.md"}, "dist": -0.3}]
+    raw = [
+        {"text": "hello", "metadata": {"doc_id": "a.pdf", "start": 0, "end": 5}, "dist": -0.5},
+        {"text": "other", "metadata": {"doc_id": "a.pdf", "start": 0, "end": 5}, "dist": -0.4},
+        {"text": "no offsets", "metadata": {"path": "b.md"}, "dist": -0.3},
+    ]
     stored = served_cache.compact_list(raw, table)
     assert stored["text_from_table"] == [0] and "text" not in stored["items"][0]
     assert served_cache.expand_list(stored, table) == raw

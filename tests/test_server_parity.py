@@ -274,9 +274,11 @@ def served(server, evaluated, corpus):
     started = time.perf_counter()
     with ThreadPoolExecutor(HTTP_WORKERS) as pool:
         replies = list(pool.map(lambda r: _post(ports[r[0]], "/v1/retrieve", {"query": r[1], "k": r[2]}), requests))
-    print(f"\nserver: start -> fully indexed {ready:.1f}s (documents fed -> indexed {after_feed:.1f}s); "
-          f"{len(requests)} requests in "
-          f"{time.perf_counter() - started:.1f}s; {len(all_chunks)} chunks")
+    print(
+        f"\nserver: start -> fully indexed {ready:.1f}s (documents fed -> indexed {after_feed:.1f}s); "
+        f"{len(requests)} requests in "
+        f"{time.perf_counter() - started:.1f}s; {len(all_chunks)} chunks"
+    )
     return {req: served_items(reply) for req, reply in zip(requests, replies)}
 
 

@@ -86,15 +86,24 @@ def test_paired_test_edge_cases():
 def test_bootstrap_ci_matches_scipy():
     low, high = bootstrap_ci(A, n_resamples=999, seed=3)
     res = stats.bootstrap(
-        (A,), lambda x, axis=-1: np.mean(x, axis=axis), n_resamples=999, method="BCa",
-        vectorized=True, rng=np.random.default_rng(3),
+        (A,),
+        lambda x, axis=-1: np.mean(x, axis=axis),
+        n_resamples=999,
+        method="BCa",
+        vectorized=True,
+        rng=np.random.default_rng(3),
     )
     assert (low, high) == pytest.approx((res.confidence_interval.low, res.confidence_interval.high))
     assert low < A.mean() < high
     pl, ph = bootstrap_ci(A, confidence=0.9, n_resamples=999, seed=3, method="percentile")
     res = stats.bootstrap(
-        (A,), lambda x, axis=-1: np.mean(x, axis=axis), n_resamples=999, method="percentile",
-        confidence_level=0.9, vectorized=True, rng=np.random.default_rng(3),
+        (A,),
+        lambda x, axis=-1: np.mean(x, axis=axis),
+        n_resamples=999,
+        method="percentile",
+        confidence_level=0.9,
+        vectorized=True,
+        rng=np.random.default_rng(3),
     )
     assert (pl, ph) == pytest.approx((res.confidence_interval.low, res.confidence_interval.high))
     assert bootstrap_ci(A, n_resamples=999, seed=3) == (low, high)  # deterministic
@@ -108,17 +117,27 @@ def test_bootstrap_ci_bca_equals_scipys_on_many_samples(kind):
     rng = np.random.default_rng(7)
     for trial in range(8):
         n = int(rng.integers(5, 1500))
-        x = {"uniform": lambda: rng.random(n), "binary": lambda: (rng.random(n) < 0.4).astype(float),
-             "rare-binary": lambda: (rng.random(n) < 0.03).astype(float),
-             "skewed": lambda: rng.exponential(size=n), "graded": lambda: rng.integers(0, 4, n) / 3}[kind]()
+        x = {
+            "uniform": lambda: rng.random(n),
+            "binary": lambda: (rng.random(n) < 0.4).astype(float),
+            "rare-binary": lambda: (rng.random(n) < 0.03).astype(float),
+            "skewed": lambda: rng.exponential(size=n),
+            "graded": lambda: rng.integers(0, 4, n) / 3,
+        }[kind]()
         if np.all(x == x[0]):
             continue
         for confidence in (0.95, 0.8):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                res = stats.bootstrap((x,), lambda v, axis=-1: np.mean(v, axis=axis), n_resamples=499,
-                                      method="BCa", confidence_level=confidence, vectorized=True,
-                                      rng=np.random.default_rng(trial))
+                res = stats.bootstrap(
+                    (x,),
+                    lambda v, axis=-1: np.mean(v, axis=axis),
+                    n_resamples=499,
+                    method="BCa",
+                    confidence_level=confidence,
+                    vectorized=True,
+                    rng=np.random.default_rng(trial),
+                )
             expected = (res.confidence_interval.low, res.confidence_interval.high)
             if any(math.isnan(b) for b in expected):
                 continue

@@ -51,7 +51,8 @@ def test_doc_scope_restricts_each_question(corpus, default_pipeline):
     store = RagStore(config, corpus)
     question = "Which moon of Jupiter has its own magnetic field?"
     unscoped, scoped, two = store.retrieve(
-        [question] * 3, k=5,
+        [question] * 3,
+        k=5,
         doc_scopes=[None, ["sourdough.docx"], ["sourdough.docx", "notes/borrow-checker.md"]],
     )
     assert unscoped[0].doc_id == "jupiter.html"
@@ -102,5 +103,6 @@ def test_a_second_batch_neither_splits_nor_embeds_again(corpus, default_pipeline
     again = store.retrieve(list(QUESTIONS), k=3)
     assert OffsetTokenCountSplitter.calls == splits
     assert store.last_run.embedded_texts == 0
-    assert [[(h.doc_id, h.start) for h in hits] for hits in again] == [[(h.doc_id, h.start) for h in hits]
-                                                                        for hits in first]
+    assert [[(h.doc_id, h.start) for h in hits] for hits in again] == [
+        [(h.doc_id, h.start) for h in hits] for hits in first
+    ]

@@ -20,13 +20,22 @@ from ragsweep.runfolder import SWEEP_LAYOUT_VERSION, JsonlWriter, RunError
 from ragsweep.sweep import SweepOptions, run_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
-GRID = ("grid:\n  top_k: [1, 3]\n  retriever_mode: [bm25]\nbaseline: {top_k: 3, retriever_mode: bm25}\n"
-        "objectives: [recall@k, mrr@k]\nks: [1, 3]\n")
+GRID = (
+    "grid:\n  top_k: [1, 3]\n  retriever_mode: [bm25]\nbaseline: {top_k: 3, retriever_mode: bm25}\n"
+    "objectives: [recall@k, mrr@k]\nks: [1, 3]\n"
+)
 
 
 def _options(tmp: Path, **kw) -> SweepOptions:
-    return SweepOptions(pipeline=str(ROOT / "pipelines" / "default.yaml"), dataset=str(ROOT / "datasets" / "cuad-mini"),
-                        grid=str(tmp / "grid.yaml"), split="dev", limit=24, progress=False, **kw)
+    return SweepOptions(
+        pipeline=str(ROOT / "pipelines" / "default.yaml"),
+        dataset=str(ROOT / "datasets" / "cuad-mini"),
+        grid=str(tmp / "grid.yaml"),
+        split="dev",
+        limit=24,
+        progress=False,
+        **kw,
+    )
 
 
 def _lines(path: Path) -> list[dict]:
@@ -46,8 +55,11 @@ def sweeps(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("sweep-layout")
     (tmp / "grid.yaml").write_text(GRID)
     appended, full_lines, current = [], {}, []
-    real_append, real_compact, real_write_json = (sweep_module.append_chunks, sweep_module.compact,
-                                                  sweep_module.write_json)
+    real_append, real_compact, real_write_json = (
+        sweep_module.append_chunks,
+        sweep_module.compact,
+        sweep_module.write_json,
+    )
 
     def recording_append(path, hits, known):
         before = path.stat().st_size if path.exists() else 0
@@ -134,8 +146,11 @@ def test_compare_and_report_html_read_both_layouts(sweeps, tmp_path):
     broken = tmp_path / "broken" / new.name
     shutil.copytree(new, broken)
     (broken / "chunks.jsonl").unlink()
-    with pytest.raises(RunFolderError, match=r"refers to chunks by id but chunks.jsonl is missing .*"
-                                             r"configs/.*chunks.jsonl and .*broken/s/chunks.jsonl"):
+    with pytest.raises(
+        RunFolderError,
+        match=r"refers to chunks by id but chunks.jsonl is missing .*"
+        r"configs/.*chunks.jsonl and .*broken/s/chunks.jsonl",
+    ):
         read_cases(broken / "configs" / a / "cases.jsonl")
 
 
@@ -151,25 +166,33 @@ def test_mlflow_logs_a_light_sweep_readably(sweeps, tmp_path):
     parent_id = log_to_mlflow(run_dir, tracking_uri=uri)
     client = MlflowClient(tracking_uri=uri)
     assert "run/chunks.jsonl" in {f.path for f in client.list_artifacts(parent_id, "run")}
-    children = client.search_runs([client.get_run(parent_id).info.experiment_id],
-                                  filter_string=f"tags.mlflow.parentRunId = '{parent_id}'")
+    children = client.search_runs(
+        [client.get_run(parent_id).info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'"
+    )
     assert len(children) == 2
     for child in children:
         cid = child.data.tags["ragsweep.config_id"]
-        assert {"run/cases.jsonl", "run/result.json", "run/chunks.jsonl"} <= \
-            {f.path for f in client.list_artifacts(child.info.run_id, "run")}
+        assert {"run/cases.jsonl", "run/result.json", "run/chunks.jsonl"} <= {
+            f.path for f in client.list_artifacts(child.info.run_id, "run")
+        }
         # the child's run/ artifacts read like an eval run folder: its own chunks, the same records
         got = Path(client.download_artifacts(child.info.run_id, "run", str(tmp_path / "dl" / cid)))
         assert read_cases(got / "cases.jsonl") == read_cases(run_dir / "configs" / cid / "cases.jsonl")
-        wanted = {chunk_id(h["doc_id"], h["start"], h["end"])
-                  for line in _lines(got / "cases.jsonl") for h in line.get("hits", [])}
+        wanted = {
+            chunk_id(h["doc_id"], h["start"], h["end"])
+            for line in _lines(got / "cases.jsonl")
+            for h in line.get("hits", [])
+        }
         assert {r["id"] for r in _lines(got / "chunks.jsonl")} == wanted
 
 
 def test_resume_refuses_an_old_layout_sweep(sweeps):
     tmp, _, old, _ = sweeps
-    with pytest.raises(RunError, match=r"older ragsweep \(run-folder layout 3; this one writes layout 4\).*"
-                                       r"start a new run \(compare and report.html still read it\)"):
+    with pytest.raises(
+        RunError,
+        match=r"older ragsweep \(run-folder layout 3; this one writes layout 4\).*"
+        r"start a new run \(compare and report.html still read it\)",
+    ):
         run_sweep(_options(tmp, out=str(tmp / "old"), resume=str(old)))
     state = json.loads((old / "sweep-state.json").read_text())
     (old / "sweep-state.json").write_text(json.dumps({k: v for k, v in state.items() if k != "layout"}))
@@ -190,7 +213,7 @@ def test_a_sweep_killed_while_appending_chunks_resumes_to_the_same_result(sweeps
     # killed in the middle of its first new chunk line: the line is torn, its cases and result never written
     table = (cut / "chunks.jsonl").read_bytes()
     end_of_first = table.index(b"\n", before) + 1
-    (cut / "chunks.jsonl").write_bytes(table[:before + (end_of_first - before) // 2])
+    (cut / "chunks.jsonl").write_bytes(table[: before + (end_of_first - before) // 2])
     (cut / "configs" / last / "result.json").unlink()
     (cut / "configs" / last / "cases.jsonl").unlink()
     (tmp_path / "grid.yaml").write_text(GRID)

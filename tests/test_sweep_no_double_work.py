@@ -85,8 +85,15 @@ def test_sweep_does_no_work_twice(tmp_path, counters):
     out = tmp_path / "runs"
 
     def options(**kw):
-        return SweepOptions(pipeline=str(ROOT / "pipelines" / "default.yaml"), dataset=str(DATASET), grid=str(grid),
-                            limit=LIMIT, out=str(out), progress=False, **kw)
+        return SweepOptions(
+            pipeline=str(ROOT / "pipelines" / "default.yaml"),
+            dataset=str(DATASET),
+            grid=str(grid),
+            limit=LIMIT,
+            out=str(out),
+            progress=False,
+            **kw,
+        )
 
     # ---- first sweep: 8 configurations, 4 index runs
     sweep_dir, report = run_sweep(options(name="first"))

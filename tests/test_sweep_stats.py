@@ -18,8 +18,9 @@ def test_pareto_front_keeps_only_undominated_points():
 
 def test_grid_mapping_axes_set_several_variables(tmp_path):
     grid = tmp_path / "g.yaml"
-    grid.write_text("grid:\n  chunking: [{min_tokens: 50, max_tokens: 100}, {min_tokens: 100, max_tokens: 200}]\n"
-                    "  top_k: [1, 5]\n")
+    grid.write_text(
+        "grid:\n  chunking: [{min_tokens: 50, max_tokens: 100}, {min_tokens: 100, max_tokens: 200}]\n  top_k: [1, 5]\n"
+    )
     combos = SweepGrid.load(grid).configurations()
     assert len(combos) == 4
     assert {"min_tokens": 50, "max_tokens": 100, "top_k": 5} in combos
@@ -28,8 +29,13 @@ def test_grid_mapping_axes_set_several_variables(tmp_path):
 def test_resume_refuses_a_different_sweep(tmp_path):
     grid = tmp_path / "g.yaml"
     grid.write_text("grid:\n  top_k: [1, 3]\n  retriever_mode: [bm25]\nbaseline: {top_k: 3}\nobjectives: [recall@k]\n")
-    base = dict(pipeline=str(ROOT / "pipelines" / "default.yaml"), dataset=str(ROOT / "datasets" / "cuad-mini"),
-                grid=str(grid), out=str(tmp_path / "runs"), progress=False)
+    base = dict(
+        pipeline=str(ROOT / "pipelines" / "default.yaml"),
+        dataset=str(ROOT / "datasets" / "cuad-mini"),
+        grid=str(grid),
+        out=str(tmp_path / "runs"),
+        progress=False,
+    )
     sweep_dir, report = run_sweep(SweepOptions(**base, limit=4, name="s"))
     assert len(report["configs"]) == 2 and set(report["best"]) == {"recall@k"}
     with pytest.raises(RunError, match="case_ids differs"):
@@ -42,10 +48,17 @@ def test_each_configuration_is_scored_on_what_it_serves(tmp_path):
     import json
 
     grid = tmp_path / "g.yaml"
-    grid.write_text("grid:\n  top_k: [1, 3]\n  retriever_mode: [hybrid]\nbaseline: {top_k: 3}\n"
-                    "objectives: [first_relevant_rank_mean, recall@k]\nks: [1, 3, 10]\n")
-    base = dict(pipeline=str(ROOT / "pipelines" / "default.yaml"), dataset=str(ROOT / "datasets" / "cuad-mini"),
-                grid=str(grid), out=str(tmp_path / "runs"), progress=False)
+    grid.write_text(
+        "grid:\n  top_k: [1, 3]\n  retriever_mode: [hybrid]\nbaseline: {top_k: 3}\n"
+        "objectives: [first_relevant_rank_mean, recall@k]\nks: [1, 3, 10]\n"
+    )
+    base = dict(
+        pipeline=str(ROOT / "pipelines" / "default.yaml"),
+        dataset=str(ROOT / "datasets" / "cuad-mini"),
+        grid=str(grid),
+        out=str(tmp_path / "runs"),
+        progress=False,
+    )
     sweep_dir, report = run_sweep(SweepOptions(**base, limit=41, name="s"))
     by_k = {c["params"]["top_k"]: c for c in report["configs"]}
     one, three = by_k[1], by_k[3]
@@ -71,22 +84,39 @@ def test_sweep_chooses_on_dev_and_scores_the_choice_on_test(tmp_path):
     from ragsweep.sweep import sweep_table
 
     grid = tmp_path / "g.yaml"
-    grid.write_text("grid:\n  top_k: [1, 3]\n  retriever_mode: [bm25]\nbaseline: {top_k: 1}\nobjectives: [recall@k]\n"
-                    "ks: [1, 3]\n")
-    base = dict(pipeline=str(ROOT / "pipelines" / "default.yaml"), dataset=str(ROOT / "datasets" / "cuad-mini"),
-                grid=str(grid), out=str(tmp_path / "runs"), progress=False)
+    grid.write_text(
+        "grid:\n  top_k: [1, 3]\n  retriever_mode: [bm25]\nbaseline: {top_k: 1}\nobjectives: [recall@k]\nks: [1, 3]\n"
+    )
+    base = dict(
+        pipeline=str(ROOT / "pipelines" / "default.yaml"),
+        dataset=str(ROOT / "datasets" / "cuad-mini"),
+        grid=str(grid),
+        out=str(tmp_path / "runs"),
+        progress=False,
+    )
     sweep_dir, report = run_sweep(SweepOptions(**base, sample=40, seed=3, name="s"))
     split_of = {c.id: c.split for c in load_dataset(ROOT / "datasets" / "cuad-mini").cases}
     for cfg in report["configs"]:
-        ids = [json.loads(x)["id"] for x in (sweep_dir / "configs" / cfg["id"] / "cases.jsonl").read_text().splitlines()]
+        ids = [
+            json.loads(x)["id"] for x in (sweep_dir / "configs" / cfg["id"] / "cases.jsonl").read_text().splitlines()
+        ]
         assert ids and {split_of[i] for i in ids} == {"dev"}
     verdict = report["verdict"]
     assert report["same_cases_for_choice_and_report"] is False and verdict["split"] == "test"
     assert verdict["chosen"] == report["best"]["recall@k"]
     assert set(verdict["configs"]) == {verdict["chosen"], report["baseline"]}
-    assert verdict["cases"] == sum(1 for i in split_of if split_of[i] == "test" and i in
-                                   {c.id for c in __import__("ragsweep.stages", fromlist=["x"]).stratified_sample(
-                                       list(load_dataset(ROOT / "datasets" / "cuad-mini").cases), 40, 3)})
+    assert verdict["cases"] == sum(
+        1
+        for i in split_of
+        if split_of[i] == "test"
+        and i
+        in {
+            c.id
+            for c in __import__("ragsweep.stages", fromlist=["x"]).stratified_sample(
+                list(load_dataset(ROOT / "datasets" / "cuad-mini").cases), 40, 3
+            )
+        }
+    )
     table = sweep_table(report)
     assert "chosen on the dev split" in table and "test split (" in table
 
@@ -96,8 +126,13 @@ def test_sweep_without_split_says_best_was_chosen_on_the_reported_cases(tmp_path
 
     grid = tmp_path / "g.yaml"
     grid.write_text("grid:\n  top_k: [1, 3]\n  retriever_mode: [bm25]\nbaseline: {top_k: 1}\nobjectives: [recall@k]\n")
-    base = dict(pipeline=str(ROOT / "pipelines" / "default.yaml"), dataset=str(ROOT / "datasets" / "cuad-mini"),
-                grid=str(grid), out=str(tmp_path / "runs"), progress=False)
+    base = dict(
+        pipeline=str(ROOT / "pipelines" / "default.yaml"),
+        dataset=str(ROOT / "datasets" / "cuad-mini"),
+        grid=str(grid),
+        out=str(tmp_path / "runs"),
+        progress=False,
+    )
     _, report = run_sweep(SweepOptions(**base, limit=6, name="s"))
     assert report["same_cases_for_choice_and_report"] is True and "verdict" not in report
     assert "chosen on the same cases it is reported on" in sweep_table(report)

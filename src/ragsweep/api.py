@@ -69,11 +69,21 @@ class Report(BaseModel):
     @classmethod
     def from_dict(cls, report: dict[str, Any], run_dir: str | None = None, seconds: float = 0.0) -> "Report":
         cases = [c if isinstance(c, CaseResult) else CaseResult(**c) for c in report.get("cases") or []]
-        return cls(metrics=report["metrics"], intervals=report.get("intervals") or {},
-                   counts=report.get("counts") or {}, baselines=report.get("baselines") or {}, cases=cases,
-                   top_k=report["top_k"], ks=report["ks"], relevance_rule=report.get("relevance_rule"),
-                   answerer=report.get("answerer"), manifest=report.get("manifest") or {}, run_dir=run_dir,
-                   seconds=seconds, judge=report.get("judge"))
+        return cls(
+            metrics=report["metrics"],
+            intervals=report.get("intervals") or {},
+            counts=report.get("counts") or {},
+            baselines=report.get("baselines") or {},
+            cases=cases,
+            top_k=report["top_k"],
+            ks=report["ks"],
+            relevance_rule=report.get("relevance_rule"),
+            answerer=report.get("answerer"),
+            manifest=report.get("manifest") or {},
+            run_dir=run_dir,
+            seconds=seconds,
+            judge=report.get("judge"),
+        )
 
 
 def _dataset_folder(dataset: "str | Path | Sequence[Case] | tuple", docs: "str | Path | None") -> tuple[str, Any]:
@@ -88,9 +98,9 @@ def _dataset_folder(dataset: "str | Path | Sequence[Case] | tuple", docs: "str |
     cases = list(dataset)
     if docs is None:
         raise ValueError("cases built in Python need docs= (the documents folder)")
-    from ragsweep.datasets.loader import case_to_json
-
     import json
+
+    from ragsweep.datasets.loader import case_to_json
 
     text = "".join(json.dumps(case_to_json(c), ensure_ascii=False) + "\n" for c in cases)
     return _temp_dataset(text, Path(docs), ".jsonl")
@@ -157,7 +167,7 @@ def evaluate(
     served before from the served-list cache (``--fresh-retrieval``; the cache's key covers the
     corpus, the index definition, ragsweep's serving code and the package versions).
     """
-    from ragsweep.run import DEFAULT_KS, EvalOptions, _run_eval, open_run, run_eval
+    from ragsweep.run import DEFAULT_KS, EvalOptions, _run_eval, run_eval
     from ragsweep.runfolder import file_hash
     from ragsweep.stages import load_inputs
 
@@ -165,13 +175,29 @@ def evaluate(
     path, keep_alive = _dataset_folder(dataset, docs)
     pipeline_path, merged = _pipeline_path(pipeline, overrides)
     try:
-        options = EvalOptions(pipeline=pipeline_path, overrides=merged, dataset=path, split=split, limit=limit,
-                              sample=sample, seed=seed, ks=list(ks or DEFAULT_KS), use_llm=llm,
-                              validate_dataset=validate, out=str(out or "runs"), progress=progress,
-                              ragas_nonllm=ragas, judge=judge, ragas_llm=ragas_llm,
-                              judge_replicates=judge_replicates, judge_temperature=judge_temperature,
-                              judge_probe=judge_probe, max_failure_rate=max_failure_rate, workers=workers,
-                              fresh_retrieval=fresh_retrieval)
+        options = EvalOptions(
+            pipeline=pipeline_path,
+            overrides=merged,
+            dataset=path,
+            split=split,
+            limit=limit,
+            sample=sample,
+            seed=seed,
+            ks=list(ks or DEFAULT_KS),
+            use_llm=llm,
+            validate_dataset=validate,
+            out=str(out or "runs"),
+            progress=progress,
+            ragas_nonllm=ragas,
+            judge=judge,
+            ragas_llm=ragas_llm,
+            judge_replicates=judge_replicates,
+            judge_temperature=judge_temperature,
+            judge_probe=judge_probe,
+            max_failure_rate=max_failure_rate,
+            workers=workers,
+            fresh_retrieval=fresh_retrieval,
+        )
         if out is not None:
             run_dir, report = run_eval(options)
         else:
@@ -214,9 +240,18 @@ def sweep(
     pipeline_path, merged = _pipeline_path(pipeline, overrides)
     tmp = tempfile.TemporaryDirectory(prefix="ragsweep-sweep-") if out is None else None
     try:
-        options = SweepOptions(pipeline=pipeline_path, overrides=merged, dataset=str(dataset), grid=str(grid),
-                               split=split, limit=limit, sample=sample, seed=seed,
-                               out=str(out) if out is not None else tmp.name, progress=progress)
+        options = SweepOptions(
+            pipeline=pipeline_path,
+            overrides=merged,
+            dataset=str(dataset),
+            grid=str(grid),
+            split=split,
+            limit=limit,
+            sample=sample,
+            seed=seed,
+            out=str(out) if out is not None else tmp.name,
+            progress=progress,
+        )
         sweep_dir, report = run_sweep(options)
         report["sweep_dir"] = str(sweep_dir) if out is not None else None
         return report

@@ -39,8 +39,7 @@ def locate_chunks(text: str, chunks: list[str]) -> list[tuple[int, int]]:
     return spans
 
 
-def split_tokens(text: str, min_tokens: int, max_tokens: int, encoding_name: str,
-                 punctuation: list[str]) -> list[str]:
+def split_tokens(text: str, min_tokens: int, max_tokens: int, encoding_name: str, punctuation: list[str]) -> list[str]:
     """Pathway's ``TokenCountSplitter`` algorithm with its ``min_tokens`` bound kept in tokens.
 
     Pathway's splitter takes ``max_tokens`` tokens, then cuts back to the last
@@ -85,17 +84,27 @@ class OffsetTokenCountSplitter(TokenCountSplitter):
     _memo: "dict[tuple, list[tuple[str, int, int]]]" = {}
     MEMO_LIMIT = 20_000
 
-    def __init__(self, min_tokens: int = 50, max_tokens: int = 500, encoding_name: str = "cl100k_base",
-                 strict_min_tokens: bool = True):
+    def __init__(
+        self,
+        min_tokens: int = 50,
+        max_tokens: int = 500,
+        encoding_name: str = "cl100k_base",
+        strict_min_tokens: bool = True,
+    ):
         super().__init__(min_tokens=min_tokens, max_tokens=max_tokens, encoding_name=encoding_name)
         self.strict_min_tokens = strict_min_tokens
 
-    def chunk(self, text: str, metadata: dict = {}, **kwargs) -> list[tuple[str, dict]]:
+    def chunk(self, text: str, metadata: dict = {}, **kwargs) -> list[tuple[str, dict]]:  # noqa: B006 - Pathway's signature
         import hashlib
 
         params = {**self.kwargs, **kwargs}
-        key = (hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest(), self.strict_min_tokens,
-               params["min_tokens"], params["max_tokens"], params["encoding_name"])
+        key = (
+            hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest(),
+            self.strict_min_tokens,
+            params["min_tokens"],
+            params["max_tokens"],
+            params["encoding_name"],
+        )
         memo = OffsetTokenCountSplitter._memo
         if key in memo:
             OffsetTokenCountSplitter.memo_hits += 1
@@ -104,8 +113,9 @@ class OffsetTokenCountSplitter(TokenCountSplitter):
         normalised = unicodedata.normalize("NFKC", text)
         if self.strict_min_tokens:
             params = {**self.kwargs, **kwargs}
-            texts = split_tokens(normalised, params["min_tokens"], params["max_tokens"], params["encoding_name"],
-                                 self.PUNCTUATION)
+            texts = split_tokens(
+                normalised, params["min_tokens"], params["max_tokens"], params["encoding_name"], self.PUNCTUATION
+            )
         else:
             texts = [piece for piece, _ in super().chunk(text, metadata, **kwargs)]
         spans = locate_chunks(normalised, texts)

@@ -41,15 +41,22 @@ def _workers(text: str) -> int:
 
 
 def _fresh_retrieval_option(p) -> None:
-    p.add_argument("--fresh-retrieval", action="store_true",
-                   help="ask Pathway every query again instead of reusing the lists it served before for the same "
-                        "corpus, index definition and code (the served-list cache; also RAGSWEEP_SERVED_CACHE=0)")
+    p.add_argument(
+        "--fresh-retrieval",
+        action="store_true",
+        help="ask Pathway every query again instead of reusing the lists it served before for the same "
+        "corpus, index definition and code (the served-list cache; also RAGSWEEP_SERVED_CACHE=0)",
+    )
 
 
 def _workers_option(p) -> None:
-    p.add_argument("--workers", type=_workers, metavar="N",
-                   help="processes parsing the documents the parse cache does not hold "
-                   "(default: the number of cores, at most one per 8 documents; 1: no worker process)")
+    p.add_argument(
+        "--workers",
+        type=_workers,
+        metavar="N",
+        help="processes parsing the documents the parse cache does not hold "
+        "(default: the number of cores, at most one per 8 documents; 1: no worker process)",
+    )
 
 
 def _pathway_threads(text: str) -> int:
@@ -64,9 +71,13 @@ def _pathway_threads(text: str) -> int:
 
 
 def _pathway_threads_option(p) -> None:
-    p.add_argument("--pathway-threads", type=_pathway_threads, metavar="N",
-                   help="Pathway workers (threads) of each index run: sets PATHWAY_THREADS, read by pw.run "
-                   "(default: that variable, else 1; Pathway reduces more than 8 to 8 without a licence key)")
+    p.add_argument(
+        "--pathway-threads",
+        type=_pathway_threads,
+        metavar="N",
+        help="Pathway workers (threads) of each index run: sets PATHWAY_THREADS, read by pw.run "
+        "(default: that variable, else 1; Pathway reduces more than 8 to 8 without a licence key)",
+    )
 
 
 def cmd_index(args) -> int:
@@ -92,7 +103,8 @@ def cmd_index(args) -> int:
     for chunk in store.last_run.chunks:
         last_of_doc[chunk.doc_id] = chunk
     outside = [
-        c for c in store.last_run.chunks
+        c
+        for c in store.last_run.chunks
         if not (min_tokens <= c.tokens <= max_tokens) and last_of_doc[c.doc_id] is not c
     ]
     report = {
@@ -118,18 +130,26 @@ def cmd_index(args) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    print(f"documents: {len(corpus.documents)} parsed ({report['parsed_from_cache']} from cache), "
-          f"{len(corpus.skipped)} skipped; PDF pipeline: {corpus.pdf_pipeline}")
+    print(
+        f"documents: {len(corpus.documents)} parsed ({report['parsed_from_cache']} from cache), "
+        f"{len(corpus.skipped)} skipped; PDF pipeline: {corpus.pdf_pipeline}"
+    )
     width = max(len(d.doc_id) for d in corpus.documents)
     for doc in corpus.documents:
-        print(f"  {doc.doc_id:<{width}}  {doc.parser:<22} {len(doc.text):>8} chars  "
-              f"{stats.chunks_per_document.get(doc.doc_id, 0):>4} chunks  {doc.seconds:6.2f}s")
-    print(f"chunks: {stats.chunks}  tokens: {stats.tokens}  tokens/chunk: "
-          f"{stats.tokens_per_chunk_min}..{stats.tokens_per_chunk_max}  "
-          f"outside [{min_tokens}, {max_tokens}] (last chunk of a document excepted): {len(outside)}")
+        print(
+            f"  {doc.doc_id:<{width}}  {doc.parser:<22} {len(doc.text):>8} chars  "
+            f"{stats.chunks_per_document.get(doc.doc_id, 0):>4} chunks  {doc.seconds:6.2f}s"
+        )
+    print(
+        f"chunks: {stats.chunks}  tokens: {stats.tokens}  tokens/chunk: "
+        f"{stats.tokens_per_chunk_min}..{stats.tokens_per_chunk_max}  "
+        f"outside [{min_tokens}, {max_tokens}] (last chunk of a document excepted): {len(outside)}"
+    )
     s = report["seconds"]
-    print(f"time: parse {s['parse']}s, split {s['split']}s, embed {s['embed']}s "
-          f"({stats.embedded_texts} texts embedded, the rest from cache), index run total {s['index_total']}s")
+    print(
+        f"time: parse {s['parse']}s, split {s['split']}s, embed {s['embed']}s "
+        f"({stats.embedded_texts} texts embedded, the rest from cache), index run total {s['index_total']}s"
+    )
     return 0
 
 
@@ -202,7 +222,9 @@ def _ks(text: str) -> list[int]:
     try:
         ks = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--ks {text!r}: expected whole numbers separated by commas, e.g. 1,3,5") from None
+        raise argparse.ArgumentTypeError(
+            f"--ks {text!r}: expected whole numbers separated by commas, e.g. 1,3,5"
+        ) from None
     if not ks or min(ks) < 1:
         raise argparse.ArgumentTypeError(f"--ks {text!r}: every depth must be >= 1")
     return sorted(set(ks))
@@ -303,26 +325,48 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=_limit, help="only the first N cases (N >= 1)")
     p.add_argument("--out", default="runs")
     p.add_argument("--name", help="run folder name (default: timestamp + dataset)")
-    p.add_argument("--resume", nargs="?", const="latest", help="finish an interrupted run (a run folder, or the latest)")
+    p.add_argument(
+        "--resume", nargs="?", const="latest", help="finish an interrupted run (a run folder, or the latest)"
+    )
     _sampling_options(p)
     p.add_argument("--min", action="append", metavar="METRIC=FLOOR", help="CI gate: fail when a metric is below")
-    p.add_argument("--ks", type=_ks, help="depths to score besides the pipeline's top_k, e.g. 1,3,6,8 "
-                   "(each asked of the store as its own query)")
+    p.add_argument(
+        "--ks",
+        type=_ks,
+        help="depths to score besides the pipeline's top_k, e.g. 1,3,6,8 (each asked of the store as its own query)",
+    )
     p.add_argument("--llm", action="store_true", help="answer with the configured OpenAI-compatible endpoint")
     p.add_argument("--judge", action="store_true", help="LLM judge of answer correctness")
-    p.add_argument("--judge-replicates", type=_positive, default=1, metavar="N",
-                   help="compute each LLM metric (--judge, --ragas-llm) N times per case (each its own request and "
-                        "cache entry); the report gives self-agreement, verdict flips and the judge-noise share of "
-                        "the CI (default 1)")
-    p.add_argument("--judge-temperature", type=_temperature, metavar="T",
-                   help="the sampling temperature of the LLM metrics (judge, ragas LLM); default: the pipeline's "
-                        "$llm_temperature")
-    p.add_argument("--judge-probe", type=_non_negative, default=3, metavar="N",
-                   help="with --judge, before the run: feed the judge known-correct, known-wrong and "
-                        "\"I don't know\" answers for N cases and report what it got right (0: off; default 3)")
-    p.add_argument("--max-failure-rate", type=_rate, metavar="R",
-                   help="CI gate: fail when an LLM metric (judge, ragas LLM) failed on more than this share "
-                        "of its cases, e.g. 0.05")
+    p.add_argument(
+        "--judge-replicates",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="compute each LLM metric (--judge, --ragas-llm) N times per case (each its own request and "
+        "cache entry); the report gives self-agreement, verdict flips and the judge-noise share of "
+        "the CI (default 1)",
+    )
+    p.add_argument(
+        "--judge-temperature",
+        type=_temperature,
+        metavar="T",
+        help="the sampling temperature of the LLM metrics (judge, ragas LLM); default: the pipeline's $llm_temperature",
+    )
+    p.add_argument(
+        "--judge-probe",
+        type=_non_negative,
+        default=3,
+        metavar="N",
+        help="with --judge, before the run: feed the judge known-correct, known-wrong and "
+        '"I don\'t know" answers for N cases and report what it got right (0: off; default 3)',
+    )
+    p.add_argument(
+        "--max-failure-rate",
+        type=_rate,
+        metavar="R",
+        help="CI gate: fail when an LLM metric (judge, ragas LLM) failed on more than this share "
+        "of its cases, e.g. 0.05",
+    )
     p.add_argument("--ragas-llm", action="store_true", help="ragas LLM metrics on the same endpoint")
     p.add_argument("--dry-run", action="store_true", help="print the LLM calls and tokens a run would make, then stop")
     p.add_argument("--mlflow", action="store_true", help="log the run to MLflow")

@@ -181,13 +181,17 @@ class PipelineVariables(BaseModel):
     def _rerank_candidates(cls, v: int | None, info: ValidationInfo) -> int | None:
         if v is None:
             if info.data.get("reranker") is not None:
-                raise ValueError("must be set when $reranker is set: the number of chunks retrieved and "
-                                 "reranked, an integer >= $top_k")
+                raise ValueError(
+                    "must be set when $reranker is set: the number of chunks retrieved and "
+                    "reranked, an integer >= $top_k"
+                )
             return v
         top_k = info.data.get("top_k") or info.data.get("search_topk")
         if top_k is not None and v < top_k:
-            raise ValueError(f"must be >= $top_k = {top_k}: the reranker keeps the best $top_k of the "
-                             "$rerank_candidates chunks retrieved")
+            raise ValueError(
+                f"must be >= $top_k = {top_k}: the reranker keeps the best $top_k of the "
+                "$rerank_candidates chunks retrieved"
+            )
         return v
 
     @model_validator(mode="after")
@@ -254,9 +258,11 @@ def _knob_errors(path: str, values: dict[str, Any], err: ValidationError) -> lis
     messages = []
     for e in err.errors():
         if not e["loc"]:  # the model validator: a relation between knobs
-            messages.append(f"{path}: $min_tokens = {_show('min_tokens', values.get('min_tokens'))} > "
-                            f"$max_tokens = {_show('max_tokens', values.get('max_tokens'))}: "
-                            "$min_tokens must be <= $max_tokens")
+            messages.append(
+                f"{path}: $min_tokens = {_show('min_tokens', values.get('min_tokens'))} > "
+                f"$max_tokens = {_show('max_tokens', values.get('max_tokens'))}: "
+                "$min_tokens must be <= $max_tokens"
+            )
             continue
         name = str(e["loc"][0])
         rule = e["msg"].removeprefix("Value error, ") if e["type"] == "value_error" else KNOB_RULES[name]
@@ -347,8 +353,11 @@ class PipelineConfig:
         for name in ("top_k", "search_topk"):
             if self.raw.get(Variable(name)) is not None:
                 return f"${name}", self.raw[Variable(name)]
-        components = [(str(k), v) for k, v in self.raw.items()
-                      if isinstance(v, Value) and v.constructor is not None and not v.constructed]
+        components = [
+            (str(k), v)
+            for k, v in self.raw.items()
+            if isinstance(v, Value) and v.constructor is not None and not v.constructed
+        ]
         for key, node in components:  # a question answerer's search_topk: ...
             ref = node.kwargs.get("search_topk")
             if isinstance(ref, Variable):
@@ -386,8 +395,10 @@ class PipelineConfig:
         text = json.dumps(_canonical(obj), sort_keys=True, default=_not_canonical)
         found = _ADDRESS.search(text)
         if found:  # a repr with a memory address: the hash would differ in every process
-            raise ConfigError(f"{self.path}: cannot hash this config stably: its canonical form contains "
-                              f"{found.group(0)!r} (a memory address)")
+            raise ConfigError(
+                f"{self.path}: cannot hash this config stably: its canonical form contains "
+                f"{found.group(0)!r} (a memory address)"
+            )
         return text
 
     def _sub_hash(self, root: Any) -> str:
@@ -472,8 +483,9 @@ class PipelineConfig:
                 with Resolver() as resolver:
                     resolved = resolver.resolve(doc)
             except Exception as err:  # a component's constructor: missing credentials, a bad argument...
-                raise ConfigError(f"{self.path}: building the splitter and retriever factory failed: "
-                                  f"{type(err).__name__}: {err}") from err
+                raise ConfigError(
+                    f"{self.path}: building the splitter and retriever factory failed: {type(err).__name__}: {err}"
+                ) from err
         splitter = resolved.get("splitter")
         if splitter is None:
             from ragsweep.chunking import OffsetTokenCountSplitter
@@ -515,8 +527,11 @@ class PipelineConfig:
             out["top_k"] = {"value": self.top_k, "from": label}
         parser = self.configured_parser()
         if parser is not None:
-            out["parser"] = {"configured": parser, "used": RAGSWEEP_PARSER,
-                             "note": "documents are parsed by ragsweep; the configured parser is not built"}
+            out["parser"] = {
+                "configured": parser,
+                "used": RAGSWEEP_PARSER,
+                "note": "documents are parsed by ragsweep; the configured parser is not built",
+            }
         return out
 
     def public_text(self) -> str:
@@ -525,8 +540,10 @@ class PipelineConfig:
 
 
 _SECRET_NAME = re.compile(r"(api_?key|secret|password|passwd|bearer|credential)", re.IGNORECASE)
-_SECRET_LINE = re.compile(r"^(\s*\$?[\w.-]*(?:api_?key|secret|password|passwd|bearer|credential)[\w.-]*\s*:\s*).+$",
-                          re.IGNORECASE | re.MULTILINE)
+_SECRET_LINE = re.compile(
+    r"^(\s*\$?[\w.-]*(?:api_?key|secret|password|passwd|bearer|credential)[\w.-]*\s*:\s*).+$",
+    re.IGNORECASE | re.MULTILINE,
+)
 _ADDRESS = re.compile(r"\bat 0x[0-9a-fA-F]{4,}")
 
 

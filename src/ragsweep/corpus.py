@@ -382,7 +382,11 @@ class ParseCache:
             moved = quarantine(path) if path.is_file() else None
             logging.getLogger(__name__).warning(
                 "ragsweep parse cache entry %s is unreadable (%s: %s); %s, parsing the document again",
-                path, type(err).__name__, str(err)[:120], f"moved aside to {moved}" if moved else "ignored")
+                path,
+                type(err).__name__,
+                str(err)[:120],
+                f"moved aside to {moved}" if moved else "ignored",
+            )
             return None
 
     def put(self, key: str, text: str) -> None:
@@ -448,8 +452,9 @@ def parse_corpus(
 
     from tqdm import tqdm
 
-    with tqdm(total=len(files), desc="parse", unit="doc", file=sys.stderr, leave=False,
-              disable=not progress or len(files) < 2) as bar:
+    with tqdm(
+        total=len(files), desc="parse", unit="doc", file=sys.stderr, leave=False, disable=not progress or len(files) < 2
+    ) as bar:
         corpus = _parse_files(docs_path, files, cache_dir, use_cache, on_progress, parse_fn, bar.update, n_workers)
     return corpus
 
@@ -570,8 +575,14 @@ def _parse_files(
             skip(job.index, job.doc_id, _no_text(warnings))
             return
         slots[job.index] = ParsedDocument(
-            doc_id=job.doc_id, text=text, format=job.fmt, parser=job.parser, sha256=job.sha256,
-            seconds=seconds, cached=cached, warnings=warnings,
+            doc_id=job.doc_id,
+            text=text,
+            format=job.fmt,
+            parser=job.parser,
+            sha256=job.sha256,
+            seconds=seconds,
+            cached=cached,
+            warnings=warnings,
         )
         tick(1)
 
@@ -604,8 +615,17 @@ def _parse_files(
             key = hashlib.sha256(f"{check.sha256}:{parser}:{PARSER_VERSION}".encode()).hexdigest()
             started = time.perf_counter()
             hit = _cached(cache, key)
-            job = _Job(index, doc_id, check.fmt, parser, check.sha256, key, check.data, check.warnings,
-                       time.perf_counter() - started)
+            job = _Job(
+                index,
+                doc_id,
+                check.fmt,
+                parser,
+                check.sha256,
+                key,
+                check.data,
+                check.warnings,
+                time.perf_counter() - started,
+            )
             if hit is not None:
                 keep(job, hit[0], check.warnings + hit[1], job.lookup_seconds, True)
                 continue
@@ -687,8 +707,7 @@ class _Runner:
     fresh process, so only the one that kills it is skipped.
     """
 
-    def __init__(self, parse_fn: ParseFn, standard_pdf: bool, workers: int,
-                 done: Callable[[_Job, _Outcome], None]):
+    def __init__(self, parse_fn: ParseFn, standard_pdf: bool, workers: int, done: Callable[[_Job, _Outcome], None]):
         self.parse_fn = parse_fn
         self.standard_pdf = standard_pdf
         self.workers = workers

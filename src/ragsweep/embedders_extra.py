@@ -83,8 +83,10 @@ class UseMultilingualEmbedder(BaseEmbedder):
         cache_dir: str | Path | bool | None = None,
     ):
         if model != USE_MULTILINGUAL:
-            raise ValueError(f"UseMultilingualEmbedder: model {model!r}: only {USE_MULTILINGUAL!r} "
-                             "(for sentence-transformers models use ragsweep.embedding.CachedSentenceTransformerEmbedder)")
+            raise ValueError(
+                f"UseMultilingualEmbedder: model {model!r}: only {USE_MULTILINGUAL!r} "
+                "(for sentence-transformers models use ragsweep.embedding.CachedSentenceTransformerEmbedder)"
+            )
         super().__init__(max_batch_size=batch_size)
         self.model_name = USE_MULTILINGUAL
         self.batch_size = batch_size
@@ -120,7 +122,10 @@ class UseMultilingualEmbedder(BaseEmbedder):
         if missing:
             vectors = self._encode(missing)
             self.embedded_count += len(missing)
-            fresh = {EmbeddingCache.key(self.embedder_id, t): np.asarray(v, dtype=np.float32) for t, v in zip(missing, vectors)}
+            fresh = {
+                EmbeddingCache.key(self.embedder_id, t): np.asarray(v, dtype=np.float32)
+                for t, v in zip(missing, vectors)
+            }
             self.cache.put_many(fresh)
             found.update(fresh)
         self.seconds += time.perf_counter() - started

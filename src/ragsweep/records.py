@@ -70,6 +70,7 @@ class CaseResult(BaseModel):
 
 # ------------------------------------------------------------------ the stored line
 
+
 def compact(line: dict[str, Any], *, settled: bool = False) -> dict[str, Any]:
     """The line a run folder stores for a :meth:`CaseResult.line` (read back by :func:`expand_lines`).
 
@@ -82,8 +83,10 @@ def compact(line: dict[str, Any], *, settled: bool = False) -> dict[str, Any]:
     """
     out = _without_defaults(line, CaseResult)
     if out.get("hits"):
-        out["hits"] = [_without_defaults({k: v for k, v in hit.items() if k not in ("text", "chunk")}, JudgedHit)
-                       for hit in out["hits"]]
+        out["hits"] = [
+            _without_defaults({k: v for k, v in hit.items() if k not in ("text", "chunk")}, JudgedHit)
+            for hit in out["hits"]
+        ]
     if out.get("answer"):
         out["answer"] = _without_defaults(out["answer"], Answer)
     if settled:
@@ -96,8 +99,9 @@ def compact(line: dict[str, Any], *, settled: bool = False) -> dict[str, Any]:
     return out
 
 
-def expand_lines(lines: Sequence[dict[str, Any]], chunk_texts: Mapping[str, str],
-                 names: Sequence[str] = ()) -> list[dict[str, Any]]:
+def expand_lines(
+    lines: Sequence[dict[str, Any]], chunk_texts: Mapping[str, str], names: Sequence[str] = ()
+) -> list[dict[str, Any]]:
     """Stored lines of one run back in the shape of :meth:`CaseResult.line`: defaults filled
     in, each hit's text put back from the chunk table, and in each line every metric of
     ``names`` (report.json's ``case_metrics``) or of any line, None where the case
@@ -125,8 +129,10 @@ def chunk_key(hit: Hit) -> str:
 @cache
 def _fields(model: type[BaseModel]) -> tuple[tuple[str, bool, Any, Callable[[], Any] | None], ...]:
     """(name, has a default, default, default factory) of each field but ``version``, in order."""
-    return tuple((name, not field.is_required() and name != "version", field.default, field.default_factory)
-                 for name, field in model.model_fields.items())
+    return tuple(
+        (name, not field.is_required() and name != "version", field.default, field.default_factory)
+        for name, field in model.model_fields.items()
+    )
 
 
 def _defaults(model: type[BaseModel]) -> dict[str, Any]:
@@ -234,8 +240,9 @@ def build_case_result(
     # a chunk's verdict does not depend on the list it stands in: judge every candidate once
     pool = None
     if candidates is not None:
-        pool = mark_hits(case, [h.model_copy(update={"rank": i}) for i, h in enumerate(candidates, start=1)],
-                         relevance, texts)
+        pool = mark_hits(
+            case, [h.model_copy(update={"rank": i}) for i, h in enumerate(candidates, start=1)], relevance, texts
+        )
     metrics: dict[str, float | None] = {}
     judgements = {}
     for k in sorted(served):
@@ -251,9 +258,7 @@ def build_case_result(
     own = judgements[top_k]
     for name in RANKING_METRICS:
         metrics[name] = _num(per_case_value(own, name))
-    metrics["citation_precision"] = (
-        _num(per_case_value(own, "citation_precision")) if cited and own.scored else None
-    )
+    metrics["citation_precision"] = _num(per_case_value(own, "citation_precision")) if cited and own.scored else None
     if own_k_aliases:
         for family in AT_K_FAMILIES:
             metrics[at_own_k(family)] = metrics[f"{family}@{top_k}"]
@@ -276,8 +281,9 @@ def build_case_result(
         metrics.update(chunk_id_context_scores(served_ids, relevant_ids))
 
     if answer is not None:
-        scores = answer_metrics_for_case(answer, case.reference_answer, case.expected_facts, case.unanswerable,
-                                         language=language)
+        scores = answer_metrics_for_case(
+            answer, case.reference_answer, case.expected_facts, case.unanswerable, language=language
+        )
         metrics.update({k: _num(v) for k, v in scores.items()})
     judge = None
     if verdict is not None:
@@ -286,10 +292,22 @@ def build_case_result(
         metrics["judge_correct"] = None if correct is None else float(bool(correct))
 
     return CaseResult(
-        id=case.id, question=case.question, type=case.type, doc_scope=case.doc_scope,
-        unanswerable=case.unanswerable, reference_answer=case.reference_answer, split=case.split,
-        top_k=top_k, hits=_judged(served[top_k], own), answer=answer, judge=judge, metrics=metrics,
-        chance=chance, oracle=oracle, relevance_rule=own.rule, notes=dict(notes or {}),
+        id=case.id,
+        question=case.question,
+        type=case.type,
+        doc_scope=case.doc_scope,
+        unanswerable=case.unanswerable,
+        reference_answer=case.reference_answer,
+        split=case.split,
+        top_k=top_k,
+        hits=_judged(served[top_k], own),
+        answer=answer,
+        judge=judge,
+        metrics=metrics,
+        chance=chance,
+        oracle=oracle,
+        relevance_rule=own.rule,
+        notes=dict(notes or {}),
     )
 
 

@@ -116,8 +116,9 @@ class EncoderReranker(Reranker):
 
     kind = "encoder"
 
-    def __init__(self, model: str = "all-MiniLM-L6-v2", batch_size: int = 32,
-                 cache_dir: str | Path | bool | None = None):
+    def __init__(
+        self, model: str = "all-MiniLM-L6-v2", batch_size: int = 32, cache_dir: str | Path | bool | None = None
+    ):
         from ragsweep.embedders_extra import USE_MULTILINGUAL
 
         self.model = model
@@ -130,12 +131,13 @@ class EncoderReranker(Reranker):
                 from ragsweep.embedding import CachedSentenceTransformerEmbedder
 
                 self.embedder = CachedSentenceTransformerEmbedder(model, batch_size=batch_size, cache_dir=cache_dir)
-                self.embedder.model  # load now: a missing model is an error here, not mid-run
+                _ = self.embedder.model  # load now: a missing model is an error here, not mid-run
         except Exception as err:  # noqa: BLE001 - sentence-transformers/hub errors have many types
             raise MissingRerankerModelError(
                 f"$reranker = encoder: the embedding model {model!r} cannot be loaded "
                 f"({type(err).__name__}: {str(err)[:300]}); set $reranker_model (or $embedder_model) to "
-                "all-MiniLM-L6-v2, use-multilingual or a local sentence-transformers folder") from err
+                "all-MiniLM-L6-v2, use-multilingual or a local sentence-transformers folder"
+            ) from err
 
     def score_pairs(self, pairs: Sequence[Pair]) -> list[float | None]:
         if not pairs:
@@ -167,28 +169,35 @@ class CrossEncoderReranker(Reranker):
 
     def __init__(self, path: str | Path, batch_size: int = 32):
         folder = Path(path).expanduser()
-        hint = ("no cross-encoder model ships on PyPI: download one (e.g. cross-encoder/ms-marco-MiniLM-L-6-v2) "
-                "on a connected machine, copy its folder here, and set $reranker_model to that folder")
+        hint = (
+            "no cross-encoder model ships on PyPI: download one (e.g. cross-encoder/ms-marco-MiniLM-L-6-v2) "
+            "on a connected machine, copy its folder here, and set $reranker_model to that folder"
+        )
         if not folder.is_dir():
-            raise MissingRerankerModelError(f"$reranker = cross_encoder: $reranker_model = {str(path)!r} "
-                                            f"is not a folder; {hint}")
+            raise MissingRerankerModelError(
+                f"$reranker = cross_encoder: $reranker_model = {str(path)!r} is not a folder; {hint}"
+            )
         if not (folder / "config.json").is_file():
-            raise MissingRerankerModelError(f"$reranker = cross_encoder: {str(folder)!r} holds no config.json, "
-                                            f"so it is not a model folder; {hint}")
+            raise MissingRerankerModelError(
+                f"$reranker = cross_encoder: {str(folder)!r} holds no config.json, so it is not a model folder; {hint}"
+            )
         self.model = str(folder)
         self.batch_size = batch_size
         try:
             self.cross_encoder = load_cross_encoder(str(folder.resolve()))
         except Exception as err:  # noqa: BLE001
-            raise MissingRerankerModelError(f"$reranker = cross_encoder: {str(folder)!r} does not load as a "
-                                            f"CrossEncoder ({type(err).__name__}: {str(err)[:300]})") from err
+            raise MissingRerankerModelError(
+                f"$reranker = cross_encoder: {str(folder)!r} does not load as a "
+                f"CrossEncoder ({type(err).__name__}: {str(err)[:300]})"
+            ) from err
         self._memo: dict[Pair, float] = {}
 
     def score_pairs(self, pairs: Sequence[Pair]) -> list[float | None]:
         todo = list(dict.fromkeys(p for p in pairs if p not in self._memo))
         if todo:
-            scores = self.cross_encoder.predict([[q, d] for q, d in todo], batch_size=self.batch_size,
-                                                show_progress_bar=False, convert_to_numpy=True)
+            scores = self.cross_encoder.predict(
+                [[q, d] for q, d in todo], batch_size=self.batch_size, show_progress_bar=False, convert_to_numpy=True
+            )
             self._memo.update({p: _as_float32_score(s) for p, s in zip(todo, scores)})
         return [self._memo[p] for p in pairs]
 
@@ -231,8 +240,12 @@ class LLMReranker(Reranker):
         self.failures: list[str] = []
 
     def describe(self) -> dict[str, Any]:
-        return {"reranker": self.kind, "model": self.model, "base_url": self.settings.base_url,
-                "on_error": self.on_error}
+        return {
+            "reranker": self.kind,
+            "model": self.model,
+            "base_url": self.settings.base_url,
+            "on_error": self.on_error,
+        }
 
     def score_pairs(self, pairs: Sequence[Pair]) -> list[float | None]:
         unique = list(dict.fromkeys(pairs))
@@ -257,8 +270,10 @@ class LLMReranker(Reranker):
             failed.append(f"question {q[:80]!r}, chunk {d[:60]!r}: {problem}")
         self.failures.extend(failed)
         if failed and self.on_error == "raise":
-            raise RerankError(f"llm reranker ({self.model} at {self.settings.base_url}): {len(failed)} of "
-                              f"{len(unique)} pair(s) not scored; first: {failed[0]}")
+            raise RerankError(
+                f"llm reranker ({self.model} at {self.settings.base_url}): {len(failed)} of "
+                f"{len(unique)} pair(s) not scored; first: {failed[0]}"
+            )
         return [scores[p] for p in pairs]
 
 
@@ -272,14 +287,20 @@ def check_rerank_knobs(config) -> tuple[str | None, int | None]:
     if kind is None:
         return None, candidates
     if kind not in RERANKERS:
-        raise RerankerConfigError(f"{config.path}: $reranker = {kind!r}: must be null, "
-                                  + ", ".join(repr(k) for k in RERANKERS[:-1]) + f" or {RERANKERS[-1]!r}")
+        raise RerankerConfigError(
+            f"{config.path}: $reranker = {kind!r}: must be null, "
+            + ", ".join(repr(k) for k in RERANKERS[:-1])
+            + f" or {RERANKERS[-1]!r}"
+        )
     if candidates is None:
-        raise RerankerConfigError(f"{config.path}: $rerank_candidates = null: must be set when $reranker is set: "
-                                  "the number of chunks retrieved and reranked, an integer >= $top_k")
+        raise RerankerConfigError(
+            f"{config.path}: $rerank_candidates = null: must be set when $reranker is set: "
+            "the number of chunks retrieved and reranked, an integer >= $top_k"
+        )
     if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < config.top_k:
-        raise RerankerConfigError(f"{config.path}: $rerank_candidates = {candidates!r}: must be an integer >= "
-                                  f"$top_k = {config.top_k}")
+        raise RerankerConfigError(
+            f"{config.path}: $rerank_candidates = {candidates!r}: must be an integer >= $top_k = {config.top_k}"
+        )
     return kind, candidates
 
 
@@ -298,13 +319,16 @@ def build_reranker(config, *, on_error: Literal["raise", "lowest"] = "raise") ->
         if kind == "encoder":
             from ragsweep.embedding import DEFAULT_MODEL
 
-            return EncoderReranker(model or config.get("embedder_model") or DEFAULT_MODEL,
-                                   batch_size=config.get("embedder_batch_size") or 32)
+            return EncoderReranker(
+                model or config.get("embedder_model") or DEFAULT_MODEL,
+                batch_size=config.get("embedder_batch_size") or 32,
+            )
         if kind == "cross_encoder":
             if not model:
                 raise MissingRerankerModelError(
                     "$reranker = cross_encoder needs $reranker_model: a local CrossEncoder folder (no cross-encoder "
-                    "model ships on PyPI, so ragsweep bundles none)")
+                    "model ships on PyPI, so ragsweep bundles none)"
+                )
             return CrossEncoderReranker(model)
         from ragsweep.llm.settings import LLMSettings
 
@@ -332,8 +356,7 @@ def _order_key(score: float | None, retrieval_rank: int) -> tuple[float, int]:
     return (-score, retrieval_rank)
 
 
-def rerank_batch(items: Sequence[tuple[str, Sequence[Hit]]], reranker: Reranker | None,
-                 top_k: int) -> list[list[Hit]]:
+def rerank_batch(items: Sequence[tuple[str, Sequence[Hit]]], reranker: Reranker | None, top_k: int) -> list[list[Hit]]:
     """Each ``(question, candidate hits)`` reranked and cut to ``top_k``; all pairs of all
     questions scored in one call of the reranker.
 
@@ -352,8 +375,12 @@ def rerank_batch(items: Sequence[tuple[str, Sequence[Hit]]], reranker: Reranker 
     for question, hits in ordered:
         scores = [scored[(question, h.text)] for h in hits]
         order = sorted(range(len(hits)), key=lambda i: _order_key(scores[i], hits[i].rank))
-        out.append([hits[i].model_copy(update={"rank": pos, "rerank_score": scores[i], "retrieval_rank": hits[i].rank})
-                    for pos, i in enumerate(order[:top_k], start=1)])
+        out.append(
+            [
+                hits[i].model_copy(update={"rank": pos, "rerank_score": scores[i], "retrieval_rank": hits[i].rank})
+                for pos, i in enumerate(order[:top_k], start=1)
+            ]
+        )
     return out
 
 
@@ -362,8 +389,9 @@ def rerank_hits(question: str, hits: Sequence[Hit], reranker: Reranker | None, t
     return rerank_batch([(question, hits)], reranker, top_k)[0]
 
 
-def rerank_at_depths(items: Sequence[tuple[str, Sequence[Hit]]], reranker: Reranker | None,
-                     depths: Sequence[int]) -> list[dict[int, list[Hit]]]:
+def rerank_at_depths(
+    items: Sequence[tuple[str, Sequence[Hit]]], reranker: Reranker | None, depths: Sequence[int]
+) -> list[dict[int, list[Hit]]]:
     """For each ``(question, candidates)``, the reranked list served at each depth.
 
     The list at depth k is the first k of the reranked candidates: exactly what Pathway's
@@ -375,8 +403,13 @@ def rerank_at_depths(items: Sequence[tuple[str, Sequence[Hit]]], reranker: Reran
     return [{k: hits[:k] for k in depths} for hits in full]
 
 
-def rerank_served(config, questions: Mapping[str, str], candidates: Mapping[str, Sequence[Hit]],
-                  depths: Sequence[int], reranker: Reranker | None = None) -> dict[str, dict[int, list[Hit]]]:
+def rerank_served(
+    config,
+    questions: Mapping[str, str],
+    candidates: Mapping[str, Sequence[Hit]],
+    depths: Sequence[int],
+    reranker: Reranker | None = None,
+) -> dict[str, dict[int, list[Hit]]]:
     """``{case id: {k: hits}}`` for a config with a reranker, from each case's candidates
     (what the store served at ``$rerank_candidates``). ``reranker`` defaults to
     :func:`build_reranker` of ``config``."""

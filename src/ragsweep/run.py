@@ -32,11 +32,25 @@ from ragsweep.config import PipelineConfig, parse_overrides
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.hits import Hit
 from ragsweep.records import CaseResult, compact, metric_names
-from ragsweep.report.runs import expand_cases
 from ragsweep.report import write_html
-from ragsweep.runfolder import (LAYOUT_VERSION, JsonlWriter, RunError, RunLock, append_chunks, check_resumable,
-                                file_hash, find_resume_dir, git_commit, make_dir, new_run_dir, now, package_versions,
-                                read_jsonl, write_json)
+from ragsweep.report.runs import expand_cases
+from ragsweep.runfolder import (
+    LAYOUT_VERSION,
+    JsonlWriter,
+    RunError,
+    RunLock,
+    append_chunks,
+    check_resumable,
+    file_hash,
+    find_resume_dir,
+    git_commit,
+    make_dir,
+    new_run_dir,
+    now,
+    package_versions,
+    read_jsonl,
+    write_json,
+)
 from ragsweep.scoring import aggregate, check_floors, parse_floors
 from ragsweep.stages import RunInputs, load_inputs
 
@@ -68,14 +82,23 @@ def scored_ks(options: EvalOptions, config: PipelineConfig) -> list[int]:
 # ------------------------------------------------------------------ the run folder
 
 
-def open_run(options: EvalOptions, config: PipelineConfig, dataset_name: str, dataset_hash: str,
-             cases: list[Case]) -> tuple[Path, str, RunLock | None]:
+def open_run(
+    options: EvalOptions, config: PipelineConfig, dataset_name: str, dataset_hash: str, cases: list[Case]
+) -> tuple[Path, str, RunLock | None]:
     """The run folder (new, or the one to resume, checked against this run), its start time and lock."""
     state = {
-        "layout": LAYOUT_VERSION, "config_hash": config.hash, "dataset": str(options.dataset),
-        "dataset_hash": dataset_hash, "split": options.split, "limit": options.limit, "sample": options.sample,
-        "seed": options.seed, "ks": scored_ks(options, config), "use_llm": options.use_llm,
-        "case_ids": [c.id for c in cases], "started_at": now(),
+        "layout": LAYOUT_VERSION,
+        "config_hash": config.hash,
+        "dataset": str(options.dataset),
+        "dataset_hash": dataset_hash,
+        "split": options.split,
+        "limit": options.limit,
+        "sample": options.sample,
+        "seed": options.seed,
+        "ks": scored_ks(options, config),
+        "use_llm": options.use_llm,
+        "case_ids": [c.id for c in cases],
+        "started_at": now(),
     }
     out = Path(options.out)
     if options.resume:
@@ -83,8 +106,12 @@ def open_run(options: EvalOptions, config: PipelineConfig, dataset_name: str, da
         lock = RunLock(run_dir)
         try:
             saved = json.loads((run_dir / "state.json").read_text())
-            check_resumable(run_dir, saved, state, ("config_hash", "dataset_hash", "split", "limit", "sample",
-                                                    "seed", "ks", "use_llm"))
+            check_resumable(
+                run_dir,
+                saved,
+                state,
+                ("config_hash", "dataset_hash", "split", "limit", "sample", "seed", "ks", "use_llm"),
+            )
         except BaseException:
             lock.release()
             raise
@@ -120,8 +147,12 @@ def save_retrieved(run_dir: Path, retrieved: stages.Retrieved) -> None:
     append_chunks(chunks_file, (h for hits in retrieved.chunks_by_doc.values() for h in hits), set())
     with JsonlWriter(run_dir / "hits.jsonl") as writer:  # chunk ids, not texts: the table holds those
         for case_id, by_k in retrieved.served.items():
-            writer.write({"id": case_id, "served": {str(k): [h.model_dump(exclude={"text"}) for h in hits]
-                                                    for k, hits in by_k.items()}})
+            writer.write(
+                {
+                    "id": case_id,
+                    "served": {str(k): [h.model_dump(exclude={"text"}) for h in hits] for k, hits in by_k.items()},
+                }
+            )
 
 
 def load_retrieved(run_dir: Path) -> stages.Retrieved | None:
@@ -133,13 +164,16 @@ def load_retrieved(run_dir: Path) -> stages.Retrieved | None:
     texts: dict[str, str] = {}
     for row in chunk_rows:
         by_doc.setdefault(row["doc_id"], []).append(
-            Hit(rank=1, score=0.0, text=row["text"], doc_id=row["doc_id"], start=row["start"], end=row["end"]))
+            Hit(rank=1, score=0.0, text=row["text"], doc_id=row["doc_id"], start=row["start"], end=row["end"])
+        )
         texts[row["id"]] = row["text"]
     served = {}
     for row in read_jsonl(run_dir / "hits.jsonl"):
         try:
-            served[row["id"]] = {int(k): [Hit(**h, text=texts[f"{h['doc_id']}#{h['start']}-{h['end']}"]) for h in hits]
-                                 for k, hits in row["served"].items()}
+            served[row["id"]] = {
+                int(k): [Hit(**h, text=texts[f"{h['doc_id']}#{h['start']}-{h['end']}"]) for h in hits]
+                for k, hits in row["served"].items()
+            }
         except (KeyError, TypeError, ValueError):
             continue
     return stages.Retrieved(served=served, chunks_by_doc=by_doc, n_chunks=len(chunk_rows))
@@ -161,8 +195,15 @@ def run_eval(options: EvalOptions) -> tuple[Path, dict[str, Any]]:
             lock.release()
 
 
-def _run_eval(options: EvalOptions, config: PipelineConfig, dataset: Dataset, cases: list[Case], dataset_hash: str,
-              run_dir: Path | None, started_at: str) -> tuple[Path | None, dict[str, Any]]:
+def _run_eval(
+    options: EvalOptions,
+    config: PipelineConfig,
+    dataset: Dataset,
+    cases: list[Case],
+    dataset_hash: str,
+    run_dir: Path | None,
+    started_at: str,
+) -> tuple[Path | None, dict[str, Any]]:
     """The stages, with or without a run folder (``run_dir=None``: nothing is written)."""
     stage: dict[str, float] = {}
     persist = run_dir is not None and not options.dry_run
@@ -201,20 +242,38 @@ def _run_eval(options: EvalOptions, config: PipelineConfig, dataset: Dataset, ca
     if options.judge:
         from ragsweep.metrics.judge import LLMJudge, probe_judge
 
-        judge = LLMJudge(llm_settings or _llm_settings(config), replicates=options.judge_replicates,
-                         temperature=options.judge_temperature)
+        judge = LLMJudge(
+            llm_settings or _llm_settings(config),
+            replicates=options.judge_replicates,
+            temperature=options.judge_temperature,
+        )
         if options.judge_probe:
             t = time.perf_counter()
             probes = probe_judge(judge, cases, options.judge_probe)
             stage["judge_probe"] = time.perf_counter() - t
-            print(f"judge probes: {probes['passed']} of {probes['total']} right (decided by the LLM: "
-                  f"{probes['llm_passed']} of {probes['llm_total']})", file=sys.stderr)
+            print(
+                f"judge probes: {probes['passed']} of {probes['total']} right (decided by the LLM: "
+                f"{probes['llm_passed']} of {probes['llm_total']})",
+                file=sys.stderr,
+            )
 
     t = time.perf_counter()
     if todo:
-        answer_and_score(todo, retrieved, answerer, judge, llm_settings, dataset, texts, options, config.top_k,
-                         ks, run_dir / "cases.jsonl" if persist else None, done,
-                         language=str(config.get("language", "en") or "en"))
+        answer_and_score(
+            todo,
+            retrieved,
+            answerer,
+            judge,
+            llm_settings,
+            dataset,
+            texts,
+            options,
+            config.top_k,
+            ks,
+            run_dir / "cases.jsonl" if persist else None,
+            done,
+            language=str(config.get("language", "en") or "en"),
+        )
     stage["answer_and_score"] = time.perf_counter() - t
     if options.ragas_llm:
         t = time.perf_counter()
@@ -229,19 +288,39 @@ def _run_eval(options: EvalOptions, config: PipelineConfig, dataset: Dataset, ca
     llm_metrics = judge is not None or options.ragas_llm
     metric_temperature = None  # the LLM metrics' sampling temperature
     if llm_metrics:
-        metric_temperature = (judge.effective_temperature if judge else options.judge_temperature
-                              if options.judge_temperature is not None else (llm_settings or _llm_settings(config)).temperature)
-    report = build_report(records, dataset, config, ks, answerer, llm_settings, judge_info={
-        "replicates": options.judge_replicates if llm_metrics else 1, "temperature": metric_temperature,
-        "probes": probes, "max_failure_rate": options.max_failure_rate})
+        metric_temperature = (
+            judge.effective_temperature
+            if judge
+            else options.judge_temperature
+            if options.judge_temperature is not None
+            else (llm_settings or _llm_settings(config)).temperature
+        )
+    report = build_report(
+        records,
+        dataset,
+        config,
+        ks,
+        answerer,
+        llm_settings,
+        judge_info={
+            "replicates": options.judge_replicates if llm_metrics else 1,
+            "temperature": metric_temperature,
+            "probes": probes,
+            "max_failure_rate": options.max_failure_rate,
+        },
+    )
     if persist and not todo and (run_dir / "report.json").is_file():  # finished before: its lines hold no
         report["baselines"] = json.loads((run_dir / "report.json").read_text())["baselines"]  # chance/oracle
     stage["aggregate"] = time.perf_counter() - t
-    report["manifest"] = manifest(options, config, dataset, dataset_hash, corpus, answerer, llm_settings,
-                                  started_at, stage)
+    report["manifest"] = manifest(
+        options, config, dataset, dataset_hash, corpus, answerer, llm_settings, started_at, stage
+    )
     if retrieved is not None and retrieved.queries:  # resumed runs may have asked nothing in this process
-        report["manifest"]["retrieval"] = {"queries": retrieved.queries, "from_served_cache": retrieved.from_cache,
-                                           "asked_pathway": retrieved.queries - retrieved.from_cache}
+        report["manifest"]["retrieval"] = {
+            "queries": retrieved.queries,
+            "from_served_cache": retrieved.from_cache,
+            "asked_pathway": retrieved.queries - retrieved.from_cache,
+        }
     report["cases"] = records
     if persist:
         write_json(run_dir / "report.json", {k: v for k, v in report.items() if k != "cases"})
@@ -252,8 +331,15 @@ def _run_eval(options: EvalOptions, config: PipelineConfig, dataset: Dataset, ca
     return run_dir, report
 
 
-def build_report(records: list[dict[str, Any]], dataset: Dataset, config: PipelineConfig, ks: list[int],
-                 answerer, llm_settings, judge_info: dict[str, Any] | None = None) -> dict[str, Any]:
+def build_report(
+    records: list[dict[str, Any]],
+    dataset: Dataset,
+    config: PipelineConfig,
+    ks: list[int],
+    answerer,
+    llm_settings,
+    judge_info: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """report.json's body (without the manifest): one aggregator over the case records.
 
     ``judge``: how far the LLM metrics can be trusted (failures, replicates' self-agreement,
@@ -275,31 +361,59 @@ def build_report(records: list[dict[str, Any]], dataset: Dataset, config: Pipeli
         "no_llm": llm_settings is None,
         "answerer": getattr(answerer, "name", "extractive"),
         "n_cases": len(records),
-        "answer_errors": {"n": len(answer_errors),
-                          "first": [{"id": r["id"], "error": r["answer"]["error"]} for r in answer_errors[:5]],
-                          "by_message": dict(by_message.most_common(10))},
-        "answers": {"ok": sum(1 for r in records if r.get("answer") and not r["answer"].get("error")),
-                    "failed": len(answer_errors),
-                    "refused": sum(1 for r in records if (r.get("answer") or {}).get("refusal"))},
+        "answer_errors": {
+            "n": len(answer_errors),
+            "first": [{"id": r["id"], "error": r["answer"]["error"]} for r in answer_errors[:5]],
+            "by_message": dict(by_message.most_common(10)),
+        },
+        "answers": {
+            "ok": sum(1 for r in records if r.get("answer") and not r["answer"].get("error")),
+            "failed": len(answer_errors),
+            "refused": sum(1 for r in records if (r.get("answer") or {}).get("refusal")),
+        },
         "judge": judge_section(records, **(judge_info or {})),
     }
 
 
-def answer_and_score(todo: list[Case], retrieved: stages.Retrieved, answerer, judge, llm_settings,
-                     dataset: Dataset, texts: dict[str, str], options: EvalOptions, top_k: int, ks: list[int],
-                     cases_file: Path | None, done: dict[str, dict], language: str = "en") -> None:
+def answer_and_score(
+    todo: list[Case],
+    retrieved: stages.Retrieved,
+    answerer,
+    judge,
+    llm_settings,
+    dataset: Dataset,
+    texts: dict[str, str],
+    options: EvalOptions,
+    top_k: int,
+    ks: list[int],
+    cases_file: Path | None,
+    done: dict[str, dict],
+    language: str = "en",
+) -> None:
     """Answer, judge and score each case; append its record as soon as it is computed
     (to ``cases_file``, when there is one)."""
     batch = max(1, (llm_settings.concurrency * 2) if llm_settings else SCORE_BATCH)
-    with (JsonlWriter(cases_file) if cases_file else NullWriter()) as writer, \
-            stages.progress_bar(len(todo), "answer+score", options.progress) as bar:
+    with (
+        JsonlWriter(cases_file) if cases_file else NullWriter() as writer,
+        stages.progress_bar(len(todo), "answer+score", options.progress) as bar,
+    ):
         for part in stages.in_batches(todo, batch):
-            answers = stages.answer_or_given(answerer, part, [retrieved.served[c.id][top_k] for c in part],
-                                             use_given=not options.use_llm)
+            answers = stages.answer_or_given(
+                answerer, part, [retrieved.served[c.id][top_k] for c in part], use_given=not options.use_llm
+            )
             verdicts = stages.judge_answers(judge, part, answers) if judge else None
-            results = stages.score(part, retrieved.served, top_k=top_k, relevance=dataset.relevance, texts=texts,
-                                   retrieved=retrieved, answers=answers, verdicts=verdicts,
-                                   ragas_answer_metrics=options.ragas_nonllm, language=language)
+            results = stages.score(
+                part,
+                retrieved.served,
+                top_k=top_k,
+                relevance=dataset.relevance,
+                texts=texts,
+                retrieved=retrieved,
+                answers=answers,
+                verdicts=verdicts,
+                ragas_answer_metrics=options.ragas_nonllm,
+                language=language,
+            )
             if verdicts is not None:  # judge_correct = the mean of the case's replicate verdicts
                 from ragsweep.metrics.judge import apply_judge_scores
 
@@ -311,22 +425,42 @@ def answer_and_score(todo: list[Case], retrieved: stages.Retrieved, answerer, ju
                 bar.update(1)
 
 
-def manifest(options: EvalOptions, config: PipelineConfig, dataset: Dataset, dataset_hash: str, corpus, answerer,
-             llm_settings, started_at: str, stage: dict[str, float]) -> dict[str, Any]:
+def manifest(
+    options: EvalOptions,
+    config: PipelineConfig,
+    dataset: Dataset,
+    dataset_hash: str,
+    corpus,
+    answerer,
+    llm_settings,
+    started_at: str,
+    stage: dict[str, float],
+) -> dict[str, Any]:
     """Everything needed to know what ran (secrets masked)."""
     return {
         "pipeline": {**config.manifest(), "text": config.public_text()},
         "dataset": {
-            "path": str(options.dataset), "name": dataset.name, "hash": dataset_hash, "split": options.split,
-            "limit": options.limit, "sample": options.sample, "seed": options.seed,
+            "path": str(options.dataset),
+            "name": dataset.name,
+            "hash": dataset_hash,
+            "split": options.split,
+            "limit": options.limit,
+            "sample": options.sample,
+            "seed": options.seed,
             "relevance": dataset.relevance.model_dump(),
         },
         "corpus": {
-            "docs_dir": str(dataset.docs_dir), "hash": corpus.content_hash, "documents": len(corpus.documents),
-            "skipped": [s.model_dump() for s in corpus.skipped], "pdf_pipeline": corpus.pdf_pipeline,
+            "docs_dir": str(dataset.docs_dir),
+            "hash": corpus.content_hash,
+            "documents": len(corpus.documents),
+            "skipped": [s.model_dump() for s in corpus.skipped],
+            "pdf_pipeline": corpus.pdf_pipeline,
             "parsers": sorted({d.parser for d in corpus.documents}),
-            "parse_warnings": {d.doc_id: list(getattr(d, "warnings", None) or [])
-                               for d in corpus.documents if getattr(d, "warnings", None)},
+            "parse_warnings": {
+                d.doc_id: list(getattr(d, "warnings", None) or [])
+                for d in corpus.documents
+                if getattr(d, "warnings", None)
+            },
         },
         "embedder": config.get("embedder_model"),
         "llm": llm_settings.public_dict() if llm_settings is not None else None,
@@ -357,9 +491,16 @@ def _ragas_llm(run_dir: Path | None, settings, cases: list[Case], done: dict[str
     rows = []
     for c in todo:
         rec = done[c.id]
-        rows.append(RagasCase(question=c.question, answer=rec["answer"]["text"],
-                              contexts=[h["text"] for h in rec["hits"]], reference=c.reference_answer or "",
-                              abstained=rec["answer"]["abstained"], answer_error=rec["answer"].get("error")))
+        rows.append(
+            RagasCase(
+                question=c.question,
+                answer=rec["answer"]["text"],
+                contexts=[h["text"] for h in rec["hits"]],
+                reference=c.reference_answer or "",
+                abstained=rec["answer"]["abstained"],
+                answer_error=rec["answer"].get("error"),
+            )
+        )
     scores = scorer.score_batch(rows)
     for c, per_metric in zip(todo, scores):
         for name, score in per_metric.items():  # names come as ragas_llm_<metric>
@@ -385,8 +526,12 @@ def rewrite_cases(run_dir: Path, cases: list[Case], done: dict[str, dict], *, se
 def dry_run_report(options, config, cases, retrieved, answerer, llm_settings) -> dict[str, Any]:
     """What the LLM part of a run would cost, without a single call."""
     if llm_settings is None:
-        return {"dry_run": True, "cases": len(cases), "llm_calls": 0,
-                "note": "no LLM configured: extractive answers, no LLM call"}
+        return {
+            "dry_run": True,
+            "cases": len(cases),
+            "llm_calls": 0,
+            "note": "no LLM configured: extractive answers, no LLM call",
+        }
     from ragsweep.llm.dry_run import estimate_llm_run
 
     served = retrieved.served if retrieved is not None else {}
@@ -407,10 +552,24 @@ def dry_run_report(options, config, cases, retrieved, answerer, llm_settings) ->
 
 
 SUMMARY_METRICS = ("hit_rate@{k}", "recall@{k}", "precision@{k}", "mrr@{k}", "ndcg@{k}", "map@{k}")
-ANSWER_SUMMARY = ("citation_precision", "exact_match", "token_f1", "fact_coverage", "pathway_strsim",
-                  "abstention_precision", "abstention_recall", "judge_correct", "ragas_id_context_precision",
-                  "ragas_id_context_recall", "ragas_rouge", "ragas_llm_faithfulness", "ragas_llm_answer_correctness",
-                  "ragas_llm_context_precision", "ragas_llm_context_recall", "ragas_llm_answer_relevancy")
+ANSWER_SUMMARY = (
+    "citation_precision",
+    "exact_match",
+    "token_f1",
+    "fact_coverage",
+    "pathway_strsim",
+    "abstention_precision",
+    "abstention_recall",
+    "judge_correct",
+    "ragas_id_context_precision",
+    "ragas_id_context_recall",
+    "ragas_rouge",
+    "ragas_llm_faithfulness",
+    "ragas_llm_answer_correctness",
+    "ragas_llm_context_precision",
+    "ragas_llm_context_recall",
+    "ragas_llm_answer_relevancy",
+)
 
 
 def summary_table(report: dict[str, Any]) -> str:
@@ -418,7 +577,10 @@ def summary_table(report: dict[str, Any]) -> str:
     chance level (random order of the case's candidate chunks) and the oracle (best order)."""
     k = report.get("top_k", 5)
     names = [m.format(k=k) for m in SUMMARY_METRICS] + [
-        "first_relevant_rank_mean", "first_relevant_rank_median", *ANSWER_SUMMARY]
+        "first_relevant_rank_mean",
+        "first_relevant_rank_median",
+        *ANSWER_SUMMARY,
+    ]
     base = report.get("baselines") or {}
     lines = [f"{'metric':<30} {'value':>8}  {'95% CI':<17} {'chance':>7} {'oracle':>7} {'n':>6} {'missing':>7}"]
     for name in names:
@@ -432,12 +594,18 @@ def summary_table(report: dict[str, Any]) -> str:
         b = base.get(name) or {}
         chance = "" if b.get("chance") is None else f"{b['chance']:.3f}"
         oracle = "" if b.get("oracle") is None else f"{b['oracle']:.3f}"
-        lines.append(f"{name:<30} {val:>8}  {ci_text:<17} {chance:>7} {oracle:>7} "
-                     f"{count.get('n', ''):>6} {count.get('missing', ''):>7}")
-    header = (f"answerer: {report['answerer']}{'  (no LLM)' if report['no_llm'] else ''}   "
-              f"relevance rule: {report['relevance_rule']}   cases: {report['n_cases']}   top_k: {k}")
-    notes = ["chance: expected value under a random order of the case's candidate chunks (its scoped "
-             "documents', or the corpus'); oracle: the best any order reaches"]
+        lines.append(
+            f"{name:<30} {val:>8}  {ci_text:<17} {chance:>7} {oracle:>7} "
+            f"{count.get('n', ''):>6} {count.get('missing', ''):>7}"
+        )
+    header = (
+        f"answerer: {report['answerer']}{'  (no LLM)' if report['no_llm'] else ''}   "
+        f"relevance rule: {report['relevance_rule']}   cases: {report['n_cases']}   top_k: {k}"
+    )
+    notes = [
+        "chance: expected value under a random order of the case's candidate chunks (its scoped "
+        "documents', or the corpus'); oracle: the best any order reaches"
+    ]
     errors = report.get("answer_errors") or {}
     if errors.get("n"):
         common = "; ".join(f"{n}x {msg}" for msg, n in list((errors.get("by_message") or {}).items())[:3])
@@ -449,8 +617,15 @@ def summary_table(report: dict[str, Any]) -> str:
 
     warnings = format_warnings(report.get("judge"))
     judge_text = format_judge_section(report.get("judge"))
-    return ((warnings + "\n" if warnings else "") + header + "\n" + "\n".join(lines) + "\n" + "\n".join(notes)
-            + ("\n" + judge_text if judge_text else ""))
+    return (
+        (warnings + "\n" if warnings else "")
+        + header
+        + "\n"
+        + "\n".join(lines)
+        + "\n"
+        + "\n".join(notes)
+        + ("\n" + judge_text if judge_text else "")
+    )
 
 
 def no_answer_succeeded(report: dict[str, Any]) -> bool:
@@ -466,12 +641,25 @@ def run_eval_cli(args) -> int:
         return 2
     try:
         options = EvalOptions(
-            pipeline=args.pipeline, overrides=parse_overrides(args.set), dataset=args.dataset, split=args.split,
-            limit=args.limit, sample=getattr(args, "sample", None), seed=getattr(args, "seed", 0),
-            ks=args.ks or list(DEFAULT_KS), validate_dataset=not getattr(args, "no_validate", False),
-            workers=getattr(args, "workers", None), out=args.out, name=args.name, resume=args.resume,
-            fresh_retrieval=getattr(args, "fresh_retrieval", False), floors=floors, use_llm=args.llm,
-            judge=args.judge, ragas_llm=args.ragas_llm, dry_run=args.dry_run,
+            pipeline=args.pipeline,
+            overrides=parse_overrides(args.set),
+            dataset=args.dataset,
+            split=args.split,
+            limit=args.limit,
+            sample=getattr(args, "sample", None),
+            seed=getattr(args, "seed", 0),
+            ks=args.ks or list(DEFAULT_KS),
+            validate_dataset=not getattr(args, "no_validate", False),
+            workers=getattr(args, "workers", None),
+            out=args.out,
+            name=args.name,
+            resume=args.resume,
+            fresh_retrieval=getattr(args, "fresh_retrieval", False),
+            floors=floors,
+            use_llm=args.llm,
+            judge=args.judge,
+            ragas_llm=args.ragas_llm,
+            dry_run=args.dry_run,
             judge_replicates=getattr(args, "judge_replicates", None) or 1,
             judge_temperature=getattr(args, "judge_temperature", None),
             judge_probe=3 if getattr(args, "judge_probe", None) is None else args.judge_probe,
@@ -490,7 +678,10 @@ def run_eval_cli(args) -> int:
 
         run_id = log_to_mlflow(run_dir, tracking_uri=args.mlflow_uri, pipeline_path=args.pipeline)
         print(f"MLflow run: {run_id}")
-    print(f"\nreport: {run_dir / 'report.json'}" + (f"  {run_dir / 'report.html'}" if (run_dir / "report.html").exists() else ""))
+    print(
+        f"\nreport: {run_dir / 'report.json'}"
+        + (f"  {run_dir / 'report.html'}" if (run_dir / "report.html").exists() else "")
+    )
     if no_answer_succeeded(report):
         print("ragsweep: error: no answer succeeded (every case has an answer_error); see cases.jsonl", file=sys.stderr)
         return 1
@@ -502,7 +693,15 @@ def run_eval_cli(args) -> int:
         print("gate FAILED:\n  " + "\n  ".join(failures), file=sys.stderr)
         return 1
     if floors or options.max_failure_rate is not None:
-        print("gate passed: " + ", ".join([f"{k} >= {v}" for k, v in floors.items()]
-                                          + ([f"LLM metric failures <= {options.max_failure_rate:g}"]
-                                             if options.max_failure_rate is not None else [])))
+        print(
+            "gate passed: "
+            + ", ".join(
+                [f"{k} >= {v}" for k, v in floors.items()]
+                + (
+                    [f"LLM metric failures <= {options.max_failure_rate:g}"]
+                    if options.max_failure_rate is not None
+                    else []
+                )
+            )
+        )
     return 0

@@ -30,8 +30,20 @@ from typing import Any
 
 from ragsweep.records import chunk_id
 
-PACKAGES = ("ragsweep", "pathway", "docling-slim", "docling-core", "tantivy", "sentence-transformers",
-            "torch", "tiktoken", "openai", "ragas", "pydantic", "scipy")
+PACKAGES = (
+    "ragsweep",
+    "pathway",
+    "docling-slim",
+    "docling-core",
+    "tantivy",
+    "sentence-transformers",
+    "torch",
+    "tiktoken",
+    "openai",
+    "ragas",
+    "pydantic",
+    "scipy",
+)
 # 2: cases.jsonl holds CaseResult lines; hits.jsonl holds every served depth.
 # 3: cases.jsonl lines are compact (records.compact: hit texts in chunks.jsonl, no defaults, no
 #    metric without a value, no per-case chance/oracle once report.json holds their means).
@@ -59,8 +71,13 @@ def git_commit() -> str | None:
     here = Path(__file__).resolve().parent
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, cwd=here)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                               text=True, timeout=5, cwd=here)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=here,
+        )
         if out.returncode == 0:
             return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
@@ -83,8 +100,9 @@ def package_versions() -> dict[str, str]:
 
 def _write_error(path: Path, err: OSError, saved: str) -> RunError:
     what = "the disk is full" if err.errno in (errno.ENOSPC, errno.EDQUOT) else str(err)
-    return RunError(f"cannot write {path}: {what}. {saved} Free space (or fix the cause) and run again with "
-                    f"--resume {path.parent}")
+    return RunError(
+        f"cannot write {path}: {what}. {saved} Free space (or fix the cause) and run again with --resume {path.parent}"
+    )
 
 
 class JsonlWriter:
@@ -160,8 +178,11 @@ def read_jsonl(path: Path, key: str = "id") -> list[dict[str, Any]]:
                 for _, raw in bad:
                     fh.write(raw if raw.endswith(b"\n") else raw + b"\n")
             numbers = ", ".join(str(n) for n, _ in bad[:10]) + (" ..." if len(bad) > 10 else "")
-            print(f"warning: {path}: {len(bad)} unreadable line(s) (line {numbers}) moved to "
-                  f"{path.name}.bad-lines; their cases are computed again", file=sys.stderr)
+            print(
+                f"warning: {path}: {len(bad)} unreadable line(s) (line {numbers}) moved to "
+                f"{path.name}.bad-lines; their cases are computed again",
+                file=sys.stderr,
+            )
         tmp = path.with_suffix(path.suffix + ".tmp")
         tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in good.values()), encoding="utf-8")
         tmp.replace(path)
@@ -202,8 +223,10 @@ def readable_json(value: Any, depth: int = 0) -> str:
     takes one line (an interval, a metric's counts, a group's summary): a third smaller than
     ``json.dumps(indent=2)`` for a report, and easier to read."""
     items = list(value.items()) if isinstance(value, dict) else value if isinstance(value, list) else None
-    if not items or (depth >= 2 and not any(isinstance(v, (dict, list)) for v in
-                                            (value.values() if isinstance(value, dict) else value))):
+    if not items or (
+        depth >= 2
+        and not any(isinstance(v, (dict, list)) for v in (value.values() if isinstance(value, dict) else value))
+    ):
         return json.dumps(value, ensure_ascii=False, default=str)
     pad, end = "  " * (depth + 1), "  " * depth
     if isinstance(value, dict):
@@ -227,8 +250,9 @@ class RunLock:
             self.fh.seek(0)
             holder = self.fh.read().strip() or "another process"
             self.fh.close()
-            raise RunError(f"{run_dir} is in use by {holder}: wait for it to finish (or stop it) "
-                           "before resuming this folder") from None
+            raise RunError(
+                f"{run_dir} is in use by {holder}: wait for it to finish (or stop it) before resuming this folder"
+            ) from None
         self.fh.seek(0)
         self.fh.truncate()
         self.fh.write(f"pid {os.getpid()} on {socket.gethostname()} since {now()}")
@@ -272,14 +296,21 @@ def find_resume_dir(out: Path, resume: str, marker: str) -> Path:
 def check_resumable(run_dir: Path, saved: dict[str, Any], now_state: dict[str, Any], keys: tuple[str, ...]) -> None:
     then, layout = saved.get("layout", 1), now_state.get("layout", LAYOUT_VERSION)
     if then != layout:
-        by = ("an older ragsweep", "compare and report.html still read it") if then < layout else \
-            ("a newer ragsweep", "or resume it with that version")
-        raise RunError(f"--resume {run_dir}: written by {by[0]} (run-folder layout {then}; this one writes layout "
-                       f"{layout}), so its cases cannot be continued: start a new run ({by[1]})")
+        by = (
+            ("an older ragsweep", "compare and report.html still read it")
+            if then < layout
+            else ("a newer ragsweep", "or resume it with that version")
+        )
+        raise RunError(
+            f"--resume {run_dir}: written by {by[0]} (run-folder layout {then}; this one writes layout "
+            f"{layout}), so its cases cannot be continued: start a new run ({by[1]})"
+        )
     for key in keys:
         if saved.get(key) != now_state.get(key):
-            raise RunError(f"--resume {run_dir}: {key} differs ({saved.get(key)!r} then, {now_state.get(key)!r} now); "
-                           "start a new run instead")
+            raise RunError(
+                f"--resume {run_dir}: {key} differs ({saved.get(key)!r} then, {now_state.get(key)!r} now); "
+                "start a new run instead"
+            )
 
 
 def make_dir(run_dir: Path) -> None:

@@ -61,15 +61,22 @@ def aggregate(
         if with_intervals and len(values) >= 2 and (interval_metrics is None or name in interval_metrics):
             low, high = bootstrap_ci(values, seed=seed)
             intervals[name] = [low, high]
-    frr = [r["metrics"]["first_relevant_rank"] for r in records if r.get("metrics", {}).get("first_relevant_rank") is not None]
+    frr = [
+        r["metrics"]["first_relevant_rank"]
+        for r in records
+        if r.get("metrics", {}).get("first_relevant_rank") is not None
+    ]
     if frr:
         metrics["first_relevant_rank_mean"] = statistics.fmean(frr)
         metrics["first_relevant_rank_median"] = float(statistics.median(frr))
     scored = [r for r in records if r.get("metrics", {}).get("r_precision") is not None]  # any k
     counts["first_relevant_rank"] = {"n": len(frr), "missing": len(scored) - len(frr)}
     # "abstained" as the answer metrics decided it: the answerer's flag or a refusal-style text
-    pairs = [(bool(r["metrics"].get("abstained", r["answer"]["abstained"])), bool(r["unanswerable"]))
-             for r in records if r.get("answer") and not r["answer"].get("error")]
+    pairs = [
+        (bool(r["metrics"].get("abstained", r["answer"]["abstained"])), bool(r["unanswerable"]))
+        for r in records
+        if r.get("answer") and not r["answer"].get("error")
+    ]
     if pairs:
         abst = aggregate_abstention(pairs)
         for name in SET_METRICS:
@@ -98,14 +105,22 @@ def baselines(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, float | 
                 names.append(name)
     out: dict[str, dict[str, float | int | None]] = {}
     for name in names:
-        rows = [(r["metrics"].get(name), r["chance"].get(name), (r.get("oracle") or {}).get(name))
-                for r in records if r.get("chance")]
+        rows = [
+            (r["metrics"].get(name), r["chance"].get(name), (r.get("oracle") or {}).get(name))
+            for r in records
+            if r.get("chance")
+        ]
         rows = [row for row in rows if None not in row]
         if not rows:
             continue
         pipeline, chance, oracle = (statistics.fmean(col) for col in zip(*rows))
-        out[name] = {"pipeline": pipeline, "chance": chance, "oracle": oracle, "lift": pipeline - chance,
-                     "n": len(rows)}
+        out[name] = {
+            "pipeline": pipeline,
+            "chance": chance,
+            "oracle": oracle,
+            "lift": pipeline - chance,
+            "n": len(rows),
+        }
     return out
 
 

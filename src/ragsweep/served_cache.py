@@ -45,8 +45,15 @@ _SCHEMA = ("CREATE TABLE IF NOT EXISTS served (key TEXT PRIMARY KEY, value BLOB)
 
 # ragsweep's modules that decide what the store serves
 _SERVING_MODULES = (
-    "ragsweep.store", "ragsweep.serving", "ragsweep.fusion", "ragsweep.chunking", "ragsweep.cjk",
-    "ragsweep.embedding", "ragsweep.embedders_extra", "ragsweep.datasets.pathway_limits", "ragsweep.config",
+    "ragsweep.store",
+    "ragsweep.serving",
+    "ragsweep.fusion",
+    "ragsweep.chunking",
+    "ragsweep.cjk",
+    "ragsweep.embedding",
+    "ragsweep.embedders_extra",
+    "ragsweep.datasets.pathway_limits",
+    "ragsweep.config",
 )
 _PACKAGES = ("pathway", "sentence-transformers", "transformers", "torch", "rjieba")
 
@@ -211,8 +218,9 @@ class ServedCache:
             found: dict[str, Any] = {}
             for i in range(0, len(keys), 500):
                 part = keys[i : i + 500]
-                rows = conn.execute(f"SELECT key, value FROM served WHERE key IN ({','.join('?' * len(part))})",
-                                    part).fetchall()
+                rows = conn.execute(
+                    f"SELECT key, value FROM served WHERE key IN ({','.join('?' * len(part))})", part
+                ).fetchall()
                 for key, blob in rows:
                     value = _unpack(blob)
                     if value is not None:

@@ -87,8 +87,10 @@ def load_inputs(inputs: RunInputs):
         if problems:
             listed = "\n  ".join(str(p) for p in problems[:30])
             more = f"\n  ... and {len(problems) - 30} more" if len(problems) > 30 else ""
-            raise RunError(f"{inputs.dataset}: `ragsweep validate` finds {len(problems)} problem(s):\n  {listed}{more}\n"
-                           "fix them, or run with --no-validate to evaluate anyway")
+            raise RunError(
+                f"{inputs.dataset}: `ragsweep validate` finds {len(problems)} problem(s):\n  {listed}{more}\n"
+                "fix them, or run with --no-validate to evaluate anyway"
+            )
     try:
         dataset = load_dataset(inputs.dataset, split=inputs.split)
     except DatasetError as err:
@@ -156,8 +158,15 @@ def parsed_scopes(cases: Sequence[Case], parsed: set[str]) -> list[list[str] | N
     return [[d for d in c.doc_scope if d in parsed] if c.doc_scope else None for c in cases]
 
 
-def retrieve(config, corpus, cases: Sequence[Case], ks: Iterable[int], progress: bool = False,
-             rerank: bool = True, fresh: bool = False) -> Retrieved:
+def retrieve(
+    config,
+    corpus,
+    cases: Sequence[Case],
+    ks: Iterable[int],
+    progress: bool = False,
+    rerank: bool = True,
+    fresh: bool = False,
+) -> Retrieved:
     """Every case asked at every depth in ``ks`` (one Pathway run per ``queries_per_run()``
     queries), so each list is exactly what the DocumentStore serves for that k: for a fused
     hybrid index one query row per (case, k); for BM25 or KNN, whose top k is the first k of
@@ -184,17 +193,23 @@ def retrieve(config, corpus, cases: Sequence[Case], ks: Iterable[int], progress:
     scopes = parsed_scopes(cases, {d.doc_id for d in corpus.documents})
     unscoped = [c.id for c, s in zip(cases, scopes) if s == []]
     if unscoped:
-        print(f"warning: {len(unscoped)} case(s) scoped to documents that were not parsed "
-              f"(first: {unscoped[0]}); they get no hits", file=sys.stderr)
+        print(
+            f"warning: {len(unscoped)} case(s) scoped to documents that were not parsed "
+            f"(first: {unscoped[0]}); they get no hits",
+            file=sys.stderr,
+        )
     store = RagStore(config, corpus)
     # BM25 and KNN serve at k the first k of a deeper answer: one query per case answers every
     # depth. A fused hybrid index does not (RRF over deeper lists): one query per (case, k).
     shared = n_candidates is None and len(store_ks) > 1 and prefix_exact(config.build().retriever_factory)
     per_case = [max(store_ks)] if shared else store_ks
     asked = [(c, s, k) for c, s in zip(cases, scopes) if s != [] for k in per_case]
-    print(f"retrieve: {len(cases)} question(s) x k in {store_ks}"
-          f"{' (prefixes of one query: exact for this index)' if shared else ''}: {len(asked)} queries "
-          f"(at most {queries_per_run()} per Pathway run)...", file=sys.stderr)
+    print(
+        f"retrieve: {len(cases)} question(s) x k in {store_ks}"
+        f"{' (prefixes of one query: exact for this index)' if shared else ''}: {len(asked)} queries "
+        f"(at most {queries_per_run()} per Pathway run)...",
+        file=sys.stderr,
+    )
     prefix = tuple(store_ks) if shared else ()
     cache = None if fresh else ServedCache.default()
     try:
@@ -203,8 +218,11 @@ def retrieve(config, corpus, cases: Sequence[Case], ks: Iterable[int], progress:
         if cache is not None:
             cache.close()
     if run.from_cache:
-        print(f"retrieve: {run.from_cache} of {len(asked)} queries served from the served-list cache "
-              "(same corpus, index and code; --fresh-retrieval asks Pathway again)", file=sys.stderr)
+        print(
+            f"retrieve: {run.from_cache} of {len(asked)} queries served from the served-list cache "
+            "(same corpus, index and code; --fresh-retrieval asks Pathway again)",
+            file=sys.stderr,
+        )
     served: dict[str, dict[int, list[Hit]]] = {c.id: {k: [] for k in depths} for c in cases}
     timings = dict(run.timings)
     if shared:
@@ -215,17 +233,25 @@ def retrieve(config, corpus, cases: Sequence[Case], ks: Iterable[int], progress:
             served[case.id][k] = hits
     else:
         started = time.perf_counter()
-        lists = rerank_at_depths([(case.question, hits) for (case, _s, _k), hits in zip(asked, run.hits)],
-                                 build_reranker(config), depths)
+        lists = rerank_at_depths(
+            [(case.question, hits) for (case, _s, _k), hits in zip(asked, run.hits)], build_reranker(config), depths
+        )
         for (case, _s, _k), by_k in zip(asked, lists):
             served[case.id] = by_k
         timings["rerank"] = time.perf_counter() - started
     by_doc: dict[str, list[Hit]] = defaultdict(list)
     for chunk in run.chunks:
         by_doc[chunk.doc_id].append(chunk.as_hit())
-    return Retrieved(served=served, chunks_by_doc=dict(by_doc), timings=timings, seconds=run.seconds,
-                     embedded_texts=run.embedded_texts, n_chunks=len(run.chunks), queries=len(asked),
-                     from_cache=run.from_cache)
+    return Retrieved(
+        served=served,
+        chunks_by_doc=dict(by_doc),
+        timings=timings,
+        seconds=run.seconds,
+        embedded_texts=run.embedded_texts,
+        n_chunks=len(run.chunks),
+        queries=len(asked),
+        from_cache=run.from_cache,
+    )
 
 
 # ------------------------------------------------------------------ answer
@@ -250,7 +276,9 @@ def answer(answerer, items: Sequence[tuple[str, Sequence[Hit]]]) -> list[Answer]
     return [answerer.answer(q, list(h)) for q, h in items]
 
 
-def answer_or_given(answerer, cases: Sequence[Case], hits: Sequence[Sequence[Hit]], use_given: bool = True) -> list[Answer]:
+def answer_or_given(
+    answerer, cases: Sequence[Case], hits: Sequence[Sequence[Hit]], use_given: bool = True
+) -> list[Answer]:
     """Each case's answer: the response the dataset gives for it (pre-computed answers,
     e.g. ragas' ``response``/``answer``), scored as given, else the answerer's."""
     from ragsweep.metrics.answer import is_refusal
@@ -268,11 +296,17 @@ def answer_or_given(answerer, cases: Sequence[Case], hits: Sequence[Sequence[Hit
 
 def judge_answers(judge, cases: Sequence[Case], answers: Sequence[Answer]):
     items = [
-        {"question": c.question, "reference": c.reference_answer or "", "answer": a.text,
-         "unanswerable": c.unanswerable, "abstained": a.abstained, "answer_error": a.error,
-         "expected_facts": c.expected_facts,
-         # a verdict by people or a rule on one answer: the judge is checked against it
-         "reference_verdict": c.reference_verdict.model_dump() if c.reference_verdict else None}
+        {
+            "question": c.question,
+            "reference": c.reference_answer or "",
+            "answer": a.text,
+            "unanswerable": c.unanswerable,
+            "abstained": a.abstained,
+            "answer_error": a.error,
+            "expected_facts": c.expected_facts,
+            # a verdict by people or a rule on one answer: the judge is checked against it
+            "reference_verdict": c.reference_verdict.model_dump() if c.reference_verdict else None,
+        }
         for c, a in zip(cases, answers)
     ]
     return judge.judge_batch(items)
@@ -310,15 +344,27 @@ def score(
         if retrieved is not None:
             scope = parsed_scope(case, retrieved)
             candidates = retrieved.candidates(scope)
-        results.append(build_case_result(
-            case, served[case.id], top_k=top_k, relevance=relevance, texts=texts, unserved_ks=unserved_ks,
-            own_k_aliases=own_k_aliases, answer=ans, verdict=verdict, candidates=candidates, language=language,
-        ))
+        results.append(
+            build_case_result(
+                case,
+                served[case.id],
+                top_k=top_k,
+                relevance=relevance,
+                texts=texts,
+                unserved_ks=unserved_ks,
+                own_k_aliases=own_k_aliases,
+                answer=ans,
+                verdict=verdict,
+                candidates=candidates,
+                language=language,
+            )
+        )
     if ragas_answer_metrics:
         from ragsweep.metrics.ragas_bridge import ragas_answer_scores_batch
 
-        pairs = [(None if r.answer is None or r.answer.abstained else r.answer.text, r.reference_answer)
-                 for r in results]
+        pairs = [
+            (None if r.answer is None or r.answer.abstained else r.answer.text, r.reference_answer) for r in results
+        ]
         for result, extra in zip(results, ragas_answer_scores_batch(pairs)):
             result.metrics.update(extra)
     return results

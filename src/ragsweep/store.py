@@ -12,9 +12,9 @@ times and time-0 queries would silently get ``[]``).
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -214,15 +214,12 @@ class RagStore:
             (doc.text.encode("utf-8"), pw.Json({"path": doc.doc_id, "doc_id": doc.doc_id}), DOCS_TIME, 1)
             for doc in self.corpus.documents
         ]
-        docs = pw.debug.table_from_rows(
-            pw.schema_from_types(data=bytes, _metadata=pw.Json), doc_rows, is_stream=True
-        )
+        docs = pw.debug.table_from_rows(pw.schema_from_types(data=bytes, _metadata=pw.Json), doc_rows, is_stream=True)
         store = DocumentStore(docs, retriever_factory=pipeline.retriever_factory, splitter=pipeline.splitter)
         results = None
         if queries:
             query_rows = [
-                (i, q.text, q.k, scope_filter(q.doc_scope), None, QUERIES_TIME, 1)
-                for i, q in enumerate(queries)
+                (i, q.text, q.k, scope_filter(q.doc_scope), None, QUERIES_TIME, 1) for i, q in enumerate(queries)
             ]
             query_table = pw.debug.table_from_rows(
                 pw.schema_from_types(
@@ -232,9 +229,7 @@ class RagStore:
                 is_stream=True,
             )
             answered = store.retrieve_query(
-                query_table.select(
-                    pw.this.query, pw.this.k, pw.this.metadata_filter, pw.this.filepath_globpattern
-                )
+                query_table.select(pw.this.query, pw.this.k, pw.this.metadata_filter, pw.this.filepath_globpattern)
             )
             results = query_table.select(pw.this.qid, result=answered.with_universe_of(query_table).result)
         return store, results
@@ -253,14 +248,20 @@ class RagStore:
         started = time.perf_counter()
         texts = {doc.doc_id: doc.text for doc in self.corpus.documents}
         index_key = served_cache.index_fingerprint(self.config, self.corpus) if cache is not None and queries else None
-        keys = [served_cache.query_key(index_key, q.text, q.k, scope_filter(q.doc_scope), q.prefix_ks)
-                for q in queries] if index_key else []
+        keys = (
+            [served_cache.query_key(index_key, q.text, q.k, scope_filter(q.doc_scope), q.prefix_ks) for q in queries]
+            if index_key
+            else []
+        )
         table_key = served_cache.chunks_key(index_key) if index_key else ""
         stored = cache.get_many([*keys, table_key]) if index_key else {}
         stored_chunks = stored.pop(table_key, None)
         table_texts = served_cache.chunk_texts(stored_chunks)
-        stored = {key: value for key, value in ((k, served_cache.expand_list(v, table_texts)) for k, v in stored.items())
-                  if value is not served_cache.UNRESOLVED}
+        stored = {
+            key: value
+            for key, value in ((k, served_cache.expand_list(v, table_texts)) for k, v in stored.items())
+            if value is not served_cache.UNRESOLVED
+        }
         todo = [i for i, key in enumerate(keys) if key not in stored] if index_key else list(range(len(queries)))
         if index_key and not todo and stored_chunks is not None:
             answers = {i: stored[key] for i, key in enumerate(keys)}
@@ -273,8 +274,9 @@ class RagStore:
             # in flight; every run indexes the same chunks (split and embeddings from the caches)
             for first in range(0, max(1, len(todo)), queries_per_run()):
                 part = todo[first : first + queries_per_run()]
-                served, part_chunks, part_embedded, part_timings = self._serve([queries[i] for i in part], texts,
-                                                                               progress)
+                served, part_chunks, part_embedded, part_timings = self._serve(
+                    [queries[i] for i in part], texts, progress
+                )
                 answers.update({part[j]: value for j, value in served.items()})
                 chunks = chunks or part_chunks
                 embedded += part_embedded
@@ -288,11 +290,15 @@ class RagStore:
                     cache.put_many(rows)
         missing = [i for i in range(len(queries)) if i not in answers]
         if missing:
-            raise RuntimeError(f"Pathway returned no result for {len(missing)} queries (first: {queries[missing[0]].text!r})")
+            raise RuntimeError(
+                f"Pathway returned no result for {len(missing)} queries (first: {queries[missing[0]].text!r})"
+            )
         shared: dict[str, str] = {}
         hits = [_rank_hits(list(answers[i] or []), q.k, texts, shared) for i, q in enumerate(queries)]
-        hits_at = [{d: _rank_hits(_served_order(answers[i])[:d], d, texts, shared) for d in q.prefix_ks}
-                   for i, q in enumerate(queries)]
+        hits_at = [
+            {d: _rank_hits(_served_order(answers[i])[:d], d, texts, shared) for d in q.prefix_ks}
+            for i, q in enumerate(queries)
+        ]
         run = StoreRun(
             hits=hits,
             hits_at=hits_at,
@@ -305,8 +311,9 @@ class RagStore:
         self.last_run = run
         return run
 
-    def _serve(self, queries: list[Query], texts: dict[str, str],
-               progress: bool) -> tuple[dict[int, Any], list[ChunkInfo], int, dict[str, float]]:
+    def _serve(
+        self, queries: list[Query], texts: dict[str, str], progress: bool
+    ) -> tuple[dict[int, Any], list[ChunkInfo], int, dict[str, float]]:
         """One Pathway run: the raw result of each query (by position), the chunk table,
         how many texts the embedder really embedded, and the split and embed seconds."""
         from ragsweep.chunking import OffsetTokenCountSplitter

@@ -50,11 +50,24 @@ from ragsweep import stages
 from ragsweep.config import ConfigError, parse_overrides
 from ragsweep.metrics.registry import AT_K_FAMILIES, at_own_k, best_of, lower_is_better
 from ragsweep.records import compact
-from ragsweep.runfolder import (SWEEP_LAYOUT_VERSION, JsonlWriter, RunError, RunLock, append_chunks, check_resumable,
-                                find_resume_dir, git_commit, make_dir, new_run_dir, now, package_versions, read_jsonl,
-                                write_json)
 from ragsweep.report import write_html
 from ragsweep.rerank import build_reranker, rerank_at_depths, rerank_candidates
+from ragsweep.runfolder import (
+    SWEEP_LAYOUT_VERSION,
+    JsonlWriter,
+    RunError,
+    RunLock,
+    append_chunks,
+    check_resumable,
+    find_resume_dir,
+    git_commit,
+    make_dir,
+    new_run_dir,
+    now,
+    package_versions,
+    read_jsonl,
+    write_json,
+)
 from ragsweep.scoring import aggregate
 from ragsweep.stages import RunInputs, load_inputs
 
@@ -143,8 +156,10 @@ def run_sweep(options: SweepOptions) -> tuple[Path, dict[str, Any]]:
         # seed 001's discipline: choose on dev, give the verdict on test
         holdout = [c for c in cases if c.split == "test"]
         cases = [c for c in cases if c.split == "dev"]
-        print(f"sweep: choosing on {len(cases)} dev case(s); the choice is then scored on {len(holdout)} test "
-              "case(s)", file=sys.stderr)
+        print(
+            f"sweep: choosing on {len(cases)} dev case(s); the choice is then scored on {len(holdout)} test case(s)",
+            file=sys.stderr,
+        )
     combos = grid.configurations()
     configs = {}
     for params in combos:
@@ -158,14 +173,23 @@ def run_sweep(options: SweepOptions) -> tuple[Path, dict[str, Any]]:
     baseline_id = config_id(matches[0])
 
     out = Path(options.out)
-    state = {"layout": SWEEP_LAYOUT_VERSION, "grid": str(options.grid), "pipeline_hash": base_config.hash, "ks": ks,
-             "case_ids": [c.id for c in cases]}
+    state = {
+        "layout": SWEEP_LAYOUT_VERSION,
+        "grid": str(options.grid),
+        "pipeline_hash": base_config.hash,
+        "ks": ks,
+        "case_ids": [c.id for c in cases],
+    }
     if options.resume:
         sweep_dir = find_resume_dir(out, options.resume, "sweep-state.json")
         lock = RunLock(sweep_dir)
         try:
-            check_resumable(sweep_dir, json.loads((sweep_dir / "sweep-state.json").read_text()), state,
-                            ("pipeline_hash", "ks", "case_ids"))
+            check_resumable(
+                sweep_dir,
+                json.loads((sweep_dir / "sweep-state.json").read_text()),
+                state,
+                ("pipeline_hash", "ks", "case_ids"),
+            )
         except BaseException:
             lock.release()
             raise
@@ -177,14 +201,27 @@ def run_sweep(options: SweepOptions) -> tuple[Path, dict[str, Any]]:
         write_json(sweep_dir / "sweep-state.json", state)
     print(f"sweep folder: {sweep_dir}  ({len(configs)} configurations)", file=sys.stderr)
     try:
-        return _run_sweep(options, grid, objectives, ks, base_config, dataset, cases, configs, baseline_id,
-                          sweep_dir, started_at, holdout)
+        return _run_sweep(
+            options,
+            grid,
+            objectives,
+            ks,
+            base_config,
+            dataset,
+            cases,
+            configs,
+            baseline_id,
+            sweep_dir,
+            started_at,
+            holdout,
+        )
     finally:
         lock.release()
 
 
-def _run_sweep(options, grid, objectives, ks, base_config, dataset, cases, configs, baseline_id, sweep_dir,
-               started_at, holdout) -> tuple[Path, dict[str, Any]]:
+def _run_sweep(
+    options, grid, objectives, ks, base_config, dataset, cases, configs, baseline_id, sweep_dir, started_at, holdout
+) -> tuple[Path, dict[str, Any]]:
     # ---- parse once for the whole sweep
     t = time.perf_counter()
     try:
@@ -218,17 +255,23 @@ def _run_sweep(options, grid, objectives, ks, base_config, dataset, cases, confi
         todo = [cid for cid in members if cid not in results]
         if not todo:
             continue
-        depths = sorted({k for cid in todo for k in served_depths(ks, configs[cid][1].top_k)[0]}
-                        | {n for cid in todo if (n := rerank_candidates(configs[cid][1]))})
+        depths = sorted(
+            {k for cid in todo for k in served_depths(ks, configs[cid][1].top_k)[0]}
+            | {n for cid in todo if (n := rerank_candidates(configs[cid][1]))}
+        )
         config = configs[todo[0]][1]
         label = ", ".join(f"{k}={v}" for k, v in configs[todo[0]][0].items() if k != "top_k")
-        print(f"[{n_group}/{len(groups)}] index {label}: {len(cases)} questions at k in {depths} for "
-              f"{len(todo)} configuration(s)", file=sys.stderr)
+        print(
+            f"[{n_group}/{len(groups)}] index {label}: {len(cases)} questions at k in {depths} for "
+            f"{len(todo)} configuration(s)",
+            file=sys.stderr,
+        )
         rss_before = _rss_mb()
         t = time.perf_counter()
         # configurations that differ only in their reranker share the index run; each reranks its own
-        retrieved = stages.retrieve(config, corpus, cases, depths, options.progress, rerank=False,
-                                    fresh=options.fresh_retrieval)
+        retrieved = stages.retrieve(
+            config, corpus, cases, depths, options.progress, rerank=False, fresh=options.fresh_retrieval
+        )
         group_seconds = time.perf_counter() - t
         embedded_total += retrieved.embedded_texts
         for cid in todo:
@@ -239,17 +282,26 @@ def _run_sweep(options, grid, objectives, ks, base_config, dataset, cases, confi
             if n_candidates is None:
                 served = {c.id: {k: retrieved.served[c.id][k] for k in own} for c in cases}
             else:
-                lists = rerank_at_depths([(c.question, retrieved.served[c.id][n_candidates]) for c in cases],
-                                         build_reranker(cfg), own)
+                lists = rerank_at_depths(
+                    [(c.question, retrieved.served[c.id][n_candidates]) for c in cases], build_reranker(cfg), own
+                )
                 served = dict(zip([c.id for c in cases], lists))
             answers = None
             if options.answers:
                 answerer, _ = stages.make_answerer(cfg, use_llm=False)
                 answers = stages.answer(answerer, [(c.question, served[c.id][cfg.top_k]) for c in cases])
             scored = stages.score(
-                cases, served, top_k=cfg.top_k, relevance=dataset.relevance, texts=texts, retrieved=retrieved,
-                unserved_ks=unserved, own_k_aliases=True, answers=answers,
-                language=str(cfg.get("language", "en") or "en"))
+                cases,
+                served,
+                top_k=cfg.top_k,
+                relevance=dataset.relevance,
+                texts=texts,
+                retrieved=retrieved,
+                unserved_ks=unserved,
+                own_k_aliases=True,
+                answers=answers,
+                language=str(cfg.get("language", "en") or "en"),
+            )
             records = [r.line() for r in scored]
             folder = sweep_dir / "configs" / cid
             folder.mkdir(parents=True, exist_ok=True)
@@ -261,15 +313,24 @@ def _run_sweep(options, grid, objectives, ks, base_config, dataset, cases, confi
                     writer.write(compact(record))
             agg = aggregate(records, interval_metrics=[*objectives, *(at_own_k(b) for b in AT_K_FAMILIES)])
             result = {
-                "id": cid, "params": params, "config_hash": cfg.hash, "index_key": index_key, "top_k": cfg.top_k,
-                "served_ks": own, "unserved_ks": unserved,
-                "metrics": agg["metrics"], "intervals": agg["intervals"], "counts": agg["counts"],
+                "id": cid,
+                "params": params,
+                "config_hash": cfg.hash,
+                "index_key": index_key,
+                "top_k": cfg.top_k,
+                "served_ks": own,
+                "unserved_ks": unserved,
+                "metrics": agg["metrics"],
+                "intervals": agg["intervals"],
+                "counts": agg["counts"],
                 "baselines": agg["baselines"],
                 "seconds": round(group_seconds / len(members) + time.perf_counter() - t, 3),
                 "index_run_seconds": round(group_seconds, 3),
                 "latency_ms_per_query": round(1000 * retrieved.seconds / max(1, len(cases) * len(depths)), 3),
-                "chunks": retrieved.n_chunks, "embedded_texts": retrieved.embedded_texts,
-                "rss_mb": round(_rss_mb(), 1), "rss_mb_before": round(rss_before, 1),
+                "chunks": retrieved.n_chunks,
+                "embedded_texts": retrieved.embedded_texts,
+                "rss_mb": round(_rss_mb(), 1),
+                "rss_mb_before": round(rss_before, 1),
                 "peak_rss_mb": round(_peak_rss_mb(), 1),
             }
             write_json(folder / "result.json", result)
@@ -280,15 +341,28 @@ def _run_sweep(options, grid, objectives, ks, base_config, dataset, cases, confi
     report["choice_split"] = "dev" if holdout else options.split
     report["same_cases_for_choice_and_report"] = not holdout
     if holdout:
-        report["verdict"] = score_on_holdout(report, configs, baseline_id, objectives, ks, corpus, texts, dataset,
-                                             holdout, options)
+        report["verdict"] = score_on_holdout(
+            report, configs, baseline_id, objectives, ks, corpus, texts, dataset, holdout, options
+        )
     report["manifest"] = {
-        "pipeline": base_config.manifest(), "dataset": {"path": options.dataset, "split": options.split,
-                                                        "limit": options.limit, "sample": options.sample,
-                                                        "seed": options.seed, "cases": len(cases)},
-        "corpus": {"hash": corpus.content_hash, "documents": len(corpus.documents), "pdf_pipeline": corpus.pdf_pipeline},
-        "parse_seconds": round(parse_seconds, 3), "embedded_texts_this_run": embedded_total,
-        "packages": package_versions(), "git_commit": git_commit(),
+        "pipeline": base_config.manifest(),
+        "dataset": {
+            "path": options.dataset,
+            "split": options.split,
+            "limit": options.limit,
+            "sample": options.sample,
+            "seed": options.seed,
+            "cases": len(cases),
+        },
+        "corpus": {
+            "hash": corpus.content_hash,
+            "documents": len(corpus.documents),
+            "pdf_pipeline": corpus.pdf_pipeline,
+        },
+        "parse_seconds": round(parse_seconds, 3),
+        "embedded_texts_this_run": embedded_total,
+        "packages": package_versions(),
+        "git_commit": git_commit(),
         "timestamps": {"started": started_at, "finished": now()},
     }
     write_json(sweep_dir / "sweep.json", report)
@@ -296,27 +370,47 @@ def _run_sweep(options, grid, objectives, ks, base_config, dataset, cases, confi
     return sweep_dir, report
 
 
-def score_on_holdout(report, configs, baseline_id, objectives, ks, corpus, texts, dataset, holdout,
-                     options) -> dict[str, Any]:
+def score_on_holdout(
+    report, configs, baseline_id, objectives, ks, corpus, texts, dataset, holdout, options
+) -> dict[str, Any]:
     """The configuration chosen on dev (best on the first objective), and the baseline, scored on
     the test cases, with a paired test between the two: the number to believe."""
     from ragsweep.metrics.stats import paired_test, significant
 
     main = objectives[0]
     chosen = report["best"].get(main, baseline_id)
-    out: dict[str, Any] = {"split": "test", "cases": len(holdout), "objective": main, "chosen": chosen,
-                           "baseline": baseline_id, "configs": {}}
+    out: dict[str, Any] = {
+        "split": "test",
+        "cases": len(holdout),
+        "objective": main,
+        "chosen": chosen,
+        "baseline": baseline_id,
+        "configs": {},
+    }
     per_case: dict[str, dict[str, float | None]] = {}
     for cid in dict.fromkeys([chosen, baseline_id]):
         params, cfg = configs[cid]
         own, unserved = served_depths(ks, cfg.top_k)
         retrieved = stages.retrieve(cfg, corpus, holdout, own, options.progress, fresh=options.fresh_retrieval)
-        records = [r.line() for r in stages.score(
-            holdout, retrieved.served, top_k=cfg.top_k, relevance=dataset.relevance, texts=texts,
-            retrieved=retrieved, unserved_ks=unserved, own_k_aliases=True)]
+        records = [
+            r.line()
+            for r in stages.score(
+                holdout,
+                retrieved.served,
+                top_k=cfg.top_k,
+                relevance=dataset.relevance,
+                texts=texts,
+                retrieved=retrieved,
+                unserved_ks=unserved,
+                own_k_aliases=True,
+            )
+        ]
         agg = aggregate(records, interval_metrics=objectives)
-        out["configs"][cid] = {"params": params, **{k: agg[k] for k in ("metrics", "intervals", "counts")},
-                               "baselines": {m: agg["baselines"].get(m) for m in objectives if m in agg["baselines"]}}
+        out["configs"][cid] = {
+            "params": params,
+            **{k: agg[k] for k in ("metrics", "intervals", "counts")},
+            "baselines": {m: agg["baselines"].get(m) for m in objectives if m in agg["baselines"]},
+        }
         per_case[cid] = {r["id"]: r["metrics"].get(main) for r in records}
     if chosen != baseline_id:
         pairs = [(per_case[chosen][i], per_case[baseline_id][i]) for i in per_case[chosen]]
@@ -353,29 +447,47 @@ def finish_sweep(sweep_dir: Path, configs, results, baseline_id, objectives, gri
     rows = []
     for cid, (params, _cfg) in configs.items():
         result = results[cid]
-        rows.append({
-            **result,
-            "p_values": {m: p_values[m].get(cid) for m in objectives},
-            "p_adjusted": {m: adjusted.get(m, {}).get(cid) for m in objectives},
-            "significant": {m: significant(adjusted.get(m, {}).get(cid), ALPHA) for m in objectives},
-            "delta_vs_baseline": {
-                m: (None if result["metrics"].get(m) is None or results[baseline_id]["metrics"].get(m) is None
-                    else result["metrics"][m] - results[baseline_id]["metrics"][m]) for m in objectives},
-        })
+        rows.append(
+            {
+                **result,
+                "p_values": {m: p_values[m].get(cid) for m in objectives},
+                "p_adjusted": {m: adjusted.get(m, {}).get(cid) for m in objectives},
+                "significant": {m: significant(adjusted.get(m, {}).get(cid), ALPHA) for m in objectives},
+                "delta_vs_baseline": {
+                    m: (
+                        None
+                        if result["metrics"].get(m) is None or results[baseline_id]["metrics"].get(m) is None
+                        else result["metrics"][m] - results[baseline_id]["metrics"][m]
+                    )
+                    for m in objectives
+                },
+            }
+        )
     best = {}
     for metric in objectives:
-        scored = sorted((r for r in rows if r["metrics"].get(metric) is not None),
-                        key=lambda r: r["latency_ms_per_query"])  # ties: the faster configuration
+        scored = sorted(
+            (r for r in rows if r["metrics"].get(metric) is not None), key=lambda r: r["latency_ms_per_query"]
+        )  # ties: the faster configuration
         pick = best_of([(r["id"], r["metrics"][metric]) for r in scored], metric)
         if pick:
             best[metric] = pick
     main_metric = objectives[0]
     scored_rows = [r for r in rows if r["metrics"].get(main_metric) is not None]
-    pareto = pareto_front([(r["id"], r["metrics"][main_metric], r["latency_ms_per_query"]) for r in scored_rows],
-                          higher_is_better=not lower_is_better(main_metric))
-    report = {"baseline": baseline_id, "grid": grid.grid, "objectives": objectives, "configs": rows,
-              "directions": {m: ("lower" if lower_is_better(m) else "higher") for m in objectives},
-              "alpha": ALPHA, "best": best, "pareto": pareto, "pareto_axes": [main_metric, "latency_ms_per_query"]}
+    pareto = pareto_front(
+        [(r["id"], r["metrics"][main_metric], r["latency_ms_per_query"]) for r in scored_rows],
+        higher_is_better=not lower_is_better(main_metric),
+    )
+    report = {
+        "baseline": baseline_id,
+        "grid": grid.grid,
+        "objectives": objectives,
+        "configs": rows,
+        "directions": {m: ("lower" if lower_is_better(m) else "higher") for m in objectives},
+        "alpha": ALPHA,
+        "best": best,
+        "pareto": pareto,
+        "pareto_axes": [main_metric, "latency_ms_per_query"],
+    }
     write_csv(sweep_dir / "sweep.csv", rows, objectives)
     return report
 
@@ -387,16 +499,38 @@ def write_csv(path: Path, rows: list[dict[str, Any]], objectives: list[str]) -> 
     metric_names = sorted({k for r in rows for k in r["metrics"] if "@k" in k or k in objectives})
     with path.open("w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["id", *params, *metric_names,
-                    *[f"{m}_{s}" for m in objectives for s in ("ci_low", "ci_high", "p", "p_holm", "significant")],
-                    "seconds", "latency_ms_per_query", "peak_rss_mb"])
+        w.writerow(
+            [
+                "id",
+                *params,
+                *metric_names,
+                *[f"{m}_{s}" for m in objectives for s in ("ci_low", "ci_high", "p", "p_holm", "significant")],
+                "seconds",
+                "latency_ms_per_query",
+                "peak_rss_mb",
+            ]
+        )
         for r in rows:
-            w.writerow([
-                r["id"], *[r["params"].get(p) for p in params], *[r["metrics"].get(m) for m in metric_names],
-                *[v for m in objectives for v in (*(r["intervals"].get(m) or [None, None]), r["p_values"].get(m),
-                                                  r["p_adjusted"].get(m), r["significant"].get(m))],
-                r["seconds"], r["latency_ms_per_query"], r["peak_rss_mb"],
-            ])
+            w.writerow(
+                [
+                    r["id"],
+                    *[r["params"].get(p) for p in params],
+                    *[r["metrics"].get(m) for m in metric_names],
+                    *[
+                        v
+                        for m in objectives
+                        for v in (
+                            *(r["intervals"].get(m) or [None, None]),
+                            r["p_values"].get(m),
+                            r["p_adjusted"].get(m),
+                            r["significant"].get(m),
+                        )
+                    ],
+                    r["seconds"],
+                    r["latency_ms_per_query"],
+                    r["peak_rss_mb"],
+                ]
+            )
 
 
 def _rss_mb() -> float:
@@ -424,12 +558,17 @@ def sweep_table(report: dict[str, Any]) -> str:
             cells.append(f"{'n/a' if v is None else f'{v:.4f}'}{mark}".rjust(16))
         label = ", ".join(f"{k}={v}" for k, v in r["params"].items())
         lines.append(f"{label[:62]:<62} " + " ".join(cells) + f" {r['latency_ms_per_query']:>9.2f}")
-    lines.append(f"= baseline; * differs from the baseline (paired randomization test, Holm-adjusted p <= {report.get('alpha', ALPHA)})")
+    lines.append(
+        f"= baseline; * differs from the baseline (paired randomization test, Holm-adjusted p <= {report.get('alpha', ALPHA)})"
+    )
     lines.append("@k = at the configuration's own top_k; a depth deeper than a configuration's top_k is missing for it")
     if report.get("same_cases_for_choice_and_report"):
-        lines.append("note: \"best\" was chosen on the same cases it is reported on (no held-out split)")
-    lines.append("best: " + ", ".join(f"{m}: {cid}" for m, cid in report["best"].items())
-                 + (" (chosen on the dev split)" if report.get("verdict") else ""))
+        lines.append('note: "best" was chosen on the same cases it is reported on (no held-out split)')
+    lines.append(
+        "best: "
+        + ", ".join(f"{m}: {cid}" for m, cid in report["best"].items())
+        + (" (chosen on the dev split)" if report.get("verdict") else "")
+    )
     verdict = report.get("verdict")
     if verdict:
         main = verdict["objective"]
@@ -440,8 +579,10 @@ def sweep_table(report: dict[str, Any]) -> str:
             ci_text = "" if ci[0] is None else f" [{ci[0]:.3f}, {ci[1]:.3f}]"
             lines.append(f"test split ({verdict['cases']} cases), {role}: {cid}: {main} = {text}{ci_text}")
         if "p_value" in verdict:
-            lines.append(f"test split: chosen vs baseline p = {verdict['p_value']}"
-                         f"{' (significant)' if verdict['significant'] else ' (not significant)'}")
+            lines.append(
+                f"test split: chosen vs baseline p = {verdict['p_value']}"
+                f"{' (significant)' if verdict['significant'] else ' (not significant)'}"
+            )
     lines.append(f"Pareto set ({' vs '.join(report['pareto_axes'])}): " + ", ".join(report["pareto"]))
     return "\n".join(lines)
 
@@ -449,11 +590,22 @@ def sweep_table(report: dict[str, Any]) -> str:
 def run_sweep_cli(args) -> int:
     try:
         options = SweepOptions(
-            pipeline=args.pipeline, dataset=args.dataset, grid=args.grid, split=args.split, limit=args.limit,
-            sample=getattr(args, "sample", None), seed=getattr(args, "seed", 0), ks=getattr(args, "ks", None),
-            validate_dataset=not getattr(args, "no_validate", False), workers=getattr(args, "workers", None),
-            fresh_retrieval=getattr(args, "fresh_retrieval", False), out=args.out, name=args.name,
-            resume=args.resume, objectives=args.objective, answers=args.answers,
+            pipeline=args.pipeline,
+            dataset=args.dataset,
+            grid=args.grid,
+            split=args.split,
+            limit=args.limit,
+            sample=getattr(args, "sample", None),
+            seed=getattr(args, "seed", 0),
+            ks=getattr(args, "ks", None),
+            validate_dataset=not getattr(args, "no_validate", False),
+            workers=getattr(args, "workers", None),
+            fresh_retrieval=getattr(args, "fresh_retrieval", False),
+            out=args.out,
+            name=args.name,
+            resume=args.resume,
+            objectives=args.objective,
+            answers=args.answers,
             overrides=parse_overrides(args.set),
         )
         sweep_dir, report = run_sweep(options)

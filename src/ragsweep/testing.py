@@ -57,10 +57,13 @@ def quality_failures(report: Report, floors: dict[str, float]) -> list[str]:
         low, high = report.interval(metric)
         chance = report.chance(metric)
         n = (report.counts.get(metric) or {}).get("n", 0)
-        head = (f"{metric} = {_fmt(value)} < floor {floor}"
-                f" (95% CI [{_fmt(low)}, {_fmt(high)}], chance {_fmt(chance)}, n={n})"
-                if value is not None else f"{metric} was not computed (floor {floor}); known metrics: "
-                + ", ".join(sorted(m for m, v in report.metrics.items() if v is not None)[:20]))
+        head = (
+            f"{metric} = {_fmt(value)} < floor {floor}"
+            f" (95% CI [{_fmt(low)}, {_fmt(high)}], chance {_fmt(chance)}, n={n})"
+            if value is not None
+            else f"{metric} was not computed (floor {floor}); known metrics: "
+            + ", ".join(sorted(m for m, v in report.metrics.items() if v is not None)[:20])
+        )
         failures.append("\n".join([head, *worst_cases(report, metric)]))
     return failures
 
@@ -74,6 +77,7 @@ def assert_quality(pipeline: Any, dataset: Any, *, min: dict[str, float], **eval
     report = evaluate(pipeline, dataset, **evaluate_kwargs)
     failures = quality_failures(report, min) + failure_gate(report.judge, evaluate_kwargs.get("max_failure_rate"))
     if failures:
-        raise QualityError(f"{len(failures)} quality check(s) failed on {len(report.cases)} cases:\n"
-                           + "\n".join(failures), report)
+        raise QualityError(
+            f"{len(failures)} quality check(s) failed on {len(report.cases)} cases:\n" + "\n".join(failures), report
+        )
     return report

@@ -319,8 +319,11 @@ def chunk_index(text: str) -> tuple[tuple[str, ...], tuple[int, ...], dict[str, 
     for i, (_, _, terms, _) in enumerate(sentences):
         for term in terms:
             where.setdefault(term, []).append(i)
-    return (tuple(s[1] for s in sentences), tuple(s[3] for s in sentences),
-            {term: tuple(at) for term, at in where.items()})
+    return (
+        tuple(s[1] for s in sentences),
+        tuple(s[3] for s in sentences),
+        {term: tuple(at) for term, at in where.items()},
+    )
 
 
 @dataclass

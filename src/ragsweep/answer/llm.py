@@ -22,12 +22,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ragsweep.metrics.answer import is_refusal as metric_refusal
 from ragsweep.answer.base import IDK, Answer
 from ragsweep.hits import Hit
 from ragsweep.llm.client import LLMClient
 from ragsweep.llm.cost import CallEstimate, count_message_tokens
 from ragsweep.llm.settings import LLMSettings
+from ragsweep.metrics.answer import is_refusal as metric_refusal
 
 NOT_FOUND_RESPONSE = "No information found."
 
@@ -170,8 +170,14 @@ def is_refusal(text: str, extra_phrases: Sequence[str] = ()) -> bool:
     if not norm:
         return True
     prefixes = _REFUSAL_PREFIXES + tuple(_normalise(p) for p in extra_phrases if p)
-    if any(norm == p or norm.startswith(p + " ") or norm.startswith(p + ",") or norm.startswith(p + ".")
-           or norm.startswith(p + ";") for p in prefixes):
+    if any(
+        norm == p
+        or norm.startswith(p + " ")
+        or norm.startswith(p + ",")
+        or norm.startswith(p + ".")
+        or norm.startswith(p + ";")
+        for p in prefixes
+    ):
         return True
     if norm in {"none", "no answer", "not found", "not available", "unknown", "n/a"}:
         return True
@@ -283,8 +289,11 @@ def estimate_answer_calls(
         if not hits:
             skipped += 1
             continue
-        est.add(1, count_message_tokens(build_messages(question, hits, template, chunk_format), settings.model),
-                settings.max_tokens)
+        est.add(
+            1,
+            count_message_tokens(build_messages(question, hits, template, chunk_format), settings.model),
+            settings.max_tokens,
+        )
     est.notes.append(f"completion tokens are the max_tokens={settings.max_tokens} bound per call")
     if skipped:
         est.notes.append(f"{skipped} question(s) without hits need no call")

@@ -28,8 +28,8 @@ MINI_CONTRACTS = (
 
 CUAD_SOURCE = (
     "CUAD v1 (Contract Understanding Atticus Dataset), The Atticus Project, licence CC BY 4.0\n"
-    "(https://www.atticusprojectai.org/cuad; Hendrycks et al., \"CUAD: An Expert-Annotated NLP\n"
-    "Dataset for Legal Contract Review\", NeurIPS 2021 Datasets and Benchmarks).\n"
+    '(https://www.atticusprojectai.org/cuad; Hendrycks et al., "CUAD: An Expert-Annotated NLP\n'
+    'Dataset for Legal Contract Review", NeurIPS 2021 Datasets and Benchmarks).\n'
     "Copied from: github maastrichtlawtech/law3027-advanced-legal-analytics @\n"
     "77c8f5a3cc2e6e5e3793b43f84a3bc097a414f9e, data/CUAD_v1/ (master_clauses.csv, full_contract_pdf,\n"
     "full_contract_txt); category_descriptions.csv from github TheAtticusProject/cuad @\n"
@@ -54,7 +54,10 @@ def build_cuad(src: Path, dest: Path) -> None:
     cases = import_cuad(src / "cuad/master_clauses.csv", src / "cuad/category_descriptions.csv", out, src / "cuad/pdf")
     n, un, dev, ev = _counts(cases)
     n_docs = len(list((out / "docs").iterdir()))
-    _write(out / "dataset.yaml", "name: cuad\nrelevance: evidence_offsets\nevidence_min_overlap_fraction: 0.5\nevidence_min_overlap_chars: 100\n")
+    _write(
+        out / "dataset.yaml",
+        "name: cuad\nrelevance: evidence_offsets\nevidence_min_overlap_fraction: 0.5\nevidence_min_overlap_chars: 100\n",
+    )
     _write(
         out / "README.md",
         f"""# cuad — 40 CUAD contracts (PDF) x 41 clause categories
@@ -107,7 +110,7 @@ Source: github pathwaycom/pathway @ 8e7f101e, `integration_tests/rag_evals/datas
 
 ## What is here
 - `docs/`: the {len(present)} labelled contracts whose PDF is among the 40 PDFs we ship in `../cuad/`:
-{chr(10).join('  - `' + p + '`' for p in present)}
+{chr(10).join("  - `" + p + "`" for p in present)}
   The other {len(missing)} of the 25 labelled contracts are **not** included: we have no PDF for them
   (one of them, TomOnlineInc, is a .docx in Pathway's set).
 - `cases.jsonl`: {n} cases = {len(PATHWAY_QUESTIONS)} categories x {len(present)} contracts, question =
@@ -138,7 +141,10 @@ def build_cuad_mini(src: Path, dest: Path) -> None:
     )
     n, un, dev, ev = _counts(cases)
     names = sorted(p.name for p in (out / "docs").iterdir())
-    _write(out / "dataset.yaml", "name: cuad-mini\nrelevance: evidence_offsets\nevidence_min_overlap_fraction: 0.5\nevidence_min_overlap_chars: 100\n")
+    _write(
+        out / "dataset.yaml",
+        "name: cuad-mini\nrelevance: evidence_offsets\nevidence_min_overlap_fraction: 0.5\nevidence_min_overlap_chars: 100\n",
+    )
     _write(
         out / "README.md",
         f"""# cuad-mini — 3 CUAD contracts (plain text) x 41 categories, for quick runs and tests
@@ -148,7 +154,7 @@ def build_cuad_mini(src: Path, dest: Path) -> None:
 ## What is here
 - `docs/`: 3 small contracts as CUAD's plain-text version (no PDF parsing needed; every evidence span
   occurs verbatim in them after whitespace normalisation):
-{chr(10).join('  - `' + p + '`' for p in names)}
+{chr(10).join("  - `" + p + "`" for p in names)}
 - `cases.jsonl`: {n} cases ({un} unanswerable, {n - un} answerable with {ev} evidence spans), made exactly
   as in `../cuad/` (see its README) but with the `.txt` doc ids. Split: {dev} dev / {n - dev} test.
 - `dataset.yaml`: relevance rule `evidence_offsets`.

@@ -73,19 +73,26 @@ def _clean(value: object) -> str:
 def read_source(source: str | Path) -> Source:
     """The Chinese topic files from a wheel, a folder of ``*.yml`` or the installed package."""
     if str(source) == "installed":
-        import chatterbot_corpus  # noqa: F401 - only to locate it
         from importlib.metadata import version
+
+        import chatterbot_corpus  # noqa: F401 - only to locate it
 
         folder = Path(chatterbot_corpus.__file__).parent / "data" / "chinese"
         src = read_source(folder)
-        return Source(f"installed chatterbot-corpus {version('chatterbot-corpus')}", src.files,
-                      version=version("chatterbot-corpus"))
+        return Source(
+            f"installed chatterbot-corpus {version('chatterbot-corpus')}",
+            src.files,
+            version=version("chatterbot-corpus"),
+        )
     path = Path(source)
     if path.is_file() and path.suffix == ".whl":
         data = path.read_bytes()
         with zipfile.ZipFile(path) as zf:
-            files = {Path(n).name: zf.read(n).decode("utf-8") for n in sorted(zf.namelist())
-                     if n.startswith(LANGUAGE_DIR) and n.endswith(".yml")}
+            files = {
+                Path(n).name: zf.read(n).decode("utf-8")
+                for n in sorted(zf.namelist())
+                if n.startswith(LANGUAGE_DIR) and n.endswith(".yml")
+            }
         match = re.match(r"chatterbot_corpus-([^-]+)-", path.name)
         return Source(path.name, files, hashlib.sha256(data).hexdigest(), match.group(1) if match else None)
     if path.is_dir():
@@ -125,15 +132,17 @@ def build(source: Source, max_answers: int = DEFAULT_MAX_ANSWERS) -> Built:
             dropped.append((question, len(ids)))
             continue
         case_id = f"cbzh-{short_hash(question)}"
-        cases.append(Case(
-            id=case_id,
-            question=question,
-            type=topic_of[question],
-            relevant_ids=list(ids),
-            reference_answer=docs[ids[0]],
-            split=split_for(case_id),
-            meta={"answers": len(ids)},
-        ))
+        cases.append(
+            Case(
+                id=case_id,
+                question=question,
+                type=topic_of[question],
+                relevant_ids=list(ids),
+                reference_answer=docs[ids[0]],
+                split=split_for(case_id),
+                meta={"answers": len(ids)},
+            )
+        )
     cases.sort(key=lambda c: c.id)
     if len({c.id for c in cases}) != len(cases):
         raise ValueError("two questions share a case id (hash collision): lengthen the hash")
@@ -208,8 +217,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     source = read_source(args.source)
     built = build(source, args.max_answers)
     write(built, source, args.out_dir, args.max_answers)
-    print(f"{args.out_dir}: {len(built.docs)} documents, {len(built.cases)} cases "
-          f"({len(built.dropped_many_answers)} questions with > {args.max_answers} replies left out)")
+    print(
+        f"{args.out_dir}: {len(built.docs)} documents, {len(built.cases)} cases "
+        f"({len(built.dropped_many_answers)} questions with > {args.max_answers} replies left out)"
+    )
     return 0
 
 

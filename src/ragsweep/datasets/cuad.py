@@ -49,7 +49,7 @@ STATEMENT_QUESTIONS = {
 def _strip_label(value: str, label: str) -> str:
     value = value.strip()
     prefix = f"{label}:"
-    return value[len(prefix):].strip() if value.startswith(prefix) else value
+    return value[len(prefix) :].strip() if value.startswith(prefix) else value
 
 
 def read_categories(descriptions_csv: str | Path) -> dict[str, dict[str, str]]:

@@ -89,7 +89,15 @@ FOREIGN_KEYS = frozenset(
     [k for names in _ALIASES.values() for k in names if k not in CANONICAL_FIELDS] + [_AMBIGUOUS_ANSWER]
 )
 # a record holding one of these is shaped like ragas' (its ``answer`` is the system's)
-_RAGAS_SHAPE = ("reference_answer", "reference", "ground_truth", "ground_truths", "retrieved_contexts", "contexts", "context")
+_RAGAS_SHAPE = (
+    "reference_answer",
+    "reference",
+    "ground_truth",
+    "ground_truths",
+    "retrieved_contexts",
+    "contexts",
+    "context",
+)
 # keys of a JSON object under which its records are listed
 RECORD_LIST_KEYS = ("samples", "cases", "data", "examples", "records", "items")
 
@@ -143,9 +151,7 @@ def _text_of(item: dict[str, Any]) -> Any:
 def _evidence_item(item: Any) -> Any:
     if isinstance(item, dict):
         text = _text_of(item)
-        doc = next(
-            (item[k] for k in ("doc_id", "source", "file", "document", "path") if k in item), None
-        )
+        doc = next((item[k] for k in ("doc_id", "source", "file", "document", "path") if k in item), None)
         if text is None:
             return item  # let pydantic report it
         return {"text": text, "doc_id": doc} if doc is not None else {"text": text}
@@ -289,11 +295,20 @@ def _json_records(raw: str, data: Any, name: str) -> tuple[list[tuple[int, Any]]
         keys = [k for k in RECORD_LIST_KEYS if isinstance(data.get(k), list)]
         if len(keys) != 1:
             found = f"; it has {', '.join(repr(k) for k in keys)}" if keys else ""
-            return [], {}, [Problem(
-                name, 1, None,
-                "a .json file must hold a list of records, or an object with one list of records under "
-                + " or ".join(repr(k) for k in RECORD_LIST_KEYS) + found,
-            )]
+            return (
+                [],
+                {},
+                [
+                    Problem(
+                        name,
+                        1,
+                        None,
+                        "a .json file must hold a list of records, or an object with one list of records under "
+                        + " or ".join(repr(k) for k in RECORD_LIST_KEYS)
+                        + found,
+                    )
+                ],
+            )
         key = keys[0]
         header = {k: v for k, v in data.items() if k != key}
     else:
@@ -348,9 +363,7 @@ def _items(raw: str, i: int) -> tuple[list[int], int]:
     return out, i + 1
 
 
-def read_cases_file(
-    path: str | Path, *, display_name: str | None = None, derive_ids: bool = False
-) -> CasesFile:
+def read_cases_file(path: str | Path, *, display_name: str | None = None, derive_ids: bool = False) -> CasesFile:
     """Parse a JSONL file, a JSON array or a JSON object of records into cases, collecting every problem.
 
     Returns the cases that parsed, the problems (malformed JSON, field errors, empty file) and
@@ -496,11 +509,16 @@ def resolve_doc_ids(cases: Iterable[Case], doc_ids: Iterable[str], file: str) ->
         if len(found) == 1:
             return found[0]
         if len(found) > 1:
-            problems.append(Problem(
-                file, line_of(case), field,
-                f"case {case.id!r}: {ref!r} names {len(found)} documents: "
-                + ", ".join(repr(d) for d in found) + " (give the file extension)",
-            ))
+            problems.append(
+                Problem(
+                    file,
+                    line_of(case),
+                    field,
+                    f"case {case.id!r}: {ref!r} names {len(found)} documents: "
+                    + ", ".join(repr(d) for d in found)
+                    + " (give the file extension)",
+                )
+            )
         return ref
 
     for case in cases:
@@ -558,9 +576,7 @@ _RELEVANCE_KEYS = {
 }
 
 
-def relevance_from_settings(
-    settings: dict[str, Any], cases: list[Case]
-) -> tuple[RelevanceConfig, list[Problem]]:
+def relevance_from_settings(settings: dict[str, Any], cases: list[Case]) -> tuple[RelevanceConfig, list[Problem]]:
     """Build the relevance config; default rule = evidence_offsets if any case has evidence else doc_id."""
     problems: list[Problem] = []
     rule = settings.get("relevance")
@@ -568,7 +584,12 @@ def relevance_from_settings(
         rule = "evidence_offsets" if any(c.evidence for c in cases) else "doc_id"
     elif rule not in RELEVANCE_RULES:
         problems.append(
-            Problem("dataset.yaml", None, "relevance", f"unknown rule {rule!r}; expected one of {', '.join(RELEVANCE_RULES)}")
+            Problem(
+                "dataset.yaml",
+                None,
+                "relevance",
+                f"unknown rule {rule!r}; expected one of {', '.join(RELEVANCE_RULES)}",
+            )
         )
         rule = "evidence_offsets" if any(c.evidence for c in cases) else "doc_id"
     params = {k: settings[k] for k in _RELEVANCE_KEYS if k in settings}

@@ -87,9 +87,11 @@ _PARSER = None
 
 
 def _needs_change(text: str) -> bool:
-    return (any(ch in TANTIVY_SYNTAX or (ch.isspace() and ch not in _PLAIN_SPACE) for ch in text)
-            or any(w in _BOOLEAN_WORDS or len(w.encode()) >= TANTIVY_MAX_WORD_BYTES for w in text.split())
-            or not _parses(text))
+    return (
+        any(ch in TANTIVY_SYNTAX or (ch.isspace() and ch not in _PLAIN_SPACE) for ch in text)
+        or any(w in _BOOLEAN_WORDS or len(w.encode()) >= TANTIVY_MAX_WORD_BYTES for w in text.split())
+        or not _parses(text)
+    )
 
 
 def tantivy_safe(text: str) -> str:
@@ -109,8 +111,9 @@ def tantivy_safe(text: str) -> str:
     if not _needs_change(text):
         return text
     cleaned = "".join(" " if ch in TANTIVY_SYNTAX or ch.isspace() else ch for ch in text)
-    kept = " ".join(w.lower() if w in _BOOLEAN_WORDS else w for w in cleaned.split()
-                    if len(w.encode()) < TANTIVY_MAX_WORD_BYTES)
+    kept = " ".join(
+        w.lower() if w in _BOOLEAN_WORDS else w for w in cleaned.split() if len(w.encode()) < TANTIVY_MAX_WORD_BYTES
+    )
     if kept and not _parses(kept):
         kept = " ".join(w for w in clean_query(kept).split() if len(w.encode()) < TANTIVY_MAX_WORD_BYTES)
     return kept

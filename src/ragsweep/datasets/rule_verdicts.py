@@ -50,13 +50,32 @@ CATEGORIES: dict[str, str] = {
 }
 
 # ----------------------------------------------------------------- dates
-_MONTHS = {m: i for i, m in enumerate(
-    ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-     "november", "december"], start=1)}
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        [
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ],
+        start=1,
+    )
+}
 _MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())})
 _MONTHS["sept"] = 9
-_MONTH_RE = r"(january|february|march|april|may|june|july|august|september|october|november|december|" \
-            r"jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)\.?"
+_MONTH_RE = (
+    r"(january|february|march|april|may|june|july|august|september|october|november|december|"
+    r"jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)\.?"
+)
 _DAY_RE = r"(\d{1,2})(?:st|nd|rd|th)?"
 _YEAR_RE = r"(\d{4}|'\d{2})"
 _DATE_PATTERNS = [
@@ -106,24 +125,111 @@ def reference_date(label: str) -> dt.date | None:
 
 
 # ----------------------------------------------------------------- places
-_US_STATES = ["alabama", "alaska", "arizona", "arkansas", "california", "colorado", "connecticut", "delaware",
-              "florida", "georgia", "hawaii", "idaho", "illinois", "indiana", "iowa", "kansas", "kentucky",
-              "louisiana", "maine", "maryland", "massachusetts", "michigan", "minnesota", "mississippi", "missouri",
-              "montana", "nebraska", "nevada", "new hampshire", "new jersey", "new mexico", "new york",
-              "north carolina", "north dakota", "ohio", "oklahoma", "oregon", "pennsylvania", "rhode island",
-              "south carolina", "south dakota", "tennessee", "texas", "utah", "vermont", "virginia", "washington",
-              "west virginia", "wisconsin", "wyoming", "district of columbia"]
-_OTHER_PLACES = ["israel", "india", "italy", "kazakhstan", "china", "england", "united states", "canada", "ontario",
-                 "british columbia", "quebec", "germany", "france", "switzerland", "netherlands", "hong kong",
-                 "singapore", "japan", "korea", "australia", "ireland", "scotland", "sweden", "spain", "mexico",
-                 "brazil", "cayman islands", "bermuda", "luxembourg", "taiwan"]
+_US_STATES = [
+    "alabama",
+    "alaska",
+    "arizona",
+    "arkansas",
+    "california",
+    "colorado",
+    "connecticut",
+    "delaware",
+    "florida",
+    "georgia",
+    "hawaii",
+    "idaho",
+    "illinois",
+    "indiana",
+    "iowa",
+    "kansas",
+    "kentucky",
+    "louisiana",
+    "maine",
+    "maryland",
+    "massachusetts",
+    "michigan",
+    "minnesota",
+    "mississippi",
+    "missouri",
+    "montana",
+    "nebraska",
+    "nevada",
+    "new hampshire",
+    "new jersey",
+    "new mexico",
+    "new york",
+    "north carolina",
+    "north dakota",
+    "ohio",
+    "oklahoma",
+    "oregon",
+    "pennsylvania",
+    "rhode island",
+    "south carolina",
+    "south dakota",
+    "tennessee",
+    "texas",
+    "utah",
+    "vermont",
+    "virginia",
+    "washington",
+    "west virginia",
+    "wisconsin",
+    "wyoming",
+    "district of columbia",
+]
+_OTHER_PLACES = [
+    "israel",
+    "india",
+    "italy",
+    "kazakhstan",
+    "china",
+    "england",
+    "united states",
+    "canada",
+    "ontario",
+    "british columbia",
+    "quebec",
+    "germany",
+    "france",
+    "switzerland",
+    "netherlands",
+    "hong kong",
+    "singapore",
+    "japan",
+    "korea",
+    "australia",
+    "ireland",
+    "scotland",
+    "sweden",
+    "spain",
+    "mexico",
+    "brazil",
+    "cayman islands",
+    "bermuda",
+    "luxembourg",
+    "taiwan",
+]
 _ALIASES = {
-    "england and wales": "england", "united kingdom": "england", "uk": "england", "u.k.": "england",
-    "great britain": "england", "people's republic of china": "china", "prc": "china", "p.r.c.": "china",
-    "usa": "united states", "u.s.a.": "united states", "u.s.": "united states", "united states of america": "united states",
-    "republic of kazakhstan": "kazakhstan", "state of israel": "israel", "republic of india": "india",
-    "commonwealth of pennsylvania": "pennsylvania", "commonwealth of massachusetts": "massachusetts",
-    "commonwealth of virginia": "virginia", "commonwealth of kentucky": "kentucky",
+    "england and wales": "england",
+    "united kingdom": "england",
+    "uk": "england",
+    "u.k.": "england",
+    "great britain": "england",
+    "people's republic of china": "china",
+    "prc": "china",
+    "p.r.c.": "china",
+    "usa": "united states",
+    "u.s.a.": "united states",
+    "u.s.": "united states",
+    "united states of america": "united states",
+    "republic of kazakhstan": "kazakhstan",
+    "state of israel": "israel",
+    "republic of india": "india",
+    "commonwealth of pennsylvania": "pennsylvania",
+    "commonwealth of massachusetts": "massachusetts",
+    "commonwealth of virginia": "virginia",
+    "commonwealth of kentucky": "kentucky",
 }
 _PLACE_NAMES = sorted(set(_US_STATES) | set(_OTHER_PLACES) | set(_ALIASES), key=len, reverse=True)
 _PLACE_RE = re.compile(r"(?<![a-z])(" + "|".join(re.escape(p) for p in _PLACE_NAMES) + r")(?![a-z])", re.I)
@@ -140,25 +246,56 @@ def places_in(text: str) -> set[str]:
     if "united states" in out and out & set(_US_STATES):
         out.discard("united states")
     # "England" inside "New England" is not England
-    if "england" in out and re.search(r"new\s+england", text or "", re.I) and not re.search(
-            r"(?<!new )\bengland\b", text or "", re.I):
+    if (
+        "england" in out
+        and re.search(r"new\s+england", text or "", re.I)
+        and not re.search(r"(?<!new )\bengland\b", text or "", re.I)
+    ):
         out.discard("england")
     return out
 
 
 # ----------------------------------------------------------------- periods
 _NUMBER_WORDS = {
-    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
-    "eleven": 11, "twelve": 12, "fifteen": 15, "eighteen": 18, "twenty": 20, "thirty": 30, "forty": 40,
-    "forty-five": 45, "forty five": 45, "fifty": 50, "sixty": 60, "sixty-five": 65, "sixty five": 65,
-    "seventy": 70, "seventy-five": 75, "eighty": 80, "ninety": 90, "one hundred twenty": 120,
-    "one hundred and twenty": 120, "one hundred eighty": 180, "one hundred and eighty": 180,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "fifteen": 15,
+    "eighteen": 18,
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "forty-five": 45,
+    "forty five": 45,
+    "fifty": 50,
+    "sixty": 60,
+    "sixty-five": 65,
+    "sixty five": 65,
+    "seventy": 70,
+    "seventy-five": 75,
+    "eighty": 80,
+    "ninety": 90,
+    "one hundred twenty": 120,
+    "one hundred and twenty": 120,
+    "one hundred eighty": 180,
+    "one hundred and eighty": 180,
 }
 _UNIT_DAYS = {"day": 1.0, "week": 7.0, "month": 365.25 / 12, "year": 365.25}
 _NUM_RE = r"(\d+(?:\.\d+)?|" + "|".join(re.escape(w) for w in sorted(_NUMBER_WORDS, key=len, reverse=True)) + ")"
 _PERIOD_RE = re.compile(
     rf"(?<![\w-]){_NUM_RE}\s*(?:\(\s*\d+(?:\.\d+)?\s*\)\s*)?[-\s]?\s*(?:\(\s*\d+\s*\)\s*)?"
-    r"(?:calendar\s+|business\s+|working\s+|consecutive\s+|full\s+)?(day|week|month|year)s?\b", re.I)
+    r"(?:calendar\s+|business\s+|working\s+|consecutive\s+|full\s+)?(day|week|month|year)s?\b",
+    re.I,
+)
 _HALF_RE = re.compile(r"(?<![\w-])(?:one[-\s])?half(?:\s+an?\s+|[-\s]+)(day|week|month|year)s?\b", re.I)
 _TOLERANCE = 0.03
 
@@ -252,8 +389,9 @@ def select_cases(rows: Sequence[dict[str, Any]], per_category: int | None = None
     return out
 
 
-def label_records(cases: Sequence[dict[str, Any]], records: dict[str, dict[str, Any]],
-                  model: str) -> tuple[list[dict[str, Any]], dict[str, int]]:
+def label_records(
+    cases: Sequence[dict[str, Any]], records: dict[str, dict[str, Any]], model: str
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Each case whose run answer the rule decides, with its ``reference_verdict``; and counts."""
     from ragsweep.answer.llm import is_refusal
 
@@ -276,7 +414,9 @@ def label_records(cases: Sequence[dict[str, Any]], records: dict[str, dict[str, 
         counts["correct" if verdict else "wrong"] += 1
         row = dict(case)
         row["reference_verdict"] = {
-            "answer": text, "is_correct": verdict, "source": RULE_SOURCE.format(kind=kind),
+            "answer": text,
+            "is_correct": verdict,
+            "source": RULE_SOURCE.format(kind=kind),
             "note": f"answer by {model}; rule-based, not a human label",
         }
         out.append(row)
@@ -303,8 +443,10 @@ def _main(argv: Sequence[str] | None = None) -> int:
         return 0
     cases = [json.loads(line) for line in Path(args.cases).read_text(encoding="utf-8").splitlines() if line.strip()]
     run = Path(args.run)
-    records = {r["id"]: r for r in (json.loads(line) for line in (run / "cases.jsonl").read_text().splitlines()
-                                    if line.strip())}
+    records = {
+        r["id"]: r
+        for r in (json.loads(line) for line in (run / "cases.jsonl").read_text().splitlines() if line.strip())
+    }
     report = json.loads((run / "report.json").read_text())
     model = (report.get("manifest", {}).get("llm") or {}).get("model", "unknown model")
     labelled, counts = label_records(cases, records, model)

@@ -281,7 +281,5 @@ def list_doc_ids(docs_dir: Path) -> list[str]:
     if not docs_dir.is_dir():
         return []
     return sorted(
-        p.relative_to(docs_dir).as_posix()
-        for p in docs_dir.rglob("*")
-        if p.is_file() and not p.name.startswith(".")
+        p.relative_to(docs_dir).as_posix() for p in docs_dir.rglob("*") if p.is_file() and not p.name.startswith(".")
     )

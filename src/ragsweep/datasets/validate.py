@@ -65,27 +65,36 @@ def validate_cases(
         else:
             first_line[case.id] = line
         if case.unanswerable and case.has_relevance:
-            what = " and ".join(
-                n for n, v in (("relevant_ids", case.relevant_ids), ("evidence", case.evidence)) if v
-            )
+            what = " and ".join(n for n, v in (("relevant_ids", case.relevant_ids), ("evidence", case.evidence)) if v)
             problems.append(Problem(file, line, "unanswerable", f"an unanswerable case must not have {what}"))
         # a case with a pre-computed response is scored on its answer as given: retrieval
         # relevance is optional for it (retrieval metrics count it as missing)
         if not case.unanswerable and not case.has_relevance and case.response is None:
             problems.append(
-                Problem(file, line, "relevant_ids", "answerable case without relevance information (no relevant_ids and no evidence)")
+                Problem(
+                    file,
+                    line,
+                    "relevant_ids",
+                    "answerable case without relevance information (no relevant_ids and no evidence)",
+                )
             )
         if rule == "doc_id" and not case.unanswerable and not case.relevant_ids and case.evidence:
             if not any(e.doc_id for e in case.evidence):
                 problems.append(
-                    Problem(file, line, "relevant_ids", "relevance rule doc_id needs relevant_ids or evidence with doc_id")
+                    Problem(
+                        file, line, "relevant_ids", "relevance rule doc_id needs relevant_ids or evidence with doc_id"
+                    )
                 )
         if not clean_query(case.question):
-            problems.append(Problem(
-                file, line, "question",
-                f"case {case.id!r}: question empty after cleaning (nothing but punctuation, symbols or "
-                "emoji is left for the query parser): there is nothing to search for",
-            ))
+            problems.append(
+                Problem(
+                    file,
+                    line,
+                    "question",
+                    f"case {case.id!r}: question empty after cleaning (nothing but punctuation, symbols or "
+                    "emoji is left for the query parser): there is nothing to search for",
+                )
+            )
         for i, d in enumerate(case.doc_scope or []):
             reason = unscopable_reason(d)
             if reason:
@@ -94,21 +103,31 @@ def validate_cases(
             missing = "is not among the dataset's documents (docs/)"
             for i, r in enumerate(case.relevant_ids):
                 if r.id not in doc_ids:
-                    problems.append(Problem(file, line, f"relevant_ids[{i}]", f"case {case.id!r}: relevant id {r.id!r} {missing}"))
+                    problems.append(
+                        Problem(file, line, f"relevant_ids[{i}]", f"case {case.id!r}: relevant id {r.id!r} {missing}")
+                    )
             for i, d in enumerate(case.doc_scope or []):
                 if d not in doc_ids:
                     problems.append(Problem(file, line, f"doc_scope[{i}]", f"case {case.id!r}: {d!r} {missing}"))
             for i, e in enumerate(case.evidence):
                 if e.doc_id is not None and e.doc_id not in doc_ids:
-                    problems.append(Problem(file, line, f"evidence[{i}].doc_id", f"case {case.id!r}: {e.doc_id!r} {missing}"))
+                    problems.append(
+                        Problem(file, line, f"evidence[{i}].doc_id", f"case {case.id!r}: {e.doc_id!r} {missing}")
+                    )
         if case.doc_scope:
             scope = set(case.doc_scope)
             for i, r in enumerate(case.relevant_ids):
                 if r.grade >= 1 and r.id not in scope:
-                    problems.append(Problem(file, line, f"relevant_ids[{i}]", f"case {case.id!r}: {r.id!r} is outside doc_scope"))
+                    problems.append(
+                        Problem(file, line, f"relevant_ids[{i}]", f"case {case.id!r}: {r.id!r} is outside doc_scope")
+                    )
             for i, e in enumerate(case.evidence):
                 if e.doc_id is not None and e.doc_id not in scope:
-                    problems.append(Problem(file, line, f"evidence[{i}].doc_id", f"case {case.id!r}: {e.doc_id!r} is outside doc_scope"))
+                    problems.append(
+                        Problem(
+                            file, line, f"evidence[{i}].doc_id", f"case {case.id!r}: {e.doc_id!r} is outside doc_scope"
+                        )
+                    )
     return problems
 
 
@@ -124,18 +143,23 @@ def offset_mismatch(evidence: Evidence, parsed_text: str) -> str | None:
     if start is None or end is None:
         return None
     if end > len(parsed_text):
-        return (f"offsets [{start}, {end}) run past the end of the parsed text of {evidence.doc_id!r} "
-                f"({len(parsed_text)} characters)")
+        return (
+            f"offsets [{start}, {end}) run past the end of the parsed text of {evidence.doc_id!r} "
+            f"({len(parsed_text)} characters)"
+        )
     found = parsed_text[start:end]
     if normalize(found) != normalize(evidence.text):
-        return (f"the parsed text of {evidence.doc_id!r} at [{start}, {end}) is {_shown(found)}, not the quote "
-                f"{_shown(evidence.text)} (compared after normalising quotes, dashes, Unicode forms, case and "
-                "whitespace)")
+        return (
+            f"the parsed text of {evidence.doc_id!r} at [{start}, {end}) is {_shown(found)}, not the quote "
+            f"{_shown(evidence.text)} (compared after normalising quotes, dashes, Unicode forms, case and "
+            "whitespace)"
+        )
     return None
 
 
-def validate_offsets(cases: Sequence[Case], file: str, texts: Mapping[str, str],
-                     unparsed: Mapping[str, str] | None = None) -> list[Problem]:
+def validate_offsets(
+    cases: Sequence[Case], file: str, texts: Mapping[str, str], unparsed: Mapping[str, str] | None = None
+) -> list[Problem]:
     """Evidence offsets checked against the parsed texts (``{doc_id: text}``); ``unparsed``:
     ``{doc_id: reason}`` of documents the parse skipped. A document in neither is not checked
     here (an id missing from docs/ is its own problem)."""
@@ -146,8 +170,10 @@ def validate_offsets(cases: Sequence[Case], file: str, texts: Mapping[str, str],
             if not ev.has_offsets:
                 continue
             if ev.doc_id in unparsed:
-                why = (f"offsets [{ev.start}, {ev.end}) cannot be checked: {ev.doc_id!r} could not be parsed "
-                       f"({unparsed[ev.doc_id]})")
+                why = (
+                    f"offsets [{ev.start}, {ev.end}) cannot be checked: {ev.doc_id!r} could not be parsed "
+                    f"({unparsed[ev.doc_id]})"
+                )
             elif ev.doc_id in texts:
                 why = offset_mismatch(ev, texts[ev.doc_id])
             else:
@@ -176,16 +202,20 @@ def _offset_problems(cases: Sequence[Case], file: str, docs_dir: Path | None) ->
     return validate_offsets(cases, file, texts, unparsed)
 
 
-def validate_cases_file(path: str | Path, doc_ids: set[str] | None = None, rule: str | None = None,
-                        docs_dir: str | Path | None = None) -> list[Problem]:
+def validate_cases_file(
+    path: str | Path, doc_ids: set[str] | None = None, rule: str | None = None, docs_dir: str | Path | None = None
+) -> list[Problem]:
     """Validate one cases file (JSONL or JSON) on its own or against a set of document ids
     (unique file stems among them are resolved first); with ``docs_dir``, evidence offsets
     are checked against its parsed documents."""
     path = Path(path)
     cases, problems = read_cases(path)
     ambiguous = resolve_doc_ids(cases, doc_ids, path.name) if doc_ids is not None else []
-    return (problems + _merge(ambiguous, validate_cases(cases, path.name, doc_ids, rule))
-            + _offset_problems(cases, path.name, Path(docs_dir) if docs_dir is not None else None))
+    return (
+        problems
+        + _merge(ambiguous, validate_cases(cases, path.name, doc_ids, rule))
+        + _offset_problems(cases, path.name, Path(docs_dir) if docs_dir is not None else None)
+    )
 
 
 def _merge(ambiguous: list[Problem], problems: list[Problem]) -> list[Problem]:

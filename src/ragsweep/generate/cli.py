@@ -41,24 +41,40 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--docs", help="documents folder (default with --from-failures: the run's)")
     p.add_argument("--out", required=True, help="the dataset folder to write, e.g. datasets/mine")
     p.add_argument("--n", type=_count, default=200, help="number of cases (default 200)")
-    p.add_argument("--types", type=_types, default=list(KINDS),
-                   help=f"kinds of question, split evenly (default {','.join(KINDS)})")
+    p.add_argument(
+        "--types", type=_types, default=list(KINDS), help=f"kinds of question, split evenly (default {','.join(KINDS)})"
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the passage sampling and the dev/test split")
     p.add_argument("--dry-run", action="store_true", help="print the LLM calls and tokens it would take, then stop")
-    p.add_argument("--from-failures", metavar="RUN_DIR",
-                   help="propose new cases from the failed cases of an eval run (same type, other documents)")
-    p.add_argument("--dedupe-threshold", type=_fraction, default=0.9,
-                   help="cosine similarity from which a question is a near-duplicate (default 0.9)")
+    p.add_argument(
+        "--from-failures",
+        metavar="RUN_DIR",
+        help="propose new cases from the failed cases of an eval run (same type, other documents)",
+    )
+    p.add_argument(
+        "--dedupe-threshold",
+        type=_fraction,
+        default=0.9,
+        help="cosine similarity from which a question is a near-duplicate (default 0.9)",
+    )
     p.add_argument("--test-fraction", type=_fraction, default=0.5, help="share of each kind in the test split")
-    p.add_argument("--oversample", type=float, default=1.5,
-                   help="candidates proposed per case needed, to make up for drops (default 1.5)")
+    p.add_argument(
+        "--oversample",
+        type=float,
+        default=1.5,
+        help="candidates proposed per case needed, to make up for drops (default 1.5)",
+    )
     p.add_argument("--max-rounds", type=_count, default=3, help="rounds of proposals to replace drops (default 3)")
-    p.add_argument("--check-k", type=_count, help="chunks retrieved to check an unanswerable question "
-                   "(default: the pipeline's top_k)")
+    p.add_argument(
+        "--check-k",
+        type=_count,
+        help="chunks retrieved to check an unanswerable question (default: the pipeline's top_k)",
+    )
     p.add_argument("--link-docs", action="store_true", help="symlink docs/ instead of copying the documents")
     p.add_argument("--force", action="store_true", help="replace a non-empty --out folder")
-    p.add_argument("--workers", type=_count, metavar="N",
-                   help="processes parsing the documents (see `index --workers`)")
+    p.add_argument(
+        "--workers", type=_count, metavar="N", help="processes parsing the documents (see `index --workers`)"
+    )
 
 
 def run_generate_cli(args) -> int:
@@ -68,12 +84,24 @@ def run_generate_cli(args) -> int:
 
     try:
         options = GenerateOptions(
-            docs=args.docs, out=args.out, n=args.n, types=args.types, seed=args.seed, pipeline=args.pipeline,
-            overrides=parse_overrides(getattr(args, "set", None)), dry_run=args.dry_run,
-            from_failures=args.from_failures, dedupe_threshold=args.dedupe_threshold,
-            test_fraction=args.test_fraction, oversample=max(1.0, args.oversample), max_rounds=args.max_rounds,
-            check_k=args.check_k, link_docs=args.link_docs, force=args.force,
-            workers=getattr(args, "workers", None), command="ragsweep " + " ".join(sys.argv[1:]),
+            docs=args.docs,
+            out=args.out,
+            n=args.n,
+            types=args.types,
+            seed=args.seed,
+            pipeline=args.pipeline,
+            overrides=parse_overrides(getattr(args, "set", None)),
+            dry_run=args.dry_run,
+            from_failures=args.from_failures,
+            dedupe_threshold=args.dedupe_threshold,
+            test_fraction=args.test_fraction,
+            oversample=max(1.0, args.oversample),
+            max_rounds=args.max_rounds,
+            check_k=args.check_k,
+            link_docs=args.link_docs,
+            force=args.force,
+            workers=getattr(args, "workers", None),
+            command="ragsweep " + " ".join(sys.argv[1:]),
         )
         result = generate(options)
     except (GenerateError, FailuresError) as err:
@@ -83,11 +111,15 @@ def run_generate_cli(args) -> int:
         print(json.dumps(result, indent=2))
         return 0
     print(f"{result['out']}: {result['cases']} cases {result['kept']} (requested {result['requested']})")
-    print(f"proposed {result['proposed']}; dropped {result['dropped'] or 'none'}"
-          + (f"; {result['surplus']} passed beyond the quota" if result["surplus"] else ""))
+    print(
+        f"proposed {result['proposed']}; dropped {result['dropped'] or 'none'}"
+        + (f"; {result['surplus']} passed beyond the quota" if result["surplus"] else "")
+    )
     u = result["usage"]
-    print(f"LLM: {u['calls']} calls ({u['cached']} from cache, {u['errors']} failed), "
-          f"{u['prompt_tokens']} prompt + {u['completion_tokens']} completion tokens, ${u['cost_usd']:.4f}")
+    print(
+        f"LLM: {u['calls']} calls ({u['cached']} from cache, {u['errors']} failed), "
+        f"{u['prompt_tokens']} prompt + {u['completion_tokens']} completion tokens, ${u['cost_usd']:.4f}"
+    )
     if result["short"]:
         print(f"warning: fewer cases than requested: {result['short']}", file=sys.stderr)
     if result["problems"]:

@@ -35,35 +35,53 @@ def _filler(n: int) -> str:
     return " ".join(["word"] * n)
 
 
-def estimate_generation(batch: list[Candidate], settings: LLMSettings, check_k: int,
-                        max_rounds: int) -> dict[str, CallEstimate]:
+def estimate_generation(
+    batch: list[Candidate], settings: LLMSettings, check_k: int, max_rounds: int
+) -> dict[str, CallEstimate]:
     model = settings.model
     out = {name: CallEstimate(what=name, model=model) for name in ("propose", "support", "answerability")}
     for c in batch:
-        out["propose"].add(1, count_message_tokens(propose.messages(c), model),
-                           min(PROPOSAL_TOKENS, settings.max_tokens))
+        out["propose"].add(
+            1, count_message_tokens(propose.messages(c), model), min(PROPOSAL_TOKENS, settings.max_tokens)
+        )
         if c.kind == "unanswerable":
-            probe = Candidate(order=c.order, kind=c.kind, type=c.type, sources=c.sources,
-                              question=_filler(QUESTION_TOKENS))
-            hits = [Hit(rank=i + 1, score=0.0, text=c.sources[0].text, doc_id=c.sources[0].doc_id, start=0, end=1)
-                    for i in range(check_k)]
-            out["answerability"].add(1, count_message_tokens(verify.answered_messages(probe, hits), model),
-                                     CHECK_TOKENS)
+            probe = Candidate(
+                order=c.order, kind=c.kind, type=c.type, sources=c.sources, question=_filler(QUESTION_TOKENS)
+            )
+            hits = [
+                Hit(rank=i + 1, score=0.0, text=c.sources[0].text, doc_id=c.sources[0].doc_id, start=0, end=1)
+                for i in range(check_k)
+            ]
+            out["answerability"].add(
+                1, count_message_tokens(verify.answered_messages(probe, hits), model), CHECK_TOKENS
+            )
         else:
-            probe = Candidate(order=c.order, kind=c.kind, type=c.type, sources=c.sources,
-                              question=_filler(QUESTION_TOKENS), answer=_filler(ANSWER_TOKENS),
-                              evidence=[{"text": _filler(QUOTE_TOKENS)} for _ in c.sources])
+            probe = Candidate(
+                order=c.order,
+                kind=c.kind,
+                type=c.type,
+                sources=c.sources,
+                question=_filler(QUESTION_TOKENS),
+                answer=_filler(ANSWER_TOKENS),
+                evidence=[{"text": _filler(QUOTE_TOKENS)} for _ in c.sources],
+            )
             out["support"].add(1, count_message_tokens(verify.support_messages(probe), model), CHECK_TOKENS)
-    out["propose"].notes.append(f"first round: {len(batch)} proposals from the seeded passages; replies assumed "
-                                f"{PROPOSAL_TOKENS} tokens")
-    out["support"].notes.append(f"every answerable proposal (upper bound); quotes assumed {QUOTE_TOKENS} tokens "
-                                f"per passage, replies {CHECK_TOKENS}")
-    out["answerability"].notes.append(f"every unanswerable proposal, with {check_k} retrieved chunks as long as its "
-                                      f"passage; replies {CHECK_TOKENS}")
+    out["propose"].notes.append(
+        f"first round: {len(batch)} proposals from the seeded passages; replies assumed {PROPOSAL_TOKENS} tokens"
+    )
+    out["support"].notes.append(
+        f"every answerable proposal (upper bound); quotes assumed {QUOTE_TOKENS} tokens "
+        f"per passage, replies {CHECK_TOKENS}"
+    )
+    out["answerability"].notes.append(
+        f"every unanswerable proposal, with {check_k} retrieved chunks as long as its passage; replies {CHECK_TOKENS}"
+    )
     for est in out.values():
         est.priced(settings)
     total = combine(list(out.values()))
-    total.notes.append(f"later rounds (at most {max_rounds - 1}) run only to replace drops, each about "
-                       "shortfall x oversample proposals with their checks")
+    total.notes.append(
+        f"later rounds (at most {max_rounds - 1}) run only to replace drops, each about "
+        "shortfall x oversample proposals with their checks"
+    )
     out["total"] = total
     return out

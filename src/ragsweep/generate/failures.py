@@ -76,10 +76,17 @@ def failed_seeds(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in records:
         reason = failure_reason(r)
         if reason:
-            out.append({"id": r.get("id"), "question": r.get("question", ""), "type": r.get("type"),
-                        "doc_scope": r.get("doc_scope"), "unanswerable": bool(r.get("unanswerable")),
-                        "failure": reason,
-                        "relevant_docs": sorted({h["doc_id"] for h in r.get("hits") or [] if h.get("relevant")})})
+            out.append(
+                {
+                    "id": r.get("id"),
+                    "question": r.get("question", ""),
+                    "type": r.get("type"),
+                    "doc_scope": r.get("doc_scope"),
+                    "unanswerable": bool(r.get("unanswerable")),
+                    "failure": reason,
+                    "relevant_docs": sorted({h["doc_id"] for h in r.get("hits") or [] if h.get("relevant")}),
+                }
+            )
     return out
 
 

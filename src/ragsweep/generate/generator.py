@@ -67,8 +67,9 @@ class Usage:
         self.steps: dict[str, dict[str, Any]] = {}
 
     def add(self, step: str, results: Sequence[Any]) -> None:
-        u = self.steps.setdefault(step, {"calls": 0, "cached": 0, "errors": 0, "prompt_tokens": 0,
-                                         "completion_tokens": 0, "cost_usd": 0.0})
+        u = self.steps.setdefault(
+            step, {"calls": 0, "cached": 0, "errors": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0}
+        )
         for r in results:
             u["calls"] += 1
             u["cached"] += int(bool(r.cached))
@@ -114,8 +115,9 @@ class Generator:
         self.docs_dir = Path(docs)
         from ragsweep.corpus import parse_corpus
 
-        self.corpus = parse_corpus(self.docs_dir, progress=options.progress,
-                                   **({"workers": options.workers} if options.workers else {}))
+        self.corpus = parse_corpus(
+            self.docs_dir, progress=options.progress, **({"workers": options.workers} if options.workers else {})
+        )
         for skipped in self.corpus.skipped:
             self.log(f"skipped document {skipped.doc_id}: {skipped.reason}")
         if not self.corpus.documents:
@@ -137,10 +139,16 @@ class Generator:
         wanted = set(self.options.types)
         self.seeds = [s for s in seeds if failures_mod.seed_kind(s) in wanted]
         if not self.seeds:
-            raise GenerateError(f"{self.options.from_failures}: no failed case of the kinds {sorted(wanted)} "
-                                f"({len(records)} cases, {len(seeds)} failed)")
-        self.run_info = {"run": str(self.options.from_failures), "cases": len(records), "failed": len(seeds),
-                         "failures": dict(Counter(s["failure"] for s in seeds))}
+            raise GenerateError(
+                f"{self.options.from_failures}: no failed case of the kinds {sorted(wanted)} "
+                f"({len(records)} cases, {len(seeds)} failed)"
+            )
+        self.run_info = {
+            "run": str(self.options.from_failures),
+            "cases": len(records),
+            "failed": len(seeds),
+            "failures": dict(Counter(s["failure"] for s in seeds)),
+        }
         dataset = failures_mod.run_dataset(manifest)
         if dataset and Path(dataset).is_dir():
             from ragsweep.datasets.loader import load_dataset
@@ -207,8 +215,11 @@ class Generator:
         ask = [i for i, s in enumerate(picks) if failures_mod.seed_kind(s) != "unanswerable"]
         hits_of: dict[int, list] = {}
         if ask:
-            found = self.store.retrieve([picks[i]["question"] for i in ask], k=max(10, 2 * self.check_k),
-                                        doc_scopes=[other_docs[i] for i in ask])
+            found = self.store.retrieve(
+                [picks[i]["question"] for i in ask],
+                k=max(10, 2 * self.check_k),
+                doc_scopes=[other_docs[i] for i in ask],
+            )
             hits_of = dict(zip(ask, found))
         batch: list[Candidate] = []
         for i, seed in enumerate(picks):
@@ -259,12 +270,16 @@ class Generator:
                 verify.read_support(c, r)
         unanswerable = [c for c in batch if c.alive and c.kind == "unanswerable"]
         if unanswerable:
-            self.log(f"unanswerable check: retrieve top {self.check_k} for {len(unanswerable)} questions, "
-                     f"{len(unanswerable)} LLM calls")
-            hits = self.store.retrieve([c.question for c in unanswerable], k=self.check_k,
-                                       doc_scopes=[c.doc_scope for c in unanswerable])
+            self.log(
+                f"unanswerable check: retrieve top {self.check_k} for {len(unanswerable)} questions, "
+                f"{len(unanswerable)} LLM calls"
+            )
+            hits = self.store.retrieve(
+                [c.question for c in unanswerable], k=self.check_k, doc_scopes=[c.doc_scope for c in unanswerable]
+            )
             replies = self.client.chat_batch(
-                [verify.answered_messages(c, h) for c, h in zip(unanswerable, hits)], json_mode=True)
+                [verify.answered_messages(c, h) for c, h in zip(unanswerable, hits)], json_mode=True
+            )
             self.usage.add("answerability", replies)
             for c, h, r in zip(unanswerable, hits, replies):
                 verify.read_answered(c, h, r)
@@ -282,10 +297,15 @@ class Generator:
         need = self.requested()
         batch = self.draw(need)
         est = estimate_generation(batch, self.settings, self.check_k, self.options.max_rounds)
-        return {"dry_run": True, "requested": need, "documents": len(self.corpus.documents),
-                "chunks": len(self.chunks), "usable_chunks": sum(map(usable, self.chunks)),
-                "llm": self.settings.public_dict(),
-                **{k: v.model_dump() for k, v in est.items()}}
+        return {
+            "dry_run": True,
+            "requested": need,
+            "documents": len(self.corpus.documents),
+            "chunks": len(self.chunks),
+            "usable_chunks": sum(map(usable, self.chunks)),
+            "llm": self.settings.public_dict(),
+            **{k: v.model_dump() for k, v in est.items()},
+        }
 
     def run(self) -> tuple[list[Candidate], list[Candidate], dict[str, Any]]:
         """(kept, dropped, summary)."""
@@ -317,8 +337,7 @@ class Generator:
                     have[slot] += 1
                 else:
                     surplus += 1
-        short = {k: q - sum(1 for c in kept if ("*" if self.seeds else c.kind) == k)
-                 for k, q in quota.items()}
+        short = {k: q - sum(1 for c in kept if ("*" if self.seeds else c.kind) == k) for k, q in quota.items()}
         short = {k: v for k, v in short.items() if v > 0}
         return kept, dropped, {"surplus": surplus, "short": short, "requested": need_total}
 
@@ -353,8 +372,9 @@ def generate(options: GenerateOptions, client=None, embed: Callable | None = Non
     kept, dropped, summary = gen.run()
     splits = assign_splits(kept, options.seed, options.test_fraction)
     taken: set[str] = set()
-    cases = [to_case(c, case_id(c, taken), splits[c.order], gen.settings.model)
-             for c in sorted(kept, key=lambda c: c.order)]
+    cases = [
+        to_case(c, case_id(c, taken), splits[c.order], gen.settings.model) for c in sorted(kept, key=lambda c: c.order)
+    ]
     kinds = list(options.types)
     provenance = {
         "generator": GENERATOR,
@@ -363,8 +383,12 @@ def generate(options: GenerateOptions, client=None, embed: Callable | None = Non
         "finished": now(),
         "seconds": round(time.perf_counter() - t0, 1),
         "docs_dir": str(gen.docs_dir),
-        "corpus": {"documents": len(gen.corpus.documents), "hash": gen.corpus.content_hash,
-                   "skipped": [s.model_dump() for s in gen.corpus.skipped], "pdf_pipeline": gen.corpus.pdf_pipeline},
+        "corpus": {
+            "documents": len(gen.corpus.documents),
+            "hash": gen.corpus.content_hash,
+            "skipped": [s.model_dump() for s in gen.corpus.skipped],
+            "pdf_pipeline": gen.corpus.pdf_pipeline,
+        },
         "pipeline": {"path": options.pipeline, "hash": gen.config.hash, "overrides": options.overrides},
         "chunks": {"total": len(gen.chunks), "usable": sum(map(usable, gen.chunks))},
         "llm": gen.settings.public_dict(),
@@ -387,7 +411,15 @@ def generate(options: GenerateOptions, client=None, embed: Callable | None = Non
     }
     write_dataset(out, cases, dropped, gen.docs_dir, options.link_docs, provenance)
     problems = validate_dataset(out)
-    return {"out": str(out), "cases": len(cases), "kept": provenance["kept"], "requested": summary["requested"],
-            "proposed": provenance["proposed"], "dropped": provenance["dropped"], "surplus": summary["surplus"],
-            "short": summary["short"], "usage": provenance["usage"]["total"],
-            "problems": [str(p) for p in problems]}
+    return {
+        "out": str(out),
+        "cases": len(cases),
+        "kept": provenance["kept"],
+        "requested": summary["requested"],
+        "proposed": provenance["proposed"],
+        "dropped": provenance["dropped"],
+        "surplus": summary["surplus"],
+        "short": summary["short"],
+        "usage": provenance["usage"]["total"],
+        "problems": [str(p) for p in problems],
+    }

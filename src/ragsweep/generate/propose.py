@@ -25,8 +25,10 @@ from ragsweep.generate.sampling import SourceChunk
 
 KINDS = ("single_hop", "multi_hop", "unanswerable")
 
-SYSTEM = ("You write test questions for a document search system, from passages of the user's documents. "
-          "You reply with one JSON object and nothing else.")
+SYSTEM = (
+    "You write test questions for a document search system, from passages of the user's documents. "
+    "You reply with one JSON object and nothing else."
+)
 
 SINGLE_HOP_PROMPT = """Passage from a document:
 <<<
@@ -108,8 +110,10 @@ class Candidate:
 def _hint(candidate: Candidate) -> str:
     if not candidate.hint:
         return ""
-    return HINT.format(type=candidate.hint.get("type") or candidate.kind,
-                       example=" ".join(str(candidate.hint.get("question", "")).split()))
+    return HINT.format(
+        type=candidate.hint.get("type") or candidate.kind,
+        example=" ".join(str(candidate.hint.get("question", "")).split()),
+    )
 
 
 def messages(candidate: Candidate) -> list[dict[str, str]]:

@@ -41,8 +41,7 @@ MIN_QUOTE_CHARS = 8
 ACCEPTED_METHODS = ("exact", "alnum")
 DEFAULT_DEDUPE_THRESHOLD = 0.9
 
-CHECK_SYSTEM = ("You check test questions for a document search system. "
-                "You reply with one JSON object and nothing else.")
+CHECK_SYSTEM = "You check test questions for a document search system. You reply with one JSON object and nothing else."
 
 SUPPORT_PROMPT = """Evidence (quoted from a document):
 {evidence}
@@ -89,8 +88,9 @@ def locate_quotes(candidate: Candidate, texts: dict[str, str]) -> None:
         text = texts.get(source.doc_id) or ""
         for quote in quotes:
             if len(normalize(quote)) < MIN_QUOTE_CHARS:
-                candidate.dropped("quote_too_short",
-                                  f"quote{where} {quote!r} is shorter than {MIN_QUOTE_CHARS} characters")
+                candidate.dropped(
+                    "quote_too_short", f"quote{where} {quote!r} is shorter than {MIN_QUOTE_CHARS} characters"
+                )
                 return
             how, spans = locate_spans(text, quote, fuzzy_min_score=0)
             if how not in ACCEPTED_METHODS or not spans:
@@ -113,7 +113,7 @@ def merge_spans(spans: list[dict[str, Any]], texts: dict[str, str]) -> list[dict
         else:
             out.append(dict(span))
     for span in out:
-        span["text"] = texts[span["doc_id"]][span["start"]:span["end"]]
+        span["text"] = texts[span["doc_id"]][span["start"] : span["end"]]
     return out
 
 
@@ -193,7 +193,9 @@ def read_answered(candidate: Candidate, hits: Sequence[Any], reply) -> None:
     reason = as_text(obj.get("reason"))
     passage = obj.get("passage")
     candidate.checks["answerability"] = {
-        "answered": verdict, "passage": passage if isinstance(passage, int) else None, "reason": reason,
+        "answered": verdict,
+        "passage": passage if isinstance(passage, int) else None,
+        "reason": reason,
         "retrieved": [{"doc_id": h.doc_id, "start": h.start, "end": h.end} for h in hits],
     }
     if verdict is None:

@@ -108,8 +108,11 @@ class ResponseCache:
         self._db.run(write, action="write")
 
     def __len__(self) -> int:
-        return int(self._db.run(lambda conn: conn.execute("SELECT COUNT(*) FROM replies").fetchone()[0],
-                                default=0, action="count"))
+        return int(
+            self._db.run(
+                lambda conn: conn.execute("SELECT COUNT(*) FROM replies").fetchone()[0], default=0, action="count"
+            )
+        )
 
     def __bool__(self) -> bool:  # a cache object is truthy, empty or not (and without a query)
         return True

@@ -26,7 +26,7 @@ import httpx
 from pydantic import BaseModel
 
 from ragsweep.llm.cache import CACHE_HEADER, AsyncCachingTransport, CachingTransport, shared_cache
-from ragsweep.llm.cost import count_message_tokens, count_tokens, cost_usd
+from ragsweep.llm.cost import cost_usd, count_message_tokens, count_tokens
 from ragsweep.llm.redact import mask, register_secret
 from ragsweep.llm.settings import LLMSettings
 
@@ -196,8 +196,9 @@ class LLMClient:
                 cached=cached,
                 attempts=attempts,
             )
-        result = ChatResult(text=text, refusal=refusal, cached=cached, attempts=attempts,
-                            finish_reason=choice.finish_reason)
+        result = ChatResult(
+            text=text, refusal=refusal, cached=cached, attempts=attempts, finish_reason=choice.finish_reason
+        )
         usage = getattr(completion, "usage", None)
         if usage is not None and getattr(usage, "prompt_tokens", None):
             result.prompt_tokens = int(usage.prompt_tokens)

@@ -28,6 +28,8 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4o-mini"
 MODEL_ENV_VARS = ("RAGSWEEP_LLM_MODEL", "OPENAI_MODEL", "LOCAL_LLM_MODEL")
+
+
 def default_llm_cache_dir() -> str:
     """Beside the parse and embedding caches (``RAGSWEEP_CACHE_DIR``), not in the working directory."""
     from ragsweep.corpus import default_cache_dir
@@ -100,7 +102,7 @@ class LLMSettings(BaseModel):
         for key, value in values.items():
             if value is None or not isinstance(key, str) or not key.startswith(prefix):
                 continue
-            name = key[len(prefix):]
+            name = key[len(prefix) :]
             if name in fields:
                 data[name] = value
         if "base_url" not in data and env.get("OPENAI_BASE_URL"):

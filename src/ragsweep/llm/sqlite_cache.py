@@ -171,7 +171,10 @@ class SQLiteCacheFile:
         where = f"moved aside to {moved}" if moved is not None else "deleted"
         log.warning(
             "ragsweep %s cache %s is corrupt (%s): %s; starting a fresh cache",
-            self.what, self.path, " ".join(str(err).split())[:200], where,
+            self.what,
+            self.path,
+            " ".join(str(err).split())[:200],
+            where,
         )
 
     def _warn_once(self, action: str, err: BaseException) -> None:
@@ -204,8 +207,12 @@ class SQLiteCacheFile:
                     if corrupt:  # the fresh file is damaged too (it could not be moved or deleted)
                         self._close()
                         self.disabled = True
-                        log.warning("ragsweep %s cache %s still corrupt after healing (%s); "
-                                    "running without this cache", self.what, self.path, err)
+                        log.warning(
+                            "ragsweep %s cache %s still corrupt after healing (%s); running without this cache",
+                            self.what,
+                            self.path,
+                            err,
+                        )
                         return default
                     if self._conn is not None:
                         try:

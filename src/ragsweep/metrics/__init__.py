@@ -91,9 +91,7 @@ def evaluate(
     names = [metrics] if isinstance(metrics, str) else list(metrics)
     judgements = judgements_from_run(qrels, run, rel_lvl)
     if per_query:
-        table = {
-            m: {j.case_id: per_case_value(j, m) for j in judgements if j.scored} for m in names
-        }
+        table = {m: {j.case_id: per_case_value(j, m) for j in judgements if j.scored} for m in names}
         return table[names[0]] if isinstance(metrics, str) else table
     result = aggregate(judgements, names)
     if isinstance(metrics, str):

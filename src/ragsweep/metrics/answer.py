@@ -144,22 +144,56 @@ def token_f1(prediction: str, reference: str | Sequence[str] | None, language: s
 DEFAULT_FACT_THRESHOLD = 90.0
 
 _MONTH_NUMBERS = {
-    "jan": 1, "january": 1, "feb": 2, "february": 2, "mar": 3, "march": 3, "apr": 4, "april": 4,
-    "may": 5, "jun": 6, "june": 6, "jul": 7, "july": 7, "aug": 8, "august": 8, "sep": 9, "sept": 9,
-    "september": 9, "oct": 10, "october": 10, "nov": 11, "november": 11, "dec": 12, "december": 12,
+    "jan": 1,
+    "january": 1,
+    "feb": 2,
+    "february": 2,
+    "mar": 3,
+    "march": 3,
+    "apr": 4,
+    "april": 4,
+    "may": 5,
+    "jun": 6,
+    "june": 6,
+    "jul": 7,
+    "july": 7,
+    "aug": 8,
+    "august": 8,
+    "sep": 9,
+    "sept": 9,
+    "september": 9,
+    "oct": 10,
+    "october": 10,
+    "nov": 11,
+    "november": 11,
+    "dec": 12,
+    "december": 12,
 }
 # month names that are compared exactly even outside a date ("may" is too often a verb)
 _EXACT_MONTH_WORDS = frozenset(
-    ("january", "february", "march", "april", "june", "july", "august", "september", "october",
-     "november", "december")
+    ("january", "february", "march", "april", "june", "july", "august", "september", "october", "november", "december")
 )
 _ARTICLE_WORDS = frozenset(("a", "an", "the"))
 _CURRENCIES = {
-    "$": "$", "us$": "$", "usd": "$", "dollar": "$", "dollars": "$",
-    "€": "€", "eur": "€", "euro": "€", "euros": "€", "£": "£", "gbp": "£", "¥": "¥", "jpy": "¥", "yen": "¥",
+    "$": "$",
+    "us$": "$",
+    "usd": "$",
+    "dollar": "$",
+    "dollars": "$",
+    "€": "€",
+    "eur": "€",
+    "euro": "€",
+    "euros": "€",
+    "£": "£",
+    "gbp": "£",
+    "¥": "¥",
+    "jpy": "¥",
+    "yen": "¥",
 }
-_MON = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
-        r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
+_MON = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
 _DAY = r"(?:0?[1-9]|[12]\d|3[01])"
 _ORD = r"(?:st|nd|rd|th)?"
 _START = r"(?<![^\W_])"  # not preceded by a letter or digit
@@ -288,7 +322,7 @@ def fact_found(fact: str, answer: str, threshold: float = DEFAULT_FACT_THRESHOLD
         return False
     n = len(ftoks)
     for i in range(len(atoks) - n + 1):
-        if all(_tokens_equal(f, a) for f, a in zip(ftoks, atoks[i:i + n])):
+        if all(_tokens_equal(f, a) for f, a in zip(ftoks, atoks[i : i + n])):
             return True
     fwords = " ".join(t[1] for t in ftoks if not _is_exact(t))
     if not fwords:  # only numbers and dates: no fuzzy matching
@@ -308,12 +342,12 @@ def fact_found(fact: str, answer: str, threshold: float = DEFAULT_FACT_THRESHOLD
             if prefix[i + k] - prefix[i] != len(fexact):
                 continue
             if fexact:
-                wexact = [t for t, flag in zip(atoks[i:i + k], exact_flags[i:i + k]) if flag]
+                wexact = [t for t, flag in zip(atoks[i : i + k], exact_flags[i : i + k]) if flag]
                 if not all(map(_tokens_equal, fexact, wexact)):
                     continue
-                windows.append(" ".join(w for w, flag in zip(texts[i:i + k], exact_flags[i:i + k]) if not flag))
+                windows.append(" ".join(w for w, flag in zip(texts[i : i + k], exact_flags[i : i + k]) if not flag))
             else:
-                windows.append(" ".join(texts[i:i + k]))
+                windows.append(" ".join(texts[i : i + k]))
         if windows and process.extractOne(fwords, windows, scorer=fuzz.ratio, score_cutoff=threshold) is not None:
             return True
     return False
@@ -500,9 +534,7 @@ def answer_metrics_for_case(
         "answer_error": 0.0,
     }
     if unanswerable:
-        out["pathway_strsim"] = pathway_string_match(
-            answer.text, PATHWAY_MISSING_LABELS[0], pathway_min_sequence_match
-        )
+        out["pathway_strsim"] = pathway_string_match(answer.text, PATHWAY_MISSING_LABELS[0], pathway_min_sequence_match)
         return out
     out["exact_match"] = exact_match(text, reference_answer, language)
     out["token_f1"] = token_f1(text, reference_answer, language)

@@ -486,13 +486,25 @@ def _ndcg_cap_excess(p: _Pool, k: int, budget: int) -> tuple[float, bool] | None
         if cov and n:
             mask = sum(bit[x] for x in cov)
             tally[mask] = tally.get(mask, 0) + n
-    return _cap_excess(p.n, k, budget, tuple(float(p.items[i]) for i in ids), tuple(sorted(tally.items())),
-                       tuple(p.cover_count[i] for i in ids))
+    return _cap_excess(
+        p.n,
+        k,
+        budget,
+        tuple(float(p.items[i]) for i in ids),
+        tuple(sorted(tally.items())),
+        tuple(p.cover_count[i] for i in ids),
+    )
 
 
 @lru_cache(maxsize=65536)
-def _cap_excess(n: int, k: int, budget: int, grades: tuple[float, ...], tally: tuple[tuple[int, int], ...],
-                cover_counts: tuple[int, ...]) -> tuple[float, bool] | None:
+def _cap_excess(
+    n: int,
+    k: int,
+    budget: int,
+    grades: tuple[float, ...],
+    tally: tuple[tuple[int, int], ...],
+    cover_counts: tuple[int, ...],
+) -> tuple[float, bool] | None:
     """:func:`_ndcg_cap_excess` of a pool reduced to what the walk reads: its size, the items'
     grades and cover counts, and how many chunks cover each set of items (a bit mask over the
     items). Cases with the same shape (common: one contract's questions are scored over the
@@ -537,8 +549,13 @@ def _cap_excess(n: int, k: int, budget: int, grades: tuple[float, ...], tally: t
         gains = gains_of.get(covered)
         if gains is None:
             gains = gains_of[covered] = sorted(
-                ((sum([grade[i] for i in members[t] if not covered >> i & 1]), t)
-                 for t, mask in enumerate(masks) if mask & ~covered), reverse=True)
+                (
+                    (sum([grade[i] for i in members[t] if not covered >> i & 1]), t)
+                    for t, mask in enumerate(masks)
+                    if mask & ~covered
+                ),
+                reverse=True,
+            )
         useful = [(g, t) for g, t in gains if counts[t]]
         if not useful:
             return
@@ -772,9 +789,7 @@ def _oracle_pool(p: _Pool, base: str, k: int, budget: int) -> Estimate:
         return Estimate(min(depth, m) / (k if k else n), "exact")
     if base == "r_precision":  # = recall@R in retrieval.py
         return _oracle_pool(p, "recall", big_r, budget)
-    if base == "recall" or (
-        base == "map" and all(rel for (cov, rel), c in zip(p.keys, p.counts) if cov and c)
-    ):
+    if base == "recall" or (base == "map" and all(rel for (cov, rel), c in zip(p.keys, p.counts) if cov and c)):
         best, status = _max_cover(p, depth, budget)
         return Estimate(best / big_r, "greedy" if status == "budget" else "exact")
     if base == "map":
@@ -901,9 +916,7 @@ class Baselines:
             "excluded": {k: len(v) for k, v in self.excluded.items()},
         }
         if per_case:
-            out["per_case"] = {
-                cid: {"chance": self.chance[cid], "oracle": self.oracle[cid]} for cid in self.chance
-            }
+            out["per_case"] = {cid: {"chance": self.chance[cid], "oracle": self.oracle[cid]} for cid in self.chance}
         return out
 
 

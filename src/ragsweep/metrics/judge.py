@@ -231,8 +231,11 @@ def judge_messages(item: JudgeItem) -> list[dict]:
 
 def repair_messages(messages: list[dict], reply: str, error: str) -> list[dict]:
     """The original request, the unreadable reply, and the parse error: asked once."""
-    return [*messages, {"role": "assistant", "content": reply or ""},
-            {"role": "user", "content": _REPAIR_TEMPLATE.format(error=error)}]
+    return [
+        *messages,
+        {"role": "assistant", "content": reply or ""},
+        {"role": "user", "content": _REPAIR_TEMPLATE.format(error=error)},
+    ]
 
 
 def replicate_seed(replicate: int) -> int | None:
@@ -265,9 +268,18 @@ def _combine(reps: list[JudgeVerdict], asked: int) -> JudgeVerdict:
         score=statistics.fmean(float(x) for x in valid) if valid else None,
         sd=statistics.stdev(float(x) for x in valid) if len(valid) >= 2 else None,
         n_replicates=asked,
-        replicates=[ReplicateVerdict(is_correct=r.is_correct, reason=r.reason[:300], error=r.error,
-                                     failure=r.failure, repaired=r.repaired, cached=r.cached, raw=r.raw[:300])
-                    for r in reps],
+        replicates=[
+            ReplicateVerdict(
+                is_correct=r.is_correct,
+                reason=r.reason[:300],
+                error=r.error,
+                failure=r.failure,
+                repaired=r.repaired,
+                cached=r.cached,
+                raw=r.raw[:300],
+            )
+            for r in reps
+        ],
     )
     return out
 
@@ -281,8 +293,15 @@ class LLMJudge:
     unparsable reply.
     """
 
-    def __init__(self, settings: LLMSettings, client: LLMClient | None = None, *, replicates: int = 1,
-                 temperature: float | None = None, repair: bool = True):
+    def __init__(
+        self,
+        settings: LLMSettings,
+        client: LLMClient | None = None,
+        *,
+        replicates: int = 1,
+        temperature: float | None = None,
+        repair: bool = True,
+    ):
         if replicates < 1:
             raise ValueError(f"replicates must be >= 1, got {replicates}")
         self.settings = settings
@@ -319,8 +338,10 @@ class LLMJudge:
         return JudgeVerdict(is_correct=verdict, reason=reason, **base)
 
     def _chat_kwargs(self) -> dict:
-        kwargs: dict[str, Any] = {"json_mode": self.settings.json_mode,
-                                  "max_tokens": min(self.settings.max_tokens, _JUDGE_MAX_TOKENS)}
+        kwargs: dict[str, Any] = {
+            "json_mode": self.settings.json_mode,
+            "max_tokens": min(self.settings.max_tokens, _JUDGE_MAX_TOKENS),
+        }
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
         return kwargs
@@ -336,22 +357,35 @@ class LLMJudge:
         if not redo:
             return verdicts
         again = self.client.chat_batch(
-            [repair_messages(batch[i], results[i].text, (verdicts[i].error or "").removeprefix("unparsable judge reply: "))
-             for i in redo],
-            seed=seed, **self._chat_kwargs())
+            [
+                repair_messages(
+                    batch[i], results[i].text, (verdicts[i].error or "").removeprefix("unparsable judge reply: ")
+                )
+                for i in redo
+            ],
+            seed=seed,
+            **self._chat_kwargs(),
+        )
         for i, result in zip(redo, again):
             second = self._from_result(result)
             first = verdicts[i]
-            tokens = dict(prompt_tokens=first.prompt_tokens + second.prompt_tokens,
-                          completion_tokens=first.completion_tokens + second.completion_tokens)
+            tokens = dict(
+                prompt_tokens=first.prompt_tokens + second.prompt_tokens,
+                completion_tokens=first.completion_tokens + second.completion_tokens,
+            )
             if second.is_correct is not None:
-                verdicts[i] = second.model_copy(update={"repaired": True, "cached": first.cached and second.cached,
-                                                        **tokens})
+                verdicts[i] = second.model_copy(
+                    update={"repaired": True, "cached": first.cached and second.cached, **tokens}
+                )
             else:
                 why = second.error or ""
-                verdicts[i] = first.model_copy(update={
-                    "error": f"{first.error} (asked again with the error: {why})",
-                    "raw": (first.raw + "\n--- after repair ---\n" + second.raw)[:1000], **tokens})
+                verdicts[i] = first.model_copy(
+                    update={
+                        "error": f"{first.error} (asked again with the error: {why})",
+                        "raw": (first.raw + "\n--- after repair ---\n" + second.raw)[:1000],
+                        **tokens,
+                    }
+                )
         return verdicts
 
     def judge(
@@ -365,8 +399,13 @@ class LLMJudge:
         expected_facts: Sequence[str] = (),
     ) -> JudgeVerdict:
         item = JudgeItem(
-            question=question, answer=answer, reference=reference or "", unanswerable=unanswerable,
-            abstained=abstained, answer_error=answer_error, expected_facts=list(expected_facts),
+            question=question,
+            answer=answer,
+            reference=reference or "",
+            unanswerable=unanswerable,
+            abstained=abstained,
+            answer_error=answer_error,
+            expected_facts=list(expected_facts),
         )
         return self.judge_items([item])[0]
 
@@ -397,10 +436,13 @@ class LLMJudge:
             if labelled is None or (not it.answer_error and labelled.strip() == it.answer.strip()):
                 continue
             where[i] = len(extra)
-            extra.append(it.model_copy(update={"answer": labelled, "abstained": None, "answer_error": None,
-                                               "reference_verdict": None}))
+            extra.append(
+                it.model_copy(
+                    update={"answer": labelled, "abstained": None, "answer_error": None, "reference_verdict": None}
+                )
+            )
         verdicts = self._judge_plain([*items, *extra])
-        out, labelled_verdicts = verdicts[: len(items)], verdicts[len(items):]
+        out, labelled_verdicts = verdicts[: len(items)], verdicts[len(items) :]
         for i, it in enumerate(items):
             ref = it.reference_verdict
             if not ref:
@@ -490,8 +532,14 @@ def probe_items(cases: Sequence[Any], n_cases: int = 3) -> list[tuple[str, str, 
         ref = c.reference_answer.strip()
         base = dict(question=c.question, reference=ref, expected_facts=list(getattr(c, "expected_facts", []) or []))
         out.append((c.id, "correct", JudgeItem(answer=ref, **base), True))
-        out.append((c.id, "correct_in_sentence",
-                    JudgeItem(answer=f"According to the agreement, the answer is: {ref}.", **base), True))
+        out.append(
+            (
+                c.id,
+                "correct_in_sentence",
+                JudgeItem(answer=f"According to the agreement, the answer is: {ref}.", **base),
+                True,
+            )
+        )
         wrong = wrong_for(c)
         if wrong is not None:
             out.append((c.id, "wrong", JudgeItem(answer=wrong, **base), False))
@@ -500,8 +548,14 @@ def probe_items(cases: Sequence[Any], n_cases: int = 3) -> list[tuple[str, str, 
     if unanswerable is not None and chosen:
         base = dict(question=unanswerable.question, reference="", unanswerable=True)
         out.append((unanswerable.id, "i_dont_know_unanswerable", JudgeItem(answer=_IDK, **base), True))
-        out.append((unanswerable.id, "confident_unanswerable",
-                    JudgeItem(answer=chosen[0].reference_answer.strip(), **base), False))
+        out.append(
+            (
+                unanswerable.id,
+                "confident_unanswerable",
+                JudgeItem(answer=chosen[0].reference_answer.strip(), **base),
+                False,
+            )
+        )
     return out
 
 
@@ -512,18 +566,29 @@ def probe_judge(judge: "LLMJudge", cases: Sequence[Any], n_cases: int = 3) -> di
     "I don't know" rule in code, and check that rule).
     """
     probes = probe_items(cases, n_cases)
-    single = LLMJudge(judge.settings, judge.client, replicates=1, temperature=judge.temperature,
-                      repair=judge.repair)
+    single = LLMJudge(judge.settings, judge.client, replicates=1, temperature=judge.temperature, repair=judge.repair)
     verdicts = single.judge_items([item for _, _, item, _ in probes]) if probes else []
     rows = []
     for (case_id, probe, item, expected), v in zip(probes, verdicts):
-        rows.append({"case": case_id, "probe": probe, "answer": item.answer[:200], "expected": expected,
-                     "got": v.is_correct, "method": v.method, "ok": v.is_correct is expected,
-                     "reason": v.reason[:200], "error": v.error})
+        rows.append(
+            {
+                "case": case_id,
+                "probe": probe,
+                "answer": item.answer[:200],
+                "expected": expected,
+                "got": v.is_correct,
+                "method": v.method,
+                "ok": v.is_correct is expected,
+                "reason": v.reason[:200],
+                "error": v.error,
+            }
+        )
     llm_rows = [r for r in rows if r["method"] == "llm"]
     return {
-        "total": len(rows), "passed": sum(r["ok"] for r in rows),
-        "llm_total": len(llm_rows), "llm_passed": sum(r["ok"] for r in llm_rows),
+        "total": len(rows),
+        "passed": sum(r["ok"] for r in rows),
+        "llm_total": len(llm_rows),
+        "llm_passed": sum(r["ok"] for r in llm_rows),
         "failed": [r for r in rows if not r["ok"]],
         "probes": rows,
     }

@@ -59,12 +59,19 @@ def judge_metric_section(records: Sequence[dict[str, Any]], confidence: float = 
     failed = [r for r in llm if r["judge"].get("score") is None and r["judge"].get("is_correct") is None]
     reps = [rep for r in llm for rep in (r["judge"].get("replicates") or [r["judge"]])]
     failures = _failure_block(
-        len(llm), [r["judge"].get("failure") or failure_kind(r["judge"].get("error")) or "other" for r in failed],
-        [{"id": r["id"], "error": str(r["judge"].get("error"))[:300]} for r in failed])
+        len(llm),
+        [r["judge"].get("failure") or failure_kind(r["judge"].get("error")) or "other" for r in failed],
+        [{"id": r["id"], "error": str(r["judge"].get("error"))[:300]} for r in failed],
+    )
     failures["replicate_calls"] = len(reps)
     failures["replicate_calls_failed"] = sum(1 for rep in reps if rep.get("is_correct") is None)
-    failures["replicate_reasons"] = dict(Counter(rep.get("failure") or failure_kind(rep.get("error")) or "other"
-                                                 for rep in reps if rep.get("is_correct") is None))
+    failures["replicate_reasons"] = dict(
+        Counter(
+            rep.get("failure") or failure_kind(rep.get("error")) or "other"
+            for rep in reps
+            if rep.get("is_correct") is None
+        )
+    )
     failures["repaired"] = sum(1 for rep in reps if rep.get("repaired"))
     failures["not_judged_answer_failed"] = len(skipped)
 
@@ -91,7 +98,7 @@ def judge_metric_section(records: Sequence[dict[str, Any]], confidence: float = 
             "flipped": ids,
             "mean_sd": sd["mean_sd"],
             "pooled_sd": sd["pooled_sd"],
-            "note": "over LLM-judged cases only (cases decided by the \"I don't know\" rule never vary)",
+            "note": 'over LLM-judged cases only (cases decided by the "I don\'t know" rule never vary)',
         }
         noise_units, deterministic = [], []
         for r in judged:
@@ -115,23 +122,37 @@ def judge_metric_section(records: Sequence[dict[str, Any]], confidence: float = 
 
 def reference_section(records: Sequence[dict[str, Any]], confidence: float = 0.95) -> dict[str, Any] | None:
     """The judge against the dataset's reference verdicts, and the PPI-corrected mean."""
-    checks = [(r["id"], r["judge"]["reference_check"]) for r in records
-              if r.get("judge") and r["judge"].get("reference_check")]
+    checks = [
+        (r["id"], r["judge"]["reference_check"])
+        for r in records
+        if r.get("judge") and r["judge"].get("reference_check")
+    ]
     if not checks:
         return None
-    binary = [(c["reference_is_correct"], c["judge_is_correct"]) for _, c in checks
-              if c.get("reference_is_correct") is not None and c.get("judge_is_correct") is not None]
+    binary = [
+        (c["reference_is_correct"], c["judge_is_correct"])
+        for _, c in checks
+        if c.get("reference_is_correct") is not None and c.get("judge_is_correct") is not None
+    ]
     agreement = js.verdict_agreement([b[0] for b in binary], [b[1] for b in binary])
-    judge_all = [r["metrics"][JUDGE_METRIC] for r in records
-                 if r.get("metrics", {}).get(JUDGE_METRIC) is not None]
-    labelled = [(c["judge"], c["reference"]) for _, c in checks
-                if c.get("judge") is not None and c.get("reference") is not None]
+    judge_all = [r["metrics"][JUDGE_METRIC] for r in records if r.get("metrics", {}).get(JUDGE_METRIC) is not None]
+    labelled = [
+        (c["judge"], c["reference"]) for _, c in checks if c.get("judge") is not None and c.get("reference") is not None
+    ]
     ppi = js.ppi_mean(judge_all, [f for f, _ in labelled], [y for _, y in labelled], confidence, bounds=(0.0, 1.0))
     same = sum(1 for _, c in checks if c.get("answer_is_run_answer"))
-    disagreements = [{"id": i, "reference": c.get("reference_is_correct"), "judge": c.get("judge_is_correct"),
-                      "source": c.get("source")}
-                     for i, c in checks if c.get("reference_is_correct") is not None
-                     and c.get("judge_is_correct") is not None and c["reference_is_correct"] != c["judge_is_correct"]]
+    disagreements = [
+        {
+            "id": i,
+            "reference": c.get("reference_is_correct"),
+            "judge": c.get("judge_is_correct"),
+            "source": c.get("source"),
+        }
+        for i, c in checks
+        if c.get("reference_is_correct") is not None
+        and c.get("judge_is_correct") is not None
+        and c["reference_is_correct"] != c["judge_is_correct"]
+    ]
     return {
         "labelled": len(checks),
         "sources": dict(Counter(str(c.get("source")) for _, c in checks)),
@@ -140,11 +161,16 @@ def reference_section(records: Sequence[dict[str, Any]], confidence: float = 0.9
         **agreement,
         "disagreements": disagreements[:20],
         "ppi": ppi,
-        "note": ("PPI: judge mean over every judged case + mean(reference - judge) on the labelled answers; "
-                 "valid when the labelled answers are a random sample of the judged ones"
-                 + ("" if same == len(checks) else
-                    f"; {len(checks) - same} labelled answer(s) differ from this run's answers and were "
-                    "judged separately")),
+        "note": (
+            "PPI: judge mean over every judged case + mean(reference - judge) on the labelled answers; "
+            "valid when the labelled answers are a random sample of the judged ones"
+            + (
+                ""
+                if same == len(checks)
+                else f"; {len(checks) - same} labelled answer(s) differ from this run's answers and were "
+                "judged separately"
+            )
+        ),
     }
 
 
@@ -170,7 +196,9 @@ def score_self_agreement(records: Sequence[dict[str, Any]], name: str, confidenc
     return {
         "self_agreement": {
             "cases": sum(1 for u in units if len(u) >= 2),
-            "mean_sd": sd["mean_sd"], "pooled_sd": sd["pooled_sd"], "max_sd": sd["max_sd"],
+            "mean_sd": sd["mean_sd"],
+            "pooled_sd": sd["pooled_sd"],
+            "max_sd": sd["max_sd"],
             "krippendorff_alpha": js.krippendorff_alpha(units, "interval"),
             "varying": [i for i, d in spread if d > 1e-9],
             "varying_share": (sum(1 for _, d in spread if d > 1e-9) / len(spread)) if spread else None,
@@ -198,16 +226,25 @@ def ragas_metric_sections(records: Sequence[dict[str, Any]]) -> dict[str, dict[s
                 reasons.append(_ragas_kind(note))
                 examples.append({"id": r["id"], "error": note[:300]})
         asked = max((len((r.get("llm_replicates") or {}).get(name) or []) for r in records), default=0)
-        out[name] = {"kind": "score", "replicates": max(asked, 1),
-                     "failures": _failure_block(attempted, reasons, examples)}
+        out[name] = {
+            "kind": "score",
+            "replicates": max(asked, 1),
+            "failures": _failure_block(attempted, reasons, examples),
+        }
         if asked > 1:
             out[name].update(score_self_agreement(records, name))
     return out
 
 
-def judge_section(records: Sequence[dict[str, Any]], *, replicates: int = 1, temperature: float | None = None,
-                  probes: dict[str, Any] | None = None, max_failure_rate: float | None = None,
-                  confidence: float = 0.95) -> dict[str, Any] | None:
+def judge_section(
+    records: Sequence[dict[str, Any]],
+    *,
+    replicates: int = 1,
+    temperature: float | None = None,
+    probes: dict[str, Any] | None = None,
+    max_failure_rate: float | None = None,
+    confidence: float = 0.95,
+) -> dict[str, Any] | None:
     """report.json's ``judge`` section; None when the run has no LLM metric and no probe."""
     metrics: dict[str, Any] = {}
     jm = judge_metric_section(records, confidence)
@@ -222,16 +259,22 @@ def judge_section(records: Sequence[dict[str, Any]], *, replicates: int = 1, tem
         f = block["failures"]
         if f["rate"] is not None and f["rate"] > threshold:
             why = ", ".join(f"{n}x {k}" for k, n in f["reasons"].items())
-            warnings.append(f"{name} failed on {f['failed']} of {f['attempted']} cases "
-                            f"({f['rate']:.1%} > {threshold:.1%}): {why}")
+            warnings.append(
+                f"{name} failed on {f['failed']} of {f['attempted']} cases ({f['rate']:.1%} > {threshold:.1%}): {why}"
+            )
     if probes and probes.get("total") and probes["passed"] < probes["total"]:
-        wrong = "; ".join(f"{p['case']} {p['probe']}: expected {p['expected']}, got {p['got']}"
-                          + (f" ({p['error']})" if p.get("error") else "") for p in probes["failed"][:4])
+        wrong = "; ".join(
+            f"{p['case']} {p['probe']}: expected {p['expected']}, got {p['got']}"
+            + (f" ({p['error']})" if p.get("error") else "")
+            for p in probes["failed"][:4]
+        )
         warnings.append(f"judge probes: {probes['total'] - probes['passed']} of {probes['total']} wrong ({wrong})")
     notes = []
     if replicates > 1 and temperature == 0:
-        notes.append("judge replicates at temperature 0: they measure only the endpoint's own "
-                        "nondeterminism (--judge-temperature sets the judge's)")
+        notes.append(
+            "judge replicates at temperature 0: they measure only the endpoint's own "
+            "nondeterminism (--judge-temperature sets the judge's)"
+        )
     return {
         "replicates": replicates,
         "temperature": temperature,
@@ -251,8 +294,10 @@ def failure_gate(section: dict[str, Any] | None, max_failure_rate: float | None)
     for name, block in section["metrics"].items():
         f = block["failures"]
         if f["rate"] is not None and f["rate"] > max_failure_rate:
-            out.append(f"{name}: failed on {f['failed']} of {f['attempted']} cases ({f['rate']:.1%}) "
-                       f"> --max-failure-rate {max_failure_rate:g}")
+            out.append(
+                f"{name}: failed on {f['failed']} of {f['attempted']} cases ({f['rate']:.1%}) "
+                f"> --max-failure-rate {max_failure_rate:g}"
+            )
     return out
 
 
@@ -271,8 +316,10 @@ def format_judge_section(section: dict[str, Any] | None) -> str:
     """The judge section as terminal lines ("" when there is none)."""
     if not section:
         return ""
-    lines = [f"judge: {section['replicates']} replicate(s), temperature "
-             f"{_f(section.get('temperature'), 'g')}, failure threshold {section['failure_threshold']:.1%}"]
+    lines = [
+        f"judge: {section['replicates']} replicate(s), temperature "
+        f"{_f(section.get('temperature'), 'g')}, failure threshold {section['failure_threshold']:.1%}"
+    ]
     lines += [f"  note: {n}" for n in section.get("notes") or []]
     for name, block in section["metrics"].items():
         pad = " " * 4
@@ -281,48 +328,63 @@ def format_judge_section(section: dict[str, Any] | None) -> str:
         if f["reasons"]:
             head += " - " + ", ".join(f"{n}x {k}" for k, n in f["reasons"].items())
         if block.get("kind") == "verdict":
-            head += (f"; {block['llm_judged']} judged by the LLM, {block['rule_decided']} by the "
-                     "\"I don't know\" rule")
+            head += f'; {block["llm_judged"]} judged by the LLM, {block["rule_decided"]} by the "I don\'t know" rule'
             if f.get("repaired") or f.get("replicate_calls_failed"):
-                head += (f"; replies repaired {f['repaired']}, replicate calls failed "
-                         f"{f['replicate_calls_failed']} of {f['replicate_calls']}")
+                head += (
+                    f"; replies repaired {f['repaired']}, replicate calls failed "
+                    f"{f['replicate_calls_failed']} of {f['replicate_calls']}"
+                )
         lines.append(head)
         sa = block.get("self_agreement")
         if sa and block.get("kind") == "score":
-            lines.append(f"{pad}self-agreement over {sa['cases']} case(s) x {block['replicates']} replicates: "
-                         f"intra-case SD {_f(sa['mean_sd'])} (pooled {_f(sa['pooled_sd'])}, max {_f(sa['max_sd'])}), "
-                         f"Krippendorff alpha (interval) {_f(sa['krippendorff_alpha'])}, values vary in "
-                         f"{_f(sa['varying_share'], '.1%')} of cases")
+            lines.append(
+                f"{pad}self-agreement over {sa['cases']} case(s) x {block['replicates']} replicates: "
+                f"intra-case SD {_f(sa['mean_sd'])} (pooled {_f(sa['pooled_sd'])}, max {_f(sa['max_sd'])}), "
+                f"Krippendorff alpha (interval) {_f(sa['krippendorff_alpha'])}, values vary in "
+                f"{_f(sa['varying_share'], '.1%')} of cases"
+            )
         elif sa:
-            lines.append(f"{pad}self-agreement over {sa['cases']} case(s) x {block['replicates']} replicates: "
-                         f"agreement {_f(sa['agreement_rate'])}, Krippendorff alpha {_f(sa['krippendorff_alpha'])}, "
-                         f"Fleiss kappa {_f(sa['fleiss_kappa'])}, verdict flips {_f(sa['flip_share'], '.1%')}"
-                         f"{' (' + ', '.join(sa['flipped'][:5]) + ')' if sa['flipped'] else ''}, "
-                         f"intra-case SD {_f(sa['mean_sd'])}")
+            lines.append(
+                f"{pad}self-agreement over {sa['cases']} case(s) x {block['replicates']} replicates: "
+                f"agreement {_f(sa['agreement_rate'])}, Krippendorff alpha {_f(sa['krippendorff_alpha'])}, "
+                f"Fleiss kappa {_f(sa['fleiss_kappa'])}, verdict flips {_f(sa['flip_share'], '.1%')}"
+                f"{' (' + ', '.join(sa['flipped'][:5]) + ')' if sa['flipped'] else ''}, "
+                f"intra-case SD {_f(sa['mean_sd'])}"
+            )
         nz = block.get("noise")
         if nz and nz.get("variance_share") is not None:
-            lines.append(f"{pad}judge noise: {nz['variance_share']:.1%} of the CI's variance, "
-                         f"{nz['width_share']:.1%} of its width (CI half-width {_f(nz['ci_half_width'])}, "
-                         f"{_f(nz['ci_half_width_noise_free'])} without judge noise; one replicate: "
-                         f"{_f(nz['single_replicate_variance_share'], '.1%')} of the variance)")
+            lines.append(
+                f"{pad}judge noise: {nz['variance_share']:.1%} of the CI's variance, "
+                f"{nz['width_share']:.1%} of its width (CI half-width {_f(nz['ci_half_width'])}, "
+                f"{_f(nz['ci_half_width_noise_free'])} without judge noise; one replicate: "
+                f"{_f(nz['single_replicate_variance_share'], '.1%')} of the variance)"
+            )
         ref = block.get("reference")
         if ref:
             sources = ", ".join(sorted({str(k).split(" (")[0] for k in ref["sources"]}))
             c = ref["confusion"]
-            lines.append(f"{pad}vs reference verdicts ({sources}): n {ref['n']}, agreement "
-                         f"{_f(ref['agreement'])}, Cohen's kappa {_f(ref['cohen_kappa'])}, confusion "
-                         f"(reference x judge) TT {c['tp']} TF {c['fn']} FT {c['fp']} FF {c['tn']}")
+            lines.append(
+                f"{pad}vs reference verdicts ({sources}): n {ref['n']}, agreement "
+                f"{_f(ref['agreement'])}, Cohen's kappa {_f(ref['cohen_kappa'])}, confusion "
+                f"(reference x judge) TT {c['tp']} TF {c['fn']} FT {c['fp']} FF {c['tn']}"
+            )
             p = ref["ppi"]
-            lines.append(f"{pad}{name}: judge mean {_f(p['judge_mean'])}{_ci(p['judge_ci'])}, "
-                         f"prediction-powered {_f(p['estimate'])}{_ci(p['ci'])} (n={p['n']} labelled, "
-                         f"N={p['N']}), references alone {_f(p['reference_mean'])}{_ci(p['reference_ci'])}")
+            lines.append(
+                f"{pad}{name}: judge mean {_f(p['judge_mean'])}{_ci(p['judge_ci'])}, "
+                f"prediction-powered {_f(p['estimate'])}{_ci(p['ci'])} (n={p['n']} labelled, "
+                f"N={p['N']}), references alone {_f(p['reference_mean'])}{_ci(p['reference_ci'])}"
+            )
     probes = section.get("probes")
     if probes and probes.get("total"):
-        lines.append(f"  probes: {probes['passed']} of {probes['total']} right (decided by the LLM: "
-                     f"{probes['llm_passed']} of {probes['llm_total']})")
+        lines.append(
+            f"  probes: {probes['passed']} of {probes['total']} right (decided by the LLM: "
+            f"{probes['llm_passed']} of {probes['llm_total']})"
+        )
         for p in probes["failed"][:6]:
-            lines.append(f"    wrong: {p['case']} {p['probe']}: expected {p['expected']}, got {p['got']}"
-                         + (f" ({p['error']})" if p.get("error") else f" ({p['reason']})" if p.get("reason") else ""))
+            lines.append(
+                f"    wrong: {p['case']} {p['probe']}: expected {p['expected']}, got {p['got']}"
+                + (f" ({p['error']})" if p.get("error") else f" ({p['reason']})" if p.get("reason") else "")
+            )
     return "\n".join(lines)
 
 

@@ -96,9 +96,7 @@ def fleiss_kappa(units: Sequence[Sequence[Hashable]]) -> float | None:
     complete = [u for u in units if len(u) == n]
     total = len(complete) * n
     categories = Counter(v for u in complete for v in u)
-    p_bar = statistics.fmean(
-        (sum(c * c for c in Counter(u).values()) - n) / (n * (n - 1)) for u in complete
-    )
+    p_bar = statistics.fmean((sum(c * c for c in Counter(u).values()) - n) / (n * (n - 1)) for u in complete)
     p_e = sum((c / total) ** 2 for c in categories.values())
     if p_e >= 1.0 - 1e-12:
         return None
@@ -167,8 +165,9 @@ def intra_case_sd(units: Sequence[Sequence[float]]) -> dict[str, float | None]:
     }
 
 
-def noise_share(units: Sequence[Sequence[float]], deterministic: Sequence[bool] | None = None,
-                confidence: float = 0.95) -> dict[str, float | int | None]:
+def noise_share(
+    units: Sequence[Sequence[float]], deterministic: Sequence[bool] | None = None, confidence: float = 0.95
+) -> dict[str, float | int | None]:
     """How much of the CI of the metric's mean comes from judge noise, how much from case sampling.
 
     Model (one-way random effects): replicate ``r`` of case ``i`` scores
@@ -195,8 +194,16 @@ def noise_share(units: Sequence[Sequence[float]], deterministic: Sequence[bool] 
     det = list(deterministic) if deterministic is not None else [False] * len(units)
     cases = [(list(map(float, u)), d) for u, d in zip(units, det) if len(u) >= 1]
     n = len(cases)
-    empty = {"cases": n, "variance_share": None, "width_share": None, "single_replicate_variance_share": None,
-             "ci_half_width": None, "ci_half_width_noise_free": None, "case_variance": None, "noise_variance": None}
+    empty = {
+        "cases": n,
+        "variance_share": None,
+        "width_share": None,
+        "single_replicate_variance_share": None,
+        "ci_half_width": None,
+        "ci_half_width_noise_free": None,
+        "case_variance": None,
+        "noise_variance": None,
+    }
     if n < 2:
         return empty
     means = [statistics.fmean(u) for u, _ in cases]
@@ -268,8 +275,13 @@ def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
     return (p_o - p_e) / (1.0 - p_e)
 
 
-def ppi_mean(judge_all: Sequence[float], judge_labelled: Sequence[float], reference_labelled: Sequence[float],
-             confidence: float = 0.95, bounds: tuple[float, float] | None = None) -> dict[str, float | int | None]:
+def ppi_mean(
+    judge_all: Sequence[float],
+    judge_labelled: Sequence[float],
+    reference_labelled: Sequence[float],
+    confidence: float = 0.95,
+    bounds: tuple[float, float] | None = None,
+) -> dict[str, float | int | None]:
     """Prediction-powered estimate of a mean, with its CI.
 
     Angelopoulos, A. N., Bates, S., Fannjiang, C., Jordan, M. I. & Zrnic, T. (2023).
@@ -294,8 +306,16 @@ def ppi_mean(judge_all: Sequence[float], judge_labelled: Sequence[float], refere
     pairs = [(float(f), float(y)) for f, y in zip(judge_labelled, reference_labelled)]
     z = _z(confidence)
     out: dict[str, float | int | None] = {
-        "N": len(f_all), "n": len(pairs), "confidence": confidence, "judge_mean": None, "judge_ci": None,
-        "rectifier": None, "estimate": None, "ci": None, "reference_mean": None, "reference_ci": None,
+        "N": len(f_all),
+        "n": len(pairs),
+        "confidence": confidence,
+        "judge_mean": None,
+        "judge_ci": None,
+        "rectifier": None,
+        "estimate": None,
+        "ci": None,
+        "reference_mean": None,
+        "reference_ci": None,
     }
     if f_all:
         out["judge_mean"] = statistics.fmean(f_all)

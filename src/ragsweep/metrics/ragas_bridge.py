@@ -220,8 +220,10 @@ def id_based_context_scores(retrieved_ids: Sequence[str], reference_ids: Sequenc
         ensure_offline()
         from ragas.metrics import IDBasedContextPrecision, IDBasedContextRecall
 
-        _ID_METRICS = {"ragas_id_context_precision": IDBasedContextPrecision(),
-                       "ragas_id_context_recall": IDBasedContextRecall()}
+        _ID_METRICS = {
+            "ragas_id_context_precision": IDBasedContextPrecision(),
+            "ragas_id_context_recall": IDBasedContextRecall(),
+        }
     from ragas.dataset_schema import SingleTurnSample
 
     out: dict[str, float | None] = dict.fromkeys(ID_CONTEXT_METRIC_NAMES)

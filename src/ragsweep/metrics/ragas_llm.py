@@ -83,8 +83,9 @@ def combine_replicates(scores: Sequence[MetricScore]) -> MetricScore:
     if not valid:
         first = scores[0]
         return MetricScore(reason=first.reason, error=first.error, replicates=values)
-    return MetricScore(value=statistics.fmean(valid), sd=statistics.stdev(valid) if len(valid) >= 2 else None,
-                       replicates=values)
+    return MetricScore(
+        value=statistics.fmean(valid), sd=statistics.stdev(valid) if len(valid) >= 2 else None, replicates=values
+    )
 
 
 class RagasCase(BaseModel):
@@ -194,7 +195,9 @@ class RagasLLMScorer:
         )
 
         llm = llm_factory(
-            self.settings.model, client=client, temperature=self.settings.temperature,
+            self.settings.model,
+            client=client,
+            temperature=self.settings.temperature,
             max_tokens=max(self.settings.max_tokens, _RAGAS_MAX_TOKENS),
             max_retries=_INSTRUCTOR_REASKS,  # instructor: re-asks after an unparsable reply
             **({"seed": self.seed} if self.seed is not None else {}),  # passed through to the request
@@ -283,11 +286,19 @@ class RagasLLMScorer:
         else:
             runs = []
             for r in range(self.replicates):
-                one = RagasLLMScorer(self.settings, self.metrics, self._embeddings, tuple(self.weights),
-                                     self.strictness, seed=None if r == 0 else r)
+                one = RagasLLMScorer(
+                    self.settings,
+                    self.metrics,
+                    self._embeddings,
+                    tuple(self.weights),
+                    self.strictness,
+                    seed=None if r == 0 else r,
+                )
                 runs.append(_run(lambda one=one: one.ascore_batch(items)))
-            result = [{name: combine_replicates([run[i][name] for run in runs]) for name in self.metrics}
-                      for i in range(len(items))]
+            result = [
+                {name: combine_replicates([run[i][name] for run in runs]) for name in self.metrics}
+                for i in range(len(items))
+            ]
         if cache is not None:
             self.last_stats = {"cache_hits": cache.hits - before[0], "cache_misses": cache.misses - before[1]}
         return result
@@ -302,12 +313,18 @@ class RagasLLMScorer:
         answer_error: str | None = None,
     ) -> dict[str, MetricScore]:
         case = RagasCase(
-            question=question, answer=answer, contexts=list(contexts), reference=reference or "",
-            abstained=abstained, answer_error=answer_error,
+            question=question,
+            answer=answer,
+            contexts=list(contexts),
+            reference=reference or "",
+            abstained=abstained,
+            answer_error=answer_error,
         )
         return self.score_batch([case])[0]
 
-    def estimate(self, cases: Sequence[tuple[str, Sequence[str], str]], assumed_answer_tokens: int = 64) -> CallEstimate:
+    def estimate(
+        self, cases: Sequence[tuple[str, Sequence[str], str]], assumed_answer_tokens: int = 64
+    ) -> CallEstimate:
         return estimate_ragas_calls(cases, self.settings, self.metrics, assumed_answer_tokens, self.strictness)
 
 
@@ -369,8 +386,9 @@ def estimate_ragas_calls(
         if ANSWER_CORRECTNESS in metrics and has_ref:
             est.add(1, _prompt_tokens("statements", model, question=question, answer=answer), 150)
             est.add(1, _prompt_tokens("statements", model, question=question, answer=reference), 150)
-            est.add(1, _prompt_tokens("classify", model, question=question, answer=statements,
-                                      ground_truth=statements), 300)
+            est.add(
+                1, _prompt_tokens("classify", model, question=question, answer=statements, ground_truth=statements), 300
+            )
             est.embedding_calls += 2
         if CONTEXT_PRECISION in metrics and has_ref:
             for c in ctx:
@@ -378,8 +396,11 @@ def estimate_ragas_calls(
         if CONTEXT_RECALL in metrics and has_ref and ctx:
             est.add(1, _prompt_tokens("recall", model, question=question, context=joined, answer=reference), 200)
         if ANSWER_RELEVANCY in metrics:
-            est.add(relevancy_calls, relevancy_calls * _prompt_tokens("relevance", model, response=answer),
-                    relevancy_calls * 60)
+            est.add(
+                relevancy_calls,
+                relevancy_calls * _prompt_tokens("relevance", model, response=answer),
+                relevancy_calls * 60,
+            )
             est.embedding_calls += 2
     est.notes.append(
         f"answers assumed {assumed_answer_tokens} tokens; reply sizes assumed; refusals not predicted (upper bound)"

@@ -19,13 +19,33 @@ AT_K_FAMILIES: tuple[str, ...] = ("hit_rate", "recall", "precision", "mrr", "ndc
 # retrieval metrics over the whole list a configuration returns (its top_k)
 RANKING_METRICS: tuple[str, ...] = ("r_precision", "first_relevant_rank")
 # metrics that only exist over a set of cases (computed by the aggregator)
-SET_METRICS: tuple[str, ...] = ("abstention_precision", "abstention_recall", "abstention_f1",
-                                "answered_unanswerable_rate", "abstained_on_answerable_rate")
-ANSWER_ORDER: tuple[str, ...] = ("citation_precision", "exact_match", "token_f1", "fact_coverage",
-                                 "pathway_strsim", "abstained", *SET_METRICS, "judge_correct")
+SET_METRICS: tuple[str, ...] = (
+    "abstention_precision",
+    "abstention_recall",
+    "abstention_f1",
+    "answered_unanswerable_rate",
+    "abstained_on_answerable_rate",
+)
+ANSWER_ORDER: tuple[str, ...] = (
+    "citation_precision",
+    "exact_match",
+    "token_f1",
+    "fact_coverage",
+    "pathway_strsim",
+    "abstained",
+    *SET_METRICS,
+    "judge_correct",
+)
 # lower is better for these names (and any name starting with them)
-LOWER_IS_BETTER: tuple[str, ...] = ("first_relevant_rank", "answered_unanswerable_rate",
-                                    "abstained_on_answerable_rate", "latency", "seconds", "peak_rss", "cost")
+LOWER_IS_BETTER: tuple[str, ...] = (
+    "first_relevant_rank",
+    "answered_unanswerable_rate",
+    "abstained_on_answerable_rate",
+    "latency",
+    "seconds",
+    "peak_rss",
+    "cost",
+)
 
 _AT_K = re.compile(r"^(?P<family>[a-z_]+)@(?P<k>\d+|k)$")
 

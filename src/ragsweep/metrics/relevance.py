@@ -120,10 +120,27 @@ __all__ = [
 ParsedTexts = Union[Mapping[str, str], Callable[[str], Union[str, None]], None]
 
 _CHAR_MAP = {
-    "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'", "`": "'",
-    "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"',
-    "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2015": "-", "\u2212": "-",
-    "\u00ad": "", "\u200b": "", "\ufeff": "",
+    "\u2018": "'",
+    "\u2019": "'",
+    "\u201a": "'",
+    "\u201b": "'",
+    "\u2032": "'",
+    "`": "'",
+    "\u201c": '"',
+    "\u201d": '"',
+    "\u201e": '"',
+    "\u201f": '"',
+    "\u2033": '"',
+    "\u2010": "-",
+    "\u2011": "-",
+    "\u2012": "-",
+    "\u2013": "-",
+    "\u2014": "-",
+    "\u2015": "-",
+    "\u2212": "-",
+    "\u00ad": "",
+    "\u200b": "",
+    "\ufeff": "",
 }
 _NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
 
@@ -524,9 +541,7 @@ def mark_hits(
                         )
                     how, occ = located[key]
                     if occ:
-                        ok = any(
-                            min(h.end, e) - max(h.start, s) >= _needed(e - s, cfg) for s, e in occ
-                        )
+                        ok = any(min(h.end, e) - max(h.start, s) >= _needed(e - s, cfg) for s, e in occ)
                     else:
                         need = _needed(len(normalize(ev.text)), cfg)
                         ok = text_overlap(h.text, ev.text, need) >= need
@@ -570,7 +585,4 @@ def judge_cases(
 ) -> list[Judgement]:
     """:func:`mark_hits` for every case (a case missing from ``hits_by_case`` has an empty ranking)."""
     cited_by_case = cited_by_case or {}
-    return [
-        mark_hits(c, hits_by_case.get(c.id, ()), rule, parsed_texts, cited_by_case.get(c.id))
-        for c in cases
-    ]
+    return [mark_hits(c, hits_by_case.get(c.id, ()), rule, parsed_texts, cited_by_case.get(c.id)) for c in cases]

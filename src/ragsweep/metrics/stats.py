@@ -81,8 +81,9 @@ def bootstrap_ci(
     return (low, high)
 
 
-def _scipy_bootstrap(x: np.ndarray, confidence: float, n_resamples: int, seed: int,
-                     method: str) -> tuple[float, float, np.ndarray]:
+def _scipy_bootstrap(
+    x: np.ndarray, confidence: float, n_resamples: int, seed: int, method: str
+) -> tuple[float, float, np.ndarray]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # scipy's DegenerateDataWarning: handled via NaN check
         res = stats.bootstrap(
@@ -123,12 +124,13 @@ def _bca_mean(x: np.ndarray, distribution: np.ndarray, confidence: float) -> tup
     n = float(x.size)
     theta_hat = float(np.mean(x))
     share = (np.count_nonzero(distribution < theta_hat) + np.count_nonzero(distribution <= theta_hat)) / (
-        2 * distribution.size)
+        2 * distribution.size
+    )
     z0 = float(ndtri(share))
     theta_i = (np.sum(x) - x) / (n - 1)
     u = (n - 1) * (np.mean(theta_i) - theta_i)
     with np.errstate(divide="ignore", invalid="ignore"):
-        a = float(1 / 6 * (np.sum(u ** 3) / n ** 3) / (np.sum(u ** 2) / n ** 2) ** (3 / 2))
+        a = float(1 / 6 * (np.sum(u**3) / n**3) / (np.sum(u**2) / n**2) ** (3 / 2))
         z_alpha = float(ndtri((1 - confidence) / 2))
         bounds = []
         for z in (z_alpha, -z_alpha):

@@ -41,5 +41,13 @@ def __getattr__(name: str):
     raise AttributeError(name)
 
 
-__all__ = ["Comparison", "compare_runs", "log_to_mlflow", "render_markdown", "render_terminal", "run_compare_cli",
-           "write_html", "write_html_report"]
+__all__ = [
+    "Comparison",
+    "compare_runs",
+    "log_to_mlflow",
+    "render_markdown",
+    "render_terminal",
+    "run_compare_cli",
+    "write_html",
+    "write_html_report",
+]

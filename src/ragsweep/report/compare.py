@@ -88,8 +88,10 @@ def _cases_path(run: str | Path) -> Path:
         return p / "cases.jsonl"
     if (p / "sweep.json").is_file():
         ids = [str(c.get("id")) for c in (read_json(p / "sweep.json").get("configs") or [])]
-        raise RunFolderError(f"{p} is a sweep; compare one configuration, e.g. {p / 'configs' / (ids[0] if ids else '<id>')}"
-                             f" (configurations: {', '.join(ids)})")
+        raise RunFolderError(
+            f"{p} is a sweep; compare one configuration, e.g. {p / 'configs' / (ids[0] if ids else '<id>')}"
+            f" (configurations: {', '.join(ids)})"
+        )
     raise RunFolderError(f"{p}: no cases.jsonl in this folder")
 
 
@@ -107,8 +109,15 @@ def _values(case: dict, metric: str, flag: bool = False) -> float | None:
     return num((case.get("metrics") or {}).get(metric))
 
 
-def compare_runs(run_a: str | Path, run_b: str | Path, confidence: float = 0.95, alpha: float = 0.05,
-                 n_bootstrap: int = 2000, n_permutations: int = 9999, seed: int = 0) -> Comparison:
+def compare_runs(
+    run_a: str | Path,
+    run_b: str | Path,
+    confidence: float = 0.95,
+    alpha: float = 0.05,
+    n_bootstrap: int = 2000,
+    n_permutations: int = 9999,
+    seed: int = 0,
+) -> Comparison:
     """Paired comparison of run B against run A (deltas are B - A)."""
     path_a, path_b = _cases_path(run_a), _cases_path(run_b)
     cases_a = {str(c.get("id")): c for c in read_cases(path_a)}
@@ -140,8 +149,21 @@ def compare_runs(run_a: str | Path, run_b: str | Path, confidence: float = 0.95,
         if is_flag:
             continue  # a flag, not a metric: flips only
         if not pairs:
-            rows.append(MetricDelta(metric=m, n=0, mean_a=None, mean_b=None, delta=None, ci_low=None, ci_high=None,
-                                    p_value=None, p_adjusted=None, significant=False, lower_is_better=lower_is_better(m)))
+            rows.append(
+                MetricDelta(
+                    metric=m,
+                    n=0,
+                    mean_a=None,
+                    mean_b=None,
+                    delta=None,
+                    ci_low=None,
+                    ci_high=None,
+                    p_value=None,
+                    p_adjusted=None,
+                    significant=False,
+                    lower_is_better=lower_is_better(m),
+                )
+            )
             pvals[m] = None
             continue
         xs = [x for _, x, _ in pairs]
@@ -151,19 +173,44 @@ def compare_runs(run_a: str | Path, run_b: str | Path, confidence: float = 0.95,
             lo = hi = None
         p = paired_test(ys, xs, n_resamples=n_permutations, seed=seed)
         pvals[m] = p
-        rows.append(MetricDelta(metric=m, n=len(pairs), mean_a=sum(xs) / len(xs), mean_b=sum(ys) / len(ys),
-                                delta=sum(y - x for x, y in zip(xs, ys, strict=False)) / len(xs), ci_low=lo, ci_high=hi,
-                                p_value=p, p_adjusted=None, significant=False, lower_is_better=lower_is_better(m)))
+        rows.append(
+            MetricDelta(
+                metric=m,
+                n=len(pairs),
+                mean_a=sum(xs) / len(xs),
+                mean_b=sum(ys) / len(ys),
+                delta=sum(y - x for x, y in zip(xs, ys, strict=False)) / len(xs),
+                ci_low=lo,
+                ci_high=hi,
+                p_value=p,
+                p_adjusted=None,
+                significant=False,
+                lower_is_better=lower_is_better(m),
+            )
+        )
     adjusted = holm(pvals)
     for row in rows:
         row.p_adjusted = adjusted.get(row.metric)
         row.significant = significant(row.p_adjusted, alpha)
-    return Comparison(run_a=str(path_a), run_b=str(path_b), label_a=_label(path_a), label_b=_label(path_b),
-                      n_a=len(cases_a), n_b=len(cases_b), n_common=len(common), only_in_a=only_a, only_in_b=only_b,
-                      confidence=confidence, alpha=alpha, metrics=rows, flips=flips)
+    return Comparison(
+        run_a=str(path_a),
+        run_b=str(path_b),
+        label_a=_label(path_a),
+        label_b=_label(path_b),
+        n_a=len(cases_a),
+        n_b=len(cases_b),
+        n_common=len(common),
+        only_in_a=only_a,
+        only_in_b=only_b,
+        confidence=confidence,
+        alpha=alpha,
+        metrics=rows,
+        flips=flips,
+    )
 
 
 # ----------------------------------------------------------------------------- rendering
+
 
 def _f(v: float | None, digits: int = 3, signed: bool = False) -> str:
     if v is None:
@@ -181,8 +228,17 @@ def _row_cells(r: MetricDelta) -> list[str]:
     ci = f"[{_f(r.ci_low, signed=True)}, {_f(r.ci_high, signed=True)}]" if r.ci_low is not None else "–"
     mark = {"better": "better *", "worse": "worse *"}.get(r.verdict, "")
     name = r.metric + (" ↓" if r.lower_is_better else "")
-    return [name, str(r.n), _f(r.mean_a), _f(r.mean_b), _f(r.delta, signed=True), ci, _p(r.p_value),
-            _p(r.p_adjusted), mark]
+    return [
+        name,
+        str(r.n),
+        _f(r.mean_a),
+        _f(r.mean_b),
+        _f(r.delta, signed=True),
+        ci,
+        _p(r.p_value),
+        _p(r.p_adjusted),
+        mark,
+    ]
 
 
 def _headers(c: Comparison) -> list[str]:
@@ -215,15 +271,24 @@ def render_terminal(comparison: Comparison, max_flips: int = 20) -> str:
     widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(headers)]
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(cell.ljust(w) if i == 0 or i == len(cells) - 1 else cell.rjust(w)
-                         for i, (cell, w) in enumerate(zip(cells, widths, strict=False))).rstrip()
+        return "  ".join(
+            cell.ljust(w) if i == 0 or i == len(cells) - 1 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(cells, widths, strict=False))
+        ).rstrip()
 
-    out = [f"A: {c.label_a}  ({c.run_a})", f"B: {c.label_b}  ({c.run_b})",
-           f"cases: {c.n_common} paired · only in A: {len(c.only_in_a)} · only in B: {len(c.only_in_b)}", ""]
+    out = [
+        f"A: {c.label_a}  ({c.run_a})",
+        f"B: {c.label_b}  ({c.run_b})",
+        f"cases: {c.n_common} paired · only in A: {len(c.only_in_a)} · only in B: {len(c.only_in_b)}",
+        "",
+    ]
     out += [line(headers), line(["-" * w for w in widths])]
     out += [line(row) for row in rows]
-    out += ["", f"Δ = mean(B − A) over paired cases; CI: paired bootstrap; p: paired randomization test; "
-                f"sig: Holm-adjusted p ≤ {c.alpha:g}; ↓ lower is better."]
+    out += [
+        "",
+        f"Δ = mean(B − A) over paired cases; CI: paired bootstrap; p: paired randomization test; "
+        f"sig: Holm-adjusted p ≤ {c.alpha:g}; ↓ lower is better.",
+    ]
     if c.only_in_a:
         out.append(f"only in A ({len(c.only_in_a)}): {_ids(c.only_in_a)}")
     if c.only_in_b:
@@ -286,14 +351,21 @@ def render_markdown(comparison: Comparison, max_flips: int = 50) -> str:
         if r.verdict:
             cells[4] = f"**{cells[4]}**"
         out.append("| " + " | ".join(cells) + " |")
-    out += ["", f"Δ = mean(B − A) over paired cases · {round(c.confidence * 100):g}% paired bootstrap CI · "
-                f"p: paired randomization test · Holm-adjusted across {len(c.metrics)} metrics, α = {c.alpha:g} · "
-                "↓ lower is better.", ""]
+    out += [
+        "",
+        f"Δ = mean(B − A) over paired cases · {round(c.confidence * 100):g}% paired bootstrap CI · "
+        f"p: paired randomization test · Holm-adjusted across {len(c.metrics)} metrics, α = {c.alpha:g} · "
+        "↓ lower is better.",
+        "",
+    ]
     out.append(f"A: {_code(c.run_a)}  ")
     out.append(f"B: {_code(c.run_b)}")
     if c.only_in_a or c.only_in_b:
-        out += ["", f"Cases only in A: {_md(_ids(c.only_in_a)) or 'none'}  ",
-                f"Cases only in B: {_md(_ids(c.only_in_b)) or 'none'}"]
+        out += [
+            "",
+            f"Cases only in A: {_md(_ids(c.only_in_a)) or 'none'}  ",
+            f"Cases only in B: {_md(_ids(c.only_in_b)) or 'none'}",
+        ]
     groups = _flip_groups(c)
     out += ["", f"#### Flipped cases ({len({f.id for f in c.flips})} cases)" if groups else "#### Flipped cases: none"]
     for m, d, fl in groups:
@@ -321,5 +393,4 @@ def run_compare_cli(args) -> int:
     return 0
 
 
-__all__ = ["Comparison", "Flip", "MetricDelta", "compare_runs", "render_markdown", "render_terminal",
-           "run_compare_cli"]
+__all__ = ["Comparison", "Flip", "MetricDelta", "compare_runs", "render_markdown", "render_terminal", "run_compare_cli"]

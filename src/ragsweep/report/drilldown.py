@@ -22,10 +22,10 @@ from ragsweep.records import chunk_id
 from ragsweep.report.runs import FAILURE_KINDS, case_failures, doc_label, natural_key, num, ordered
 from ragsweep.report.svg import esc, fmt
 
-HIT_TEXT_CHARS = 800          # text shown of a relevant retrieved chunk (chunks.jsonl has it whole)
-OTHER_HIT_TEXT_CHARS = 300    # ... and of a chunk that is not relevant
-MAX_EMBEDDED_FAILURES = 50    # failing cases embedded as HTML, spread over the run
-EMBEDDED_SAMPLE = 10          # other cases embedded as HTML, spread over the run
+HIT_TEXT_CHARS = 800  # text shown of a relevant retrieved chunk (chunks.jsonl has it whole)
+OTHER_HIT_TEXT_CHARS = 300  # ... and of a chunk that is not relevant
+MAX_EMBEDDED_FAILURES = 50  # failing cases embedded as HTML, spread over the run
+EMBEDDED_SAMPLE = 10  # other cases embedded as HTML, spread over the run
 PACKED_TYPE = "application/x-gzip-base64"  # the type of the page's data blocks (never run as a script)
 
 
@@ -83,9 +83,12 @@ def drilldown_html(cases: list[dict], k: int | None) -> str:
     partial = len(embedded) < len(view.cases)
     items = "".join(case_html(view, i) for i in embedded)
     data = f'<script type="{PACKED_TYPE}" id="case-data">{pack(page_data(view))}</script>' if partial else ""
-    return (_controls(view.cases, len(embedded), k) + (_embedded_note(view.cases, embedded) if partial else "")
-            + f'<div id="cases" data-total="{len(view.cases)}" data-visible="{len(embedded)}" '
-            f'data-filter="all">{items}</div>{data}')
+    return (
+        _controls(view.cases, len(embedded), k)
+        + (_embedded_note(view.cases, embedded) if partial else "")
+        + f'<div id="cases" data-total="{len(view.cases)}" data-visible="{len(embedded)}" '
+        f'data-filter="all">{items}</div>{data}'
+    )
 
 
 def build_drilldown(cases: list[dict], k: int | None) -> Drilldown:
@@ -102,11 +105,14 @@ def build_drilldown(cases: list[dict], k: int | None) -> Drilldown:
                 position[key] = len(rows)
                 rows.append([h.get("doc_id"), h.get("start"), h.get("end"), str(h.get("text") or ""), False])
             rows[position[key]][4] |= bool(h.get("relevant"))
-            hits.append(HitView(position[key], h.get("rank"), shown(h.get("score")), bool(h.get("relevant")),
-                                h.get("grade")))
+            hits.append(
+                HitView(position[key], h.get("rank"), shown(h.get("score")), bool(h.get("relevant")), h.get("grade"))
+            )
         views.append(_case_view(case, k, metrics, hits))
-    chunks = [ChunkView(doc, start, end, text[:(HIT_TEXT_CHARS if relevant else OTHER_HIT_TEXT_CHARS) + 1])
-              for doc, start, end, text, relevant in rows]
+    chunks = [
+        ChunkView(doc, start, end, text[: (HIT_TEXT_CHARS if relevant else OTHER_HIT_TEXT_CHARS) + 1])
+        for doc, start, end, text, relevant in rows
+    ]
     return Drilldown(metrics, chunks, views)
 
 
@@ -136,8 +142,13 @@ def _spread(items: list[int], n: int) -> list[int]:
 def page_data(view: Drilldown) -> dict[str, Any]:
     """What the page's script reads: the drilldown and how it is shown. Cases and chunks go
     column by column (a list per field), which gzip packs a quarter smaller than row by row."""
-    return {"metrics": view.metrics, "chunks": _columns(view.chunks, ChunkView), "cases": _columns(view.cases, CaseView),
-            "kinds": FAILURE_KINDS, "limits": [HIT_TEXT_CHARS, OTHER_HIT_TEXT_CHARS]}
+    return {
+        "metrics": view.metrics,
+        "chunks": _columns(view.chunks, ChunkView),
+        "cases": _columns(view.cases, CaseView),
+        "kinds": FAILURE_KINDS,
+        "limits": [HIT_TEXT_CHARS, OTHER_HIT_TEXT_CHARS],
+    }
 
 
 def _columns(rows: list[Any], kind: type) -> dict[str, list[Any]]:
@@ -155,26 +166,40 @@ def _case_view(case: dict, k: int | None, metrics: list[str], hits: list[HitView
     judge = case.get("judge")
     values = case.get("metrics") or {}
     return CaseView(
-        id=case.get("id"), type=case.get("type") or "(no type)", question=str(case.get("question") or ""),
-        docs=doc_label(case), unanswerable=bool(case.get("unanswerable")),
+        id=case.get("id"),
+        type=case.get("type") or "(no type)",
+        question=str(case.get("question") or ""),
+        docs=doc_label(case),
+        unanswerable=bool(case.get("unanswerable")),
         reference=None if case.get("reference_answer") is None else str(case["reference_answer"]),
-        answer=AnswerView(str(answer.get("text") or ""), str(answer.get("answerer") or ""),
-                          bool(answer.get("abstained")), answer.get("error") or None, list(answer.get("cited") or [])),
+        answer=AnswerView(
+            str(answer.get("text") or ""),
+            str(answer.get("answerer") or ""),
+            bool(answer.get("abstained")),
+            answer.get("error") or None,
+            list(answer.get("cited") or []),
+        ),
         judge=(judge.get("is_correct"), str(judge.get("reason") or "")) if isinstance(judge, dict) else None,
-        kinds=case_failures(case, k), values=[shown(values.get(m)) for m in metrics], hits=hits)
+        kinds=case_failures(case, k),
+        values=[shown(values.get(m)) for m in metrics],
+        hits=hits,
+    )
 
 
 # ----------------------------------------------------------------------------- HTML (the page's script mirrors it)
+
 
 def _controls(views: list[CaseView], n_embedded: int, k: int | None) -> str:
     types = sorted({v.type for v in views}, key=natural_key)
     kinds_present = {kind for v in views for kind in v.kinds}
     n_fail = sum(1 for v in views if v.kinds)
     opts = [("all", "all cases"), ("failures", f"failures ({n_fail})")] + [
-        (kind, label) for kind, label in FAILURE_KINDS.items() if kind in kinds_present]
+        (kind, label) for kind, label in FAILURE_KINDS.items() if kind in kinds_present
+    ]
     show = "".join(f'<option value="{esc(v)}">{esc(lab)}</option>' for v, lab in opts)
     type_opts = '<option value="">all types</option>' + "".join(
-        f'<option value="{esc(t)}">{esc(t)}</option>' for t in types)
+        f'<option value="{esc(t)}">{esc(t)}</option>' for t in types
+    )
     return (
         '<div class="controls">'
         '<label><input type="checkbox" id="only-failures"> failures only</label>'
@@ -183,52 +208,69 @@ def _controls(views: list[CaseView], n_embedded: int, k: int | None) -> str:
         '<label>search <input type="search" id="case-search" placeholder="id, question, text…"></label>'
         f'<span id="case-count">{n_embedded} of {len(views)} cases shown</span></div>'
         f'<p class="note">A case fails on: retrieval miss (no relevant chunk in the top {esc(k)} of an answerable '
-        'question), judged wrong (LLM judge), bad abstention (abstained on an answerable question or answered an '
-        'unanswerable one), or an answerer error. Open a link ending in <code>#failures</code> to start filtered, '
-        f'<code>#case=ID</code> to open a case. Chunk texts are cut at {HIT_TEXT_CHARS} characters '
-        f'({OTHER_HIT_TEXT_CHARS} for chunks that are not relevant); chunks.jsonl has them whole.</p>')
+        "question), judged wrong (LLM judge), bad abstention (abstained on an answerable question or answered an "
+        "unanswerable one), or an answerer error. Open a link ending in <code>#failures</code> to start filtered, "
+        f"<code>#case=ID</code> to open a case. Chunk texts are cut at {HIT_TEXT_CHARS} characters "
+        f"({OTHER_HIT_TEXT_CHARS} for chunks that are not relevant); chunks.jsonl has them whole.</p>"
+    )
 
 
 def _embedded_note(views: list[CaseView], embedded: list[int]) -> str:
     n_fail = sum(1 for v in views if v.kinds)
     shown_fail = sum(1 for i in embedded if views[i].kinds)
-    return (f'<p class="note" id="case-more">This page shows {len(embedded)} of the {len(views)} cases at first: '
-            f'{shown_fail} of the {n_fail} failing ones and {len(embedded) - shown_fail} of the others, spread over '
-            f'the run. <button type="button" id="load-cases">Load all {len(views)} cases</button> (they are in '
-            'this page, compressed; a filter, a search or a link to a case loads them too).</p>')
+    return (
+        f'<p class="note" id="case-more">This page shows {len(embedded)} of the {len(views)} cases at first: '
+        f"{shown_fail} of the {n_fail} failing ones and {len(embedded) - shown_fail} of the others, spread over "
+        f'the run. <button type="button" id="load-cases">Load all {len(views)} cases</button> (they are in '
+        "this page, compressed; a filter, a search or a link to a case loads them too).</p>"
+    )
 
 
 def case_html(view: Drilldown, i: int) -> str:
     """One case as a closed ``<details>``; the page's script renders a loaded case the same way."""
     c = view.cases[i]
-    return (f'<details class="case" data-i="{i}" data-id="{esc(c.id)}" data-type="{esc(c.type)}" '
-            f'data-fail="{1 if c.kinds else 0}" data-kinds="{esc(" ".join(c.kinds))}">{_summary(c)}'
-            f'<div class="case-body">{_body(view, c)}</div></details>')
+    return (
+        f'<details class="case" data-i="{i}" data-id="{esc(c.id)}" data-type="{esc(c.type)}" '
+        f'data-fail="{1 if c.kinds else 0}" data-kinds="{esc(" ".join(c.kinds))}">{_summary(c)}'
+        f'<div class="case-body">{_body(view, c)}</div></details>'
+    )
 
 
 def _summary(c: CaseView) -> str:
-    badges = "".join(f'<span class="badge fail">{esc(FAILURE_KINDS[x])}</span>' for x in c.kinds) or \
-        '<span class="badge ok">pass</span>'
+    badges = (
+        "".join(f'<span class="badge fail">{esc(FAILURE_KINDS[x])}</span>' for x in c.kinds)
+        or '<span class="badge ok">pass</span>'
+    )
     if c.unanswerable:
         badges += '<span class="badge info">unanswerable</span>'
-    return (f'<summary>{badges}<span class="qid">{esc(c.id)}</span><span class="qtype">{esc(c.type)}</span>'
-            f'{esc(_short(c.question, 160))}</summary>')
+    return (
+        f'<summary>{badges}<span class="qid">{esc(c.id)}</span><span class="qtype">{esc(c.type)}</span>'
+        f"{esc(_short(c.question, 160))}</summary>"
+    )
 
 
 def _body(view: Drilldown, c: CaseView) -> str:
-    meta = f'<dt>documents</dt><dd>{esc(c.docs)}</dd>'
+    meta = f"<dt>documents</dt><dd>{esc(c.docs)}</dd>"
     if c.reference:
-        meta += f'<dt>reference</dt><dd>{esc(c.reference)}</dd>'
+        meta += f"<dt>reference</dt><dd>{esc(c.reference)}</dd>"
     parts = [f'<h4>Question</h4><div>{esc(c.question)}</div><dl class="meta">{meta}</dl>', _answer(c.answer)]
     if c.judge is not None:
         ok, reason = c.judge
-        verdict = ('<span class="badge ok">judge: correct</span>' if ok else
-                   '<span class="badge fail">judge: incorrect</span>' if ok is not None else "")
-        parts.append(f'<h4>Verdict</h4>{verdict} {esc(reason)}')
+        verdict = (
+            '<span class="badge ok">judge: correct</span>'
+            if ok
+            else '<span class="badge fail">judge: incorrect</span>'
+            if ok is not None
+            else ""
+        )
+        parts.append(f"<h4>Verdict</h4>{verdict} {esc(reason)}")
     values = [(m, v) for m, v in zip(view.metrics, c.values) if v is not None]
     if values:
-        parts.append('<h4>Metrics</h4><div class="mgrid">'
-                     + "".join(f'<span>{esc(m)} {fmt(v)}</span>' for m, v in values) + "</div>")
+        parts.append(
+            '<h4>Metrics</h4><div class="mgrid">'
+            + "".join(f"<span>{esc(m)} {fmt(v)}</span>" for m, v in values)
+            + "</div>"
+        )
     if c.hits:
         items = "".join(_hit(view.chunks[h.chunk], h) for h in c.hits)
         parts.append(f'<h4>Retrieved chunks ({len(c.hits)})</h4><ol class="hits">{items}</ol>')
@@ -242,19 +284,23 @@ def _answer(a: AnswerView) -> str:
     badges = '<span class="badge warn">abstained</span>' if a.abstained else ""
     if a.error:
         badges += f'<span class="badge fail">error</span> {esc(a.error)}'
-    return (f'<h4>Answer <span class="ci-text">{esc(a.answerer)}{cites}</span></h4>{badges}'
-            f'<div class="answer">{esc(a.text)}</div>')
+    return (
+        f'<h4>Answer <span class="ci-text">{esc(a.answerer)}{cites}</span></h4>{badges}'
+        f'<div class="answer">{esc(a.text)}</div>'
+    )
 
 
 def _hit(chunk: ChunkView, h: HitView) -> str:
     limit = HIT_TEXT_CHARS if h.relevant else OTHER_HIT_TEXT_CHARS
     text = chunk.text if len(chunk.text) <= limit else chunk.text[:limit] + " …"
-    span = f' [{esc(chunk.start)}–{esc(chunk.end)}]' if chunk.start is not None else ""
-    grade = f' · grade {esc(h.grade)}' if h.grade not in (None, 0, 1) else ""
+    span = f" [{esc(chunk.start)}–{esc(chunk.end)}]" if chunk.start is not None else ""
+    grade = f" · grade {esc(h.grade)}" if h.grade not in (None, 0, 1) else ""
     mark = "✓ relevant" if h.relevant else "✗"
-    return (f'<li class="{"rel" if h.relevant else "irr"}"><div class="hit-head"><span class="mark">{mark}</span>'
-            f'#{esc(h.rank)} · score {fmt(h.score)} · {esc(chunk.doc_id)}{span}{grade}</div>'
-            f'<div class="chunk">{esc(text)}</div></li>')
+    return (
+        f'<li class="{"rel" if h.relevant else "irr"}"><div class="hit-head"><span class="mark">{mark}</span>'
+        f"#{esc(h.rank)} · score {fmt(h.score)} · {esc(chunk.doc_id)}{span}{grade}</div>"
+        f'<div class="chunk">{esc(text)}</div></li>'
+    )
 
 
 def _short(s: str, n: int) -> str:

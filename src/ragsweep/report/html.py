@@ -36,9 +36,9 @@ from ragsweep.report.runs import (
 )
 from ragsweep.report.svg import esc, fmt
 
-MAX_HEATMAP_DOCS = 40         # document rows of the document x type heatmap
-GROUP_CI_RESAMPLES = 1000     # bootstrap resamples for per-type intervals
-PACKED_PANEL_CHARS = 50_000   # a figure panel larger than this is stored compressed (a heatmap: ~0.5 MB, ~30 kB packed)
+MAX_HEATMAP_DOCS = 40  # document rows of the document x type heatmap
+GROUP_CI_RESAMPLES = 1000  # bootstrap resamples for per-type intervals
+PACKED_PANEL_CHARS = 50_000  # a figure panel larger than this is stored compressed (a heatmap: ~0.5 MB, ~30 kB packed)
 
 
 def write_html_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
@@ -53,17 +53,18 @@ def write_html_report(run_dir: str | Path, out: str | Path | None = None) -> Pat
 
 # ----------------------------------------------------------------------------- page assembly
 
+
 def _page(title: str, subtitle: str, sections: list[tuple[str, str, str]]) -> str:
     nav = "".join(f'<a href="#{sid}">{esc(name)}</a>' for sid, name, _ in sections)
     body = "".join(f'<section id="{sid}"><h2>{esc(name)}</h2>{html}</section>' for sid, name, html in sections)
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
         f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"
-        f"<header><h1>{esc(title)}</h1><div class=\"sub\">{subtitle} · generated {esc(generated)} by ragsweep</div></header>"
+        f'<header><h1>{esc(title)}</h1><div class="sub">{subtitle} · generated {esc(generated)} by ragsweep</div></header>'
         f"<nav>{nav}</nav><main>{body}</main><script>{JS}</script></body></html>\n"
     )
 
@@ -73,10 +74,15 @@ def _switcher(fig_id: str, panels: dict[str, str], label: str = "metric") -> str
     if not panels:
         return '<p class="note">No data.</p>'
     options = "".join(f'<option value="{esc(k)}">{esc(k)}</option>' for k in panels)
-    sel = (f'<div class="switch-row">{esc(label)}: <select class="switch" data-target="{fig_id}">{options}</select></div>'
-           if len(panels) > 1 else "")
-    figs = "".join(f'<div data-panel="{esc(k)}"{"" if i == 0 else " hidden"}>{_packed_if_large(v)}</div>'
-                   for i, (k, v) in enumerate(panels.items()))
+    sel = (
+        f'<div class="switch-row">{esc(label)}: <select class="switch" data-target="{fig_id}">{options}</select></div>'
+        if len(panels) > 1
+        else ""
+    )
+    figs = "".join(
+        f'<div data-panel="{esc(k)}"{"" if i == 0 else " hidden"}>{_packed_if_large(v)}</div>'
+        for i, (k, v) in enumerate(panels.items())
+    )
     return f'{sel}<div id="{fig_id}" class="scroll">{figs}</div>'
 
 
@@ -84,8 +90,10 @@ def _packed_if_large(html: str) -> str:
     """A large figure as gzip + base64, which the page's script inflates in place on load."""
     if len(html) <= PACKED_PANEL_CHARS:
         return html
-    return (f'<script type="{PACKED_TYPE}" data-fragment>{pack(html)}</script>'
-            '<noscript><p class="note">This figure is stored compressed: it needs JavaScript.</p></noscript>')
+    return (
+        f'<script type="{PACKED_TYPE}" data-fragment>{pack(html)}</script>'
+        '<noscript><p class="note">This figure is stored compressed: it needs JavaScript.</p></noscript>'
+    )
 
 
 def _meta(items: list[tuple[str, str]]) -> str:
@@ -112,7 +120,11 @@ def _manifest_items(report: dict) -> list[tuple[str, str]]:
     ts = man.get("timestamps") or {}
     stages = man.get("stage_seconds") or {}
     items = [
-        ("pipeline", esc(pipe.get("path")) + (f' <span class="ci-text">{esc(pipe.get("hash"))}</span>' if pipe.get("hash") else "")),
+        (
+            "pipeline",
+            esc(pipe.get("path"))
+            + (f' <span class="ci-text">{esc(pipe.get("hash"))}</span>' if pipe.get("hash") else ""),
+        ),
         ("overrides", _chips(pipe.get("overrides"))),
         ("variables", _chips(pipe.get("variables"))),
         ("dataset", _chips(ds) if isinstance(ds, dict) else esc(ds)),
@@ -129,6 +141,7 @@ def _manifest_items(report: dict) -> list[tuple[str, str]]:
 
 
 # ----------------------------------------------------------------------------- summary / curves
+
 
 def _summary_table(metrics: dict, intervals: dict, counts: dict) -> str:
     """A family x k matrix for the metric@k values, then a table of every other metric."""
@@ -154,11 +167,17 @@ def _summary_table(metrics: dict, intervals: dict, counts: dict) -> str:
                 lo, hi = iv(name)
                 c = counts.get(name) or {}
                 tip = f' title="{esc(name)}: n={esc(c.get("n", "?"))}, missing={esc(c.get("missing", "?"))}"'
-                ci = f'<br><span class="ci-text">[{fmt(lo)}, {fmt(hi)}]</span>' if lo is not None and hi is not None else ""
+                ci = (
+                    f'<br><span class="ci-text">[{fmt(lo)}, {fmt(hi)}]</span>'
+                    if lo is not None and hi is not None
+                    else ""
+                )
                 cells.append(f'<td class="num"{tip} data-v="{"" if v is None else v}">{fmt(v)}{ci}</td>')
             rows.append(f"<tr><td>{esc(fam)}</td>{''.join(cells)}</tr>")
-        matrix = (f'<div class="scroll"><table class="summary-k"><thead>{head}</thead><tbody>{"".join(rows)}'
-                  '</tbody></table></div>')
+        matrix = (
+            f'<div class="scroll"><table class="summary-k"><thead>{head}</thead><tbody>{"".join(rows)}'
+            "</tbody></table></div>"
+        )
     rows, group = [], None
     groups = {1: "Retrieval", 2: "Answer", 3: "ragas", 4: "LLM judge", 5: "Other"}
     for name in ordered(m for m in metrics if not split_at_k(m)):
@@ -172,19 +191,24 @@ def _summary_table(metrics: dict, intervals: dict, counts: dict) -> str:
         ci = f"[{fmt(lo)}, {fmt(hi)}]" if lo is not None and hi is not None else "–"
         glyph = "" if lower_is_better(name) else svg.ci_glyph(v, lo, hi)
         rows.append(
-            f'<tr><td>{esc(name)}{" ↓" if lower_is_better(name) else ""}</td>'
+            f"<tr><td>{esc(name)}{' ↓' if lower_is_better(name) else ''}</td>"
             f'<td class="num" data-v="{"" if v is None else v}">{fmt(v)}</td>'
             f'<td class="num ci-text">{ci}</td><td>{glyph}</td>'
-            f'<td class="num">{esc(c.get("n", ""))}</td><td class="num">{esc(c.get("missing", ""))}</td></tr>')
+            f'<td class="num">{esc(c.get("n", ""))}</td><td class="num">{esc(c.get("missing", ""))}</td></tr>'
+        )
     table = ""
     if rows:
-        table = ('<div class="scroll"><table class="summary"><thead><tr><th>metric</th><th class="num">mean</th>'
-                 '<th class="num">95% CI</th><th>interval on [0, 1]</th><th class="num">n</th>'
-                 f'<th class="num">missing</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
-    return (f'<div class="figs">{matrix}{table}</div>'
-            '<p class="note">Means over cases with 95% bootstrap confidence intervals, as the evaluator computed '
-            'them (hover a retrieval cell for its n). ↓: lower is better. n: cases with a value; missing: cases '
-            'where the metric does not apply (e.g. retrieval metrics of unanswerable questions).</p>')
+        table = (
+            '<div class="scroll"><table class="summary"><thead><tr><th>metric</th><th class="num">mean</th>'
+            '<th class="num">95% CI</th><th>interval on [0, 1]</th><th class="num">n</th>'
+            f'<th class="num">missing</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+        )
+    return (
+        f'<div class="figs">{matrix}{table}</div>'
+        '<p class="note">Means over cases with 95% bootstrap confidence intervals, as the evaluator computed '
+        "them (hover a retrieval cell for its n). ↓: lower is better. n: cases with a value; missing: cases "
+        "where the metric does not apply (e.g. retrieval metrics of unanswerable questions).</p>"
+    )
 
 
 def _curve_series(metrics: dict, intervals: dict) -> tuple[list[str], dict]:
@@ -209,6 +233,7 @@ def _curves(metrics: dict, intervals: dict, title: str) -> str:
 
 
 # ----------------------------------------------------------------------------- case-level figures
+
 
 def _ci(values: list[float]) -> tuple[float | None, float | None]:
     return bootstrap_ci(values, n_resamples=GROUP_CI_RESAMPLES) if len(values) >= 2 else (None, None)
@@ -252,51 +277,84 @@ def _doc_type_heatmap(cases: list[dict], metrics: Sequence[str]) -> str:
             continue
         docs = sorted(row_vals, key=natural_key)
         if len(docs) > MAX_HEATMAP_DOCS:
-            docs = sorted(sorted(docs, key=lambda d: sum(row_vals[d]) / len(row_vals[d]))[:MAX_HEATMAP_DOCS], key=natural_key)
-            note = (f'<p class="note">Showing the {MAX_HEATMAP_DOCS} documents with the lowest mean of '
-                    f'{len(row_vals)}.</p>')
+            docs = sorted(
+                sorted(docs, key=lambda d: sum(row_vals[d]) / len(row_vals[d]))[:MAX_HEATMAP_DOCS], key=natural_key
+            )
+            note = (
+                f'<p class="note">Showing the {MAX_HEATMAP_DOCS} documents with the lowest mean of {len(row_vals)}.</p>'
+            )
         types = sorted(col_vals, key=natural_key)
         cells: dict[tuple[str, str], tuple[float | None, str]] = {}
         for (d, t), vals in cell_vals.items():
             cells[(d, t)] = (sum(vals) / len(vals), f"{d} × {t}: {m} = {fmt(sum(vals) / len(vals))} (n={len(vals)})")
         for d in docs:
             vals = row_vals[d]
-            cells[(d, "all types")] = (sum(vals) / len(vals), f"{d}, all types: {fmt(sum(vals) / len(vals))} (n={len(vals)})")
+            cells[(d, "all types")] = (
+                sum(vals) / len(vals),
+                f"{d}, all types: {fmt(sum(vals) / len(vals))} (n={len(vals)})",
+            )
         for t in types:
             vals = col_vals[t]
-            cells[("all documents", t)] = (sum(vals) / len(vals), f"{t}, all documents: {fmt(sum(vals) / len(vals))} (n={len(vals)})")
+            cells[("all documents", t)] = (
+                sum(vals) / len(vals),
+                f"{t}, all documents: {fmt(sum(vals) / len(vals))} (n={len(vals)})",
+            )
         allv = [v for vals in row_vals.values() for v in vals]
-        cells[("all documents", "all types")] = (sum(allv) / len(allv), f"overall: {fmt(sum(allv) / len(allv))} (n={len(allv)})")
+        cells[("all documents", "all types")] = (
+            sum(allv) / len(allv),
+            f"overall: {fmt(sum(allv) / len(allv))} (n={len(allv)})",
+        )
         values = [v for v, _ in cells.values() if v is not None]
         unit = all(0.0 <= v <= 1.0 for v in values)
         vmin, vmax = (0.0, 1.0) if unit else (min(values), max(values))
-        panels[m] = svg.heatmap(docs + ["all documents"], types + ["all types"], cells,
-                                f"{m}: document × question type (cell = mean over its cases)",
-                                vmin=vmin, vmax=vmax, row_title="document", col_title="question type")
+        panels[m] = svg.heatmap(
+            docs + ["all documents"],
+            types + ["all types"],
+            cells,
+            f"{m}: document × question type (cell = mean over its cases)",
+            vmin=vmin,
+            vmax=vmax,
+            row_title="document",
+            col_title="question type",
+        )
     return note + _switcher("doc-type", panels)
 
 
 def _case_sections(cases: list[dict], k: int | None, label: str = "") -> list[tuple[str, str, str]]:
     if not cases:
-        return [("drilldown", "Cases", "<p class=\"note\">This run folder has no cases.jsonl.</p>")]
+        return [("drilldown", "Cases", '<p class="note">This run folder has no cases.jsonl.</p>')]
     correct = correctness_metric(cases, k)
     present = lambda ms: [m for m in dict.fromkeys(ms) if m and has_values(cases, m)]  # noqa: E731
     kk = f"@{k}" if k is not None else ""
-    bar_metrics = present([correct, f"hit_rate{kk}", f"recall{kk}", f"ndcg{kk}", "judge_correct", "token_f1",
-                           "pathway_strsim", "fact_coverage"])[:7]
+    bar_metrics = present(
+        [
+            correct,
+            f"hit_rate{kk}",
+            f"recall{kk}",
+            f"ndcg{kk}",
+            "judge_correct",
+            "token_f1",
+            "pathway_strsim",
+            "fact_coverage",
+        ]
+    )[:7]
     heat_metrics = present([correct, f"hit_rate{kk}", "pathway_strsim", "token_f1", f"recall{kk}"])[:5]
     prefix = f'<p class="note">{label}</p>' if label else ""
     return [
         ("types", "By question type", prefix + _type_bars(cases, bar_metrics)),
-        ("doc-type-map", "Document × question type",
-         prefix + f'<p class="note">Correctness measure: <b>{esc(correct)}</b> '
-         '(judge_correct when an LLM judge ran, else hit rate at the pipeline\'s k, else Pathway\'s string '
-         'similarity). Grey: no case of that type for that document.</p>' + _doc_type_heatmap(cases, heat_metrics)),
+        (
+            "doc-type-map",
+            "Document × question type",
+            prefix + f'<p class="note">Correctness measure: <b>{esc(correct)}</b> '
+            "(judge_correct when an LLM judge ran, else hit rate at the pipeline's k, else Pathway's string "
+            "similarity). Grey: no case of that type for that document.</p>" + _doc_type_heatmap(cases, heat_metrics),
+        ),
         ("drilldown", "Cases", prefix + drilldown_html(cases, k)),
     ]
 
 
 # ----------------------------------------------------------------------------- eval page
+
 
 def _eval_page(run_dir: Path) -> str:
     report = read_json(run_dir / "report.json") if (run_dir / "report.json").is_file() else {}
@@ -310,13 +368,18 @@ def _eval_page(run_dir: Path) -> str:
     k = main_k(report.get("ks") or case_ks(cases), variables)
     n_fail = sum(1 for c in cases if case_failures(c, k))
     headline = _headline(metrics, cases, k)
-    subtitle = (f"eval run · {len(cases)} cases · {n_fail} failing · {esc(report.get('answerer') or '')} · "
-                f"relevance: {esc(report.get('relevance_rule') or '?')}")
+    subtitle = (
+        f"eval run · {len(cases)} cases · {n_fail} failing · {esc(report.get('answerer') or '')} · "
+        f"relevance: {esc(report.get('relevance_rule') or '?')}"
+    )
     judge = report.get("judge")
     sections = [
         ("summary", "Summary", judge_warnings_html(judge) + headline + _summary_table(metrics, intervals, counts)),
-        *([("baselines", "Against chance and oracle", _baselines_table(report["baselines"]))]
-          if report.get("baselines") else []),
+        *(
+            [("baselines", "Against chance and oracle", _baselines_table(report["baselines"]))]
+            if report.get("baselines")
+            else []
+        ),
         *([("judge", "LLM judge", judge_html(judge))] if judge else []),
         ("curves", "Metrics vs k", _curves(metrics, intervals, "retrieval metrics at each k (95% CI)")),
         *_case_sections(cases, k),
@@ -327,9 +390,12 @@ def _eval_page(run_dir: Path) -> str:
 
 def _headline(metrics: dict, cases: list[dict], k: int | None) -> str:
     picks = [f"hit_rate@{k}", f"recall@{k}", f"ndcg@{k}", "mrr@10", "judge_correct", "token_f1", "pathway_strsim"]
-    chips = [f'<span class="chip"><b>{esc(m)}</b> {fmt(num(metrics[m]))}</span>'
-             for m in picks if num(metrics.get(m)) is not None]
-    return f'<p>{"".join(chips)}</p>' if chips else ""
+    chips = [
+        f'<span class="chip"><b>{esc(m)}</b> {fmt(num(metrics[m]))}</span>'
+        for m in picks
+        if num(metrics.get(m)) is not None
+    ]
+    return f"<p>{''.join(chips)}</p>" if chips else ""
 
 
 def _aggregate(cases: list[dict]) -> tuple[dict, dict, dict]:
@@ -347,18 +413,23 @@ def _baselines_table(baselines: dict) -> str:
     rows = []
     for name in ordered(baselines):
         b = baselines[name]
-        rows.append(f'<tr><td>{esc(name)}</td><td class="num">{fmt(num(b.get("pipeline")))}</td>'
-                    f'<td class="num">{fmt(num(b.get("chance")))}</td><td class="num">{fmt(num(b.get("oracle")))}</td>'
-                    f'<td class="num">{fmt(num(b.get("lift")))}</td><td class="num">{esc(b.get("n", ""))}</td></tr>')
-    return ('<div class="scroll"><table class="baselines"><thead><tr><th>metric</th><th class="num">pipeline</th>'
-            '<th class="num">chance</th><th class="num">oracle</th><th class="num">lift over chance</th>'
-            f'<th class="num">n</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
-            '<p class="note">chance: the expected value if the candidate chunks of each case (those of its scoped '
-            'documents, or of the whole corpus) were served in a uniformly random order; oracle: the best value '
-            'any order of those chunks reaches at that k. Means over the same cases as the pipeline value.</p>')
+        rows.append(
+            f'<tr><td>{esc(name)}</td><td class="num">{fmt(num(b.get("pipeline")))}</td>'
+            f'<td class="num">{fmt(num(b.get("chance")))}</td><td class="num">{fmt(num(b.get("oracle")))}</td>'
+            f'<td class="num">{fmt(num(b.get("lift")))}</td><td class="num">{esc(b.get("n", ""))}</td></tr>'
+        )
+    return (
+        '<div class="scroll"><table class="baselines"><thead><tr><th>metric</th><th class="num">pipeline</th>'
+        '<th class="num">chance</th><th class="num">oracle</th><th class="num">lift over chance</th>'
+        f'<th class="num">n</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+        '<p class="note">chance: the expected value if the candidate chunks of each case (those of its scoped '
+        "documents, or of the whole corpus) were served in a uniformly random order; oracle: the best value "
+        "any order of those chunks reaches at that k. Means over the same cases as the pipeline value.</p>"
+    )
 
 
 # ----------------------------------------------------------------------------- sweep page
+
 
 def _axis_values(configs: list[dict], var: str, grid: dict) -> list:
     vals = list(grid.get(var) or [])
@@ -374,8 +445,11 @@ def _axis_values(configs: list[dict], var: str, grid: dict) -> list:
 def _sweep_axes(configs: list[dict], grid: dict) -> tuple[str | None, str | None, str | None]:
     """(rows, columns, panels): max_tokens x top_k per retriever_mode when those vary; other
     varying variables fill the free slots in grid order."""
-    varying = [v for v in dict.fromkeys([*grid, *(p for c in configs for p in (c.get("params") or {}))])
-               if len({repr((c.get("params") or {}).get(v)) for c in configs}) > 1]
+    varying = [
+        v
+        for v in dict.fromkeys([*grid, *(p for c in configs for p in (c.get("params") or {}))])
+        if len({repr((c.get("params") or {}).get(v)) for c in configs}) > 1
+    ]
     slots = [v if v in varying else None for v in ("max_tokens", "top_k", "retriever_mode")]
     rest = iter(v for v in varying if v not in slots)
     slots = [v if v is not None else next(rest, None) for v in slots]
@@ -425,9 +499,13 @@ def _sweep_heatmaps(sweep: dict, metric: str) -> str:
         cells, marks, outline = {}, {}, {}
         for yv in ys:
             for xv in xs:
-                match = [c for c in configs if (c.get("params") or {}).get(y) == yv
-                         and (x is None or (c.get("params") or {}).get(x) == xv)
-                         and (panel is None or (c.get("params") or {}).get(panel) == pv)]
+                match = [
+                    c
+                    for c in configs
+                    if (c.get("params") or {}).get(y) == yv
+                    and (x is None or (c.get("params") or {}).get(x) == xv)
+                    and (panel is None or (c.get("params") or {}).get(panel) == pv)
+                ]
                 scored = [(num((c.get("metrics") or {}).get(metric)), c) for c in match]
                 scored = [(v, c) for v, c in scored if v is not None]
                 if not scored:
@@ -444,8 +522,22 @@ def _sweep_heatmaps(sweep: dict, metric: str) -> str:
                 elif base is not None and cfg.get("id") == base.get("id"):
                     outline[key] = "#111111"
         title = f"{metric}" + (f" · {panel} = {pv}" if panel else "")
-        figs.append(svg.heatmap([str(v) for v in ys], [_label(v) for v in xs], cells, title, vmin=vmin, vmax=vmax,
-                                row_title=y, col_title=x or "", cell_w=58, cell_h=30, marks=marks, outline=outline))
+        figs.append(
+            svg.heatmap(
+                [str(v) for v in ys],
+                [_label(v) for v in xs],
+                cells,
+                title,
+                vmin=vmin,
+                vmax=vmax,
+                row_title=y,
+                col_title=x or "",
+                cell_w=58,
+                cell_h=30,
+                marks=marks,
+                outline=outline,
+            )
+        )
     return f'<div class="figs">{"".join(figs)}</div>'
 
 
@@ -458,7 +550,7 @@ def _short_plain(cid: Any, n: int = 22) -> str:
     last = s.rsplit("-", 1)[-1]
     if 4 <= len(last) <= 16 and last.isalnum():
         return last
-    return "…" + s[-(n - 1):]
+    return "…" + s[-(n - 1) :]
 
 
 def _short_id(cid: Any, n: int = 22) -> str:
@@ -486,9 +578,12 @@ def _sweep_table(sweep: dict, metrics: list[str]) -> str:
     base = next((c for c in configs if c.get("id") == base_id), None)
     best = sweep.get("best") or {}
     pareto = set(sweep.get("pareto") or [])
-    head = ("<tr><th>flags</th><th>id</th>" + "".join(f"<th>{esc(g)}</th>" for g in grid)
-            + "".join(f'<th class="num">{esc(m)}{" ↓" if lower_is_better(m) else ""}</th>' for m in metrics)
-            + '<th class="num">seconds</th><th class="num">ms / query</th><th class="num">peak RSS MB</th></tr>')
+    head = (
+        "<tr><th>flags</th><th>id</th>"
+        + "".join(f"<th>{esc(g)}</th>" for g in grid)
+        + "".join(f'<th class="num">{esc(m)}{" ↓" if lower_is_better(m) else ""}</th>' for m in metrics)
+        + '<th class="num">seconds</th><th class="num">ms / query</th><th class="num">peak RSS MB</th></tr>'
+    )
     rows = []
     for c in configs:
         cid = c.get("id")
@@ -497,8 +592,10 @@ def _sweep_table(sweep: dict, metrics: list[str]) -> str:
             flags.append('<span class="badge info" title="baseline of the significance tests">baseline</span>')
         best_by = [obj for obj, bid in best.items() if bid == cid]
         if best_by:
-            flags.append(f'<span class="badge ok" title="best by {esc(", ".join(best_by))}">best: '
-                         f'{esc(", ".join(best_by))}</span>')
+            flags.append(
+                f'<span class="badge ok" title="best by {esc(", ".join(best_by))}">best: '
+                f"{esc(', '.join(best_by))}</span>"
+            )
         if cid in pareto:
             flags.append('<span class="badge warn" title="on the Pareto front of the objectives">pareto</span>')
         params = c.get("params") or {}
@@ -507,8 +604,11 @@ def _sweep_table(sweep: dict, metrics: list[str]) -> str:
         for m in metrics:
             v = num((c.get("metrics") or {}).get(m))
             iv = (c.get("intervals") or {}).get(m) or [None, None]
-            ci = (f'<br><span class="ci-text">[{fmt(num(iv[0]))}, {fmt(num(iv[1]))}]</span>'
-                  if num(iv[0]) is not None else "")
+            ci = (
+                f'<br><span class="ci-text">[{fmt(num(iv[0]))}, {fmt(num(iv[1]))}]</span>'
+                if num(iv[0]) is not None
+                else ""
+            )
             mark, _ = _sig_mark(c, base, m)
             p = num((c.get("p_adjusted") or {}).get(m))
             title = f' title="Holm-adjusted p vs baseline = {fmt(p, 4)}"' if p is not None else ""
@@ -517,10 +617,12 @@ def _sweep_table(sweep: dict, metrics: list[str]) -> str:
             v = num(c.get(key))
             cells.append(f'<td class="num" data-v="{"" if v is None else v}">{fmt(v, d)}</td>')
         rows.append(f'<tr data-id="{esc(cid)}">{"".join(cells)}</tr>')
-    return (f'<div class="scroll"><table class="sortable sweep"><thead>{head}</thead><tbody>{"".join(rows)}'
-            '</tbody></table></div><p class="note">Value with its 95% bootstrap CI. ▲* / ▼*: significantly better / '
-            'worse than the baseline (paired randomization test over cases, Holm-adjusted, α = 0.05); hover for '
-            'the adjusted p-value. Click a header to sort. ↓: lower is better.</p>')
+    return (
+        f'<div class="scroll"><table class="sortable sweep"><thead>{head}</thead><tbody>{"".join(rows)}'
+        '</tbody></table></div><p class="note">Value with its 95% bootstrap CI. ▲* / ▼*: significantly better / '
+        "worse than the baseline (paired randomization test over cases, Holm-adjusted, α = 0.05); hover for "
+        "the adjusted p-value. Click a header to sort. ↓: lower is better.</p>"
+    )
 
 
 def _sweep_page(run_dir: Path) -> str:
@@ -533,8 +635,17 @@ def _sweep_page(run_dir: Path) -> str:
     ks = sorted({at[1] for m in all_metrics if (at := split_at_k(m))})
     variables = ((sweep.get("manifest") or {}).get("pipeline") or {}).get("variables") or {}
     k = main_k(ks, variables)
-    preferred = [*objectives, f"hit_rate@{k}", f"recall@{k}", f"ndcg@{k}", "mrr@10", "ndcg@10", "judge_correct",
-                 "token_f1", "pathway_strsim"]
+    preferred = [
+        *objectives,
+        f"hit_rate@{k}",
+        f"recall@{k}",
+        f"ndcg@{k}",
+        "mrr@10",
+        "ndcg@10",
+        "judge_correct",
+        "token_f1",
+        "pathway_strsim",
+    ]
     shown = [m for m in dict.fromkeys(preferred) if m in all_metrics][:8]
     heat = {m: _sweep_heatmaps(sweep, m) for m in shown}
     y, x, panel = _sweep_axes(configs, sweep.get("grid") or {})
@@ -548,25 +659,41 @@ def _sweep_page(run_dir: Path) -> str:
     for label, cfg in (("best", focus), ("baseline", base)):
         if cfg is None or (label == "baseline" and base is focus):
             continue
-        curve_figs.append(_curves(cfg.get("metrics") or {}, cfg.get("intervals") or {},
-                                  f"{label} configuration {_short_plain(cfg.get('id'))}: metrics at each k"))
+        curve_figs.append(
+            _curves(
+                cfg.get("metrics") or {},
+                cfg.get("intervals") or {},
+                f"{label} configuration {_short_plain(cfg.get('id'))}: metrics at each k",
+            )
+        )
     grid = sweep.get("grid") or {}
     n_grid = len(configs)
-    subtitle = (f"sweep · {n_grid} configurations over {esc(', '.join(grid))} · baseline {_short_id(base_id)} · "
-                + " · ".join(f"best {esc(o)}: {_short_id(b)}" for o, b in best.items()))
+    subtitle = (
+        f"sweep · {n_grid} configurations over {esc(', '.join(grid))} · baseline {_short_id(base_id)} · "
+        + " · ".join(f"best {esc(o)}: {_short_id(b)}" for o, b in best.items())
+    )
     params_of = lambda c: _chips(c.get("params")) if c else ""  # noqa: E731
-    overview = _meta([
-        ("grid", "".join(f'<span class="chip">{esc(g)} ∈ {{{esc(" | ".join(_grid_value(v) for v in vals))}}}</span>'
-                         for g, vals in grid.items())),
-        ("objectives", esc(", ".join(objectives))),
-        ("best", "".join(f'<span class="chip">{esc(o)}: {esc(b)}</span>' for o, b in best.items())),
-        ("pareto front", esc(", ".join(str(p) for p in sweep.get("pareto") or []))),
-        ("baseline", f"{esc(base_id)} {params_of(base)}"),
-        ("drilled-down configuration", f"{esc(focus_id)} {params_of(focus)}"),
-    ])
-    heat_note = (f'<p class="note">Rows: {esc(y)}; columns: {esc(x)}; one panel per {esc(panel)}. '
-                 'Red border: a best configuration; black border: the baseline; *: significantly different from '
-                 'the baseline (Holm-adjusted). Colour scale spans the range over all configurations.</p>')
+    overview = _meta(
+        [
+            (
+                "grid",
+                "".join(
+                    f'<span class="chip">{esc(g)} ∈ {{{esc(" | ".join(_grid_value(v) for v in vals))}}}</span>'
+                    for g, vals in grid.items()
+                ),
+            ),
+            ("objectives", esc(", ".join(objectives))),
+            ("best", "".join(f'<span class="chip">{esc(o)}: {esc(b)}</span>' for o, b in best.items())),
+            ("pareto front", esc(", ".join(str(p) for p in sweep.get("pareto") or []))),
+            ("baseline", f"{esc(base_id)} {params_of(base)}"),
+            ("drilled-down configuration", f"{esc(focus_id)} {params_of(focus)}"),
+        ]
+    )
+    heat_note = (
+        f'<p class="note">Rows: {esc(y)}; columns: {esc(x)}; one panel per {esc(panel)}. '
+        "Red border: a best configuration; black border: the baseline; *: significantly different from "
+        "the baseline (Holm-adjusted). Colour scale spans the range over all configurations.</p>"
+    )
     man = sweep.get("manifest") or {}
     run_items = _manifest_items({"manifest": man}) if man else []
     label = f"Configuration {esc(focus_id)} (best by {esc(objectives[0]) if objectives else '?'}): {params_of(focus)}"

@@ -41,19 +41,25 @@ def judge_html(section: dict[str, Any]) -> str:
 
 def _settings(section: dict[str, Any]) -> str:
     temperature = section.get("temperature")
-    return (f'<p>{esc(section.get("replicates"))} replicate(s) per case · temperature '
-            f'{"the endpoint’s default" if temperature is None else esc(temperature)} · warning above '
-            f'{_pct(section.get("failure_threshold"))} failures</p>')
+    return (
+        f"<p>{esc(section.get('replicates'))} replicate(s) per case · temperature "
+        f"{'the endpoint’s default' if temperature is None else esc(temperature)} · warning above "
+        f"{_pct(section.get('failure_threshold'))} failures</p>"
+    )
 
 
 def _table(head: list[str], rows: list[list[str]], note: str, numeric: Collection[int] | None = None) -> str:
     """A table, its columns ``numeric`` (default: all but the first) right-aligned, and how to read it."""
     numeric = range(1, len(head)) if numeric is None else numeric
-    th = "".join(f'<th{" class=num" if i in numeric else ""}>{h}</th>' for i, h in enumerate(head))
-    body = "".join("<tr>" + "".join(f'<td{" class=num" if i in numeric else ""}>{c}</td>'
-                                    for i, c in enumerate(row)) + "</tr>" for row in rows)
-    return (f'<div class="scroll"><table class="judge"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
-            f'</div><p class="note">{note}</p>')
+    th = "".join(f"<th{' class=num' if i in numeric else ''}>{h}</th>" for i, h in enumerate(head))
+    body = "".join(
+        "<tr>" + "".join(f"<td{' class=num' if i in numeric else ''}>{c}</td>" for i, c in enumerate(row)) + "</tr>"
+        for row in rows
+    )
+    return (
+        f'<div class="scroll"><table class="judge"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+        f'</div><p class="note">{note}</p>'
+    )
 
 
 def _failures(metrics: dict[str, Any]) -> str:
@@ -61,20 +67,29 @@ def _failures(metrics: dict[str, Any]) -> str:
     for name, block in metrics.items():
         f = block["failures"]
         reasons = ", ".join(f"{n}× {esc(k)}" for k, n in (f.get("reasons") or {}).items()) or "–"
-        examples = "<br>".join(f'<a href="#case={esc(e["id"])}">{esc(e["id"])}</a>: {esc(e["error"])}'
-                               for e in f.get("examples") or [])
+        examples = "<br>".join(
+            f'<a href="#case={esc(e["id"])}">{esc(e["id"])}</a>: {esc(e["error"])}' for e in f.get("examples") or []
+        )
         how = ""
         if block.get("kind") == "verdict":
-            how = (f'{esc(block["llm_judged"])} by the LLM, {esc(block["rule_decided"])} by the “I don’t know” rule'
-                   + (f'; replicate calls failed {esc(f["replicate_calls_failed"])} of {esc(f["replicate_calls"])}'
-                      if f.get("replicate_calls") else "")
-                   + (f'; replies repaired {esc(f["repaired"])}' if f.get("repaired") else ""))
+            how = (
+                f"{esc(block['llm_judged'])} by the LLM, {esc(block['rule_decided'])} by the “I don’t know” rule"
+                + (
+                    f"; replicate calls failed {esc(f['replicate_calls_failed'])} of {esc(f['replicate_calls'])}"
+                    if f.get("replicate_calls")
+                    else ""
+                )
+                + (f"; replies repaired {esc(f['repaired'])}" if f.get("repaired") else "")
+            )
         rows.append([esc(name), esc(f["attempted"]), esc(f["failed"]), _pct(f.get("rate")), reasons, how, examples])
-    return ("<h3>Failures</h3>" + _table(
-        ["metric", "attempted", "failed", "rate", "why", "how the cases were decided", "examples"], rows,
+    return "<h3>Failures</h3>" + _table(
+        ["metric", "attempted", "failed", "rate", "why", "how the cases were decided", "examples"],
+        rows,
         "A case whose judge call failed, or whose reply could not be read even after one re-ask with the error, has "
         "no value: it is left out of the metric's mean (counted as missing), never scored 0. Many failures bias the "
-        "mean towards the cases that did not fail: read the examples.", numeric={1, 2, 3}))
+        "mean towards the cases that did not fail: read the examples.",
+        numeric={1, 2, 3},
+    )
 
 
 def _self_agreement(metrics: dict[str, Any]) -> str:
@@ -84,21 +99,49 @@ def _self_agreement(metrics: dict[str, Any]) -> str:
         if not sa:
             continue
         if block.get("kind") == "score":
-            rows.append([esc(name), esc(sa["cases"]), esc(block["replicates"]), "–",
-                         _num(sa.get("krippendorff_alpha")) + " (interval)", "–",
-                         f'{_pct(sa.get("varying_share"))} vary{_ids(sa.get("varying"))}',
-                         f'{_num(sa.get("mean_sd"))} (pooled {_num(sa.get("pooled_sd"))}, max {_num(sa.get("max_sd"))})'])
+            rows.append(
+                [
+                    esc(name),
+                    esc(sa["cases"]),
+                    esc(block["replicates"]),
+                    "–",
+                    _num(sa.get("krippendorff_alpha")) + " (interval)",
+                    "–",
+                    f"{_pct(sa.get('varying_share'))} vary{_ids(sa.get('varying'))}",
+                    f"{_num(sa.get('mean_sd'))} (pooled {_num(sa.get('pooled_sd'))}, max {_num(sa.get('max_sd'))})",
+                ]
+            )
         else:
-            rows.append([esc(name), esc(sa["cases"]), esc(block["replicates"]), _num(sa.get("agreement_rate")),
-                         _num(sa.get("krippendorff_alpha")), _num(sa.get("fleiss_kappa")),
-                         f'{_pct(sa.get("flip_share"))} flip{_ids(sa.get("flipped"))}', _num(sa.get("mean_sd"))])
-    return ("<h3>Self-agreement of replicates</h3>" + _table(
-        ["metric", "cases", "replicates", "agreement", "Krippendorff α", "Fleiss κ", "cases that change",
-         "intra-case SD"], rows,
+            rows.append(
+                [
+                    esc(name),
+                    esc(sa["cases"]),
+                    esc(block["replicates"]),
+                    _num(sa.get("agreement_rate")),
+                    _num(sa.get("krippendorff_alpha")),
+                    _num(sa.get("fleiss_kappa")),
+                    f"{_pct(sa.get('flip_share'))} flip{_ids(sa.get('flipped'))}",
+                    _num(sa.get("mean_sd")),
+                ]
+            )
+    return "<h3>Self-agreement of replicates</h3>" + _table(
+        [
+            "metric",
+            "cases",
+            "replicates",
+            "agreement",
+            "Krippendorff α",
+            "Fleiss κ",
+            "cases that change",
+            "intra-case SD",
+        ],
+        rows,
         "Each case was judged several times. Agreement: the share of replicate pairs that agree; Krippendorff's α and "
         "Fleiss' κ: the same corrected for chance (≥ 0.8 reliable, 0.667–0.8 tentative, below: not a stable "
         "measurement; n/a when every verdict is identical). Cases that change: their replicates disagree, read "
-        "them. At temperature 0 replicates only show the endpoint's own nondeterminism.", numeric={1, 2, 3, 4, 5, 7}))
+        "them. At temperature 0 replicates only show the endpoint's own nondeterminism.",
+        numeric={1, 2, 3, 4, 5, 7},
+    )
 
 
 def _noise(metrics: dict[str, Any]) -> str:
@@ -107,58 +150,103 @@ def _noise(metrics: dict[str, Any]) -> str:
         nz = block.get("noise") or {}
         if nz.get("variance_share") is None:
             continue
-        rows.append([esc(name), esc(nz.get("cases")), _pct(nz["variance_share"]), _pct(nz.get("width_share")),
-                     _num(nz.get("ci_half_width")), _num(nz.get("ci_half_width_noise_free")),
-                     _pct(nz.get("single_replicate_variance_share"))])
-    return ("<h3>Judge noise in the confidence interval</h3>" + _table(
-        ["metric", "cases", "share of the CI's variance", "share of its width", "CI half-width",
-         "without judge noise", "with one replicate"], rows,
+        rows.append(
+            [
+                esc(name),
+                esc(nz.get("cases")),
+                _pct(nz["variance_share"]),
+                _pct(nz.get("width_share")),
+                _num(nz.get("ci_half_width")),
+                _num(nz.get("ci_half_width_noise_free")),
+                _pct(nz.get("single_replicate_variance_share")),
+            ]
+        )
+    return "<h3>Judge noise in the confidence interval</h3>" + _table(
+        [
+            "metric",
+            "cases",
+            "share of the CI's variance",
+            "share of its width",
+            "CI half-width",
+            "without judge noise",
+            "with one replicate",
+        ],
+        rows,
         "How much of the metric's 95% CI comes from the judge changing its mind rather than from the sample of "
         "cases. Small: more cases narrow the CI; large: more replicates (or a steadier judge) will. The last column "
-        "is the share a single replicate per case would have."))
+        "is the share a single replicate per case would have.",
+    )
 
 
 def _reference(name: str, ref: dict[str, Any]) -> str:
     c = ref.get("confusion") or {}
     sources = ", ".join(f"{esc(s)} ({n})" for s, n in (ref.get("sources") or {}).items())
-    confusion = ('<table class="confusion"><thead><tr><th>reference ↓ judge →</th><th class=num>true</th>'
-                 '<th class=num>false</th></tr></thead><tbody>'
-                 f'<tr><th>true</th><td class=num>{esc(c.get("tp", 0))}</td><td class=num>{esc(c.get("fn", 0))}</td></tr>'
-                 f'<tr><th>false</th><td class=num>{esc(c.get("fp", 0))}</td><td class=num>{esc(c.get("tn", 0))}</td>'
-                 '</tr></tbody></table>')
+    confusion = (
+        '<table class="confusion"><thead><tr><th>reference ↓ judge →</th><th class=num>true</th>'
+        "<th class=num>false</th></tr></thead><tbody>"
+        f"<tr><th>true</th><td class=num>{esc(c.get('tp', 0))}</td><td class=num>{esc(c.get('fn', 0))}</td></tr>"
+        f"<tr><th>false</th><td class=num>{esc(c.get('fp', 0))}</td><td class=num>{esc(c.get('tn', 0))}</td>"
+        "</tr></tbody></table>"
+    )
     p = ref.get("ppi") or {}
-    estimates = _table(["estimate of " + esc(name), "value", "95% CI", "cases"], [
-        ["judge mean (every judged case)", _num(p.get("judge_mean")), _ci(p.get("judge_ci")), esc(p.get("N"))],
-        ["prediction-powered", _num(p.get("estimate")), _ci(p.get("ci")), f'{esc(p.get("N"))} + {esc(p.get("n"))}'],
-        ["reference verdicts alone", _num(p.get("reference_mean")), _ci(p.get("reference_ci")), esc(p.get("n"))],
-    ], "Prediction-powered (Angelopoulos et al. 2023): the judge mean plus the mean of (reference − judge) on the "
-       "labelled answers, its CI from both; valid when the labelled answers are a random sample of the judged "
-       "ones." + _separately(ref))
-    disagreements = ", ".join(f'<a href="#case={esc(d["id"])}">{esc(d["id"])}</a> (reference {_verdict(d["reference"])}'
-                              f', judge {_verdict(d["judge"])})' for d in ref.get("disagreements") or [])
-    return (f"<h3>{esc(name)} against reference verdicts</h3>"
-            f'<p>{esc(ref.get("labelled"))} labelled answer(s) from {sources or "–"}; {esc(ref.get("n"))} with both '
-            f'verdicts: agreement {_num(ref.get("agreement"))}, Cohen’s κ {_num(ref.get("cohen_kappa"))}'
-            f'{"; they disagree on " + disagreements if disagreements else ""}.</p>'
-            f'<div class="figs">{confusion}</div>'
-            '<p class="note">Cases carrying a <code>reference_verdict</code> (a verdict by people or by a documented '
-            'rule on one answer). κ corrects agreement for chance (0: no better than chance). Confusion: reference '
-            'true, judge false: the judge is too strict; reference false, judge true: too lenient.</p>' + estimates)
+    estimates = _table(
+        ["estimate of " + esc(name), "value", "95% CI", "cases"],
+        [
+            ["judge mean (every judged case)", _num(p.get("judge_mean")), _ci(p.get("judge_ci")), esc(p.get("N"))],
+            ["prediction-powered", _num(p.get("estimate")), _ci(p.get("ci")), f"{esc(p.get('N'))} + {esc(p.get('n'))}"],
+            ["reference verdicts alone", _num(p.get("reference_mean")), _ci(p.get("reference_ci")), esc(p.get("n"))],
+        ],
+        "Prediction-powered (Angelopoulos et al. 2023): the judge mean plus the mean of (reference − judge) on the "
+        "labelled answers, its CI from both; valid when the labelled answers are a random sample of the judged "
+        "ones." + _separately(ref),
+    )
+    disagreements = ", ".join(
+        f'<a href="#case={esc(d["id"])}">{esc(d["id"])}</a> (reference {_verdict(d["reference"])}'
+        f", judge {_verdict(d['judge'])})"
+        for d in ref.get("disagreements") or []
+    )
+    return (
+        f"<h3>{esc(name)} against reference verdicts</h3>"
+        f"<p>{esc(ref.get('labelled'))} labelled answer(s) from {sources or '–'}; {esc(ref.get('n'))} with both "
+        f"verdicts: agreement {_num(ref.get('agreement'))}, Cohen’s κ {_num(ref.get('cohen_kappa'))}"
+        f"{'; they disagree on ' + disagreements if disagreements else ''}.</p>"
+        f'<div class="figs">{confusion}</div>'
+        '<p class="note">Cases carrying a <code>reference_verdict</code> (a verdict by people or by a documented '
+        "rule on one answer). κ corrects agreement for chance (0: no better than chance). Confusion: reference "
+        "true, judge false: the judge is too strict; reference false, judge true: too lenient.</p>" + estimates
+    )
 
 
 def _probes(probes: dict[str, Any]) -> str:
-    rows = [[("✓ " if p.get("ok") else "✗ ") + esc(p.get("case")), esc(p.get("probe")), esc(p.get("answer")),
-             _verdict(p.get("expected")), _verdict(p.get("got")), esc(p.get("method")),
-             esc(p.get("error") or p.get("reason") or "")]
-            for p in probes.get("probes") or probes.get("failed") or []]
-    head = (f'<p>{esc(probes["passed"])} of {esc(probes["total"])} probes right (decided by the LLM: '
-            f'{esc(probes.get("llm_passed"))} of {esc(probes.get("llm_total"))}).</p>')
-    return ("<h3>Probes before the run</h3>" + head + _table(
-        ["case", "probe", "answer shown to the judge", "expected", "got", "decided by", "reason"], rows,
-        "For a few answerable cases the judge saw the reference answer alone and inside a sentence (must be judged "
-        "correct), another case's reference and “I don't know.” (must be judged wrong; refusals are decided by a "
-        "rule). Failing “wrong”: the judge says yes to everything; failing “correct_in_sentence”: it is too strict "
-        "about wording.", numeric=set()))
+    rows = [
+        [
+            ("✓ " if p.get("ok") else "✗ ") + esc(p.get("case")),
+            esc(p.get("probe")),
+            esc(p.get("answer")),
+            _verdict(p.get("expected")),
+            _verdict(p.get("got")),
+            esc(p.get("method")),
+            esc(p.get("error") or p.get("reason") or ""),
+        ]
+        for p in probes.get("probes") or probes.get("failed") or []
+    ]
+    head = (
+        f"<p>{esc(probes['passed'])} of {esc(probes['total'])} probes right (decided by the LLM: "
+        f"{esc(probes.get('llm_passed'))} of {esc(probes.get('llm_total'))}).</p>"
+    )
+    return (
+        "<h3>Probes before the run</h3>"
+        + head
+        + _table(
+            ["case", "probe", "answer shown to the judge", "expected", "got", "decided by", "reason"],
+            rows,
+            "For a few answerable cases the judge saw the reference answer alone and inside a sentence (must be judged "
+            "correct), another case's reference and “I don't know.” (must be judged wrong; refusals are decided by a "
+            "rule). Failing “wrong”: the judge says yes to everything; failing “correct_in_sentence”: it is too strict "
+            "about wording.",
+            numeric=set(),
+        )
+    )
 
 
 def _separately(ref: dict[str, Any]) -> str:

@@ -130,8 +130,13 @@ def _tags(report_like: dict, kind: str, run_dir: Path) -> dict[str, str]:
     return tags
 
 
-def _log_batch(client, run_id: str, params: dict[str, str] | None = None, metrics: dict[str, float] | None = None,
-               tags: dict[str, str] | None = None) -> None:
+def _log_batch(
+    client,
+    run_id: str,
+    params: dict[str, str] | None = None,
+    metrics: dict[str, float] | None = None,
+    tags: dict[str, str] | None = None,
+) -> None:
     from mlflow.entities import Metric, Param, RunTag
     from mlflow.utils.time import get_current_time_millis
 
@@ -140,9 +145,9 @@ def _log_batch(client, run_id: str, params: dict[str, str] | None = None, metric
     mlist = [Metric(k, v, now, 0) for k, v in (metrics or {}).items()]
     tlist = [RunTag(k, v) for k, v in (tags or {}).items()]
     for i in range(0, len(plist), _BATCH_PARAMS):
-        client.log_batch(run_id, params=plist[i:i + _BATCH_PARAMS])
+        client.log_batch(run_id, params=plist[i : i + _BATCH_PARAMS])
     for i in range(0, len(mlist), _BATCH_METRICS):
-        client.log_batch(run_id, metrics=mlist[i:i + _BATCH_METRICS])
+        client.log_batch(run_id, metrics=mlist[i : i + _BATCH_METRICS])
     if tlist:
         client.log_batch(run_id, tags=tlist)
 
@@ -153,7 +158,7 @@ def _pipeline_file(pipeline_path: str | Path | None, report_like: dict, run_dir:
         if not p.is_file():
             raise RunFolderError(f"{p}: no such pipeline file")
         return p
-    recorded = (((report_like.get("manifest") or {}).get("pipeline") or {}).get("path"))
+    recorded = ((report_like.get("manifest") or {}).get("pipeline") or {}).get("path")
     if not recorded:
         return None
     for candidate in (Path(recorded), run_dir / recorded, run_dir / Path(recorded).name):
@@ -178,8 +183,12 @@ def _experiment_id(client, name: str) -> str:
     return client.create_experiment(name)
 
 
-def log_to_mlflow(run_dir: str | Path, tracking_uri: str | None = None, experiment: str = "ragsweep",
-                  pipeline_path: str | Path | None = None) -> str:
+def log_to_mlflow(
+    run_dir: str | Path,
+    tracking_uri: str | None = None,
+    experiment: str = "ragsweep",
+    pipeline_path: str | Path | None = None,
+) -> str:
     """Log an eval or sweep run folder to MLflow; return the (parent) MLflow run id."""
     run_dir = Path(run_dir)
     kind = run_kind(run_dir)
@@ -220,8 +229,9 @@ def _config_metrics(cfg: dict) -> dict[str, float]:
     out = _metric_dict(cfg.get("metrics") or {}, cfg.get("intervals") or {})
     out.update(_metric_dict(cfg.get("p_values") or {}, prefix="p_value."))
     out.update(_metric_dict(cfg.get("p_adjusted") or {}, prefix="p_adjusted."))
-    out.update(_metric_dict({k: float(bool(v)) for k, v in (cfg.get("significant") or {}).items()},
-                            prefix="significant."))
+    out.update(
+        _metric_dict({k: float(bool(v)) for k, v in (cfg.get("significant") or {}).items()}, prefix="significant.")
+    )
     for key in ("seconds", "peak_rss_mb", "latency_ms_per_query"):
         v = num(cfg.get(key))
         if v is not None:
@@ -255,8 +265,10 @@ def _log_config_chunks(client, run_id: str, cdir: Path, tables: dict[Path, dict[
     table = tables[cdir.parent.parent]
     with tempfile.TemporaryDirectory(prefix="ragsweep-mlflow-") as tmp:
         path = Path(tmp) / "chunks.jsonl"
-        path.write_text("".join(json.dumps(table[key], ensure_ascii=False) + "\n" for key in wanted if key in table),
-                        encoding="utf-8")
+        path.write_text(
+            "".join(json.dumps(table[key], ensure_ascii=False) + "\n" for key in wanted if key in table),
+            encoding="utf-8",
+        )
         client.log_artifact(run_id, str(path), artifact_path="run")
 
 
@@ -271,8 +283,12 @@ def _log_sweep(client, exp_id: str, run_dir: Path, pipeline_path) -> str:
     pid = parent.info.run_id
     try:
         params = dict(base_params)
-        params.update({mlflow_key(f"grid.{k}"): json.dumps(v, default=str)[:_MAX_PARAM_VALUE]
-                       for k, v in (sweep.get("grid") or {}).items()})
+        params.update(
+            {
+                mlflow_key(f"grid.{k}"): json.dumps(v, default=str)[:_MAX_PARAM_VALUE]
+                for k, v in (sweep.get("grid") or {}).items()
+            }
+        )
         params["baseline"] = str(sweep.get("baseline"))
         params["objectives"] = ",".join(sweep.get("objectives") or [])
         params["configs"] = str(len(configs))
@@ -295,9 +311,13 @@ def _log_sweep(client, exp_id: str, run_dir: Path, pipeline_path) -> str:
         chunk_tables: dict[Path, dict[str, dict]] = {}
         for cfg in configs:
             cid = str(cfg.get("id"))
-            tags = {"mlflow.parentRunId": pid, "ragsweep.kind": "sweep-config", "ragsweep.config_id": cid,
-                    "ragsweep.is_baseline": str(cid == str(sweep.get("baseline"))).lower(),
-                    "ragsweep.pareto": str(cid in pareto).lower()}
+            tags = {
+                "mlflow.parentRunId": pid,
+                "ragsweep.kind": "sweep-config",
+                "ragsweep.config_id": cid,
+                "ragsweep.is_baseline": str(cid == str(sweep.get("baseline"))).lower(),
+                "ragsweep.pareto": str(cid in pareto).lower(),
+            }
             for obj, bid in best.items():
                 if str(bid) == cid:
                     tags[mlflow_key(f"ragsweep.best.{obj}")] = "true"

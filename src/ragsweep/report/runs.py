@@ -12,7 +12,6 @@ from typing import Any, Literal
 
 from ragsweep.metrics.registry import (  # noqa: F401 - the one registry, re-exported for the reports
     ANSWER_ORDER,
-    AT_K_FAMILIES as RETRIEVAL_FAMILIES,
     lower_is_better,
     metric_sort_key,
     ordered,
@@ -96,8 +95,10 @@ def expand_cases(lines: list[dict], folder: Path) -> list[dict]:
     needs_table = any("text" not in h for c in lines for h in c.get("hits") or [])
     texts = read_chunk_texts(folder) if needs_table else {}
     if needs_table and not texts:
-        raise RunFolderError(f"{folder}: cases.jsonl refers to chunks by id but chunks.jsonl is missing (looked for "
-                             f"{' and '.join(str(p) for p in chunk_table_paths(folder))})")
+        raise RunFolderError(
+            f"{folder}: cases.jsonl refers to chunks by id but chunks.jsonl is missing (looked for "
+            f"{' and '.join(str(p) for p in chunk_table_paths(folder))})"
+        )
     report = Path(folder) / "report.json"
     names = read_json(report).get("case_metrics") or [] if report.is_file() else []
     return expand_lines(lines, texts, names)
@@ -154,8 +155,9 @@ def correctness_metric(cases: list[dict], k: int | None) -> str | None:
     candidates = ["judge_correct"]
     if k is not None:
         candidates.append(f"hit_rate@{k}")
-    candidates += [m for m in ordered({m for c in cases for m in (c.get("metrics") or {})})
-                   if m.startswith("hit_rate@")]
+    candidates += [
+        m for m in ordered({m for c in cases for m in (c.get("metrics") or {})}) if m.startswith("hit_rate@")
+    ]
     candidates += ["pathway_strsim", "token_f1"]
     return next((m for m in candidates if has_values(cases, m)), None)
 

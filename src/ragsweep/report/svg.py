@@ -11,11 +11,9 @@ import math
 from collections.abc import Mapping, Sequence
 from html import escape
 
-PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
-           "#9c755f", "#bab0ac"]
+PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"]
 # viridis, 9 stops
-_VIRIDIS = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962", "#addc30",
-            "#fde725"]
+_VIRIDIS = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962", "#addc30", "#fde725"]
 FONT = 'font-family="system-ui,-apple-system,Segoe UI,Roboto,sans-serif"'
 
 
@@ -61,9 +59,12 @@ def _text_width(label: str, size: float = 12) -> float:
 
 
 def _svg(width: float, height: float, body: list[str], label: str) -> str:
-    return (f'<svg class="plot" xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
-            f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" aria-label="{esc(label)}" {FONT}>'
-            + "".join(body) + "</svg>")
+    return (
+        f'<svg class="plot" xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" aria-label="{esc(label)}" {FONT}>'
+        + "".join(body)
+        + "</svg>"
+    )
 
 
 def _nice_range(values: Sequence[float], unit: bool) -> tuple[float, float]:
@@ -79,9 +80,16 @@ def _nice_range(values: Sequence[float], unit: bool) -> tuple[float, float]:
     return lo, math.ceil(hi / step) * step
 
 
-def line_chart(x_labels: Sequence[str], series: Mapping[str, Sequence[tuple[float | None, float | None, float | None]]],
-               title: str, x_title: str = "k", y_title: str = "", unit: bool = True,
-               width: int = 560, height: int = 320) -> str:
+def line_chart(
+    x_labels: Sequence[str],
+    series: Mapping[str, Sequence[tuple[float | None, float | None, float | None]]],
+    title: str,
+    x_title: str = "k",
+    y_title: str = "",
+    unit: bool = True,
+    width: int = 560,
+    height: int = 320,
+) -> str:
     """Categorical x; ``series[name][i] = (value, ci_low, ci_high)`` at ``x_labels[i]``."""
     ml, mr, mt, mb = 54, 150, 30, 42
     pw, ph = width - ml - mr, height - mt - mb
@@ -97,14 +105,22 @@ def line_chart(x_labels: Sequence[str], series: Mapping[str, Sequence[tuple[floa
     body = [f'<text x="{ml}" y="18" font-size="14" font-weight="600">{esc(title)}</text>']
     for j in range(6):
         v = y0 + (y1 - y0) * j / 5
-        body.append(f'<line x1="{ml}" x2="{ml + pw}" y1="{Y(v):.1f}" y2="{Y(v):.1f}" stroke="#e3e3e3"/>'
-                    f'<text x="{ml - 6}" y="{Y(v) + 4:.1f}" font-size="11" text-anchor="end" fill="#555">{fmt(v, 1)}</text>')
+        body.append(
+            f'<line x1="{ml}" x2="{ml + pw}" y1="{Y(v):.1f}" y2="{Y(v):.1f}" stroke="#e3e3e3"/>'
+            f'<text x="{ml - 6}" y="{Y(v) + 4:.1f}" font-size="11" text-anchor="end" fill="#555">{fmt(v, 1)}</text>'
+        )
     for i, lab in enumerate(x_labels):
-        body.append(f'<text x="{X(i):.1f}" y="{mt + ph + 16}" font-size="11" text-anchor="middle" fill="#555">{esc(lab)}</text>')
-    body.append(f'<text x="{ml + pw / 2:.1f}" y="{height - 6}" font-size="12" text-anchor="middle" fill="#333">{esc(x_title)}</text>')
+        body.append(
+            f'<text x="{X(i):.1f}" y="{mt + ph + 16}" font-size="11" text-anchor="middle" fill="#555">{esc(lab)}</text>'
+        )
+    body.append(
+        f'<text x="{ml + pw / 2:.1f}" y="{height - 6}" font-size="12" text-anchor="middle" fill="#333">{esc(x_title)}</text>'
+    )
     if y_title:
-        body.append(f'<text transform="translate(16,{mt + ph / 2:.1f}) rotate(-90)" font-size="12" '
-                    f'text-anchor="middle" fill="#333">{esc(y_title)}</text>')
+        body.append(
+            f'<text transform="translate(16,{mt + ph / 2:.1f}) rotate(-90)" font-size="12" '
+            f'text-anchor="middle" fill="#333">{esc(y_title)}</text>'
+        )
     body.append(f'<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="none" stroke="#bbb"/>')
     for s, (name, pts) in enumerate(series.items()):
         col = PALETTE[s % len(PALETTE)]
@@ -115,19 +131,29 @@ def line_chart(x_labels: Sequence[str], series: Mapping[str, Sequence[tuple[floa
             body.append(f'<path d="{d}" fill="none" stroke="{col}" stroke-width="2"/>')
         for i, (x, y, lo, hi, v) in enumerate(coords):
             if lo is not None and hi is not None:
-                body.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{Y(lo):.1f}" y2="{Y(hi):.1f}" stroke="{col}" '
-                            f'stroke-width="1.2" opacity="0.8"/>')
+                body.append(
+                    f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{Y(lo):.1f}" y2="{Y(hi):.1f}" stroke="{col}" '
+                    f'stroke-width="1.2" opacity="0.8"/>'
+                )
             ci = f" [{fmt(lo)}, {fmt(hi)}]" if lo is not None and hi is not None else ""
-            body.append(f'<circle class="point" cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{col}">'
-                        f'<title>{esc(name)} @ {esc(x_labels[i] if i < len(x_labels) else "")}: {fmt(v)}{esc(ci)}</title></circle>')
+            body.append(
+                f'<circle class="point" cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{col}">'
+                f"<title>{esc(name)} @ {esc(x_labels[i] if i < len(x_labels) else '')}: {fmt(v)}{esc(ci)}</title></circle>"
+            )
         ly = mt + 8 + s * 18
-        body.append(f'<rect x="{ml + pw + 14}" y="{ly - 6}" width="14" height="4" fill="{col}"/>'
-                    f'<text x="{ml + pw + 34}" y="{ly}" font-size="12">{esc(_truncate(name, 18))}</text>')
+        body.append(
+            f'<rect x="{ml + pw + 14}" y="{ly - 6}" width="14" height="4" fill="{col}"/>'
+            f'<text x="{ml + pw + 34}" y="{ly}" font-size="12">{esc(_truncate(name, 18))}</text>'
+        )
     return _svg(width, height, body, title)
 
 
-def bar_chart(items: Sequence[tuple[str, float | None, float | None, float | None, int]], title: str,
-              unit: bool = True, width: int = 620) -> str:
+def bar_chart(
+    items: Sequence[tuple[str, float | None, float | None, float | None, int]],
+    title: str,
+    unit: bool = True,
+    width: int = 620,
+) -> str:
     """Horizontal bars ``(label, value, ci_low, ci_high, n)`` with CI whiskers."""
     labels = [_truncate(lab, 38) for lab, *_ in items]
     ml = min(280, max(60, max((_text_width(lab) for lab in labels), default=60) + 14))
@@ -144,35 +170,56 @@ def bar_chart(items: Sequence[tuple[str, float | None, float | None, float | Non
     body = [f'<text x="4" y="18" font-size="14" font-weight="600">{esc(title)}</text>']
     for j in range(6):
         v = x0 + (x1 - x0) * j / 5
-        body.append(f'<line x1="{X(v):.1f}" x2="{X(v):.1f}" y1="{mt}" y2="{height - 24}" stroke="#e3e3e3"/>'
-                    f'<text x="{X(v):.1f}" y="{height - 10}" font-size="11" text-anchor="middle" fill="#555">{fmt(v, 1)}</text>')
+        body.append(
+            f'<line x1="{X(v):.1f}" x2="{X(v):.1f}" y1="{mt}" y2="{height - 24}" stroke="#e3e3e3"/>'
+            f'<text x="{X(v):.1f}" y="{height - 10}" font-size="11" text-anchor="middle" fill="#555">{fmt(v, 1)}</text>'
+        )
     for i, ((label, v, lo, hi, n), short) in enumerate(zip(items, labels, strict=False)):
         y = mt + i * row
-        body.append(f'<text x="{ml - 6}" y="{y + 15}" font-size="12" text-anchor="end"><title>{esc(label)}</title>{esc(short)}</text>')
+        body.append(
+            f'<text x="{ml - 6}" y="{y + 15}" font-size="12" text-anchor="end"><title>{esc(label)}</title>{esc(short)}</text>'
+        )
         ci = f" 95% CI [{fmt(lo)}, {fmt(hi)}]" if lo is not None and hi is not None else ""
         if v is not None:
-            body.append(f'<rect class="bar" x="{X(x0):.1f}" y="{y + 4}" width="{max(0.5, X(v) - X(x0)):.1f}" height="{row - 8}" '
-                        f'fill="{PALETTE[0]}" opacity="0.85"><title>{esc(label)}: {fmt(v)}{esc(ci)} (n={n})</title></rect>')
+            body.append(
+                f'<rect class="bar" x="{X(x0):.1f}" y="{y + 4}" width="{max(0.5, X(v) - X(x0)):.1f}" height="{row - 8}" '
+                f'fill="{PALETTE[0]}" opacity="0.85"><title>{esc(label)}: {fmt(v)}{esc(ci)} (n={n})</title></rect>'
+            )
         if lo is not None and hi is not None:
             yc = y + row / 2
-            body.append(f'<path d="M{X(lo):.1f},{yc - 5:.1f}v10M{X(lo):.1f},{yc:.1f}H{X(hi):.1f}M{X(hi):.1f},{yc - 5:.1f}v10" '
-                        f'stroke="#222" stroke-width="1.2" fill="none"/>')
+            body.append(
+                f'<path d="M{X(lo):.1f},{yc - 5:.1f}v10M{X(lo):.1f},{yc:.1f}H{X(hi):.1f}M{X(hi):.1f},{yc - 5:.1f}v10" '
+                f'stroke="#222" stroke-width="1.2" fill="none"/>'
+            )
         body.append(f'<text x="{ml + pw + 6}" y="{y + 15}" font-size="11" fill="#333">{fmt(v)} (n={n})</text>')
     return _svg(width, height, body, title)
 
 
-def heatmap(rows: Sequence[str], cols: Sequence[str], cells: Mapping[tuple[str, str], tuple[float | None, str]],
-            title: str, vmin: float = 0.0, vmax: float = 1.0, row_title: str = "", col_title: str = "",
-            cell_w: int = 46, cell_h: int = 24, marks: Mapping[tuple[str, str], str] | None = None,
-            outline: Mapping[tuple[str, str], str] | None = None) -> str:
+def heatmap(
+    rows: Sequence[str],
+    cols: Sequence[str],
+    cells: Mapping[tuple[str, str], tuple[float | None, str]],
+    title: str,
+    vmin: float = 0.0,
+    vmax: float = 1.0,
+    row_title: str = "",
+    col_title: str = "",
+    cell_w: int = 46,
+    cell_h: int = 24,
+    marks: Mapping[tuple[str, str], str] | None = None,
+    outline: Mapping[tuple[str, str], str] | None = None,
+) -> str:
     """``cells[(row, col)] = (value, tooltip)``; ``marks`` adds a suffix to the cell text,
     ``outline`` draws a coloured border (e.g. best / baseline)."""
     marks = marks or {}
     outline = outline or {}
     rlabels = [_truncate(r, 34) for r in rows]
     clabels = [_truncate(c, 28) for c in cols]
-    ml = max(50, max((_text_width(r, 11) for r in rlabels), default=40) + 16,
-             _text_width(row_title + " ↓", 11) + 12 if row_title else 0)
+    ml = max(
+        50,
+        max((_text_width(r, 11) for r in rlabels), default=40) + 16,
+        _text_width(row_title + " ↓", 11) + 12 if row_title else 0,
+    )
     col_label_h = max(30, max((_text_width(c, 11) for c in clabels), default=20) * 0.72 + 16)
     mt = 30 + col_label_h
     width = max(ml + cell_w * max(1, len(cols)) + 90, _text_width(title, 14) + 16)
@@ -183,37 +230,55 @@ def heatmap(rows: Sequence[str], cols: Sequence[str], cells: Mapping[tuple[str, 
     for j, (c, short) in enumerate(zip(cols, clabels, strict=False)):
         x = ml + cell_w * (j + 0.5)
         if rotate:
-            body.append(f'<text transform="translate({x + 4:.1f},{mt - 6}) rotate(-45)" font-size="11" fill="#333">'
-                        f'<title>{esc(c)}</title>{esc(short)}</text>')
+            body.append(
+                f'<text transform="translate({x + 4:.1f},{mt - 6}) rotate(-45)" font-size="11" fill="#333">'
+                f"<title>{esc(c)}</title>{esc(short)}</text>"
+            )
         else:
-            body.append(f'<text x="{x:.1f}" y="{mt - 6}" font-size="11" text-anchor="middle" fill="#333">{esc(short)}</text>')
+            body.append(
+                f'<text x="{x:.1f}" y="{mt - 6}" font-size="11" text-anchor="middle" fill="#333">{esc(short)}</text>'
+            )
     for i, (r, short) in enumerate(zip(rows, rlabels, strict=False)):
         y = mt + cell_h * i
-        body.append(f'<text x="{ml - 6}" y="{y + cell_h / 2 + 4:.1f}" font-size="11" text-anchor="end" fill="#333">'
-                    f'<title>{esc(r)}</title>{esc(short)}</text>')
+        body.append(
+            f'<text x="{ml - 6}" y="{y + cell_h / 2 + 4:.1f}" font-size="11" text-anchor="end" fill="#333">'
+            f"<title>{esc(r)}</title>{esc(short)}</text>"
+        )
         for j, c in enumerate(cols):
             x = ml + cell_w * j
             v, tip = cells.get((r, c), (None, ""))
             t = None if v is None else (v - vmin) / span
             stroke = outline.get((r, c))
-            body.append(f'<rect class="cell" x="{x}" y="{y}" width="{cell_w - 1}" height="{cell_h - 1}" fill="{color(t)}"'
-                        + (f' stroke="{stroke}" stroke-width="3"' if stroke else "")
-                        + f'><title>{esc(tip or f"{r} × {c}: {fmt(v)}")}</title></rect>')
+            body.append(
+                f'<rect class="cell" x="{x}" y="{y}" width="{cell_w - 1}" height="{cell_h - 1}" fill="{color(t)}"'
+                + (f' stroke="{stroke}" stroke-width="3"' if stroke else "")
+                + f"><title>{esc(tip or f'{r} × {c}: {fmt(v)}')}</title></rect>"
+            )
             label = fmt(v, 2) + marks.get((r, c), "") if v is not None else "·"
-            body.append(f'<text x="{x + cell_w / 2 - 0.5:.1f}" y="{y + cell_h / 2 + 4:.1f}" font-size="10.5" '
-                        f'text-anchor="middle" fill="{text_color(t)}" pointer-events="none">{esc(label)}</text>')
+            body.append(
+                f'<text x="{x + cell_w / 2 - 0.5:.1f}" y="{y + cell_h / 2 + 4:.1f}" font-size="10.5" '
+                f'text-anchor="middle" fill="{text_color(t)}" pointer-events="none">{esc(label)}</text>'
+            )
     if row_title:
-        body.append(f'<text x="4" y="{mt - 6}" font-size="11" font-style="italic" fill="#555">{esc(row_title)} ↓</text>')
+        body.append(
+            f'<text x="4" y="{mt - 6}" font-size="11" font-style="italic" fill="#555">{esc(row_title)} ↓</text>'
+        )
     if col_title:
-        body.append(f'<text x="{ml + cell_w * len(cols) / 2:.1f}" y="{height - 8}" font-size="11" font-style="italic" '
-                    f'text-anchor="middle" fill="#555">{esc(col_title)} →</text>')
+        body.append(
+            f'<text x="{ml + cell_w * len(cols) / 2:.1f}" y="{height - 8}" font-size="11" font-style="italic" '
+            f'text-anchor="middle" fill="#555">{esc(col_title)} →</text>'
+        )
     # colour legend
     lx, ly, lh = ml + cell_w * max(1, len(cols)) + 18, mt, max(60, min(160, cell_h * len(rows)))
     for s in range(20):
-        body.append(f'<rect x="{lx}" y="{ly + lh * (19 - s) / 20:.1f}" width="12" height="{lh / 20 + 0.5:.1f}" '
-                    f'fill="{color(s / 19)}"/>')
-    body.append(f'<text x="{lx + 16}" y="{ly + 8}" font-size="10" fill="#333">{fmt(vmax, 2)}</text>'
-                f'<text x="{lx + 16}" y="{ly + lh}" font-size="10" fill="#333">{fmt(vmin, 2)}</text>')
+        body.append(
+            f'<rect x="{lx}" y="{ly + lh * (19 - s) / 20:.1f}" width="12" height="{lh / 20 + 0.5:.1f}" '
+            f'fill="{color(s / 19)}"/>'
+        )
+    body.append(
+        f'<text x="{lx + 16}" y="{ly + 8}" font-size="10" fill="#333">{fmt(vmax, 2)}</text>'
+        f'<text x="{lx + 16}" y="{ly + lh}" font-size="10" fill="#333">{fmt(vmin, 2)}</text>'
+    )
     return _svg(width, height, body, title)
 
 
@@ -227,8 +292,12 @@ def ci_glyph(value: float | None, low: float | None, high: float | None, width: 
 
     parts = [f'<line x1="4" x2="{width - 4}" y1="7" y2="7" stroke="#ddd"/>']
     if low is not None and high is not None:
-        parts.append(f'<rect x="{X(low):.1f}" y="3" width="{max(1.0, X(high) - X(low)):.1f}" height="8" '
-                     f'fill="{PALETTE[0]}" opacity="0.35"/>')
+        parts.append(
+            f'<rect x="{X(low):.1f}" y="3" width="{max(1.0, X(high) - X(low)):.1f}" height="8" '
+            f'fill="{PALETTE[0]}" opacity="0.35"/>'
+        )
     parts.append(f'<circle cx="{X(value):.1f}" cy="7" r="3" fill="{PALETTE[0]}"/>')
-    return (f'<svg class="ci" xmlns="http://www.w3.org/2000/svg" width="{width}" height="14" '
-            f'viewBox="0 0 {width} 14">' + "".join(parts) + "</svg>")
+    return (
+        f'<svg class="ci" xmlns="http://www.w3.org/2000/svg" width="{width}" height="14" '
+        f'viewBox="0 0 {width} 14">' + "".join(parts) + "</svg>"
+    )
