@@ -4,7 +4,7 @@
    build two datasets over exactly those documents: the human CUAD labels of them
    (``datasets/cuad/cases.jsonl`` restricted to their ``doc_scope``) and a set generated
    from them by ``ragsweep generate`` (the configured OpenAI-compatible endpoint);
-2. run the same sweep (:func:`ragsweep.sweep.run_sweep`, a small grid: chunking x retriever
+2. run the same sweep (:func:`ragsweep.commands.sweep.run_sweep`, a small grid: chunking x retriever
    x top_k) on both;
 3. print each configuration's metrics on both sets and Kendall's tau-b
    (:func:`scipy.stats.kendalltau`) between the two rankings of the configurations, per
@@ -69,7 +69,7 @@ def labelled_subset(labelled: Path, docs: list[str], target: Path) -> int:
 
 
 def sweep(dataset: Path, grid: Path, out: Path, name: str, pipeline: str) -> dict:
-    from ragsweep.sweep import SweepOptions, run_sweep
+    from ragsweep.commands.sweep import SweepOptions, run_sweep
 
     options = SweepOptions(
         pipeline=pipeline, dataset=str(dataset), grid=str(grid), out=str(out), name=name, progress=False
@@ -100,14 +100,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", default=str(ROOT / "runs" / "generated-vs-labelled"))
     args = parser.parse_args(argv)
 
-    from ragsweep.offline import ensure_offline
+    from ragsweep.pipeline.offline import ensure_offline
 
     ensure_offline()
     from scipy.stats import kendalltau
 
-    from ragsweep.config import parse_overrides
     from ragsweep.datasets.schema import list_doc_ids
     from ragsweep.generate.generator import GenerateOptions, generate
+    from ragsweep.pipeline.config import parse_overrides
 
     labelled = Path(args.labelled)
     work = Path(args.work)

@@ -33,10 +33,10 @@ def _cpu_seconds() -> float:
 
 def one_pass(docs: str, workers: int) -> dict:
     """Parse ``docs`` once, cache off, in this (fresh) process."""
-    from ragsweep.offline import ensure_offline
+    from ragsweep.pipeline.offline import ensure_offline
 
     ensure_offline()
-    from ragsweep import corpus as corpus_mod
+    from ragsweep.pipeline import corpus as corpus_mod
 
     started, cpu = time.perf_counter(), _cpu_seconds()
     startup = 0.0

@@ -22,7 +22,7 @@ each stage's cost per document or per case at every point, and the ratio of the 
 point to the smallest; a ratio above ``--max-growth`` (1.3) means the stage grows faster
 than linearly. Prints ``RESULT`` lines and a final ``JSON {...}`` line.
 
-The child process only wraps a few functions of :mod:`ragsweep.run` and :mod:`ragsweep.stages`
+The child process only wraps a few functions of :mod:`ragsweep.commands.eval` and :mod:`ragsweep.evaluation.stages`
 with timers and RSS probes (nothing else changes), and imports ragsweep, pathway and the run
 module first, so those imports count as start-up and not as a stage.
 """
@@ -57,13 +57,13 @@ def child(args: argparse.Namespace) -> int:
     """One eval in this fresh process; its timings go to ``args.timings`` as JSON."""
     entered = time.time()
     t0 = time.perf_counter()
-    from ragsweep.offline import ensure_offline
+    from ragsweep.pipeline.offline import ensure_offline
 
     ensure_offline()
     import ragsweep
     import ragsweep.cli
-    import ragsweep.run as run_mod
-    import ragsweep.store  # noqa: F401 - pathway: a start-up cost, not one of the stages
+    import ragsweep.commands.eval as run_mod
+    import ragsweep.pipeline.store  # noqa: F401 - pathway: a start-up cost, not one of the stages
 
     imports = time.perf_counter() - t0
     timers: dict[str, float] = {}
@@ -99,7 +99,7 @@ def child(args: argparse.Namespace) -> int:
 
         return wrapper
 
-    import ragsweep.stages as stages_mod
+    import ragsweep.evaluation.stages as stages_mod
 
     def wrap(module, attr, wrapper):  # a name this version of ragsweep lacks is left alone (and untimed)
         if hasattr(module, attr):

@@ -33,13 +33,13 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=400)
     args = parser.parse_args()
 
-    from ragsweep.offline import ensure_offline
+    from ragsweep.pipeline.offline import ensure_offline
 
     ensure_offline()
-    from ragsweep.config import PipelineConfig
-    from ragsweep.corpus import parse_corpus
     from ragsweep.datasets.loader import load_dataset
-    from ragsweep.store import Query, RagStore
+    from ragsweep.pipeline.config import PipelineConfig
+    from ragsweep.pipeline.corpus import parse_corpus
+    from ragsweep.pipeline.store import Query, RagStore
 
     dataset = load_dataset(args.dataset)
     corpus = parse_corpus(dataset.docs_dir, progress=False)

@@ -29,14 +29,14 @@ def main() -> int:
     parser.add_argument("--twice", action="store_true", help="score every case a second time in this process")
     args = parser.parse_args()
     started = time.perf_counter()
-    from ragsweep.offline import ensure_offline
+    from ragsweep.pipeline.offline import ensure_offline
 
     ensure_offline()
-    from ragsweep import stages
-    from ragsweep.chunking import OffsetTokenCountSplitter
-    from ragsweep.corpus import parse_corpus
-    from ragsweep.hits import Hit
-    from ragsweep.run import EvalOptions, answer_and_score
+    from ragsweep.commands.eval import EvalOptions, answer_and_score
+    from ragsweep.evaluation import stages
+    from ragsweep.pipeline.chunking import OffsetTokenCountSplitter
+    from ragsweep.pipeline.corpus import parse_corpus
+    from ragsweep.pipeline.hits import Hit
 
     options = EvalOptions(pipeline=str(ROOT / "pipelines" / "default.yaml"), dataset=args.dataset, progress=False)
     config, dataset, cases = stages.load_inputs(options)

@@ -45,15 +45,15 @@ PIPELINE = ROOT / "pipelines" / "default.yaml"
 
 def serve(texts_dir: str, port: int, params_json: str) -> None:
     """Subprocess entry point: one DocumentStoreServer for one configuration."""
-    from ragsweep.offline import ensure_offline
+    from ragsweep.pipeline.offline import ensure_offline
 
     ensure_offline()
     import pathway as pw
     from pathway.xpacks.llm.servers import DocumentStoreServer
 
-    from ragsweep.config import PipelineConfig
-    from ragsweep.embedding import EmbeddingCache
-    from ragsweep.serving import DocumentStore  # what ragsweep evaluates (tests/test_server_parity.py)
+    from ragsweep.pipeline.config import PipelineConfig
+    from ragsweep.pipeline.embedding import EmbeddingCache
+    from ragsweep.pipeline.serving import DocumentStore  # what ragsweep evaluates (tests/test_server_parity.py)
 
     built = PipelineConfig.load(str(PIPELINE), json.loads(params_json)).build()
     if built.embedder is not None:  # a fresh server has no embedding cache
@@ -176,7 +176,7 @@ def main() -> int:
     os.environ["RAGSWEEP_CACHE_DIR"] = str(cache_dir)  # before any ragsweep import
     os.chdir(ROOT)
 
-    from ragsweep.offline import ensure_offline
+    from ragsweep.pipeline.offline import ensure_offline
 
     ensure_offline()
     # heavy imports outside every timing (each side would otherwise pay them once)
@@ -185,13 +185,13 @@ def main() -> int:
     import pathway  # noqa: F401
     import sentence_transformers  # noqa: F401
 
-    from ragsweep import corpus as corpus_mod
-    from ragsweep import embedding as emb_mod
-    from ragsweep.chunking import OffsetTokenCountSplitter
+    from ragsweep.commands.sweep import SweepGrid, SweepOptions, config_id, run_sweep
     from ragsweep.datasets.loader import load_dataset
+    from ragsweep.pipeline import corpus as corpus_mod
+    from ragsweep.pipeline import embedding as emb_mod
+    from ragsweep.pipeline.chunking import OffsetTokenCountSplitter
+    from ragsweep.pipeline.store import sanitize_query, scope_filter
     from ragsweep.report.runs import read_cases
-    from ragsweep.store import sanitize_query, scope_filter
-    from ragsweep.sweep import SweepGrid, SweepOptions, config_id, run_sweep
 
     grid = SweepGrid.load(args.grid)
     combos = grid.configurations()

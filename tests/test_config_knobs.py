@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ragsweep.config import KNOB_RULES, ConfigError, PipelineConfig, PipelineVariables, parse_overrides
+from ragsweep.pipeline.config import KNOB_RULES, ConfigError, PipelineConfig, PipelineVariables, parse_overrides
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 KEYS_SCRIPT = """
 import json, sys
-from ragsweep.config import PipelineConfig
+from ragsweep.pipeline.config import PipelineConfig
 base = PipelineConfig.load(sys.argv[1])
 other = PipelineConfig.load(sys.argv[1], {"max_tokens": 400, "retriever_mode": "knn"})
 print(json.dumps([[c.hash, c.chunking_key, c.index_key] for c in (base, other)]))
@@ -161,7 +161,7 @@ def test_valid_knobs_and_free_extra_variables_load(tmp_path, default_pipeline):
     assert config.top_k == 5 and config.get("my_number") == -5
     assert PipelineConfig.load(path, parse_overrides(["top_k=7", "llm_max_retries=0"])).top_k == 7
     # every point of the shipped sweep grid is a valid configuration
-    from ragsweep.sweep import SweepGrid
+    from ragsweep.commands.sweep import SweepGrid
 
     base = PipelineConfig.load(default_pipeline)
     for params in SweepGrid.load(ROOT / "pipelines" / "sweep.yaml").configurations():

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ragsweep.corpus import CorpusError, detect_format, parse_corpus
+from ragsweep.pipeline.corpus import CorpusError, detect_format, parse_corpus
 
 
 def test_every_format_is_parsed_by_docling(fixture_corpus_dir, tmp_path):
@@ -33,7 +33,7 @@ def test_parse_cache_is_used_on_second_parse(fixture_corpus_dir, tmp_path):
 
     def counting_parse(data, fmt, name, standard):
         calls.append(name)
-        from ragsweep.corpus import docling_parse
+        from ragsweep.pipeline.corpus import docling_parse
 
         return docling_parse(data, fmt, name, standard)
 
@@ -137,7 +137,7 @@ def test_invalid_utf8_after_the_first_4kb_skips_the_file(tmp_path):
 
 @pytest.mark.parametrize("block_size", [4096, 4097, 5000, 1 << 20])
 def test_whole_file_check_finds_the_same_byte_whatever_the_block_size(tmp_path, block_size):
-    from ragsweep.corpus import read_document
+    from ragsweep.pipeline.corpus import read_document
 
     good = tmp_path / "good.md"
     # two-, three- and four-byte characters cut by every block boundary
@@ -158,7 +158,7 @@ def test_whole_file_check_finds_the_same_byte_whatever_the_block_size(tmp_path, 
 
 
 def test_a_binary_text_file_is_not_read_past_its_first_bad_block(tmp_path, monkeypatch):
-    from ragsweep import corpus as corpus_mod
+    from ragsweep.pipeline import corpus as corpus_mod
 
     big = tmp_path / "huge.txt"
     big.write_bytes(b"ok\n" * 2000 + b"\x00" + b"z" * 200_000)
@@ -238,7 +238,7 @@ def test_a_complete_document_has_no_warnings(fixture_corpus_dir, tmp_path):
 
 def test_text_cached_without_its_warnings_is_parsed_again(tmp_path):
     """A cache entry with a text but no warnings (written before warnings were kept) is not used."""
-    from ragsweep.corpus import PARSER_VERSION, ParseCache
+    from ragsweep.pipeline.corpus import PARSER_VERSION, ParseCache
 
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -256,7 +256,7 @@ def test_text_cached_without_its_warnings_is_parsed_again(tmp_path):
 def test_conversion_problems_name_the_pages():
     from types import SimpleNamespace as Error
 
-    from ragsweep.corpus import conversion_problems
+    from ragsweep.pipeline.corpus import conversion_problems
 
     errors = [
         Error(

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ragsweep.corpus import CRASHED, parse_corpus
+from ragsweep.pipeline.corpus import CRASHED, parse_corpus
 
 
 @pytest.fixture()
@@ -123,7 +123,7 @@ def test_workers_must_be_positive(tmp_path):
 
 
 def test_default_workers_parse_a_small_folder_in_this_process(tmp_path, monkeypatch):
-    from ragsweep import corpus as corpus_mod
+    from ragsweep.pipeline import corpus as corpus_mod
 
     monkeypatch.setattr(corpus_mod, "default_workers", lambda: 2)
     small = parse_corpus(

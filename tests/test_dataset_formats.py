@@ -89,7 +89,7 @@ def test_clean_query_is_what_the_store_searches():
     clean_query leaves nothing."""
     from ragsweep.datasets.pathway_limits import tantivy_safe
 
-    store = pytest.importorskip("ragsweep.store")
+    store = pytest.importorskip("ragsweep.pipeline.store")
     assert store.sanitize_query("Which state's law governs?") == "Which state's law governs?"
     for text in ("Who pays (the) royalties?", "cats AND dogs\u00a0OR birds", "?!", "🙂🎉", 'a "b" c:d'):
         assert store.sanitize_query(text) == (tantivy_safe(text) or "document")

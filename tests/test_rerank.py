@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from fake_openai import FakeOpenAI
-from ragsweep.config import ConfigError, PipelineConfig
-from ragsweep.hits import Hit
-from ragsweep.rerank import (
+from ragsweep.pipeline.config import ConfigError, PipelineConfig
+from ragsweep.pipeline.hits import Hit
+from ragsweep.pipeline.rerank import (
     CrossEncoderReranker,
     EncoderReranker,
     LLMReranker,
@@ -73,7 +73,7 @@ def fake():
 
 @pytest.fixture(scope="module")
 def corpus():
-    from ragsweep.corpus import parse_corpus
+    from ragsweep.pipeline.corpus import parse_corpus
 
     return parse_corpus(DOCS)
 
@@ -81,7 +81,7 @@ def corpus():
 @pytest.fixture(scope="module")
 def candidates(corpus):
     """What the store serves at $rerank_candidates: the input of the reranking stage."""
-    from ragsweep.store import RagStore
+    from ragsweep.pipeline.store import RagStore
 
     config = PipelineConfig.load(DEFAULT, {**SMALL_CHUNKS, "top_k": TOP_K})
     served = RagStore(config, corpus).retrieve(QUESTIONS, k=CANDIDATES)
@@ -91,15 +91,15 @@ def candidates(corpus):
 
 def pathway_answerer_context(corpus, config, reranker_udf, base_url) -> list[list[dict]]:
     """The context docs of Pathway's BaseRAGQuestionAnswerer (search_topk = CANDIDATES,
-    rerank_topk = TOP_K) over ragsweep's DocumentStore, built like ragsweep.store's graph:
+    rerank_topk = TOP_K) over ragsweep's DocumentStore, built like ragsweep.pipeline.store's graph:
     documents at logical time 2, questions at time 4."""
     import pathway as pw
     from pathway.internals.parse_graph import G
     from pathway.xpacks.llm import llms
     from pathway.xpacks.llm.question_answering import BaseRAGQuestionAnswerer
 
-    from ragsweep.serving import DocumentStore
-    from ragsweep.store import DOCS_TIME, QUERIES_TIME
+    from ragsweep.pipeline.serving import DocumentStore
+    from ragsweep.pipeline.store import DOCS_TIME, QUERIES_TIME
 
     G.clear()
     pipeline = config.build()
@@ -164,7 +164,7 @@ def assert_same_context(pathway_docs: list[dict], ours: list[Hit], all_ours: lis
 def test_encoder_reranking_matches_pathways_question_answerer(corpus, candidates, fake):
     from pathway.xpacks.llm.rerankers import EncoderReranker as PathwayEncoderReranker
 
-    from ragsweep.offline import embedder_model_path
+    from ragsweep.pipeline.offline import embedder_model_path
 
     config = PipelineConfig.load(
         DEFAULT, {**SMALL_CHUNKS, "top_k": TOP_K, "reranker": "encoder", "rerank_candidates": CANDIDATES}
@@ -238,7 +238,7 @@ def cross_encoder_dir(tmp_path_factory) -> Path:
     import torch
     from sentence_transformers import CrossEncoder
 
-    from ragsweep.offline import embedder_model_path
+    from ragsweep.pipeline.offline import embedder_model_path
 
     torch.manual_seed(0)
     folder = tmp_path_factory.mktemp("cross-encoder")
@@ -421,7 +421,7 @@ def test_a_bad_reranker_knob_is_named(overrides, message, monkeypatch):
 
 
 def test_the_reranker_is_a_sweep_axis():
-    from ragsweep.sweep import SweepGrid
+    from ragsweep.commands.sweep import SweepGrid
 
     base = PipelineConfig.load(DEFAULT)
     grid = SweepGrid(

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from ragsweep import run as run_module
-from ragsweep import stages as stages_module
 from ragsweep.cli import main
-from ragsweep.records import chunk_id
-from ragsweep.run import EvalOptions, RunError, run_eval
+from ragsweep.commands import eval as run_module
+from ragsweep.commands.eval import EvalOptions, RunError, run_eval
+from ragsweep.evaluation import stages as stages_module
+from ragsweep.evaluation.records import chunk_id
 
 ROOT = Path(__file__).resolve().parent.parent
 MINI = ROOT / "datasets" / "cuad-mini"

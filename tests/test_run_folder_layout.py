@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from ragsweep.answer.base import Answer
-from ragsweep.records import CaseResult, JudgedHit, chunk_id, compact, expand_lines
+from ragsweep.evaluation.records import CaseResult, JudgedHit, chunk_id, compact, expand_lines
+from ragsweep.evaluation.runfolder import LAYOUT_VERSION, RunError, check_resumable
 from ragsweep.report.compare import compare_runs
 from ragsweep.report.runs import RunFolderError, read_cases
-from ragsweep.runfolder import LAYOUT_VERSION, RunError, check_resumable
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "runs" / "eval"  # layout 1: every hit carries its text, no version
@@ -146,7 +146,7 @@ def test_resume_names_the_layouts_it_refuses(tmp_path):
 
 
 def test_a_finished_run_resumed_keeps_its_report(tmp_path):
-    from ragsweep.run import EvalOptions, run_eval
+    from ragsweep.commands.eval import EvalOptions, run_eval
 
     options = dict(
         pipeline=str(ROOT / "pipelines" / "default.yaml"),

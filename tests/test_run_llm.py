@@ -4,8 +4,8 @@ import json
 from pathlib import Path
 
 from fake_openai import fake_server  # noqa: F401 - pytest fixture
+from ragsweep.commands.eval import EvalOptions, run_eval
 from ragsweep.report.runs import read_cases
-from ragsweep.run import EvalOptions, run_eval
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "sk-test-SECRET-never-in-a-report"

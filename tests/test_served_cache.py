@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from ragsweep import served_cache
-from ragsweep.config import PipelineConfig
-from ragsweep.corpus import parse_corpus
-from ragsweep.run import EvalOptions, run_eval
-from ragsweep.served_cache import ServedCache
-from ragsweep.store import Query, RagStore
+from ragsweep.commands.eval import EvalOptions, run_eval
+from ragsweep.pipeline import served_cache
+from ragsweep.pipeline.config import PipelineConfig
+from ragsweep.pipeline.corpus import parse_corpus
+from ragsweep.pipeline.served_cache import ServedCache
+from ragsweep.pipeline.store import Query, RagStore
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS = [
@@ -101,12 +101,12 @@ def test_another_corpus_is_a_miss(corpus, default_pipeline, tmp_path):
 def test_editing_a_component_the_pipeline_names_is_a_miss(default_pipeline, corpus, tmp_path, monkeypatch):
     module = tmp_path / "my_splitter.py"
     module.write_text(
-        "from ragsweep.chunking import OffsetTokenCountSplitter\n\n\n"
+        "from ragsweep.pipeline.chunking import OffsetTokenCountSplitter\n\n\n"
         "class MySplitter(OffsetTokenCountSplitter):\n    pass\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     yaml = default_pipeline.read_text().replace(
-        "!ragsweep.chunking.OffsetTokenCountSplitter", "!my_splitter.MySplitter"
+        "!ragsweep.pipeline.chunking.OffsetTokenCountSplitter", "!my_splitter.MySplitter"
     )
     assert "!my_splitter.MySplitter" in yaml
     pipeline = tmp_path / "pipeline.yaml"
@@ -197,9 +197,9 @@ def test_the_key_does_not_depend_on_where_the_code_lives(corpus, default_pipelin
     script = (
         "import sys, ragsweep\n"
         f"assert ragsweep.__file__.startswith({str(copy)!r}), ragsweep.__file__\n"
-        "from ragsweep import served_cache\n"
-        "from ragsweep.config import PipelineConfig\n"
-        "from ragsweep.corpus import parse_corpus\n"
+        "from ragsweep.pipeline import served_cache\n"
+        "from ragsweep.pipeline.config import PipelineConfig\n"
+        "from ragsweep.pipeline.corpus import parse_corpus\n"
         f"config = PipelineConfig.load({str(default_pipeline)!r}, {SMALL!r})\n"
         f"print(served_cache.index_fingerprint(config, parse_corpus({str(fixture_corpus_dir)!r})))\n"
     )

@@ -1,7 +1,7 @@
 """Evaluated = served (issue 10): the in-process store ranks what a real Pathway server serves.
 
 Pathway's own ``DocumentStoreServer`` (tests/server_parity_app.py, a separate process on
-127.0.0.1) serves ragsweep's ``DocumentStore`` (:mod:`ragsweep.serving`: Pathway's, with
+127.0.0.1) serves ragsweep's ``DocumentStore`` (:mod:`ragsweep.pipeline.serving`: Pathway's, with
 questions made safe for Tantivy only when they hold its query syntax), built from the same
 pipeline file (``pipelines/default.yaml`` with
 ``retriever_mode`` = bm25 / knn / hybrid) over the same parsed documents: each parsed text
@@ -18,7 +18,7 @@ chunks make the top k) is never normalised.
 
 A mismatch is reported with its likely cause: the question is changed by the store's
 ``sanitize_query``, an exact score tie at the cut-off (which the pipeline's
-``ragsweep.fusion.HybridIndexFactory`` orders deterministically), or other.
+``ragsweep.pipeline.fusion.HybridIndexFactory`` orders deterministically), or other.
 
 Embeddings come from the pipeline's embedder cache (``RAGSWEEP_CACHE_DIR``, shared with the
 server through the environment); the in-process runs happen before the documents are put
@@ -101,7 +101,7 @@ def differs(served, evaluated) -> bool:
 def cause(question: str, served, evaluated) -> str:
     """Why two lists differ: a tie at the cut-off (equal above the cut, equal cut scores,
     only tied chunks differ), the question's rewriting by sanitize_query, or other."""
-    from ragsweep.store import sanitize_query
+    from ragsweep.pipeline.store import sanitize_query
 
     s, e = canonical(served), canonical(evaluated)
     changed = sanitize_query(question) != question
@@ -118,7 +118,7 @@ def describe(items) -> str:
 
 def probe_query(chunk_texts: list[str]) -> str:
     """A question BM25 matches in every chunk: one word from each chunk."""
-    from ragsweep.store import sanitize_query
+    from ragsweep.pipeline.store import sanitize_query
 
     words = []
     for text in chunk_texts:
@@ -133,7 +133,7 @@ def probe_query(chunk_texts: list[str]) -> str:
 
 @pytest.fixture(scope="module")
 def corpus():
-    from ragsweep.corpus import parse_corpus
+    from ragsweep.pipeline.corpus import parse_corpus
 
     parsed = parse_corpus(DOCS)
     assert len(parsed.documents) == 3, parsed.skipped
@@ -144,10 +144,10 @@ def corpus():
 def evaluated(corpus):
     """mode -> {(question, k): hits} from the in-process store, every chunk, and a probe
     question that reaches every chunk in every mode (the server's readiness check)."""
-    from ragsweep import stages
-    from ragsweep.config import PipelineConfig
     from ragsweep.datasets.schema import Case
-    from ragsweep.store import Query, RagStore
+    from ragsweep.evaluation import stages
+    from ragsweep.pipeline.config import PipelineConfig
+    from ragsweep.pipeline.store import Query, RagStore
 
     started = time.perf_counter()
     cases = [Case(id=f"q{i}", question=q) for i, q in enumerate(QUESTIONS)]

@@ -2,9 +2,9 @@
 
 import pytest
 
-from ragsweep.config import PipelineConfig
-from ragsweep.corpus import parse_corpus
-from ragsweep.store import RagStore, sanitize_query, scope_filter
+from ragsweep.pipeline.config import PipelineConfig
+from ragsweep.pipeline.corpus import parse_corpus
+from ragsweep.pipeline.store import RagStore, sanitize_query, scope_filter
 
 QUESTIONS = {
     # question -> document that must come first
@@ -94,7 +94,7 @@ def test_store_from_a_config_path_and_a_folder(fixture_corpus_dir, default_pipel
 def test_a_second_batch_neither_splits_nor_embeds_again(corpus, default_pipeline):
     """Build once, ask many batches: the second batch re-runs the graph but splits no document
     and embeds no chunk again (an in-process split memo and the embedding cache)."""
-    from ragsweep.chunking import OffsetTokenCountSplitter
+    from ragsweep.pipeline.chunking import OffsetTokenCountSplitter
 
     config = PipelineConfig.load(default_pipeline, {"retriever_mode": "hybrid", "min_tokens": 40, "max_tokens": 120})
     store = RagStore(config, corpus)

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-import ragsweep.sweep as sweep_module
-from ragsweep.records import chunk_id, expand_lines
+import ragsweep.commands.sweep as sweep_module
+from ragsweep.commands.sweep import SweepOptions, run_sweep
+from ragsweep.evaluation.records import chunk_id, expand_lines
+from ragsweep.evaluation.runfolder import SWEEP_LAYOUT_VERSION, JsonlWriter, RunError
 from ragsweep.report.compare import compare_runs
 from ragsweep.report.html import write_html_report
 from ragsweep.report.runs import RunFolderError, read_cases, read_chunk_texts
-from ragsweep.runfolder import SWEEP_LAYOUT_VERSION, JsonlWriter, RunError
-from ragsweep.sweep import SweepOptions, run_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 GRID = (

@@ -30,9 +30,9 @@ ks: [1, 3]
 def counters(tmp_path, monkeypatch):
     """Fresh caches, and counters on parsing, embedding and index runs."""
     monkeypatch.setenv("RAGSWEEP_CACHE_DIR", str(tmp_path / "cache"))
-    import ragsweep.corpus as corpus_mod
-    import ragsweep.embedding as emb_mod
-    from ragsweep.store import RagStore
+    import ragsweep.pipeline.corpus as corpus_mod
+    import ragsweep.pipeline.embedding as emb_mod
+    from ragsweep.pipeline.store import RagStore
 
     counts = {"parsed": Counter(), "encoded": Counter(), "runs": 0}
 
@@ -75,10 +75,10 @@ def counters(tmp_path, monkeypatch):
 
 
 def test_sweep_does_no_work_twice(tmp_path, counters):
-    from ragsweep.chunking import OffsetTokenCountSplitter
+    from ragsweep.commands.sweep import SweepOptions, run_sweep
     from ragsweep.datasets.loader import load_dataset
-    from ragsweep.store import sanitize_query
-    from ragsweep.sweep import SweepOptions, run_sweep
+    from ragsweep.pipeline.chunking import OffsetTokenCountSplitter
+    from ragsweep.pipeline.store import sanitize_query
 
     grid = tmp_path / "grid.yaml"
     grid.write_text(GRID)
@@ -106,7 +106,7 @@ def test_sweep_does_no_work_twice(tmp_path, counters):
     # each distinct text embedded once, and exactly the distinct chunk texts + questions
     encoded = counters["encoded"]
     assert encoded and max(encoded.values()) == 1, [t[:40] for t, n in encoded.items() if n > 1]
-    from ragsweep.corpus import parse_corpus
+    from ragsweep.pipeline.corpus import parse_corpus
 
     corpus = parse_corpus(DATASET / "docs")
     expected = set()

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from ragsweep.commands.eval import RunError
+from ragsweep.commands.sweep import SweepGrid, SweepOptions, pareto_front, run_sweep
 from ragsweep.report.runs import read_cases
-from ragsweep.run import RunError
-from ragsweep.sweep import SweepGrid, SweepOptions, pareto_front, run_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -80,8 +80,8 @@ def test_each_configuration_is_scored_on_what_it_serves(tmp_path):
 def test_sweep_chooses_on_dev_and_scores_the_choice_on_test(tmp_path):
     import json
 
+    from ragsweep.commands.sweep import sweep_table
     from ragsweep.datasets.loader import load_dataset
-    from ragsweep.sweep import sweep_table
 
     grid = tmp_path / "g.yaml"
     grid.write_text(
@@ -112,7 +112,7 @@ def test_sweep_chooses_on_dev_and_scores_the_choice_on_test(tmp_path):
         and i
         in {
             c.id
-            for c in __import__("ragsweep.stages", fromlist=["x"]).stratified_sample(
+            for c in __import__("ragsweep.evaluation.stages", fromlist=["x"]).stratified_sample(
                 list(load_dataset(ROOT / "datasets" / "cuad-mini").cases), 40, 3
             )
         }
@@ -122,7 +122,7 @@ def test_sweep_chooses_on_dev_and_scores_the_choice_on_test(tmp_path):
 
 
 def test_sweep_without_split_says_best_was_chosen_on_the_reported_cases(tmp_path):
-    from ragsweep.sweep import sweep_table
+    from ragsweep.commands.sweep import sweep_table
 
     grid = tmp_path / "g.yaml"
     grid.write_text("grid:\n  top_k: [1, 3]\n  retriever_mode: [bm25]\nbaseline: {top_k: 1}\nobjectives: [recall@k]\n")

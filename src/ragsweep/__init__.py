@@ -15,10 +15,10 @@ _LAZY = {
     "sweep": "ragsweep.api",
     "compare": "ragsweep.api",
     "Report": "ragsweep.api",
-    "CaseResult": "ragsweep.records",
+    "CaseResult": "ragsweep.evaluation.records",
     "Case": "ragsweep.datasets.schema",
-    "PipelineConfig": "ragsweep.config",
-    "RagStore": "ragsweep.store",
+    "PipelineConfig": "ragsweep.pipeline.config",
+    "RagStore": "ragsweep.pipeline.store",
 }
 
 __all__ = ["Case", "CaseResult", "PipelineConfig", "RagStore", "Report", "compare", "evaluate", "sweep"]

@@ -8,7 +8,7 @@
 >>> judged.self_agreement("judge_correct")["krippendorff_alpha"], judged.judge["warnings"]
 
 The same stages as ``ragsweep eval`` (parse -> retrieve -> answer -> score, see
-:mod:`ragsweep.stages`), from the same :class:`~ragsweep.run.EvalOptions`; a run folder is
+:mod:`ragsweep.evaluation.stages`), from the same :class:`~ragsweep.commands.eval.EvalOptions`; a run folder is
 written only when ``out`` is given.
 """
 
@@ -22,9 +22,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragsweep.config import PipelineConfig
 from ragsweep.datasets.schema import Case
-from ragsweep.records import CaseResult
+from ragsweep.evaluation.records import CaseResult
+from ragsweep.pipeline.config import PipelineConfig
 
 
 class Report(BaseModel):
@@ -167,9 +167,9 @@ def evaluate(
     served before from the served-list cache (``--fresh-retrieval``; the cache's key covers the
     corpus, the index definition, ragsweep's serving code and the package versions).
     """
-    from ragsweep.run import DEFAULT_KS, EvalOptions, _run_eval, run_eval
-    from ragsweep.runfolder import file_hash
-    from ragsweep.stages import load_inputs
+    from ragsweep.commands.eval import DEFAULT_KS, EvalOptions, _run_eval, run_eval
+    from ragsweep.evaluation.runfolder import file_hash
+    from ragsweep.evaluation.stages import load_inputs
 
     started = time.perf_counter()
     path, keep_alive = _dataset_folder(dataset, docs)
@@ -212,7 +212,7 @@ def evaluate(
 
 
 def _now() -> str:
-    from ragsweep.runfolder import now
+    from ragsweep.evaluation.runfolder import now
 
     return now()
 
@@ -235,7 +235,7 @@ def sweep(
     A sweep keeps per-configuration results on disk to be resumable: without ``out`` it
     writes them to a temporary folder that is removed afterwards.
     """
-    from ragsweep.sweep import SweepOptions, run_sweep
+    from ragsweep.commands.sweep import SweepOptions, run_sweep
 
     pipeline_path, merged = _pipeline_path(pipeline, overrides)
     tmp = tempfile.TemporaryDirectory(prefix="ragsweep-sweep-") if out is None else None

@@ -9,7 +9,7 @@ import os
 import sys
 import time
 
-from ragsweep.offline import ensure_offline
+from ragsweep.pipeline.offline import ensure_offline
 
 
 def _fail(message: str, code: int = 2) -> int:
@@ -18,13 +18,13 @@ def _fail(message: str, code: int = 2) -> int:
 
 
 def _load_config(args):
-    from ragsweep.config import PipelineConfig, parse_overrides
+    from ragsweep.pipeline.config import PipelineConfig, parse_overrides
 
     return PipelineConfig.load(args.pipeline, parse_overrides(getattr(args, "set", None)))
 
 
 def _parse(docs: str, quiet: bool = False, workers: int | None = None):
-    from ragsweep.corpus import parse_corpus
+    from ragsweep.pipeline.corpus import parse_corpus
 
     return parse_corpus(docs, progress=not quiet, workers=workers)
 
@@ -81,7 +81,7 @@ def _pathway_threads_option(p) -> None:
 
 
 def cmd_index(args) -> int:
-    from ragsweep.store import RagStore
+    from ragsweep.pipeline.store import RagStore
 
     config = _load_config(args)
     started = time.perf_counter()
@@ -154,7 +154,7 @@ def cmd_index(args) -> int:
 
 
 def cmd_retrieve(args) -> int:
-    from ragsweep.store import RagStore
+    from ragsweep.pipeline.store import RagStore
 
     config = _load_config(args)
     corpus = _parse(args.docs, quiet=True, workers=args.workers)
@@ -195,13 +195,13 @@ def cmd_validate(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from ragsweep.run import run_eval_cli
+    from ragsweep.commands.eval import run_eval_cli
 
     return run_eval_cli(args)
 
 
 def cmd_sweep(args) -> int:
-    from ragsweep.sweep import run_sweep_cli
+    from ragsweep.commands.sweep import run_sweep_cli
 
     return run_sweep_cli(args)
 
@@ -417,8 +417,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "pathway_threads", None):  # before any pw.run, which reads it
         os.environ["PATHWAY_THREADS"] = str(args.pathway_threads)
-    from ragsweep.config import ConfigError
-    from ragsweep.corpus import CorpusError
+    from ragsweep.pipeline.config import ConfigError
+    from ragsweep.pipeline.corpus import CorpusError
 
     try:
         return int(args.func(args) or 0)

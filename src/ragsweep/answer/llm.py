@@ -23,11 +23,11 @@ import re
 from collections.abc import Sequence
 
 from ragsweep.answer.base import IDK, Answer
-from ragsweep.hits import Hit
 from ragsweep.llm.client import LLMClient
 from ragsweep.llm.cost import CallEstimate, count_message_tokens
 from ragsweep.llm.settings import LLMSettings
 from ragsweep.metrics.answer import is_refusal as metric_refusal
+from ragsweep.pipeline.hits import Hit
 
 NOT_FOUND_RESPONSE = "No information found."
 

@@ -1,12 +1,12 @@
 """What Pathway's query path cannot take, checked before a run (no Pathway import here).
 
 * :func:`clean_query` is the cleaning a question gets before it reaches Tantivy's query
-  parser (``ragsweep.store.sanitize_query`` = ``clean_query(text) or "document"``): a
+  parser (``ragsweep.pipeline.store.sanitize_query`` = ``clean_query(text) or "document"``): a
   question that is empty after it (``""``, punctuation, symbols or emoji only) has nothing
   to search for.
 * :func:`unscopable_reason` says why a document id cannot be put in a case's scope:
   Pathway's JMESPath metadata filter cannot express an id holding a backtick or a double
-  quote (see ``ragsweep.store.scope_filter``).
+  quote (see ``ragsweep.pipeline.store.scope_filter``).
 
 Both are used by :mod:`.validate`; the store and the eval use the same functions so the
 three never disagree.

@@ -57,7 +57,7 @@ class Evidence(BaseModel):
     """The document it comes from; None = any document of the case's ``doc_scope``."""
     start: int | None = Field(default=None, ge=0)
     """Character offset of the span's first character in the document's parsed text (the text
-    :func:`ragsweep.corpus.parse_corpus` gives, as ``ragsweep generate`` computes offsets); None =
+    :func:`ragsweep.pipeline.corpus.parse_corpus` gives, as ``ragsweep generate`` computes offsets); None =
     not given. ``text`` is that text's ``[start, end)`` after normalisation (quotes, dashes,
     Unicode forms, case, whitespace: :func:`ragsweep.metrics.relevance.normalize`), which
     ``ragsweep validate`` checks."""

@@ -17,7 +17,7 @@ rule-specific needs (``relevance: doc_id`` needs relevant_ids or evidence doc id
 
 Evidence offsets (``evidence[i].start``/``.end``): always ``0 <= start < end``, both or neither,
 with a ``doc_id`` (the schema). When some case carries offsets and ``docs/`` exists, its
-documents are parsed as the eval parses them (:func:`ragsweep.corpus.parse_corpus`, from the
+documents are parsed as the eval parses them (:func:`ragsweep.pipeline.corpus.parse_corpus`, from the
 parse cache when they were parsed before, e.g. by ``ragsweep generate``) and each span's
 ``[start, end)`` must lie inside its document's parsed text and equal the quote after the
 normalisation the generator locates quotes with (:func:`ragsweep.metrics.relevance.normalize`);
@@ -185,7 +185,7 @@ def validate_offsets(
 
 def parsed_texts(docs_dir: Path) -> tuple[dict[str, str], dict[str, str]]:
     """``({doc_id: parsed text}, {doc_id: why it was skipped})``, parsed as the eval parses."""
-    from ragsweep.corpus import CorpusError, parse_corpus
+    from ragsweep.pipeline.corpus import CorpusError, parse_corpus
 
     try:
         corpus = parse_corpus(docs_dir)

@@ -78,9 +78,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_generate_cli(args) -> int:
-    from ragsweep.config import parse_overrides
     from ragsweep.generate.failures import FailuresError
     from ragsweep.generate.generator import GenerateError, GenerateOptions, generate
+    from ragsweep.pipeline.config import parse_overrides
 
     try:
         options = GenerateOptions(

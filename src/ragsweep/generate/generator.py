@@ -91,8 +91,8 @@ class Generator:
     """One generation: the corpus, its chunks, the sampler, the LLM client and the store."""
 
     def __init__(self, options: GenerateOptions, client=None, embed: Callable | None = None, log=None):
-        from ragsweep.config import PipelineConfig
         from ragsweep.llm.settings import LLMSettings
+        from ragsweep.pipeline.config import PipelineConfig
 
         self.options = options
         self.log = log or (lambda msg: print(msg, file=sys.stderr))
@@ -113,7 +113,7 @@ class Generator:
         if not docs:
             raise GenerateError("give --docs DIR (or --from-failures RUN_DIR of a run whose documents folder exists)")
         self.docs_dir = Path(docs)
-        from ragsweep.corpus import parse_corpus
+        from ragsweep.pipeline.corpus import parse_corpus
 
         self.corpus = parse_corpus(
             self.docs_dir, progress=options.progress, **({"workers": options.workers} if options.workers else {})
@@ -170,7 +170,7 @@ class Generator:
     @property
     def store(self):
         if self._store is None:
-            from ragsweep.store import RagStore
+            from ragsweep.pipeline.store import RagStore
 
             self._store = RagStore(self.config, self.corpus)
         return self._store
@@ -358,8 +358,8 @@ def prompts_text() -> dict[str, str]:
 def generate(options: GenerateOptions, client=None, embed: Callable | None = None, log=None) -> dict[str, Any]:
     """Generate and write a dataset folder (or, for a dry run, return the estimate)."""
     from ragsweep.datasets.validate import validate_dataset
+    from ragsweep.evaluation.runfolder import now
     from ragsweep.generate.writer import assign_splits, case_id, to_case, write_dataset
-    from ragsweep.runfolder import now
 
     out = Path(options.out)
     if not options.dry_run and out.exists() and any(out.iterdir()) and not options.force:

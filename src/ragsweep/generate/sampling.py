@@ -1,7 +1,7 @@
 """Source passages for generation: the pipeline's own parse and split, drawn stratified over documents.
 
 The chunks are exactly the ones the pipeline indexes: the parsed text of
-:func:`ragsweep.corpus.parse_corpus` cut by the configuration's splitter
+:func:`ragsweep.pipeline.corpus.parse_corpus` cut by the configuration's splitter
 (``PipelineConfig.build().splitter``, Pathway's ``TokenCountSplitter`` with offsets in
 ``pipelines/default.yaml``). A question is therefore written from a passage the store
 can serve as one chunk.
@@ -30,7 +30,7 @@ class SourceChunk:
     """One chunk of the pipeline's split: offsets into its document's parsed text.
 
     ``start``/``end`` are the splitter's offsets (the text the splitter saw, see
-    :mod:`ragsweep.chunking`); evidence offsets are located again in the parsed text.
+    :mod:`ragsweep.pipeline.chunking`); evidence offsets are located again in the parsed text.
     """
 
     doc_id: str

@@ -10,14 +10,14 @@
    document's own text at the located offsets, so it is found exactly by every reader.
    A multi-hop case needs located quotes from both passages.
 3. **Near-duplicates removed** (no LLM): questions are embedded with the project's
-   embedder (all-MiniLM-L6-v2, :class:`ragsweep.embedding.CachedSentenceTransformerEmbedder`);
+   embedder (all-MiniLM-L6-v2, :class:`ragsweep.pipeline.embedding.CachedSentenceTransformerEmbedder`);
    a question whose cosine similarity to an earlier kept question about an overlapping
    set of documents is >= the threshold (0.9 by default) is dropped. The same question
    about two different documents is two cases (each is scoped to its documents).
 4. **Answer follows from the evidence** (a second LLM call, answerable kinds): the
    checker sees only the located evidence, the question and the proposed answer.
 5. **Unanswerable checked against the corpus** (retrieval + an LLM call): the question is
-   asked of the pipeline's own store (:meth:`ragsweep.store.RagStore.retrieve`, scoped to
+   asked of the pipeline's own store (:meth:`ragsweep.pipeline.store.RagStore.retrieve`, scoped to
    the case's documents as the eval will scope it, ``k`` chunks); the checker sees those
    chunks and says whether any answers the question. Any "yes", or an unreadable reply,
    drops the case.
@@ -119,7 +119,7 @@ def merge_spans(spans: list[dict[str, Any]], texts: dict[str, str]) -> list[dict
 
 # ------------------------------------------------------------------ 3. near-duplicates
 def default_embed(texts: list[str]) -> np.ndarray:
-    from ragsweep.embedding import CachedSentenceTransformerEmbedder
+    from ragsweep.pipeline.embedding import CachedSentenceTransformerEmbedder
 
     return np.asarray(CachedSentenceTransformerEmbedder().embed(list(texts)), dtype=np.float32)
 

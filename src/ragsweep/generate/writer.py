@@ -12,7 +12,7 @@
 
 Offsets: each case's ``evidence`` is the canonical ``{text, doc_id, start, end}``
 (:class:`~ragsweep.datasets.schema.Evidence`): ``start``/``end`` are the located offsets into
-the parsed text of :func:`ragsweep.corpus.parse_corpus` and the text is the document's own
+the parsed text of :func:`ragsweep.pipeline.corpus.parse_corpus` and the text is the document's own
 characters there (``ragsweep validate`` checks both). ``meta.evidence_methods`` says how each
 quote was located (``exact`` or ``alnum``).
 """

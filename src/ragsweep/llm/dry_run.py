@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ragsweep.hits import Hit
 from ragsweep.llm.cost import CallEstimate, combine
 from ragsweep.llm.settings import LLMSettings
+from ragsweep.pipeline.hits import Hit
 
 
 def estimate_llm_run(

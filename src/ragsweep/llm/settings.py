@@ -32,7 +32,7 @@ MODEL_ENV_VARS = ("RAGSWEEP_LLM_MODEL", "OPENAI_MODEL", "LOCAL_LLM_MODEL")
 
 def default_llm_cache_dir() -> str:
     """Beside the parse and embedding caches (``RAGSWEEP_CACHE_DIR``), not in the working directory."""
-    from ragsweep.corpus import default_cache_dir
+    from ragsweep.pipeline.corpus import default_cache_dir
 
     return str(default_cache_dir() / "llm")
 

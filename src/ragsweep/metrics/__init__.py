@@ -2,7 +2,7 @@
 
 * :func:`evaluate` — ranx-compatible entry point on plain dicts
   (``qrels = {qid: {doc_id: grade}}``, ``run = {qid: {doc_id: score}}``).
-* :func:`evaluate_retrieval` — cases + retrieved :class:`~ragsweep.hits.Hit` lists ->
+* :func:`evaluate_retrieval` — cases + retrieved :class:`~ragsweep.pipeline.hits.Hit` lists ->
   relevance marking (:mod:`.relevance`) -> metrics (:mod:`.retrieval`).
 """
 

@@ -94,7 +94,7 @@ def answer_tokens(text: str, language: str = "en") -> list[str]:
     normalised = normalize_answer(text or "")
     if language == "en":
         return normalised.split()
-    from ragsweep.cjk import tokenize
+    from ragsweep.pipeline.cjk import tokenize
 
     return tokenize(normalised, language)
 

@@ -50,7 +50,7 @@ from ragsweep.llm.cache import shared_cache
 from ragsweep.llm.client import describe_error, make_async_openai
 from ragsweep.llm.cost import CallEstimate, count_tokens
 from ragsweep.llm.settings import LLMSettings
-from ragsweep.offline import embedder_model_path, ensure_offline
+from ragsweep.pipeline.offline import embedder_model_path, ensure_offline
 
 log = logging.getLogger(__name__)
 

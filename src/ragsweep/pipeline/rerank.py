@@ -59,9 +59,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ragsweep.config import ConfigError
-from ragsweep.hits import Hit
-from ragsweep.offline import ensure_offline
+from ragsweep.pipeline.config import ConfigError
+from ragsweep.pipeline.hits import Hit
+from ragsweep.pipeline.offline import ensure_offline
 
 RERANKERS = ("encoder", "cross_encoder", "llm")
 Pair = tuple[str, str]  # (question, chunk text)
@@ -119,16 +119,16 @@ class EncoderReranker(Reranker):
     def __init__(
         self, model: str = "all-MiniLM-L6-v2", batch_size: int = 32, cache_dir: str | Path | bool | None = None
     ):
-        from ragsweep.embedders_extra import USE_MULTILINGUAL
+        from ragsweep.pipeline.embedders_extra import USE_MULTILINGUAL
 
         self.model = model
         try:
             if model == USE_MULTILINGUAL:
-                from ragsweep.embedders_extra import UseMultilingualEmbedder
+                from ragsweep.pipeline.embedders_extra import UseMultilingualEmbedder
 
                 self.embedder = UseMultilingualEmbedder(model, batch_size=batch_size, cache_dir=cache_dir)
             else:
-                from ragsweep.embedding import CachedSentenceTransformerEmbedder
+                from ragsweep.pipeline.embedding import CachedSentenceTransformerEmbedder
 
                 self.embedder = CachedSentenceTransformerEmbedder(model, batch_size=batch_size, cache_dir=cache_dir)
                 _ = self.embedder.model  # load now: a missing model is an error here, not mid-run
@@ -317,7 +317,7 @@ def build_reranker(config, *, on_error: Literal["raise", "lowest"] = "raise") ->
     model = config.get("reranker_model")
     try:
         if kind == "encoder":
-            from ragsweep.embedding import DEFAULT_MODEL
+            from ragsweep.pipeline.embedding import DEFAULT_MODEL
 
             return EncoderReranker(
                 model or config.get("embedder_model") or DEFAULT_MODEL,

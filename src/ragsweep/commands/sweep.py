@@ -12,19 +12,19 @@ Each configuration is scored on exactly what it serves:
 
 No work is done twice: every document is parsed once for the whole sweep (and
 cached on disk by content); every distinct chunk text is embedded once per
-embedder (the SQLite cache of :mod:`ragsweep.embedding`); one Pathway index per
+embedder (the SQLite cache of :mod:`ragsweep.pipeline.embedding`); one Pathway index per
 (chunking, retriever) answers every configuration's depths in one graph run.
 
 Each configuration's per-case results are written as soon as it is done, so an
 interrupted sweep resumes without recomputing a finished configuration. The sweep
-folder (layout :data:`~ragsweep.runfolder.SWEEP_LAYOUT_VERSION`):
+folder (layout :data:`~ragsweep.evaluation.runfolder.SWEEP_LAYOUT_VERSION`):
 
 - ``sweep-state.json``         what this sweep is (layout, grid, pipeline hash, ks, case ids)
 - ``chunks.jsonl``             the text of every chunk any configuration served, once (a chunk
                                shared by several configurations is one line), appended before
                                the case lines that refer to it
-- ``configs/<id>/cases.jsonl`` one compact :class:`~ragsweep.records.CaseResult` per case
-                               (:func:`~ragsweep.records.compact`: hits refer to the chunk table
+- ``configs/<id>/cases.jsonl`` one compact :class:`~ragsweep.evaluation.records.CaseResult` per case
+                               (:func:`~ragsweep.evaluation.records.compact`: hits refer to the chunk table
                                by doc id and offsets); read in full by
                                :func:`ragsweep.report.runs.read_cases`
 - ``configs/<id>/result.json`` the configuration's aggregate, written last: it marks it done
@@ -46,13 +46,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field
 
-from ragsweep import stages
-from ragsweep.config import ConfigError, parse_overrides
-from ragsweep.metrics.registry import AT_K_FAMILIES, at_own_k, best_of, lower_is_better
-from ragsweep.records import compact
-from ragsweep.report import write_html
-from ragsweep.rerank import build_reranker, rerank_at_depths, rerank_candidates
-from ragsweep.runfolder import (
+from ragsweep.evaluation import stages
+from ragsweep.evaluation.records import compact
+from ragsweep.evaluation.runfolder import (
     SWEEP_LAYOUT_VERSION,
     JsonlWriter,
     RunError,
@@ -68,8 +64,12 @@ from ragsweep.runfolder import (
     read_jsonl,
     write_json,
 )
-from ragsweep.scoring import aggregate
-from ragsweep.stages import RunInputs, load_inputs
+from ragsweep.evaluation.scoring import aggregate
+from ragsweep.evaluation.stages import RunInputs, load_inputs
+from ragsweep.metrics.registry import AT_K_FAMILIES, at_own_k, best_of, lower_is_better
+from ragsweep.pipeline.config import ConfigError, parse_overrides
+from ragsweep.pipeline.rerank import build_reranker, rerank_at_depths, rerank_candidates
+from ragsweep.report import write_html
 
 DEFAULT_KS = (1, 3, 5, 10)
 DEFAULT_OBJECTIVES = ("recall@k", "mrr@k", "ndcg@k")
@@ -619,16 +619,3 @@ def run_sweep_cli(args) -> int:
         print(f"MLflow run: {log_to_mlflow(sweep_dir, tracking_uri=args.mlflow_uri, pipeline_path=args.pipeline)}")
     print(f"\nsweep: {sweep_dir / 'sweep.json'}  {sweep_dir / 'sweep.csv'}")
     return 0
-
-
-class _CallableModule(type(sys)):
-    """``ragsweep.sweep`` is both this module and the API's ``sweep()``: importing a submodule
-    sets it as an attribute of its package, which would hide the function of the same name."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        from ragsweep.api import sweep as api_sweep
-
-        return api_sweep(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

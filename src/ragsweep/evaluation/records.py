@@ -30,8 +30,8 @@ from pydantic import BaseModel, Field
 
 from ragsweep.answer.base import Answer
 from ragsweep.datasets.schema import Case, RelevanceConfig
-from ragsweep.hits import Hit
 from ragsweep.metrics.registry import AT_K_FAMILIES, RANKING_METRICS, at_own_k
+from ragsweep.pipeline.hits import Hit
 
 RECORD_VERSION = 2
 

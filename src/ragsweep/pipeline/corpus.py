@@ -10,7 +10,7 @@ Cache misses can be parsed by a pool of worker processes (``workers``); the resu
 (texts, order, skips and their reasons) is the same as a serial parse.
 
 The parsed text is NFKC-normalised (as Pathway's ``TokenCountSplitter`` would do),
-so chunk offsets computed by :mod:`ragsweep.chunking` index into exactly this text.
+so chunk offsets computed by :mod:`ragsweep.pipeline.chunking` index into exactly this text.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from ragsweep.offline import ensure_offline
+from ragsweep.pipeline.offline import ensure_offline
 
 log = logging.getLogger(__name__)
 

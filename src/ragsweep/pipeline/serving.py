@@ -7,7 +7,7 @@ Tantivy query syntax ends the whole ``pw.run`` (a server process dies with
 ``EngineError: Syntax Error``). Questions without such characters reach Pathway
 unchanged, so for them a stock ``DocumentStoreServer`` serves exactly the same lists.
 
-The in-process store (:mod:`ragsweep.store`) builds this class, and
+The in-process store (:mod:`ragsweep.pipeline.store`) builds this class, and
 :func:`build_server` serves it over REST with Pathway's own ``DocumentStoreServer``:
 ``/v1/retrieve`` answers what ``ragsweep eval`` scored (tests/test_server_parity.py).
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragsweep.datasets.pathway_limits import tantivy_safe
-from ragsweep.offline import ensure_offline
+from ragsweep.pipeline.offline import ensure_offline
 
 ensure_offline()
 

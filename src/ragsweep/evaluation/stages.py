@@ -1,8 +1,8 @@
 """The stages every evaluation walks: parse -> retrieve -> answer -> score.
 
 eval, sweep and the Python API call these; none of them touches a run folder
-(that is :mod:`ragsweep.run` / :mod:`ragsweep.sweep`). Each stage takes and
-returns plain values and the typed records of :mod:`ragsweep.records`.
+(that is :mod:`ragsweep.commands.eval` / :mod:`ragsweep.commands.sweep`). Each stage takes and
+returns plain values and the typed records of :mod:`ragsweep.evaluation.records`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from pydantic import BaseModel, Field
 
 from ragsweep.answer.base import Answer
 from ragsweep.datasets.schema import Case, Dataset, RelevanceConfig
-from ragsweep.hits import Hit
-from ragsweep.records import CaseResult, build_case_result
+from ragsweep.evaluation.records import CaseResult, build_case_result
+from ragsweep.pipeline.hits import Hit
 
 
 class StageError(Exception):
@@ -71,10 +71,10 @@ def stratified_sample(cases: Sequence[Case], n: int, seed: int) -> list[Case]:
 
 def load_inputs(inputs: RunInputs):
     """The pipeline config, the dataset (validated first) and the cases to evaluate."""
-    from ragsweep.config import ConfigError, PipelineConfig
     from ragsweep.datasets.loader import DatasetError, load_dataset
     from ragsweep.datasets.pathway_limits import unscopable_reason
-    from ragsweep.runfolder import RunError
+    from ragsweep.evaluation.runfolder import RunError
+    from ragsweep.pipeline.config import ConfigError, PipelineConfig
 
     try:
         config = PipelineConfig.load(inputs.pipeline, inputs.overrides)
@@ -116,7 +116,7 @@ def load_inputs(inputs: RunInputs):
 
 def parse_documents(dataset: Dataset, progress: bool = False, workers: int | None = None):
     """Docling over the dataset's documents; skipped files are named on stderr."""
-    from ragsweep.corpus import parse_corpus
+    from ragsweep.pipeline.corpus import parse_corpus
 
     kwargs = {"progress": progress}
     if workers is not None:
@@ -178,14 +178,14 @@ def retrieve(
     Pathway's question answerer does (``rerank=False`` returns the candidates as served).
     A case scoped to documents that were all skipped gets no hits rather than the
     whole corpus. A query Pathway already answered for the same corpus, index and code
-    comes from the served-list cache (:mod:`ragsweep.served_cache`); ``fresh=True``
+    comes from the served-list cache (:mod:`ragsweep.pipeline.served_cache`); ``fresh=True``
     asks Pathway every query again.
     """
     import time
 
-    from ragsweep.rerank import build_reranker, rerank_at_depths, rerank_candidates
-    from ragsweep.served_cache import ServedCache
-    from ragsweep.store import Query, RagStore, prefix_exact, queries_per_run
+    from ragsweep.pipeline.rerank import build_reranker, rerank_at_depths, rerank_candidates
+    from ragsweep.pipeline.served_cache import ServedCache
+    from ragsweep.pipeline.store import Query, RagStore, prefix_exact, queries_per_run
 
     depths = sorted(set(ks))
     n_candidates = rerank_candidates(config) if rerank else None
@@ -330,7 +330,7 @@ def score(
     ragas_answer_metrics: bool = False,
     language: str = "en",
 ) -> list[CaseResult]:
-    """One :class:`CaseResult` per case (see :func:`ragsweep.records.build_case_result`).
+    """One :class:`CaseResult` per case (see :func:`ragsweep.evaluation.records.build_case_result`).
 
     ``retrieved`` gives each case its candidate chunks (chance, oracle, ID-based context
     metrics). ``ragas_answer_metrics`` adds ragas' string similarity, BLEU and ROUGE,

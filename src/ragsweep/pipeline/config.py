@@ -25,7 +25,7 @@ file, the knob, the value and what is allowed. Other variables are free.
 
 An llm-app ``app.yaml`` works as is:
 
-- documents are parsed by ragsweep itself (:mod:`ragsweep.corpus`, Docling), so a
+- documents are parsed by ragsweep itself (:mod:`ragsweep.pipeline.corpus`, Docling), so a
   Pathway parser (``!pw.xpacks.llm.parsers.DoclingParser``...) is read as a
   stand-in and never constructed (it would need ``pathway[xpack-llm-docs]`` and,
   for LLM table parsing, an API key); the manifest records the substitution;
@@ -64,12 +64,12 @@ from pydantic import (
     model_validator,
 )
 
-from ragsweep.offline import ensure_offline
+from ragsweep.pipeline.offline import ensure_offline
 
 RETRIEVER_MODES = ("bm25", "knn", "hybrid")
 DEFAULT_TOP_K = 5
 # what stands in for the parser of an app config: the documents are parsed here
-RAGSWEEP_PARSER = "ragsweep.corpus (Docling)"
+RAGSWEEP_PARSER = "ragsweep.pipeline.corpus (Docling)"
 
 
 class ConfigError(Exception):
@@ -134,7 +134,7 @@ class PipelineVariables(BaseModel):
     llm_embeddings: Literal["minilm", "endpoint"] | None = None
     llm_embedding_model: Annotated[StrictStr, Field(min_length=1)] | None = None
 
-    # the reranking stage (ragsweep.rerank); declared after top_k / search_topk: the check reads them
+    # the reranking stage (ragsweep.pipeline.rerank); declared after top_k / search_topk: the check reads them
     reranker: Literal["encoder", "cross_encoder", "llm"] | None = None
     reranker_model: Annotated[StrictStr, Field(min_length=1)] | None = None
     rerank_candidates: PositiveInt | None = Field(default=None, validate_default=True)
@@ -150,7 +150,7 @@ class PipelineVariables(BaseModel):
     @classmethod
     def _embedder_model(cls, v: str | None) -> str | None:
         if v is not None:  # a registered model or a local folder; whether it is installed is checked at build
-            from ragsweep.embedding import check_model_name
+            from ragsweep.pipeline.embedding import check_model_name
 
             check_model_name(v)
         return v
@@ -488,7 +488,7 @@ class PipelineConfig:
                 ) from err
         splitter = resolved.get("splitter")
         if splitter is None:
-            from ragsweep.chunking import OffsetTokenCountSplitter
+            from ragsweep.pipeline.chunking import OffsetTokenCountSplitter
 
             splitter = OffsetTokenCountSplitter()
         factory = resolved["retriever_factory"]
@@ -561,7 +561,7 @@ _PARSER_TAG = re.compile(r"^(?:pw|pathway)[.:]xpacks\.llm\.parsers[.:](\w+)$")
 class ParserStandIn:
     """Stands in for a Pathway parser of an app config, whose class is never imported.
 
-    ragsweep parses the documents itself (:mod:`ragsweep.corpus`), so the parser
+    ragsweep parses the documents itself (:mod:`ragsweep.pipeline.corpus`), so the parser
     (Docling's needs ``pathway[xpack-llm-docs]``, i.e. tree_sitter, and an API key
     for LLM table parsing) is not needed; calling this returns a :class:`ReplacedParser`.
     """

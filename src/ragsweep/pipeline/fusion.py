@@ -14,7 +14,7 @@ a batch. Measured on cuad-mini: 16 identical concurrent hybrid k=1 requests to a
 per chunk (two chunks with the same best rank in the same retriever are the same
 chunk). Scores, fusion and the cut are Pathway's; only the order among exactly
 equal scores is fixed. A pipeline YAML names it as
-``!ragsweep.fusion.HybridIndexFactory``, so an in-process evaluation and a server
+``!ragsweep.pipeline.fusion.HybridIndexFactory``, so an in-process evaluation and a server
 built from the same file serve the same lists.
 """
 

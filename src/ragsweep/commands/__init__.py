@@ -1,0 +1,1 @@
+"""The commands eval and sweep: options -> the evaluation loop -> a run or sweep folder."""
