@@ -9,6 +9,7 @@ import os
 import sys
 import time
 
+from ragsweep.argtypes import bounded
 from ragsweep.pipeline.offline import ensure_offline
 
 
@@ -29,17 +30,6 @@ def _parse(docs: str, quiet: bool = False, workers: int | None = None):
     return parse_corpus(docs, progress=not quiet, workers=workers)
 
 
-def _workers(text: str) -> int:
-    """``--workers N``: a whole number >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of processes >= 1, got {text!r}")
-    return value
-
-
 def _fresh_retrieval_option(p) -> None:
     p.add_argument(
         "--fresh-retrieval",
@@ -52,28 +42,17 @@ def _fresh_retrieval_option(p) -> None:
 def _workers_option(p) -> None:
     p.add_argument(
         "--workers",
-        type=_workers,
+        type=bounded(int, low=1, name="a whole number of processes"),
         metavar="N",
         help="processes parsing the documents the parse cache does not hold "
         "(default: the number of cores, at most one per 8 documents; 1: no worker process)",
     )
 
 
-def _pathway_threads(text: str) -> int:
-    """``--pathway-threads N``: a whole number >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of threads >= 1, got {text!r}")
-    return value
-
-
 def _pathway_threads_option(p) -> None:
     p.add_argument(
         "--pathway-threads",
-        type=_pathway_threads,
+        type=bounded(int, low=1, name="a whole number of threads"),
         metavar="N",
         help="Pathway workers (threads) of each index run: sets PATHWAY_THREADS, read by pw.run "
         "(default: that variable, else 1; Pathway reduces more than 8 to 8 without a licence key)",
@@ -230,61 +209,10 @@ def _ks(text: str) -> list[int]:
     return sorted(set(ks))
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
-    return value
-
-
 def _sampling_options(p) -> None:
-    p.add_argument("--sample", type=_positive, help="a random sample of N cases, stratified by question type")
+    p.add_argument("--sample", type=bounded(int, low=1), help="a random sample of N cases, stratified by question type")
     p.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
     p.add_argument("--no-validate", action="store_true", help="evaluate even when `ragsweep validate` finds problems")
-
-
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 0")
-    return value
-
-
-def _rate(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"{value} must be a share from 0 to 1")
-    return value
-
-
-def _temperature(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 <= value <= 2:
-        raise argparse.ArgumentTypeError(f"{value} must be from 0 to 2")
-    return value
-
-
-def _limit(text: str) -> int:
-    """``--limit N``: a whole number of cases >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1 (a number of cases), got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1 (a number of cases), got {value}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -322,7 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
     pipeline_args(p)
     p.add_argument("--dataset", required=True)
     p.add_argument("--split", choices=["dev", "test"])
-    p.add_argument("--limit", type=_limit, help="only the first N cases (N >= 1)")
+    p.add_argument(
+        "--limit", type=bounded(int, low=1, name="a whole number of cases"), help="only the first N cases (N >= 1)"
+    )
     p.add_argument("--out", default="runs")
     p.add_argument("--name", help="run folder name (default: timestamp + dataset)")
     p.add_argument(
@@ -339,7 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--judge", action="store_true", help="LLM judge of answer correctness")
     p.add_argument(
         "--judge-replicates",
-        type=_positive,
+        type=bounded(int, low=1),
         default=1,
         metavar="N",
         help="compute each LLM metric (--judge, --ragas-llm) N times per case (each its own request and "
@@ -348,13 +278,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--judge-temperature",
-        type=_temperature,
+        type=bounded(float, 0, 2, name="a temperature"),
         metavar="T",
         help="the sampling temperature of the LLM metrics (judge, ragas LLM); default: the pipeline's $llm_temperature",
     )
     p.add_argument(
         "--judge-probe",
-        type=_non_negative,
+        type=bounded(int, low=0),
         default=3,
         metavar="N",
         help="with --judge, before the run: feed the judge known-correct, known-wrong and "
@@ -362,7 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--max-failure-rate",
-        type=_rate,
+        type=bounded(float, 0, 1, name="a share"),
         metavar="R",
         help="CI gate: fail when an LLM metric (judge, ragas LLM) failed on more than this share "
         "of its cases, e.g. 0.05",
@@ -381,7 +311,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", required=True)
     p.add_argument("--grid", required=True)
     p.add_argument("--split", choices=["dev", "test"])
-    p.add_argument("--limit", type=_limit, help="only the first N cases (N >= 1)")
+    p.add_argument(
+        "--limit", type=bounded(int, low=1, name="a whole number of cases"), help="only the first N cases (N >= 1)"
+    )
     p.add_argument("--out", default="runs")
     p.add_argument("--name")
     p.add_argument("--resume", nargs="?", const="latest")

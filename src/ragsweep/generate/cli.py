@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from ragsweep.argtypes import bounded
 from ragsweep.generate.propose import KINDS
 
 
@@ -17,30 +18,15 @@ def _types(text: str) -> list[str]:
     return list(dict.fromkeys(kinds))
 
 
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"{value} must be between 0 and 1")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
-    return value
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--docs", help="documents folder (default with --from-failures: the run's)")
     p.add_argument("--out", required=True, help="the dataset folder to write, e.g. datasets/mine")
-    p.add_argument("--n", type=_count, default=200, help="number of cases (default 200)")
+    p.add_argument(
+        "--n",
+        type=bounded(int, low=1, name="a whole number of cases"),
+        default=200,
+        help="number of cases (default 200)",
+    )
     p.add_argument(
         "--types", type=_types, default=list(KINDS), help=f"kinds of question, split evenly (default {','.join(KINDS)})"
     )
@@ -53,27 +39,40 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--dedupe-threshold",
-        type=_fraction,
+        type=bounded(float, 0, 1, name="a cosine similarity"),
         default=0.9,
         help="cosine similarity from which a question is a near-duplicate (default 0.9)",
     )
-    p.add_argument("--test-fraction", type=_fraction, default=0.5, help="share of each kind in the test split")
+    p.add_argument(
+        "--test-fraction",
+        type=bounded(float, 0, 1, name="a share"),
+        default=0.5,
+        help="share of each kind in the test split",
+    )
     p.add_argument(
         "--oversample",
         type=float,
         default=1.5,
         help="candidates proposed per case needed, to make up for drops (default 1.5)",
     )
-    p.add_argument("--max-rounds", type=_count, default=3, help="rounds of proposals to replace drops (default 3)")
+    p.add_argument(
+        "--max-rounds",
+        type=bounded(int, low=1, name="a whole number of rounds"),
+        default=3,
+        help="rounds of proposals to replace drops (default 3)",
+    )
     p.add_argument(
         "--check-k",
-        type=_count,
+        type=bounded(int, low=1, name="a whole number of chunks"),
         help="chunks retrieved to check an unanswerable question (default: the pipeline's top_k)",
     )
     p.add_argument("--link-docs", action="store_true", help="symlink docs/ instead of copying the documents")
     p.add_argument("--force", action="store_true", help="replace a non-empty --out folder")
     p.add_argument(
-        "--workers", type=_count, metavar="N", help="processes parsing the documents (see `index --workers`)"
+        "--workers",
+        type=bounded(int, low=1, name="a whole number of processes"),
+        metavar="N",
+        help="processes parsing the documents (see `index --workers`)",
     )
 
 
