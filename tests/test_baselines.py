@@ -15,7 +15,7 @@ from ragsweep.metrics.baselines import (
     oracle,
     oracle_estimate,
 )
-from ragsweep.metrics.retrieval import JudgedHit, Judgement, per_case_value
+from ragsweep.metrics.retrieval import Judgement, RankVerdict, per_case_value
 
 BLANK = ((), False)
 
@@ -26,7 +26,7 @@ def judgement(items, chunks, case_id="c", excluded=None):
     for pos, (cov, rel) in enumerate(chunks, start=1):
         cov = frozenset(cov)
         hits.append(
-            JudgedHit(rank=pos, covers=cov, relevant=rel, grade=max((items[c] for c in cov if c in items), default=0))
+            RankVerdict(rank=pos, covers=cov, relevant=rel, grade=max((items[c] for c in cov if c in items), default=0))
         )
     return Judgement(case_id=case_id, rule="test", items=dict(items), hits=hits, excluded=excluded)
 

@@ -8,8 +8,8 @@ import pytest
 
 from ragsweep.metrics import aggregate, evaluate, judgements_from_run, parse_metric
 from ragsweep.metrics.retrieval import (
-    JudgedHit,
     Judgement,
+    RankVerdict,
     average_precision,
     citation_precision,
     first_relevant_rank,
@@ -127,7 +127,7 @@ def _chunks(*covers, items):
         rule="evidence_offsets",
         items=items,
         hits=[
-            JudgedHit(rank=i, covers=frozenset(c), relevant=bool(c), grade=max((items[x] for x in c), default=0))
+            RankVerdict(rank=i, covers=frozenset(c), relevant=bool(c), grade=max((items[x] for x in c), default=0))
             for i, c in enumerate(covers, start=1)
         ],
     )

@@ -13,8 +13,8 @@ from typing import Any
 
 from .retrieval import (
     DEFAULT_METRICS,
-    JudgedHit,
     Judgement,
+    RankVerdict,
     RetrievalResult,
     aggregate,
     parse_metric,
@@ -23,7 +23,7 @@ from .retrieval import (
 
 __all__ = [
     "DEFAULT_METRICS",
-    "JudgedHit",
+    "RankVerdict",
     "Judgement",
     "RetrievalResult",
     "aggregate",
@@ -53,7 +53,7 @@ def judgements_from_run(
         items = {d: int(g) for d, g in qrels.get(qid, {}).items() if g >= rel_lvl}
         ranked = sorted(run.get(qid, {}).items(), key=lambda kv: -kv[1])  # stable
         hits = [
-            JudgedHit(
+            RankVerdict(
                 rank=pos,
                 covers=frozenset([d]) if d in items else frozenset(),
                 relevant=d in items,

@@ -132,7 +132,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from .retrieval import JudgedHit, Judgement, parse_metric, per_case_value
+from .retrieval import Judgement, RankVerdict, parse_metric, per_case_value
 
 __all__ = [
     "Estimate",
@@ -591,7 +591,7 @@ def _cap_excess(
 # --------------------------------------------------------------------------- words of chunk types
 
 
-def _project(p: _Pool, base: str) -> tuple[list[JudgedHit], list[int]]:
+def _project(p: _Pool, base: str) -> tuple[list[RankVerdict], list[int]]:
     """Interchangeable chunk types for ``base`` with a representative hit and a count each."""
     merged: dict[tuple[frozenset[str], bool], int] = {}
     for (cov, rel), n in zip(p.keys, p.counts):
@@ -603,7 +603,7 @@ def _project(p: _Pool, base: str) -> tuple[list[JudgedHit], list[int]]:
             key = (cov, rel)
         merged[key] = merged.get(key, 0) + n
     reps = [
-        JudgedHit(rank=0, covers=cov, relevant=rel, grade=max((p.items[i] for i in cov), default=0))
+        RankVerdict(rank=0, covers=cov, relevant=rel, grade=max((p.items[i] for i in cov), default=0))
         for cov, rel in merged
     ]
     return reps, list(merged.values())
@@ -624,7 +624,7 @@ def _count_words(counts: Sequence[int], depth: int, cap: int) -> int:
     return dp[depth]
 
 
-def _value(p: _Pool, word: Sequence[JudgedHit], name: str) -> float | int | None:
+def _value(p: _Pool, word: Sequence[RankVerdict], name: str) -> float | int | None:
     j = p.judgement
     return per_case_value(Judgement(case_id=j.case_id, rule=j.rule, items=p.items, hits=list(word)), name)
 
@@ -635,7 +635,7 @@ def _enumerate_chance(p: _Pool, base: str, k: int) -> float | None:
     name = _name(base, k)
     acc = [0.0, 0.0]  # sum p*v, sum p over defined values
     remaining = list(counts)
-    word: list[JudgedHit] = []
+    word: list[RankVerdict] = []
 
     def walk(prob: float, level: int) -> None:
         if level == depth:
@@ -695,14 +695,14 @@ def _search_oracle(p: _Pool, base: str, k: int, budget: int) -> Estimate:
     name = _name(base, k)
     sign = -1.0 if base in _LOWER_IS_BETTER else 1.0
 
-    def score(word: list[JudgedHit]) -> float | None:
+    def score(word: list[RankVerdict]) -> float | None:
         v = _value(p, word, name)
         return None if v is None else sign * float(v)
 
     best: float | None = None
     if depth <= _MAX_ENUM_DEPTH and _count_words(counts, depth, budget) <= budget:
         remaining = list(counts)
-        word: list[JudgedHit] = []
+        word: list[RankVerdict] = []
 
         def walk(level: int) -> None:
             nonlocal best

@@ -104,7 +104,7 @@ from typing import Any, Union
 from ragsweep.datasets.schema import Case, RelevanceConfig
 from ragsweep.pipeline.hits import Hit
 
-from .retrieval import JudgedHit, Judgement
+from .retrieval import Judgement, RankVerdict
 
 __all__ = [
     "ParsedTexts",
@@ -551,7 +551,7 @@ def mark_hits(
             detail["located"] = {f"e{i}@{d}": how for (i, d), (how, _) in located.items()}
 
     judged = [
-        JudgedHit(
+        RankVerdict(
             rank=pos,
             covers=cov,
             relevant=rel,

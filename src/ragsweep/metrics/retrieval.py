@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
-    "JudgedHit",
+    "RankVerdict",
     "Judgement",
     "RetrievalResult",
     "hits",
@@ -85,8 +85,9 @@ DEFAULT_METRICS: tuple[str, ...] = (
 
 
 @dataclass(frozen=True)
-class JudgedHit:
-    """One retrieved chunk after relevance marking."""
+class RankVerdict:
+    """The relevance verdict on one rank of a ranking: what the chunk there covers (not the chunk itself,
+    which is :class:`ragsweep.evaluation.records.JudgedHit`)."""
 
     rank: int  # 1-based
     covers: frozenset[str] = frozenset()  # ids of the items this chunk covers
@@ -102,7 +103,7 @@ class Judgement:
     case_id: str
     rule: str
     items: dict[str, int]  # item id -> grade (>= 1)
-    hits: list[JudgedHit]
+    hits: list[RankVerdict]
     cited: list[int] | None = None
     excluded: str | None = None  # why the case is not scored: "unanswerable" | "no relevance information"
     detail: dict[str, Any] = field(default_factory=dict)  # e.g. how each evidence span was located
@@ -112,7 +113,7 @@ class Judgement:
         return self.excluded is None and bool(self.items)
 
 
-def _cut(j: Judgement, k: int) -> list[JudgedHit]:
+def _cut(j: Judgement, k: int) -> list[RankVerdict]:
     if k < 0:
         raise ValueError("k must be >= 0")
     return j.hits if k == 0 else j.hits[:k]
