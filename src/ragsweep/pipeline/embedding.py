@@ -70,7 +70,10 @@ class EmbedderConfigError(ValueError):
 
 
 class MissingModelError(ImportError):
-    """An optional embedding model is not installed (its message says how to install it)."""
+    """A model, or the package that ships it, is not installed (its message says how to install it).
+
+    The one such error: an embedding model here and in :mod:`ragsweep.pipeline.embedders_extra`; a
+    reranker's model is a :class:`ragsweep.pipeline.rerank.MissingRerankerModelError`, a subclass."""
 
 
 class ModelChecksumError(RuntimeError):

@@ -60,6 +60,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ragsweep.pipeline.config import ConfigError
+from ragsweep.pipeline.embedding import MissingModelError
 from ragsweep.pipeline.hits import Hit
 from ragsweep.pipeline.offline import ensure_offline
 
@@ -71,8 +72,9 @@ class RerankerConfigError(ConfigError):
     """A reranker knob that cannot work (``$reranker``, ``$rerank_candidates``, ``$reranker_model``)."""
 
 
-class MissingRerankerModelError(RerankerConfigError):
-    """The reranker's model is not there (a local folder that does not exist, a model that does not load)."""
+class MissingRerankerModelError(RerankerConfigError, MissingModelError):
+    """The reranker's model is not there (a local folder that does not exist, a model that does not load):
+    a bad ``$reranker_model`` (a :class:`ConfigError`) and a missing model (a :class:`MissingModelError`)."""
 
 
 class RerankError(RuntimeError):
