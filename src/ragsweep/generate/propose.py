@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragsweep.datasets.pathway_limits import clean_query
-from ragsweep.generate.replies import as_strings, as_text, first_object
 from ragsweep.generate.sampling import SourceChunk
+from ragsweep.llm.replies import as_strings, as_text, first_object
 
 KINDS = ("single_hop", "multi_hop", "unanswerable")
 

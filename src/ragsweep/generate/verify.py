@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ragsweep.generate.propose import Candidate
-from ragsweep.generate.replies import as_bool, as_text, first_object
+from ragsweep.llm.replies import as_bool, as_text, first_object
 from ragsweep.metrics.relevance import locate_spans, normalize
 
 MIN_QUOTE_CHARS = 8

@@ -30,7 +30,6 @@ whose verdict is known before a run.
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 from collections.abc import Sequence
@@ -41,6 +40,7 @@ from pydantic import BaseModel
 from ragsweep.answer.llm import is_refusal
 from ragsweep.llm.client import ChatResult, LLMClient
 from ragsweep.llm.cost import CallEstimate, count_message_tokens
+from ragsweep.llm.replies import as_verdict, json_objects
 from ragsweep.llm.settings import LLMSettings
 
 JUDGE_SYSTEM_PROMPT = (
@@ -142,51 +142,24 @@ class JudgeItem(BaseModel):
 
 
 # ----------------------------------------------------------------- parsing
-_FENCE_RE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
-_TRUE = {"true", "yes", "correct", "1", "y"}
-_FALSE = {"false", "no", "incorrect", "0", "n"}
 _KEYS = ("is_correct", "iscorrect", "correct", "is correct", "verdict", "answer_correct")
 
 
-def _as_bool(value: Any) -> bool | None:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str):
-        v = value.strip().strip(".").lower()
-        if v in _TRUE:
-            return True
-        if v in _FALSE:
-            return False
-    return None
-
-
-def _objects(text: str):
-    decoder = json.JSONDecoder()
-    for i, ch in enumerate(text):
-        if ch == "{":
-            try:
-                obj, _ = decoder.raw_decode(text[i:])
-            except ValueError:
-                continue
-            if isinstance(obj, dict):
-                yield obj
-
-
 def parse_verdict(text: str) -> tuple[bool, str]:
-    """``(is_correct, reason)`` from a judge reply; ``ValueError`` if there is no verdict."""
-    candidates = [m.group(1) for m in _FENCE_RE.finditer(text or "")] + [text or ""]
-    for chunk in candidates:
-        for obj in _objects(chunk):
-            lowered = {str(k).strip().lower(): v for k, v in obj.items()}
-            for key in _KEYS:
-                if key in lowered:
-                    verdict = _as_bool(lowered[key])
-                    if verdict is not None:
-                        reason = lowered.get("reason") or lowered.get("explanation") or ""
-                        return verdict, str(reason)
-    m = re.search(r'"?is_correct"?\s*[:=]\s*"?(true|false)', text or "", re.I)
+    """``(is_correct, reason)`` from a judge reply; ``ValueError`` if there is no verdict.
+
+    The first JSON object (:func:`ragsweep.llm.replies.json_objects`) with a verdict under one of
+    the verdict keys (:func:`~ragsweep.llm.replies.as_verdict`: "incorrect" is False), else a bare
+    ``is_correct: true|false`` in the text.
+    """
+    for obj in json_objects(text):
+        for key in _KEYS:
+            if key in obj:
+                verdict = as_verdict(obj[key])
+                if verdict is not None:
+                    reason = obj.get("reason") or obj.get("explanation") or ""
+                    return verdict, str(reason)
+    m = re.search(r'"?is_correct"?\s*[:=]\s*"?(true|false)\b', text or "", re.I)
     if m:
         return m.group(1).lower() == "true", ""
     raise ValueError("no is_correct verdict in the reply")
