@@ -61,6 +61,7 @@ from typing import Any
 
 import yaml
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from .schema import (
     RELEVANCE_RULES,
@@ -256,7 +257,7 @@ def map_record(record: dict[str, Any], derived_id: str) -> dict[str, Any]:
     return out
 
 
-def _message(err: dict[str, Any]) -> str:
+def _message(err: ErrorDetails) -> str:
     """A pydantic error's message; a check of ours reads as written (no "Value error, " before it)."""
     return err["msg"].removeprefix("Value error, ") if err.get("type") == "value_error" else err["msg"]
 
@@ -325,7 +326,8 @@ def _json_records(raw: str, data: Any, name: str) -> tuple[list[tuple[int, Any]]
 
 
 def _skip(raw: str, i: int) -> int:
-    return _WS.match(raw, i).end()
+    m = _WS.match(raw, i)  # r"\s*" matches at any offset, if only the empty string
+    return m.end() if m else i
 
 
 def _list_positions(raw: str, key: str | None) -> list[int]:

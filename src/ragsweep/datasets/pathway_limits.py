@@ -15,6 +15,10 @@ three never disagree.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import tantivy
 
 __all__ = ["TANTIVY_SYNTAX", "UNSCOPABLE_REASON", "clean_query", "tantivy_safe", "unscopable_reason"]
 
@@ -83,7 +87,7 @@ def _parses(text: str) -> bool:
         return False
 
 
-_PARSER = None
+_PARSER: tantivy.Index | None = None
 
 
 def _needs_change(text: str) -> bool:

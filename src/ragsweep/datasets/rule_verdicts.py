@@ -107,9 +107,11 @@ def dates_in(text: str) -> set[dt.date]:
                 continue
             parts = dict(zip(order, m.groups()))
             month = parts["m"]
-            month = _MONTHS.get(month.lower().rstrip(".")) if not month.isdigit() else int(month)
+            month_no = _MONTHS.get(month.lower().rstrip(".")) if not month.isdigit() else int(month)
+            if month_no is None:  # not a month name
+                continue
             try:
-                found.add(dt.date(_year(parts["y"]), int(month), int(parts["d"])))
+                found.add(dt.date(_year(parts["y"]), month_no, int(parts["d"])))
             except (TypeError, ValueError):
                 continue
             taken.append((m.start(), m.end()))
@@ -348,16 +350,16 @@ def _decide(found: Iterable[Any], reference: Any, same) -> bool | None:
 def rule_verdict(kind: str, answer: str, reference: str) -> bool | None:
     """True / False when the rule of ``kind`` ("date", "place", "period") decides, else None."""
     if kind == "date":
-        ref = reference_date(reference)
-        return None if ref is None else _decide(dates_in(answer), ref, lambda a, b: a == b)
+        ref_date = reference_date(reference)
+        return None if ref_date is None else _decide(dates_in(answer), ref_date, lambda a, b: a == b)
     if kind == "place":
-        ref = places_in(reference)
-        if not ref:
+        ref_places = places_in(reference)
+        if not ref_places:
             return None
-        return _decide(places_in(answer), ref, lambda a, b: a in b)
+        return _decide(places_in(answer), ref_places, lambda a, b: a in b)
     if kind == "period":
-        ref = reference_period(reference)
-        return None if ref is None else _decide(periods_in(answer), ref, _same_period)
+        ref_period = reference_period(reference)
+        return None if ref_period is None else _decide(periods_in(answer), ref_period, _same_period)
     raise ValueError(f"unknown rule kind {kind!r}; known: date, place, period")
 
 

@@ -169,13 +169,17 @@ def validate_offsets(
         for i, ev in enumerate(case.evidence):
             if not ev.has_offsets:
                 continue
-            if ev.doc_id in unparsed:
+            doc_id = ev.doc_id
+            why: str | None
+            if doc_id is None:
+                why = None
+            elif doc_id in unparsed:
                 why = (
-                    f"offsets [{ev.start}, {ev.end}) cannot be checked: {ev.doc_id!r} could not be parsed "
-                    f"({unparsed[ev.doc_id]})"
+                    f"offsets [{ev.start}, {ev.end}) cannot be checked: {doc_id!r} could not be parsed "
+                    f"({unparsed[doc_id]})"
                 )
-            elif ev.doc_id in texts:
-                why = offset_mismatch(ev, texts[ev.doc_id])
+            elif doc_id in texts:
+                why = offset_mismatch(ev, texts[doc_id])
             else:
                 why = None
             if why:

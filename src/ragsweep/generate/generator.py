@@ -109,15 +109,13 @@ class Generator:
         self.run_info: dict[str, Any] | None = None
         docs = options.docs
         if options.from_failures:
-            docs = self._read_failures(docs)
+            docs = self._read_failures(options.from_failures, docs)
         if not docs:
             raise GenerateError("give --docs DIR (or --from-failures RUN_DIR of a run whose documents folder exists)")
         self.docs_dir = Path(docs)
         from ragsweep.pipeline.corpus import parse_corpus
 
-        self.corpus = parse_corpus(
-            self.docs_dir, progress=options.progress, **({"workers": options.workers} if options.workers else {})
-        )
+        self.corpus = parse_corpus(self.docs_dir, progress=options.progress, workers=options.workers or None)
         for skipped in self.corpus.skipped:
             self.log(f"skipped document {skipped.doc_id}: {skipped.reason}")
         if not self.corpus.documents:
@@ -133,18 +131,17 @@ class Generator:
         self.proposed: Counter = Counter()
 
     # ------------------------------------------------------------------ inputs
-    def _read_failures(self, docs: str | None) -> str | None:
-        records, manifest = failures_mod.read_run(self.options.from_failures)
+    def _read_failures(self, run_dir: str, docs: str | None) -> str | None:
+        records, manifest = failures_mod.read_run(run_dir)
         seeds = failures_mod.failed_seeds(records)
         wanted = set(self.options.types)
         self.seeds = [s for s in seeds if failures_mod.seed_kind(s) in wanted]
         if not self.seeds:
             raise GenerateError(
-                f"{self.options.from_failures}: no failed case of the kinds {sorted(wanted)} "
-                f"({len(records)} cases, {len(seeds)} failed)"
+                f"{run_dir}: no failed case of the kinds {sorted(wanted)} ({len(records)} cases, {len(seeds)} failed)"
             )
         self.run_info = {
-            "run": str(self.options.from_failures),
+            "run": str(run_dir),
             "cases": len(records),
             "failed": len(seeds),
             "failures": dict(Counter(s["failure"] for s in seeds)),

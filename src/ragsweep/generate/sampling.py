@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass
 
 MIN_CHARS = 200  # a passage shorter than this rarely holds a fact worth a question
@@ -82,7 +82,7 @@ class ChunkSampler:
     and configuration draws the same passages in the same order.
     """
 
-    def __init__(self, chunks: Sequence[SourceChunk], seed: int):
+    def __init__(self, chunks: Sequence[SourceChunk], seed: int | str):
         self.rng = random.Random(seed)
         self.docs = by_document(chunks)
         # each document's chunks in a seeded random order; documents in a seeded order
@@ -100,7 +100,7 @@ class ChunkSampler:
     def remaining(self) -> int:
         return sum(1 for q in self.queues.values() for c in q if c.key not in self.used)
 
-    def _pop(self, doc_id: str, avoid: set[tuple[str, int]] = frozenset()) -> SourceChunk | None:
+    def _pop(self, doc_id: str, avoid: Set[tuple[str, int]] = frozenset()) -> SourceChunk | None:
         queue = self.queues.get(doc_id, [])
         for i, chunk in enumerate(queue):
             if chunk.key not in self.used and chunk.key not in avoid:

@@ -143,8 +143,10 @@ def drop_near_duplicates(
     accepted = list(range(len(kept)))
     for i, c in enumerate(live, start=len(kept)):
         best, best_j = -1.0, None
+        scope_i = scopes[i]
         for j in accepted:
-            if scopes[i] is not None and scopes[j] is not None and not scopes[i] & scopes[j]:
+            scope_j = scopes[j]
+            if scope_i is not None and scope_j is not None and not scope_i & scope_j:
                 continue
             sim = float(vectors[i] @ vectors[j])
             if sim > best:

@@ -259,7 +259,7 @@ def _fact_tokens(text: str) -> tuple[tuple, ...]:
             currency = _CURRENCIES.get(m["cur"] or m["cur2"] or "", "")
             out.append(("n", num.replace(",", ""), currency, bool(m["pct"])))
             continue
-        toks = None
+        toks: Sequence[tuple] | None = None
         for p in "abcdef":
             month = m[f"{p}_m"]
             if month is not None:

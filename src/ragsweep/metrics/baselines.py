@@ -211,7 +211,7 @@ def _pool(j: Judgement, extra_blank: int = 0) -> _Pool:
         key = (h.covers & item_ids, bool(h.relevant))
         tally[key] = tally.get(key, 0) + 1
     if extra_blank:
-        blank = (frozenset(), False)
+        blank: tuple[frozenset[str], bool] = (frozenset(), False)
         tally[blank] = tally.get(blank, 0) + extra_blank
     keys = list(tally)
     counts = [tally[k] for k in keys]
@@ -285,7 +285,11 @@ def _moments(n: int, c: int, depth: int) -> tuple[float, float, float, float, fl
 
 
 def _idcg(items: Mapping[str, int], k: int) -> float:
-    ideal = sorted(items.values(), reverse=True)
+    return _ideal_dcg(items.values(), k)
+
+
+def _ideal_dcg(grades: Iterable[float], k: int) -> float:
+    ideal = sorted(grades, reverse=True)
     if k:
         ideal = ideal[:k]
     return sum(g / math.log2(i + 1) for i, g in enumerate(ideal, start=1))
@@ -509,7 +513,7 @@ def _cap_excess(
     grades and cover counts, and how many chunks cover each set of items (a bit mask over the
     items). Cases with the same shape (common: one contract's questions are scored over the
     same chunks) share one walk; the walk at 255 CUAD contracts was a third of the scoring time."""
-    idcg = _idcg(dict(enumerate(grades)), k)
+    idcg = _ideal_dcg(grades, k)
     depth = n if k == 0 else min(k, n)  # _depth(p, "ndcg", k)
     grade = list(grades)
     masks = [mask for mask, _ in tally]
@@ -595,6 +599,7 @@ def _project(p: _Pool, base: str) -> tuple[list[RankVerdict], list[int]]:
     """Interchangeable chunk types for ``base`` with a representative hit and a count each."""
     merged: dict[tuple[frozenset[str], bool], int] = {}
     for (cov, rel), n in zip(p.keys, p.counts):
+        key: tuple[frozenset[str], bool]
         if base in _ONLY_RELEVANT:
             key = (frozenset(), rel)
         elif base in _ONLY_COVERS:

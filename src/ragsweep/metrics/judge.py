@@ -481,7 +481,8 @@ def probe_items(cases: Sequence[Any], n_cases: int = 3) -> list[tuple[str, str, 
     ``id``, ``question``, ``reference_answer``, ``unanswerable``, ``type``.
     """
     answerable = [c for c in cases if not c.unanswerable and (c.reference_answer or "").strip()]
-    chosen, types = [], set()
+    chosen: list[Any] = []
+    types: set[str] = set()
     for c in answerable:  # one per type first, then the rest in order
         if len(chosen) < n_cases and (c.type or "") not in types:
             chosen.append(c)

@@ -194,7 +194,7 @@ def noise_share(
     det = list(deterministic) if deterministic is not None else [False] * len(units)
     cases = [(list(map(float, u)), d) for u, d in zip(units, det) if len(u) >= 1]
     n = len(cases)
-    empty = {
+    empty: dict[str, float | int | None] = {
         "cases": n,
         "variance_share": None,
         "width_share": None,
@@ -208,17 +208,19 @@ def noise_share(
         return empty
     means = [statistics.fmean(u) for u, _ in cases]
     total = statistics.variance(means)
-    s2 = [_var(u) for u, d in cases if not d and len(u) >= 2]
+    s2 = [v for v in (_var(u) for u, d in cases if not d) if v is not None]
     pooled = statistics.fmean(s2) if s2 else None
     if pooled is None:
         return {**empty, "case_variance": total}
-    noise_terms, single_terms = [], []
+    noise_terms: list[float] = []
+    single_terms: list[float] = []
     for u, d in cases:
         if d:
             noise_terms.append(0.0)
             single_terms.append(0.0)
             continue
-        s2_i = _var(u) if len(u) >= 2 else pooled
+        v_i = _var(u)  # None below two replicates: the pooled variance stands in
+        s2_i = v_i if v_i is not None else pooled
         noise_terms.append(s2_i / len(u))
         single_terms.append(s2_i)
     noise = statistics.fmean(noise_terms)
@@ -281,7 +283,7 @@ def ppi_mean(
     reference_labelled: Sequence[float],
     confidence: float = 0.95,
     bounds: tuple[float, float] | None = None,
-) -> dict[str, float | int | None]:
+) -> dict[str, float | int | list[float] | None]:
     """Prediction-powered estimate of a mean, with its CI.
 
     Angelopoulos, A. N., Bates, S., Fannjiang, C., Jordan, M. I. & Zrnic, T. (2023).
@@ -305,7 +307,7 @@ def ppi_mean(
     f_all = [float(x) for x in judge_all]
     pairs = [(float(f), float(y)) for f, y in zip(judge_labelled, reference_labelled)]
     z = _z(confidence)
-    out: dict[str, float | int | None] = {
+    out: dict[str, float | int | list[float] | None] = {
         "N": len(f_all),
         "n": len(pairs),
         "confidence": confidence,
@@ -317,26 +319,31 @@ def ppi_mean(
         "reference_mean": None,
         "reference_ci": None,
     }
-    if f_all:
-        out["judge_mean"] = statistics.fmean(f_all)
-        v = _var(f_all)
-        if v is not None:
-            half = z * math.sqrt(v / len(f_all))
-            out["judge_ci"] = [out["judge_mean"] - half, out["judge_mean"] + half]
-    if not pairs or not f_all:
+    if not f_all:
+        return _clip(out, bounds)
+    judge_mean = statistics.fmean(f_all)
+    out["judge_mean"] = judge_mean
+    v = _var(f_all)
+    if v is not None:
+        half = z * math.sqrt(v / len(f_all))
+        out["judge_ci"] = [judge_mean - half, judge_mean + half]
+    if not pairs:
         return _clip(out, bounds)
     rect = [y - f for f, y in pairs]
     ys = [y for _, y in pairs]
-    out["rectifier"] = statistics.fmean(rect)
-    out["estimate"] = out["judge_mean"] + out["rectifier"]
-    out["reference_mean"] = statistics.fmean(ys)
+    rectifier = statistics.fmean(rect)
+    estimate = judge_mean + rectifier
+    reference_mean = statistics.fmean(ys)
+    out["rectifier"] = rectifier
+    out["estimate"] = estimate
+    out["reference_mean"] = reference_mean
     var_f, var_r, var_y = _var(f_all), _var(rect), _var(ys)
     if var_f is not None and var_r is not None:
         half = z * math.sqrt(var_f / len(f_all) + var_r / len(pairs))
-        out["ci"] = [out["estimate"] - half, out["estimate"] + half]
+        out["ci"] = [estimate - half, estimate + half]
     if var_y is not None:
         half = z * math.sqrt(var_y / len(ys))
-        out["reference_ci"] = [out["reference_mean"] - half, out["reference_mean"] + half]
+        out["reference_ci"] = [reference_mean - half, reference_mean + half]
     return _clip(out, bounds)
 
 

@@ -41,7 +41,7 @@ import logging
 import math
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -51,6 +51,9 @@ from ragsweep.llm.client import describe_error, make_async_openai
 from ragsweep.llm.cost import CallEstimate, count_tokens
 from ragsweep.llm.settings import LLMSettings
 from ragsweep.pipeline.offline import embedder_model_path, ensure_offline
+
+if TYPE_CHECKING:
+    from ragas.prompt.metrics.base_prompt import BasePrompt
 
 log = logging.getLogger(__name__)
 
@@ -194,13 +197,14 @@ class RagasLLMScorer:
             Faithfulness,
         )
 
+        seed: dict[str, Any] = {"seed": self.seed} if self.seed is not None else {}  # passed through to the request
         llm = llm_factory(
             self.settings.model,
             client=client,
             temperature=self.settings.temperature,
             max_tokens=max(self.settings.max_tokens, _RAGAS_MAX_TOKENS),
             max_retries=_INSTRUCTOR_REASKS,  # instructor: re-asks after an unparsable reply
-            **({"seed": self.seed} if self.seed is not None else {}),  # passed through to the request
+            **seed,
         )
         emb = None
         if self._needs_embeddings():
@@ -223,6 +227,7 @@ class RagasLLMScorer:
             elif name == CONTEXT_RECALL:
                 built[name] = ContextRecall(llm=llm)
             elif name == ANSWER_RELEVANCY:
+                assert emb is not None  # _needs_embeddings() holds whenever answer relevancy is asked for
                 built[name] = AnswerRelevancy(llm=llm, embeddings=emb, strictness=self.strictness)
         return built
 
@@ -290,7 +295,7 @@ class RagasLLMScorer:
                     self.settings,
                     self.metrics,
                     self._embeddings,
-                    tuple(self.weights),
+                    (self.weights[0], self.weights[1]),
                     self.strictness,
                     seed=None if r == 0 else r,
                 )
@@ -341,7 +346,7 @@ def _prompt_tokens(kind: str, model: str, **inputs: Any) -> int:
     from ragas.metrics.collections.context_recall import util as cr
     from ragas.metrics.collections.faithfulness import util as fa
 
-    table = {
+    table: dict[str, tuple[type[BasePrompt], type[BaseModel], type[BaseModel]]] = {
         "statements": (fa.StatementGeneratorPrompt, fa.StatementGeneratorInput, fa.StatementGeneratorOutput),
         "nli": (fa.NLIStatementPrompt, fa.NLIStatementInput, fa.NLIStatementOutput),
         "classify": (ac.CorrectnessClassifierPrompt, ac.CorrectnessClassifierInput, ac.ClassificationWithReason),

@@ -201,7 +201,9 @@ def paired_test(
 def holm(pvalues: Mapping[str, float | None]) -> dict[str, float | None]: ...
 @overload
 def holm(pvalues: Sequence[float | None]) -> list[float | None]: ...
-def holm(pvalues):
+def holm(
+    pvalues: Mapping[str, float | None] | Sequence[float | None],
+) -> dict[str, float | None] | list[float | None]:
     """Holm–Bonferroni step-down adjusted p-values (same keys/order as the input).
 
     Sort the m non-missing p-values ascending, ``p_(1) <= ... <= p_(m)``; then

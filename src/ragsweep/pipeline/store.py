@@ -254,7 +254,7 @@ class RagStore:
             else []
         )
         table_key = served_cache.chunks_key(index_key) if index_key else ""
-        stored = cache.get_many([*keys, table_key]) if index_key else {}
+        stored = cache.get_many([*keys, table_key]) if index_key and cache is not None else {}
         stored_chunks = stored.pop(table_key, None)
         table_texts = served_cache.chunk_texts(stored_chunks)
         stored = {
@@ -281,7 +281,7 @@ class RagStore:
                 chunks = chunks or part_chunks
                 embedded += part_embedded
                 timings = {name: timings[name] + part_timings[name] for name in timings}
-                if index_key:  # the chunk table once, then each list without the texts it holds
+                if index_key and cache is not None:  # the chunk table once, then each list without the texts it holds
                     table = [c.model_dump() for c in chunks]
                     table_texts = table_texts or served_cache.chunk_texts(table)
                     rows = {keys[i]: served_cache.compact_list(answers[i], table_texts) for i in part if i in answers}
