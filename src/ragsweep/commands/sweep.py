@@ -2,10 +2,11 @@
 
 Each configuration is scored on exactly what it serves:
 
-- every depth k of a configuration is asked of its DocumentStore as its own query
-  (one query row per question and k), because a hybrid top-3 is not the prefix of
-  a hybrid top-10; a depth deeper than the configuration's top_k is reported as
-  missing for it, never computed from ranks it does not return;
+- every configuration walks the one evaluation loop
+  (:func:`ragsweep.evaluation.loop.evaluate_configuration`), as ``ragsweep eval`` does: the
+  same CaseResults for the same configuration; every depth k is asked of its DocumentStore as
+  its own query (a hybrid top-3 is not the prefix of a hybrid top-10); in the configuration's
+  aggregate a depth deeper than its top_k is reported as missing, since it does not serve it;
 - MRR, MAP, R-precision and the first relevant rank are over its own top_k
   (``mrr@k`` etc. name the metrics at the configuration's own top_k);
 - "best" and the Pareto set respect each objective's direction (the registry's).
@@ -40,40 +41,45 @@ import resource
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, Field
 
-from ragsweep.evaluation import stages
-from ragsweep.evaluation.records import compact
+from ragsweep.datasets.schema import Case, Dataset
+from ragsweep.evaluation.answering import prepare_answering
+from ragsweep.evaluation.inputs import AnswerOptions, RunInputs, load_inputs
+from ragsweep.evaluation.loop import Answering, evaluate_configuration, scored_ks
+from ragsweep.evaluation.records import (
+    Aggregate,
+    CaseResult,
+    ConfigResult,
+    HoldoutConfig,
+    HoldoutVerdict,
+    SweepResult,
+    own_k_name,
+)
 from ragsweep.evaluation.runfolder import (
     SWEEP_LAYOUT_VERSION,
-    JsonlWriter,
     RunError,
-    RunLock,
-    append_chunks,
-    check_resumable,
-    find_resume_dir,
+    RunFolder,
     git_commit,
-    make_dir,
-    new_run_dir,
     now,
     package_versions,
-    read_jsonl,
-    write_json,
 )
 from ragsweep.evaluation.scoring import aggregate
-from ragsweep.evaluation.stages import RunInputs, load_inputs
 from ragsweep.metrics.registry import AT_K_FAMILIES, at_own_k, best_of, lower_is_better
-from ragsweep.pipeline.config import ConfigError, parse_overrides
-from ragsweep.pipeline.rerank import build_reranker, rerank_at_depths, rerank_candidates
+from ragsweep.pipeline.config import ConfigError, PipelineConfig, parse_overrides
+from ragsweep.pipeline.corpus import Corpus
+from ragsweep.pipeline.retrieval import StageError, parse_documents, retrieve, store_depths
 from ragsweep.report import write_html
 
 DEFAULT_KS = (1, 3, 5, 10)
 DEFAULT_OBJECTIVES = ("recall@k", "mrr@k", "ndcg@k")
 ALPHA = 0.05
+RESUME_KEYS = ("pipeline_hash", "ks", "case_ids")
 
 
 class SweepGrid(BaseModel):
@@ -135,31 +141,30 @@ def pareto_front(points: list[tuple[str, float, float]], higher_is_better: bool 
     return front
 
 
-class SweepOptions(RunInputs):
+class SweepOptions(RunInputs, AnswerOptions):
     grid: str
     objectives: list[str] | None = None
     ks: list[int] | None = None
-    answers: bool = False
+    answers: bool = False  # answer (and score the answers) as eval does; retrieval only otherwise
 
 
-def run_sweep(options: SweepOptions) -> tuple[Path, dict[str, Any]]:
-    started_at = now()
+class Sweep(BaseModel):
+    """A loaded sweep: the grid's configurations by id, the baseline, objectives and depths."""
+
+    model_config = {"arbitrary_types_allowed": True}
+
+    grid: SweepGrid
+    objectives: list[str]
+    ks: list[int]
+    configs: dict[str, tuple[dict[str, Any], PipelineConfig]]
+    baseline_id: str
+
+
+def load_sweep(options: SweepOptions, base_config: PipelineConfig) -> Sweep:
     try:
         grid = SweepGrid.load(options.grid)
     except ConfigError as err:
         raise RunError(str(err)) from err
-    objectives = options.objectives or grid.objectives
-    ks = sorted(set(options.ks or grid.ks))
-    base_config, dataset, cases = load_inputs(options)
-    holdout: list = []
-    if options.split is None and {"dev", "test"} <= {c.split for c in cases}:
-        # seed 001's discipline: choose on dev, give the verdict on test
-        holdout = [c for c in cases if c.split == "test"]
-        cases = [c for c in cases if c.split == "dev"]
-        print(
-            f"sweep: choosing on {len(cases)} dev case(s); the choice is then scored on {len(holdout)} test case(s)",
-            file=sys.stderr,
-        )
     combos = grid.configurations()
     configs = {}
     for params in combos:
@@ -170,181 +175,81 @@ def run_sweep(options: SweepOptions) -> tuple[Path, dict[str, Any]]:
     matches = [p for p in combos if all(p.get(k) == v for k, v in grid.baseline.items())]
     if not matches:
         raise RunError(f"{options.grid}: the baseline {grid.baseline} is not a point of the grid")
-    baseline_id = config_id(matches[0])
+    return Sweep(
+        grid=grid,
+        objectives=options.objectives or grid.objectives,
+        ks=sorted(set(options.ks or grid.ks)),
+        configs=configs,
+        baseline_id=config_id(matches[0]),
+    )
 
-    out = Path(options.out)
+
+def run_sweep(options: SweepOptions) -> tuple[Path, SweepResult]:
+    started_at = now()
+    base_config, dataset, cases = load_inputs(options)
+    sweep = load_sweep(options, base_config)
+    holdout: list[Case] = []
+    if options.split is None and {"dev", "test"} <= {c.split for c in cases}:
+        # choose on dev, give the verdict on test
+        holdout = [c for c in cases if c.split == "test"]
+        cases = [c for c in cases if c.split == "dev"]
+        print(
+            f"sweep: choosing on {len(cases)} dev case(s); the choice is then scored on {len(holdout)} test case(s)",
+            file=sys.stderr,
+        )
     state = {
         "layout": SWEEP_LAYOUT_VERSION,
         "grid": str(options.grid),
         "pipeline_hash": base_config.hash,
-        "ks": ks,
+        "ks": sweep.ks,
         "case_ids": [c.id for c in cases],
     }
-    if options.resume:
-        sweep_dir = find_resume_dir(out, options.resume, "sweep-state.json")
-        lock = RunLock(sweep_dir)
-        try:
-            check_resumable(
-                sweep_dir,
-                json.loads((sweep_dir / "sweep-state.json").read_text()),
-                state,
-                ("pipeline_hash", "ks", "case_ids"),
-            )
-        except BaseException:
-            lock.release()
-            raise
-    else:
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        sweep_dir = new_run_dir(out, options.name, f"{stamp}-sweep-{dataset.name}")
-        make_dir(sweep_dir)
-        lock = RunLock(sweep_dir)
-        write_json(sweep_dir / "sweep-state.json", state)
-    print(f"sweep folder: {sweep_dir}  ({len(configs)} configurations)", file=sys.stderr)
-    try:
-        return _run_sweep(
-            options,
-            grid,
-            objectives,
-            ks,
-            base_config,
-            dataset,
-            cases,
-            configs,
-            baseline_id,
-            sweep_dir,
-            started_at,
-            holdout,
-        )
-    finally:
-        lock.release()
+    folder = RunFolder.open(
+        Path(options.out),
+        marker="sweep-state.json",
+        state=state,
+        must_match=RESUME_KEYS,
+        default_name=f"{time.strftime('%Y%m%d-%H%M%S')}-sweep-{dataset.name}",
+        name=options.name,
+        resume=options.resume,
+    )
+    print(f"sweep folder: {folder.path}  ({len(sweep.configs)} configurations)", file=sys.stderr)
+    with folder:
+        return folder.path, _run_sweep(options, sweep, base_config, dataset, cases, holdout, folder, started_at)  # type: ignore[return-value]
 
 
 def _run_sweep(
-    options, grid, objectives, ks, base_config, dataset, cases, configs, baseline_id, sweep_dir, started_at, holdout
-) -> tuple[Path, dict[str, Any]]:
-    # ---- parse once for the whole sweep
-    t = time.perf_counter()
-    try:
-        corpus = stages.parse_documents(dataset, options.progress, options.workers)
-    except stages.StageError as err:
+    options: SweepOptions,
+    sweep: Sweep,
+    base_config: PipelineConfig,
+    dataset: Dataset,
+    cases: list[Case],
+    holdout: list[Case],
+    folder: RunFolder,
+    started_at: str,
+) -> SweepResult:
+    started = time.perf_counter()
+    try:  # parsed once for the whole sweep
+        corpus = parse_documents(dataset, options.progress, options.workers)
+    except StageError as err:
         raise RunError(str(err)) from err
-    parse_seconds = time.perf_counter() - t
-    texts = {d.doc_id: d.text for d in corpus.documents}
-
-    # ---- one index per (chunking, retriever): group configurations by index key
-    groups: dict[str, list[str]] = defaultdict(list)
-    for cid, (_, cfg) in configs.items():
+    parse_seconds = time.perf_counter() - started
+    results = finished_configs(folder, sweep)
+    groups: dict[str, list[str]] = defaultdict(list)  # one index per (chunking, retriever)
+    for cid, (_, cfg) in sweep.configs.items():
         groups[cfg.index_key].append(cid)
-
-    results: dict[str, dict[str, Any]] = {}
-    for cid in configs:
-        result_file = sweep_dir / "configs" / cid / "result.json"
-        if result_file.exists():
-            try:
-                results[cid] = json.loads(result_file.read_text())
-            except ValueError:
-                print(f"warning: {result_file} is unreadable: configuration computed again", file=sys.stderr)
-    if results:
-        print(f"resuming: {len(results)} configuration(s) already done", file=sys.stderr)
-
-    # the chunk table, shared by every configuration; read_jsonl drops a line a kill tore
-    chunks_file = sweep_dir / "chunks.jsonl"
-    known_chunks = {row["id"] for row in read_jsonl(chunks_file)}
-    embedded_total = 0
+    embedded = 0
     for n_group, (index_key, members) in enumerate(groups.items(), start=1):
         todo = [cid for cid in members if cid not in results]
-        if not todo:
-            continue
-        depths = sorted(
-            {k for cid in todo for k in served_depths(ks, configs[cid][1].top_k)[0]}
-            | {n for cid in todo if (n := rerank_candidates(configs[cid][1]))}
-        )
-        config = configs[todo[0]][1]
-        label = ", ".join(f"{k}={v}" for k, v in configs[todo[0]][0].items() if k != "top_k")
-        print(
-            f"[{n_group}/{len(groups)}] index {label}: {len(cases)} questions at k in {depths} for "
-            f"{len(todo)} configuration(s)",
-            file=sys.stderr,
-        )
-        rss_before = _rss_mb()
-        t = time.perf_counter()
-        # configurations that differ only in their reranker share the index run; each reranks its own
-        retrieved = stages.retrieve(
-            config, corpus, cases, depths, options.progress, rerank=False, fresh=options.fresh_retrieval
-        )
-        group_seconds = time.perf_counter() - t
-        embedded_total += retrieved.embedded_texts
-        for cid in todo:
-            params, cfg = configs[cid]
-            t = time.perf_counter()
-            own, unserved = served_depths(ks, cfg.top_k)
-            n_candidates = rerank_candidates(cfg)
-            if n_candidates is None:
-                served = {c.id: {k: retrieved.served[c.id][k] for k in own} for c in cases}
-            else:
-                lists = rerank_at_depths(
-                    [(c.question, retrieved.served[c.id][n_candidates]) for c in cases], build_reranker(cfg), own
-                )
-                served = dict(zip([c.id for c in cases], lists))
-            answers = None
-            if options.answers:
-                answerer, _ = stages.make_answerer(cfg, use_llm=False)
-                answers = stages.answer(answerer, [(c.question, served[c.id][cfg.top_k]) for c in cases])
-            scored = stages.score(
-                cases,
-                served,
-                top_k=cfg.top_k,
-                relevance=dataset.relevance,
-                texts=texts,
-                retrieved=retrieved,
-                unserved_ks=unserved,
-                own_k_aliases=True,
-                answers=answers,
-                language=str(cfg.get("language", "en") or "en"),
-            )
-            records = [r.line() for r in scored]
-            folder = sweep_dir / "configs" / cid
-            folder.mkdir(parents=True, exist_ok=True)
-            # the texts first (only chunks no earlier configuration served), then the lines referring to them
-            append_chunks(chunks_file, (h for r in scored for h in r.hits), known_chunks)
-            (folder / "cases.jsonl").unlink(missing_ok=True)
-            with JsonlWriter(folder / "cases.jsonl") as writer:
-                for record in records:
-                    writer.write(compact(record))
-            agg = aggregate(records, interval_metrics=[*objectives, *(at_own_k(b) for b in AT_K_FAMILIES)])
-            result = {
-                "id": cid,
-                "params": params,
-                "config_hash": cfg.hash,
-                "index_key": index_key,
-                "top_k": cfg.top_k,
-                "served_ks": own,
-                "unserved_ks": unserved,
-                "metrics": agg["metrics"],
-                "intervals": agg["intervals"],
-                "counts": agg["counts"],
-                "baselines": agg["baselines"],
-                "seconds": round(group_seconds / len(members) + time.perf_counter() - t, 3),
-                "index_run_seconds": round(group_seconds, 3),
-                "latency_ms_per_query": round(1000 * retrieved.seconds / max(1, len(cases) * len(depths)), 3),
-                "chunks": retrieved.n_chunks,
-                "embedded_texts": retrieved.embedded_texts,
-                "rss_mb": round(_rss_mb(), 1),
-                "rss_mb_before": round(rss_before, 1),
-                "peak_rss_mb": round(_peak_rss_mb(), 1),
-            }
-            write_json(folder / "result.json", result)
-            results[cid] = result
-
-    report = finish_sweep(sweep_dir, configs, results, baseline_id, objectives, grid, options)
-    report["ks"] = ks
-    report["choice_split"] = "dev" if holdout else options.split
-    report["same_cases_for_choice_and_report"] = not holdout
+        if todo:
+            embedded += run_group(options, sweep, corpus, dataset, cases, folder, results, todo, n_group, len(groups))
+    result = finish_sweep(folder, sweep, results)
+    result.ks = sweep.ks
+    result.choice_split = "dev" if holdout else options.split
+    result.same_cases_for_choice_and_report = not holdout
     if holdout:
-        report["verdict"] = score_on_holdout(
-            report, configs, baseline_id, objectives, ks, corpus, texts, dataset, holdout, options
-        )
-    report["manifest"] = {
+        result.verdict = score_on_holdout(result, sweep, corpus, dataset, holdout, options)
+    result.manifest = {
         "pipeline": base_config.manifest(),
         "dataset": {
             "path": options.dataset,
@@ -360,143 +265,238 @@ def _run_sweep(
             "pdf_pipeline": corpus.pdf_pipeline,
         },
         "parse_seconds": round(parse_seconds, 3),
-        "embedded_texts_this_run": embedded_total,
+        "embedded_texts_this_run": embedded,
         "packages": package_versions(),
         "git_commit": git_commit(),
         "timestamps": {"started": started_at, "finished": now()},
     }
-    write_json(sweep_dir / "sweep.json", report)
-    write_html(sweep_dir)
-    return sweep_dir, report
+    result.sweep_dir = str(folder.path)
+    folder.write_json("sweep.json", result.model_dump(mode="python"))
+    write_html(folder.path)
+    return result
+
+
+def finished_configs(folder: RunFolder, sweep: Sweep) -> dict[str, ConfigResult]:
+    """The configurations an interrupted sweep finished (their result.json is written last)."""
+    results: dict[str, ConfigResult] = {}
+    for cid in sweep.configs:
+        path = folder.file("configs", cid, "result.json")
+        if path is not None and path.exists():
+            try:
+                results[cid] = ConfigResult.model_validate_json(path.read_text())
+            except ValueError:
+                print(f"warning: {path} is unreadable: configuration computed again", file=sys.stderr)
+    if results:
+        print(f"resuming: {len(results)} configuration(s) already done", file=sys.stderr)
+    return results
+
+
+def run_group(
+    options: SweepOptions,
+    sweep: Sweep,
+    corpus: Corpus,
+    dataset: Dataset,
+    cases: list[Case],
+    folder: RunFolder,
+    results: dict[str, ConfigResult],
+    todo: list[str],
+    n_group: int,
+    n_groups: int,
+) -> int:
+    """One index's configurations: the store asked once at every depth any of them needs, then
+    each configuration through the evaluation loop on those lists. Returns the texts embedded."""
+    depths = sorted(
+        {
+            k
+            for cid in todo
+            for k in store_depths(sweep.configs[cid][1], scored_ks(sweep.ks, sweep.configs[cid][1].top_k))
+        }
+    )
+    first_params, config = sweep.configs[todo[0]]
+    label = ", ".join(f"{k}={v}" for k, v in first_params.items() if k != "top_k")
+    print(
+        f"[{n_group}/{n_groups}] index {label}: {len(cases)} questions at k in {depths} for "
+        f"{len(todo)} configuration(s)",
+        file=sys.stderr,
+    )
+    rss_before = _rss_mb()
+    started = time.perf_counter()
+    retrieved = retrieve(config, corpus, cases, depths, options.progress, fresh=options.fresh_retrieval)
+    group_seconds = time.perf_counter() - started
+    for cid in todo:
+        params, cfg = sweep.configs[cid]
+        started = time.perf_counter()
+        sink = folder.case_file("configs", cid, "cases.jsonl", chunks=True)
+        sink.reset()
+        evaluated = evaluate_configuration(
+            cfg, cases, corpus=corpus, ks=sweep.ks, relevance=dataset.relevance, answering=sweep_answering(cfg, options, cases),
+            sink=sink, retrieved=retrieved, progress=options.progress,
+        )  # fmt: skip
+        sink.close()
+        result = config_result(cid, params, cfg, evaluated.results, sweep, interval_metrics=sweep.objectives)
+        result.seconds = round(group_seconds / len(todo) + time.perf_counter() - started, 3)
+        result.index_run_seconds = round(group_seconds, 3)
+        result.latency_ms_per_query = round(1000 * retrieved.seconds / max(1, len(cases) * len(depths)), 3)
+        result.chunks, result.embedded_texts = retrieved.n_chunks, retrieved.embedded_texts
+        result.rss_mb, result.rss_mb_before, result.peak_rss_mb = (
+            round(_rss_mb(), 1), round(rss_before, 1), round(_peak_rss_mb(), 1)
+        )  # fmt: skip
+        folder.write_json(f"configs/{cid}/result.json", result.model_dump(mode="python"))
+        results[cid] = result
+    return retrieved.embedded_texts
+
+
+def sweep_answering(config: PipelineConfig, options: SweepOptions, cases: list[Case]) -> Answering:
+    """Eval's answering when the sweep answers (``--answers``); retrieval only otherwise."""
+    if not options.answers:
+        return Answering(answerer=None)
+    answering, _ = prepare_answering(config, options, cases, {}, probe=False)
+    return answering
+
+
+def config_result(
+    cid: str,
+    params: dict[str, Any],
+    config: PipelineConfig,
+    cases: list[CaseResult],
+    sweep: Sweep,
+    interval_metrics: Sequence[str],
+) -> ConfigResult:
+    """A configuration's aggregate: ``<family>@k`` at its own top_k beside every depth, and a depth
+    deeper than its top_k reported as missing (it does not serve it)."""
+    own, unserved = served_depths(sweep.ks, config.top_k)
+    names = [own_k_name(m, config.top_k) for m in [*interval_metrics, *(at_own_k(f) for f in AT_K_FAMILIES)]]
+    agg = with_own_k(aggregate(cases, interval_metrics=names), config.top_k, unserved)
+    return ConfigResult(
+        id=cid, params=params, config_hash=config.hash, index_key=config.index_key, top_k=config.top_k,
+        served_ks=own, unserved_ks=unserved, **dict(agg),
+    )  # fmt: skip
+
+
+def with_own_k(agg: Aggregate, top_k: int, unserved: Sequence[int]) -> Aggregate:
+    """``<family>@k`` = ``<family>@<top_k>`` (metric, counts, interval, chance/oracle); an unserved depth: None."""
+    for family in AT_K_FAMILIES:
+        own = f"{family}@{top_k}"
+        alias = at_own_k(family)
+        agg.metrics[alias] = agg.metrics.get(own)
+        for table in (agg.counts, agg.intervals, agg.baselines):
+            if own in table:
+                table[alias] = table[own]  # type: ignore[index]
+        total = sum(agg.counts.get(own, {"n": 0}).values())
+        for k in unserved:
+            agg.metrics[f"{family}@{k}"] = None
+            agg.counts[f"{family}@{k}"] = {"n": 0, "missing": total}
+            agg.intervals.pop(f"{family}@{k}", None)
+            agg.baselines.pop(f"{family}@{k}", None)
+    return agg
 
 
 def score_on_holdout(
-    report, configs, baseline_id, objectives, ks, corpus, texts, dataset, holdout, options
-) -> dict[str, Any]:
+    report: SweepResult,
+    sweep: Sweep,
+    corpus: Corpus,
+    dataset: Dataset,
+    holdout: list[Case],
+    options: SweepOptions,
+) -> HoldoutVerdict:
     """The configuration chosen on dev (best on the first objective), and the baseline, scored on
     the test cases, with a paired test between the two: the number to believe."""
     from ragsweep.metrics.stats import paired_test, significant
 
-    main = objectives[0]
-    chosen = report["best"].get(main, baseline_id)
-    out: dict[str, Any] = {
-        "split": "test",
-        "cases": len(holdout),
-        "objective": main,
-        "chosen": chosen,
-        "baseline": baseline_id,
-        "configs": {},
-    }
+    main = sweep.objectives[0]
+    chosen = report.best.get(main, sweep.baseline_id)
+    verdict = HoldoutVerdict(cases=len(holdout), objective=main, chosen=chosen, baseline=sweep.baseline_id)
     per_case: dict[str, dict[str, float | None]] = {}
-    for cid in dict.fromkeys([chosen, baseline_id]):
-        params, cfg = configs[cid]
-        own, unserved = served_depths(ks, cfg.top_k)
-        retrieved = stages.retrieve(cfg, corpus, holdout, own, options.progress, fresh=options.fresh_retrieval)
-        records = [
-            r.line()
-            for r in stages.score(
-                holdout,
-                retrieved.served,
-                top_k=cfg.top_k,
-                relevance=dataset.relevance,
-                texts=texts,
-                retrieved=retrieved,
-                unserved_ks=unserved,
-                own_k_aliases=True,
-            )
-        ]
-        agg = aggregate(records, interval_metrics=objectives)
-        out["configs"][cid] = {
-            "params": params,
-            **{k: agg[k] for k in ("metrics", "intervals", "counts")},
-            "baselines": {m: agg["baselines"].get(m) for m in objectives if m in agg["baselines"]},
-        }
-        per_case[cid] = {r["id"]: r["metrics"].get(main) for r in records}
-    if chosen != baseline_id:
-        pairs = [(per_case[chosen][i], per_case[baseline_id][i]) for i in per_case[chosen]]
-        pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
-        p = paired_test([a for a, _ in pairs], [b for _, b in pairs]) if pairs else None
-        out["p_value"], out["significant"] = p, significant(p, ALPHA)
-    return out
+    for cid in dict.fromkeys([chosen, sweep.baseline_id]):
+        params, cfg = sweep.configs[cid]
+        evaluated = evaluate_configuration(
+            cfg, holdout, corpus=corpus, ks=sweep.ks, relevance=dataset.relevance,
+            answering=sweep_answering(cfg, options, holdout), progress=options.progress, fresh=options.fresh_retrieval,
+        )  # fmt: skip
+        agg = config_result(cid, params, cfg, evaluated.results, sweep, interval_metrics=sweep.objectives)
+        verdict.configs[cid] = HoldoutConfig(
+            params=params,
+            metrics=agg.metrics,
+            intervals=agg.intervals,
+            counts=agg.counts,
+            baselines={m: agg.baselines[m] for m in sweep.objectives if m in agg.baselines},
+        )
+        per_case[cid] = {r.id: r.metric(main) for r in evaluated.results}
+    if chosen != sweep.baseline_id:
+        pairs = [(per_case[chosen][i], per_case[sweep.baseline_id][i]) for i in per_case[chosen]]
+        full = [(a, b) for a, b in pairs if a is not None and b is not None]
+        verdict.p_value = paired_test([a for a, _ in full], [b for _, b in full]) if full else None
+        verdict.significant = significant(verdict.p_value, ALPHA)
+    return verdict
 
 
-def finish_sweep(sweep_dir: Path, configs, results, baseline_id, objectives, grid, options) -> dict[str, Any]:
+def finish_sweep(folder: RunFolder, sweep: Sweep, results: dict[str, ConfigResult]) -> SweepResult:
     """Paired tests against the baseline (Holm across configurations), best, Pareto, CSV."""
     from ragsweep.metrics.stats import holm, paired_test, significant
 
-    def per_case(cid: str) -> dict[str, dict[str, float | None]]:
-        rows = read_jsonl(sweep_dir / "configs" / cid / "cases.jsonl")  # compact lines: the metrics are all kept
-        return {r["id"]: r.get("metrics") or {} for r in rows}
+    def per_case(cid: str) -> dict[str, CaseResult]:
+        return folder.read_results("configs", cid, "cases.jsonl")
 
-    base_cases = per_case(baseline_id)
+    base_cases = per_case(sweep.baseline_id)
+    baseline = results[sweep.baseline_id]
     p_values: dict[str, dict[str, float | None]] = defaultdict(dict)
-    for cid in configs:
-        if cid == baseline_id:
+    for cid in sweep.configs:
+        if cid == sweep.baseline_id:
             continue
         other = per_case(cid)
-        for metric in objectives:
-            pairs = [(base_cases[i].get(metric), other[i].get(metric)) for i in base_cases if i in other]
-            pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
-            p_values[metric][cid] = paired_test([a for a, _ in pairs], [b for _, b in pairs]) if pairs else None
+        for metric in sweep.objectives:
+            pairs = [(base_cases[i].metric(metric), other[i].metric(metric)) for i in base_cases if i in other]
+            full = [(a, b) for a, b in pairs if a is not None and b is not None]
+            p_values[metric][cid] = paired_test([a for a, _ in full], [b for _, b in full]) if full else None
     adjusted: dict[str, dict[str, float | None]] = {}
     for metric, by_cid in p_values.items():
         present = {cid: p for cid, p in by_cid.items() if p is not None}
         adj = holm(present) if present else {}
         adjusted[metric] = {cid: adj.get(cid) for cid in by_cid}
-
     rows = []
-    for cid, (params, _cfg) in configs.items():
-        result = results[cid]
-        rows.append(
-            {
-                **result,
-                "p_values": {m: p_values[m].get(cid) for m in objectives},
-                "p_adjusted": {m: adjusted.get(m, {}).get(cid) for m in objectives},
-                "significant": {m: significant(adjusted.get(m, {}).get(cid), ALPHA) for m in objectives},
-                "delta_vs_baseline": {
-                    m: (
-                        None
-                        if result["metrics"].get(m) is None or results[baseline_id]["metrics"].get(m) is None
-                        else result["metrics"][m] - results[baseline_id]["metrics"][m]
-                    )
-                    for m in objectives
-                },
-            }
-        )
-    best = {}
-    for metric in objectives:
-        scored = sorted(
-            (r for r in rows if r["metrics"].get(metric) is not None), key=lambda r: r["latency_ms_per_query"]
-        )  # ties: the faster configuration
-        pick = best_of([(r["id"], r["metrics"][metric]) for r in scored], metric)
-        if pick:
-            best[metric] = pick
-    main_metric = objectives[0]
-    scored_rows = [r for r in rows if r["metrics"].get(main_metric) is not None]
-    pareto = pareto_front(
-        [(r["id"], r["metrics"][main_metric], r["latency_ms_per_query"]) for r in scored_rows],
+    for cid in sweep.configs:
+        row = results[cid].model_copy(deep=True)
+        for m in sweep.objectives:
+            row.p_values[m] = p_values[m].get(cid)
+            row.p_adjusted[m] = adjusted.get(m, {}).get(cid)
+            row.significant[m] = significant(row.p_adjusted[m], ALPHA)
+            value, base = row.metrics.get(m), baseline.metrics.get(m)
+            row.delta_vs_baseline[m] = None if value is None or base is None else value - base
+        rows.append(row)
+    report = SweepResult(
+        baseline=sweep.baseline_id, grid=sweep.grid.grid, objectives=sweep.objectives, configs=rows,
+        directions={m: ("lower" if lower_is_better(m) else "higher") for m in sweep.objectives}, alpha=ALPHA,
+    )  # fmt: skip
+    report.best = best_configs(rows, sweep.objectives)
+    main_metric = sweep.objectives[0]
+    scored = [r for r in rows if r.metrics.get(main_metric) is not None]
+    report.pareto = pareto_front(
+        [(r.id, r.metrics[main_metric], r.latency_ms_per_query) for r in scored],  # type: ignore[misc]
         higher_is_better=not lower_is_better(main_metric),
     )
-    report = {
-        "baseline": baseline_id,
-        "grid": grid.grid,
-        "objectives": objectives,
-        "configs": rows,
-        "directions": {m: ("lower" if lower_is_better(m) else "higher") for m in objectives},
-        "alpha": ALPHA,
-        "best": best,
-        "pareto": pareto,
-        "pareto_axes": [main_metric, "latency_ms_per_query"],
-    }
-    write_csv(sweep_dir / "sweep.csv", rows, objectives)
+    report.pareto_axes = [main_metric, "latency_ms_per_query"]
+    if folder.path is not None:
+        write_csv(folder.path / "sweep.csv", rows, sweep.objectives)
     return report
 
 
-def write_csv(path: Path, rows: list[dict[str, Any]], objectives: list[str]) -> None:
+def best_configs(rows: list[ConfigResult], objectives: list[str]) -> dict[str, str]:
+    best = {}
+    for metric in objectives:
+        scored = sorted(  # ties: the faster configuration
+            (r for r in rows if r.metrics.get(metric) is not None), key=lambda r: r.latency_ms_per_query
+        )
+        pick = best_of([(r.id, r.metrics[metric]) for r in scored], metric)  # type: ignore[misc]
+        if pick:
+            best[metric] = pick
+    return best
+
+
+def write_csv(path: Path, rows: list[ConfigResult], objectives: list[str]) -> None:
     import csv
 
-    params = sorted({k for r in rows for k in r["params"]})
-    metric_names = sorted({k for r in rows for k in r["metrics"] if "@k" in k or k in objectives})
+    params = sorted({k for r in rows for k in r.params})
+    metric_names = sorted({k for r in rows for k in r.metrics if "@k" in k or k in objectives})
     with path.open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(
@@ -513,22 +513,22 @@ def write_csv(path: Path, rows: list[dict[str, Any]], objectives: list[str]) -> 
         for r in rows:
             w.writerow(
                 [
-                    r["id"],
-                    *[r["params"].get(p) for p in params],
-                    *[r["metrics"].get(m) for m in metric_names],
+                    r.id,
+                    *[r.params.get(p) for p in params],
+                    *[r.metrics.get(m) for m in metric_names],
                     *[
                         v
                         for m in objectives
                         for v in (
-                            *(r["intervals"].get(m) or [None, None]),
-                            r["p_values"].get(m),
-                            r["p_adjusted"].get(m),
-                            r["significant"].get(m),
+                            *(r.intervals.get(m) or [None, None]),
+                            r.p_values.get(m),
+                            r.p_adjusted.get(m),
+                            r.significant.get(m),
                         )
                     ],
-                    r["seconds"],
-                    r["latency_ms_per_query"],
-                    r["peak_rss_mb"],
+                    r.seconds,
+                    r.latency_ms_per_query,
+                    r.peak_rss_mb,
                 ]
             )
 
@@ -546,48 +546,53 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def sweep_table(report: dict[str, Any]) -> str:
-    objectives = report["objectives"]
+def sweep_table(report: SweepResult) -> str:
+    objectives = report.objectives
     lines = [f"{'configuration':<62} " + " ".join(f"{m:>16}" for m in objectives) + f" {'ms/query':>9}"]
     sign = 1 if lower_is_better(objectives[0]) else -1
-    for r in sorted(report["configs"], key=lambda r: sign * (r["metrics"].get(objectives[0]) or 0)):
+    for r in sorted(report.configs, key=lambda r: sign * (r.metrics.get(objectives[0]) or 0)):
         cells = []
         for m in objectives:
-            v = r["metrics"].get(m)
-            mark = "*" if r["significant"].get(m) else (" " if r["id"] != report["baseline"] else "=")
+            v = r.metrics.get(m)
+            mark = "*" if r.significant.get(m) else (" " if r.id != report.baseline else "=")
             cells.append(f"{'n/a' if v is None else f'{v:.4f}'}{mark}".rjust(16))
-        label = ", ".join(f"{k}={v}" for k, v in r["params"].items())
-        lines.append(f"{label[:62]:<62} " + " ".join(cells) + f" {r['latency_ms_per_query']:>9.2f}")
+        label = ", ".join(f"{k}={v}" for k, v in r.params.items())
+        lines.append(f"{label[:62]:<62} " + " ".join(cells) + f" {r.latency_ms_per_query:>9.2f}")
     lines.append(
-        f"= baseline; * differs from the baseline (paired randomization test, Holm-adjusted p <= {report.get('alpha', ALPHA)})"
+        f"= baseline; * differs from the baseline (paired randomization test, Holm-adjusted p <= {report.alpha})"
     )
     lines.append("@k = at the configuration's own top_k; a depth deeper than a configuration's top_k is missing for it")
-    if report.get("same_cases_for_choice_and_report"):
+    if report.same_cases_for_choice_and_report:
         lines.append('note: "best" was chosen on the same cases it is reported on (no held-out split)')
     lines.append(
         "best: "
-        + ", ".join(f"{m}: {cid}" for m, cid in report["best"].items())
-        + (" (chosen on the dev split)" if report.get("verdict") else "")
+        + ", ".join(f"{m}: {cid}" for m, cid in report.best.items())
+        + (" (chosen on the dev split)" if report.verdict else "")
     )
-    verdict = report.get("verdict")
-    if verdict:
-        main = verdict["objective"]
-        for cid, row in verdict["configs"].items():
-            value, ci = row["metrics"].get(main), row["intervals"].get(main) or [None, None]
-            role = "chosen" if cid == verdict["chosen"] else "baseline"
-            text = "n/a" if value is None else f"{value:.4f}"
-            ci_text = "" if ci[0] is None else f" [{ci[0]:.3f}, {ci[1]:.3f}]"
-            lines.append(f"test split ({verdict['cases']} cases), {role}: {cid}: {main} = {text}{ci_text}")
-        if "p_value" in verdict:
-            lines.append(
-                f"test split: chosen vs baseline p = {verdict['p_value']}"
-                f"{' (significant)' if verdict['significant'] else ' (not significant)'}"
-            )
-    lines.append(f"Pareto set ({' vs '.join(report['pareto_axes'])}): " + ", ".join(report["pareto"]))
+    if report.verdict:
+        lines += verdict_lines(report.verdict)
+    lines.append(f"Pareto set ({' vs '.join(report.pareto_axes)}): " + ", ".join(report.pareto))
     return "\n".join(lines)
 
 
-def run_sweep_cli(args) -> int:
+def verdict_lines(verdict: HoldoutVerdict) -> list[str]:
+    main = verdict.objective
+    lines = []
+    for cid, row in verdict.configs.items():
+        value, (low, high) = row.metrics.get(main), row.interval(main)
+        role = "chosen" if cid == verdict.chosen else "baseline"
+        text = "n/a" if value is None else f"{value:.4f}"
+        ci_text = "" if low is None or high is None else f" [{low:.3f}, {high:.3f}]"
+        lines.append(f"test split ({verdict.cases} cases), {role}: {cid}: {main} = {text}{ci_text}")
+    if verdict.chosen != verdict.baseline:
+        lines.append(
+            f"test split: chosen vs baseline p = {verdict.p_value}"
+            f"{' (significant)' if verdict.significant else ' (not significant)'}"
+        )
+    return lines
+
+
+def run_sweep_cli(args: Any) -> int:
     try:
         options = SweepOptions(
             pipeline=args.pipeline,
@@ -595,12 +600,12 @@ def run_sweep_cli(args) -> int:
             grid=args.grid,
             split=args.split,
             limit=args.limit,
-            sample=getattr(args, "sample", None),
-            seed=getattr(args, "seed", 0),
-            ks=getattr(args, "ks", None),
-            validate_dataset=not getattr(args, "no_validate", False),
-            workers=getattr(args, "workers", None),
-            fresh_retrieval=getattr(args, "fresh_retrieval", False),
+            sample=args.sample,
+            seed=args.seed,
+            ks=args.ks,
+            validate_dataset=not args.no_validate,
+            workers=args.workers,
+            fresh_retrieval=args.fresh_retrieval,
             out=args.out,
             name=args.name,
             resume=args.resume,
@@ -613,7 +618,7 @@ def run_sweep_cli(args) -> int:
         print(f"ragsweep: error: {err}", file=sys.stderr)
         return 2
     print(sweep_table(report))
-    if getattr(args, "mlflow", False):
+    if args.mlflow:
         from ragsweep.report.mlflow_log import log_to_mlflow
 
         print(f"MLflow run: {log_to_mlflow(sweep_dir, tracking_uri=args.mlflow_uri, pipeline_path=args.pipeline)}")

@@ -9,9 +9,9 @@ Depths. ``served[k]`` is exactly what the pipeline's DocumentStore returned when
 asked for ``k`` (a hybrid top-3 is not the prefix of a hybrid top-10). Every
 ``<family>@k`` metric is computed on ``served[k]``; ``r_precision``,
 ``first_relevant_rank`` and citations on ``served[top_k]``, the list the
-configuration really returns. A depth in ``unserved_ks`` (deeper than a sweep
-configuration's top_k) is reported as missing, never computed from ranks the
-configuration does not return.
+configuration really returns. A sweep's ``<family>@k`` (at each configuration's own
+top_k) is read with :meth:`CaseResult.metric`; a sweep reports a depth deeper than a
+configuration's top_k as missing in its aggregate (:class:`ConfigResult`).
 
 Chance and oracle. For every retrieval metric the record also holds, when the
 case's candidate chunks are known (every chunk of its scoped documents, or of the
@@ -30,7 +30,8 @@ from pydantic import BaseModel, Field
 
 from ragsweep.answer.base import Answer
 from ragsweep.datasets.schema import Case, RelevanceConfig
-from ragsweep.metrics.registry import AT_K_FAMILIES, RANKING_METRICS, at_own_k
+from ragsweep.metrics.judge import JudgeVerdict
+from ragsweep.metrics.registry import AT_K_FAMILIES, RANKING_METRICS
 from ragsweep.pipeline.hits import Hit
 
 RECORD_VERSION = 2
@@ -56,16 +57,167 @@ class CaseResult(BaseModel):
     top_k: int  # the depth the configuration serves; ``hits`` holds that list
     hits: list[JudgedHit] = Field(default_factory=list)
     answer: Answer | None = None
-    judge: dict[str, Any] | None = None
+    judge: JudgeVerdict | None = None
     metrics: dict[str, float | None] = Field(default_factory=dict)
     chance: dict[str, float | None] = Field(default_factory=dict)
     oracle: dict[str, float | None] = Field(default_factory=dict)
     relevance_rule: str | None = None
     notes: dict[str, str] = Field(default_factory=dict)  # metric or stage -> why it is missing / what happened
+    llm_replicates: dict[str, list[float | None]] = Field(default_factory=dict)  # LLM metric -> each replicate
     version: int = RECORD_VERSION
 
     def line(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+    def metric(self, name: str) -> float | None:
+        """A metric's value; ``<family>@k`` names the one at this case's own ``top_k``."""
+        return self.metrics.get(own_k_name(name, self.top_k))
+
+
+def own_k_name(name: str, top_k: int) -> str:
+    """``recall@k`` -> ``recall@<top_k>`` (a sweep's objectives are at each configuration's own k)."""
+    return f"{name[:-2]}@{top_k}" if name.endswith("@k") else name
+
+
+# ------------------------------------------------------------------ aggregates
+
+
+Interval = list[float | None]
+Baseline = dict[str, float | int | None]  # pipeline, chance, oracle, lift (means over the same cases), n
+GroupSummary = dict[str, dict[str, float]]  # metric -> mean, min, max, count
+
+
+class Aggregate(BaseModel):
+    """The cases' means (over the cases where a metric exists), counts, bootstrap intervals,
+    chance/oracle levels and per-type / per-document groups (:func:`ragsweep.evaluation.scoring.aggregate`)."""
+
+    metrics: dict[str, float | None] = Field(default_factory=dict)
+    counts: dict[str, dict[str, int]] = Field(default_factory=dict)
+    intervals: dict[str, Interval] = Field(default_factory=dict)
+    baselines: dict[str, Baseline] = Field(default_factory=dict)
+    groups: dict[str, dict[str, GroupSummary]] = Field(default_factory=dict)
+
+    def interval(self, metric: str) -> tuple[float | None, float | None]:
+        pair = self.intervals.get(metric) or [None, None]
+        return pair[0], pair[1]
+
+    def chance(self, metric: str) -> float | None:
+        level = (self.baselines.get(metric) or {}).get("chance")
+        return None if level is None else float(level)
+
+
+class AnswerErrors(BaseModel):
+    n: int = 0
+    first: list[dict[str, str]] = Field(default_factory=list)  # id, error of the first few
+    by_message: dict[str, int] = Field(default_factory=dict)
+
+
+class AnswerCounts(BaseModel):
+    ok: int = 0
+    failed: int = 0
+    refused: int = 0
+
+
+class RunResult(Aggregate):
+    """One evaluation of one configuration: ``report.json`` (without ``cases``), what
+    ``ragsweep.evaluate()`` returns, and what report.html, compare and MLflow read."""
+
+    case_metrics: list[str] = Field(default_factory=list)
+    ks: list[int] = Field(default_factory=list)
+    top_k: int = 5  # the depth the pipeline serves: every report's headline k
+    relevance_rule: str | None = None
+    relevance_rules_applied: list[str] = Field(default_factory=list)
+    no_llm: bool = True
+    answerer: str | None = None
+    n_cases: int = 0
+    answer_errors: AnswerErrors = Field(default_factory=AnswerErrors)
+    answers: AnswerCounts = Field(default_factory=AnswerCounts)
+    # how far the LLM metrics can be trusted (ragsweep.metrics.judge_report.judge_section); None without them
+    judge: dict[str, Any] | None = None
+    manifest: dict[str, Any] = Field(default_factory=dict)
+    cases: list[CaseResult] = Field(default_factory=list, exclude=True)
+    run_dir: str | None = Field(default=None, exclude=True)
+    seconds: float = Field(default=0.0, exclude=True)
+
+    def self_agreement(self, metric: str = "judge_correct") -> dict[str, Any] | None:
+        """The replicates' self-agreement of an LLM metric (``judge_correct``, ``ragas_llm_*``);
+        None without replicates or without that metric."""
+        block = ((self.judge or {}).get("metrics") or {}).get(metric) or {}
+        return block.get("self_agreement")
+
+    def first_relevant_rank(self, case: CaseResult) -> int | None:
+        value = case.metrics.get("first_relevant_rank")
+        return None if value is None else int(value)
+
+    def report_json(self) -> dict[str, Any]:
+        """report.json's content."""
+        return self.model_dump(mode="python")
+
+
+class ConfigResult(Aggregate):
+    """One configuration of a sweep (``configs/<id>/result.json``, then a row of sweep.json)."""
+
+    id: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    config_hash: str = ""
+    index_key: str = ""
+    top_k: int
+    served_ks: list[int] = Field(default_factory=list)
+    unserved_ks: list[int] = Field(default_factory=list)  # reported depths deeper than its top_k: missing
+    seconds: float = 0.0
+    index_run_seconds: float = 0.0
+    latency_ms_per_query: float = 0.0
+    chunks: int = 0
+    embedded_texts: int = 0
+    rss_mb: float = 0.0
+    rss_mb_before: float = 0.0
+    peak_rss_mb: float = 0.0
+    # against the sweep's baseline, set when the sweep is finished
+    p_values: dict[str, float | None] = Field(default_factory=dict)
+    p_adjusted: dict[str, float | None] = Field(default_factory=dict)
+    significant: dict[str, bool] = Field(default_factory=dict)
+    delta_vs_baseline: dict[str, float | None] = Field(default_factory=dict)
+
+
+class HoldoutConfig(Aggregate):
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class HoldoutVerdict(BaseModel):
+    """The configuration chosen on dev and the baseline, scored on the test split."""
+
+    split: str = "test"
+    cases: int
+    objective: str
+    chosen: str
+    baseline: str
+    configs: dict[str, HoldoutConfig] = Field(default_factory=dict)
+    p_value: float | None = None
+    significant: bool | None = None
+
+
+class SweepResult(BaseModel):
+    """sweep.json: every configuration with its paired test against the baseline, the best
+    per objective, the Pareto set, and the held-out verdict when the dataset has a test split."""
+
+    baseline: str
+    grid: dict[str, list[Any]]
+    objectives: list[str]
+    configs: list[ConfigResult]
+    directions: dict[str, str] = Field(default_factory=dict)
+    alpha: float = 0.05
+    best: dict[str, str] = Field(default_factory=dict)
+    pareto: list[str] = Field(default_factory=list)
+    pareto_axes: list[str] = Field(default_factory=list)
+    ks: list[int] = Field(default_factory=list)
+    choice_split: str | None = None
+    same_cases_for_choice_and_report: bool = True
+    verdict: HoldoutVerdict | None = None
+    manifest: dict[str, Any] = Field(default_factory=dict)
+    sweep_dir: str | None = Field(default=None, exclude=True)
+
+    def config(self, config_id: str) -> ConfigResult:
+        return next(c for c in self.configs if c.id == config_id)
 
 
 # ------------------------------------------------------------------ the stored line
@@ -111,9 +263,9 @@ def expand_lines(
     return [_expand(line, chunk_texts, every) for line in lines]
 
 
-def metric_names(lines: Sequence[dict[str, Any]]) -> list[str]:
-    """Every metric of the lines, in the order the lines give them."""
-    return _merged_order(line.get("metrics") or {} for line in lines)
+def metric_names(cases: Sequence[CaseResult]) -> list[str]:
+    """Every metric of the cases, in the order the cases give them."""
+    return _merged_order(case.metrics for case in cases)
 
 
 def chunk_id(doc_id: str, start: int, end: int) -> str:
@@ -216,10 +368,8 @@ def build_case_result(
     top_k: int,
     relevance: RelevanceConfig,
     texts: Mapping[str, str],
-    unserved_ks: Sequence[int] = (),
-    own_k_aliases: bool = False,
     answer: Answer | None = None,
-    verdict: Any = None,
+    verdict: JudgeVerdict | None = None,
     candidates: Sequence[Hit] | None = None,
     notes: Mapping[str, str] | None = None,
     language: str = "en",
@@ -252,16 +402,10 @@ def build_case_result(
         judgements[k] = judgement
         for family in AT_K_FAMILIES:
             metrics[f"{family}@{k}"] = _num(per_case_value(judgement, f"{family}@{k}"))
-    for k in unserved_ks:
-        for family in AT_K_FAMILIES:
-            metrics[f"{family}@{k}"] = None
     own = judgements[top_k]
     for name in RANKING_METRICS:
         metrics[name] = _num(per_case_value(own, name))
     metrics["citation_precision"] = _num(per_case_value(own, "citation_precision")) if cited and own.scored else None
-    if own_k_aliases:
-        for family in AT_K_FAMILIES:
-            metrics[at_own_k(family)] = metrics[f"{family}@{top_k}"]
 
     chance: dict[str, float | None] = {}
     oracle: dict[str, float | None] = {}
@@ -272,10 +416,6 @@ def build_case_result(
         levels = case_baselines([pool], names)
         chance = {n: _num(v) for n, v in levels.chance.get(case.id, {}).items()}
         oracle = {n: _num(v) for n, v in levels.oracle.get(case.id, {}).items()}
-        if own_k_aliases:
-            for family in AT_K_FAMILIES:
-                chance[at_own_k(family)] = chance.get(f"{family}@{top_k}")
-                oracle[at_own_k(family)] = oracle.get(f"{family}@{top_k}")
         relevant_ids = {chunk_key(h) for h, jh in zip(candidates, pool.hits) if jh.relevant}
         served_ids = [chunk_key(h) for h in served[top_k]]
         metrics.update(chunk_id_context_scores(served_ids, relevant_ids))
@@ -285,11 +425,8 @@ def build_case_result(
             answer, case.reference_answer, case.expected_facts, case.unanswerable, language=language
         )
         metrics.update({k: _num(v) for k, v in scores.items()})
-    judge = None
-    if verdict is not None:
-        judge = verdict.model_dump() if hasattr(verdict, "model_dump") else dict(verdict)
-        correct = judge.get("is_correct")
-        metrics["judge_correct"] = None if correct is None else float(bool(correct))
+    if verdict is not None:  # the mean of the case's replicate verdicts (the verdict itself with one)
+        metrics["judge_correct"] = _num(verdict.score)
 
     return CaseResult(
         id=case.id,
@@ -302,7 +439,7 @@ def build_case_result(
         top_k=top_k,
         hits=_judged(served[top_k], own),
         answer=answer,
-        judge=judge,
+        judge=verdict,
         metrics=metrics,
         chance=chance,
         oracle=oracle,

@@ -320,3 +320,207 @@ def make_dir(run_dir: Path) -> None:
         raise RunError(f"{run_dir} already exists: choose another --name, or --resume it") from None
     except OSError as err:
         raise RunError(f"cannot create {run_dir}: {err}") from err
+
+
+# ------------------------------------------------------------------ the folder object
+
+
+class RunFolder:
+    """An eval run folder or a sweep folder: created or reopened (``--resume``), locked for the
+    life of the object, with its state file, chunk table, case files and result.
+
+    ``state``: what the run is (written to ``marker`` on creation); a resume refuses a folder
+    whose saved state differs on any of ``must_match``. ``path`` None: no folder (a dry run or the
+    Python API without ``out``): every write goes nowhere.
+    """
+
+    def __init__(self, path: Path | None, state: dict[str, Any], lock: RunLock | None = None):
+        self.path = path
+        self.state = state
+        self._lock = lock
+        self._known_chunks: set[str] | None = None
+
+    @classmethod
+    def open(
+        cls,
+        out: Path,
+        *,
+        marker: str,
+        state: dict[str, Any],
+        must_match: tuple[str, ...],
+        default_name: str,
+        name: str | None = None,
+        resume: str | None = None,
+        create: bool = True,
+    ) -> RunFolder:
+        if resume:
+            path = find_resume_dir(out, resume, marker)
+            lock = RunLock(path)
+            try:
+                saved = json.loads((path / marker).read_text())
+                check_resumable(path, saved, state, must_match)
+            except BaseException:
+                lock.release()
+                raise
+            return cls(path, {**state, "started_at": saved.get("started_at", state.get("started_at"))}, lock)
+        path = new_run_dir(out, name, default_name)
+        if not create:  # a dry run leaves nothing behind
+            return cls(None, state)
+        make_dir(path)
+        lock = RunLock(path)
+        write_json(path / marker, state)
+        return cls(path, state, lock)
+
+    @classmethod
+    def none(cls, state: dict[str, Any] | None = None) -> RunFolder:
+        return cls(None, state or {})
+
+    def release(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+
+    def __enter__(self) -> RunFolder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    # ---------------------------------------------------------------- files
+    def file(self, *parts: str) -> Path | None:
+        return None if self.path is None else self.path.joinpath(*parts)
+
+    def read_lines(self, *parts: str) -> list[dict[str, Any]]:
+        path = self.file(*parts)
+        return read_jsonl(path) if path is not None else []
+
+    def write_json(self, name: str, data: Any) -> None:
+        if self.path is not None:
+            write_json(self.path / name, data)
+
+    def append_chunks(self, hits: Iterable[Any]) -> None:
+        """Add to the folder's chunk table every chunk of ``hits`` it does not hold yet."""
+        if self.path is None:
+            return
+        if self._known_chunks is None:
+            self._known_chunks = {row["id"] for row in read_jsonl(self.path / "chunks.jsonl")}
+        append_chunks(self.path / "chunks.jsonl", hits, self._known_chunks)
+
+    def write_chunk_table(self, hits: Iterable[Any]) -> None:
+        """The chunk table anew (an eval's: every chunk of the index, the candidates of chance/oracle)."""
+        if self.path is None:
+            return
+        (self.path / "chunks.jsonl").unlink(missing_ok=True)
+        self._known_chunks = set()
+        append_chunks(self.path / "chunks.jsonl", hits, self._known_chunks)
+
+    def save_served(self, served: Any, retrieved: Any) -> None:
+        """The index's chunk table, then every served list (chunk ids, not texts): what a resume
+        needs to skip retrieval (``hits.jsonl``, removed once every case is done)."""
+        if self.path is None:
+            return
+        self.write_chunk_table(h for hits in retrieved.chunks_by_doc.values() for h in hits)
+        with JsonlWriter(self.path / "hits.jsonl") as writer:
+            for case_id, by_k in served.items():
+                lists = {str(k): [h.model_dump(exclude={"text"}) for h in hits] for k, hits in by_k.items()}
+                writer.write({"id": case_id, "served": lists})
+
+    def load_served(self) -> Any:
+        """What an interrupted run saved of retrieval: a ``Retrieved`` whose ``served`` are the lists
+        (None without a chunk table)."""
+        from ragsweep.pipeline.hits import Hit
+        from ragsweep.pipeline.retrieval import Retrieved
+
+        rows = self.read_lines("chunks.jsonl")
+        if not rows:
+            return None
+        by_doc: dict[str, list[Hit]] = {}
+        texts: dict[str, str] = {}
+        for row in rows:
+            hit = Hit(rank=1, score=0.0, text=row["text"], doc_id=row["doc_id"], start=row["start"], end=row["end"])
+            by_doc.setdefault(row["doc_id"], []).append(hit)
+            texts[row["id"]] = row["text"]
+        served = {}
+        for row in self.read_lines("hits.jsonl"):
+            try:
+                served[row["id"]] = {
+                    int(k): [Hit(**h, text=texts[chunk_id(h["doc_id"], h["start"], h["end"])]) for h in hits]
+                    for k, hits in row["served"].items()
+                }
+            except (KeyError, TypeError, ValueError):
+                continue
+        return Retrieved(served=served, chunks_by_doc=by_doc, n_chunks=len(rows))
+
+    def read_results(self, *parts: str) -> dict[str, Any]:
+        """The valid case lines of a cases file, as CaseResults by id (a torn or corrupt line is set
+        aside by :func:`read_jsonl`; a line of another record version is computed again)."""
+        from ragsweep.evaluation.records import RECORD_VERSION, CaseResult, expand_lines
+
+        rows = self.read_lines(*parts)
+        if not rows or self.path is None:
+            return {}
+        texts = {row["id"]: row["text"] for row in self.read_lines("chunks.jsonl")}
+        report = self.path / "report.json"
+        names = json.loads(report.read_text()).get("case_metrics") or [] if report.is_file() else []
+        lines = [line for line in expand_lines(rows, texts, names) if line.get("version") == RECORD_VERSION]
+        return {line["id"]: CaseResult.model_validate(line) for line in lines}
+
+    def case_file(self, *parts: str, chunks: bool = False) -> CaseFile:
+        """A sink for one configuration's results (``parts``: the cases file's path in the folder);
+        ``chunks``: each result's hit texts go to the chunk table first (a sweep's shared table)."""
+        return CaseFile(self, self.file(*parts), chunks=chunks)
+
+
+class CaseFile:
+    """Compact case lines (:func:`ragsweep.evaluation.records.compact`), each saved as computed."""
+
+    def __init__(self, folder: RunFolder, path: Path | None, chunks: bool = False):
+        self.folder = folder
+        self.path = path
+        self.chunks = chunks
+        self._writer: JsonlWriter | None = None
+
+    def served(self, served: Any, retrieved: Any) -> None:
+        pass
+
+    def write(self, result: Any) -> None:
+        from ragsweep.evaluation.records import compact  # records imports this module
+
+        if self.path is None:
+            return
+        if self.chunks:
+            self.folder.append_chunks(result.hits)
+        if self._writer is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._writer = JsonlWriter(self.path)
+        self._writer.write(compact(result.line()))
+
+    def rewrite(self, results: Iterable[Any], settled: bool = False) -> None:
+        """The file again from ``results`` (an atomic replace); ``settled``: see ``records.compact``."""
+        from ragsweep.evaluation.records import compact
+
+        if self.path is None:
+            return
+        self.close()
+        tmp = self.path.with_suffix(".jsonl.tmp")
+        with tmp.open("w", encoding="utf-8") as fh:
+            for result in results:
+                fh.write(json.dumps(compact(result.line(), settled=settled), ensure_ascii=False) + "\n")
+        tmp.replace(self.path)
+
+    def reset(self) -> None:
+        """Start the file empty (a configuration computed again from the start)."""
+        if self.path is not None:
+            self.close()
+            self.path.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
+class RunCaseFile(CaseFile):
+    """An eval run's cases file: the served lists are saved too, so a resume skips retrieval."""
+
+    def served(self, served: Any, retrieved: Any) -> None:
+        self.folder.save_served(served, retrieved)

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from ragsweep.evaluation.records import Aggregate, CaseResult
 from ragsweep.metrics.registry import SET_METRICS
 
 
@@ -22,10 +23,9 @@ def _float(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
-def case_document(record: dict[str, Any]) -> str | None:
+def case_document(case: CaseResult) -> str | None:
     """The document a case is about: the first of its scope (None for corpus-wide questions)."""
-    scope = record.get("doc_scope") or []
-    return scope[0] if scope else None
+    return case.doc_scope[0] if case.doc_scope else None
 
 
 def _summary(values: list[float]) -> dict[str, float]:
@@ -33,104 +33,99 @@ def _summary(values: list[float]) -> dict[str, float]:
 
 
 def aggregate(
-    records: Sequence[dict[str, Any]],
+    cases: Sequence[CaseResult],
     with_intervals: bool = True,
     seed: int = 0,
     interval_metrics: Sequence[str] | None = None,
-) -> dict[str, Any]:
-    """Means, counts (n, missing), bootstrap intervals, set metrics and groups.
+) -> Aggregate:
+    """Means, counts (n, missing), bootstrap intervals, set metrics, chance/oracle and groups.
 
     ``interval_metrics`` limits the bootstrap to those names (a sweep needs
     intervals for its objectives, not for every metric of every configuration).
     """
-    from ragsweep.metrics.answer import aggregate_abstention
     from ragsweep.metrics.stats import bootstrap_ci
 
-    names: list[str] = []
-    for record in records:
-        for name in record.get("metrics", {}):
-            if name not in names:
-                names.append(name)
+    names = list(dict.fromkeys(name for case in cases for name in case.metrics))
     metrics: dict[str, float | None] = {}
     counts: dict[str, dict[str, int]] = {}
     intervals: dict[str, list[float | None]] = {}
     for name in names:
-        values = [r["metrics"][name] for r in records if r.get("metrics", {}).get(name) is not None]
-        counts[name] = {"n": len(values), "missing": len(records) - len(values)}
+        values = [v for case in cases if (v := case.metrics.get(name)) is not None]
+        counts[name] = {"n": len(values), "missing": len(cases) - len(values)}
         metrics[name] = statistics.fmean(values) if values else None
         if with_intervals and len(values) >= 2 and (interval_metrics is None or name in interval_metrics):
             low, high = bootstrap_ci(values, seed=seed)
             intervals[name] = [low, high]
-    frr = [
-        r["metrics"]["first_relevant_rank"]
-        for r in records
-        if r.get("metrics", {}).get("first_relevant_rank") is not None
-    ]
+    frr = [v for case in cases if (v := case.metrics.get("first_relevant_rank")) is not None]
     if frr:
         metrics["first_relevant_rank_mean"] = statistics.fmean(frr)
         metrics["first_relevant_rank_median"] = float(statistics.median(frr))
-    scored = [r for r in records if r.get("metrics", {}).get("r_precision") is not None]  # any k
+    scored = [case for case in cases if case.metrics.get("r_precision") is not None]  # any k
     counts["first_relevant_rank"] = {"n": len(frr), "missing": len(scored) - len(frr)}
-    # "abstained" as the answer metrics decided it: the answerer's flag or a refusal-style text
-    pairs = [
-        (bool(r["metrics"].get("abstained", r["answer"]["abstained"])), bool(r["unanswerable"]))
-        for r in records
-        if r.get("answer") and not r["answer"].get("error")
-    ]
-    if pairs:
-        abst = aggregate_abstention(pairs)
-        for name in SET_METRICS:
-            if name in abst:
-                metrics[name] = _float(abst[name])
-        counts["abstention"] = {"n": len(pairs), "missing": len(records) - len(pairs)}
-    return {
-        "metrics": metrics,
-        "counts": counts,
-        "intervals": intervals,
-        "baselines": baselines(records),
-        "groups": {
-            "type": group_by(records, lambda r: r.get("type") or "(none)"),
-            "document": group_by(records, case_document),
+    _abstention(cases, metrics, counts)
+    return Aggregate(
+        metrics=metrics,
+        counts=counts,
+        intervals=intervals,
+        baselines=baselines(cases),
+        groups={
+            "type": group_by(cases, lambda case: case.type or "(none)"),
+            "document": group_by(cases, case_document),
         },
-    }
+    )
 
 
-def baselines(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, float | int | None]]:
+def _abstention(
+    cases: Sequence[CaseResult], metrics: dict[str, float | None], counts: dict[str, dict[str, int]]
+) -> None:
+    """Abstention precision/recall over the answered cases; "abstained" as the answer metrics
+    decided it (the answerer's flag or a refusal-style text)."""
+    from ragsweep.metrics.answer import aggregate_abstention
+
+    pairs = [
+        (bool(case.metrics.get("abstained", case.answer.abstained)), case.unanswerable)
+        for case in cases
+        if case.answer is not None and not case.answer.error
+    ]
+    if not pairs:
+        return
+    abst = aggregate_abstention(pairs)
+    for name in SET_METRICS:
+        if name in abst:
+            metrics[name] = _float(abst[name])
+    counts["abstention"] = {"n": len(pairs), "missing": len(cases) - len(pairs)}
+
+
+def baselines(cases: Sequence[CaseResult]) -> dict[str, dict[str, float | int | None]]:
     """For every metric with chance/oracle values: the pipeline, chance and oracle means
     over the same cases (those where all three exist), and the lift over chance."""
-    names: list[str] = []
-    for record in records:
-        for name in record.get("chance") or {}:
-            if name not in names:
-                names.append(name)
+    names = list(dict.fromkeys(name for case in cases for name in case.chance))
     out: dict[str, dict[str, float | int | None]] = {}
     for name in names:
-        rows = [
-            (r["metrics"].get(name), r["chance"].get(name), (r.get("oracle") or {}).get(name))
-            for r in records
-            if r.get("chance")
-        ]
-        rows = [row for row in rows if None not in row]
-        if not rows:
+        rows = [(case.metrics.get(name), case.chance.get(name), case.oracle.get(name)) for case in cases if case.chance]
+        full = [(p, c, o) for p, c, o in rows if p is not None and c is not None and o is not None]
+        if not full:
             continue
-        pipeline, chance, oracle = (statistics.fmean(col) for col in zip(*rows))
+        pipeline, chance, oracle = (statistics.fmean(col) for col in zip(*full, strict=True))
         out[name] = {
             "pipeline": pipeline,
             "chance": chance,
             "oracle": oracle,
             "lift": pipeline - chance,
-            "n": len(rows),
+            "n": len(full),
         }
     return out
 
 
-def group_by(records: Iterable[dict[str, Any]], key) -> dict[str, dict[str, dict[str, float]]]:
+def group_by(
+    cases: Iterable[CaseResult], key: Callable[[CaseResult], str | None]
+) -> dict[str, dict[str, dict[str, float]]]:
     buckets: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for record in records:
-        label = key(record)
+    for case in cases:
+        label = key(case)
         if label is None:
             continue
-        for name, value in record.get("metrics", {}).items():
+        for name, value in case.metrics.items():
             if value is not None:
                 buckets[label][name].append(value)
     return {

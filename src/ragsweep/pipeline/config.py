@@ -275,6 +275,8 @@ class PipelineConfig:
     path: str
     raw: dict = field(repr=False)
     overrides: dict[str, Any] = field(default_factory=dict)
+    # the knobs ragsweep reads, typed and checked once (set by with_overrides, which load calls)
+    variables: PipelineVariables = field(default_factory=PipelineVariables, repr=False)
 
     # ------------------------------------------------------------- loading
     @classmethod
@@ -310,7 +312,7 @@ class PipelineConfig:
                 raise ConfigError(f"{self.path}: ${name} is a component, not a scalar: it cannot be overridden")
             raw[var] = value
         config = PipelineConfig(path=self.path, raw=raw, overrides={**self.overrides, **overrides})
-        config.validate()
+        config.variables = config.validate()
         return config
 
     def validate(self) -> PipelineVariables:
@@ -340,7 +342,7 @@ class PipelineConfig:
         value = self.scalars().get(name, default)
         return default if value is None else value
 
-    @property
+    @functools.cached_property
     def top_k(self) -> int:
         """``$top_k``, else ``$search_topk``, else the question answerer's ``search_topk``, else 5."""
         _, value = self._top_k_source()

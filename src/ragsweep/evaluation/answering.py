@@ -1,0 +1,67 @@
+"""The answering a run asks for, built once: answerer, judge (with its probes), ragas' LLM scorer."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ragsweep.datasets.schema import Case
+from ragsweep.evaluation.inputs import AnswerOptions
+from ragsweep.evaluation.loop import Answering
+from ragsweep.pipeline.answering import make_answerer
+from ragsweep.pipeline.config import PipelineConfig
+
+
+def llm_settings_of(config: PipelineConfig) -> Any:
+    from ragsweep.llm.settings import LLMSettings
+
+    return LLMSettings.from_mapping(config.scalars())
+
+
+def prepare_answering(
+    config: PipelineConfig, options: AnswerOptions, cases: Sequence[Case], stage: dict[str, float], probe: bool = True
+) -> tuple[Answering, dict[str, Any] | None]:
+    """The answering for ``options`` and, when judging with probes, the probes' result."""
+    answerer, llm_settings = make_answerer(config, options.use_llm)
+    answering = Answering(
+        answerer=answerer, llm_settings=llm_settings, use_given=not options.use_llm, ragas_nonllm=options.ragas_nonllm
+    )
+    probes = None
+    if options.judge:
+        from ragsweep.metrics.judge import LLMJudge, probe_judge
+
+        answering.judge = LLMJudge(
+            llm_settings or llm_settings_of(config),
+            replicates=options.judge_replicates,
+            temperature=options.judge_temperature,
+        )
+        if options.judge_probe and probe:
+            started = time.perf_counter()
+            probes = probe_judge(answering.judge, list(cases), options.judge_probe)
+            stage["judge_probe"] = time.perf_counter() - started
+            print(
+                f"judge probes: {probes['passed']} of {probes['total']} right (decided by the LLM: "
+                f"{probes['llm_passed']} of {probes['llm_total']})",
+                file=sys.stderr,
+            )
+    if options.ragas_llm:
+        from ragsweep.metrics.ragas_llm import RagasLLMScorer
+
+        settings = llm_settings or llm_settings_of(config)
+        if options.judge_temperature is not None:
+            settings = settings.with_updates(temperature=options.judge_temperature)
+        answering.ragas_llm = RagasLLMScorer(settings, replicates=options.judge_replicates)
+    return answering, probes
+
+
+def metric_temperature(answering: Answering, options: AnswerOptions, config: PipelineConfig) -> float | None:
+    """The LLM metrics' sampling temperature (None without LLM metrics)."""
+    if not options.llm_metrics:
+        return None
+    if answering.judge is not None:
+        return answering.judge.effective_temperature
+    if options.judge_temperature is not None:
+        return options.judge_temperature
+    return (answering.llm_settings or llm_settings_of(config)).temperature

@@ -1,0 +1,280 @@
+"""The one evaluation loop: retrieve -> rerank -> answer (given answers too) -> judge -> score.
+
+:func:`evaluate_configuration` is the only place that turns one configuration and its cases
+into :class:`~ragsweep.evaluation.records.CaseResult` s; ``ragsweep eval``, ``ragsweep sweep``,
+``ragsweep.evaluate()``, ``ragsweep.sweep()`` and ``assert_quality`` all call it. Where the
+results go (a run folder, a sweep configuration's folder, nowhere) is the caller's
+:class:`CaseSink`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ragsweep.answer.base import Answer
+from ragsweep.datasets.schema import Case, RelevanceConfig
+from ragsweep.evaluation.records import CaseResult, build_case_result
+from ragsweep.metrics.judge import JudgeVerdict
+from ragsweep.pipeline.config import PipelineConfig
+from ragsweep.pipeline.corpus import Corpus
+from ragsweep.pipeline.retrieval import Retrieved, Served, retrieve, serve, store_depths
+
+SCORE_BATCH = 64  # cases answered and scored together without an LLM (each result is still saved at once)
+
+
+def scored_ks(ks: Iterable[int], top_k: int) -> list[int]:
+    """The depths a configuration is scored at: the asked ones and the one it serves, each asked
+    of its store as its own query (a hybrid top-3 is not the prefix of a hybrid top-10)."""
+    return sorted(set(ks) | {top_k})
+
+
+@dataclass
+class Answering:
+    """How a configuration's cases are answered, judged and scored beyond retrieval.
+
+    ``answerer`` None: retrieval only (no answer, no answer metric). ``use_given``: a case
+    carrying the system's own response is scored as given. ``judge``: an
+    :class:`~ragsweep.metrics.judge.LLMJudge`; ``ragas_llm``: a
+    :class:`~ragsweep.metrics.ragas_llm.RagasLLMScorer`, run once every case has its answer.
+    """
+
+    answerer: Any | None
+    llm_settings: Any | None = None
+    use_given: bool = True
+    judge: Any | None = None
+    ragas_nonllm: bool = True  # ragas' string similarity, BLEU and ROUGE on the answers
+    ragas_llm: Any | None = None
+
+    @property
+    def name(self) -> str:
+        return getattr(self.answerer, "name", "extractive")
+
+    @property
+    def batch(self) -> int:
+        return max(1, self.llm_settings.concurrency * 2) if self.llm_settings else SCORE_BATCH
+
+
+class CaseSink(Protocol):
+    """Where the loop puts what it computes, as soon as it is computed."""
+
+    def served(self, served: Served, retrieved: Retrieved) -> None: ...  # what a resume needs to skip retrieval
+
+    def write(self, result: CaseResult) -> None: ...
+
+    def rewrite(self, results: Sequence[CaseResult]) -> None: ...  # results changed after they were written
+
+
+class NullSink:
+    """Results kept in memory only (the Python API without ``out``)."""
+
+    def served(self, served: Served, retrieved: Retrieved) -> None:
+        pass
+
+    def write(self, result: CaseResult) -> None:
+        pass
+
+    def rewrite(self, results: Sequence[CaseResult]) -> None:
+        pass
+
+
+@dataclass
+class Evaluated:
+    """Every case's result, in the cases' order, and what the store was asked (None: nothing was)."""
+
+    results: list[CaseResult]
+    retrieved: Retrieved | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def evaluate_configuration(
+    config: PipelineConfig,
+    cases: Sequence[Case],
+    *,
+    corpus: Corpus,
+    ks: Iterable[int],
+    relevance: RelevanceConfig,
+    answering: Answering,
+    sink: CaseSink | None = None,
+    done: Mapping[str, CaseResult] | None = None,
+    retrieved: Retrieved | None = None,
+    served: Served | None = None,
+    progress: bool = False,
+    fresh: bool = False,
+) -> Evaluated:
+    """Evaluate one configuration on ``cases``.
+
+    ``done``: results a previous process computed (a resumed run): kept as they are.
+    ``retrieved``: what the configuration's index already returned (a sweep asks one index for
+    every configuration that shares it) at :func:`~ragsweep.pipeline.retrieval.store_depths`;
+    ``served``: the lists themselves (a resumed run saved them); otherwise the store is asked.
+    """
+    import time
+
+    sink = sink or NullSink()
+    done = dict(done or {})
+    todo = [c for c in cases if c.id not in done]
+    depths = scored_ks(ks, config.top_k)
+    timings: dict[str, float] = {}
+    if todo and (served is None or any(c.id not in served for c in todo)):
+        started = time.perf_counter()
+        if retrieved is None:
+            retrieved = retrieve(config, corpus, todo, store_depths(config, depths), progress, fresh=fresh)
+            timings.update(retrieved.timings)
+        served = serve(config, retrieved, todo, depths)
+        sink.served(served, retrieved)
+        timings["retrieve"] = time.perf_counter() - started
+    started = time.perf_counter()
+    texts = {d.doc_id: d.text for d in corpus.documents}
+    language = config.variables.language or "en"
+    assert served is not None or not todo
+    with progress_bar(len(todo), "answer+score", progress) as bar:
+        for part in in_batches(todo, answering.batch):
+            answers = _answers(answering, part, [served[c.id][config.top_k] for c in part])
+            verdicts = judge_answers(answering.judge, part, answers) if answering.judge and answers else None
+            for result in score(
+                part, served, top_k=config.top_k, relevance=relevance, texts=texts, retrieved=retrieved,
+                answers=answers, verdicts=verdicts, ragas_answer_metrics=answering.ragas_nonllm and bool(answers),
+                language=language,
+            ):  # fmt: skip
+                sink.write(result)
+                done[result.id] = result
+                bar.update(1)
+    timings["answer_and_score"] = time.perf_counter() - started
+    results = [done[c.id] for c in cases if c.id in done]
+    if answering.ragas_llm is not None:
+        started = time.perf_counter()
+        if score_ragas_llm(answering.ragas_llm, cases, done):
+            sink.rewrite(results)
+        timings["ragas_llm"] = time.perf_counter() - started
+    return Evaluated(results=results, retrieved=retrieved, timings=timings)
+
+
+def _answers(answering: Answering, cases: Sequence[Case], hits: Sequence[Sequence[Any]]) -> list[Answer] | None:
+    from ragsweep.pipeline.answering import answer_or_given
+
+    if answering.answerer is None:
+        return None
+    return answer_or_given(answering.answerer, cases, hits, use_given=answering.use_given)
+
+
+def judge_answers(judge: Any, cases: Sequence[Case], answers: Sequence[Answer]) -> list[JudgeVerdict]:
+    items = [
+        {
+            "question": c.question,
+            "reference": c.reference_answer or "",
+            "answer": a.text,
+            "unanswerable": c.unanswerable,
+            "abstained": a.abstained,
+            "answer_error": a.error,
+            "expected_facts": c.expected_facts,
+            # a verdict by people or a rule on one answer: the judge is checked against it
+            "reference_verdict": c.reference_verdict.model_dump() if c.reference_verdict else None,
+        }
+        for c, a in zip(cases, answers, strict=True)
+    ]
+    return judge.judge_batch(items)
+
+
+def score(
+    cases: Sequence[Case],
+    served: Mapping[str, Mapping[int, Sequence[Any]]],
+    *,
+    top_k: int,
+    relevance: RelevanceConfig,
+    texts: Mapping[str, str],
+    retrieved: Retrieved | None = None,
+    answers: Sequence[Answer | None] | None = None,
+    verdicts: Sequence[JudgeVerdict | None] | None = None,
+    ragas_answer_metrics: bool = False,
+    language: str = "en",
+) -> list[CaseResult]:
+    """One :class:`CaseResult` per case (:func:`ragsweep.evaluation.records.build_case_result`).
+
+    ``retrieved`` gives each case its candidate chunks (chance, oracle, ID-based context
+    metrics). ``ragas_answer_metrics`` adds ragas' string similarity, BLEU and ROUGE,
+    computed in one batch.
+    """
+    answer_list = list(answers) if answers is not None else [None] * len(cases)
+    verdict_list = list(verdicts) if verdicts is not None else [None] * len(cases)
+    results = []
+    for case, ans, verdict in zip(cases, answer_list, verdict_list, strict=True):
+        candidates = retrieved.candidates(parsed_scope(case, retrieved)) if retrieved is not None else None
+        results.append(
+            build_case_result(
+                case,
+                served[case.id],
+                top_k=top_k,
+                relevance=relevance,
+                texts=texts,
+                answer=ans,
+                verdict=verdict,
+                candidates=candidates,
+                language=language,
+            )  # fmt: skip
+        )
+    if ragas_answer_metrics:
+        from ragsweep.metrics.ragas_bridge import ragas_answer_scores_batch
+
+        pairs = [
+            (None if r.answer is None or r.answer.abstained else r.answer.text, r.reference_answer) for r in results
+        ]
+        for result, extra in zip(results, ragas_answer_scores_batch(pairs), strict=True):
+            result.metrics.update(extra)
+    return results
+
+
+def parsed_scope(case: Case, retrieved: Retrieved) -> list[str] | None:
+    if not case.doc_scope:
+        return None
+    return [d for d in case.doc_scope if d in retrieved.chunks_by_doc]
+
+
+def score_ragas_llm(scorer: Any, cases: Sequence[Case], done: dict[str, CaseResult]) -> bool:
+    """ragas' LLM metrics for the answered cases without them; with replicates, each metric's value
+    is the mean of its replicates and the result keeps every replicate value under
+    ``llm_replicates``. True when anything was scored."""
+    from ragsweep.metrics.ragas_llm import RagasCase
+
+    todo = [
+        done[c.id]
+        for c in cases
+        if c.id in done
+        and done[c.id].answer is not None
+        and not any(k.startswith("ragas_llm_") for k in done[c.id].metrics)
+    ]
+    if not todo:
+        return False
+    by_id = {c.id: c for c in cases}
+    rows = [
+        RagasCase(
+            question=r.question,
+            answer=r.answer.text if r.answer else "",
+            contexts=[h.text for h in r.hits],
+            reference=by_id[r.id].reference_answer or "",
+            abstained=r.answer.abstained if r.answer else None,
+            answer_error=r.answer.error if r.answer else None,
+        )
+        for r in todo
+    ]
+    for result, per_metric in zip(todo, scorer.score_batch(rows), strict=True):
+        for name, value in per_metric.items():  # names come as ragas_llm_<metric>
+            result.metrics[name] = value.value
+            if value.reason or value.error:
+                result.notes[name] = value.reason or value.error
+            if value.replicates is not None:
+                result.llm_replicates[name] = value.replicates
+    return True
+
+
+def progress_bar(total: int, desc: str, enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="case", disable=not enabled, file=sys.stderr, leave=False)
+
+
+def in_batches(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
+    for i in range(0, len(items), max(1, size)):
+        yield items[i : i + size]

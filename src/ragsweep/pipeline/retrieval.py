@@ -1,0 +1,172 @@
+"""The app's DocumentStore asked for every case at every depth: exactly the lists it serves.
+
+:func:`retrieve` asks the store (one Pathway run per ``queries_per_run()`` queries, or the
+served-list cache); :func:`serve` turns what the store returned into each depth's list of one
+configuration (its reranker, when it has one, reorders the candidates as Pathway's question
+answerer does).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from ragsweep.datasets.schema import Case, Dataset
+from ragsweep.pipeline.config import PipelineConfig
+from ragsweep.pipeline.corpus import Corpus
+from ragsweep.pipeline.hits import Hit
+
+Served = dict[str, dict[int, list[Hit]]]  # case id -> k -> the list served at k
+
+
+class StageError(Exception):
+    """A stage cannot go on (e.g. no document could be parsed)."""
+
+
+def parse_documents(dataset: Dataset, progress: bool = False, workers: int | None = None) -> Corpus:
+    """Docling over the dataset's documents; skipped files are named on stderr."""
+    from ragsweep.pipeline.corpus import parse_corpus
+
+    kwargs: dict = {"progress": progress}
+    if workers is not None:
+        kwargs["workers"] = workers
+    corpus = parse_corpus(dataset.docs_dir, **kwargs)
+    for skipped in corpus.skipped:
+        print(f"skipped document {skipped.doc_id}: {skipped.reason}", file=sys.stderr)
+    if not corpus.documents:
+        raise StageError(f"{dataset.docs_dir}: no document could be parsed")
+    return corpus
+
+
+@dataclass
+class Retrieved:
+    """What the store served: ``served[case id][k]`` for every asked depth, plus the
+    chunks of the index (the candidates of chance and oracle)."""
+
+    served: dict[str, dict[int, list[Hit]]]
+    chunks_by_doc: dict[str, list[Hit]] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    seconds: float = 0.0
+    embedded_texts: int = 0
+    n_chunks: int = 0
+    queries: int = 0  # asked of the store
+    from_cache: int = 0  # of those, answered from the served-list cache
+
+    def candidates(self, scope: Sequence[str] | None) -> list[Hit]:
+        """Every chunk a case could have been served: its scoped documents', or all."""
+        docs = scope if scope is not None else sorted(self.chunks_by_doc)
+        return [h for d in docs for h in self.chunks_by_doc.get(d, [])]
+
+
+def parsed_scopes(cases: Sequence[Case], parsed: set[str]) -> list[list[str] | None]:
+    """Each case's scope restricted to parsed documents. A scoped case whose every
+    document was skipped gets ``[]``: it must get no hits, not the whole corpus."""
+    return [[d for d in c.doc_scope if d in parsed] if c.doc_scope else None for c in cases]
+
+
+def retrieve(
+    config: PipelineConfig,
+    corpus: Corpus,
+    cases: Sequence[Case],
+    ks: Iterable[int],
+    progress: bool = False,
+    fresh: bool = False,
+) -> Retrieved:
+    """Every case asked at every depth in ``ks`` (one Pathway run per ``queries_per_run()``
+    queries), so each list is exactly what the DocumentStore serves for that k: for a fused
+    hybrid index one query row per (case, k); for BM25 or KNN, whose top k is the first k of
+    a deeper answer, one row per case at the deepest k, each depth cut from Pathway's own
+    order (tests/test_server_parity.py).
+
+    A configuration with a reranker asks for its candidates (:func:`store_depths`) and
+    :func:`serve` reranks them. A case scoped to documents that were all skipped gets no hits rather than the
+    whole corpus. A query Pathway already answered for the same corpus, index and code
+    comes from the served-list cache (:mod:`ragsweep.pipeline.served_cache`); ``fresh=True``
+    asks Pathway every query again.
+    """
+    from ragsweep.pipeline.served_cache import ServedCache
+    from ragsweep.pipeline.store import Query, RagStore, prefix_exact, queries_per_run
+
+    store_ks = depths = sorted(set(ks))
+    scopes = parsed_scopes(cases, {d.doc_id for d in corpus.documents})
+    unscoped = [c.id for c, s in zip(cases, scopes) if s == []]
+    if unscoped:
+        print(
+            f"warning: {len(unscoped)} case(s) scoped to documents that were not parsed "
+            f"(first: {unscoped[0]}); they get no hits",
+            file=sys.stderr,
+        )
+    store = RagStore(config, corpus)
+    # BM25 and KNN serve at k the first k of a deeper answer: one query per case answers every
+    # depth. A fused hybrid index does not (RRF over deeper lists): one query per (case, k).
+    shared = len(store_ks) > 1 and prefix_exact(config.build().retriever_factory)
+    per_case = [max(store_ks)] if shared else store_ks
+    asked = [(c, s, k) for c, s in zip(cases, scopes) if s != [] for k in per_case]
+    print(
+        f"retrieve: {len(cases)} question(s) x k in {store_ks}"
+        f"{' (prefixes of one query: exact for this index)' if shared else ''}: {len(asked)} queries "
+        f"(at most {queries_per_run()} per Pathway run)...",
+        file=sys.stderr,
+    )
+    prefix = tuple(store_ks) if shared else ()
+    cache = None if fresh else ServedCache.default()
+    try:
+        run = store.run([Query(c.question, k, s or None, prefix) for c, s, k in asked], progress=progress, cache=cache)
+    finally:
+        if cache is not None:
+            cache.close()
+    if run.from_cache:
+        print(
+            f"retrieve: {run.from_cache} of {len(asked)} queries served from the served-list cache "
+            "(same corpus, index and code; --fresh-retrieval asks Pathway again)",
+            file=sys.stderr,
+        )
+    served: dict[str, dict[int, list[Hit]]] = {c.id: {k: [] for k in depths} for c in cases}
+    timings = dict(run.timings)
+    if shared:
+        for (case, _scope, _k), by_k in zip(asked, run.hits_at):
+            served[case.id] = by_k
+    else:
+        for (case, _scope, k), hits in zip(asked, run.hits):
+            served[case.id][k] = hits
+    by_doc: dict[str, list[Hit]] = defaultdict(list)
+    for chunk in run.chunks:
+        by_doc[chunk.doc_id].append(chunk.as_hit())
+    return Retrieved(
+        served=served,
+        chunks_by_doc=dict(by_doc),
+        timings=timings,
+        seconds=run.seconds,
+        embedded_texts=run.embedded_texts,
+        n_chunks=len(run.chunks),
+        queries=len(asked),
+        from_cache=run.from_cache,
+    )
+
+
+def store_depths(config: PipelineConfig, depths: Iterable[int]) -> list[int]:
+    """What a configuration asks of its store to serve ``depths``: its reranker's candidates, or the depths."""
+    from ragsweep.pipeline.rerank import rerank_candidates
+
+    n_candidates = rerank_candidates(config)
+    return [n_candidates] if n_candidates else sorted(set(depths))
+
+
+def serve(config: PipelineConfig, retrieved: Retrieved, cases: Sequence[Case], depths: Sequence[int]) -> Served:
+    """Each case's list at each of ``depths`` for ``config``, from what its index returned
+    (``retrieved``, asked at :func:`store_depths`): the top k of its reranked candidates when it
+    has a reranker, else the store's own list at k."""
+    from ragsweep.pipeline.rerank import build_reranker, rerank_at_depths, rerank_candidates
+
+    n_candidates = rerank_candidates(config)
+    if n_candidates is None:
+        return {c.id: {k: retrieved.served[c.id][k] for k in depths} for c in cases}
+    started = time.perf_counter()
+    lists = rerank_at_depths(
+        [(c.question, retrieved.served[c.id][n_candidates]) for c in cases], build_reranker(config), list(depths)
+    )
+    retrieved.timings["rerank"] = retrieved.timings.get("rerank", 0.0) + time.perf_counter() - started
+    return dict(zip([c.id for c in cases], lists, strict=True))
