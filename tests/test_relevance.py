@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from ragsweep.datasets import Case, RelevanceConfig, load_dataset
-from ragsweep.metrics import evaluate_retrieval
 from ragsweep.metrics.relevance import (
     locate_span,
     locate_spans,
@@ -16,6 +15,7 @@ from ragsweep.metrics.relevance import (
     text_overlap,
     word_overlap_ratio,
 )
+from ragsweep.metrics.retrieval import per_case_value
 from ragsweep.pipeline.hits import Hit
 
 MINI = Path(__file__).resolve().parents[1] / "datasets" / "cuad-mini"
@@ -150,7 +150,19 @@ def test_cuad_mini_spans_are_located_exactly(mini):
             assert how == "exact" and occ, (case.id, ev.text[:60])
 
 
-def test_evaluate_retrieval_on_cuad_mini_oracle_and_windows(mini):
+def _scores(ds, hits_by_case, metrics, texts):
+    """Each case judged by the dataset's rule and scored, as an eval run does; the means over the
+    cases with a value (first_relevant_rank: over the cases where a relevant chunk came back)."""
+    judged = [mark_hits(case, hits_by_case.get(case.id, ()), ds.relevance, texts) for case in ds.cases]
+    per_case = {j.case_id: {m: per_case_value(j, m) for m in metrics} for j in judged}
+    means = {}
+    for m in metrics:
+        values = [v[m] for v in per_case.values() if v[m] is not None]
+        means[m] = sum(values) / len(values) if values else None
+    return judged, per_case, means
+
+
+def test_scoring_cuad_mini_oracle_and_windows(mini):
     ds, texts = mini
     windows, oracle = {}, {}
     for case in ds.cases:
@@ -166,20 +178,21 @@ def test_evaluate_retrieval_on_cuad_mini_oracle_and_windows(mini):
             oracle[case.id] = [
                 Hit(rank=i + 1, score=1.0, text=text[s:e], doc_id=doc, start=s, end=e) for i, (s, e) in enumerate(spans)
             ]
-    perfect = evaluate_retrieval(
-        ds, oracle, ["recall@50", "hit_rate@1", "mrr", "first_relevant_rank"], parsed_texts=texts
-    )
-    assert perfect.rule == "evidence_offsets"
-    assert perfect.n_scored == 39 and perfect.excluded == {"unanswerable": [c.id for c in ds.cases if c.unanswerable]}
-    assert perfect.scores["recall@50"] == 1.0 and perfect.scores["hit_rate@1"] == 1.0
-    assert perfect.scores["first_relevant_rank"] == 1.0 and perfect.scores["first_relevant_rank_misses"] == 0.0
-    res = evaluate_retrieval(ds, windows, ["recall@100", "ndcg@10", "precision@5"], parsed_texts=texts, per_case=True)
-    assert res.scores["recall@100"] == 1.0  # the windows tile every document
-    assert 0 < res.scores["ndcg@10"] <= 1 and 0 < res.scores["precision@5"] <= 1
-    assert len(res.per_case) == len(ds.cases)
+    judged, _, perfect = _scores(ds, oracle, ["recall@50", "hit_rate@1", "mrr", "first_relevant_rank"], texts)
+    assert {j.rule for j in judged} == {"evidence_offsets"}
+    scored = [j for j in judged if j.scored]
+    excluded = {j.case_id: j.excluded for j in judged if not j.scored}
+    assert len(scored) == 39 and excluded == {c.id: "unanswerable" for c in ds.cases if c.unanswerable}
+    assert perfect["recall@50"] == 1.0 and perfect["hit_rate@1"] == 1.0
+    assert perfect["first_relevant_rank"] == 1.0
+    assert all(per_case_value(j, "first_relevant_rank") is not None for j in scored)  # no miss
+    _, per_case, res = _scores(ds, windows, ["recall@100", "ndcg@10", "precision@5"], texts)
+    assert res["recall@100"] == 1.0  # the windows tile every document
+    assert 0 < res["ndcg@10"] <= 1 and 0 < res["precision@5"] <= 1
+    assert len(per_case) == len(ds.cases)
     # without parsed texts the chunk-text fallback gives the same judgement on exact windows
-    same = evaluate_retrieval(ds, windows, ["recall@100"], parsed_texts=None)
-    assert same.scores["recall@100"] == 1.0
+    _, _, same = _scores(ds, windows, ["recall@100"], None)
+    assert same["recall@100"] == 1.0
 
 
 # ----------------------------------------------------------------------------- matching rule (issue 10, item 3)

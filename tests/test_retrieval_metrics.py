@@ -1,12 +1,17 @@
-"""Hand-computed fixtures for every retrieval metric: ties, empty runs, k beyond the run."""
+"""Hand-computed fixtures for every retrieval metric: ties, empty runs, k beyond the run.
+
+Queries are judged and scored the way an eval run does (:mod:`ranked_runs`: ``mark_hits`` with
+rule ``doc_id``, then ``per_case_value``)."""
 
 from __future__ import annotations
 
 import math
+import statistics
 
 import pytest
 
-from ragsweep.metrics import aggregate, evaluate, judgements_from_run, parse_metric
+from ragsweep.datasets import Case
+from ragsweep.metrics.relevance import mark_hits
 from ragsweep.metrics.retrieval import (
     Judgement,
     RankVerdict,
@@ -16,11 +21,15 @@ from ragsweep.metrics.retrieval import (
     hit_rate,
     hits,
     ndcg,
+    parse_metric,
+    per_case_value,
     precision,
     r_precision,
     recall,
     reciprocal_rank,
 )
+from ragsweep.pipeline.hits import Hit
+from ranked_runs import judgements, mean, means, per_query
 
 L2 = math.log2
 
@@ -41,7 +50,7 @@ RUN = {
 
 
 def _j(qid: str):
-    return {j.case_id: j for j in judgements_from_run(QRELS, RUN)}[qid]
+    return {j.case_id: j for j in judgements(QRELS, RUN)}[qid]
 
 
 def test_per_query_hand_values_q1():
@@ -73,8 +82,17 @@ def test_ties_keep_insertion_order():
     j = _j("q2")
     assert [h.doc_id for h in j.hits] == ["b", "a", "c"]
     assert reciprocal_rank(j) == 0.5
-    flipped = judgements_from_run({"q": {"a": 1}}, {"q": {"a": 1.0, "b": 1.0}})[0]
+    flipped = judgements({"q": {"a": 1}}, {"q": {"a": 1.0, "b": 1.0}})[0]
     assert reciprocal_rank(flipped) == 1.0
+
+
+def test_the_served_rank_orders_a_list_not_its_score_or_its_order():
+    case = Case(id="q", question="q", relevant_ids=["a"])
+    served = [Hit(rank=2, score=9.0, text="", doc_id="a", start=0, end=0)]
+    served.append(Hit(rank=1, score=0.0, text="", doc_id="b", start=0, end=0))
+    j = mark_hits(case, served, "doc_id")
+    assert [(h.rank, h.doc_id) for h in j.hits] == [(1, "b"), (2, "a")]
+    assert reciprocal_rank(j) == 0.5 and per_case_value(j, "mrr") == 0.5
 
 
 def test_empty_run_scores_zero_and_counts_as_miss():
@@ -87,7 +105,7 @@ def test_empty_run_scores_zero_and_counts_as_miss():
 
 def test_evaluate_means_and_exclusions():
     metrics = ["hit_rate@1", "hit_rate@2", "precision@2", "recall@4", "mrr", "ndcg@4", "map", "r-precision"]
-    got = evaluate(QRELS, RUN, metrics)
+    got = means(QRELS, RUN, metrics)
     # scored queries: q1, q2, q3 (q4 has no relevant doc, q5 is not in qrels)
     assert got["hit_rate@1"] == pytest.approx((0 + 0 + 0) / 3)
     assert got["hit_rate@2"] == pytest.approx((1 + 1 + 0) / 3)
@@ -98,27 +116,32 @@ def test_evaluate_means_and_exclusions():
     assert got["ndcg@4"] == pytest.approx(((2 / L2(3) + 1 / L2(5)) / (2 + 1 / L2(3)) + q2_ndcg + 0) / 3)
     assert got["map"] == pytest.approx((0.5 + 0.5 + 0) / 3)
     assert got["r-precision"] == pytest.approx((0.5 + 0 + 0) / 3)
-    assert evaluate(QRELS, RUN, "mrr") == pytest.approx(1 / 3)
-    per = evaluate(QRELS, RUN, ["mrr"], per_query=True)
-    assert per == {"mrr": {"q1": 0.5, "q2": 0.5, "q3": 0.0}}
-    res = aggregate(judgements_from_run(QRELS, RUN), ["mrr"])
-    assert res.n_cases == 5 and res.n_scored == 3 and res.n_excluded == 2
-    assert sorted(res.excluded["no relevance information"]) == ["q4", "q5"]
+    assert means(QRELS, RUN, ["mrr"])["mrr"] == pytest.approx(1 / 3)
+    assert per_query(QRELS, RUN, "mrr") == {"q1": 0.5, "q2": 0.5, "q3": 0.0}
+    judged = judgements(QRELS, RUN)
+    scored = [j.case_id for j in judged if j.scored]
+    excluded = [j for j in judged if not j.scored]
+    assert len(judged) == 5 and len(scored) == 3 and len(excluded) == 2
+    assert sorted(j.case_id for j in excluded if j.excluded == "no relevance information") == ["q4", "q5"]
+    assert all(per_case_value(j, m) is None for j in excluded for m in metrics)  # out of every mean
 
 
 def test_no_scored_case_gives_none_not_nan():
-    got = evaluate({"q": {"d": 0}}, {"q": {"d": 1.0}}, ["ndcg@10", "first_relevant_rank"])
+    qrels, run = {"q": {"d": 0}}, {"q": {"d": 1.0}}
+    got = means(qrels, run, ["ndcg@10", "first_relevant_rank"])
     assert got["ndcg@10"] is None and got["first_relevant_rank"] is None
-    assert got["first_relevant_rank_misses"] == 0.0
+    assert [j for j in judgements(qrels, run) if j.scored] == []  # no miss to count either
 
 
 def test_first_relevant_rank_counts_rank_one_and_misses():
     qrels = {"a": {"x": 1}, "b": {"x": 1}, "c": {"x": 1}}
     run = {"a": {"x": 3.0, "y": 1.0}, "b": {"y": 3.0, "z": 2.0, "x": 1.0}, "c": {"y": 1.0}}
-    got = evaluate(qrels, run, ["first_relevant_rank"])
-    assert got["first_relevant_rank"] == 2.0  # mean of ranks 1 and 3 (rank 1 is not dropped)
-    assert got["first_relevant_rank_median"] == 2.0
-    assert got["first_relevant_rank_found"] == 2.0 and got["first_relevant_rank_misses"] == 1.0
+    ranks = [per_case_value(j, "first_relevant_rank") for j in judgements(qrels, run) if j.scored]
+    assert ranks == [1, 3, None]  # None: a miss, counted, not averaged in
+    found = [r for r in ranks if r is not None]
+    assert mean(ranks) == 2.0  # mean of ranks 1 and 3 (rank 1 is not dropped)
+    assert statistics.median(found) == 2.0
+    assert len(found) == 2 and ranks.count(None) == 1
 
 
 def _chunks(*covers, items):
@@ -159,8 +182,9 @@ def test_citation_precision():
     assert citation_precision(j) == 0.0
     other = _chunks({"A"}, items={"A": 1})
     other.case_id = "no-citations"
-    res = aggregate([j, other], ["citation_precision"])
-    assert res.scores["citation_precision"] == 0.0 and res.scores["citation_precision_cases"] == 1.0
+    values = [per_case_value(case, "citation_precision") for case in (j, other)]
+    assert values == [0.0, None]  # a case without citations is left out of the mean, and counted
+    assert mean(values) == 0.0 and sum(v is not None for v in values) == 1
 
 
 def test_metric_names():

@@ -1,4 +1,6 @@
-"""Our metrics match ranx to 1e-9 on a real BM25 run over the shipped Cranfield collection."""
+"""Our metrics match ranx to 1e-9 on a real BM25 run over the shipped Cranfield collection.
+
+Ours are computed the way an eval run computes them (:mod:`ranked_runs`: ``mark_hits``, ``per_case_value``)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ragsweep.datasets import load_dataset
-from ragsweep.metrics import evaluate
+from ranked_runs import means, per_query
 
 pytestmark = pytest.mark.filterwarnings("ignore:unsafe cast")  # ranx/numba hashing doc ids
 
@@ -59,19 +61,19 @@ def _untie(run):
 def test_bm25_run_is_real(cranfield_bm25):
     qrels, run = cranfield_bm25
     assert len(run) == 225 and all(len(v) == 100 for v in run.values())
-    mrr = evaluate(qrels, run, "mrr@10")
+    mrr = means(qrels, run, ["mrr@10"])["mrr@10"]
     assert 0.5 < mrr < 0.9  # BM25 on Cranfield lands around 0.6-0.7
 
 
 def test_matches_ranx_on_cranfield_bm25(cranfield_bm25):
     qrels, run = cranfield_bm25
     untied = _untie(run)
-    ours = evaluate(qrels, run, METRICS)
-    assert evaluate(qrels, untied, METRICS) == ours  # ties: stable order == the untied order
+    ours = means(qrels, run, METRICS)
+    assert means(qrels, untied, METRICS) == ours  # ties: stable order == the untied order
     theirs = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(untied), METRICS)
     for m in METRICS:
         assert ours[m] == pytest.approx(float(theirs[m]), abs=1e-9), m
-    per_ours = evaluate(qrels, run, ["ndcg@10"], per_query=True)["ndcg@10"]
+    per_ours = per_query(qrels, run, "ndcg@10")
     per_theirs = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(untied), "ndcg@10", return_mean=False)
     assert len(per_ours) == 225
     for i, qid in enumerate(sorted(qrels)):
@@ -89,7 +91,7 @@ def test_matches_ranx_on_random_small_runs():
         n = rng.randint(0, 12)  # includes empty runs and runs shorter than k
         run[f"q{q}"] = {d: rng.random() for d in rng.sample(docs, n)}
     metrics = [f"{m}@{k}" for m in ("hit_rate", "precision", "recall", "mrr", "ndcg", "map") for k in (1, 3, 5, 20)]
-    ours = evaluate(qrels, run, metrics)
+    ours = means(qrels, run, metrics)
     theirs = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), metrics)
     for m in metrics:
         assert ours[m] == pytest.approx(float(theirs[m]), abs=1e-9), m

@@ -97,7 +97,7 @@ import math
 import re
 import unicodedata
 from array import array
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, Union
 
@@ -114,7 +114,6 @@ __all__ = [
     "word_overlap_ratio",
     "text_overlap",
     "mark_hits",
-    "judge_cases",
 ]
 
 ParsedTexts = Union[Mapping[str, str], Callable[[str], Union[str, None]], None]
@@ -574,15 +573,3 @@ def mark_hits(
         excluded=excluded,
         detail=detail,
     )
-
-
-def judge_cases(
-    cases: Iterable[Case],
-    hits_by_case: Mapping[str, Sequence[Hit]],
-    rule: str | RelevanceConfig | None = None,
-    parsed_texts: ParsedTexts = None,
-    cited_by_case: Mapping[str, Sequence[int]] | None = None,
-) -> list[Judgement]:
-    """:func:`mark_hits` for every case (a case missing from ``hits_by_case`` has an empty ranking)."""
-    cited_by_case = cited_by_case or {}
-    return [mark_hits(c, hits_by_case.get(c.id, ()), rule, parsed_texts, cited_by_case.get(c.id)) for c in cases]

@@ -37,23 +37,22 @@ When every chunk covers at most one item and no item is covered twice (e.g. a do
 run where each document appears once, which is exactly what ranx models), these are ranx's
 definitions (ranx 0.3.x, ``ranx/metrics/*.py``; Bassani, "ranx: A Blazing-Fast Python
 Library for Ranking Evaluation and Comparison", ECIR 2022) and give the same numbers.
-Cases with no items (unanswerable, or no relevance information) are excluded from every
-mean and counted — no NaN is ever produced; a metric with no evaluated case is ``None``.
+A case with no items (unanswerable, or no relevance information) has no value
+(:func:`per_case_value` gives ``None``, never NaN): the run's aggregate
+(:func:`ragsweep.evaluation.scoring.aggregate`) leaves it out of every mean and counts it.
 """
 
 from __future__ import annotations
 
 import math
 import re
-import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
     "RankVerdict",
     "Judgement",
-    "RetrievalResult",
     "hits",
     "hit_rate",
     "precision",
@@ -66,22 +65,7 @@ __all__ = [
     "citation_precision",
     "parse_metric",
     "per_case_value",
-    "aggregate",
-    "DEFAULT_METRICS",
 ]
-
-DEFAULT_METRICS: tuple[str, ...] = (
-    "hit_rate@1",
-    "hit_rate@5",
-    "precision@5",
-    "recall@5",
-    "recall@10",
-    "mrr@10",
-    "ndcg@10",
-    "map@10",
-    "r_precision",
-    "first_relevant_rank",
-)
 
 
 @dataclass(frozen=True)
@@ -236,7 +220,7 @@ def citation_precision(j: Judgement, cited: Sequence[int] | None = None) -> floa
     return good / len(distinct)
 
 
-_FUNCS = {
+_FUNCS: dict[str, Callable[[Judgement, int], float | int | None] | None] = {
     "hits": hits,
     "hit_rate": hit_rate,
     "precision": precision,
@@ -246,7 +230,7 @@ _FUNCS = {
     "map": average_precision,
     "r_precision": r_precision,
     "first_relevant_rank": first_relevant_rank,
-    "citation_precision": None,
+    "citation_precision": None,  # of the answer's citations, not of a depth
 }
 _ALIASES = {"r-precision": "r_precision", "hitrate": "hit_rate", "success": "hit_rate", "ap": "map"}
 _METRIC_RE = re.compile(r"^([a-z_\-]+)(?:@(\d+))?$")
@@ -268,92 +252,7 @@ def per_case_value(j: Judgement, metric: str) -> float | int | None:
     base, k = parse_metric(metric)
     if not j.scored:
         return None
-    if base == "citation_precision":
+    func = _FUNCS[base]
+    if func is None:
         return citation_precision(j)
-    return _FUNCS[base](j, k)
-
-
-@dataclass
-class RetrievalResult:
-    """Means over the scored cases plus the bookkeeping a report needs."""
-
-    rule: str | None
-    metrics: list[str]
-    scores: dict[str, float | None]
-    n_cases: int
-    n_scored: int
-    excluded: dict[str, list[str]]  # reason -> case ids
-    per_case: dict[str, dict[str, float | int | None]] | None = None
-
-    @property
-    def n_excluded(self) -> int:
-        return sum(len(v) for v in self.excluded.values())
-
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "relevance_rule": self.rule,
-            "scores": self.scores,
-            "n_cases": self.n_cases,
-            "n_scored": self.n_scored,
-            "n_excluded": self.n_excluded,
-            "excluded": {k: len(v) for k, v in self.excluded.items()},
-        }
-        if self.per_case is not None:
-            out["per_case"] = self.per_case
-        return out
-
-
-def aggregate(
-    judgements: Iterable[Judgement],
-    metrics: Sequence[str] = DEFAULT_METRICS,
-    per_case: bool = False,
-) -> RetrievalResult:
-    """Mean of each metric over the scored cases (those with at least one item).
-
-    Extra keys: ``first_relevant_rank`` -> ``first_relevant_rank`` (mean over found),
-    ``first_relevant_rank_median``, ``first_relevant_rank_found``, ``first_relevant_rank_misses``;
-    ``citation_precision`` -> also ``citation_precision_cases`` (cases that cited something).
-    """
-    judgements = list(judgements)
-    for m in metrics:
-        parse_metric(m)
-    rules = {j.rule for j in judgements}
-    excluded: dict[str, list[str]] = {}
-    scored: list[Judgement] = []
-    for j in judgements:
-        if j.scored:
-            scored.append(j)
-        else:
-            excluded.setdefault(j.excluded or "no relevance information", []).append(j.case_id)
-    scores: dict[str, float | None] = {}
-    table: dict[str, dict[str, float | int | None]] = {j.case_id: {} for j in judgements} if per_case else {}
-    for metric in metrics:
-        base, k = parse_metric(metric)
-        values = [(j.case_id, per_case_value(j, metric)) for j in scored]
-        if per_case:
-            for cid in table:
-                table[cid][metric] = None
-            for cid, v in values:
-                table[cid][metric] = v
-        if base == "first_relevant_rank":
-            found = [v for _, v in values if v is not None]
-            scores[metric] = statistics.fmean(found) if found else None
-            scores[f"{metric}_median"] = float(statistics.median(found)) if found else None
-            scores[f"{metric}_found"] = float(len(found))
-            scores[f"{metric}_misses"] = float(len(values) - len(found))
-        elif base == "citation_precision":
-            cited = [v for _, v in values if v is not None]
-            scores[metric] = statistics.fmean(cited) if cited else None
-            scores[f"{metric}_cases"] = float(len(cited))
-        else:
-            vals = [float(v) for _, v in values]  # type: ignore[arg-type]
-            scores[metric] = math.fsum(vals) / len(vals) if vals else None
-    return RetrievalResult(
-        rule=rules.pop() if len(rules) == 1 else (",".join(sorted(rules)) or None),
-        metrics=list(metrics),
-        scores=scores,
-        n_cases=len(judgements),
-        n_scored=len(scored),
-        excluded=excluded,
-        per_case=table if per_case else None,
-    )
+    return func(j, k)
