@@ -20,7 +20,8 @@ import pytest
 from fake_openai import fake_server, llm_settings  # noqa: F401 - pytest fixtures
 from ragsweep.llm.cache import ResponseCache
 from ragsweep.llm.sqlite_cache import SQLiteCacheFile, is_corruption, quarantine
-from ragsweep.pipeline.embedding import CachedSentenceTransformerEmbedder, EmbeddingCache
+from ragsweep.pipeline.embedding import CachedSentenceTransformerEmbedder
+from ragsweep.pipeline.embedding_base import EmbeddingCache
 
 RNG = random.Random(11)
 

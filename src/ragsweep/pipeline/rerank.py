@@ -60,7 +60,8 @@ from typing import Any, Literal
 import numpy as np
 
 from ragsweep.pipeline.config import ConfigError
-from ragsweep.pipeline.embedding import MissingModelError
+from ragsweep.pipeline.embedders_extra import USE_MULTILINGUAL, UseMultilingualEmbedder
+from ragsweep.pipeline.embedding import CachedSentenceTransformerEmbedder, MissingModelError
 from ragsweep.pipeline.hits import Hit
 from ragsweep.pipeline.offline import ensure_offline
 
@@ -121,17 +122,12 @@ class EncoderReranker(Reranker):
     def __init__(
         self, model: str = "all-MiniLM-L6-v2", batch_size: int = 32, cache_dir: str | Path | bool | None = None
     ):
-        from ragsweep.pipeline.embedders_extra import USE_MULTILINGUAL
-
         self.model = model
+        self.embedder: UseMultilingualEmbedder | CachedSentenceTransformerEmbedder
         try:
             if model == USE_MULTILINGUAL:
-                from ragsweep.pipeline.embedders_extra import UseMultilingualEmbedder
-
                 self.embedder = UseMultilingualEmbedder(model, batch_size=batch_size, cache_dir=cache_dir)
             else:
-                from ragsweep.pipeline.embedding import CachedSentenceTransformerEmbedder
-
                 self.embedder = CachedSentenceTransformerEmbedder(model, batch_size=batch_size, cache_dir=cache_dir)
                 _ = self.embedder.model  # load now: a missing model is an error here, not mid-run
         except Exception as err:  # noqa: BLE001 - sentence-transformers/hub errors have many types

@@ -36,7 +36,7 @@ import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from ragsweep.evaluation.records import chunk_id
 from ragsweep.llm.sqlite_cache import SQLiteCacheFile
@@ -52,6 +52,7 @@ _SERVING_MODULES = (
     "ragsweep.pipeline.cjk",
     "ragsweep.pipeline.embedding",
     "ragsweep.pipeline.embedders_extra",
+    "ragsweep.pipeline.embedding_base",
     "ragsweep.datasets.pathway_limits",
     "ragsweep.pipeline.config",
 )
@@ -100,7 +101,7 @@ def _component_sources(config) -> dict[str, str]:
 
     sources: dict[str, str] = {}
     for node in yaml_nodes(config.raw):
-        if isinstance(node, Value):
+        if isinstance(node, Value) and node.constructor is not None:
             try:
                 path = inspect.getsourcefile(node.constructor)
             except TypeError:  # a builtin or an extension type: its package version stands for it
@@ -146,6 +147,10 @@ def _chunk_of(item: Any) -> str | None:
     return chunk_id(str(meta.get("doc_id") or meta.get("path") or ""), meta["start"], meta["end"])
 
 
+@overload
+def chunk_texts(table: None) -> None: ...
+@overload
+def chunk_texts(table: Iterable[dict[str, Any]]) -> dict[str, str]: ...
 def chunk_texts(table: Iterable[dict[str, Any]] | None) -> dict[str, str] | None:
     """A stored chunk table (rows with ``doc_id``, ``start``, ``end``, ``text``) as chunk id -> text."""
     if table is None:

@@ -1,0 +1,81 @@
+"""What the embedders share: the content-keyed vector cache (``embeddings.sqlite``) and the
+error for a model that is not installed.
+
+:mod:`ragsweep.pipeline.embedding` (the registry, :class:`CachedSentenceTransformerEmbedder`)
+and :mod:`ragsweep.pipeline.embedders_extra` (:class:`UseMultilingualEmbedder`) both build on
+this module; it imports neither, so the two embedder modules import in one direction only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+
+from ragsweep.llm.sqlite_cache import SQLiteCacheFile
+
+_SCHEMA = ("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim INTEGER, vec BLOB)",)
+
+
+class MissingModelError(ImportError):
+    """A model, or the package that ships it, is not installed (its message says how to install it).
+
+    The one such error: an embedding model of :mod:`ragsweep.pipeline.embedding` or
+    :mod:`ragsweep.pipeline.embedders_extra`; a reranker's model is a
+    :class:`ragsweep.pipeline.rerank.MissingRerankerModelError`, a subclass."""
+
+
+class EmbeddingCache:
+    """Vectors on disk keyed by embedder id and text; safe across threads.
+
+    The sqlite file heals itself (:class:`~ragsweep.llm.sqlite_cache.SQLiteCacheFile`):
+    a truncated, garbled or non-SQLite ``embeddings.sqlite``, found on open or on any
+    later read or write, is moved aside as ``embeddings.sqlite.corrupt-<timestamp>`` with
+    a warning naming it, and rebuilt; texts it held are embedded again. Any other failure
+    (a locked file, a full disk) makes reads misses and skips writes: never a crash.
+    """
+
+    def __init__(self, path: Path | None):
+        self.path = path
+        self._db: SQLiteCacheFile | None = None
+        if path is not None:
+            self._db = SQLiteCacheFile(path, _SCHEMA, what="embedding")
+            self._db.open()  # check it now: a corrupt file is reported before the first batch
+
+    @staticmethod
+    def key(embedder_id: str, text: str) -> str:
+        return hashlib.sha256(f"{embedder_id}\0{text}".encode()).hexdigest()
+
+    def get_many(self, keys: list[str]) -> dict[str, np.ndarray]:
+        if self._db is None or not keys:
+            return {}
+
+        def read(conn) -> dict[str, np.ndarray]:
+            found: dict[str, np.ndarray] = {}
+            for i in range(0, len(keys), 500):
+                part = keys[i : i + 500]
+                rows = conn.execute(
+                    f"SELECT key, dim, vec FROM vectors WHERE key IN ({','.join('?' * len(part))})", part
+                ).fetchall()
+                for key, dim, blob in rows:
+                    if isinstance(blob, bytes) and len(blob) == 4 * (dim or 0) and dim:  # a damaged row is a miss
+                        found[key] = np.frombuffer(blob, dtype=np.float32)
+            return found
+
+        return self._db.run(read, default={}, action="read")
+
+    def put_many(self, items: dict[str, np.ndarray]) -> None:
+        if self._db is None or not items:
+            return
+        rows = [(k, len(v), np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()]
+
+        def write(conn) -> None:
+            conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
+            conn.commit()
+
+        self._db.run(write, action="write")
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
