@@ -8,8 +8,8 @@ from fake_openai import fake_server, llm_settings  # noqa: F401 - pytest fixture
 from ragsweep.answer.base import Answer
 from ragsweep.answer.llm import LLMAnswerer, is_safety_refusal
 from ragsweep.answer.llm import is_refusal as answerer_refusal
+from ragsweep.answer.refusal import is_refusal
 from ragsweep.llm import LLMClient
-from ragsweep.metrics.answer import is_refusal
 from ragsweep.pipeline.hits import Hit
 
 SAFETY_REFUSALS = [

@@ -23,10 +23,10 @@ import re
 from collections.abc import Sequence
 
 from ragsweep.answer.base import IDK, Answer
+from ragsweep.answer.refusal import is_refusal as metric_refusal
 from ragsweep.llm.client import LLMClient
 from ragsweep.llm.cost import CallEstimate, count_message_tokens
 from ragsweep.llm.settings import LLMSettings
-from ragsweep.metrics.answer import is_refusal as metric_refusal
 from ragsweep.pipeline.hits import Hit
 
 NOT_FOUND_RESPONSE = "No information found."
@@ -159,7 +159,7 @@ def _normalise(text: str) -> str:
 def is_refusal(text: str, extra_phrases: Sequence[str] = ()) -> bool:
     """Whether an answer says it cannot answer (``I don't know``, ``No information found.``, ...).
 
-    The abstention metrics' patterns (:func:`ragsweep.metrics.answer.is_refusal`) plus
+    The abstention metrics' patterns (:func:`ragsweep.answer.refusal.is_refusal`) plus
     the reply shapes LLMs give (a refusal prefix, a short reply holding a refusal
     phrase, the prompt's own not-found response): one notion of refusal for the
     answerer, the judge, ragas and the metrics.
