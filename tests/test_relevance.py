@@ -339,7 +339,7 @@ def test_ascii_fast_map_equals_the_character_loop():
     the character loop, whitespace of every kind included."""
     import random
 
-    from ragsweep.metrics.relevance import _build_map_ascii, _build_map_chars
+    from ragsweep.datasets.textnorm import _build_map_ascii, _build_map_chars
 
     rng = random.Random(7)
     alphabet = "aZ09.,;:'\"()$%-/" + " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"

@@ -59,7 +59,7 @@ class Evidence(BaseModel):
     """Character offset of the span's first character in the document's parsed text (the text
     :func:`ragsweep.pipeline.corpus.parse_corpus` gives, as ``ragsweep generate`` computes offsets); None =
     not given. ``text`` is that text's ``[start, end)`` after normalisation (quotes, dashes,
-    Unicode forms, case, whitespace: :func:`ragsweep.metrics.relevance.normalize`), which
+    Unicode forms, case, whitespace: :func:`ragsweep.datasets.textnorm.normalize`), which
     ``ragsweep validate`` checks."""
     end: int | None = Field(default=None, ge=1)
     """Character offset just past the span's last character (exclusive); given with ``start``."""

@@ -20,7 +20,7 @@ with a ``doc_id`` (the schema). When some case carries offsets and ``docs/`` exi
 documents are parsed as the eval parses them (:func:`ragsweep.pipeline.corpus.parse_corpus`, from the
 parse cache when they were parsed before, e.g. by ``ragsweep generate``) and each span's
 ``[start, end)`` must lie inside its document's parsed text and equal the quote after the
-normalisation the generator locates quotes with (:func:`ragsweep.metrics.relevance.normalize`);
+normalisation the generator locates quotes with (:func:`ragsweep.datasets.textnorm.normalize`);
 a document that cannot be parsed is named. Datasets without offsets parse nothing.
 """
 
@@ -41,6 +41,7 @@ from .loader import (
 )
 from .pathway_limits import clean_query, unscopable_reason
 from .schema import Case, Evidence, list_doc_ids
+from .textnorm import normalize
 
 __all__ = ["Problem", "validate_cases", "validate_cases_file", "validate_dataset", "validate_offsets", "main"]
 
@@ -137,8 +138,6 @@ def _shown(text: str) -> str:
 
 def offset_mismatch(evidence: Evidence, parsed_text: str) -> str | None:
     """Why ``evidence``'s offsets do not point at its quote in ``parsed_text`` (None: they do)."""
-    from ragsweep.metrics.relevance import normalize
-
     start, end = evidence.start, evidence.end
     if start is None or end is None:
         return None

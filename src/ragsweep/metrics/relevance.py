@@ -102,6 +102,7 @@ from functools import lru_cache
 from typing import Any, Union
 
 from ragsweep.datasets.schema import Case, RelevanceConfig
+from ragsweep.datasets.textnorm import normalize, normalize_map
 from ragsweep.pipeline.hits import Hit
 
 from .retrieval import Judgement, RankVerdict
@@ -118,135 +119,7 @@ __all__ = [
 
 ParsedTexts = Union[Mapping[str, str], Callable[[str], Union[str, None]], None]
 
-_CHAR_MAP = {
-    "\u2018": "'",
-    "\u2019": "'",
-    "\u201a": "'",
-    "\u201b": "'",
-    "\u2032": "'",
-    "`": "'",
-    "\u201c": '"',
-    "\u201d": '"',
-    "\u201e": '"',
-    "\u201f": '"',
-    "\u2033": '"',
-    "\u2010": "-",
-    "\u2011": "-",
-    "\u2012": "-",
-    "\u2013": "-",
-    "\u2014": "-",
-    "\u2015": "-",
-    "\u2212": "-",
-    "\u00ad": "",
-    "\u200b": "",
-    "\ufeff": "",
-}
 _NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
-
-
-def _joins_previous(ch: str) -> bool:
-    """A combining mark (or a Hangul vowel/final jamo) belongs to the character before it."""
-    return unicodedata.category(ch)[0] == "M" or 0x1160 <= ord(ch) <= 0x11FF
-
-
-def _fold(chars: str) -> str:
-    """Quotes/dashes mapped, NFKC, casefold, NFKC (one character and its combining marks)."""
-    s = "".join(_CHAR_MAP.get(c, c) for c in chars)
-    if not s:
-        return s
-    s = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", s).casefold())
-    s = "".join(_CHAR_MAP.get(c, c) for c in s)
-    if any(c.isspace() for c in s):  # e.g. NFKC("¨") = " \u0308"
-        s = "".join(c for c in s if not c.isspace())
-    return s
-
-
-def _build_map(text: str) -> tuple[str, array, array]:
-    """Normalised text and, for each of its characters, the ``[start, end)`` of the original
-    characters it came from (a character and its combining marks form one unit)."""
-    if text.isascii() and "`" not in text:
-        return _build_map_ascii(text)
-    return _build_map_chars(text)
-
-
-def _build_map_chars(text: str) -> tuple[str, array, array]:
-    """:func:`_build_map`, a character (and its combining marks) at a time."""
-    out: list[str] = []
-    starts = array("l")
-    ends = array("l")
-    n = len(text)
-    pending = -1  # start of a whitespace run after some output
-    i = 0
-    while i < n:
-        ch = text[i]
-        if ch.isspace():
-            if pending < 0 and out:
-                pending = i
-            i += 1
-            continue
-        j = i + 1
-        if ch < "\x80" and ch != "`" and (j == n or text[j] < "\x80"):
-            rep = ch.lower()
-        else:
-            while j < n and _joins_previous(text[j]):
-                j += 1
-            rep = _fold(text[i:j])
-        if rep:
-            if pending >= 0:
-                out.append(" ")
-                starts.append(pending)
-                ends.append(i)
-                pending = -1
-            out.append(rep)
-            k = len(rep)
-            if k == 1:
-                starts.append(i)
-                ends.append(j)
-            else:
-                starts.extend([i] * k)
-                ends.extend([j] * k)
-        i = j
-    return "".join(out), starts, ends
-
-
-_NON_SPACE = re.compile(r"\S+")
-
-
-def _build_map_ascii(text: str) -> tuple[str, array, array]:
-    """:func:`_build_map` of an ASCII text without backticks, a word at a time: each
-    character is lower-cased, each whitespace run between words becomes one space
-    (most contracts; the character loop took most of the scoring time)."""
-    out: list[str] = []
-    starts = array("l")
-    ends = array("l")
-    previous_end = -1
-    for match in _NON_SPACE.finditer(text):
-        i, j = match.span()
-        if previous_end >= 0:
-            out.append(" ")
-            starts.append(previous_end)
-            ends.append(i)
-        out.append(match.group().lower())
-        starts.extend(range(i, j))
-        ends.extend(range(i + 1, j + 1))
-        previous_end = j
-    return "".join(out), starts, ends
-
-
-@lru_cache(maxsize=256)
-def _normalize_map(text: str) -> tuple[str, array, array]:
-    """:func:`_build_map` of a document (cached: a document is searched for many spans)."""
-    return _build_map(text)
-
-
-@lru_cache(maxsize=8192)
-def _normalize_small(text: str) -> str:
-    return _build_map(text)[0]
-
-
-def normalize(text: str) -> str:
-    """Quotes/dashes straightened, NFKC, casefold, whitespace runs collapsed to one space."""
-    return _normalize_small(text)
 
 
 def _is_word_char(c: str) -> bool:
@@ -285,7 +158,7 @@ def _find_bounded(hay: str, needle: str, limit: int, start: int = 0) -> list[int
 @lru_cache(maxsize=256)
 def _alnum_map(text: str) -> tuple[str, array]:
     """Letters and digits of the normalised document, with their positions in it."""
-    ntext = _normalize_map(text)[0]
+    ntext = normalize_map(text)[0]
     pos = array("l", (k for k, c in enumerate(ntext) if c.isalnum()))
     return "".join(ntext[k] for k in pos), pos
 
@@ -293,7 +166,7 @@ def _alnum_map(text: str) -> tuple[str, array]:
 @lru_cache(maxsize=256)
 def _text_numbers(text: str) -> tuple[tuple[str, int, int], ...]:
     """``(number, start, end)`` of every number of the normalised document."""
-    ntext = _normalize_map(text)[0]
+    ntext = normalize_map(text)[0]
     return tuple((m.group().replace(",", ""), m.start(), m.end()) for m in _NUMBER_RE.finditer(ntext))
 
 
@@ -313,7 +186,7 @@ def _snap(ntext: str, s: int, e: int) -> tuple[int, int]:
 def _fuzzy(text: str, nspan: str, min_score: float) -> tuple[int, int] | None:
     from rapidfuzz import fuzz
 
-    ntext = _normalize_map(text)[0]
+    ntext = normalize_map(text)[0]
     want = _numbers(nspan)
 
     def accept(al: Any, offset: int) -> tuple[float, int, int] | None:
@@ -349,7 +222,7 @@ def _locate(text: str, span: str, fuzzy_min_score: float, limit: int) -> tuple[s
     nspan = normalize(span)
     if not nspan:
         return "empty", ()
-    ntext, starts, ends = _normalize_map(text)
+    ntext, starts, ends = normalize_map(text)
     hits = _find_bounded(ntext, nspan, limit)
     if hits:
         return "exact", tuple((starts[p], ends[p + len(nspan) - 1]) for p in hits)
@@ -527,7 +400,7 @@ def mark_hits(
             for h in ranked:
                 d = _norm_doc(h.doc_id)
                 text = None
-                cov: set[str] = set()
+                covered: set[str] = set()
                 for i, ev in enumerate(case.evidence):
                     if not allowed(i, d):
                         continue
@@ -545,8 +418,8 @@ def mark_hits(
                         need = _needed(len(normalize(ev.text)), cfg)
                         ok = text_overlap(h.text, ev.text, need) >= need
                     if ok:
-                        cov.add(f"e{i}")
-                covers_list.append((frozenset(cov), bool(cov)))
+                        covered.add(f"e{i}")
+                covers_list.append((frozenset(covered), bool(covered)))
             detail["located"] = {f"e{i}@{d}": how for (i, d), (how, _) in located.items()}
 
     judged = [
