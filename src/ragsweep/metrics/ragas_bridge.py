@@ -34,17 +34,12 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from ragsweep.metrics.registry import RAGAS_ANSWER_METRICS, RAGAS_ID_CONTEXT_METRICS, RAGAS_METRICS
 from ragsweep.pipeline.offline import ensure_offline
 
 log = logging.getLogger(__name__)
 
-METRIC_NAMES = (
-    "ragas_context_precision",
-    "ragas_context_recall",
-    "ragas_string_similarity",
-    "ragas_bleu",
-    "ragas_rouge",
-)
+METRIC_NAMES = RAGAS_METRICS  # the keys of ragas_nonllm_scores, declared in the registry
 
 _LOCK = threading.Lock()
 _METRICS: dict[str, Any] | None = None
@@ -194,8 +189,8 @@ def ragas_nonllm_scores_batch(rows: Sequence[dict[str, Any]]) -> list[dict[str, 
 # evidence spans and are 0 on every CUAD case, so runs do not report them; they report
 # ragas' ID-based context metrics over the chunk ids the dataset's rule judges relevant.
 
-ANSWER_METRIC_NAMES = ("ragas_string_similarity", "ragas_bleu", "ragas_rouge")
-ID_CONTEXT_METRIC_NAMES = ("ragas_id_context_precision", "ragas_id_context_recall")
+ANSWER_METRIC_NAMES = RAGAS_ANSWER_METRICS
+ID_CONTEXT_METRIC_NAMES = RAGAS_ID_CONTEXT_METRICS
 _ID_METRICS: dict[str, Any] | None = None
 
 

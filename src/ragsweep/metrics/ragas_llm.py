@@ -50,6 +50,7 @@ from ragsweep.llm.cache import shared_cache
 from ragsweep.llm.client import describe_error, make_async_openai
 from ragsweep.llm.cost import CallEstimate, count_tokens
 from ragsweep.llm.settings import LLMSettings
+from ragsweep.metrics.registry import RAGAS_LLM_METRICS
 from ragsweep.pipeline.offline import embedder_model_path, ensure_offline
 
 if TYPE_CHECKING:
@@ -57,12 +58,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-FAITHFULNESS = "ragas_llm_faithfulness"
-ANSWER_CORRECTNESS = "ragas_llm_answer_correctness"
-CONTEXT_PRECISION = "ragas_llm_context_precision"
-CONTEXT_RECALL = "ragas_llm_context_recall"
-ANSWER_RELEVANCY = "ragas_llm_answer_relevancy"
-METRIC_NAMES = (FAITHFULNESS, ANSWER_CORRECTNESS, CONTEXT_PRECISION, CONTEXT_RECALL, ANSWER_RELEVANCY)
+METRIC_NAMES = RAGAS_LLM_METRICS  # declared in the registry, in this order:
+FAITHFULNESS, ANSWER_CORRECTNESS, CONTEXT_PRECISION, CONTEXT_RECALL, ANSWER_RELEVANCY = METRIC_NAMES
 
 _RAGAS_MAX_TOKENS = 1024  # ragas' own default for structured replies
 _INSTRUCTOR_REASKS = 1  # HTTP retries are the openai client's; this is for replies that do not parse

@@ -36,6 +36,42 @@ ANSWER_ORDER: tuple[str, ...] = (
     *SET_METRICS,
     "judge_correct",
 )
+# ragas' own non-LLM context metrics (metrics.ragas_bridge; string similarity to the reference contexts)
+RAGAS_CONTEXT_METRICS: tuple[str, ...] = ("ragas_context_precision", "ragas_context_recall")
+# ragas' non-LLM answer metrics (metrics.ragas_bridge), what eval and sweep report of ragas without an LLM
+RAGAS_ANSWER_METRICS: tuple[str, ...] = ("ragas_string_similarity", "ragas_bleu", "ragas_rouge")
+# every non-LLM ragas metric of metrics.ragas_bridge, in its order
+RAGAS_METRICS: tuple[str, ...] = (*RAGAS_CONTEXT_METRICS, *RAGAS_ANSWER_METRICS)
+# ragas' ID-based context metrics over the chunk ids the dataset's rule judges relevant (metrics.ragas_bridge)
+RAGAS_ID_CONTEXT_METRICS: tuple[str, ...] = ("ragas_id_context_precision", "ragas_id_context_recall")
+# ragas' LLM metrics (metrics.ragas_llm), in its order
+RAGAS_LLM_METRICS: tuple[str, ...] = (
+    "ragas_llm_faithfulness",
+    "ragas_llm_answer_correctness",
+    "ragas_llm_context_precision",
+    "ragas_llm_context_recall",
+    "ragas_llm_answer_relevancy",
+)
+# the retrieval families drawn as curves over k in the reports (mrr is left out)
+CURVE_FAMILIES: tuple[str, ...] = ("hit_rate", "recall", "precision", "ndcg", "map")
+# the retrieval families of an eval run's terminal summary, each at the served k
+SUMMARY_FAMILIES: tuple[str, ...] = AT_K_FAMILIES
+# the run-level first-relevant-rank figures of that summary (the aggregator's names)
+SUMMARY_RANKING: tuple[str, ...] = ("first_relevant_rank_mean", "first_relevant_rank_median")
+# the answer metrics of that summary, in its order (a run shows those it computed)
+ANSWER_SUMMARY: tuple[str, ...] = (
+    "citation_precision",
+    "exact_match",
+    "token_f1",
+    "fact_coverage",
+    "pathway_strsim",
+    "abstention_precision",
+    "abstention_recall",
+    "judge_correct",
+    *RAGAS_ID_CONTEXT_METRICS,
+    "ragas_rouge",
+    *RAGAS_LLM_METRICS,
+)
 # lower is better for these names (and any name starting with them)
 LOWER_IS_BETTER: tuple[str, ...] = (
     "first_relevant_rank",
@@ -88,13 +124,18 @@ def spec(name: str) -> MetricSpec:
         family = "cost"
     else:
         family = "other"
-    return MetricSpec(name, family, None, name, not lower_is_better(name))
+    return MetricSpec(name, family, name, None, not lower_is_better(name))
 
 
 def retrieval_names(ks: Iterable[int]) -> list[str]:
     """The per-case retrieval metric names scored at the depths ``ks``."""
     names = [f"{family}@{k}" for k in sorted(set(ks)) for family in AT_K_FAMILIES]
     return names + list(RANKING_METRICS)
+
+
+def summary_metrics(k: int) -> list[str]:
+    """The rows of an eval run's terminal summary at the served depth ``k``, in order."""
+    return [f"{family}@{k}" for family in SUMMARY_FAMILIES] + [*SUMMARY_RANKING, *ANSWER_SUMMARY]
 
 
 def at_own_k(family: str) -> str:
