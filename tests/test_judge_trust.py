@@ -14,6 +14,7 @@ import pytest
 
 from fake_openai import fake_server, llm_settings  # noqa: F401 - pytest fixtures
 from ragsweep.datasets.schema import Case
+from ragsweep.evaluation.records import CaseResult
 from ragsweep.metrics import judge_stats as js
 from ragsweep.metrics.judge import JudgeItem, LLMJudge, estimate_judge_calls, probe_judge
 from ragsweep.metrics.judge_report import failure_gate, judge_section
@@ -151,10 +152,11 @@ def test_replicates_disagree_and_self_agreement_is_computed(fake_server, llm_set
 
     # the report: Fleiss' P-bar 2/3; 6 T / 6 F -> kappa (2/3 - 1/2) / (1/2) = 1/3;
     # alpha = 1 - (1/3) / ((144 - 72) / 132) = 7/18; flips in 2 of 4 cases
-    records = [
-        {"id": f"c{i}", "judge": v.model_dump(), "metrics": {"judge_correct": v.score}} for i, v in enumerate(verdicts)
+    cases = [
+        CaseResult(id=f"c{i}", question="", top_k=1, judge=v, metrics={"judge_correct": v.score})
+        for i, v in enumerate(verdicts)
     ]
-    block = judge_section(records, replicates=3, temperature=0.0)["metrics"]["judge_correct"]
+    block = judge_section(cases, replicates=3, temperature=0.0)["metrics"]["judge_correct"]
     sa = block["self_agreement"]
     assert sa["agreement_rate"] == pytest.approx(2 / 3) and sa["fleiss_kappa"] == pytest.approx(1 / 3)
     assert sa["krippendorff_alpha"] == pytest.approx(7 / 18)
@@ -367,18 +369,30 @@ def test_ragas_llm_replicates_are_separate_requests_and_reported(fake_server, ll
     assert combine_replicates([MetricScore(error="timeout: x"), MetricScore(error="y")]).error == "timeout: x"
 
     # the report: intra-case SD, alpha (interval), failures
-    records = [
-        {"id": "a", "metrics": {FAITHFULNESS: 0.75}, "llm_replicates": {FAITHFULNESS: [1.0, 0.5]}},
-        {"id": "b", "metrics": {FAITHFULNESS: 0.0}, "llm_replicates": {FAITHFULNESS: [0.0, 0.0]}},
-        {
-            "id": "c",
-            "metrics": {FAITHFULNESS: None},
-            "notes": {FAITHFULNESS: "timeout: no reply"},
-            "llm_replicates": {FAITHFULNESS: [None, None]},
-        },
-        {"id": "d", "metrics": {FAITHFULNESS: None}, "notes": {FAITHFULNESS: "not applicable: refusal"}},
+    cases = [
+        CaseResult(
+            id="a", question="", top_k=1, metrics={FAITHFULNESS: 0.75}, llm_replicates={FAITHFULNESS: [1.0, 0.5]}
+        ),
+        CaseResult(
+            id="b", question="", top_k=1, metrics={FAITHFULNESS: 0.0}, llm_replicates={FAITHFULNESS: [0.0, 0.0]}
+        ),
+        CaseResult(
+            id="c",
+            question="",
+            top_k=1,
+            metrics={FAITHFULNESS: None},
+            notes={FAITHFULNESS: "timeout: no reply"},
+            llm_replicates={FAITHFULNESS: [None, None]},
+        ),
+        CaseResult(
+            id="d",
+            question="",
+            top_k=1,
+            metrics={FAITHFULNESS: None},
+            notes={FAITHFULNESS: "not applicable: refusal"},
+        ),
     ]
-    block = ragas_metric_sections(records)[FAITHFULNESS]
+    block = ragas_metric_sections(cases)[FAITHFULNESS]
     assert block["failures"] == {**block["failures"], "attempted": 3, "failed": 1, "reasons": {"timeout": 1}}
     sa = block["self_agreement"]
     # SDs: sqrt(0.125) and 0 -> mean sqrt(0.125)/2; pooled sqrt(0.0625); interval alpha: n = 4 values

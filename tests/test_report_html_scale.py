@@ -25,6 +25,7 @@ import pytest
 from fake_openai import fake_server  # noqa: F401 - pytest fixture
 from ragsweep.answer.base import Answer
 from ragsweep.evaluation.records import CaseResult, JudgedHit, chunk_id, compact
+from ragsweep.metrics.judge import JudgeVerdict
 from ragsweep.report import drilldown
 from ragsweep.report.html import write_html_report
 from ragsweep.report.runs import case_failures
@@ -133,7 +134,9 @@ def synthetic_cases(corpus: Corpus, types: int, judged: bool = False) -> list[Ca
                 error=error,
             )
             judge = (
-                {"is_correct": rng.random() < 0.6, "reason": corpus.sentence(60), "method": "llm"} if judged else None
+                JudgeVerdict(is_correct=rng.random() < 0.6, reason=corpus.sentence(60), method="llm")
+                if judged
+                else None
             )
             out.append(
                 CaseResult(
@@ -222,7 +225,7 @@ def test_report_html_for_20000_cases(chromium, tmp_path):  # noqa: F811
     assert size <= 5_000_000
 
     lines = [c.line() for c in cases]
-    failing = {c["id"] for c in lines if case_failures(c, 5)}
+    failing = {c.id for c in cases if case_failures(c)}
     embedded = min(len(failing), drilldown.MAX_EMBEDDED_FAILURES) + drilldown.EMBEDDED_SAMPLE
     dom, _, seconds = _timed_dump(chromium, tmp_path, page)
     print(f"opened in {seconds:.1f} s (Chromium start included)")
@@ -289,7 +292,7 @@ def test_a_loaded_case_reads_as_an_embedded_one(chromium, tmp_path, monkeypatch)
     cases = synthetic_cases(corpus, 12, judged=True)
     for c in cases[:3]:  # an answer error, a judge without a verdict, a question longer than the summary shows
         c.answer.error = "http_500: the endpoint failed"
-    cases[3].judge = {"is_correct": None, "reason": "", "method": "llm", "failure": "unparsable"}
+    cases[3].judge = JudgeVerdict(is_correct=None, reason="", method="llm", failure="unparsable")
     cases[4].question = "Why " + "x" * 200 + " <b>&'\"?"
     run = tmp_path / "run"
     write_run(run, cases, corpus)

@@ -1,8 +1,9 @@
 """report.json's ``judge`` section: how far the LLM metrics of a run can be trusted.
 
-Built from the case records alone (``cases.jsonl``: each record's ``judge`` dict and
-``metrics``/``notes``), so a resumed run, the HTML report and compare read the same thing.
-Per LLM metric (``judge_correct``, and each ``ragas_llm_*`` present):
+Built from the cases alone (:class:`~ragsweep.evaluation.records.CaseResult`: each case's
+``judge`` verdict, ``metrics``, ``notes`` and ``llm_replicates``), so a resumed run, the HTML
+report and compare read the same thing. Per LLM metric (``judge_correct``, and each
+``ragas_llm_*`` present):
 
 - ``failures``        cases where the metric was attempted and no value came back, by named
                       reason; for the judge also replicate calls that failed and replies that
@@ -13,27 +14,178 @@ Per LLM metric (``judge_correct``, and each ``ragas_llm_*`` present):
 - ``reference``       with reference verdicts in the dataset: Cohen's kappa, confusion matrix,
                       and a prediction-powered estimate beside the raw judge mean.
 
+:func:`judge_section` writes the section as a dict (report.json's shape); :class:`JudgeSection`
+reads one back (:meth:`JudgeSection.of`) for the terminal, the gate and report.html.
+
 Formulas: :mod:`ragsweep.metrics.judge_stats`.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import BaseModel, Field
+
+from ragsweep.evaluation.records import CaseResult
 from ragsweep.metrics import judge_stats as js
-from ragsweep.metrics.judge import failure_kind
+from ragsweep.metrics.judge import JudgeVerdict, ReplicateVerdict, failure_kind
 
 JUDGE_METRIC = "judge_correct"
 DEFAULT_WARN_RATE = 0.05  # a metric failing on more than this share of its cases is flagged at the top
 
 
-def _replicate_verdicts(judge: dict[str, Any]) -> list[bool]:
-    reps = judge.get("replicates") or []
-    if reps:
-        return [bool(r["is_correct"]) for r in reps if r.get("is_correct") is not None]
-    return [] if judge.get("is_correct") is None else [bool(judge["is_correct"])]
+# ----------------------------------------------------------------- the section, read back
+
+
+class Example(BaseModel):
+    id: str
+    error: str = ""
+
+
+class Failures(BaseModel):
+    attempted: int = 0
+    failed: int = 0
+    rate: float | None = None
+    reasons: dict[str, int] = Field(default_factory=dict)
+    examples: list[Example] = Field(default_factory=list)
+    # the judge's (kind "verdict") only
+    replicate_calls: int = 0
+    replicate_calls_failed: int = 0
+    replicate_reasons: dict[str, int] = Field(default_factory=dict)
+    repaired: int = 0
+    not_judged_answer_failed: int = 0
+
+
+class SelfAgreement(BaseModel):
+    cases: int = 0
+    # verdicts (the judge)
+    agreement_rate: float | None = None
+    fleiss_kappa: float | None = None
+    flip_share: float | None = None
+    flipped: list[str] = Field(default_factory=list)
+    # both
+    krippendorff_alpha: float | None = None
+    mean_sd: float | None = None
+    pooled_sd: float | None = None
+    # scores (ragas)
+    max_sd: float | None = None
+    varying: list[str] = Field(default_factory=list)
+    varying_share: float | None = None
+    note: str = ""
+
+
+class Noise(BaseModel):
+    cases: int | None = None
+    variance_share: float | None = None
+    width_share: float | None = None
+    single_replicate_variance_share: float | None = None
+    ci_half_width: float | None = None
+    ci_half_width_noise_free: float | None = None
+
+
+class Confusion(BaseModel):
+    tp: int = 0
+    fn: int = 0
+    fp: int = 0
+    tn: int = 0
+
+
+class Ppi(BaseModel):
+    N: int | None = None
+    n: int | None = None
+    judge_mean: float | None = None
+    judge_ci: list[float] | None = None
+    estimate: float | None = None
+    ci: list[float] | None = None
+    reference_mean: float | None = None
+    reference_ci: list[float] | None = None
+
+
+class Disagreement(BaseModel):
+    id: str
+    reference: bool | None = None
+    judge: bool | None = None
+    source: Any = None
+
+
+class ReferenceAgreement(BaseModel):
+    labelled: int = 0
+    sources: dict[str, int] = Field(default_factory=dict)
+    labelled_answer_is_run_answer: int = 0
+    not_judged: int = 0
+    n: int = 0
+    agreement: float | None = None
+    cohen_kappa: float | None = None
+    confusion: Confusion = Field(default_factory=Confusion)
+    disagreements: list[Disagreement] = Field(default_factory=list)
+    ppi: Ppi = Field(default_factory=Ppi)
+    note: str = ""
+
+
+class MetricTrust(BaseModel):
+    """One LLM metric's block of the section."""
+
+    kind: str = ""  # "verdict" (judge_correct) | "score" (ragas_llm_*)
+    replicates: int = 1
+    cases: int = 0
+    llm_judged: int = 0
+    rule_decided: int = 0
+    failures: Failures = Field(default_factory=Failures)
+    self_agreement: SelfAgreement | None = None
+    noise: Noise | None = None
+    reference: ReferenceAgreement | None = None
+
+
+class Probe(BaseModel):
+    case: str | None = None
+    probe: str | None = None
+    answer: str | None = None
+    expected: bool | None = None
+    got: bool | None = None
+    method: str | None = None
+    ok: bool = False
+    reason: str | None = None
+    error: str | None = None
+
+
+class Probes(BaseModel):
+    """:func:`ragsweep.metrics.judge.probe_judge`'s result."""
+
+    total: int = 0
+    passed: int = 0
+    llm_total: int = 0
+    llm_passed: int = 0
+    failed: list[Probe] = Field(default_factory=list)
+    probes: list[Probe] = Field(default_factory=list)
+
+
+class JudgeSection(BaseModel):
+    """report.json's ``judge`` section (``RunResult.judge``), read back."""
+
+    replicates: int = 1
+    temperature: float | None = None
+    failure_threshold: float = DEFAULT_WARN_RATE
+    metrics: dict[str, MetricTrust] = Field(default_factory=dict)
+    probes: Probes | None = None
+    warnings: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, section: JudgeSection | Mapping[str, Any] | None) -> JudgeSection | None:
+        if section is None or isinstance(section, JudgeSection):
+            return section
+        return cls.model_validate(section)
+
+
+# ----------------------------------------------------------------- the section, built from the cases
+
+
+def _replicate_verdicts(judge: JudgeVerdict) -> list[bool]:
+    if judge.replicates:
+        return [bool(r.is_correct) for r in judge.replicates if r.is_correct is not None]
+    return [] if judge.is_correct is None else [bool(judge.is_correct)]
 
 
 def _failure_block(attempted: int, failed_reasons: list[str], examples: list[dict[str, str]]) -> dict[str, Any]:
@@ -46,33 +198,35 @@ def _failure_block(attempted: int, failed_reasons: list[str], examples: list[dic
     }
 
 
-def judge_metric_section(records: Sequence[dict[str, Any]], confidence: float = 0.95) -> dict[str, Any] | None:
-    """The ``judge_correct`` block; None when no record was judged."""
-    judged = [r for r in records if r.get("judge")]
+def _judged(cases: Sequence[CaseResult]) -> list[tuple[CaseResult, JudgeVerdict]]:
+    return [(c, c.judge) for c in cases if c.judge is not None]
+
+
+def judge_metric_section(cases: Sequence[CaseResult], confidence: float = 0.95) -> dict[str, Any] | None:
+    """The ``judge_correct`` block; None when no case was judged."""
+    judged = _judged(cases)
     if not judged:
         return None
-    llm = [r for r in judged if r["judge"].get("method") == "llm"]
-    rule = [r for r in judged if r["judge"].get("method") == "rule"]
-    skipped = [r for r in judged if r["judge"].get("method") == "skipped"]
-    asked = max((int(r["judge"].get("n_replicates") or 1) for r in llm), default=1)
+    llm = [(c, j) for c, j in judged if j.method == "llm"]
+    rule = [(c, j) for c, j in judged if j.method == "rule"]
+    skipped = [(c, j) for c, j in judged if j.method == "skipped"]
+    asked = max((int(j.n_replicates or 1) for _, j in llm), default=1)
 
-    failed = [r for r in llm if r["judge"].get("score") is None and r["judge"].get("is_correct") is None]
-    reps = [rep for r in llm for rep in (r["judge"].get("replicates") or [r["judge"]])]
+    failed = [(c, j) for c, j in llm if j.score is None and j.is_correct is None]
+    reps: list[ReplicateVerdict | JudgeVerdict] = []
+    for _, j in llm:
+        reps += j.replicates or [j]
     failures = _failure_block(
         len(llm),
-        [r["judge"].get("failure") or failure_kind(r["judge"].get("error")) or "other" for r in failed],
-        [{"id": r["id"], "error": str(r["judge"].get("error"))[:300]} for r in failed],
+        [j.failure or failure_kind(j.error) or "other" for _, j in failed],
+        [{"id": c.id, "error": str(j.error)[:300]} for c, j in failed],
     )
     failures["replicate_calls"] = len(reps)
-    failures["replicate_calls_failed"] = sum(1 for rep in reps if rep.get("is_correct") is None)
+    failures["replicate_calls_failed"] = sum(1 for rep in reps if rep.is_correct is None)
     failures["replicate_reasons"] = dict(
-        Counter(
-            rep.get("failure") or failure_kind(rep.get("error")) or "other"
-            for rep in reps
-            if rep.get("is_correct") is None
-        )
+        Counter(rep.failure or failure_kind(rep.error) or "other" for rep in reps if rep.is_correct is None)
     )
-    failures["repaired"] = sum(1 for rep in reps if rep.get("repaired"))
+    failures["repaired"] = sum(1 for rep in reps if rep.repaired)
     failures["not_judged_answer_failed"] = len(skipped)
 
     out: dict[str, Any] = {
@@ -84,10 +238,10 @@ def judge_metric_section(records: Sequence[dict[str, Any]], confidence: float = 
         "failures": failures,
     }
 
-    units = [_replicate_verdicts(r["judge"]) for r in llm]
+    units = [_replicate_verdicts(j) for _, j in llm]
     if asked > 1:
         share, flipped = js.flip_share(units)
-        ids = [llm[i]["id"] for i in flipped]
+        ids = [llm[i][0].id for i in flipped]
         sd = js.intra_case_sd([[float(v) for v in u] for u in units])
         out["self_agreement"] = {
             "cases": sum(1 for u in units if len(u) >= 2),
@@ -100,64 +254,63 @@ def judge_metric_section(records: Sequence[dict[str, Any]], confidence: float = 
             "pooled_sd": sd["pooled_sd"],
             "note": 'over LLM-judged cases only (cases decided by the "I don\'t know" rule never vary)',
         }
-        noise_units, deterministic = [], []
-        for r in judged:
-            j = r["judge"]
-            if j.get("method") == "llm":
+        noise_units: list[list[float]] = []
+        deterministic: list[bool] = []
+        for _, j in judged:
+            if j.method == "llm":
                 u = [float(v) for v in _replicate_verdicts(j)]
                 if u:
                     noise_units.append(u)
                     deterministic.append(False)
-            elif j.get("score") is not None or j.get("is_correct") is not None:
-                value = j.get("score")
-                noise_units.append([float(value if value is not None else bool(j["is_correct"]))])
+            elif j.score is not None or j.is_correct is not None:
+                noise_units.append([float(j.score if j.score is not None else bool(j.is_correct))])
                 deterministic.append(True)
         out["noise"] = js.noise_share(noise_units, deterministic, confidence)
 
-    ref = reference_section(records, confidence)
+    ref = reference_section(cases, confidence)
     if ref is not None:
         out["reference"] = ref
     return out
 
 
-def reference_section(records: Sequence[dict[str, Any]], confidence: float = 0.95) -> dict[str, Any] | None:
+class _ReferenceCheck(BaseModel):
+    """A case's ``judge.reference_check`` (:mod:`ragsweep.metrics.judge`), as read here."""
+
+    source: Any = None
+    reference: float | None = None
+    reference_is_correct: bool | None = None
+    judge: float | None = None
+    judge_is_correct: bool | None = None
+    answer_is_run_answer: bool = False
+
+
+def reference_section(cases: Sequence[CaseResult], confidence: float = 0.95) -> dict[str, Any] | None:
     """The judge against the dataset's reference verdicts, and the PPI-corrected mean."""
-    checks = [
-        (r["id"], r["judge"]["reference_check"])
-        for r in records
-        if r.get("judge") and r["judge"].get("reference_check")
-    ]
+    checks = [(c.id, _ReferenceCheck.model_validate(j.reference_check)) for c, j in _judged(cases) if j.reference_check]
     if not checks:
         return None
     binary = [
-        (c["reference_is_correct"], c["judge_is_correct"])
-        for _, c in checks
-        if c.get("reference_is_correct") is not None and c.get("judge_is_correct") is not None
+        (ch.reference_is_correct, ch.judge_is_correct)
+        for _, ch in checks
+        if ch.reference_is_correct is not None and ch.judge_is_correct is not None
     ]
-    agreement = js.verdict_agreement([b[0] for b in binary], [b[1] for b in binary])
-    judge_all = [r["metrics"][JUDGE_METRIC] for r in records if r.get("metrics", {}).get(JUDGE_METRIC) is not None]
-    labelled = [
-        (c["judge"], c["reference"]) for _, c in checks if c.get("judge") is not None and c.get("reference") is not None
-    ]
+    agreement = js.verdict_agreement([bool(r) for r, _ in binary], [bool(j) for _, j in binary])
+    judge_all = [v for c in cases if (v := c.metric(JUDGE_METRIC)) is not None]
+    labelled = [(ch.judge, ch.reference) for _, ch in checks if ch.judge is not None and ch.reference is not None]
     ppi = js.ppi_mean(judge_all, [f for f, _ in labelled], [y for _, y in labelled], confidence, bounds=(0.0, 1.0))
-    same = sum(1 for _, c in checks if c.get("answer_is_run_answer"))
+    same = sum(1 for _, ch in checks if ch.answer_is_run_answer)
     disagreements = [
-        {
-            "id": i,
-            "reference": c.get("reference_is_correct"),
-            "judge": c.get("judge_is_correct"),
-            "source": c.get("source"),
-        }
-        for i, c in checks
-        if c.get("reference_is_correct") is not None
-        and c.get("judge_is_correct") is not None
-        and c["reference_is_correct"] != c["judge_is_correct"]
+        {"id": i, "reference": ch.reference_is_correct, "judge": ch.judge_is_correct, "source": ch.source}
+        for i, ch in checks
+        if ch.reference_is_correct is not None
+        and ch.judge_is_correct is not None
+        and ch.reference_is_correct != ch.judge_is_correct
     ]
     return {
         "labelled": len(checks),
-        "sources": dict(Counter(str(c.get("source")) for _, c in checks)),
+        "sources": dict(Counter(str(ch.source) for _, ch in checks)),
         "labelled_answer_is_run_answer": same,
-        "not_judged": sum(1 for _, c in checks if c.get("judge") is None),
+        "not_judged": sum(1 for _, ch in checks if ch.judge is None),
         **agreement,
         "disagreements": disagreements[:20],
         "ppi": ppi,
@@ -182,15 +335,18 @@ def _ragas_kind(note: str) -> str:
     return head if head and len(head) <= 40 and " " not in head else "other"
 
 
-def score_self_agreement(records: Sequence[dict[str, Any]], name: str, confidence: float = 0.95) -> dict[str, Any]:
-    """Self-agreement of a score metric over its replicates (``record["llm_replicates"][name]``)."""
+def _replicate_values(case: CaseResult, name: str) -> list[float | None]:
+    return case.llm_replicates[name] if name in case.llm_replicates else []
+
+
+def score_self_agreement(cases: Sequence[CaseResult], name: str, confidence: float = 0.95) -> dict[str, Any]:
+    """Self-agreement of a score metric over its replicates (``case.llm_replicates[name]``)."""
     units, ids = [], []
-    for r in records:
-        values = ((r.get("llm_replicates") or {}).get(name)) or []
-        valid = [float(v) for v in values if v is not None]
+    for c in cases:
+        valid = [float(v) for v in _replicate_values(c, name) if v is not None]
         if valid:
             units.append(valid)
-            ids.append(r["id"])
+            ids.append(c.id)
     sd = js.intra_case_sd(units)
     spread = [(i, max(u) - min(u)) for i, u in zip(ids, units) if len(u) >= 2]
     return {
@@ -207,50 +363,50 @@ def score_self_agreement(records: Sequence[dict[str, Any]], name: str, confidenc
     }
 
 
-def ragas_metric_sections(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def ragas_metric_sections(cases: Sequence[CaseResult]) -> dict[str, dict[str, Any]]:
     """Failures per ``ragas_llm_*`` metric (a value of None with a note that is not "not applicable");
     with replicates, the intra-case SD, Krippendorff's alpha (interval) and the noise share."""
-    names = sorted({n for r in records for n in r.get("metrics", {}) if n.startswith("ragas_llm_")})
+    names = sorted({n for c in cases for n in c.metrics if n.startswith("ragas_llm_")})
     out = {}
     for name in names:
         attempted, reasons, examples = 0, [], []
-        for r in records:
-            if name not in r.get("metrics", {}):
+        for c in cases:
+            if name not in c.metrics:
                 continue
-            value = r["metrics"][name]
-            note = (r.get("notes") or {}).get(name) or ""
-            if value is not None:
+            note = c.notes[name] if name in c.notes else ""
+            if c.metrics[name] is not None:
                 attempted += 1
             elif note and not note.startswith("not applicable"):
                 attempted += 1
                 reasons.append(_ragas_kind(note))
-                examples.append({"id": r["id"], "error": note[:300]})
-        asked = max((len((r.get("llm_replicates") or {}).get(name) or []) for r in records), default=0)
+                examples.append({"id": c.id, "error": note[:300]})
+        asked = max((len(_replicate_values(c, name)) for c in cases), default=0)
         out[name] = {
             "kind": "score",
             "replicates": max(asked, 1),
             "failures": _failure_block(attempted, reasons, examples),
         }
         if asked > 1:
-            out[name].update(score_self_agreement(records, name))
+            out[name].update(score_self_agreement(cases, name))
     return out
 
 
 def judge_section(
-    records: Sequence[dict[str, Any]],
+    cases: Sequence[CaseResult],
     *,
     replicates: int = 1,
     temperature: float | None = None,
-    probes: dict[str, Any] | None = None,
+    probes: Mapping[str, Any] | None = None,
     max_failure_rate: float | None = None,
     confidence: float = 0.95,
 ) -> dict[str, Any] | None:
-    """report.json's ``judge`` section; None when the run has no LLM metric and no probe."""
+    """report.json's ``judge`` section (``RunResult.judge``); None when the run has no LLM metric
+    and no probe. ``probes``: :func:`ragsweep.metrics.judge.probe_judge`'s result."""
     metrics: dict[str, Any] = {}
-    jm = judge_metric_section(records, confidence)
+    jm = judge_metric_section(cases, confidence)
     if jm is not None:
         metrics[JUDGE_METRIC] = jm
-    metrics.update(ragas_metric_sections(records))
+    metrics.update(ragas_metric_sections(cases))
     if not metrics and not probes:
         return None
     threshold = DEFAULT_WARN_RATE if max_failure_rate is None else max_failure_rate
@@ -262,13 +418,13 @@ def judge_section(
             warnings.append(
                 f"{name} failed on {f['failed']} of {f['attempted']} cases ({f['rate']:.1%} > {threshold:.1%}): {why}"
             )
-    if probes and probes.get("total") and probes["passed"] < probes["total"]:
+    read = Probes.model_validate(probes) if probes else None
+    if read is not None and read.total and read.passed < read.total:
         wrong = "; ".join(
-            f"{p['case']} {p['probe']}: expected {p['expected']}, got {p['got']}"
-            + (f" ({p['error']})" if p.get("error") else "")
-            for p in probes["failed"][:4]
+            f"{p.case} {p.probe}: expected {p.expected}, got {p.got}" + (f" ({p.error})" if p.error else "")
+            for p in read.failed[:4]
         )
-        warnings.append(f"judge probes: {probes['total'] - probes['passed']} of {probes['total']} wrong ({wrong})")
+        warnings.append(f"judge probes: {read.total - read.passed} of {read.total} wrong ({wrong})")
     notes = []
     if replicates > 1 and temperature == 0:
         notes.append(
@@ -280,22 +436,23 @@ def judge_section(
         "temperature": temperature,
         "failure_threshold": threshold,
         "metrics": metrics,
-        "probes": probes,
+        "probes": dict(probes) if probes is not None else None,
         "warnings": warnings,
         "notes": notes,
     }
 
 
-def failure_gate(section: dict[str, Any] | None, max_failure_rate: float | None) -> list[str]:
+def failure_gate(section: JudgeSection | Mapping[str, Any] | None, max_failure_rate: float | None) -> list[str]:
     """One line per LLM metric whose failure rate exceeds ``max_failure_rate``."""
-    if section is None or max_failure_rate is None:
+    read = JudgeSection.of(section)
+    if read is None or max_failure_rate is None:
         return []
     out = []
-    for name, block in section["metrics"].items():
-        f = block["failures"]
-        if f["rate"] is not None and f["rate"] > max_failure_rate:
+    for name, block in read.metrics.items():
+        f = block.failures
+        if f.rate is not None and f.rate > max_failure_rate:
             out.append(
-                f"{name}: failed on {f['failed']} of {f['attempted']} cases ({f['rate']:.1%}) "
+                f"{name}: failed on {f.failed} of {f.attempted} cases ({f.rate:.1%}) "
                 f"> --max-failure-rate {max_failure_rate:g}"
             )
     return out
@@ -312,84 +469,86 @@ def _ci(ci: Any) -> str:
     return "" if not ci else f" [{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
-def format_judge_section(section: dict[str, Any] | None) -> str:
+def format_judge_section(section: JudgeSection | Mapping[str, Any] | None) -> str:
     """The judge section as terminal lines ("" when there is none)."""
-    if not section:
+    read = JudgeSection.of(section) if section else None
+    if read is None:
         return ""
     lines = [
-        f"judge: {section['replicates']} replicate(s), temperature "
-        f"{_f(section.get('temperature'), 'g')}, failure threshold {section['failure_threshold']:.1%}"
+        f"judge: {read.replicates} replicate(s), temperature "
+        f"{_f(read.temperature, 'g')}, failure threshold {read.failure_threshold:.1%}"
     ]
-    lines += [f"  note: {n}" for n in section.get("notes") or []]
-    for name, block in section["metrics"].items():
+    lines += [f"  note: {n}" for n in read.notes]
+    for name, block in read.metrics.items():
         pad = " " * 4
-        f = block["failures"]
-        head = f"  {name}: failures {f['failed']} of {f['attempted']} ({_f(f['rate'], '.1%')})"
-        if f["reasons"]:
-            head += " - " + ", ".join(f"{n}x {k}" for k, n in f["reasons"].items())
-        if block.get("kind") == "verdict":
-            head += f'; {block["llm_judged"]} judged by the LLM, {block["rule_decided"]} by the "I don\'t know" rule'
-            if f.get("repaired") or f.get("replicate_calls_failed"):
+        f = block.failures
+        head = f"  {name}: failures {f.failed} of {f.attempted} ({_f(f.rate, '.1%')})"
+        if f.reasons:
+            head += " - " + ", ".join(f"{n}x {k}" for k, n in f.reasons.items())
+        if block.kind == "verdict":
+            head += f'; {block.llm_judged} judged by the LLM, {block.rule_decided} by the "I don\'t know" rule'
+            if f.repaired or f.replicate_calls_failed:
                 head += (
-                    f"; replies repaired {f['repaired']}, replicate calls failed "
-                    f"{f['replicate_calls_failed']} of {f['replicate_calls']}"
+                    f"; replies repaired {f.repaired}, replicate calls failed "
+                    f"{f.replicate_calls_failed} of {f.replicate_calls}"
                 )
         lines.append(head)
-        sa = block.get("self_agreement")
-        if sa and block.get("kind") == "score":
+        sa = block.self_agreement
+        if sa and block.kind == "score":
             lines.append(
-                f"{pad}self-agreement over {sa['cases']} case(s) x {block['replicates']} replicates: "
-                f"intra-case SD {_f(sa['mean_sd'])} (pooled {_f(sa['pooled_sd'])}, max {_f(sa['max_sd'])}), "
-                f"Krippendorff alpha (interval) {_f(sa['krippendorff_alpha'])}, values vary in "
-                f"{_f(sa['varying_share'], '.1%')} of cases"
+                f"{pad}self-agreement over {sa.cases} case(s) x {block.replicates} replicates: "
+                f"intra-case SD {_f(sa.mean_sd)} (pooled {_f(sa.pooled_sd)}, max {_f(sa.max_sd)}), "
+                f"Krippendorff alpha (interval) {_f(sa.krippendorff_alpha)}, values vary in "
+                f"{_f(sa.varying_share, '.1%')} of cases"
             )
         elif sa:
             lines.append(
-                f"{pad}self-agreement over {sa['cases']} case(s) x {block['replicates']} replicates: "
-                f"agreement {_f(sa['agreement_rate'])}, Krippendorff alpha {_f(sa['krippendorff_alpha'])}, "
-                f"Fleiss kappa {_f(sa['fleiss_kappa'])}, verdict flips {_f(sa['flip_share'], '.1%')}"
-                f"{' (' + ', '.join(sa['flipped'][:5]) + ')' if sa['flipped'] else ''}, "
-                f"intra-case SD {_f(sa['mean_sd'])}"
+                f"{pad}self-agreement over {sa.cases} case(s) x {block.replicates} replicates: "
+                f"agreement {_f(sa.agreement_rate)}, Krippendorff alpha {_f(sa.krippendorff_alpha)}, "
+                f"Fleiss kappa {_f(sa.fleiss_kappa)}, verdict flips {_f(sa.flip_share, '.1%')}"
+                f"{' (' + ', '.join(sa.flipped[:5]) + ')' if sa.flipped else ''}, "
+                f"intra-case SD {_f(sa.mean_sd)}"
             )
-        nz = block.get("noise")
-        if nz and nz.get("variance_share") is not None:
+        nz = block.noise
+        if nz and nz.variance_share is not None:
             lines.append(
-                f"{pad}judge noise: {nz['variance_share']:.1%} of the CI's variance, "
-                f"{nz['width_share']:.1%} of its width (CI half-width {_f(nz['ci_half_width'])}, "
-                f"{_f(nz['ci_half_width_noise_free'])} without judge noise; one replicate: "
-                f"{_f(nz['single_replicate_variance_share'], '.1%')} of the variance)"
+                f"{pad}judge noise: {nz.variance_share:.1%} of the CI's variance, "
+                f"{_f(nz.width_share, '.1%')} of its width (CI half-width {_f(nz.ci_half_width)}, "
+                f"{_f(nz.ci_half_width_noise_free)} without judge noise; one replicate: "
+                f"{_f(nz.single_replicate_variance_share, '.1%')} of the variance)"
             )
-        ref = block.get("reference")
+        ref = block.reference
         if ref:
-            sources = ", ".join(sorted({str(k).split(" (")[0] for k in ref["sources"]}))
-            c = ref["confusion"]
+            sources = ", ".join(sorted({str(k).split(" (")[0] for k in ref.sources}))
+            c = ref.confusion
             lines.append(
-                f"{pad}vs reference verdicts ({sources}): n {ref['n']}, agreement "
-                f"{_f(ref['agreement'])}, Cohen's kappa {_f(ref['cohen_kappa'])}, confusion "
-                f"(reference x judge) TT {c['tp']} TF {c['fn']} FT {c['fp']} FF {c['tn']}"
+                f"{pad}vs reference verdicts ({sources}): n {ref.n}, agreement "
+                f"{_f(ref.agreement)}, Cohen's kappa {_f(ref.cohen_kappa)}, confusion "
+                f"(reference x judge) TT {c.tp} TF {c.fn} FT {c.fp} FF {c.tn}"
             )
-            p = ref["ppi"]
+            p = ref.ppi
             lines.append(
-                f"{pad}{name}: judge mean {_f(p['judge_mean'])}{_ci(p['judge_ci'])}, "
-                f"prediction-powered {_f(p['estimate'])}{_ci(p['ci'])} (n={p['n']} labelled, "
-                f"N={p['N']}), references alone {_f(p['reference_mean'])}{_ci(p['reference_ci'])}"
+                f"{pad}{name}: judge mean {_f(p.judge_mean)}{_ci(p.judge_ci)}, "
+                f"prediction-powered {_f(p.estimate)}{_ci(p.ci)} (n={p.n} labelled, "
+                f"N={p.N}), references alone {_f(p.reference_mean)}{_ci(p.reference_ci)}"
             )
-    probes = section.get("probes")
-    if probes and probes.get("total"):
+    probes = read.probes
+    if probes and probes.total:
         lines.append(
-            f"  probes: {probes['passed']} of {probes['total']} right (decided by the LLM: "
-            f"{probes['llm_passed']} of {probes['llm_total']})"
+            f"  probes: {probes.passed} of {probes.total} right (decided by the LLM: "
+            f"{probes.llm_passed} of {probes.llm_total})"
         )
-        for p in probes["failed"][:6]:
+        for probe in probes.failed[:6]:
             lines.append(
-                f"    wrong: {p['case']} {p['probe']}: expected {p['expected']}, got {p['got']}"
-                + (f" ({p['error']})" if p.get("error") else f" ({p['reason']})" if p.get("reason") else "")
+                f"    wrong: {probe.case} {probe.probe}: expected {probe.expected}, got {probe.got}"
+                + (f" ({probe.error})" if probe.error else f" ({probe.reason})" if probe.reason else "")
             )
     return "\n".join(lines)
 
 
-def format_warnings(section: dict[str, Any] | None) -> str:
+def format_warnings(section: JudgeSection | Mapping[str, Any] | None) -> str:
     """The lines printed above the summary table."""
-    if not section or not section.get("warnings"):
+    read = JudgeSection.of(section) if section else None
+    if read is None or not read.warnings:
         return ""
-    return "\n".join("WARNING: " + w for w in section["warnings"])
+    return "\n".join("WARNING: " + w for w in read.warnings)

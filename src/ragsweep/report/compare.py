@@ -8,8 +8,11 @@ Holm-adjusted p-value across all compared metrics. Binary per-case metrics (ever
 1 in both runs, e.g. ``hit_rate@k``, ``judge_correct``, ``exact_match``) and the answer's
 ``abstained`` flag are checked for cases that flipped (1 -> 0 or 0 -> 1).
 
-A run is an eval run folder (``cases.jsonl``), a sweep configuration folder
-(``<sweep>/configs/<id>``), or a ``cases.jsonl`` file.
+A run is a :class:`~ragsweep.evaluation.records.RunResult` in memory (with its ``cases``, as
+``ragsweep.evaluate()`` returns it), an eval run folder (``cases.jsonl``), a sweep configuration
+folder (``<sweep>/configs/<id>``), or a ``cases.jsonl`` file. When a side is a sweep configuration
+or the two runs serve different top_k, the ``<family>@k`` metrics (each case at its own top_k,
+:meth:`~ragsweep.evaluation.records.CaseResult.metric`) are compared too: what each serves.
 """
 
 from __future__ import annotations
@@ -20,8 +23,18 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from ragsweep.evaluation.records import CaseResult, RunResult
 from ragsweep.metrics.stats import holm, paired_bootstrap_ci, paired_test, significant
-from ragsweep.report.runs import RunFolderError, lower_is_better, num, ordered, read_cases, read_json
+from ragsweep.report.runs import (
+    AT_K_FAMILIES,
+    RunFolderError,
+    is_config_dir,
+    lower_is_better,
+    num,
+    ordered,
+    read_case_results,
+    read_sweep,
+)
 
 ABSTAINED = "abstained"
 
@@ -87,7 +100,7 @@ def _cases_path(run: str | Path) -> Path:
     if (p / "cases.jsonl").is_file():
         return p / "cases.jsonl"
     if (p / "sweep.json").is_file():
-        ids = [str(c.get("id")) for c in (read_json(p / "sweep.json").get("configs") or [])]
+        ids = [c.id for c in read_sweep(p).configs]
         raise RunFolderError(
             f"{p} is a sweep; compare one configuration, e.g. {p / 'configs' / (ids[0] if ids else '<id>')}"
             f" (configurations: {', '.join(ids)})"
@@ -97,38 +110,69 @@ def _cases_path(run: str | Path) -> Path:
 
 def _label(path: Path) -> str:
     folder = path.parent if path.name == "cases.jsonl" else path
-    if folder.parent.name == "configs":  # a sweep configuration: <sweep>/configs/<id>
+    if is_config_dir(folder):  # a sweep configuration: <sweep>/configs/<id>
         return f"{folder.parent.parent.name}/{folder.name}"
     return folder.name
 
 
-def _values(case: dict, metric: str, flag: bool = False) -> float | None:
-    if flag:
-        ab = (case.get("answer") or {}).get("abstained")
-        return None if ab is None else float(bool(ab))
-    return num((case.get("metrics") or {}).get(metric))
+class _Side(BaseModel):
+    """One side of a comparison: where it is from, its label, its cases, whether it is a sweep configuration."""
+
+    where: str
+    label: str
+    cases: list[CaseResult]
+    config: bool = False
+
+
+def _side(run: RunResult | str | Path, default_label: str) -> _Side:
+    if isinstance(run, RunResult):
+        where = run.run_dir or f"(in memory: {default_label})"
+        label = Path(run.run_dir).name if run.run_dir else default_label
+        return _Side(where=where, label=label, cases=run.cases)
+    path = _cases_path(run)
+    return _Side(where=str(path), label=_label(path), cases=read_case_results(path), config=is_config_dir(path.parent))
+
+
+def _value(case: CaseResult, metric: str, flag: bool = False) -> float | None:
+    if flag:  # the answer's abstained flag
+        return None if case.answer is None else float(case.answer.abstained)
+    return num(case.metric(metric))
+
+
+def _own_k_names(a: list[CaseResult], b: list[CaseResult]) -> list[str]:
+    """``<family>@k`` for each family both runs score at their own top_k."""
+    return [
+        name
+        for name in (f"{family}@k" for family in AT_K_FAMILIES)
+        if any(c.metric(name) is not None for c in a) and any(c.metric(name) is not None for c in b)
+    ]
 
 
 def compare_runs(
-    run_a: str | Path,
-    run_b: str | Path,
+    run_a: RunResult | str | Path,
+    run_b: RunResult | str | Path,
     confidence: float = 0.95,
     alpha: float = 0.05,
     n_bootstrap: int = 2000,
     n_permutations: int = 9999,
     seed: int = 0,
 ) -> Comparison:
-    """Paired comparison of run B against run A (deltas are B - A)."""
-    path_a, path_b = _cases_path(run_a), _cases_path(run_b)
-    cases_a = {str(c.get("id")): c for c in read_cases(path_a)}
-    cases_b = {str(c.get("id")): c for c in read_cases(path_b)}
+    """Paired comparison of run B against run A (deltas are B - A). Each run is a
+    :class:`RunResult` with its cases (in memory) or a run folder / configuration folder /
+    ``cases.jsonl`` path."""
+    side_a, side_b = _side(run_a, "A"), _side(run_b, "B")
+    cases_a = {c.id: c for c in side_a.cases}
+    cases_b = {c.id: c for c in side_b.cases}
     common = [i for i in cases_a if i in cases_b]
     only_a = [i for i in cases_a if i not in cases_b]
     only_b = [i for i in cases_b if i not in cases_a]
 
-    names_a = {m for c in cases_a.values() for m in (c.get("metrics") or {})}
-    names_b = {m for c in cases_b.values() for m in (c.get("metrics") or {})}
+    names_a = {m for c in cases_a.values() for m in c.metrics}
+    names_b = {m for c in cases_b.values() for m in c.metrics}
     metrics = ordered(names_a & names_b)
+    top_ks = {c.top_k for c in side_a.cases} | {c.top_k for c in side_b.cases}
+    if side_a.config or side_b.config or len(top_ks) > 1:  # what each serves, at its own top_k
+        metrics = ordered([*metrics, *_own_k_names(side_a.cases, side_b.cases)])
 
     rows: list[MetricDelta] = []
     pvals: dict[str, float | None] = {}
@@ -137,15 +181,15 @@ def compare_runs(
     flag_only = [ABSTAINED] if ABSTAINED not in metrics else []
     for m in [*metrics, *flag_only]:
         is_flag = m == ABSTAINED and bool(flag_only)
-        a = [_values(cases_a[i], m, is_flag) for i in common]
-        b = [_values(cases_b[i], m, is_flag) for i in common]
+        a = [_value(cases_a[i], m, is_flag) for i in common]
+        b = [_value(cases_b[i], m, is_flag) for i in common]
         pairs = [(i, x, y) for i, x, y in zip(common, a, b, strict=False) if x is not None and y is not None]
         if pairs:
             binary = all(v in (0.0, 1.0) for _, x, y in pairs for v in (x, y))
             if binary or is_flag:
                 for i, x, y in pairs:
                     if x != y:
-                        flips.append(Flip(id=i, question=str(cases_b[i].get("question") or ""), metric=m, a=x, b=y))
+                        flips.append(Flip(id=i, question=cases_b[i].question, metric=m, a=x, b=y))
         if is_flag:
             continue  # a flag, not a metric: flips only
         if not pairs:
@@ -193,10 +237,10 @@ def compare_runs(
         row.p_adjusted = adjusted.get(row.metric)
         row.significant = significant(row.p_adjusted, alpha)
     return Comparison(
-        run_a=str(path_a),
-        run_b=str(path_b),
-        label_a=_label(path_a),
-        label_b=_label(path_b),
+        run_a=side_a.where,
+        run_b=side_b.where,
+        label_a=side_a.label,
+        label_b=side_b.label,
         n_a=len(cases_a),
         n_b=len(cases_b),
         n_common=len(common),

@@ -16,9 +16,10 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from ragsweep.evaluation.records import chunk_id
+from ragsweep.evaluation.records import CaseResult, chunk_id
 from ragsweep.report.runs import FAILURE_KINDS, case_failures, doc_label, natural_key, num, ordered
 from ragsweep.report.svg import esc, fmt
 
@@ -74,11 +75,12 @@ class Drilldown(NamedTuple):
     cases: list[CaseView]
 
 
-def drilldown_html(cases: list[dict], k: int | None) -> str:
-    """Controls, the embedded cases and, when some cases are not embedded, every case as data."""
+def drilldown_html(cases: Sequence[CaseResult], k: int | None) -> str:
+    """Controls, the embedded cases and, when some cases are not embedded, every case as data;
+    ``k``: the depth the run served (each case fails or passes at its own ``top_k``)."""
     if not cases:
         return '<p class="note">No cases.</p>'
-    view = build_drilldown(cases, k)
+    view = build_drilldown(cases)
     embedded = embedded_cases(view.cases)
     partial = len(embedded) < len(view.cases)
     items = "".join(case_html(view, i) for i in embedded)
@@ -91,24 +93,22 @@ def drilldown_html(cases: list[dict], k: int | None) -> str:
     )
 
 
-def build_drilldown(cases: list[dict], k: int | None) -> Drilldown:
+def build_drilldown(cases: Sequence[CaseResult]) -> Drilldown:
     """Every case's view; each chunk once, its text cut one character past the most a case shows."""
-    metrics = ordered({m for c in cases for m in (c.get("metrics") or {})})
+    metrics = ordered({m for c in cases for m in c.metrics})
     position: dict[str, int] = {}
     rows: list[list[Any]] = []  # doc_id, start, end, whole text, shown as relevant somewhere
     views = []
     for case in cases:
         hits = []
-        for h in case.get("hits") or []:
-            key = chunk_id(h.get("doc_id"), h.get("start"), h.get("end"))
+        for h in case.hits:
+            key = chunk_id(h.doc_id, h.start, h.end)
             if key not in position:
                 position[key] = len(rows)
-                rows.append([h.get("doc_id"), h.get("start"), h.get("end"), str(h.get("text") or ""), False])
-            rows[position[key]][4] |= bool(h.get("relevant"))
-            hits.append(
-                HitView(position[key], h.get("rank"), shown(h.get("score")), bool(h.get("relevant")), h.get("grade"))
-            )
-        views.append(_case_view(case, k, metrics, hits))
+                rows.append([h.doc_id, h.start, h.end, h.text, False])
+            rows[position[key]][4] |= h.relevant
+            hits.append(HitView(position[key], h.rank, shown(h.score), h.relevant, h.grade))
+        views.append(_case_view(case, metrics, hits))
     chunks = [
         ChunkView(doc, start, end, text[: (HIT_TEXT_CHARS if relevant else OTHER_HIT_TEXT_CHARS) + 1])
         for doc, start, end, text, relevant in rows
@@ -144,15 +144,15 @@ def page_data(view: Drilldown) -> dict[str, Any]:
     column by column (a list per field), which gzip packs a quarter smaller than row by row."""
     return {
         "metrics": view.metrics,
-        "chunks": _columns(view.chunks, ChunkView),
-        "cases": _columns(view.cases, CaseView),
+        "chunks": _columns(view.chunks, ChunkView._fields),
+        "cases": _columns(view.cases, CaseView._fields),
         "kinds": FAILURE_KINDS,
         "limits": [HIT_TEXT_CHARS, OTHER_HIT_TEXT_CHARS],
     }
 
 
-def _columns(rows: list[Any], kind: type) -> dict[str, list[Any]]:
-    return {field: [row[i] for row in rows] for i, field in enumerate(kind._fields)}
+def _columns(rows: Sequence[tuple], fields: tuple[str, ...]) -> dict[str, list[Any]]:
+    return {field: [row[i] for row in rows] for i, field in enumerate(fields)}
 
 
 def pack(data: Any) -> str:
@@ -161,27 +161,21 @@ def pack(data: Any) -> str:
     return base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)).decode("ascii")
 
 
-def _case_view(case: dict, k: int | None, metrics: list[str], hits: list[HitView]) -> CaseView:
-    answer = case.get("answer") or {}
-    judge = case.get("judge")
-    values = case.get("metrics") or {}
+def _case_view(case: CaseResult, metrics: list[str], hits: list[HitView]) -> CaseView:
+    answer, judge = case.answer, case.judge
     return CaseView(
-        id=case.get("id"),
-        type=case.get("type") or "(no type)",
-        question=str(case.get("question") or ""),
+        id=case.id,
+        type=case.type or "(no type)",
+        question=case.question,
         docs=doc_label(case),
-        unanswerable=bool(case.get("unanswerable")),
-        reference=None if case.get("reference_answer") is None else str(case["reference_answer"]),
-        answer=AnswerView(
-            str(answer.get("text") or ""),
-            str(answer.get("answerer") or ""),
-            bool(answer.get("abstained")),
-            answer.get("error") or None,
-            list(answer.get("cited") or []),
-        ),
-        judge=(judge.get("is_correct"), str(judge.get("reason") or "")) if isinstance(judge, dict) else None,
-        kinds=case_failures(case, k),
-        values=[shown(values.get(m)) for m in metrics],
+        unanswerable=case.unanswerable,
+        reference=case.reference_answer,
+        answer=AnswerView(answer.text, answer.answerer, answer.abstained, answer.error or None, list(answer.cited))
+        if answer is not None
+        else AnswerView("", "", False, None, []),
+        judge=(judge.is_correct, judge.reason) if judge is not None else None,
+        kinds=case_failures(case),
+        values=[shown(case.metric(m)) for m in metrics],
         hits=hits,
     )
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ragsweep.evaluation.records import Aggregate, Baseline, CaseResult, ConfigResult, RunResult, SweepResult
 from ragsweep.metrics.stats import bootstrap_ci
 from ragsweep.report import svg
 from ragsweep.report.assets import CSS, JS
@@ -19,18 +20,18 @@ from ragsweep.report.drilldown import PACKED_TYPE, drilldown_html, pack
 from ragsweep.report.judge_html import judge_html, judge_warnings_html
 from ragsweep.report.runs import (
     CURVE_FAMILIES,
+    Manifest,
     case_failures,
-    case_ks,
     correctness_metric,
     doc_label,
     has_values,
     lower_is_better,
-    main_k,
     natural_key,
     num,
     ordered,
-    read_cases,
-    read_json,
+    read_config_cases,
+    read_run,
+    read_sweep,
     run_kind,
     split_at_k,
 )
@@ -112,30 +113,31 @@ def _short(v: Any, n: int = 120) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def _manifest_items(report: dict) -> list[tuple[str, str]]:
-    man = report.get("manifest") or {}
-    pipe = man.get("pipeline") or {}
-    ds = man.get("dataset") or {}
-    corpus = man.get("corpus") or {}
-    ts = man.get("timestamps") or {}
-    stages = man.get("stage_seconds") or {}
+def _manifest_items(manifest: Manifest, run: RunResult | None = None) -> list[tuple[str, str]]:
+    pipe = manifest.pipeline
+    ds, corpus, stages = manifest.dataset, manifest.corpus, manifest.stage_seconds
     items = [
         (
             "pipeline",
-            esc(pipe.get("path"))
-            + (f' <span class="ci-text">{esc(pipe.get("hash"))}</span>' if pipe.get("hash") else ""),
+            esc(pipe.path) + (f' <span class="ci-text">{esc(pipe.hash)}</span>' if pipe.hash else ""),
         ),
-        ("overrides", _chips(pipe.get("overrides"))),
-        ("variables", _chips(pipe.get("variables"))),
+        ("overrides", _chips(pipe.overrides)),
+        ("variables", _chips(pipe.variables)),
         ("dataset", _chips(ds) if isinstance(ds, dict) else esc(ds)),
         ("corpus", _chips(corpus) if isinstance(corpus, dict) else esc(corpus)),
-        ("answerer", esc(report.get("answerer"))),
-        ("no LLM", esc(report.get("no_llm")) if "no_llm" in report else ""),
-        ("relevance rule", esc(report.get("relevance_rule"))),
-        ("ks", esc(", ".join(str(k) for k in report.get("ks") or []))),
-        ("timestamps", _chips(ts)),
-        ("stage seconds", _chips({k: fmt(num(v), 1) for k, v in stages.items()}) if isinstance(stages, dict) else ""),
-        ("git commit", esc(man.get("git_commit"))),
+    ]
+    if run is not None:
+        items += [
+            ("answerer", esc(run.answerer)),
+            ("no LLM", esc(run.no_llm)),
+            ("relevance rule", esc(run.relevance_rule)),
+            ("top_k", esc(run.top_k)),
+            ("ks", esc(", ".join(str(k) for k in run.ks))),
+        ]
+    items += [
+        ("timestamps", _chips(manifest.timestamps)),
+        ("stage seconds", _chips({k: fmt(num(v), 1) for k, v in stages.items()})),
+        ("git commit", esc(manifest.git_commit)),
     ]
     return items
 
@@ -143,29 +145,39 @@ def _manifest_items(report: dict) -> list[tuple[str, str]]:
 # ----------------------------------------------------------------------------- summary / curves
 
 
-def _summary_table(metrics: dict, intervals: dict, counts: dict) -> str:
-    """A family x k matrix for the metric@k values, then a table of every other metric."""
+def _summary_table(agg: Aggregate, main_k: int | None = None) -> str:
+    """A family x k matrix for the metric@k values (the main k's column marked), then a table of
+    every other metric."""
     from ragsweep.metrics.registry import AT_K_FAMILIES, metric_sort_key
 
     def iv(name: str) -> tuple[float | None, float | None]:
-        pair = intervals.get(name) or [None, None]
-        return (num(pair[0]), num(pair[1])) if len(pair) == 2 else (None, None)
+        lo, hi = agg.interval(name)
+        return num(lo), num(hi)
 
-    at_k = [m for m in metrics if split_at_k(m)]
-    ks = sorted({split_at_k(m)[1] for m in at_k})
-    fams = [f for f in AT_K_FAMILIES if any(split_at_k(m)[0] == f for m in at_k)]
-    fams += sorted({split_at_k(m)[0] for m in at_k} - set(fams))
+    at_k = {m: at for m in agg.metrics if (at := split_at_k(m))}
+    ks = sorted({k for _, k in at_k.values()})
+    fams = [f for f in AT_K_FAMILIES if any(fam == f for fam, _ in at_k.values())]
+    fams += sorted({fam for fam, _ in at_k.values()} - set(fams))
     matrix = ""
     if at_k:
-        head = "<tr><th>metric</th>" + "".join(f'<th class="num">@{k}</th>' for k in ks) + "</tr>"
+        head = (
+            "<tr><th>metric</th>"
+            + "".join(
+                f'<th class="num main-k" title="the depth the pipeline serves">@{k}</th>'
+                if k == main_k
+                else f'<th class="num">@{k}</th>'
+                for k in ks
+            )
+            + "</tr>"
+        )
         rows = []
         for fam in fams:
             cells = []
             for k in ks:
                 name = f"{fam}@{k}"
-                v = num(metrics.get(name))
+                v = num(agg.metrics.get(name))
                 lo, hi = iv(name)
-                c = counts.get(name) or {}
+                c = agg.counts.get(name, {})
                 tip = f' title="{esc(name)}: n={esc(c.get("n", "?"))}, missing={esc(c.get("missing", "?"))}"'
                 ci = (
                     f'<br><span class="ci-text">[{fmt(lo)}, {fmt(hi)}]</span>'
@@ -180,14 +192,14 @@ def _summary_table(metrics: dict, intervals: dict, counts: dict) -> str:
         )
     rows, group = [], None
     groups = {1: "Retrieval", 2: "Answer", 3: "ragas", 4: "LLM judge", 5: "Other"}
-    for name in ordered(m for m in metrics if not split_at_k(m)):
+    for name in ordered(m for m in agg.metrics if m not in at_k):
         g = groups.get(metric_sort_key(name)[0], "Other")
         if g != group:
             rows.append(f'<tr class="group"><td colspan="6">{esc(g)}</td></tr>')
             group = g
-        v = num(metrics.get(name))
+        v = num(agg.metrics[name])
         lo, hi = iv(name)
-        c = counts.get(name) or {}
+        c = agg.counts.get(name, {})
         ci = f"[{fmt(lo)}, {fmt(hi)}]" if lo is not None and hi is not None else "–"
         glyph = "" if lower_is_better(name) else svg.ci_glyph(v, lo, hi)
         rows.append(
@@ -211,22 +223,22 @@ def _summary_table(metrics: dict, intervals: dict, counts: dict) -> str:
     )
 
 
-def _curve_series(metrics: dict, intervals: dict) -> tuple[list[str], dict]:
-    ks = sorted({at[1] for m in metrics if (at := split_at_k(m)) and at[0] in CURVE_FAMILIES})
+def _curve_series(agg: Aggregate) -> tuple[list[str], dict]:
+    ks = sorted({at[1] for m in agg.metrics if (at := split_at_k(m)) and at[0] in CURVE_FAMILIES})
     series = {}
     for fam in CURVE_FAMILIES:
         pts = []
         for k in ks:
             name = f"{fam}@{k}"
-            iv = intervals.get(name) or [None, None]
-            pts.append((num(metrics.get(name)), num(iv[0]), num(iv[1])))
+            lo, hi = agg.interval(name)
+            pts.append((num(agg.metrics.get(name)), num(lo), num(hi)))
         if any(p[0] is not None for p in pts):
             series[fam] = pts
     return [str(k) for k in ks], series
 
 
-def _curves(metrics: dict, intervals: dict, title: str) -> str:
-    x, series = _curve_series(metrics, intervals)
+def _curves(agg: Aggregate, title: str) -> str:
+    x, series = _curve_series(agg)
     if not series:
         return '<p class="note">No metric@k values in this run.</p>'
     return svg.line_chart(x, series, title, x_title="k (retrieved chunks)", y_title="mean over cases")
@@ -239,15 +251,15 @@ def _ci(values: list[float]) -> tuple[float | None, float | None]:
     return bootstrap_ci(values, n_resamples=GROUP_CI_RESAMPLES) if len(values) >= 2 else (None, None)
 
 
-def _type_bars(cases: list[dict], metrics: Sequence[str]) -> str:
+def _type_bars(cases: Sequence[CaseResult], metrics: Sequence[str]) -> str:
     panels = {}
     for m in metrics:
         by_type: dict[str, list[float]] = defaultdict(list)
         for c in cases:
-            v = num((c.get("metrics") or {}).get(m))
+            v = num(c.metric(m))
             if v is not None:
-                by_type[c.get("type") or "(no type)"].append(v)
-        items = []
+                by_type[c.type or "(no type)"].append(v)
+        items: list[tuple[str, float | None, float | None, float | None, int]] = []
         for t in sorted(by_type, key=natural_key):
             vals = by_type[t]
             lo, hi = _ci(vals)
@@ -258,7 +270,7 @@ def _type_bars(cases: list[dict], metrics: Sequence[str]) -> str:
     return _switcher("type-bars", panels)
 
 
-def _doc_type_heatmap(cases: list[dict], metrics: Sequence[str]) -> str:
+def _doc_type_heatmap(cases: Sequence[CaseResult], metrics: Sequence[str]) -> str:
     panels = {}
     note = ""
     for m in metrics:
@@ -266,10 +278,10 @@ def _doc_type_heatmap(cases: list[dict], metrics: Sequence[str]) -> str:
         row_vals: dict[str, list[float]] = defaultdict(list)
         col_vals: dict[str, list[float]] = defaultdict(list)
         for c in cases:
-            v = num((c.get("metrics") or {}).get(m))
+            v = num(c.metric(m))
             if v is None:
                 continue
-            d, t = doc_label(c), c.get("type") or "(no type)"
+            d, t = doc_label(c), c.type or "(no type)"
             cell_vals[(d, t)].append(v)
             row_vals[d].append(v)
             col_vals[t].append(v)
@@ -320,7 +332,8 @@ def _doc_type_heatmap(cases: list[dict], metrics: Sequence[str]) -> str:
     return note + _switcher("doc-type", panels)
 
 
-def _case_sections(cases: list[dict], k: int | None, label: str = "") -> list[tuple[str, str, str]]:
+def _case_sections(cases: Sequence[CaseResult], k: int | None, label: str = "") -> list[tuple[str, str, str]]:
+    """Type bars, the document x type heatmap and the drilldown; ``k``: the depth served (the main k)."""
     if not cases:
         return [("drilldown", "Cases", '<p class="note">This run folder has no cases.jsonl.</p>')]
     correct = correctness_metric(cases, k)
@@ -357,67 +370,54 @@ def _case_sections(cases: list[dict], k: int | None, label: str = "") -> list[tu
 
 
 def _eval_page(run_dir: Path) -> str:
-    report = read_json(run_dir / "report.json") if (run_dir / "report.json").is_file() else {}
-    cases = read_cases(run_dir / "cases.jsonl") if (run_dir / "cases.jsonl").is_file() else []
-    metrics = report.get("metrics") or {}
-    intervals = report.get("intervals") or {}
-    counts = report.get("counts") or {}
-    if not metrics and cases:  # a cases-only folder: aggregate here
-        metrics, intervals, counts = _aggregate(cases)
-    variables = ((report.get("manifest") or {}).get("pipeline") or {}).get("variables") or {}
-    k = main_k(report.get("ks") or case_ks(cases), variables)
-    n_fail = sum(1 for c in cases if case_failures(c, k))
-    headline = _headline(metrics, cases, k)
+    run = read_run(run_dir)
+    cases = run.cases
+    k = run.top_k  # the depth the pipeline served: the headline k
+    n_fail = sum(1 for c in cases if case_failures(c))
     subtitle = (
-        f"eval run · {len(cases)} cases · {n_fail} failing · {esc(report.get('answerer') or '')} · "
-        f"relevance: {esc(report.get('relevance_rule') or '?')}"
+        f"eval run · {len(cases)} cases · {n_fail} failing · top_k {esc(k)} · {esc(run.answerer or '')} · "
+        f"relevance: {esc(run.relevance_rule or '?')}"
     )
-    judge = report.get("judge")
+    judge = run.judge
     sections = [
-        ("summary", "Summary", judge_warnings_html(judge) + headline + _summary_table(metrics, intervals, counts)),
-        *(
-            [("baselines", "Against chance and oracle", _baselines_table(report["baselines"]))]
-            if report.get("baselines")
-            else []
-        ),
+        ("summary", "Summary", judge_warnings_html(judge) + _headline(run.metrics, k) + _summary_table(run, k)),
+        *([("baselines", "Against chance and oracle", _baselines_table(run.baselines))] if run.baselines else []),
         *([("judge", "LLM judge", judge_html(judge))] if judge else []),
-        ("curves", "Metrics vs k", _curves(metrics, intervals, "retrieval metrics at each k (95% CI)")),
+        ("curves", "Metrics vs k", _curves(run, "retrieval metrics at each k (95% CI)")),
         *_case_sections(cases, k),
-        ("run", "Run", _meta(_manifest_items(report))),
+        ("run", "Run", _meta(_manifest_items(Manifest.of(run.manifest), run))),
     ]
     return _page(f"ragsweep report: {run_dir.name}", subtitle, sections)
 
 
-def _headline(metrics: dict, cases: list[dict], k: int | None) -> str:
-    picks = [f"hit_rate@{k}", f"recall@{k}", f"ndcg@{k}", "mrr@10", "judge_correct", "token_f1", "pathway_strsim"]
+HEADLINE = ("hit_rate@{k}", "recall@{k}", "mrr@{k}", "ndcg@{k}", "judge_correct", "token_f1", "pathway_strsim")
+
+
+def _headline(metrics: dict[str, float | None], k: int | None) -> str:
+    """The run's key numbers at the depth the pipeline serves."""
+    picks = [m.format(k=k) for m in HEADLINE if k is not None or "{k}" not in m]
     chips = [
         f'<span class="chip"><b>{esc(m)}</b> {fmt(num(metrics[m]))}</span>'
         for m in picks
         if num(metrics.get(m)) is not None
     ]
-    return f"<p>{''.join(chips)}</p>" if chips else ""
+    if not chips:
+        return ""
+    served = f'<span class="ci-text">at k = {esc(k)}, the depth the pipeline serves</span>' if k is not None else ""
+    return f'<p class="headline" data-k="{esc(k)}">{"".join(chips)} {served}</p>'
 
 
-def _aggregate(cases: list[dict]) -> tuple[dict, dict, dict]:
-    """A cases-only folder: the evaluator's own aggregator (one aggregator for every report)."""
-    from ragsweep.evaluation.scoring import aggregate
-
-    agg = aggregate(cases)
-    return agg["metrics"], agg["intervals"], agg["counts"]
-
-
-def _baselines_table(baselines: dict) -> str:
+def _baselines_table(baselines: dict[str, Baseline]) -> str:
     """Pipeline, chance and oracle side by side for each retrieval metric, with the lift over chance."""
     if not baselines:
         return ""
     rows = []
     for name in ordered(baselines):
         b = baselines[name]
-        rows.append(
-            f'<tr><td>{esc(name)}</td><td class="num">{fmt(num(b.get("pipeline")))}</td>'
-            f'<td class="num">{fmt(num(b.get("chance")))}</td><td class="num">{fmt(num(b.get("oracle")))}</td>'
-            f'<td class="num">{fmt(num(b.get("lift")))}</td><td class="num">{esc(b.get("n", ""))}</td></tr>'
+        cells = "".join(
+            f'<td class="num">{fmt(num(b.get(key)))}</td>' for key in ("pipeline", "chance", "oracle", "lift")
         )
+        rows.append(f'<tr><td>{esc(name)}</td>{cells}<td class="num">{esc(b.get("n", ""))}</td></tr>')
     return (
         '<div class="scroll"><table class="baselines"><thead><tr><th>metric</th><th class="num">pipeline</th>'
         '<th class="num">chance</th><th class="num">oracle</th><th class="num">lift over chance</th>'
@@ -431,10 +431,10 @@ def _baselines_table(baselines: dict) -> str:
 # ----------------------------------------------------------------------------- sweep page
 
 
-def _axis_values(configs: list[dict], var: str, grid: dict) -> list:
+def _axis_values(configs: Sequence[ConfigResult], var: str, grid: dict[str, list[Any]]) -> list:
     vals = list(grid.get(var) or [])
     for c in configs:
-        v = (c.get("params") or {}).get(var)
+        v = c.params.get(var)
         if v not in vals:
             vals.append(v)
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
@@ -442,15 +442,17 @@ def _axis_values(configs: list[dict], var: str, grid: dict) -> list:
     return vals
 
 
-def _sweep_axes(configs: list[dict], grid: dict) -> tuple[str | None, str | None, str | None]:
+def _sweep_axes(
+    configs: Sequence[ConfigResult], grid: dict[str, list[Any]]
+) -> tuple[str | None, str | None, str | None]:
     """(rows, columns, panels): max_tokens x top_k per retriever_mode when those vary; other
     varying variables fill the free slots in grid order."""
     varying = [
         v
-        for v in dict.fromkeys([*grid, *(p for c in configs for p in (c.get("params") or {}))])
-        if len({repr((c.get("params") or {}).get(v)) for c in configs}) > 1
+        for v in dict.fromkeys([*grid, *(p for c in configs for p in c.params)])
+        if len({repr(c.params.get(v)) for c in configs}) > 1
     ]
-    slots = [v if v in varying else None for v in ("max_tokens", "top_k", "retriever_mode")]
+    slots: list[str | None] = [v if v in varying else None for v in ("max_tokens", "top_k", "retriever_mode")]
     rest = iter(v for v in varying if v not in slots)
     slots = [v if v is not None else next(rest, None) for v in slots]
     y, x, panel = slots
@@ -459,15 +461,15 @@ def _sweep_axes(configs: list[dict], grid: dict) -> tuple[str | None, str | None
     return y, x, panel
 
 
-def _sig_mark(cfg: dict, base: dict | None, metric: str) -> tuple[str, str]:
+def _sig_mark(cfg: ConfigResult, base: ConfigResult | None, metric: str) -> tuple[str, str]:
     """(html mark, plain mark) for a configuration's metric vs the baseline."""
-    if not (cfg.get("significant") or {}).get(metric) or base is None:
+    if not cfg.significant.get(metric) or base is None:
         return "", ""
-    a, b = num((cfg.get("metrics") or {}).get(metric)), num((base.get("metrics") or {}).get(metric))
+    a, b = num(cfg.metrics.get(metric)), num(base.metrics.get(metric))
     if a is None or b is None or a == b:
         return "", ""
     better = (a > b) != lower_is_better(metric)
-    p = num((cfg.get("p_adjusted") or {}).get(metric))
+    p = num(cfg.p_adjusted.get(metric))
     title = f"significantly {'better' if better else 'worse'} than the baseline (Holm-adjusted p = {fmt(p, 4)})"
     if better:
         return f' <span class="sig-up" title="{esc(title)}">▲*</span>', "▲"
@@ -478,15 +480,18 @@ def _label(v: Any) -> str:
     return "" if v is None else str(v)
 
 
-def _sweep_heatmaps(sweep: dict, metric: str) -> str:
-    configs = sweep.get("configs") or []
-    grid = sweep.get("grid") or {}
+def _find(sweep: SweepResult, config_id: str | None) -> ConfigResult | None:
+    return next((c for c in sweep.configs if c.id == config_id), None)
+
+
+def _sweep_heatmaps(sweep: SweepResult, metric: str) -> str:
+    configs, grid = sweep.configs, sweep.grid
     y, x, panel = _sweep_axes(configs, grid)
     if y is None:
         return '<p class="note">The sweep varies fewer than one variable.</p>'
-    base = next((c for c in configs if c.get("id") == sweep.get("baseline")), None)
-    best_ids = set((sweep.get("best") or {}).values())
-    values = [v for c in configs if (v := num((c.get("metrics") or {}).get(metric))) is not None]
+    base = _find(sweep, sweep.baseline)
+    best_ids = set(sweep.best.values())
+    values = [v for c in configs if (v := num(c.metrics.get(metric))) is not None]
     if not values:
         return f'<p class="note">No configuration has {esc(metric)}.</p>'
     vmin, vmax = min(values), max(values)
@@ -496,30 +501,31 @@ def _sweep_heatmaps(sweep: dict, metric: str) -> str:
     ys, xs = _axis_values(configs, y, grid), _axis_values(configs, x, grid) if x else [None]
     figs = []
     for pv in panel_values:
-        cells, marks, outline = {}, {}, {}
+        cells: dict[tuple[str, str], tuple[float | None, str]] = {}
+        marks: dict[tuple[str, str], str] = {}
+        outline: dict[tuple[str, str], str] = {}
         for yv in ys:
             for xv in xs:
-                match = [
-                    c
+                scored = [
+                    (v, c)
                     for c in configs
-                    if (c.get("params") or {}).get(y) == yv
-                    and (x is None or (c.get("params") or {}).get(x) == xv)
-                    and (panel is None or (c.get("params") or {}).get(panel) == pv)
+                    if c.params.get(y) == yv
+                    and (x is None or c.params.get(x) == xv)
+                    and (panel is None or c.params.get(panel) == pv)
+                    and (v := num(c.metrics.get(metric))) is not None
                 ]
-                scored = [(num((c.get("metrics") or {}).get(metric)), c) for c in match]
-                scored = [(v, c) for v, c in scored if v is not None]
                 if not scored:
                     continue
                 pick = min if lower_is_better(metric) else max
                 v, cfg = pick(scored, key=lambda vc: vc[0])
                 key = (str(yv), _label(xv))
-                iv = (cfg.get("intervals") or {}).get(metric) or [None, None]
+                lo, hi = cfg.interval(metric)
                 others = f" (best of {len(scored)} configurations over the other variables)" if len(scored) > 1 else ""
-                cells[key] = (v, f"{cfg.get('id')}: {metric} = {fmt(v)} [{fmt(num(iv[0]))}, {fmt(num(iv[1]))}]{others}")
+                cells[key] = (v, f"{cfg.id}: {metric} = {fmt(v)} [{fmt(num(lo))}, {fmt(num(hi))}]{others}")
                 marks[key] = "*" if _sig_mark(cfg, base, metric)[1] else ""
-                if cfg.get("id") in best_ids:
+                if cfg.id in best_ids:
                     outline[key] = "#e15759"
-                elif base is not None and cfg.get("id") == base.get("id"):
+                elif base is not None and cfg.id == base.id:
                     outline[key] = "#111111"
         title = f"{metric}" + (f" · {panel} = {pv}" if panel else "")
         figs.append(
@@ -558,10 +564,10 @@ def _short_id(cid: Any, n: int = 22) -> str:
     return esc(short) if short == str(cid) else f'<span title="{esc(cid)}">{esc(short)}</span>'
 
 
-def _param_columns(configs: list[dict]) -> list[str]:
+def _param_columns(configs: Sequence[ConfigResult]) -> list[str]:
     """Every parameter a configuration sets (a grid axis may set several), varying ones first."""
-    names = list(dict.fromkeys(p for c in configs for p in (c.get("params") or {})))
-    varying = [n for n in names if len({repr((c.get("params") or {}).get(n)) for c in configs}) > 1]
+    names = list(dict.fromkeys(p for c in configs for p in c.params))
+    varying = [n for n in names if len({repr(c.params.get(n)) for c in configs}) > 1]
     return varying + [n for n in names if n not in varying]
 
 
@@ -571,13 +577,11 @@ def _grid_value(v: Any) -> str:
     return str(v)
 
 
-def _sweep_table(sweep: dict, metrics: list[str]) -> str:
-    configs = sweep.get("configs") or []
+def _sweep_table(sweep: SweepResult, metrics: list[str]) -> str:
+    configs = sweep.configs
     grid = _param_columns(configs)
-    base_id = sweep.get("baseline")
-    base = next((c for c in configs if c.get("id") == base_id), None)
-    best = sweep.get("best") or {}
-    pareto = set(sweep.get("pareto") or [])
+    base = _find(sweep, sweep.baseline)
+    pareto = set(sweep.pareto)
     head = (
         "<tr><th>flags</th><th>id</th>"
         + "".join(f"<th>{esc(g)}</th>" for g in grid)
@@ -586,11 +590,11 @@ def _sweep_table(sweep: dict, metrics: list[str]) -> str:
     )
     rows = []
     for c in configs:
-        cid = c.get("id")
+        cid = c.id
         flags = []
-        if cid == base_id:
+        if cid == sweep.baseline:
             flags.append('<span class="badge info" title="baseline of the significance tests">baseline</span>')
-        best_by = [obj for obj, bid in best.items() if bid == cid]
+        best_by = [obj for obj, bid in sweep.best.items() if bid == cid]
         if best_by:
             flags.append(
                 f'<span class="badge ok" title="best by {esc(", ".join(best_by))}">best: '
@@ -598,23 +602,18 @@ def _sweep_table(sweep: dict, metrics: list[str]) -> str:
             )
         if cid in pareto:
             flags.append('<span class="badge warn" title="on the Pareto front of the objectives">pareto</span>')
-        params = c.get("params") or {}
         cells = [f'<td>{"".join(flags)}</td><td class="cid" data-v="{esc(cid)}">{_short_id(cid)}</td>']
-        cells += [f'<td data-v="{esc(params.get(g))}">{esc(params.get(g))}</td>' for g in grid]
+        cells += [f'<td data-v="{esc(c.params.get(g))}">{esc(c.params.get(g))}</td>' for g in grid]
         for m in metrics:
-            v = num((c.get("metrics") or {}).get(m))
-            iv = (c.get("intervals") or {}).get(m) or [None, None]
-            ci = (
-                f'<br><span class="ci-text">[{fmt(num(iv[0]))}, {fmt(num(iv[1]))}]</span>'
-                if num(iv[0]) is not None
-                else ""
-            )
+            v = num(c.metrics.get(m))
+            lo, hi = (num(x) for x in c.interval(m))
+            ci = f'<br><span class="ci-text">[{fmt(lo)}, {fmt(hi)}]</span>' if lo is not None else ""
             mark, _ = _sig_mark(c, base, m)
-            p = num((c.get("p_adjusted") or {}).get(m))
+            p = num(c.p_adjusted.get(m))
             title = f' title="Holm-adjusted p vs baseline = {fmt(p, 4)}"' if p is not None else ""
             cells.append(f'<td class="num" data-v="{"" if v is None else v}"{title}>{fmt(v)}{mark}{ci}</td>')
-        for key, d in (("seconds", 1), ("latency_ms_per_query", 1), ("peak_rss_mb", 0)):
-            v = num(c.get(key))
+        for value, d in ((c.seconds, 1), (c.latency_ms_per_query, 1), (c.peak_rss_mb, 0)):
+            v = num(value)
             cells.append(f'<td class="num" data-v="{"" if v is None else v}">{fmt(v, d)}</td>')
         rows.append(f'<tr data-id="{esc(cid)}">{"".join(cells)}</tr>')
     return (
@@ -626,53 +625,31 @@ def _sweep_table(sweep: dict, metrics: list[str]) -> str:
 
 
 def _sweep_page(run_dir: Path) -> str:
-    sweep = read_json(run_dir / "sweep.json")
-    configs = sweep.get("configs") or []
-    objectives = list(sweep.get("objectives") or [])
-    best = sweep.get("best") or {}
-    base_id = sweep.get("baseline")
-    all_metrics = ordered({m for c in configs for m in (c.get("metrics") or {})})
-    ks = sorted({at[1] for m in all_metrics if (at := split_at_k(m))})
-    variables = ((sweep.get("manifest") or {}).get("pipeline") or {}).get("variables") or {}
-    k = main_k(ks, variables)
-    preferred = [
-        *objectives,
-        f"hit_rate@{k}",
-        f"recall@{k}",
-        f"ndcg@{k}",
-        "mrr@10",
-        "ndcg@10",
-        "judge_correct",
-        "token_f1",
-        "pathway_strsim",
-    ]
+    sweep = read_sweep(run_dir)
+    configs, objectives, best, base_id = sweep.configs, sweep.objectives, sweep.best, sweep.baseline
+    all_metrics = ordered({m for c in configs for m in c.metrics})
+    focus_id = best.get(objectives[0]) if objectives else None
+    focus_id = focus_id or base_id or (configs[0].id if configs else None)
+    focus, base = _find(sweep, focus_id), _find(sweep, base_id)
+    k = focus.top_k if focus is not None else None  # the depth the drilled-down configuration serves
+    kk = [f"hit_rate@{k}", f"recall@{k}", f"ndcg@{k}"] if k is not None else []
+    preferred = [*objectives, *kk, "mrr@10", "ndcg@10", "judge_correct", "token_f1", "pathway_strsim"]
     shown = [m for m in dict.fromkeys(preferred) if m in all_metrics][:8]
     heat = {m: _sweep_heatmaps(sweep, m) for m in shown}
-    y, x, panel = _sweep_axes(configs, sweep.get("grid") or {})
-    focus_id = best.get(objectives[0]) if objectives else None
-    focus_id = focus_id or base_id or (configs[0].get("id") if configs else None)
-    focus = next((c for c in configs if c.get("id") == focus_id), None)
-    base = next((c for c in configs if c.get("id") == base_id), None)
-    cases_path = run_dir / "configs" / str(focus_id) / "cases.jsonl"
-    cases = read_cases(cases_path) if cases_path.is_file() else []
+    y, x, panel = _sweep_axes(configs, sweep.grid)
+    cases_dir = run_dir / "configs" / str(focus_id)
+    cases = read_config_cases(cases_dir) if (cases_dir / "cases.jsonl").is_file() else []
     curve_figs = []
     for label, cfg in (("best", focus), ("baseline", base)):
         if cfg is None or (label == "baseline" and base is focus):
             continue
-        curve_figs.append(
-            _curves(
-                cfg.get("metrics") or {},
-                cfg.get("intervals") or {},
-                f"{label} configuration {_short_plain(cfg.get('id'))}: metrics at each k",
-            )
-        )
-    grid = sweep.get("grid") or {}
-    n_grid = len(configs)
+        curve_figs.append(_curves(cfg, f"{label} configuration {_short_plain(cfg.id)}: metrics at each k"))
+    grid = sweep.grid
     subtitle = (
-        f"sweep · {n_grid} configurations over {esc(', '.join(grid))} · baseline {_short_id(base_id)} · "
+        f"sweep · {len(configs)} configurations over {esc(', '.join(grid))} · baseline {_short_id(base_id)} · "
         + " · ".join(f"best {esc(o)}: {_short_id(b)}" for o, b in best.items())
     )
-    params_of = lambda c: _chips(c.get("params")) if c else ""  # noqa: E731
+    params_of = lambda c: _chips(c.params) if c else ""  # noqa: E731
     overview = _meta(
         [
             (
@@ -684,7 +661,7 @@ def _sweep_page(run_dir: Path) -> str:
             ),
             ("objectives", esc(", ".join(objectives))),
             ("best", "".join(f'<span class="chip">{esc(o)}: {esc(b)}</span>' for o, b in best.items())),
-            ("pareto front", esc(", ".join(str(p) for p in sweep.get("pareto") or []))),
+            ("pareto front", esc(", ".join(str(p) for p in sweep.pareto))),
             ("baseline", f"{esc(base_id)} {params_of(base)}"),
             ("drilled-down configuration", f"{esc(focus_id)} {params_of(focus)}"),
         ]
@@ -694,15 +671,17 @@ def _sweep_page(run_dir: Path) -> str:
         "Red border: a best configuration; black border: the baseline; *: significantly different from "
         "the baseline (Holm-adjusted). Colour scale spans the range over all configurations.</p>"
     )
-    man = sweep.get("manifest") or {}
-    run_items = _manifest_items({"manifest": man}) if man else []
-    label = f"Configuration {esc(focus_id)} (best by {esc(objectives[0]) if objectives else '?'}): {params_of(focus)}"
+    run_items = _manifest_items(Manifest.of(sweep.manifest)) if sweep.manifest else []
+    label = (
+        f"Configuration {esc(focus_id)} (best by {esc(objectives[0]) if objectives else '?'}; top_k {esc(k)}): "
+        f"{params_of(focus)}"
+    )
     sections = [
         ("overview", "Sweep", overview),
         ("heatmap", "Chunk size × top_k", heat_note + _switcher("sweep-heat", heat)),
         ("table", "Configurations", _sweep_table(sweep, shown[:6])),
         ("curves", "Metrics vs k", f'<div class="figs">{"".join(curve_figs)}</div>'),
-        *_case_sections(cases, main_k(case_ks(cases), {**variables, **((focus or {}).get("params") or {})}), label),
+        *_case_sections(cases, k, label),
     ]
     if run_items:
         sections.append(("run", "Run", _meta(run_items)))

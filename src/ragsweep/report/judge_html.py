@@ -1,50 +1,58 @@
 """The "LLM judge" section of report.html: how far the run's LLM metrics can be trusted.
 
-It shows report.json's ``judge`` block (:mod:`ragsweep.metrics.judge_report`) as tables, each
-with a line on how to read it: failures, self-agreement of replicates, the judge-noise share of
-the CI, agreement with reference verdicts (with the prediction-powered estimate) and the probes.
-A run without an LLM metric or probe has no such block, and the page no such section.
+It shows report.json's ``judge`` block (:mod:`ragsweep.metrics.judge_report`, read back as a
+:class:`~ragsweep.metrics.judge_report.JudgeSection`) as tables, each with a line on how to read
+it: failures, self-agreement of replicates, the judge-noise share of the CI, agreement with
+reference verdicts (with the prediction-powered estimate) and the probes. A run without an LLM
+metric or probe has no such block, and the page no such section.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
+from ragsweep.metrics.judge_report import JudgeSection, MetricTrust, Probes, ReferenceAgreement
 from ragsweep.report.svg import esc, fmt
 
 MAX_IDS = 12  # case ids listed in a cell (flips, varying cases) before "… n more"
 
+Section = JudgeSection | Mapping[str, Any] | None
 
-def judge_warnings_html(section: dict[str, Any] | None, link: bool = True) -> str:
+
+def judge_warnings_html(section: Section, link: bool = True) -> str:
     """The warnings (a metric failing too often, wrong probes), also at the top of the page."""
-    warnings = (section or {}).get("warnings") or []
+    read = JudgeSection.of(section)
+    warnings = read.warnings if read is not None else []
     more = ' (<a href="#judge">LLM judge</a>)' if link else ""
     return "".join(f'<p class="warning"><span class="badge warn">warning</span> {esc(w)}{more}</p>' for w in warnings)
 
 
-def judge_html(section: dict[str, Any]) -> str:
-    metrics = section.get("metrics") or {}
-    parts = [_settings(section), judge_warnings_html(section, link=False)]
-    parts += [f'<p class="note">{esc(n)}</p>' for n in section.get("notes") or []]
+def judge_html(section: Section) -> str:
+    read = JudgeSection.of(section)
+    if read is None:
+        return ""
+    metrics = read.metrics
+    parts = [_settings(read), judge_warnings_html(read, link=False)]
+    parts += [f'<p class="note">{esc(n)}</p>' for n in read.notes]
     if metrics:
         parts.append(_failures(metrics))
-    if any(b.get("self_agreement") for b in metrics.values()):
+    if any(b.self_agreement for b in metrics.values()):
         parts.append(_self_agreement(metrics))
-    if any((b.get("noise") or {}).get("variance_share") is not None for b in metrics.values()):
+    if any(b.noise is not None and b.noise.variance_share is not None for b in metrics.values()):
         parts.append(_noise(metrics))
-    parts += [_reference(name, b["reference"]) for name, b in metrics.items() if b.get("reference")]
-    if (section.get("probes") or {}).get("total"):
-        parts.append(_probes(section["probes"]))
+    parts += [_reference(name, b.reference) for name, b in metrics.items() if b.reference]
+    if read.probes is not None and read.probes.total:
+        parts.append(_probes(read.probes))
     return "".join(parts)
 
 
-def _settings(section: dict[str, Any]) -> str:
-    temperature = section.get("temperature")
+def _settings(section: JudgeSection) -> str:
+    temperature = section.temperature
     return (
-        f"<p>{esc(section.get('replicates'))} replicate(s) per case · temperature "
+        f"<p>{esc(section.replicates)} replicate(s) per case · temperature "
         f"{'the endpoint’s default' if temperature is None else esc(temperature)} · warning above "
-        f"{_pct(section.get('failure_threshold'))} failures</p>"
+        f"{_pct(section.failure_threshold)} failures</p>"
     )
 
 
@@ -62,26 +70,24 @@ def _table(head: list[str], rows: list[list[str]], note: str, numeric: Collectio
     )
 
 
-def _failures(metrics: dict[str, Any]) -> str:
+def _failures(metrics: dict[str, MetricTrust]) -> str:
     rows = []
     for name, block in metrics.items():
-        f = block["failures"]
-        reasons = ", ".join(f"{n}× {esc(k)}" for k, n in (f.get("reasons") or {}).items()) or "–"
-        examples = "<br>".join(
-            f'<a href="#case={esc(e["id"])}">{esc(e["id"])}</a>: {esc(e["error"])}' for e in f.get("examples") or []
-        )
+        f = block.failures
+        reasons = ", ".join(f"{n}× {esc(k)}" for k, n in f.reasons.items()) or "–"
+        examples = "<br>".join(f'<a href="#case={esc(e.id)}">{esc(e.id)}</a>: {esc(e.error)}' for e in f.examples)
         how = ""
-        if block.get("kind") == "verdict":
+        if block.kind == "verdict":
             how = (
-                f"{esc(block['llm_judged'])} by the LLM, {esc(block['rule_decided'])} by the “I don’t know” rule"
+                f"{esc(block.llm_judged)} by the LLM, {esc(block.rule_decided)} by the “I don’t know” rule"
                 + (
-                    f"; replicate calls failed {esc(f['replicate_calls_failed'])} of {esc(f['replicate_calls'])}"
-                    if f.get("replicate_calls")
+                    f"; replicate calls failed {esc(f.replicate_calls_failed)} of {esc(f.replicate_calls)}"
+                    if f.replicate_calls
                     else ""
                 )
-                + (f"; replies repaired {esc(f['repaired'])}" if f.get("repaired") else "")
+                + (f"; replies repaired {esc(f.repaired)}" if f.repaired else "")
             )
-        rows.append([esc(name), esc(f["attempted"]), esc(f["failed"]), _pct(f.get("rate")), reasons, how, examples])
+        rows.append([esc(name), esc(f.attempted), esc(f.failed), _pct(f.rate), reasons, how, examples])
     return "<h3>Failures</h3>" + _table(
         ["metric", "attempted", "failed", "rate", "why", "how the cases were decided", "examples"],
         rows,
@@ -92,36 +98,36 @@ def _failures(metrics: dict[str, Any]) -> str:
     )
 
 
-def _self_agreement(metrics: dict[str, Any]) -> str:
+def _self_agreement(metrics: dict[str, MetricTrust]) -> str:
     rows = []
     for name, block in metrics.items():
-        sa = block.get("self_agreement")
+        sa = block.self_agreement
         if not sa:
             continue
-        if block.get("kind") == "score":
+        if block.kind == "score":
             rows.append(
                 [
                     esc(name),
-                    esc(sa["cases"]),
-                    esc(block["replicates"]),
+                    esc(sa.cases),
+                    esc(block.replicates),
                     "–",
-                    _num(sa.get("krippendorff_alpha")) + " (interval)",
+                    _num(sa.krippendorff_alpha) + " (interval)",
                     "–",
-                    f"{_pct(sa.get('varying_share'))} vary{_ids(sa.get('varying'))}",
-                    f"{_num(sa.get('mean_sd'))} (pooled {_num(sa.get('pooled_sd'))}, max {_num(sa.get('max_sd'))})",
+                    f"{_pct(sa.varying_share)} vary{_ids(sa.varying)}",
+                    f"{_num(sa.mean_sd)} (pooled {_num(sa.pooled_sd)}, max {_num(sa.max_sd)})",
                 ]
             )
         else:
             rows.append(
                 [
                     esc(name),
-                    esc(sa["cases"]),
-                    esc(block["replicates"]),
-                    _num(sa.get("agreement_rate")),
-                    _num(sa.get("krippendorff_alpha")),
-                    _num(sa.get("fleiss_kappa")),
-                    f"{_pct(sa.get('flip_share'))} flip{_ids(sa.get('flipped'))}",
-                    _num(sa.get("mean_sd")),
+                    esc(sa.cases),
+                    esc(block.replicates),
+                    _num(sa.agreement_rate),
+                    _num(sa.krippendorff_alpha),
+                    _num(sa.fleiss_kappa),
+                    f"{_pct(sa.flip_share)} flip{_ids(sa.flipped)}",
+                    _num(sa.mean_sd),
                 ]
             )
     return "<h3>Self-agreement of replicates</h3>" + _table(
@@ -144,21 +150,21 @@ def _self_agreement(metrics: dict[str, Any]) -> str:
     )
 
 
-def _noise(metrics: dict[str, Any]) -> str:
+def _noise(metrics: dict[str, MetricTrust]) -> str:
     rows = []
     for name, block in metrics.items():
-        nz = block.get("noise") or {}
-        if nz.get("variance_share") is None:
+        nz = block.noise
+        if nz is None or nz.variance_share is None:
             continue
         rows.append(
             [
                 esc(name),
-                esc(nz.get("cases")),
-                _pct(nz["variance_share"]),
-                _pct(nz.get("width_share")),
-                _num(nz.get("ci_half_width")),
-                _num(nz.get("ci_half_width_noise_free")),
-                _pct(nz.get("single_replicate_variance_share")),
+                esc(nz.cases),
+                _pct(nz.variance_share),
+                _pct(nz.width_share),
+                _num(nz.ci_half_width),
+                _num(nz.ci_half_width_noise_free),
+                _pct(nz.single_replicate_variance_share),
             ]
         )
     return "<h3>Judge noise in the confidence interval</h3>" + _table(
@@ -178,37 +184,36 @@ def _noise(metrics: dict[str, Any]) -> str:
     )
 
 
-def _reference(name: str, ref: dict[str, Any]) -> str:
-    c = ref.get("confusion") or {}
-    sources = ", ".join(f"{esc(s)} ({n})" for s, n in (ref.get("sources") or {}).items())
+def _reference(name: str, ref: ReferenceAgreement) -> str:
+    c = ref.confusion
+    sources = ", ".join(f"{esc(s)} ({n})" for s, n in ref.sources.items())
     confusion = (
         '<table class="confusion"><thead><tr><th>reference ↓ judge →</th><th class=num>true</th>'
         "<th class=num>false</th></tr></thead><tbody>"
-        f"<tr><th>true</th><td class=num>{esc(c.get('tp', 0))}</td><td class=num>{esc(c.get('fn', 0))}</td></tr>"
-        f"<tr><th>false</th><td class=num>{esc(c.get('fp', 0))}</td><td class=num>{esc(c.get('tn', 0))}</td>"
+        f"<tr><th>true</th><td class=num>{esc(c.tp)}</td><td class=num>{esc(c.fn)}</td></tr>"
+        f"<tr><th>false</th><td class=num>{esc(c.fp)}</td><td class=num>{esc(c.tn)}</td>"
         "</tr></tbody></table>"
     )
-    p = ref.get("ppi") or {}
+    p = ref.ppi
     estimates = _table(
         ["estimate of " + esc(name), "value", "95% CI", "cases"],
         [
-            ["judge mean (every judged case)", _num(p.get("judge_mean")), _ci(p.get("judge_ci")), esc(p.get("N"))],
-            ["prediction-powered", _num(p.get("estimate")), _ci(p.get("ci")), f"{esc(p.get('N'))} + {esc(p.get('n'))}"],
-            ["reference verdicts alone", _num(p.get("reference_mean")), _ci(p.get("reference_ci")), esc(p.get("n"))],
+            ["judge mean (every judged case)", _num(p.judge_mean), _ci(p.judge_ci), esc(p.N)],
+            ["prediction-powered", _num(p.estimate), _ci(p.ci), f"{esc(p.N)} + {esc(p.n)}"],
+            ["reference verdicts alone", _num(p.reference_mean), _ci(p.reference_ci), esc(p.n)],
         ],
         "Prediction-powered (Angelopoulos et al. 2023): the judge mean plus the mean of (reference − judge) on the "
         "labelled answers, its CI from both; valid when the labelled answers are a random sample of the judged "
         "ones." + _separately(ref),
     )
     disagreements = ", ".join(
-        f'<a href="#case={esc(d["id"])}">{esc(d["id"])}</a> (reference {_verdict(d["reference"])}'
-        f", judge {_verdict(d['judge'])})"
-        for d in ref.get("disagreements") or []
+        f'<a href="#case={esc(d.id)}">{esc(d.id)}</a> (reference {_verdict(d.reference)}, judge {_verdict(d.judge)})'
+        for d in ref.disagreements
     )
     return (
         f"<h3>{esc(name)} against reference verdicts</h3>"
-        f"<p>{esc(ref.get('labelled'))} labelled answer(s) from {sources or '–'}; {esc(ref.get('n'))} with both "
-        f"verdicts: agreement {_num(ref.get('agreement'))}, Cohen’s κ {_num(ref.get('cohen_kappa'))}"
+        f"<p>{esc(ref.labelled)} labelled answer(s) from {sources or '–'}; {esc(ref.n)} with both "
+        f"verdicts: agreement {_num(ref.agreement)}, Cohen’s κ {_num(ref.cohen_kappa)}"
         f"{'; they disagree on ' + disagreements if disagreements else ''}.</p>"
         f'<div class="figs">{confusion}</div>'
         '<p class="note">Cases carrying a <code>reference_verdict</code> (a verdict by people or by a documented '
@@ -217,22 +222,22 @@ def _reference(name: str, ref: dict[str, Any]) -> str:
     )
 
 
-def _probes(probes: dict[str, Any]) -> str:
+def _probes(probes: Probes) -> str:
     rows = [
         [
-            ("✓ " if p.get("ok") else "✗ ") + esc(p.get("case")),
-            esc(p.get("probe")),
-            esc(p.get("answer")),
-            _verdict(p.get("expected")),
-            _verdict(p.get("got")),
-            esc(p.get("method")),
-            esc(p.get("error") or p.get("reason") or ""),
+            ("✓ " if p.ok else "✗ ") + esc(p.case),
+            esc(p.probe),
+            esc(p.answer),
+            _verdict(p.expected),
+            _verdict(p.got),
+            esc(p.method),
+            esc(p.error or p.reason or ""),
         ]
-        for p in probes.get("probes") or probes.get("failed") or []
+        for p in probes.probes or probes.failed
     ]
     head = (
-        f"<p>{esc(probes['passed'])} of {esc(probes['total'])} probes right (decided by the LLM: "
-        f"{esc(probes.get('llm_passed'))} of {esc(probes.get('llm_total'))}).</p>"
+        f"<p>{esc(probes.passed)} of {esc(probes.total)} probes right (decided by the LLM: "
+        f"{esc(probes.llm_passed)} of {esc(probes.llm_total)}).</p>"
     )
     return (
         "<h3>Probes before the run</h3>"
@@ -249,8 +254,8 @@ def _probes(probes: dict[str, Any]) -> str:
     )
 
 
-def _separately(ref: dict[str, Any]) -> str:
-    other = (ref.get("labelled") or 0) - (ref.get("labelled_answer_is_run_answer") or 0)
+def _separately(ref: ReferenceAgreement) -> str:
+    other = ref.labelled - ref.labelled_answer_is_run_answer
     return f" {other} labelled answer(s) differ from this run's answers and were judged on their own." if other else ""
 
 

@@ -25,11 +25,21 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragsweep.report.runs import RunFolderError, num, read_chunk_rows, read_json, run_kind
+from ragsweep.evaluation.records import ConfigResult, RunResult
+from ragsweep.report.runs import (
+    Manifest,
+    RunFolderError,
+    num,
+    read_chunk_rows,
+    read_lines,
+    read_run,
+    read_sweep,
+    run_kind,
+)
 
 _BAD_KEY = re.compile(r"[^/\w.\- :]")
 _MAX_PARAM_VALUE = 6000
@@ -70,36 +80,43 @@ def _flatten(prefix: str, value: Any, out: dict[str, str]) -> None:
     out[mlflow_key(prefix)] = text[:_MAX_PARAM_VALUE]
 
 
-def _eval_params(report: dict) -> dict[str, str]:
-    man = report.get("manifest") or {}
-    pipe = man.get("pipeline") or {}
+def _manifest_params(manifest: Manifest) -> dict[str, str]:
+    pipe = manifest.pipeline
     params: dict[str, str] = {}
-    for k, v in (pipe.get("variables") or {}).items():
+    for k, v in pipe.variables.items():
         _flatten(str(k), v, params)
-    for k in ("path", "hash"):
-        if pipe.get(k) is not None:
-            _flatten(f"pipeline.{k}", pipe[k], params)
-    if pipe.get("overrides"):
-        _flatten("pipeline.overrides", json.dumps(pipe["overrides"], sort_keys=True, default=str), params)
-    for section in ("dataset", "corpus"):
-        val = man.get(section)
+    if pipe.path is not None:
+        _flatten("pipeline.path", pipe.path, params)
+    if pipe.hash is not None:
+        _flatten("pipeline.hash", pipe.hash, params)
+    if pipe.overrides:
+        _flatten("pipeline.overrides", json.dumps(pipe.overrides, sort_keys=True, default=str), params)
+    for section, val in (("dataset", manifest.dataset), ("corpus", manifest.corpus)):
         if isinstance(val, Mapping):
             for k, v in val.items():
                 if isinstance(v, (str, int, float, bool)) or v is None:
                     _flatten(f"{section}.{k}", v, params)
         elif val is not None:
             _flatten(section, val, params)
-    for k in ("relevance_rule", "answerer", "no_llm"):
-        if k in report:
-            _flatten(k, report[k], params)
-    if report.get("ks"):
-        _flatten("ks", ",".join(str(k) for k in report["ks"]), params)
     return params
 
 
-def _metric_dict(metrics: Mapping, intervals: Mapping | None = None, prefix: str = "") -> dict[str, float]:
+def _eval_params(run: RunResult) -> dict[str, str]:
+    params = _manifest_params(Manifest.of(run.manifest))
+    _flatten("relevance_rule", run.relevance_rule, params)
+    _flatten("answerer", run.answerer, params)
+    _flatten("no_llm", run.no_llm, params)
+    _flatten("top_k", run.top_k, params)  # the depth the pipeline served (its variables may not name it)
+    if run.ks:
+        _flatten("ks", ",".join(str(k) for k in run.ks), params)
+    return params
+
+
+def _metric_dict(
+    metrics: Mapping[str, Any], intervals: Mapping[str, Sequence[Any]] | None = None, prefix: str = ""
+) -> dict[str, float]:
     out: dict[str, float] = {}
-    for name, value in (metrics or {}).items():
+    for name, value in metrics.items():
         v = num(value)
         if v is not None and math.isfinite(v):
             out[mlflow_key(prefix + name)] = v
@@ -112,21 +129,18 @@ def _metric_dict(metrics: Mapping, intervals: Mapping | None = None, prefix: str
     return out
 
 
-def _eval_metrics(report: dict) -> dict[str, float]:
-    out = _metric_dict(report.get("metrics") or {}, report.get("intervals") or {})
-    stages = (report.get("manifest") or {}).get("stage_seconds") or {}
-    if isinstance(stages, Mapping):
-        out.update(_metric_dict(stages, prefix="seconds."))
+def _eval_metrics(run: RunResult) -> dict[str, float]:
+    out = _metric_dict(run.metrics, run.intervals)
+    out.update(_metric_dict(Manifest.of(run.manifest).stage_seconds, prefix="seconds."))
     return out
 
 
-def _tags(report_like: dict, kind: str, run_dir: Path) -> dict[str, str]:
-    man = report_like.get("manifest") or {}
+def _tags(manifest: Manifest, kind: str, run_dir: Path, answerer: str | None = None) -> dict[str, str]:
     tags = {"ragsweep.kind": kind, "ragsweep.run_dir": str(run_dir.resolve()), "mlflow.source.name": "ragsweep"}
-    if man.get("git_commit"):
-        tags["mlflow.source.git.commit"] = str(man["git_commit"])
-    if report_like.get("answerer"):
-        tags["ragsweep.answerer"] = str(report_like["answerer"])
+    if manifest.git_commit:
+        tags["mlflow.source.git.commit"] = str(manifest.git_commit)
+    if answerer:
+        tags["ragsweep.answerer"] = str(answerer)
     return tags
 
 
@@ -152,13 +166,13 @@ def _log_batch(
         client.log_batch(run_id, tags=tlist)
 
 
-def _pipeline_file(pipeline_path: str | Path | None, report_like: dict, run_dir: Path) -> Path | None:
+def _pipeline_file(pipeline_path: str | Path | None, manifest: Manifest, run_dir: Path) -> Path | None:
     if pipeline_path is not None:
         p = Path(pipeline_path)
         if not p.is_file():
             raise RunFolderError(f"{p}: no such pipeline file")
         return p
-    recorded = ((report_like.get("manifest") or {}).get("pipeline") or {}).get("path")
+    recorded = manifest.pipeline.path
     if not recorded:
         return None
     for candidate in (Path(recorded), run_dir / recorded, run_dir / Path(recorded).name):
@@ -208,12 +222,14 @@ def log_to_mlflow(
 
 
 def _log_eval(client, exp_id: str, run_dir: Path, pipeline_path) -> str:
-    report = read_json(run_dir / "report.json")
-    run = client.create_run(exp_id, run_name=run_dir.name, tags=_tags(report, "eval", run_dir))
-    run_id = run.info.run_id
+    run = read_run(run_dir)
+    manifest = Manifest.of(run.manifest)
+    run_id = client.create_run(
+        exp_id, run_name=run_dir.name, tags=_tags(manifest, "eval", run_dir, run.answerer)
+    ).info.run_id
     try:
-        _log_batch(client, run_id, params=_eval_params(report), metrics=_eval_metrics(report))
-        pipe = _pipeline_file(pipeline_path, report, run_dir)
+        _log_batch(client, run_id, params=_eval_params(run), metrics=_eval_metrics(run))
+        pipe = _pipeline_file(pipeline_path, manifest, run_dir)
         if pipe is not None:
             client.log_artifact(run_id, str(pipe), artifact_path="pipeline")
         files = [f for f in sorted(run_dir.rglob("*")) if f.is_file() and "mlruns" not in f.relative_to(run_dir).parts]
@@ -225,17 +241,16 @@ def _log_eval(client, exp_id: str, run_dir: Path, pipeline_path) -> str:
     return run_id
 
 
-def _config_metrics(cfg: dict) -> dict[str, float]:
-    out = _metric_dict(cfg.get("metrics") or {}, cfg.get("intervals") or {})
-    out.update(_metric_dict(cfg.get("p_values") or {}, prefix="p_value."))
-    out.update(_metric_dict(cfg.get("p_adjusted") or {}, prefix="p_adjusted."))
+def _config_metrics(cfg: ConfigResult) -> dict[str, float]:
+    out = _metric_dict(cfg.metrics, cfg.intervals)
+    out.update(_metric_dict(cfg.p_values, prefix="p_value."))
+    out.update(_metric_dict(cfg.p_adjusted, prefix="p_adjusted."))
+    out.update(_metric_dict({k: float(bool(v)) for k, v in cfg.significant.items()}, prefix="significant."))
     out.update(
-        _metric_dict({k: float(bool(v)) for k, v in (cfg.get("significant") or {}).items()}, prefix="significant.")
+        _metric_dict(
+            {"seconds": cfg.seconds, "peak_rss_mb": cfg.peak_rss_mb, "latency_ms_per_query": cfg.latency_ms_per_query}
+        )
     )
-    for key in ("seconds", "peak_rss_mb", "latency_ms_per_query"):
-        v = num(cfg.get(key))
-        if v is not None:
-            out[key] = v
     return out
 
 
@@ -251,13 +266,12 @@ def _log_config_chunks(client, run_id: str, cdir: Path, tables: dict[Path, dict[
     cases = cdir / "cases.jsonl"
     wanted: dict[str, None] = {}
     if cases.is_file():
-        with cases.open(encoding="utf-8") as fh:
-            for line in fh:
-                try:
-                    hits = json.loads(line).get("hits") or []
-                    wanted.update((chunk_id(h["doc_id"], h["start"], h["end"]), None) for h in hits if "text" not in h)
-                except (ValueError, KeyError, TypeError, AttributeError):
-                    continue
+        for line in read_lines(cases):  # the stored lines: which hits refer to the table
+            try:
+                hits = line["hits"] if "hits" in line else []
+                wanted.update((chunk_id(h["doc_id"], h["start"], h["end"]), None) for h in hits if "text" not in h)
+            except (KeyError, TypeError):
+                continue
     if not wanted:
         return
     if cdir.parent.parent not in tables:
@@ -273,59 +287,53 @@ def _log_config_chunks(client, run_id: str, cdir: Path, tables: dict[Path, dict[
 
 
 def _log_sweep(client, exp_id: str, run_dir: Path, pipeline_path) -> str:
-    sweep = read_json(run_dir / "sweep.json")
-    configs = sweep.get("configs") or []
-    best = sweep.get("best") or {}
-    pareto = set(sweep.get("pareto") or [])
-    base_params = _eval_params({"manifest": sweep.get("manifest") or {}})
-    parent_tags = _tags(sweep, "sweep", run_dir) | {"ragsweep.baseline": str(sweep.get("baseline"))}
-    parent = client.create_run(exp_id, run_name=run_dir.name, tags=parent_tags)
-    pid = parent.info.run_id
+    sweep = read_sweep(run_dir)
+    manifest = Manifest.of(sweep.manifest)
+    configs, best, pareto = sweep.configs, sweep.best, set(sweep.pareto)
+    base_params = _manifest_params(manifest)
+    parent_tags = _tags(manifest, "sweep", run_dir) | {"ragsweep.baseline": sweep.baseline}
+    pid = client.create_run(exp_id, run_name=run_dir.name, tags=parent_tags).info.run_id
     try:
         params = dict(base_params)
         params.update(
-            {
-                mlflow_key(f"grid.{k}"): json.dumps(v, default=str)[:_MAX_PARAM_VALUE]
-                for k, v in (sweep.get("grid") or {}).items()
-            }
+            {mlflow_key(f"grid.{k}"): json.dumps(v, default=str)[:_MAX_PARAM_VALUE] for k, v in sweep.grid.items()}
         )
-        params["baseline"] = str(sweep.get("baseline"))
-        params["objectives"] = ",".join(sweep.get("objectives") or [])
+        params["baseline"] = sweep.baseline
+        params["objectives"] = ",".join(sweep.objectives)
         params["configs"] = str(len(configs))
         for obj, cid in best.items():
             params[mlflow_key(f"best.{obj}")] = str(cid)
-        params["pareto"] = ",".join(str(p) for p in sweep.get("pareto") or [])[:_MAX_PARAM_VALUE]
+        params["pareto"] = ",".join(str(p) for p in sweep.pareto)[:_MAX_PARAM_VALUE]
         # the parent's metrics: each objective's best value
         metrics = {}
         for obj, cid in best.items():
-            cfg = next((c for c in configs if c.get("id") == cid), None)
-            v = num(((cfg or {}).get("metrics") or {}).get(obj))
+            cfg = next((c for c in configs if c.id == cid), None)
+            v = num(cfg.metrics.get(obj)) if cfg is not None else None
             if v is not None:
                 metrics[mlflow_key(f"best.{obj}")] = v
         _log_batch(client, pid, params=params, metrics=metrics)
-        pipe = _pipeline_file(pipeline_path, sweep, run_dir)
+        pipe = _pipeline_file(pipeline_path, manifest, run_dir)
         if pipe is not None:
             client.log_artifact(pid, str(pipe), artifact_path="pipeline")
         top = [f for f in sorted(run_dir.iterdir()) if f.is_file()]
         _log_files(client, pid, run_dir, top, artifact_path="run")
         chunk_tables: dict[Path, dict[str, dict]] = {}
         for cfg in configs:
-            cid = str(cfg.get("id"))
+            cid = cfg.id
             tags = {
                 "mlflow.parentRunId": pid,
                 "ragsweep.kind": "sweep-config",
                 "ragsweep.config_id": cid,
-                "ragsweep.is_baseline": str(cid == str(sweep.get("baseline"))).lower(),
+                "ragsweep.is_baseline": str(cid == sweep.baseline).lower(),
                 "ragsweep.pareto": str(cid in pareto).lower(),
             }
             for obj, bid in best.items():
                 if str(bid) == cid:
                     tags[mlflow_key(f"ragsweep.best.{obj}")] = "true"
-            child = client.create_run(exp_id, run_name=f"{run_dir.name}/{cid}", tags=tags)
-            cid_run = child.info.run_id
+            cid_run = client.create_run(exp_id, run_name=f"{run_dir.name}/{cid}", tags=tags).info.run_id
             try:
                 cparams = dict(base_params)
-                for k, v in (cfg.get("params") or {}).items():
+                for k, v in cfg.params.items():
                     _flatten(str(k), v, cparams)
                 cparams["config_id"] = cid
                 _log_batch(client, cid_run, params=cparams, metrics=_config_metrics(cfg))

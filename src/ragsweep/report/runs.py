@@ -1,17 +1,42 @@
-"""Reading eval and sweep run folders (read-only) and the conventions the reports share:
-metric ordering, the main k, the correctness metric, and what counts as a failing case."""
+"""Reading eval and sweep run folders (read-only) into the typed results, and the conventions the
+reports share: metric ordering, the correctness metric, and what counts as a failing case.
+
+Every report (report.html, compare, MLflow) reads a folder through :func:`read_run`,
+:func:`read_sweep` and :func:`read_config_cases`, so it sees a
+:class:`~ragsweep.evaluation.records.RunResult`, a :class:`~ragsweep.evaluation.records.SweepResult`
+and :class:`~ragsweep.evaluation.records.CaseResult` objects, never the stored dicts. The main k
+of a report is the result's own ``top_k``: the depth the pipeline served.
+
+Older layouts are read as they are: eval layout 1 (every hit with its text, no ``version``, no
+``top_k`` in a line), 2 (a chunk id per hit) and 3 (compact lines); sweeps up to layout 3 (full
+lines in each configuration, ``recall@k``-style aliases in them) and 4 (compact lines, one chunk
+table). A line written before lines carried their ``top_k`` gets the depth its folder records
+(:func:`stored_top_k`).
+"""
 
 from __future__ import annotations
 
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel, Field, ValidationError
+
+from ragsweep.evaluation.records import (
+    AnswerCounts,
+    AnswerErrors,
+    CaseResult,
+    ConfigResult,
+    RunResult,
+    SweepResult,
+)
 from ragsweep.metrics.registry import (  # noqa: F401 - the one registry, re-exported for the reports
     ANSWER_ORDER,
+    AT_K_FAMILIES,
     lower_is_better,
     metric_sort_key,
     ordered,
@@ -19,10 +44,14 @@ from ragsweep.metrics.registry import (  # noqa: F401 - the one registry, re-exp
 )
 
 CURVE_FAMILIES = ["hit_rate", "recall", "precision", "ndcg", "map"]
+OWN_K_ALIASES = frozenset(f"{family}@k" for family in AT_K_FAMILIES)  # what sweep lines up to layout 3 carried
 
 
 class RunFolderError(FileNotFoundError):
     """A run folder, or a file it must hold, is missing or unreadable."""
+
+
+# ----------------------------------------------------------------------------- files
 
 
 def read_json(path: Path) -> Any:
@@ -34,20 +63,26 @@ def read_json(path: Path) -> Any:
         raise RunFolderError(f"{path}: not valid JSON ({err})") from err
 
 
-def read_cases(path: Path) -> list[dict]:
-    """The case records of a ``cases.jsonl`` (every layout), as :meth:`CaseResult.line` gives them."""
+def read_lines(path: Path) -> list[dict[str, Any]]:
+    """The JSON lines of a ``cases.jsonl`` as stored (compact or full)."""
     if not path.is_file():
         raise RunFolderError(f"{path}: no such file")
-    cases = []
+    lines = []
     with path.open(encoding="utf-8") as fh:
         for n, line in enumerate(fh, 1):
             if not line.strip():
                 continue
             try:
-                cases.append(json.loads(line))
+                lines.append(json.loads(line))
             except json.JSONDecodeError as err:
                 raise RunFolderError(f"{path}:{n}: not valid JSON ({err})") from err
-    return expand_cases(cases, path.parent)
+    return lines
+
+
+def read_cases(path: Path) -> list[dict[str, Any]]:
+    """The case records of a ``cases.jsonl`` (every layout), as :meth:`CaseResult.line` gives them
+    (the stored record as data; the reports read :func:`read_case_results`)."""
+    return expand_cases(read_lines(path), path.parent)
 
 
 def chunk_table_paths(folder: Path) -> list[Path]:
@@ -56,9 +91,14 @@ def chunk_table_paths(folder: Path) -> list[Path]:
     the sweep's ``<sweep>/chunks.jsonl``, which every configuration shares (sweep layout 4)."""
     folder = Path(folder)
     paths = [folder / "chunks.jsonl"]
-    if folder.parent.name == "configs":
+    if is_config_dir(folder):
         paths.append(folder.parent.parent / "chunks.jsonl")
     return paths
+
+
+def is_config_dir(folder: Path) -> bool:
+    """Is ``folder`` a sweep configuration's (``<sweep>/configs/<id>``)?"""
+    return Path(folder).parent.name == "configs"
 
 
 def read_chunk_rows(folder: Path) -> dict[str, dict]:
@@ -85,11 +125,11 @@ def read_chunk_texts(folder: Path) -> dict[str, str]:
     return {key: row["text"] for key, row in read_chunk_rows(folder).items()}
 
 
-def expand_cases(lines: list[dict], folder: Path) -> list[dict]:
+def expand_cases(lines: list[dict], folder: Path, names: Sequence[str] | None = None) -> list[dict]:
     """Stored case lines in full (:func:`ragsweep.evaluation.records.expand_lines`): hit texts from the
     chunk table (the folder's own, or a sweep configuration's, :func:`chunk_table_paths`; a
     layout-1 eval folder or a sweep of layout 3 or earlier, with the text in every hit, needs
-    none), the metrics from the folder's report.json's ``case_metrics``."""
+    none), the metrics named by ``names`` (default: the folder's report.json's ``case_metrics``)."""
     from ragsweep.evaluation.records import expand_lines
 
     needs_table = any("text" not in h for c in lines for h in c.get("hits") or [])
@@ -99,9 +139,211 @@ def expand_cases(lines: list[dict], folder: Path) -> list[dict]:
             f"{folder}: cases.jsonl refers to chunks by id but chunks.jsonl is missing (looked for "
             f"{' and '.join(str(p) for p in chunk_table_paths(folder))})"
         )
-    report = Path(folder) / "report.json"
-    names = read_json(report).get("case_metrics") or [] if report.is_file() else []
+    if names is None:
+        report = Path(folder) / "report.json"
+        names = read_json(report).get("case_metrics") or [] if report.is_file() else []
     return expand_lines(lines, texts, names)
+
+
+# ----------------------------------------------------------------------------- typed results
+
+
+def _invalid(path: Path, err: ValidationError, what: str) -> RunFolderError:
+    first = err.errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    return RunFolderError(f"{path}: not {what} ({where}: {first['msg']}; {err.error_count()} error(s))")
+
+
+def _variables_top_k(manifest: Mapping[str, Any] | None) -> int | None:
+    """The pipeline's ``top_k`` as a legacy report's manifest recorded it."""
+    pipeline = (manifest or {}).get("pipeline")
+    variables = pipeline.get("variables") if isinstance(pipeline, Mapping) else None
+    value = variables.get("top_k") if isinstance(variables, Mapping) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
+
+
+def stored_top_k(folder: Path) -> int | None:
+    """The depth the folder's configuration served, as the folder records it, for case lines
+    written before each line carried its ``top_k`` (eval layout 1, the first sweeps): an eval
+    folder's report.json ``top_k`` (or its manifest's pipeline ``top_k``); a sweep configuration's
+    result.json ``top_k`` (or its ``params``), or its row of sweep.json. None when none says."""
+    folder = Path(folder)
+    report = folder / "report.json"
+    if report.is_file():
+        data = read_json(report)
+        if isinstance(data.get("top_k"), int):
+            return int(data["top_k"])
+        return _variables_top_k(data.get("manifest"))
+    if is_config_dir(folder):
+        result = folder / "result.json"
+        rows = [read_json(result)] if result.is_file() else []
+        sweep = folder.parent.parent / "sweep.json"
+        if sweep.is_file():
+            data = read_json(sweep)
+            rows += [c for c in data.get("configs") or [] if str(c.get("id")) == folder.name]
+            rows.append({"manifest": data.get("manifest")})
+        for row in rows:
+            for value in (row.get("top_k"), (row.get("params") or {}).get("top_k")):
+                if isinstance(value, int) and not isinstance(value, bool):
+                    return value
+            if (k := _variables_top_k(row.get("manifest"))) is not None:
+                return k
+    return None
+
+
+def _line_top_k(line: Mapping[str, Any]) -> int:
+    """A legacy line's depth when its folder records none: the hits it holds, else its deepest @k metric."""
+    if line.get("hits"):
+        return len(line["hits"])
+    ks = [at[1] for name in line.get("metrics") or {} if (at := split_at_k(name))]
+    return max(ks, default=1)
+
+
+def _without_aliases(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: v for name, v in values.items() if name not in OWN_K_ALIASES}
+
+
+def case_results(lines: Sequence[Mapping[str, Any]], path: Path, top_k: int | None = None) -> list[CaseResult]:
+    """Expanded case lines (:func:`expand_cases`) as :class:`CaseResult` objects. A line without
+    ``top_k`` gets ``top_k`` (its folder's, :func:`stored_top_k`); the own-k aliases of old sweep
+    lines (``recall@k``...) are left out: :meth:`CaseResult.metric` gives them."""
+    out = []
+    for n, line in enumerate(lines, 1):
+        record = dict(line)
+        if "top_k" not in record:
+            record["top_k"] = top_k if top_k is not None else _line_top_k(record)
+        for key in ("metrics", "chance", "oracle"):
+            if isinstance(record.get(key), Mapping):
+                record[key] = _without_aliases(record[key])
+        try:
+            out.append(CaseResult.model_validate(record))
+        except ValidationError as err:
+            raise _invalid(Path(f"{path}:{n}"), err, "a case record") from err
+    return out
+
+
+def read_case_results(path: Path, names: Sequence[str] | None = None) -> list[CaseResult]:
+    """A ``cases.jsonl`` of any layout as :class:`CaseResult` objects."""
+    path = Path(path)
+    lines = read_lines(path)
+    legacy = any("top_k" not in line for line in lines)
+    return case_results(expand_cases(lines, path.parent, names), path, stored_top_k(path.parent) if legacy else None)
+
+
+def read_config_cases(config_dir: Path) -> list[CaseResult]:
+    """A sweep configuration's cases (``<sweep>/configs/<id>/cases.jsonl``, sweep layouts 1-4)."""
+    return read_case_results(Path(config_dir) / "cases.jsonl")
+
+
+def _fallback_top_k(cases: Sequence[CaseResult]) -> int | None:
+    counts = Counter(c.top_k for c in cases)
+    return counts.most_common(1)[0][0] if counts else None
+
+
+def read_run(folder: str | Path) -> RunResult:
+    """An eval run folder as a :class:`RunResult` with its ``cases`` and ``run_dir``.
+
+    report.json is validated into the result; an interrupted run (cases.jsonl without
+    report.json) gets its aggregate from :func:`ragsweep.evaluation.scoring.aggregate`, as
+    the finished run would. A report.json of layout 1 without ``top_k`` gets its manifest's
+    pipeline ``top_k``, else its cases'.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise RunFolderError(f"{folder}: no such run folder")
+    report_path, cases_path = folder / "report.json", folder / "cases.jsonl"
+    if not report_path.is_file() and not cases_path.is_file():
+        raise RunFolderError(f"{folder}: no report.json and no cases.jsonl (an eval run folder holds them)")
+    report = read_json(report_path) if report_path.is_file() else None
+    if report is not None and not isinstance(report, dict):
+        raise RunFolderError(f"{report_path}: not a report (a JSON object)")
+    cases: list[CaseResult] = []
+    if cases_path.is_file():
+        lines = read_lines(cases_path)
+        names = (report or {}).get("case_metrics") or []
+        top_k = None
+        if any("top_k" not in line for line in lines):
+            top_k = stored_top_k(folder)
+        cases = case_results(expand_cases(lines, folder, names), cases_path, top_k)
+    if report is None:
+        run = _aggregate_run(cases)
+    else:
+        if "top_k" not in report:  # layout 1
+            top_k = _variables_top_k(report.get("manifest")) or _fallback_top_k(cases)
+            if top_k is None:
+                raise RunFolderError(f"{report_path}: no top_k, no pipeline top_k in its manifest and no cases")
+            report = {**report, "top_k": top_k}
+        try:
+            run = RunResult.model_validate(report)
+        except ValidationError as err:
+            raise _invalid(report_path, err, "a run report") from err
+    run.cases = cases
+    run.run_dir = str(folder)
+    return run
+
+
+def _aggregate_run(cases: list[CaseResult]) -> RunResult:
+    """The report an interrupted run would have written, from its cases alone (no manifest)."""
+    from ragsweep.evaluation.scoring import aggregate
+
+    errors = [c for c in cases if c.answer is not None and c.answer.error]
+    answered = [c for c in cases if c.answer is not None]
+    top_k = _fallback_top_k(cases)
+    return RunResult(
+        **aggregate(cases).model_dump(),
+        case_metrics=list(dict.fromkeys(m for c in cases for m in c.metrics)),
+        ks=case_ks(cases),
+        top_k=top_k if top_k is not None else 1,
+        relevance_rules_applied=sorted({c.relevance_rule for c in cases if c.relevance_rule}),
+        relevance_rule=next((c.relevance_rule for c in cases if c.relevance_rule), None),
+        no_llm=not any(c.answer.answerer.startswith("llm") for c in answered if c.answer is not None),
+        answerer=next((c.answer.answerer for c in answered if c.answer is not None and c.answer.answerer), None),
+        n_cases=len(cases),
+        answer_errors=AnswerErrors(
+            n=len(errors),
+            first=[{"id": c.id, "error": str(c.answer.error)} for c in errors[:5] if c.answer is not None],
+            by_message=dict(Counter(str(c.answer.error) for c in errors if c.answer is not None).most_common(10)),
+        ),
+        answers=AnswerCounts(
+            ok=sum(1 for c in answered if c.answer is not None and not c.answer.error),
+            failed=len(errors),
+            refused=sum(1 for c in answered if c.answer is not None and c.answer.refusal),
+        ),
+    )
+
+
+def read_sweep(folder: str | Path) -> SweepResult:
+    """A sweep folder's sweep.json as a :class:`SweepResult` (with ``sweep_dir``). A configuration
+    row of an old sweep without ``top_k`` gets its ``params``' top_k, else the pipeline's."""
+    folder = Path(folder)
+    path = folder / "sweep.json"
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise RunFolderError(f"{path}: not a sweep (a JSON object)")
+    base_k = _variables_top_k(data.get("manifest"))
+    rows = []
+    for row in data.get("configs") or []:
+        if isinstance(row, dict) and "top_k" not in row:
+            k = (row.get("params") or {}).get("top_k", base_k)
+            row = {**row, "top_k": k}
+        rows.append(row)
+    try:
+        sweep = SweepResult.model_validate({**data, "configs": rows})
+    except ValidationError as err:
+        raise _invalid(path, err, "a sweep result") from err
+    sweep.sweep_dir = str(folder)
+    return sweep
+
+
+def read_config(config_dir: Path) -> ConfigResult | None:
+    """A sweep configuration's result.json (None when the configuration did not finish)."""
+    path = Path(config_dir) / "result.json"
+    if not path.is_file():
+        return None
+    try:
+        return ConfigResult.model_validate(read_json(path))
+    except ValidationError as err:
+        raise _invalid(path, err, "a configuration result") from err
 
 
 def run_kind(run_dir: Path) -> Literal["eval", "sweep"]:
@@ -115,6 +357,40 @@ def run_kind(run_dir: Path) -> Literal["eval", "sweep"]:
     raise RunFolderError(f"{run_dir}: neither report.json / cases.jsonl (eval run) nor sweep.json (sweep run)")
 
 
+# ----------------------------------------------------------------------------- the manifest, as reports show it
+
+
+class PipelineManifest(BaseModel):
+    path: str | None = None
+    hash: str | None = None
+    overrides: dict[str, Any] | None = None
+    variables: dict[str, Any] = Field(default_factory=dict)
+
+
+class Manifest(BaseModel):
+    """The part of a run's manifest (``RunResult.manifest``, ``SweepResult.manifest``) reports show."""
+
+    pipeline: PipelineManifest = Field(default_factory=PipelineManifest)
+    dataset: dict[str, Any] | str | None = None
+    corpus: dict[str, Any] | str | None = None
+    timestamps: dict[str, Any] = Field(default_factory=dict)
+    stage_seconds: dict[str, Any] = Field(default_factory=dict)
+    git_commit: str | None = None
+
+    @classmethod
+    def of(cls, manifest: Mapping[str, Any] | None) -> Manifest:
+        """The manifest's known parts; a part of an unexpected shape is left out, never an error."""
+        data = dict(manifest or {})
+        try:
+            return cls.model_validate(data)
+        except ValidationError as err:
+            bad = {str(e["loc"][0]) for e in err.errors() if e["loc"]}
+            return cls.model_validate({k: v for k, v in data.items() if k not in bad})
+
+
+# ----------------------------------------------------------------------------- conventions
+
+
 def num(value: Any) -> float | None:
     """A metric value as float, or None for missing / NaN / non-numeric."""
     if value is None or isinstance(value, str):
@@ -126,38 +402,21 @@ def num(value: Any) -> float | None:
     return None if math.isnan(v) else v
 
 
-def main_k(ks: Iterable[int], variables: dict | None = None) -> int | None:
-    """The k that matches what the answerer sees: the pipeline's top_k when it is one of
-    ``ks``, else the largest k below it, else 5 when present, else the largest k."""
-    ks = sorted({int(k) for k in ks})
-    if not ks:
-        return None
-    top_k = (variables or {}).get("top_k")
-    if isinstance(top_k, int) and not isinstance(top_k, bool):
-        if top_k in ks:
-            return top_k
-        below = [k for k in ks if k <= top_k]
-        if below:
-            return below[-1]
-    return 5 if 5 in ks else ks[-1]
+def case_ks(cases: Iterable[CaseResult]) -> list[int]:
+    return sorted({at[1] for c in cases for m in c.metrics if (at := split_at_k(m))})
 
 
-def case_ks(cases: list[dict]) -> list[int]:
-    return sorted({at[1] for c in cases for m in (c.get("metrics") or {}) if (at := split_at_k(m))})
+def has_values(cases: Sequence[CaseResult], metric: str) -> bool:
+    """Does any case have a value of ``metric`` (``<family>@k``: at the case's own top_k)?"""
+    return any(num(c.metric(metric)) is not None for c in cases)
 
 
-def has_values(cases: list[dict], metric: str) -> bool:
-    return any(num((c.get("metrics") or {}).get(metric)) is not None for c in cases)
-
-
-def correctness_metric(cases: list[dict], k: int | None) -> str | None:
+def correctness_metric(cases: Sequence[CaseResult], k: int | None) -> str | None:
     """judge_correct when judged, else hit_rate@k, else pathway_strsim (first with values)."""
     candidates = ["judge_correct"]
     if k is not None:
         candidates.append(f"hit_rate@{k}")
-    candidates += [
-        m for m in ordered({m for c in cases for m in (c.get("metrics") or {})}) if m.startswith("hit_rate@")
-    ]
+    candidates += [m for m in ordered({m for c in cases for m in c.metrics}) if m.startswith("hit_rate@")]
     candidates += ["pathway_strsim", "token_f1"]
     return next((m for m in candidates if has_values(cases, m)), None)
 
@@ -170,35 +429,31 @@ FAILURE_KINDS = {
 }
 
 
-def case_failures(case: dict, k: int | None) -> list[str]:
+def case_failures(case: CaseResult) -> list[str]:
     """Why a case fails (empty list: it passes).
 
-    retrieval-miss: an answerable case with hit_rate@k == 0 (or, without that metric, no
-    relevant hit in the top k); judged-wrong: the LLM judge (or judge_correct == 0) says the
-    answer is wrong; bad-abstention: abstained on an answerable case, or answered an
-    unanswerable one; error: the answerer reported an error.
+    retrieval-miss: an answerable case with hit_rate at its top_k == 0 (or, without that
+    metric, no relevant hit among the top_k it was served); judged-wrong: the LLM judge (or
+    judge_correct == 0) says the answer is wrong; bad-abstention: abstained on an answerable
+    case, or answered an unanswerable one; error: the answerer reported an error.
     """
     kinds = []
-    metrics = case.get("metrics") or {}
-    answer = case.get("answer") or {}
-    unanswerable = bool(case.get("unanswerable"))
-    if not unanswerable:
-        hit = num(metrics.get(f"hit_rate@{k}")) if k is not None else None
-        if hit is None and case.get("hits") is not None and k is not None:
-            hits = [h for h in case["hits"] if (h.get("rank") or 0) <= k]
-            hit = 1.0 if any(h.get("relevant") for h in hits) else 0.0
-        if hit is not None and hit == 0:
+    if not case.unanswerable:
+        hit = num(case.metric("hit_rate@k"))
+        if hit is None:
+            hit = float(any(h.relevant for h in case.hits if h.rank <= case.top_k))
+        if hit == 0:
             kinds.append("retrieval-miss")
-    judge = case.get("judge")
-    if isinstance(judge, dict) and judge.get("is_correct") is not None:
-        if not judge["is_correct"]:
+    if case.judge is not None and case.judge.is_correct is not None:
+        if not case.judge.is_correct:
             kinds.append("judged-wrong")
-    elif num(metrics.get("judge_correct")) == 0:
+    elif num(case.metric("judge_correct")) == 0:
         kinds.append("judged-wrong")
-    if answer.get("abstained") is not None and bool(answer.get("abstained")) != unanswerable:
-        kinds.append("bad-abstention")
-    if answer.get("error"):
-        kinds.append("error")
+    if case.answer is not None:
+        if case.answer.abstained != case.unanswerable:
+            kinds.append("bad-abstention")
+        if case.answer.error:
+            kinds.append("error")
     return kinds
 
 
@@ -207,8 +462,7 @@ def natural_key(label: Any) -> list:
     return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", str(label))]
 
 
-def doc_label(case: dict) -> str:
-    scope = case.get("doc_scope")
-    if scope:
-        return ", ".join(str(s) for s in scope)
+def doc_label(case: CaseResult) -> str:
+    if case.doc_scope:
+        return ", ".join(str(s) for s in case.doc_scope)
     return "(unscoped)"

@@ -169,10 +169,11 @@ def bar_chart(
 
     body = [f'<text x="4" y="18" font-size="14" font-weight="600">{esc(title)}</text>']
     for j in range(6):
-        v = x0 + (x1 - x0) * j / 5
+        tick = x0 + (x1 - x0) * j / 5
         body.append(
-            f'<line x1="{X(v):.1f}" x2="{X(v):.1f}" y1="{mt}" y2="{height - 24}" stroke="#e3e3e3"/>'
-            f'<text x="{X(v):.1f}" y="{height - 10}" font-size="11" text-anchor="middle" fill="#555">{fmt(v, 1)}</text>'
+            f'<line x1="{X(tick):.1f}" x2="{X(tick):.1f}" y1="{mt}" y2="{height - 24}" stroke="#e3e3e3"/>'
+            f'<text x="{X(tick):.1f}" y="{height - 10}" font-size="11" text-anchor="middle" fill="#555">'
+            f"{fmt(tick, 1)}</text>"
         )
     for i, ((label, v, lo, hi, n), short) in enumerate(zip(items, labels, strict=False)):
         y = mt + i * row
