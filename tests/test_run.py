@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from ragsweep.cli import main
-from ragsweep.commands import eval as run_module
 from ragsweep.commands.eval import EvalOptions, RunError, run_eval
-from ragsweep.evaluation import stages as stages_module
+from ragsweep.evaluation import loop as loop_module
 from ragsweep.evaluation.records import chunk_id
+from ragsweep.pipeline import answering as answering_module
 
 ROOT = Path(__file__).resolve().parent.parent
 MINI = ROOT / "datasets" / "cuad-mini"
@@ -38,20 +38,20 @@ def read_cases(run_dir: Path) -> list[dict]:
 def test_eval_writes_a_complete_run_folder(tmp_path):
     run_dir, report = run_eval(options(tmp_path, ragas_nonllm=True))
     saved = json.loads((run_dir / "report.json").read_text())
-    assert saved["metrics"] == report["metrics"]
+    assert saved["metrics"] == report.metrics
     cases = read_cases(run_dir)
     assert len(cases) == 14 and len({c["id"] for c in cases}) == 14
-    assert report["no_llm"] is True and report["answerer"] == "extractive"
-    assert report["relevance_rule"] == "evidence_offsets"
+    assert report.no_llm is True and report.answerer == "extractive"
+    assert report.relevance_rule == "evidence_offsets"
     # retrieval found evidence for the answerable cases of this contract
     answerable = [c for c in cases if not c["unanswerable"]]
-    assert answerable and report["metrics"]["hit_rate@10"] > 0.5
-    assert report["counts"]["recall@5"] == {"n": len(answerable), "missing": 14 - len(answerable)}
+    assert answerable and report.metrics["hit_rate@10"] > 0.5
+    assert report.counts["recall@5"] == {"n": len(answerable), "missing": 14 - len(answerable)}
     for name in ("recall@5", "mrr@10", "ndcg@10", "map@10", "abstention_recall", "ragas_rouge"):
-        assert name in report["metrics"]
-    assert "recall@5" in report["intervals"]
-    assert set(report["groups"]) == {"type", "document"}
-    manifest = report["manifest"]
+        assert name in report.metrics
+    assert "recall@5" in report.intervals
+    assert set(report.groups) == {"type", "document"}
+    manifest = report.manifest
     for key in ("pipeline", "dataset", "corpus", "packages", "git_commit", "timestamps", "stage_seconds"):
         assert key in manifest
     assert manifest["pipeline"]["hash"] and manifest["corpus"]["hash"]
@@ -59,7 +59,7 @@ def test_eval_writes_a_complete_run_folder(tmp_path):
     assert {"rank", "score", "text", "doc_id", "start", "end", "relevant", "grade"} <= set(hit)
     assert all(c["metrics"]["recall@5"] is None for c in cases if c["unanswerable"])
     # every retrieval metric has its chance and oracle level beside it, in report.json and report.html
-    base = report["baselines"]["recall@5"]
+    base = report.baselines["recall@5"]
     assert 0 <= base["chance"] <= base["oracle"] <= 1 and base["n"] == len(answerable)
     assert base["lift"] == pytest.approx(base["pipeline"] - base["chance"])
     page = (run_dir / "report.html").read_text()
@@ -77,7 +77,7 @@ def test_eval_writes_a_complete_run_folder(tmp_path):
 
 def test_resume_after_interruption_computes_no_case_twice(tmp_path, monkeypatch):
     calls: list[str] = []
-    real = stages_module.answer
+    real = answering_module.answer
 
     def interrupting(answerer, items):
         if len(calls) >= 5:
@@ -85,8 +85,8 @@ def test_resume_after_interruption_computes_no_case_twice(tmp_path, monkeypatch)
         calls.extend(q for q, _ in items)
         return real(answerer, items)
 
-    monkeypatch.setattr(stages_module, "answer", interrupting)
-    monkeypatch.setattr(run_module, "SCORE_BATCH", 5)
+    monkeypatch.setattr(answering_module, "answer", interrupting)
+    monkeypatch.setattr(loop_module, "SCORE_BATCH", 5)
     with pytest.raises(KeyboardInterrupt):
         run_eval(options(tmp_path, name="r"))
     run_dir = tmp_path / "runs" / "r"
@@ -98,14 +98,14 @@ def test_resume_after_interruption_computes_no_case_twice(tmp_path, monkeypatch)
 
     calls.clear()
     monkeypatch.setattr(
-        stages_module, "answer", lambda a, items: (calls.extend(q for q, _ in items), real(a, items))[1]
+        answering_module, "answer", lambda a, items: (calls.extend(q for q, _ in items), real(a, items))[1]
     )
     run_dir2, report = run_eval(options(tmp_path, resume=str(run_dir)))
     assert run_dir2 == run_dir
     assert len(calls) == 9 and not set(calls) & set(first_five)
     ids = [c["id"] for c in read_cases(run_dir)]
     assert len(ids) == 14 and len(set(ids)) == 14
-    assert report["n_cases"] == 14
+    assert report.n_cases == 14
 
 
 def test_resume_refuses_a_different_configuration(tmp_path):
@@ -150,7 +150,7 @@ def test_case_scoped_to_a_missing_document_gets_no_hits_and_is_named(tmp_path, c
     assert "scoped to documents that were not parsed" in err
     lucid = [c for c in read_cases(run_dir) if c["doc_scope"] == [broken.name]]
     assert lucid and all(c["hits"] == [] for c in lucid)
-    assert report["n_cases"] == 123
+    assert report.n_cases == 123
 
 
 def test_dry_run_counts_llm_calls_and_makes_none(tmp_path, monkeypatch):
@@ -168,7 +168,7 @@ def test_dry_run_counts_llm_calls_and_makes_none(tmp_path, monkeypatch):
     assert report["answer"]["calls"] == 14 and report["answer"]["prompt_tokens"] > 14 * 100
     assert 0 < report["judge"]["calls"] <= 14
     assert report["total"]["calls"] == report["answer"]["calls"] + report["judge"]["calls"]
-    assert not run_dir.exists(), "a dry run leaves no run folder"
+    assert run_dir is None and not (tmp_path / "runs" / "dry").exists(), "a dry run leaves no run folder"
 
 
 def test_precomputed_responses_are_scored_as_given(tmp_path):
