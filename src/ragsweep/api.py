@@ -176,6 +176,7 @@ def sweep(
 
     pipeline_path, merged = _pipeline_path(pipeline, overrides)
     tmp = tempfile.TemporaryDirectory(prefix="ragsweep-sweep-") if out is None else None
+    out_dir = tmp.name if tmp is not None else str(out)
     try:
         options = SweepOptions(
             pipeline=pipeline_path,
@@ -186,7 +187,7 @@ def sweep(
             limit=limit,
             sample=sample,
             seed=seed,
-            out=str(out) if out is not None else tmp.name,
+            out=out_dir,
             progress=progress,
         )
         _, report = run_sweep(options)

@@ -379,9 +379,12 @@ def with_own_k(agg: Aggregate, top_k: int, unserved: Sequence[int]) -> Aggregate
         own = f"{family}@{top_k}"
         alias = at_own_k(family)
         agg.metrics[alias] = agg.metrics.get(own)
-        for table in (agg.counts, agg.intervals, agg.baselines):
-            if own in table:
-                table[alias] = table[own]  # type: ignore[index]
+        if own in agg.counts:
+            agg.counts[alias] = agg.counts[own]
+        if own in agg.intervals:
+            agg.intervals[alias] = agg.intervals[own]
+        if own in agg.baselines:
+            agg.baselines[alias] = agg.baselines[own]
         total = sum(agg.counts.get(own, {"n": 0}).values())
         for k in unserved:
             agg.metrics[f"{family}@{k}"] = None

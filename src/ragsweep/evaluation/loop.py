@@ -129,13 +129,13 @@ def evaluate_configuration(
     started = time.perf_counter()
     texts = {d.doc_id: d.text for d in corpus.documents}
     language = config.variables.language or "en"
-    assert served is not None or not todo
     with progress_bar(len(todo), "answer+score", progress) as bar:
+        lists: Served = served or {}  # every case to do has its lists by now
         for part in in_batches(todo, answering.batch):
-            answers = _answers(answering, part, [served[c.id][config.top_k] for c in part])
+            answers = _answers(answering, part, [lists[c.id][config.top_k] for c in part])
             verdicts = judge_answers(answering.judge, part, answers) if answering.judge and answers else None
             for result in score(
-                part, served, top_k=config.top_k, relevance=relevance, texts=texts, retrieved=retrieved,
+                part, lists, top_k=config.top_k, relevance=relevance, texts=texts, retrieved=retrieved,
                 answers=answers, verdicts=verdicts, ragas_answer_metrics=answering.ragas_nonllm and bool(answers),
                 language=language,
             ):  # fmt: skip

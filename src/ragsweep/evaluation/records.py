@@ -84,7 +84,7 @@ def own_k_name(name: str, top_k: int) -> str:
 
 Interval = list[float | None]
 Baseline = dict[str, float | int | None]  # pipeline, chance, oracle, lift (means over the same cases), n
-GroupSummary = dict[str, dict[str, float]]  # metric -> mean, min, max, count
+GroupSummary = dict[str, dict[str, float | int]]  # metric -> mean, min, max, count (an int)
 
 
 class Aggregate(BaseModel):
@@ -279,7 +279,7 @@ def chunk_key(hit: Hit) -> str:
 
 
 @cache
-def _fields(model: type[BaseModel]) -> tuple[tuple[str, bool, Any, Callable[[], Any] | None], ...]:
+def _fields(model: type[BaseModel]) -> tuple[tuple[str, bool, Any, Callable[..., Any] | None], ...]:
     """(name, has a default, default, default factory) of each field but ``version``, in order."""
     return tuple(
         (name, not field.is_required() and name != "version", field.default, field.default_factory)
@@ -409,7 +409,7 @@ def build_case_result(
 
     chance: dict[str, float | None] = {}
     oracle: dict[str, float | None] = {}
-    if pool is not None and own.scored:
+    if pool is not None and candidates is not None and own.scored:
         from ragsweep.metrics.baselines import case_baselines
 
         names = [f"{family}@{k}" for k in sorted(served) for family in AT_K_FAMILIES]
