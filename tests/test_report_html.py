@@ -202,3 +202,72 @@ def test_missing_run_folder(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="sweep.json"):
         write_html_report(tmp_path / "empty")
+
+
+# An app config in the style of Pathway's rag_evals app.yaml (llm-app): sources, an OpenAI chat model,
+# a splitter, a document store and a BaseRAGQuestionAnswerer serving search_topk: 8. Its retriever is
+# BM25, so nothing is fetched (ragsweep's offline embedder stays the default; the chat model is not
+# built: ragsweep answers extractively without --llm).
+RAG_EVALS_APP_YAML = """
+$sources:
+  - !pw.io.fs.read
+    path: data
+    format: binary
+    with_metadata: true
+
+$llm: !pw.xpacks.llm.llms.OpenAIChat
+  model: "gpt-4o-mini"
+  retry_strategy: !pw.udfs.ExponentialBackoffRetryStrategy
+    max_retries: 6
+  cache_strategy: !pw.udfs.DefaultCache {}
+  temperature: 0
+
+$splitter: !pw.xpacks.llm.splitters.TokenCountSplitter
+  max_tokens: 300
+
+$retriever_factory: !pw.stdlib.indexing.TantivyBM25Factory {}
+
+$document_store: !pw.xpacks.llm.document_store.DocumentStore
+  docs: $sources
+  splitter: $splitter
+  retriever_factory: $retriever_factory
+
+question_answerer: !pw.xpacks.llm.question_answering.BaseRAGQuestionAnswerer
+  llm: $llm
+  indexer: $document_store
+  search_topk: 8
+"""
+
+
+def _section(page: str, sid: str) -> str:
+    found = re.search(rf'<section id="{sid}">(.*?)</section>', page, re.S)
+    assert found, f"no section {sid}"
+    return found.group(1)
+
+
+def test_report_headline_is_at_the_k_the_app_config_serves(tmp_path, monkeypatch):
+    """An app serving search_topk: 8, scored at --ks 1,3,5,10: report.html's headline is at @8 (the
+    depth the pipeline served, read from the result), never a default @5."""
+    from ragsweep.cli import main
+    from ragsweep.report.runs import read_run
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-sent")
+    app = tmp_path / "app.yaml"
+    app.write_text(RAG_EVALS_APP_YAML)
+    args = ["eval", "--pipeline", str(app), "--dataset", str(Path(__file__).parent.parent / "datasets" / "cuad-mini")]
+    code = main([*args, "--ks", "1,3,5,10", "--limit", "6", "--out", str(tmp_path / "runs"), "--name", "app8"])
+    assert code == 0
+    run_dir = tmp_path / "runs" / "app8"
+    run = read_run(run_dir)
+    assert run.top_k == 8 and run.ks == [1, 3, 5, 8, 10] and {c.top_k for c in run.cases} == {8}
+
+    page = (run_dir / "report.html").read_text()
+    summary = _section(page, "summary")
+    headline = re.search(r'<p class="headline" data-k="(\d+)">(.*?)</p>', summary, re.S)
+    assert headline and headline.group(1) == "8"
+    names = re.findall(r"<b>([^<]+)</b>", headline.group(2))
+    assert names[:2] == ["hit_rate@8", "recall@8"]
+    assert headline.group(2).count("@8") > headline.group(2).count("@5") == 0
+    assert '<th class="num main-k" title="the depth the pipeline serves">@8</th>' in summary
+    assert "top_k 8" in page[: page.index("</header>")]
+    assert "no relevant chunk in the top 8" in _section(page, "drilldown")

@@ -22,6 +22,8 @@ th, td { padding:4px 10px; border-bottom:1px solid var(--line); text-align:left;
 th { background:#f0f2f5; font-weight:600; white-space:nowrap; }
 td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; white-space:nowrap; }
 td.cid { font-family:ui-monospace,monospace; font-size:12px; white-space:nowrap; }
+th.main-k { background:#dde6f3; }  /* the depth the pipeline serves */
+p.headline .ci-text { margin-left:6px; }
 tr.group td { background:#fafbfc; font-weight:600; color:var(--muted); }
 table.sortable th { cursor:pointer; }
 table.sortable th:hover { background:#e4e8ee; }
