@@ -53,7 +53,12 @@ $(VENV)/.model-mpnet: $(STAMP)
 browser:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 
+# lint, format and types first (seconds, a minute for mypy), then the suite, which runs every
+# benchmark's --smoke mode too (tests/test_benchmarks_smoke.py)
 test: install browser
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/mypy
 	$(PY) -m pytest
 
 eval: install

@@ -44,6 +44,7 @@ from ragsweep.evaluation.runfolder import (
     package_versions,
 )
 from ragsweep.evaluation.scoring import aggregate, check_floors, parse_floors
+from ragsweep.metrics.registry import summary_metrics
 from ragsweep.pipeline.config import PipelineConfig, parse_overrides
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import StageError, parse_documents, retrieve, serve, store_depths
@@ -314,36 +315,11 @@ def dry_run_report(options: EvalOptions, config: PipelineConfig, corpus: Corpus,
 # ------------------------------------------------------------------ terminal
 
 
-SUMMARY_METRICS = ("hit_rate@{k}", "recall@{k}", "precision@{k}", "mrr@{k}", "ndcg@{k}", "map@{k}")
-ANSWER_SUMMARY = (
-    "citation_precision",
-    "exact_match",
-    "token_f1",
-    "fact_coverage",
-    "pathway_strsim",
-    "abstention_precision",
-    "abstention_recall",
-    "judge_correct",
-    "ragas_id_context_precision",
-    "ragas_id_context_recall",
-    "ragas_rouge",
-    "ragas_llm_faithfulness",
-    "ragas_llm_answer_correctness",
-    "ragas_llm_context_precision",
-    "ragas_llm_context_recall",
-    "ragas_llm_answer_relevancy",
-)
-
-
 def summary_table(result: RunResult) -> str:
     """The terminal table at the served k: each metric with its CI and counts; retrieval metrics
     with the chance level (random order of the case's candidate chunks) and the oracle (best order)."""
     k = result.top_k
-    names = [m.format(k=k) for m in SUMMARY_METRICS] + [
-        "first_relevant_rank_mean",
-        "first_relevant_rank_median",
-        *ANSWER_SUMMARY,
-    ]
+    names = summary_metrics(k)
     lines = [f"{'metric':<30} {'value':>8}  {'95% CI':<17} {'chance':>7} {'oracle':>7} {'n':>6} {'missing':>7}"]
     for name in (n for n in names if n in result.metrics):
         lines.append(_summary_line(result, name))
