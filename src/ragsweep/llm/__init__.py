@@ -17,13 +17,4 @@ __all__ = [
     "count_tokens",
     "make_async_openai",
     "make_openai",
-    "estimate_llm_run",
 ]
-
-
-def __getattr__(name):  # lazy: the dry run imports the answerer and the metrics
-    if name == "estimate_llm_run":
-        from ragsweep.llm.dry_run import estimate_llm_run
-
-        return estimate_llm_run
-    raise AttributeError(name)

@@ -1,11 +1,19 @@
-"""Dry run of a whole LLM run: answer + judge + ragas LLM metrics, nothing sent."""
+"""Dry run of a whole LLM run: answer + judge + ragas LLM metrics, nothing sent.
+
+It sums the estimates of the answerer (:mod:`ragsweep.answer.llm`) and of the LLM metrics
+(:mod:`ragsweep.metrics.judge`, :mod:`ragsweep.metrics.ragas_llm`), so it sits with the metrics,
+above both; :mod:`ragsweep.llm` (the client, settings and token counts) imports neither.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ragsweep.answer.llm import estimate_answer_calls
 from ragsweep.llm.cost import CallEstimate, combine
 from ragsweep.llm.settings import LLMSettings
+from ragsweep.metrics.judge import estimate_judge_calls
+from ragsweep.metrics.ragas_llm import METRIC_NAMES, estimate_ragas_calls
 from ragsweep.pipeline.hits import Hit
 
 
@@ -30,14 +38,10 @@ def estimate_llm_run(
     means all of :data:`ragsweep.metrics.ragas_llm.METRIC_NAMES`; pass ``()`` to skip ragas.
     ``replicates`` (``--judge-replicates``) multiplies the judge's calls.
     """
-    from ragsweep.answer.llm import estimate_answer_calls
-
     refs = list(references) if references is not None else [""] * len(items)
     unans = list(unanswerable) if unanswerable is not None else [not r.strip() for r in refs]
     out: dict[str, CallEstimate] = {"answer": estimate_answer_calls(items, settings, prompt_template)}
     if judge:
-        from ragsweep.metrics.judge import estimate_judge_calls
-
         out["judge"] = estimate_judge_calls(
             [(q, r, u) for (q, _), r, u in zip(items, refs, unans)],
             judge_settings or settings,
@@ -45,8 +49,6 @@ def estimate_llm_run(
             replicates=replicates,
         )
     if ragas_metrics is None or len(ragas_metrics) > 0:
-        from ragsweep.metrics.ragas_llm import METRIC_NAMES, estimate_ragas_calls
-
         out["ragas_llm"] = estimate_ragas_calls(
             [(q, [h.text for h in hits], r) for (q, hits), r in zip(items, refs)],
             ragas_settings or settings,
