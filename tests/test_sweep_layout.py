@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-import ragsweep.commands.sweep as sweep_module
+import ragsweep.evaluation.records as records_module
+import ragsweep.evaluation.runfolder as runfolder_module
 from ragsweep.commands.sweep import SweepOptions, run_sweep
 from ragsweep.evaluation.records import chunk_id, expand_lines
 from ragsweep.evaluation.runfolder import SWEEP_LAYOUT_VERSION, JsonlWriter, RunError
@@ -51,20 +52,21 @@ def sweeps(tmp_path_factory):
     """A sweep written by this code (``new``) and the same sweep as layout 3 wrote it (``old``: every
     line in full, no chunk table, layout 3 in sweep-state.json; the lines are the very records this
     run computed, since two runs of BM25 may differ in a score's last float bits); ``appended``:
-    (table size before, lines written) of each append to the new sweep's chunk table, in order."""
+    (table size before, lines written) of each configuration's appends to the new sweep's chunk table
+    (one per case result), in order."""
     tmp = tmp_path_factory.mktemp("sweep-layout")
     (tmp / "grid.yaml").write_text(GRID)
-    appended, full_lines, current = [], {}, []
+    appended, full_lines, current, appends = [], {}, [], []
     real_append, real_compact, real_write_json = (
-        sweep_module.append_chunks,
-        sweep_module.compact,
-        sweep_module.write_json,
+        runfolder_module.append_chunks,
+        records_module.compact,
+        runfolder_module.write_json,
     )
 
     def recording_append(path, hits, known):
         before = path.stat().st_size if path.exists() else 0
         written = real_append(path, hits, known)
-        appended.append((before, written))
+        appends.append((before, written))
         return written
 
     def recording_compact(line):  # the line the code before layout 4 wrote as it was
@@ -75,12 +77,14 @@ def sweeps(tmp_path_factory):
         if path.name == "result.json":  # a configuration is done: its lines are the ones compacted since
             full_lines[path.parent.name] = list(current)
             current.clear()
+            appended.append((appends[0][0], sum(n for _, n in appends)))
+            appends.clear()
         return real_write_json(path, data)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(sweep_module, "append_chunks", recording_append)
-        mp.setattr(sweep_module, "compact", recording_compact)
-        mp.setattr(sweep_module, "write_json", recording_write_json)
+        mp.setattr(runfolder_module, "append_chunks", recording_append)
+        mp.setattr(records_module, "compact", recording_compact)
+        mp.setattr(runfolder_module, "write_json", recording_write_json)
         new, _ = run_sweep(_options(tmp, out=str(tmp / "new"), name="s"))
     old = tmp / "old" / new.name
     shutil.copytree(new, old)
@@ -232,4 +236,4 @@ def test_a_sweep_killed_while_appending_chunks_resumes_to_the_same_result(sweeps
                     hit.pop("score")
         assert again == whole_cases
     whole = json.loads((new / "sweep.json").read_text())
-    assert {c["id"]: c["metrics"] for c in whole["configs"]} == {c["id"]: c["metrics"] for c in report["configs"]}
+    assert {c["id"]: c["metrics"] for c in whole["configs"]} == {c.id: c.metrics for c in report.configs}

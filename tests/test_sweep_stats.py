@@ -37,7 +37,7 @@ def test_resume_refuses_a_different_sweep(tmp_path):
         progress=False,
     )
     sweep_dir, report = run_sweep(SweepOptions(**base, limit=4, name="s"))
-    assert len(report["configs"]) == 2 and set(report["best"]) == {"recall@k"}
+    assert len(report.configs) == 2 and set(report.best) == {"recall@k"}
     with pytest.raises(RunError, match="case_ids differs"):
         run_sweep(SweepOptions(**base, limit=5, resume=str(sweep_dir)))
 
@@ -60,21 +60,21 @@ def test_each_configuration_is_scored_on_what_it_serves(tmp_path):
         progress=False,
     )
     sweep_dir, report = run_sweep(SweepOptions(**base, limit=41, name="s"))
-    by_k = {c["params"]["top_k"]: c for c in report["configs"]}
+    by_k = {c.params["top_k"]: c for c in report.configs}
     one, three = by_k[1], by_k[3]
     for name in ("recall@3", "recall@10", "mrr@3", "map@10", "ndcg@10"):
-        assert one["metrics"][name] is None and one["counts"][name]["n"] == 0, name
-    assert three["metrics"]["recall@10"] is None and three["metrics"]["recall@3"] is not None
-    assert one["served_ks"] == [1] and one["unserved_ks"] == [3, 10]
-    rows = read_cases(sweep_dir / "configs" / one["id"] / "cases.jsonl")  # compact lines, hit texts put back
+        assert one.metrics[name] is None and one.counts[name]["n"] == 0, name
+    assert three.metrics["recall@10"] is None and three.metrics["recall@3"] is not None
+    assert one.served_ks == [1] and one.unserved_ks == [3, 10]
+    rows = read_cases(sweep_dir / "configs" / one.id / "cases.jsonl")  # compact lines, hit texts put back
     for row in rows:
         assert len(row["hits"]) <= 1
         frr = row["metrics"]["first_relevant_rank"]
         assert frr in (None, 1.0)  # a rank it never returned is never counted
     # lower is better for the first relevant rank: "best" takes the smaller mean
-    frr_best = min(report["configs"], key=lambda c: c["metrics"]["first_relevant_rank_mean"])
-    assert report["best"]["first_relevant_rank_mean"] == frr_best["id"]
-    assert report["directions"]["first_relevant_rank_mean"] == "lower"
+    frr_best = min(report.configs, key=lambda c: c.metrics["first_relevant_rank_mean"])
+    assert report.best["first_relevant_rank_mean"] == frr_best.id
+    assert report.directions["first_relevant_rank_mean"] == "lower"
 
 
 def test_sweep_chooses_on_dev_and_scores_the_choice_on_test(tmp_path):
@@ -96,23 +96,21 @@ def test_sweep_chooses_on_dev_and_scores_the_choice_on_test(tmp_path):
     )
     sweep_dir, report = run_sweep(SweepOptions(**base, sample=40, seed=3, name="s"))
     split_of = {c.id: c.split for c in load_dataset(ROOT / "datasets" / "cuad-mini").cases}
-    for cfg in report["configs"]:
-        ids = [
-            json.loads(x)["id"] for x in (sweep_dir / "configs" / cfg["id"] / "cases.jsonl").read_text().splitlines()
-        ]
+    for cfg in report.configs:
+        ids = [json.loads(x)["id"] for x in (sweep_dir / "configs" / cfg.id / "cases.jsonl").read_text().splitlines()]
         assert ids and {split_of[i] for i in ids} == {"dev"}
-    verdict = report["verdict"]
-    assert report["same_cases_for_choice_and_report"] is False and verdict["split"] == "test"
-    assert verdict["chosen"] == report["best"]["recall@k"]
-    assert set(verdict["configs"]) == {verdict["chosen"], report["baseline"]}
-    assert verdict["cases"] == sum(
+    verdict = report.verdict
+    assert report.same_cases_for_choice_and_report is False and verdict.split == "test"
+    assert verdict.chosen == report.best["recall@k"]
+    assert set(verdict.configs) == {verdict.chosen, report.baseline}
+    assert verdict.cases == sum(
         1
         for i in split_of
         if split_of[i] == "test"
         and i
         in {
             c.id
-            for c in __import__("ragsweep.evaluation.stages", fromlist=["x"]).stratified_sample(
+            for c in __import__("ragsweep.evaluation.inputs", fromlist=["x"]).stratified_sample(
                 list(load_dataset(ROOT / "datasets" / "cuad-mini").cases), 40, 3
             )
         }
@@ -134,5 +132,5 @@ def test_sweep_without_split_says_best_was_chosen_on_the_reported_cases(tmp_path
         progress=False,
     )
     _, report = run_sweep(SweepOptions(**base, limit=6, name="s"))
-    assert report["same_cases_for_choice_and_report"] is True and "verdict" not in report
+    assert report.same_cases_for_choice_and_report is True and report.verdict is None
     assert "chosen on the same cases it is reported on" in sweep_table(report)
