@@ -101,7 +101,7 @@ def test_sweep_does_no_work_twice(tmp_path, counters):
     assert sorted(counters["parsed"]) == docs
     assert set(counters["parsed"].values()) == {1}, counters["parsed"]  # each document parsed once
     assert counters["runs"] == 4  # one per (chunking, retriever): 2 x 2
-    assert len(report["configs"]) == 8
+    assert len(report.configs) == 8
 
     # each distinct text embedded once, and exactly the distinct chunk texts + questions
     encoded = counters["encoded"]
@@ -116,7 +116,7 @@ def test_sweep_does_no_work_twice(tmp_path, counters):
     cases = list(load_dataset(str(DATASET)).cases)[:LIMIT]
     expected |= {sanitize_query(c.question) for c in cases}
     assert set(encoded) - {"."} == expected  # "." at most: a dimension probe
-    assert report["manifest"]["embedded_texts_this_run"] == sum(encoded.values())
+    assert report.manifest["embedded_texts_this_run"] == sum(encoded.values())
     counters["parsed"].clear()
 
     # ---- report files
@@ -135,7 +135,7 @@ def test_sweep_does_no_work_twice(tmp_path, counters):
     _, report2 = run_sweep(options(name="second"))
     assert sum(counters["parsed"].values()) == 0
     assert sum(encoded.values()) == encoded_before
-    assert report2["manifest"]["embedded_texts_this_run"] == 0
+    assert report2.manifest["embedded_texts_this_run"] == 0
     assert counters["runs"] - runs_before == 4
 
     # ---- resume: drop one finished configuration; only its index group reruns, nothing else is rewritten
@@ -148,7 +148,7 @@ def test_sweep_does_no_work_twice(tmp_path, counters):
     assert counters["runs"] - runs_before == 1
     assert (victim / "result.json").exists()
     assert {p.name: (p / "result.json").stat().st_mtime_ns for p in configs[1:]} == others
-    assert len(report3["configs"]) == 8
+    assert len(report3.configs) == 8
     # resuming a complete sweep: no index run at all
     runs_before = counters["runs"]
     run_sweep(options(resume=str(sweep_dir)))
