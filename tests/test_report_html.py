@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from ragsweep.evaluation.records import CaseResult
 from ragsweep.report.html import write_html_report
+from ragsweep.report.runs import read_config_cases, read_run
 
 RUNS = Path(__file__).parent / "fixtures" / "runs"
 CHROMIUM = Path("/usr/bin/chromium")
@@ -97,17 +99,15 @@ def _copy(name: str, tmp_path: Path) -> Path:
     return dst
 
 
-def _expected_failures(cases_file: Path, k: int) -> set[str]:
-    """The failure rule, restated: retrieval miss at k, judged wrong, bad abstention, error."""
+def _expected_failures(cases: list[CaseResult]) -> set[str]:
+    """The failure rule, restated: retrieval miss at the case's top_k, judged wrong, bad abstention, error."""
     fails = set()
-    for line in cases_file.read_text().splitlines():
-        c = json.loads(line)
-        m, ans = c["metrics"], c["answer"]
-        miss = not c["unanswerable"] and m.get(f"hit_rate@{k}") == 0
-        wrong = c.get("judge") is not None and not c["judge"]["is_correct"]
-        bad_abstention = ans["abstained"] != c["unanswerable"]
-        if miss or wrong or bad_abstention or ans.get("error"):
-            fails.add(c["id"])
+    for c in cases:
+        assert c.answer is not None
+        miss = not c.unanswerable and c.metrics[f"hit_rate@{c.top_k}"] == 0
+        wrong = c.judge is not None and not c.judge.is_correct
+        if miss or wrong or c.answer.abstained != c.unanswerable or c.answer.error:
+            fails.add(c.id)
     return fails
 
 
@@ -139,7 +139,9 @@ def test_eval_report(chromium, tmp_path):
     assert not any("hidden" in c for c in dom.cases)
     assert dom.count_text == "14 of 14 cases shown"
 
-    expected = _expected_failures(run / "cases.jsonl", k=10)  # top_k = 10 is one of ks
+    result = read_run(run)
+    assert result.top_k == 10 and {c.top_k for c in result.cases} == {10}
+    expected = _expected_failures(result.cases)
     assert 0 < len(expected) < 14
     dom = _Dom(dump_dom(chromium, tmp_path, page, "#failures"))
     visible = {c["data-id"] for c in dom.cases if "hidden" not in c}
@@ -179,7 +181,9 @@ def test_sweep_report(chromium, tmp_path):
     assert int(dom.body["data-plots-drawn"]) >= 6
     focus = sweep["best"][sweep["objectives"][0]]
     cfg = next(c for c in sweep["configs"] if c["id"] == focus)
-    expected = _expected_failures(run / "configs" / focus / "cases.jsonl", k=cfg["params"]["top_k"])
+    cases = read_config_cases(run / "configs" / focus)
+    assert {c.top_k for c in cases} == {cfg["params"]["top_k"]} == {cfg["top_k"]}
+    expected = _expected_failures(cases)
     assert expected
     assert {c["data-id"] for c in dom.cases if "hidden" not in c} == expected
     screenshot(chromium, tmp_path, page, tmp_path / "report_sweep.png")
@@ -249,7 +253,6 @@ def test_report_headline_is_at_the_k_the_app_config_serves(tmp_path, monkeypatch
     """An app serving search_topk: 8, scored at --ks 1,3,5,10: report.html's headline is at @8 (the
     depth the pipeline served, read from the result), never a default @5."""
     from ragsweep.cli import main
-    from ragsweep.report.runs import read_run
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-sent")
     app = tmp_path / "app.yaml"

@@ -6,6 +6,7 @@ report."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -15,10 +16,11 @@ from ragsweep.answer.base import Answer
 from ragsweep.evaluation.records import CaseResult, JudgedHit, chunk_id, compact, expand_lines
 from ragsweep.evaluation.runfolder import LAYOUT_VERSION, RunError, check_resumable
 from ragsweep.report.compare import compare_runs
-from ragsweep.report.runs import RunFolderError, read_cases
+from ragsweep.report.runs import RunFolderError, read_cases, read_run
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURE = ROOT / "tests" / "fixtures" / "runs" / "eval"  # layout 1: every hit carries its text, no version
+RUNS = ROOT / "tests" / "fixtures" / "runs"
+FIXTURE = RUNS / "eval_layout1"  # layout 1: every hit carries its text, no version, no top_k
 
 
 def _hit(rank: int, start: int, relevant: bool = False, **kw) -> JudgedHit:
@@ -128,6 +130,35 @@ def test_older_layouts_are_read_as_they_are(tmp_path):
     (v2 / "chunks.jsonl").unlink()
     with pytest.raises(RunFolderError, match="refers to chunks by id but chunks.jsonl is missing"):
         read_cases(v2 / "cases.jsonl")
+
+
+def test_a_layout1_eval_folder_reads_as_a_run_result(tmp_path):
+    """The first layout still reads as a RunResult with CaseResults: the depth from the manifest's pipeline
+    variables (report.json and the lines had no top_k), each judge dict as a JudgeVerdict; it holds the
+    same run as tests/fixtures/runs/eval (layout 3, drawn the same), case for case."""
+    from ragsweep.metrics.judge import JudgeVerdict
+    from ragsweep.report.html import write_html_report
+
+    old = read_run(FIXTURE)
+    assert old.top_k == 10 and old.ks == [1, 3, 5, 10] and old.run_dir == str(FIXTURE)
+    assert len(old.cases) == 14 and {c.top_k for c in old.cases} == {10} and old.cases[0].hits[0].text
+    assert old.metrics == json.loads((FIXTURE / "report.json").read_text())["metrics"]
+    judged = [c.judge for c in old.cases if c.judge is not None]
+    assert len(judged) == 14 and all(isinstance(j, JudgeVerdict) and j.is_correct is not None for j in judged)
+    new = read_run(RUNS / "eval")
+    assert json.loads((RUNS / "eval" / "state.json").read_text())["layout"] == LAYOUT_VERSION
+    assert [c.id for c in new.cases] == [c.id for c in old.cases]
+    comparison = compare_runs(old, new)  # both in memory
+    assert comparison.n_common == 14 and comparison.label_a == "eval_layout1" and comparison.label_b == "eval"
+    shared = {m.metric: m.delta for m in comparison.metrics}
+    assert {"hit_rate@10", "recall@5", "token_f1", "judge_correct"} <= set(shared)
+    assert all(delta in (0, None) for delta in shared.values())
+
+    folder = tmp_path / "eval_layout1"
+    shutil.copytree(FIXTURE, folder)
+    page = write_html_report(folder).read_text()
+    assert '<p class="headline" data-k="10">' in page
+    assert len(re.findall(r'<details class="case" data-i="\d+"', page)) == 14
 
 
 def test_resume_names_the_layouts_it_refuses(tmp_path):
