@@ -143,11 +143,11 @@ def test_eval_reports_cache_use_and_fresh_retrieval_asks_again(tmp_path, monkeyp
     _, cold = run_eval(EvalOptions(**base, name="cold"))
     _, warm = run_eval(EvalOptions(**base, name="warm"))
     _, fresh = run_eval(EvalOptions(**base, name="fresh", fresh_retrieval=True))
-    asked = cold["manifest"]["retrieval"]["queries"]
-    assert asked > 0 and cold["manifest"]["retrieval"]["from_served_cache"] == 0
-    assert warm["manifest"]["retrieval"] == {"queries": asked, "from_served_cache": asked, "asked_pathway": 0}
-    assert fresh["manifest"]["retrieval"]["from_served_cache"] == 0
-    assert warm["metrics"] == cold["metrics"] == fresh["metrics"]
+    asked = cold.manifest["retrieval"]["queries"]
+    assert asked > 0 and cold.manifest["retrieval"]["from_served_cache"] == 0
+    assert warm.manifest["retrieval"] == {"queries": asked, "from_served_cache": asked, "asked_pathway": 0}
+    assert fresh.manifest["retrieval"]["from_served_cache"] == 0
+    assert warm.metrics == cold.metrics == fresh.metrics
     monkeypatch.setenv("RAGSWEEP_SERVED_CACHE", "0")
     assert ServedCache.default() is None
 

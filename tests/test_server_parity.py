@@ -145,7 +145,7 @@ def evaluated(corpus):
     """mode -> {(question, k): hits} from the in-process store, every chunk, and a probe
     question that reaches every chunk in every mode (the server's readiness check)."""
     from ragsweep.datasets.schema import Case
-    from ragsweep.evaluation import stages
+    from ragsweep.pipeline import retrieval
     from ragsweep.pipeline.config import PipelineConfig
     from ragsweep.pipeline.store import Query, RagStore
 
@@ -158,7 +158,7 @@ def evaluated(corpus):
     for mode in ("knn", "bm25", "hybrid"):  # knn first: its chunks give the probe for the others
         config = PipelineConfig.load(PIPELINE, {"retriever_mode": mode})
         # what eval scores: the retrieve stage (bm25/knn: prefixes of one query; hybrid: a query per k)
-        retrieved = stages.retrieve(config, corpus, cases, KS)
+        retrieved = retrieval.retrieve(config, corpus, cases, KS)
         out[mode] = {(c.question, k): retrieved.served[c.id][k] for c in cases for k in KS}
         run = RagStore(config, corpus).run([Query(probe, ALL_CHUNKS_K)] if probe else [Query("agreement", 1)])
         chunks[mode] = sorted((c.doc_id, texts[c.doc_id][c.start : c.end]) for c in run.chunks)
