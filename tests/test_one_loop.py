@@ -31,7 +31,11 @@ def given_answers_dataset(tmp_path: Path) -> Path:
         case.pop("split", None)
         reference = case.get("reference_answer") or ""
         case["response"] = (
-            reference if i % 3 == 0 else "I'm sorry, I can't help with that." if i % 3 == 1 else f"Maybe {reference[:20]}"
+            reference
+            if i % 3 == 0
+            else "I'm sorry, I can't help with that."
+            if i % 3 == 1
+            else f"Maybe {reference[:20]}"
         )
         lines.append(json.dumps(case))
     (root / "cases.jsonl").write_text("\n".join(lines) + "\n")
@@ -76,7 +80,9 @@ def test_eval_and_a_one_configuration_sweep_give_identical_case_results(tmp_path
 def test_the_api_without_a_folder_gives_the_commands_case_results(tmp_path):
     dataset = given_answers_dataset(tmp_path)
     _, result = run_eval(
-        EvalOptions(pipeline=PIPELINE, dataset=str(dataset), out=str(tmp_path / "runs"), progress=False, ragas_nonllm=False)
+        EvalOptions(
+            pipeline=PIPELINE, dataset=str(dataset), out=str(tmp_path / "runs"), progress=False, ragas_nonllm=False
+        )
     )
     report = ragsweep.evaluate(PIPELINE, dataset)
     assert isinstance(result, RunResult) and isinstance(report, RunResult)
