@@ -36,7 +36,7 @@ def test_sweep_reranker_axis_shares_one_index(tmp_path):
         "  retriever_mode: [bm25]\nbaseline: {reranker: null}\nobjectives: [mrr@k]\nks: [1, 5]\n"
     )
     report = ragsweep.sweep(PIPELINE, MINI, grid, limit=8)
-    assert len(report["configs"]) == 2
-    assert len({c["index_key"] for c in report["configs"]}) == 1
-    by = {c["params"]["reranker"]: c for c in report["configs"]}
-    assert by[None]["metrics"]["mrr@k"] is not None and by["encoder"]["metrics"]["mrr@k"] is not None
+    assert len(report.configs) == 2
+    assert len({c.index_key for c in report.configs}) == 1
+    by = {c.params["reranker"]: c for c in report.configs}
+    assert by[None].metrics["mrr@k"] is not None and by["encoder"].metrics["mrr@k"] is not None

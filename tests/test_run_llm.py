@@ -27,15 +27,15 @@ def test_llm_answers_judge_and_ragas_llm_end_to_end(fake_server, tmp_path, monke
         ragas_llm=True,
     )
     run_dir, report = run_eval(EvalOptions(**options, name="first"))
-    assert report["answerer"] == "llm:fake-model" and report["no_llm"] is False
+    assert report.answerer == "llm:fake-model" and report.no_llm is False
     cases = read_cases(run_dir / "cases.jsonl")
     assert len(cases) == 3
     for case in cases:
         assert case["answer"]["answerer"] == "llm:fake-model" and case["answer"]["error"] is None
         assert case["judge"] is not None and case["judge"]["is_correct"] is not None
         assert "ragas_llm_faithfulness" in case["metrics"] and "ragas_llm_answer_correctness" in case["metrics"]
-    assert "judge_correct" in report["metrics"] and "ragas_llm_faithfulness" in report["metrics"]
-    assert report["manifest"]["llm"]["model"] == "fake-model" and report["manifest"]["llm"]["api_key_set"]
+    assert "judge_correct" in report.metrics and "ragas_llm_faithfulness" in report.metrics
+    assert report.manifest["llm"]["model"] == "fake-model" and report.manifest["llm"]["api_key_set"]
     for path in run_dir.iterdir():
         assert SECRET not in path.read_text(errors="ignore"), f"the API key leaked into {path.name}"
 
@@ -43,7 +43,7 @@ def test_llm_answers_judge_and_ragas_llm_end_to_end(fake_server, tmp_path, monke
     assert calls > 0
     _, again = run_eval(EvalOptions(**options, name="second"))
     assert fake_server.requests == calls, "a re-run must be served by the cache"
-    assert again["metrics"]["judge_correct"] == report["metrics"]["judge_correct"]
+    assert again.metrics["judge_correct"] == report.metrics["judge_correct"]
 
 
 def test_a_run_where_every_answer_failed_says_so_and_exits_non_zero(tmp_path, monkeypatch, capsys):
