@@ -25,6 +25,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+from ragsweep.pipeline.cache_files import default_cache_dir
+
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4o-mini"
 MODEL_ENV_VARS = ("RAGSWEEP_LLM_MODEL", "OPENAI_MODEL", "LOCAL_LLM_MODEL")
@@ -32,8 +34,6 @@ MODEL_ENV_VARS = ("RAGSWEEP_LLM_MODEL", "OPENAI_MODEL", "LOCAL_LLM_MODEL")
 
 def default_llm_cache_dir() -> str:
     """Beside the parse and embedding caches (``RAGSWEEP_CACHE_DIR``), not in the working directory."""
-    from ragsweep.pipeline.corpus import default_cache_dir
-
     return str(default_cache_dir() / "llm")
 
 

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from ragsweep.pipeline.cache_files import default_cache_dir, quarantine
 from ragsweep.pipeline.offline import ensure_offline
 
 log = logging.getLogger(__name__)
@@ -112,10 +113,6 @@ class Corpus(BaseModel):
     def warnings(self) -> dict[str, list[str]]:
         """doc_id -> parse warnings, for the parsed documents that have any."""
         return {d.doc_id: list(d.warnings) for d in self.documents if d.warnings}
-
-
-def default_cache_dir() -> Path:
-    return Path(os.environ.get("RAGSWEEP_CACHE_DIR", ".cache/ragsweep"))
 
 
 # ---------------------------------------------------------------- detection
@@ -376,8 +373,6 @@ class ParseCache:
             return None
         except (OSError, ValueError, KeyError, TypeError) as err:  # garbage, truncated, wrong shape
             import logging
-
-            from ragsweep.llm.sqlite_cache import quarantine
 
             moved = quarantine(path) if path.is_file() else None
             logging.getLogger(__name__).warning(

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 from pathway.xpacks.llm.embedders import BaseEmbedder
 
-from ragsweep.pipeline.corpus import default_cache_dir
+from ragsweep.pipeline.cache_files import default_cache_dir
 from ragsweep.pipeline.embedding_base import EmbeddingCache, MissingModelError
 from ragsweep.pipeline.offline import ensure_offline
 

@@ -51,7 +51,7 @@ from typing import Callable
 import numpy as np
 from pathway.xpacks.llm.embedders import BaseEmbedder
 
-from ragsweep.pipeline.corpus import default_cache_dir
+from ragsweep.pipeline.cache_files import default_cache_dir
 from ragsweep.pipeline.embedders_extra import USE_MULTILINGUAL, UseMultilingualEmbedder
 from ragsweep.pipeline.embedding_base import EmbeddingCache, MissingModelError
 from ragsweep.pipeline.offline import embedder_model_path, ensure_offline

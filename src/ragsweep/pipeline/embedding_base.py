@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ragsweep.llm.sqlite_cache import SQLiteCacheFile
+from ragsweep.pipeline.cache_files import SQLiteCacheFile
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim INTEGER, vec BLOB)",)
 
@@ -29,7 +29,7 @@ class MissingModelError(ImportError):
 class EmbeddingCache:
     """Vectors on disk keyed by embedder id and text; safe across threads.
 
-    The sqlite file heals itself (:class:`~ragsweep.llm.sqlite_cache.SQLiteCacheFile`):
+    The sqlite file heals itself (:class:`~ragsweep.pipeline.cache_files.SQLiteCacheFile`):
     a truncated, garbled or non-SQLite ``embeddings.sqlite``, found on open or on any
     later read or write, is moved aside as ``embeddings.sqlite.corrupt-<timestamp>`` with
     a warning naming it, and rebuilt; texts it held are embedded again. Any other failure

@@ -23,7 +23,7 @@ change to a module the named classes import in turn: after editing such code, ru
 refreshes the cache. Each run folder's manifest says how many queries came from here.
 
 The cache is ``<cache dir>/served.sqlite`` (``RAGSWEEP_CACHE_DIR``); a damaged file is
-moved aside and the queries are asked again (:class:`ragsweep.llm.sqlite_cache.SQLiteCacheFile`).
+moved aside and the queries are asked again (:class:`ragsweep.pipeline.cache_files.SQLiteCacheFile`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, overload
 
 from ragsweep.evaluation.records import chunk_id
-from ragsweep.llm.sqlite_cache import SQLiteCacheFile
+from ragsweep.pipeline.cache_files import SQLiteCacheFile, default_cache_dir
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS served (key TEXT PRIMARY KEY, value BLOB)",)
 
@@ -210,8 +210,6 @@ class ServedCache:
     @classmethod
     def default(cls) -> ServedCache | None:
         """The cache in ragsweep's cache folder, or None when turned off."""
-        from ragsweep.pipeline.corpus import default_cache_dir
-
         return cls(default_cache_dir() / "served.sqlite") if enabled() else None
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Any]:

@@ -1,4 +1,7 @@
-"""SQLite cache files that heal themselves (the LLM reply cache, the embedding cache).
+"""ragsweep's cache files: where they live (:func:`default_cache_dir`) and SQLite ones that heal
+themselves (the embedding cache, the served-list cache, the LLM reply cache).
+
+Used by the pipeline's caches and by :mod:`ragsweep.llm.cache`; it imports nothing of ragsweep.
 
 A cache is a cache: a truncated, garbled or non-SQLite file must cost a rebuild,
 never a run. :class:`SQLiteCacheFile` opens its file lazily and checks it once per
@@ -34,6 +37,11 @@ _CORRUPT_CODES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
 _CORRUPT_TEXT = ("malformed", "not a database", "file is encrypted", "database corrupt")
 _CHECKED: set[str] = set()  # files checked by quick_check in this process
 _CHECKED_LOCK = threading.Lock()
+
+
+def default_cache_dir() -> Path:
+    """``$RAGSWEEP_CACHE_DIR``, else ``.cache/ragsweep``: the parse, embedding, served-list and LLM caches."""
+    return Path(os.environ.get("RAGSWEEP_CACHE_DIR", ".cache/ragsweep"))
 
 
 class CorruptCacheError(sqlite3.DatabaseError):
