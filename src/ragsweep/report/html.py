@@ -113,6 +113,21 @@ def _short(v: Any, n: int = 120) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
+def _value(result: Aggregate, metric: str) -> float | None:
+    """An aggregate's mean of ``metric`` (None when missing)."""
+    return num(result.metrics.get(metric))
+
+
+def _n_missing(result: Aggregate, metric: str, unknown: str = "") -> tuple[Any, Any]:
+    """(cases with a value, cases without) of ``metric``."""
+    counts = result.counts.get(metric) or {}
+    return counts.get("n", unknown), counts.get("missing", unknown)
+
+
+def _param(config: ConfigResult, name: str | None) -> Any:
+    return config.params.get(name) if name is not None else None
+
+
 def _manifest_items(manifest: Manifest, run: RunResult | None = None) -> list[tuple[str, str]]:
     pipe = manifest.pipeline
     ds, corpus, stages = manifest.dataset, manifest.corpus, manifest.stage_seconds
@@ -175,10 +190,10 @@ def _summary_table(agg: Aggregate, main_k: int | None = None) -> str:
             cells = []
             for k in ks:
                 name = f"{fam}@{k}"
-                v = num(agg.metrics.get(name))
+                v = _value(agg, name)
                 lo, hi = iv(name)
-                c = agg.counts.get(name, {})
-                tip = f' title="{esc(name)}: n={esc(c.get("n", "?"))}, missing={esc(c.get("missing", "?"))}"'
+                n, missing = _n_missing(agg, name, "?")
+                tip = f' title="{esc(name)}: n={esc(n)}, missing={esc(missing)}"'
                 ci = (
                     f'<br><span class="ci-text">[{fmt(lo)}, {fmt(hi)}]</span>'
                     if lo is not None and hi is not None
@@ -199,14 +214,14 @@ def _summary_table(agg: Aggregate, main_k: int | None = None) -> str:
             group = g
         v = num(agg.metrics[name])
         lo, hi = iv(name)
-        c = agg.counts.get(name, {})
+        n, missing = _n_missing(agg, name)
         ci = f"[{fmt(lo)}, {fmt(hi)}]" if lo is not None and hi is not None else "–"
         glyph = "" if lower_is_better(name) else svg.ci_glyph(v, lo, hi)
         rows.append(
             f"<tr><td>{esc(name)}{' ↓' if lower_is_better(name) else ''}</td>"
             f'<td class="num" data-v="{"" if v is None else v}">{fmt(v)}</td>'
             f'<td class="num ci-text">{ci}</td><td>{glyph}</td>'
-            f'<td class="num">{esc(c.get("n", ""))}</td><td class="num">{esc(c.get("missing", ""))}</td></tr>'
+            f'<td class="num">{esc(n)}</td><td class="num">{esc(missing)}</td></tr>'
         )
     table = ""
     if rows:
@@ -231,7 +246,7 @@ def _curve_series(agg: Aggregate) -> tuple[list[str], dict]:
         for k in ks:
             name = f"{fam}@{k}"
             lo, hi = agg.interval(name)
-            pts.append((num(agg.metrics.get(name)), num(lo), num(hi)))
+            pts.append((_value(agg, name), num(lo), num(hi)))
         if any(p[0] is not None for p in pts):
             series[fam] = pts
     return [str(k) for k in ks], series
@@ -415,9 +430,10 @@ def _baselines_table(baselines: dict[str, Baseline]) -> str:
     for name in ordered(baselines):
         b = baselines[name]
         cells = "".join(
-            f'<td class="num">{fmt(num(b.get(key)))}</td>' for key in ("pipeline", "chance", "oracle", "lift")
+            f'<td class="num">{fmt(num(b[key] if key in b else None))}</td>'
+            for key in ("pipeline", "chance", "oracle", "lift")
         )
-        rows.append(f'<tr><td>{esc(name)}</td>{cells}<td class="num">{esc(b.get("n", ""))}</td></tr>')
+        rows.append(f'<tr><td>{esc(name)}</td>{cells}<td class="num">{esc(b["n"] if "n" in b else "")}</td></tr>')
     return (
         '<div class="scroll"><table class="baselines"><thead><tr><th>metric</th><th class="num">pipeline</th>'
         '<th class="num">chance</th><th class="num">oracle</th><th class="num">lift over chance</th>'
@@ -434,7 +450,7 @@ def _baselines_table(baselines: dict[str, Baseline]) -> str:
 def _axis_values(configs: Sequence[ConfigResult], var: str, grid: dict[str, list[Any]]) -> list:
     vals = list(grid.get(var) or [])
     for c in configs:
-        v = c.params.get(var)
+        v = _param(c, var)
         if v not in vals:
             vals.append(v)
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
@@ -450,7 +466,7 @@ def _sweep_axes(
     varying = [
         v
         for v in dict.fromkeys([*grid, *(p for c in configs for p in c.params)])
-        if len({repr(c.params.get(v)) for c in configs}) > 1
+        if len({repr(_param(c, v)) for c in configs}) > 1
     ]
     slots: list[str | None] = [v if v in varying else None for v in ("max_tokens", "top_k", "retriever_mode")]
     rest = iter(v for v in varying if v not in slots)
@@ -465,7 +481,7 @@ def _sig_mark(cfg: ConfigResult, base: ConfigResult | None, metric: str) -> tupl
     """(html mark, plain mark) for a configuration's metric vs the baseline."""
     if not cfg.significant.get(metric) or base is None:
         return "", ""
-    a, b = num(cfg.metrics.get(metric)), num(base.metrics.get(metric))
+    a, b = _value(cfg, metric), _value(base, metric)
     if a is None or b is None or a == b:
         return "", ""
     better = (a > b) != lower_is_better(metric)
@@ -491,7 +507,7 @@ def _sweep_heatmaps(sweep: SweepResult, metric: str) -> str:
         return '<p class="note">The sweep varies fewer than one variable.</p>'
     base = _find(sweep, sweep.baseline)
     best_ids = set(sweep.best.values())
-    values = [v for c in configs if (v := num(c.metrics.get(metric))) is not None]
+    values = [v for c in configs if (v := _value(c, metric)) is not None]
     if not values:
         return f'<p class="note">No configuration has {esc(metric)}.</p>'
     vmin, vmax = min(values), max(values)
@@ -509,10 +525,10 @@ def _sweep_heatmaps(sweep: SweepResult, metric: str) -> str:
                 scored = [
                     (v, c)
                     for c in configs
-                    if c.params.get(y) == yv
-                    and (x is None or c.params.get(x) == xv)
-                    and (panel is None or c.params.get(panel) == pv)
-                    and (v := num(c.metrics.get(metric))) is not None
+                    if _param(c, y) == yv
+                    and (x is None or _param(c, x) == xv)
+                    and (panel is None or _param(c, panel) == pv)
+                    and (v := _value(c, metric)) is not None
                 ]
                 if not scored:
                     continue
@@ -567,7 +583,7 @@ def _short_id(cid: Any, n: int = 22) -> str:
 def _param_columns(configs: Sequence[ConfigResult]) -> list[str]:
     """Every parameter a configuration sets (a grid axis may set several), varying ones first."""
     names = list(dict.fromkeys(p for c in configs for p in c.params))
-    varying = [n for n in names if len({repr(c.params.get(n)) for c in configs}) > 1]
+    varying = [n for n in names if len({repr(_param(c, n)) for c in configs}) > 1]
     return varying + [n for n in names if n not in varying]
 
 
@@ -603,9 +619,9 @@ def _sweep_table(sweep: SweepResult, metrics: list[str]) -> str:
         if cid in pareto:
             flags.append('<span class="badge warn" title="on the Pareto front of the objectives">pareto</span>')
         cells = [f'<td>{"".join(flags)}</td><td class="cid" data-v="{esc(cid)}">{_short_id(cid)}</td>']
-        cells += [f'<td data-v="{esc(c.params.get(g))}">{esc(c.params.get(g))}</td>' for g in grid]
+        cells += [f'<td data-v="{esc(_param(c, g))}">{esc(_param(c, g))}</td>' for g in grid]
         for m in metrics:
-            v = num(c.metrics.get(m))
+            v = _value(c, m)
             lo, hi = (num(x) for x in c.interval(m))
             ci = f'<br><span class="ci-text">[{fmt(lo)}, {fmt(hi)}]</span>' if lo is not None else ""
             mark, _ = _sig_mark(c, base, m)

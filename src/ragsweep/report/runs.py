@@ -154,41 +154,63 @@ def _invalid(path: Path, err: ValidationError, what: str) -> RunFolderError:
     return RunFolderError(f"{path}: not {what} ({where}: {first['msg']}; {err.error_count()} error(s))")
 
 
-def _variables_top_k(manifest: Mapping[str, Any] | None) -> int | None:
-    """The pipeline's ``top_k`` as a legacy report's manifest recorded it."""
-    pipeline = (manifest or {}).get("pipeline")
-    variables = pipeline.get("variables") if isinstance(pipeline, Mapping) else None
-    value = variables.get("top_k") if isinstance(variables, Mapping) else None
+def _depth(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
+
+
+class _Recorded(BaseModel):
+    """What a report.json, a result.json or sweep.json (and each of its rows) records of the depth
+    a configuration served, read leniently: folders older than the typed results."""
+
+    id: Any = None
+    top_k: Any = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    manifest: dict[str, Any] = Field(default_factory=dict)
+    configs: list[Any] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, data: Any) -> _Recorded:
+        if not isinstance(data, Mapping):
+            return cls()
+        try:
+            return cls.model_validate(data)
+        except ValidationError as err:  # a part of another shape says nothing here
+            bad = {str(e["loc"][0]) for e in err.errors() if e["loc"]}
+            return cls.model_validate({k: v for k, v in data.items() if k not in bad})
+
+    def depth(self) -> int | None:
+        """Its own ``top_k``, else its parameters', else the pipeline's of its manifest."""
+        variables = Manifest.of(self.manifest).pipeline.variables
+        for value in (self.top_k, self.params.get("top_k"), variables.get("top_k")):
+            if (k := _depth(value)) is not None:
+                return k
+        return None
+
+    def row(self, config_id: str) -> _Recorded | None:
+        """A sweep's row of a configuration."""
+        return next((r for r in map(_Recorded.of, self.configs) if str(r.id) == config_id), None)
 
 
 def stored_top_k(folder: Path) -> int | None:
     """The depth the folder's configuration served, as the folder records it, for case lines
     written before each line carried its ``top_k`` (eval layout 1, the first sweeps): an eval
     folder's report.json ``top_k`` (or its manifest's pipeline ``top_k``); a sweep configuration's
-    result.json ``top_k`` (or its ``params``), or its row of sweep.json. None when none says."""
+    result.json or sweep.json row ``top_k`` (or its ``params``'), else the sweep's pipeline ``top_k``.
+    None when none says."""
     folder = Path(folder)
     report = folder / "report.json"
     if report.is_file():
-        data = read_json(report)
-        if isinstance(data.get("top_k"), int):
-            return int(data["top_k"])
-        return _variables_top_k(data.get("manifest"))
-    if is_config_dir(folder):
-        result = folder / "result.json"
-        rows = [read_json(result)] if result.is_file() else []
-        sweep = folder.parent.parent / "sweep.json"
-        if sweep.is_file():
-            data = read_json(sweep)
-            rows += [c for c in data.get("configs") or [] if str(c.get("id")) == folder.name]
-            rows.append({"manifest": data.get("manifest")})
-        for row in rows:
-            for value in (row.get("top_k"), (row.get("params") or {}).get("top_k")):
-                if isinstance(value, int) and not isinstance(value, bool):
-                    return value
-            if (k := _variables_top_k(row.get("manifest"))) is not None:
-                return k
-    return None
+        return _Recorded.of(read_json(report)).depth()
+    if not is_config_dir(folder):
+        return None
+    result, sweep = folder / "result.json", folder.parent.parent / "sweep.json"
+    if result.is_file() and (k := _Recorded.of(read_json(result)).depth()) is not None:
+        return k
+    if not sweep.is_file():
+        return None
+    recorded = _Recorded.of(read_json(sweep))
+    row = recorded.row(folder.name)
+    return (row.depth() if row is not None else None) or recorded.depth()
 
 
 def _line_top_k(line: Mapping[str, Any]) -> int:
@@ -269,7 +291,7 @@ def read_run(folder: str | Path) -> RunResult:
         run = _aggregate_run(cases)
     else:
         if "top_k" not in report:  # layout 1
-            top_k = _variables_top_k(report.get("manifest")) or _fallback_top_k(cases)
+            top_k = _Recorded.of(report).depth() or _fallback_top_k(cases)
             if top_k is None:
                 raise RunFolderError(f"{report_path}: no top_k, no pipeline top_k in its manifest and no cases")
             report = {**report, "top_k": top_k}
@@ -320,13 +342,11 @@ def read_sweep(folder: str | Path) -> SweepResult:
     data = read_json(path)
     if not isinstance(data, dict):
         raise RunFolderError(f"{path}: not a sweep (a JSON object)")
-    base_k = _variables_top_k(data.get("manifest"))
-    rows = []
-    for row in data.get("configs") or []:
-        if isinstance(row, dict) and "top_k" not in row:
-            k = (row.get("params") or {}).get("top_k", base_k)
-            row = {**row, "top_k": k}
-        rows.append(row)
+    base_k = _Recorded.of(data).depth()  # the pipeline's, from the sweep's manifest
+    rows = [
+        {**row, "top_k": _Recorded.of(row).depth() or base_k} if isinstance(row, dict) and "top_k" not in row else row
+        for row in data.get("configs") or []
+    ]
     try:
         sweep = SweepResult.model_validate({**data, "configs": rows})
     except ValidationError as err:
