@@ -12,8 +12,8 @@ from ragsweep.answer.llm import (
     is_refusal,
     parse_citations,
     render_prompt,
-    validate_template,
 )
+from ragsweep.pipeline.config import validate_template
 from ragsweep.pipeline.hits import Hit
 
 

@@ -27,6 +27,7 @@ from ragsweep.answer.refusal import is_refusal as metric_refusal
 from ragsweep.llm.client import LLMClient
 from ragsweep.llm.cost import CallEstimate, count_message_tokens
 from ragsweep.llm.settings import LLMSettings
+from ragsweep.pipeline.config import validate_template
 from ragsweep.pipeline.hits import Hit
 
 NOT_FOUND_RESPONSE = "No information found."
@@ -106,18 +107,6 @@ _SAFETY_REFUSAL_RE = re.compile(
 )
 
 _CITATION_RE = re.compile(r"\[\s*(\d+(?:\s*[,;]\s*\d+)*)\s*\]")
-
-
-def validate_template(template: str) -> str:
-    if "{context}" not in template or "{query}" not in template:
-        raise ValueError("prompt template must contain the {context} and {query} placeholders")
-    try:
-        template.format(context=" ", query=" ")
-    except (KeyError, IndexError, ValueError) as err:
-        raise ValueError(
-            f"prompt template may use only {{context}} and {{query}} (escape other braces as {{{{ }}}}): {err}"
-        ) from err
-    return template
 
 
 def format_context(hits: Sequence[Hit], chunk_format: str = DEFAULT_CHUNK_FORMAT) -> str:

@@ -87,6 +87,19 @@ class BuiltPipeline:
 
 
 # ----------------------------------------------------------------- the knobs
+def validate_template(template: str) -> str:
+    """``$prompt_template`` as Pathway's ``RAGPromptTemplate`` takes it: ``{context}`` and ``{query}``, no other field."""
+    if "{context}" not in template or "{query}" not in template:
+        raise ValueError("prompt template must contain the {context} and {query} placeholders")
+    try:
+        template.format(context=" ", query=" ")
+    except (KeyError, IndexError, ValueError) as err:
+        raise ValueError(
+            f"prompt template may use only {{context}} and {{query}} (escape other braces as {{{{ }}}}): {err}"
+        ) from err
+    return template
+
+
 PositiveInt = Annotated[StrictInt, Field(ge=1)]
 PositiveNumber = Annotated[StrictFloat, Field(gt=0, allow_inf_nan=False)]  # ints are accepted as numbers
 
@@ -159,8 +172,6 @@ class PipelineVariables(BaseModel):
     @classmethod
     def _template(cls, v: str | None) -> str | None:
         if v is not None:
-            from ragsweep.answer.llm import validate_template
-
             try:
                 validate_template(v)
             except ValueError as err:
