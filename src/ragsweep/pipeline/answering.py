@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragsweep.answer.base import Answer
+from ragsweep.answer.refusal import is_refusal
 from ragsweep.datasets.schema import Case
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.hits import Hit
@@ -37,8 +38,6 @@ def answer_or_given(
 ) -> list[Answer]:
     """Each case's answer: the response the dataset gives for it (pre-computed answers,
     e.g. ragas' ``response``/``answer``), scored as given, else the answerer's."""
-    from ragsweep.metrics.answer import is_refusal
-
     todo = [i for i, c in enumerate(cases) if not (use_given and c.response is not None)]
     produced = iter(answer(answerer, [(cases[i].question, hits[i]) for i in todo]) if todo else [])
     out = []
