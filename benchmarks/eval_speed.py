@@ -8,7 +8,7 @@ left. ``--before REV`` checks REV out in a temporary git worktree and runs the s
 evals with its code (``PYTHONPATH``) beside this tree's, so both are measured on the same
 machine in the same minutes.
 
-    .venv/bin/python benchmarks/eval_speed.py [--before 6fc3235] [--dataset datasets/cuad]
+    .venv/bin/python benchmarks/eval_speed.py [--before 6fc3235] [--dataset datasets/cuad] [--smoke]
 
 Prints per run: wall seconds, CPU seconds (user + sys of the eval process), peak RSS, the
 stage times of report.json's manifest, "other" (wall minus the stages: interpreter
@@ -16,6 +16,10 @@ start-up, imports, writing report.json and report.html), the answer+score rate, 
 size of each run-folder file; then ``RESULT`` ratios and a final ``JSON {...}`` line. On a
 machine shared with other jobs the walls are noisy: read them with the CPU seconds and
 the load average printed beside them.
+
+``--smoke``: the same two evals (cold, warm) on 10 cases of ``datasets/cuad-mini`` with the BM25
+retriever (``--limit 10 --set retriever_mode=bm25``), no ``--before`` unless given: a check that
+the script runs (``make test`` does it), not a measurement.
 """
 
 from __future__ import annotations
@@ -39,8 +43,8 @@ def _children_usage() -> tuple[float, int]:
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss
 
 
-def run_eval(code: Path, dataset: str, cache: Path, out: Path, name: str) -> dict:
-    """One eval in its own process; the measurements of it."""
+def run_eval(code: Path, dataset: str, cache: Path, out: Path, name: str, extra: list[str]) -> dict:
+    """One eval in its own process (``extra``: more arguments of ``ragsweep eval``); the measurements of it."""
     env = {**os.environ, "PYTHONPATH": str(code / "src"), "RAGSWEEP_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1"}
     command = [
         sys.executable,
@@ -55,6 +59,7 @@ def run_eval(code: Path, dataset: str, cache: Path, out: Path, name: str) -> dic
         str(out),
         "--name",
         name,
+        *extra,
     ]
     cpu_before, _ = _children_usage()
     load = os.getloadavg()[0]
@@ -62,9 +67,10 @@ def run_eval(code: Path, dataset: str, cache: Path, out: Path, name: str) -> dic
     done = subprocess.run(command, cwd=code, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - started
     cpu_after, max_rss_kb = _children_usage()
-    if done.returncode not in (0, 1):  # 1: a gate failed, the run itself is complete
-        raise SystemExit(f"eval failed ({done.returncode}) in {code}:\n{done.stderr[-3000:]}")
     folder = out / name
+    # 1: a gate failed, the run itself is complete (its report.json is there)
+    if done.returncode not in (0, 1) or not (folder / "report.json").is_file():
+        raise SystemExit(f"eval failed ({done.returncode}) in {code}:\n{done.stderr[-3000:]}")
     report = json.loads((folder / "report.json").read_text())
     stages = report["manifest"].get("stage_seconds", {})
     counted = sum(v for k, v in stages.items() if k not in ("split", "embed"))  # both inside retrieve
@@ -98,13 +104,13 @@ def _print(label: str, r: dict) -> None:
     )
 
 
-def measure(code: Path, dataset: str, work: Path, label: str) -> dict:
+def measure(code: Path, dataset: str, work: Path, label: str, extra: list[str]) -> dict:
     cache, out = work / f"cache-{label}", work / f"runs-{label}"
     shutil.rmtree(cache, ignore_errors=True)
     shutil.rmtree(out, ignore_errors=True)
     results = {}
     for name in ("cold", "warm"):
-        results[name] = run_eval(code, dataset, cache, out, name)
+        results[name] = run_eval(code, dataset, cache, out, name, extra)
         _print(f"{label} {name}", results[name])
     return results
 
@@ -114,10 +120,30 @@ def main() -> int:
     parser.add_argument("--dataset", default="datasets/cuad")
     parser.add_argument("--before", metavar="REV", help="also measure this commit, in a temporary worktree")
     parser.add_argument("--work", help="folder for caches and run folders (default: a temporary one)")
+    parser.add_argument("--limit", type=int, help="only the first N cases (ragsweep eval --limit)")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="ragsweep eval --set")
+    parser.add_argument(
+        "--smoke", action="store_true", help="10 cuad-mini cases, BM25: does it run (not a measurement)"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.dataset, args.limit = "datasets/cuad-mini", args.limit or 10
+        args.set = args.set or ["retriever_mode=bm25"]
+        print(
+            f"SMOKE RUN: {args.limit} cases of {args.dataset}, --set {' '.join(args.set)}; "
+            "the numbers below are not measurements",
+            flush=True,
+        )
+    extra = [*(["--limit", str(args.limit)] if args.limit else []), *(x for v in args.set for x in ("--set", v))]
     work = Path(args.work or tempfile.mkdtemp(prefix="ragsweep-eval-speed-"))
     work.mkdir(parents=True, exist_ok=True)
-    report: dict = {"dataset": args.dataset, "cores": os.cpu_count(), "work": str(work)}
+    report: dict = {
+        "smoke": args.smoke,
+        "dataset": args.dataset,
+        "eval_args": extra,
+        "cores": os.cpu_count(),
+        "work": str(work),
+    }
     worktree = None
     try:
         if args.before:
@@ -128,8 +154,8 @@ def main() -> int:
                 check=True,
                 capture_output=True,
             )
-            report["before"] = {"rev": args.before, **measure(worktree, args.dataset, work, "before")}
-        report["after"] = {"rev": "working tree", **measure(ROOT, args.dataset, work, "after")}
+            report["before"] = {"rev": args.before, **measure(worktree, args.dataset, work, "before", extra)}
+        report["after"] = {"rev": "working tree", **measure(ROOT, args.dataset, work, "after", extra)}
     finally:
         if worktree is not None:
             subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT, capture_output=True)
@@ -140,7 +166,11 @@ def main() -> int:
                 f"RESULT {name}: before / after wall {b['wall_s'] / a['wall_s']:.2f}x, "
                 f"CPU {b['cpu_s'] / a['cpu_s']:.2f}x, folder {b['folder_bytes'] / a['folder_bytes']:.1f}x smaller"
             )
+    after = report["after"]
+    print(f"RESULT after: warm / cold wall {after['warm']['wall_s'] / after['cold']['wall_s']:.2f}")
     print("JSON " + json.dumps(report))
+    if args.smoke and not args.work:
+        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

@@ -4,8 +4,8 @@
    build two datasets over exactly those documents: the human CUAD labels of them
    (``datasets/cuad/cases.jsonl`` restricted to their ``doc_scope``) and a set generated
    from them by ``ragsweep generate`` (the configured OpenAI-compatible endpoint);
-2. run the same sweep (:func:`ragsweep.commands.sweep.run_sweep`, a small grid: chunking x retriever
-   x top_k) on both;
+2. run the same sweep (:func:`ragsweep.sweep`, a small grid: chunking x retriever x top_k) on both,
+   and read each configuration's metrics from its ``sweep.json``;
 3. print each configuration's metrics on both sets and Kendall's tau-b
    (:func:`scipy.stats.kendalltau`) between the two rankings of the configurations, per
    metric (retrieval metrics at each configuration's own top_k).
@@ -17,6 +17,12 @@ Usage (a local model: ``../shared/tools/local-llm.sh serve`` and its ``env`` fir
 
 ``--generated DIR`` reuses a generated set (its documents must be the chosen contracts).
 The output ends with a ``JSON {...}`` line holding everything printed.
+
+``--smoke``: no LLM. One contract of ``datasets/cuad-mini``; in place of a generated set, a stand-in
+made of every second human-labelled case of it (through the ``--generated`` path); a grid of 3
+configurations (one chunking, bm25, top_k 1/3/5); a temporary work folder. A check that the
+script runs (``make test`` does it): its taus compare two halves of the same labels, not a
+generated set, and are not a measurement.
 """
 
 from __future__ import annotations
@@ -44,6 +50,15 @@ baseline: {min_tokens: 250, max_tokens: 600, retriever_mode: hybrid, top_k: 5}
 objectives: [recall@k, mrr@k, ndcg@k, hit_rate@k]
 ks: [3, 5]
 """
+SMOKE_GRID = """grid:
+  chunking:
+    - {min_tokens: 250, max_tokens: 600}
+  retriever_mode: [bm25]
+  top_k: [1, 3, 5]
+baseline: {min_tokens: 250, max_tokens: 600, retriever_mode: bm25, top_k: 5}
+objectives: [recall@k, mrr@k, ndcg@k, hit_rate@k]
+ks: [1, 3, 5]
+"""
 METRICS = ("recall@k", "mrr@k", "ndcg@k", "hit_rate@k")
 
 
@@ -68,14 +83,32 @@ def labelled_subset(labelled: Path, docs: list[str], target: Path) -> int:
     return len(lines)
 
 
-def sweep(dataset: Path, grid: Path, out: Path, name: str, pipeline: str) -> dict:
-    from ragsweep.commands.sweep import SweepOptions, run_sweep
-
-    options = SweepOptions(
-        pipeline=pipeline, dataset=str(dataset), grid=str(grid), out=str(out), name=name, progress=False
+def smoke_stand_in(subset: Path, target: Path) -> int:
+    """A stand-in for a generated set (no LLM): every second case of ``subset``, same documents."""
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    (target / "docs").symlink_to((subset / "docs").resolve(), target_is_directory=True)
+    lines = [x for x in (subset / "cases.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()][::2]
+    (target / "cases.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    shutil.copy(subset / "dataset.yaml", target / "dataset.yaml")
+    (target / "README.md").write_text(
+        f"A smoke run's stand-in for a generated set: every second case of {subset} (human CUAD labels).\n"
     )
-    _, report = run_sweep(options)
-    return {row["id"]: row for row in report["configs"]}
+    stand_in = {"kept": len(lines), "dropped": 0, "proposed": len(lines), "usage": None, "problems": []}
+    (target / "generation.json").write_text(json.dumps({**stand_in, "smoke_stand_in": True}))
+    return len(lines)
+
+
+def sweep(dataset: Path, grid: Path, out: Path, pipeline: str) -> dict:
+    """One sweep in this process (:func:`ragsweep.sweep`); its configurations from ``sweep.json``."""
+    import ragsweep
+
+    if out.exists():
+        shutil.rmtree(out)
+    ragsweep.sweep(pipeline, dataset, grid, out=out)
+    (report,) = out.glob("*/sweep.json")  # out holds this one sweep
+    return {row["id"]: row for row in json.loads(report.read_text())["configs"]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,7 +131,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-rounds", type=int, default=3)
     parser.add_argument("--generated", help="reuse this generated dataset folder")
     parser.add_argument("--work", default=str(ROOT / "runs" / "generated-vs-labelled"))
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="no LLM: 1 cuad-mini contract, half its labels as a stand-in generated set, 3 configurations "
+        "(a check that the script runs, not a measurement)",
+    )
     args = parser.parse_args(argv)
+    scratch = None
+    if args.smoke:
+        import tempfile
+
+        scratch = tempfile.mkdtemp(prefix="ragsweep-gen-vs-lab-smoke-")
+        args.labelled, args.contracts, args.work = str(ROOT / "datasets" / "cuad-mini"), 1, scratch
+        print(
+            "SMOKE RUN: no LLM, 1 contract of datasets/cuad-mini, a stand-in 'generated' set (every second labelled "
+            "case), 3 configurations; the numbers below are not measurements",
+            flush=True,
+        )
+    try:
+        return compare(args, argv)
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def compare(args: argparse.Namespace, argv: list[str] | None) -> int:
 
     from ragsweep.pipeline.offline import ensure_offline
 
@@ -125,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"contracts: {len(docs)}; human-labelled cases on them: {n_labelled}")
 
     timings: dict[str, float] = {}
+    if args.smoke and not args.generated:
+        args.generated = str(work / "generated-stand-in")
+        smoke_stand_in(subset, Path(args.generated))
     if args.generated:
         generated = Path(args.generated)
         gen_result = json.loads((generated / "generation.json").read_text())
@@ -160,12 +221,12 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     grid = work / "grid.yaml"
-    grid.write_text(GRID)
+    grid.write_text(SMOKE_GRID if args.smoke else GRID)
     t = time.perf_counter()
-    on_generated = sweep(generated, grid, work / "runs", "generated", args.pipeline)
+    on_generated = sweep(generated, grid, work / "runs" / "generated", args.pipeline)
     timings["sweep_generated"] = round(time.perf_counter() - t, 1)
     t = time.perf_counter()
-    on_labelled = sweep(subset, grid, work / "runs", "labelled", args.pipeline)
+    on_labelled = sweep(subset, grid, work / "runs" / "labelled", args.pipeline)
     timings["sweep_labelled"] = round(time.perf_counter() - t, 1)
 
     ids = sorted(set(on_generated) & set(on_labelled))
@@ -202,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     for m, t in taus.items():
         print(f"Kendall tau-b ({m}): {t['tau']}  (p={t['p']}, {t['configurations']} configurations)")
     summary = {
+        "smoke": args.smoke,
         "contracts": docs,
         "labelled_cases": n_labelled,
         "generated_cases": len(gen_cases),

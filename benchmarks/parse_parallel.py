@@ -5,10 +5,13 @@ pays what ``ragsweep eval``/``index`` pays: Docling's import and converter
 set-up (in this process for the serial pass, in every worker for the pool) plus
 the parsing. The serial pass also reports its parse time without that start-up.
 
-    .venv/bin/python benchmarks/parse_parallel.py [--docs datasets/cuad/docs] [--workers 2]
+    .venv/bin/python benchmarks/parse_parallel.py [--docs datasets/cuad/docs] [--workers 2] [--smoke]
 
 Prints ``RESULT`` lines and a final ``JSON {...}`` line. On a shared machine the
 ratio is noisy: run it more than once before drawing conclusions.
+
+``--smoke``: the same two passes over ``tests/fixtures/corpus`` (one PDF, DOCX, HTML, Markdown and
+text file each): a check that the script runs (``make test`` does it), not a measurement.
 """
 
 from __future__ import annotations
@@ -73,8 +76,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", default="datasets/cuad/docs")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--smoke", action="store_true", help="tests/fixtures/corpus: does it run (not a measurement)")
     parser.add_argument("--one-pass", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.smoke:
+        args.docs = "tests/fixtures/corpus"
+        print(f"SMOKE RUN: {args.docs} (5 small files), {args.workers} workers; not a measurement", flush=True)
     if args.one_pass:
         print(json.dumps(one_pass(args.docs, args.workers)))
         return 0
@@ -100,6 +107,7 @@ def main() -> int:
         "JSON "
         + json.dumps(
             {
+                "smoke": args.smoke,
                 "docs": args.docs,
                 "cores": os.cpu_count(),
                 "serial": serial,

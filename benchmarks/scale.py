@@ -1,6 +1,7 @@
 """Scale: the whole CUAD release (510 contracts x 41 categories = 20,910 cases) in one eval (issue 13).
 
     .venv/bin/python benchmarks/scale.py CUAD_DIR [--points 100,255,510] [--warm] [--work DIR] [--reuse]
+    .venv/bin/python benchmarks/scale.py --smoke
 
 ``CUAD_DIR`` is a CUAD v1 release folder holding ``master_clauses.csv``,
 ``category_descriptions.csv`` and ``txt/`` (the contract texts). The full dataset is built
@@ -22,21 +23,29 @@ each stage's cost per document or per case at every point, and the ratio of the 
 point to the smallest; a ratio above ``--max-growth`` (1.3) means the stage grows faster
 than linearly. Prints ``RESULT`` lines and a final ``JSON {...}`` line.
 
-The child process only wraps a few functions of :mod:`ragsweep.commands.eval` and :mod:`ragsweep.evaluation.stages`
-with timers and RSS probes (nothing else changes), and imports ragsweep, pathway and the run
-module first, so those imports count as start-up and not as a stage.
+The child process only wraps the few ragsweep functions listed in ``WRAP_POINTS`` (below, the one
+place to update when the evaluation code moves) with timers and RSS probes (nothing else
+changes), and imports ragsweep, pathway and those modules first, so those imports count as
+start-up and not as a stage.
+
+``--smoke``: points 1 and 3 of ``tests/fixtures/datasets/cuad_small`` (its master_clauses.csv,
+category_descriptions.csv and 3 placeholder contract texts in ``docs/``), one shared cache, a
+temporary work folder: a check that the script runs (``make test`` does it), not a measurement.
+It fails (exit 2) when a wrap point is missing or was never called, naming it.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import json
 import os
 import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -48,6 +57,29 @@ MIB = 1024**2
 DATASET_YAML = (
     "name: {name}\nrelevance: evidence_offsets\nevidence_min_overlap_fraction: 0.5\nevidence_min_overlap_chars: 100\n"
 )
+SMOKE_CUAD = ROOT / "tests" / "fixtures" / "datasets" / "cuad_small"  # a release's CSVs, texts in docs/
+
+# ================================================================== WRAP POINTS
+# The ragsweep internals the child wraps, and nothing else of ragsweep. When the evaluation code
+# moves, update this table (only this table): `scale.py --smoke` (run by `make test`, see
+# tests/test_benchmarks_smoke.py) fails naming every entry that is missing or never called.
+# (module, name, how): name = a function of the module, or "Class.method"; how = "mark:LABEL" (the
+# process's RSS as the call ends: a stage's end), "time:LABEL" (seconds summed over calls), "json"
+# (write_json's seconds by file name: report_json / other_json); several joined by "+" (the first
+# is the outermost). Each is replaced on its module (or class), so what counts is the name the
+# caller looks up at call time: e.g. `retrieve` as ragsweep.evaluation.loop imported it.
+WRAP_POINTS: tuple[tuple[str, str, str], ...] = (
+    ("ragsweep.commands.eval", "load_inputs", "time:load_and_validate"),
+    ("ragsweep.commands.eval", "parse_documents", "mark:parse"),
+    ("ragsweep.evaluation.loop", "retrieve", "mark:retrieve (split, embed, index, queries)"),
+    ("ragsweep.evaluation.runfolder", "RunFolder.save_served", "time:save_chunks_and_hits"),
+    ("ragsweep.commands.eval", "evaluate_configuration", "mark:answer_and_score"),
+    ("ragsweep.commands.eval", "run_result", "mark:aggregate"),
+    ("ragsweep.commands.eval", "write_html", "time:report_html+mark:report_html"),
+    ("ragsweep.commands.eval", "summary_table", "time:summary_table"),
+    ("ragsweep.evaluation.runfolder", "RunFolder.write_json", "json"),
+)
+# ================================================================== end of WRAP POINTS
 
 
 # ------------------------------------------------------------------ the child: one `ragsweep eval`
@@ -62,11 +94,18 @@ def child(args: argparse.Namespace) -> int:
     ensure_offline()
     import ragsweep
     import ragsweep.cli
-    import ragsweep.commands.eval as run_mod
     import ragsweep.pipeline.store  # noqa: F401 - pathway: a start-up cost, not one of the stages
 
+    modules, import_errors = {}, {}
+    for module_name in dict.fromkeys(m for m, _, _ in WRAP_POINTS):
+        try:
+            modules[module_name] = importlib.import_module(module_name)
+        except ImportError as err:
+            import_errors[module_name] = str(err)
     imports = time.perf_counter() - t0
     timers: dict[str, float] = {}
+    marks: list[dict] = []  # the process's RSS and peak RSS as each stage ends
+    calls: dict[str, int] = {}
 
     def timed(name, fn):
         def wrapper(*a, **kw):
@@ -78,17 +117,17 @@ def child(args: argparse.Namespace) -> int:
 
         return wrapper
 
-    write_json = getattr(run_mod, "write_json", None)
+    def timed_json(_, fn):
+        def wrapper(*a, **kw):
+            started = time.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:  # the file: the first argument that is a path (a method's self is not)
+                path = next((x for x in a if isinstance(x, (str, os.PathLike))), "")
+                name = "report_json" if Path(path).name == "report.json" else "other_json"
+                timers[name] = timers.get(name, 0.0) + time.perf_counter() - started
 
-    def timed_write_json(path, *a, **kw):
-        started = time.perf_counter()
-        try:
-            return write_json(path, *a, **kw)
-        finally:
-            name = "report_json" if Path(path).name == "report.json" else "other_json"
-            timers[name] = timers.get(name, 0.0) + time.perf_counter() - started
-
-    marks: list[dict] = []  # the process's RSS and peak RSS as each stage ends
+        return wrapper
 
     def marked(name, fn):
         def wrapper(*a, **kw):
@@ -99,21 +138,36 @@ def child(args: argparse.Namespace) -> int:
 
         return wrapper
 
-    import ragsweep.evaluation.stages as stages_mod
+    def counted(key, fn):
+        def wrapper(*a, **kw):
+            calls[key] = calls.get(key, 0) + 1
+            return fn(*a, **kw)
 
-    def wrap(module, attr, wrapper):  # a name this version of ragsweep lacks is left alone (and untimed)
-        if hasattr(module, attr):
-            setattr(module, attr, wrapper(getattr(module, attr)))
+        return wrapper
 
-    wrap(stages_mod, "parse_documents", lambda f: marked("parse", f))
-    wrap(stages_mod, "retrieve", lambda f: marked("retrieve (split, embed, index, queries)", f))
-    wrap(run_mod, "answer_and_score", lambda f: marked("answer_and_score", f))
-    wrap(run_mod, "build_report", lambda f: marked("aggregate", f))
-    wrap(run_mod, "load_inputs", lambda f: timed("load_and_validate", f))
-    wrap(run_mod, "save_retrieved", lambda f: timed("save_chunks_and_hits", f))
-    wrap(run_mod, "write_html", lambda f: timed("report_html", marked("report_html", f)))
-    wrap(run_mod, "summary_table", lambda f: timed("summary_table", f))
-    wrap(run_mod, "write_json", lambda f: timed_write_json)
+    def owner_of(module, dotted: str):
+        """(the object holding the last part of ``dotted``, that part) or None when a part is missing."""
+        *path, last = dotted.split(".")
+        owner = module
+        for part in path:
+            owner = getattr(owner, part, None)
+        return (owner, last) if owner is not None and callable(getattr(owner, last, None)) else None
+
+    kinds = {"mark": marked, "time": timed, "json": timed_json}
+    missing, present = [], []  # a name this version of ragsweep lacks is left alone (and untimed)
+    for module_name, attr, how in WRAP_POINTS:
+        key = f"{module_name}.{attr}"
+        found = owner_of(modules[module_name], attr) if module_name in modules else None
+        if found is None:
+            missing.append(key + (f" (import: {import_errors[module_name]})" if module_name in import_errors else ""))
+            continue
+        owner, last = found
+        fn = getattr(owner, last)
+        for part in reversed(how.split("+")):
+            kind, _, label = part.partition(":")
+            fn = kinds[kind](label, fn)
+        setattr(owner, last, counted(key, fn))
+        present.append(key)
 
     started = time.perf_counter()
     argv = ["eval", "--dataset", args.dataset, "--out", args.out, "--name", args.name, "--pipeline", args.pipeline]
@@ -130,6 +184,8 @@ def child(args: argparse.Namespace) -> int:
                 "rc": rc,
                 "self_maxrss_kb": me.ru_maxrss,
                 "rss_marks": marks,
+                "wrap_points_missing": missing,
+                "wrap_points_uncalled": [key for key in present if not calls.get(key)],
                 "ragsweep_file": ragsweep.__file__,
                 "left_main": time.time(),
             }
@@ -157,9 +213,16 @@ def build_full(cuad_dir: Path, out: Path):
 
     if out.exists():
         shutil.rmtree(out)
-    cases = import_cuad(cuad_dir / "master_clauses.csv", cuad_dir / "category_descriptions.csv", out, cuad_dir / "txt")
+    cases = import_cuad(
+        cuad_dir / "master_clauses.csv", cuad_dir / "category_descriptions.csv", out, texts_dir(cuad_dir)
+    )
     _dataset_files(out, "cuad-full", len(list((out / "docs").iterdir())), cuad_dir)
     return cases
+
+
+def texts_dir(cuad_dir: Path) -> Path:
+    """The contract texts: the release's ``txt/``, else ``docs/`` (the layout of the smoke fixture)."""
+    return cuad_dir / "txt" if (cuad_dir / "txt").is_dir() or not (cuad_dir / "docs").is_dir() else cuad_dir / "docs"
 
 
 def contract_order(docs: list[str]) -> list[str]:
@@ -178,7 +241,7 @@ def build_point(cuad_dir: Path, out: Path, contracts: list[str]):
         cuad_dir / "master_clauses.csv",
         cuad_dir / "category_descriptions.csv",
         out,
-        cuad_dir / "txt",
+        texts_dir(cuad_dir),
         contracts=contracts,
     )
     _dataset_files(out, out.name, len(contracts), cuad_dir)
@@ -332,6 +395,8 @@ def run_point(n: int, dataset: Path, work: Path, pipeline: str, warm: bool) -> d
         "git_commit": man.get("git_commit"),
         "recall@5": report.get("metrics", {}).get("recall@5"),
         "rss_after_stage": t.get("rss_marks", []),
+        "wrap_points_missing": t.get("wrap_points_missing", []),
+        "wrap_points_uncalled": t.get("wrap_points_uncalled", []),
     }
 
 
@@ -398,6 +463,12 @@ def main() -> int:
         default=1.3,
         help="a per-unit cost growing more than this from the smallest to the largest point is flagged",
     )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="points 1,3 of tests/fixtures/datasets/cuad_small, warm, a temporary work folder: does it run "
+        "(not a measurement); fails naming a WRAP_POINTS entry that is missing or never called",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--dataset", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -406,8 +477,25 @@ def main() -> int:
     args = parser.parse_args()
     if args.child:
         return child(args)
+    scratch = None
+    if args.smoke:
+        scratch = tempfile.mkdtemp(prefix="ragsweep-scale-smoke-")
+        args.cuad_dir, args.points, args.warm, args.work = str(SMOKE_CUAD), "1,3", True, scratch
+        print(
+            f"SMOKE RUN: points 1 and 3 of {SMOKE_CUAD.relative_to(ROOT)} (placeholder contract texts), one cache, "
+            f"work folder {scratch}; the numbers below are not measurements",
+            flush=True,
+        )
     if not args.cuad_dir:
         parser.error("give the CUAD release folder")
+    try:
+        return measure(args, parser)
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def measure(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     cuad_dir, work = Path(args.cuad_dir).resolve(), Path(args.work).resolve()
     points = sorted({int(x) for x in args.points.split(",") if x.strip()})
     work.mkdir(parents=True, exist_ok=True)
@@ -462,6 +550,12 @@ def main() -> int:
         )
         print("  stages [s]: " + ", ".join(f"{k} {v:.2f}" for k, v in st.items()), flush=True)
         print("  run folder: " + ", ".join(f"{k} {fmt_mb(v)}" for k, v in p["run_folder_bytes"].items()), flush=True)
+        if p.get("wrap_points_missing") or p.get("wrap_points_uncalled"):
+            print(
+                f"  WRAP POINTS of this script: missing {p.get('wrap_points_missing')}, "
+                f"never called {p.get('wrap_points_uncalled')} (their stages are untimed; see WRAP_POINTS)",
+                flush=True,
+            )
         if p.get("rss_after_stage"):
             print(
                 "  eval process RSS after each stage (now / peak so far, MB): "
@@ -510,9 +604,28 @@ def main() -> int:
                 "full_cases": len(full),
                 "full_contracts": len(docs),
                 "seconds": round(time.perf_counter() - started, 1),
+                "smoke": args.smoke,
             }
         )
     )
+    if args.smoke:
+        missing = sorted({w for p in results for w in p.get("wrap_points_missing", [])})
+        uncalled = sorted({w for p in results for w in p.get("wrap_points_uncalled", [])})
+        if missing or uncalled:
+            print(
+                "SMOKE FAILED: benchmarks/scale.py's WRAP_POINTS name ragsweep internals that are "
+                + "; ".join(
+                    x
+                    for x in (
+                        f"missing: {', '.join(missing)}" if missing else "",
+                        f"never called: {', '.join(uncalled)}" if uncalled else "",
+                    )
+                    if x
+                )
+                + " (update the table at the top of the script)"
+            )
+            return 2
+        return 0  # a smoke run's timings are not measurements: no verdict on them
     return 0 if not flagged and max(peak, peak_self) < 4096 else 1
 
 

@@ -1,7 +1,7 @@
 """What one query costs the DocumentStore as the corpus grows: scoped to one document vs not (issue 13).
 
     .venv/bin/python benchmarks/scoped_queries.py [--dataset datasets/cuad] [--sizes 10,20,40]
-                                                  [--modes bm25,knn] [--queries 400]
+                                                  [--modes bm25,knn] [--queries 400] [--smoke]
 
 Every CUAD case is scoped to its contract (``doc_scope``), which reaches Pathway as a JMESPath
 ``metadata_filter``. The same questions (the cases of the first 10 documents, ``k = 5``) are
@@ -10,6 +10,9 @@ and once scoped, in one graph run each; a run with a single query is subtracted,
 left is the queries' own cost. Embeddings come from the cache after the first run.
 
 Prints ``RESULT`` lines and a final ``JSON {...}`` line. Never a timed assertion.
+
+``--smoke``: corpora of 2 and 3 documents of ``datasets/cuad-mini``, 20 questions, bm25 and knn: a
+check that the script runs (``make test`` does it), not a measurement.
 """
 
 from __future__ import annotations
@@ -31,7 +34,15 @@ def main() -> int:
     parser.add_argument("--sizes", default="10,20,40", help="numbers of documents in the corpus")
     parser.add_argument("--modes", default="bm25,knn", help="retriever modes")
     parser.add_argument("--queries", type=int, default=400)
+    parser.add_argument(
+        "--smoke", action="store_true", help="cuad-mini, 2 and 3 documents: does it run (not a measurement)"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.dataset, args.sizes, args.modes, args.queries = str(ROOT / "datasets" / "cuad-mini"), "2,3", "bm25,knn", 20
+        print(
+            "SMOKE RUN: datasets/cuad-mini, corpora of 2 and 3 documents, 20 questions; not a measurement", flush=True
+        )
 
     from ragsweep.pipeline.offline import ensure_offline
 
@@ -98,7 +109,7 @@ def main() -> int:
             + ", scoped "
             + (f"x{growth['scoped']:.2f}" if growth["scoped"] else "n/a")
         )
-    print("JSON " + json.dumps({"dataset": args.dataset, "questions": len(cases), "rows": rows}))
+    print("JSON " + json.dumps({"smoke": args.smoke, "dataset": args.dataset, "questions": len(cases), "rows": rows}))
     return 0
 
 

@@ -16,7 +16,15 @@ Measured side by side in ONE process run (see benchmarks/README.md):
     ``SentenceTransformer.encode``, batch 32), answer the queries by a numpy
     dot product (BM25 search time is not counted: a lower bound).
 
-    python benchmarks/sweep_vs_server.py [--dataset datasets/cuad] [--limit 80] [--grid pipelines/sweep.yaml]
+    python benchmarks/sweep_vs_server.py [--dataset datasets/cuad] [--limit 20] [--grid pipelines/sweep.yaml]
+    python benchmarks/sweep_vs_server.py --smoke
+
+By default only the documents the selected cases refer to are indexed: a temporary copy of the
+dataset holds them (symlinked), the cases that refer to nothing else, its dataset.yaml and a
+README, so it is a valid dataset of its own. ``--smoke``: 3 cases of ``datasets/cuad-mini`` (1
+contract) and a grid of 1 configuration (hybrid, 250-600 tokens, top_k 3; each configuration of
+(b) is a server start, about 10 s): the same three measurements, a check that the script runs
+(``make test`` does it), not a measurement.
 """
 
 from __future__ import annotations
@@ -38,6 +46,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_LIMIT = 20  # 1 CUAD contract; (b) costs ~1 s per HTTP query on 2 cores
 PIPELINE = ROOT / "pipelines" / "default.yaml"
+SMOKE_LIMIT = 3
+SMOKE_GRID = """grid:
+  chunking:
+    - {min_tokens: 250, max_tokens: 600}
+  top_k: [3]
+  retriever_mode: [hybrid]
+baseline: {min_tokens: 250, max_tokens: 600, top_k: 3, retriever_mode: hybrid}
+objectives: [recall@k, mrr@k]
+ks: [1, 3]
+"""
 
 
 # --------------------------------------------------------------------- (b): the server side
@@ -153,6 +171,43 @@ def line(label: str, value) -> None:
     print(f"{label:<48} {value}", flush=True)
 
 
+def scoped_copy(dataset, cases, target: Path) -> list[str]:
+    """A dataset folder holding only the documents ``cases`` refer to (symlinked), the source's cases
+    that refer to nothing else (in its order), its dataset.yaml and a README; returns the doc ids."""
+    from ragsweep.datasets.loader import write_cases
+
+    scoped = sorted({d for c in cases for d in (c.doc_scope or [])})
+    keep = set(scoped)
+    (target / "docs").mkdir(parents=True)
+    for d in scoped:
+        (target / "docs" / d).symlink_to((Path(dataset.docs_dir) / d).resolve())
+    source = Path(dataset.root)
+    if (source / "dataset.yaml").is_file():
+        shutil.copy(source / "dataset.yaml", target / "dataset.yaml")
+
+    def named(case) -> set[str]:
+        return set(case.doc_scope or []) | {e.doc_id for e in case.evidence or [] if getattr(e, "doc_id", None)}
+
+    kept = [c for c in dataset.cases if c.doc_scope and named(c) <= keep]
+    write_cases(target / "cases.jsonl", kept)
+    (target / "README.md").write_text(
+        f"A temporary copy of {source} made by benchmarks/sweep_vs_server.py: its {len(scoped)} document(s) that "
+        f"the first cases refer to, and the {len(kept)} case(s) that refer only to them. Provenance and licence: "
+        f"{source / 'README.md'}.\n",
+        encoding="utf-8",
+    )
+    return scoped
+
+
+def sweep_once(dataset: str, grid: str, limit: int, out: Path) -> tuple[Path, dict]:
+    """One ``ragsweep.sweep`` in this process into ``out`` (a fresh folder); its folder and sweep.json."""
+    import ragsweep
+
+    ragsweep.sweep(str(PIPELINE), dataset, grid, limit=limit, out=out)
+    (report,) = out.glob("*/sweep.json")  # out holds this one sweep
+    return report.parent, json.loads(report.read_text())
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dataset", default="datasets/cuad")
@@ -165,6 +220,11 @@ def main() -> int:
         help="index the dataset's whole docs/ folder (40 PDFs for CUAD: far beyond 25 minutes on 2 cores); "
         "default: only the documents the selected cases refer to (a temporary copy of the dataset)",
     )
+    ap.add_argument(
+        "--smoke",
+        action="store_true",
+        help=f"{SMOKE_LIMIT} cases of datasets/cuad-mini, 1 configuration: does it run (not a measurement)",
+    )
     ap.add_argument("--_serve", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args._serve:
@@ -175,6 +235,15 @@ def main() -> int:
     cache_dir = tmp / "cache"
     os.environ["RAGSWEEP_CACHE_DIR"] = str(cache_dir)  # before any ragsweep import
     os.chdir(ROOT)
+    if args.smoke:
+        args.dataset, args.limit, args.full_corpus = "datasets/cuad-mini", SMOKE_LIMIT, False
+        args.grid = str(tmp / "smoke-grid.yaml")
+        Path(args.grid).write_text(SMOKE_GRID)
+        print(
+            f"SMOKE RUN: {args.limit} cases of {args.dataset}, 1 configuration (hybrid); "
+            "the numbers below are not measurements",
+            flush=True,
+        )
 
     from ragsweep.pipeline.offline import ensure_offline
 
@@ -185,7 +254,7 @@ def main() -> int:
     import pathway  # noqa: F401
     import sentence_transformers  # noqa: F401
 
-    from ragsweep.commands.sweep import SweepGrid, SweepOptions, config_id, run_sweep
+    import ragsweep.api  # noqa: F401 - ragsweep.sweep's imports, outside (a) too
     from ragsweep.datasets.loader import load_dataset
     from ragsweep.pipeline import corpus as corpus_mod
     from ragsweep.pipeline import embedding as emb_mod
@@ -193,29 +262,23 @@ def main() -> int:
     from ragsweep.pipeline.store import sanitize_query, scope_filter
     from ragsweep.report.runs import read_cases
 
-    grid = SweepGrid.load(args.grid)
-    combos = grid.configurations()
     dataset = load_dataset(args.dataset)
     cases = list(dataset.cases)[: args.limit]
     if not args.full_corpus:
-        scoped = sorted({d for c in cases for d in (c.doc_scope or [])})
         copy = tmp / "dataset" / Path(args.dataset).name
-        (copy / "docs").mkdir(parents=True)
-        for name in ("dataset.yaml", "cases.jsonl"):
-            shutil.copy(Path(args.dataset) / name, copy / name)
-        for d in scoped:
-            (copy / "docs" / d).symlink_to((Path(dataset.docs_dir) / d).resolve())
+        scoped = scoped_copy(dataset, cases, copy)
         line(
             "corpus",
-            f"scoped (default; --full-corpus to index all): {len(scoped)} documents referenced by the {len(cases)} cases (copy in {copy})",
+            f"scoped (default; --full-corpus to index all): {len(scoped)} documents referenced by the {len(cases)} "
+            f"cases (copy in {copy})",
         )
         args.dataset = str(copy)
         dataset = load_dataset(args.dataset)
-        cases = list(dataset.cases)[: args.limit]
-    line(
-        "dataset",
-        f"{args.dataset}: {len(cases)} cases (--limit {args.limit}), grid {args.grid}: {len(combos)} configurations",
-    )
+        scoped_cases = list(dataset.cases)[: args.limit]
+        if [c.id for c in scoped_cases] != [c.id for c in cases]:
+            raise SystemExit("the scoped copy does not start with the same cases: use --full-corpus")
+        cases = scoped_cases
+    line("dataset", f"{args.dataset}: {len(cases)} cases (--limit {args.limit}), grid {args.grid}")
     line("temp folder", tmp)
 
     def reset_models():
@@ -224,25 +287,19 @@ def main() -> int:
 
     # ---------------------------------------------------------------- (a) cold, then warm
     reset_models()
-    opts = dict(
-        pipeline=str(PIPELINE),
-        dataset=args.dataset,
-        grid=args.grid,
-        limit=args.limit,
-        out=str(tmp / "runs"),
-        progress=False,
-    )
     t = time.perf_counter()
-    cold_dir, cold_report = run_sweep(SweepOptions(**opts, name="cold"))
+    cold_dir, cold_report = sweep_once(args.dataset, args.grid, args.limit, tmp / "runs-cold")
     a_cold = time.perf_counter() - t
     line("(a) ragsweep sweep, cold cache [s]", f"{a_cold:.1f}")
     line("    embedded texts (cold)", cold_report["manifest"]["embedded_texts_this_run"])
     t = time.perf_counter()
-    warm_dir, warm_report = run_sweep(SweepOptions(**opts, name="warm"))
+    _, warm_report = sweep_once(args.dataset, args.grid, args.limit, tmp / "runs-warm")
     a_warm = time.perf_counter() - t
     line("(a) ragsweep sweep, warm cache [s]", f"{a_warm:.1f}")
     line("    embedded texts (warm)", warm_report["manifest"]["embedded_texts_this_run"])
     rss_a = peak_rss_mb()
+    configs = [(row["id"], row["params"]) for row in cold_report["configs"]]  # the grid's configurations
+    line("configurations", len(configs))
 
     # ---------------------------------------------------------------- (u) unavoidable work
     reset_models()
@@ -250,7 +307,7 @@ def main() -> int:
     corpus = corpus_mod.parse_corpus(dataset.docs_dir, use_cache=False)
     u_parse = time.perf_counter() - t
     texts = {d.doc_id: d.text for d in corpus.documents}
-    chunkings = sorted({(c.get("min_tokens", 250), c.get("max_tokens", 600)) for c in combos})
+    chunkings = sorted({(p.get("min_tokens", 250), p.get("max_tokens", 600)) for _, p in configs})
     t = time.perf_counter()
     chunk_texts_by_chunking = {}
     for mn, mx in chunkings:
@@ -279,7 +336,7 @@ def main() -> int:
     u_search = time.perf_counter() - t
     unavoidable = u_parse + u_split + u_load + u_embed + u_search
     line("(u) unavoidable: parse once, no cache [s]", f"{u_parse:.1f}  ({len(corpus.documents)} documents)")
-    line("(u) unavoidable: split 3 chunkings [s]", f"{u_split:.1f}")
+    line(f"(u) unavoidable: split {len(chunkings)} chunking(s) [s]", f"{u_split:.1f}")
     line("(u) unavoidable: load embedder [s]", f"{u_load:.1f}")
     line(
         "(u) unavoidable: embed distinct texts once [s]",
@@ -304,40 +361,43 @@ def main() -> int:
     b_total, b_rows = 0.0, []
     agree_num = agree_den = 0
     cold_hits = {}
-    for params in combos:
-        cid = config_id(params)
+    for cid, _ in configs:
         rows = read_cases(cold_dir / "configs" / cid / "cases.jsonl")  # hit texts from the sweep's chunk table
         cold_hits[cid] = {r["id"]: [h.get("text") for h in r["hits"]] for r in rows}
-    for n, params in enumerate(combos, start=1):
+    for n, (cid, params) in enumerate(configs, start=1):
         k = int(params.get("top_k", 5))
         timing, answers = run_server_config(
             texts_dir, len(texts), params, [(q, k, f) for q, f in queries_base], log_dir
         )
         b_total += timing["total"]
-        cid = config_id(params)
         for c, ans in zip(cases, answers):
             if cid in cold_hits and c.id in cold_hits[cid]:
                 agree_den += 1
                 agree_num += int(sorted(x.get("text") for x in ans) == sorted(cold_hits[cid][c.id]))
         b_rows.append({"params": params, **{k2: round(v, 2) for k2, v in timing.items()}})
         line(
-            f"(b) [{n}/{len(combos)}] {json.dumps(params)}",
+            f"(b) [{n}/{len(configs)}] {json.dumps(params)}",
             f"start->indexed {timing['start_to_ready']:.1f}s, {len(answers)} queries {timing['queries']:.1f}s, "
             f"total {timing['total']:.1f}s",
         )
-    line("(b) one Pathway server per configuration [s]", f"{b_total:.1f}  (measured, all {len(combos)} configurations)")
+    line(
+        "(b) one Pathway server per configuration [s]", f"{b_total:.1f}  (measured, all {len(configs)} configurations)"
+    )
     line("(b) vs (a) same hit texts (fraction of queries)", f"{agree_num / max(1, agree_den):.3f}")
 
     # ---------------------------------------------------------------- summary
     summary = {
+        "smoke": args.smoke,
         "dataset": args.dataset,
         "limit": args.limit,
         "cases": len(cases),
         "documents": len(corpus.documents),
-        "configurations": len(combos),
+        "configurations": len(configs),
         "grid": args.grid,
         "a_cold_s": round(a_cold, 2),
         "a_warm_s": round(a_warm, 2),
+        "a_embedded_texts_cold": cold_report["manifest"]["embedded_texts_this_run"],
+        "a_embedded_texts_warm": warm_report["manifest"]["embedded_texts_this_run"],
         "b_s": round(b_total, 2),
         "b_extrapolated": False,
         "unavoidable_s": round(unavoidable, 2),
@@ -354,6 +414,7 @@ def main() -> int:
         "ratio_a_cold_over_unavoidable": round(a_cold / unavoidable, 2),
         "ratio_warm_over_cold": round(a_warm / a_cold, 3),
         "b_a_hit_agreement": round(agree_num / max(1, agree_den), 3),
+        "b_a_hit_agreement_queries": agree_den,
         "peak_rss_mb_main_after_a": round(rss_a, 1),
         "peak_rss_mb_main": round(peak_rss_mb(), 1),
         "peak_rss_mb_largest_server": round(peak_rss_mb(resource.RUSAGE_CHILDREN), 1),

@@ -1,0 +1,158 @@
+"""Every script in benchmarks/ runs: ``python benchmarks/<script> --smoke`` in a subprocess.
+
+A smoke run is the script's own code path (real Pathway, real Docling, the real embedder) on
+tiny inputs shipped in the repository (``datasets/cuad-mini``, ``tests/fixtures/...``), with no
+LLM and nothing from outside the repository. Its timings are not measurements and nothing here
+asserts on them: each test checks the exit status, the script's result lines and its final
+``JSON {...}`` line, so a benchmark that no longer runs against the code fails here instead of
+rotting unseen. A new script in benchmarks/ needs an entry in ``EXPECTED``.
+
+The subprocesses inherit this session's environment (tests/conftest.py): its private
+``RAGSWEEP_CACHE_DIR``, shared by the scripts that do not make their own cold cache (the first
+one parses and embeds cuad-mini, the later ones reuse it), and ``RAGSWEEP_SERVED_CACHE=0``, so
+every query is asked of Pathway.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCHMARKS = ROOT / "benchmarks"
+TIMEOUT_S = 300
+
+# script -> lines its smoke output must hold (stdout); the order is the order the tests run in:
+# api_speed.py first fills the session's cache with cuad-mini's parse and embeddings
+EXPECTED: dict[str, list[str]] = {
+    "api_speed.py": ["SMOKE RUN", "first call, warm caches", "call 2", "RESULT later calls: mean"],
+    "score_profile.py": [
+        "SMOKE RUN",
+        "RESULT set-up",
+        "RESULT answer+score, first pass:",
+        "RESULT answer+score, second pass:",
+    ],
+    "scoped_queries.py": [
+        "SMOKE RUN",
+        "RESULT bm25      2 documents",
+        "RESULT knn       3 documents",
+        "RESULT knn: per-query",
+    ],
+    "generated_vs_labelled.py": ["SMOKE RUN", "human-labelled cases on them:", "Kendall tau-b (recall@k):"],
+    "eval_speed.py": ["SMOKE RUN", "RESULT after cold:", "RESULT after warm:", "RESULT after: warm / cold wall"],
+    "parse_parallel.py": [
+        "SMOKE RUN",
+        "RESULT serial (1 process):",
+        "RESULT parallel (2 workers):",
+        "same texts and skips: True",
+    ],
+    "scale.py": [
+        "SMOKE RUN",
+        "RESULT full dataset: 3 contracts",
+        "RESULT point 1 contracts:",
+        "RESULT point 3 contracts:",
+        "RESULT peak RSS:",
+        "RESULT linearity (1 -> 3 contracts):",
+    ],
+    "sweep_vs_server.py": [
+        "SMOKE RUN",
+        "(a) ragsweep sweep, cold cache [s]",
+        "(b) [1/1]",
+        "RESULT ratio (b)/(a cold)",
+        "RESULT ratio (a cold)/unavoidable",
+        "RESULT ratio warm/cold",
+    ],
+}
+
+
+def _json_line(stdout: str) -> dict:
+    lines = [x for x in stdout.splitlines() if x.startswith("JSON {")]
+    assert lines, "no final JSON {...} line"
+    return json.loads(lines[-1][len("JSON ") :])
+
+
+def test_every_benchmark_has_a_smoke_test():
+    scripts = sorted(p.name for p in BENCHMARKS.glob("*.py") if not p.name.startswith("_"))
+    assert scripts == sorted(EXPECTED), "a script in benchmarks/ without an entry in EXPECTED (or the reverse)"
+
+
+@pytest.mark.parametrize("script", list(EXPECTED))
+def test_benchmark_smoke(script):
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), "--smoke"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
+    seconds = time.perf_counter() - started
+    shown = f"benchmarks/{script} --smoke: exit {done.returncode} after {seconds:.0f} s\n--- stdout (end)\n{done.stdout[-4000:]}\n--- stderr (end)\n{done.stderr[-4000:]}"
+    assert done.returncode == 0, shown
+    missing = [want for want in EXPECTED[script] if want not in done.stdout]
+    assert not missing, f"lines missing: {missing}\n{shown}"
+    summary = _json_line(done.stdout)
+    assert summary.get("smoke") is True, shown
+    try:
+        CHECKS[script](summary)
+    except (AssertionError, KeyError, TypeError) as err:
+        raise AssertionError(f"its JSON line: {err!r}\n{shown}") from err
+
+
+def _api_speed(s: dict) -> None:
+    assert [c["cases"] for c in s["calls"]] == [10, 10]
+
+
+def _score_profile(s: dict) -> None:
+    assert s["cases"] == 20 and list(s["passes"]) == ["first pass", "second pass"]
+
+
+def _scoped_queries(s: dict) -> None:
+    assert [(r["mode"], r["documents"]) for r in s["rows"]] == [("bm25", 2), ("bm25", 3), ("knn", 2), ("knn", 3)]
+
+
+def _generated_vs_labelled(s: dict) -> None:
+    assert len(s["configs"]) == 3 and s["generated_cases"] > 0 and s["labelled_cases"] == 41
+    assert all(r["labelled"]["recall@k"] is not None for r in s["configs"])
+
+
+def _eval_speed(s: dict) -> None:
+    assert s["after"]["cold"]["cases"] == 10 and s["after"]["warm"]["cases"] == 10
+    assert s["after"]["cold"]["metrics"] == s["after"]["warm"]["metrics"]
+
+
+def _parse_parallel(s: dict) -> None:
+    assert s["same_result"] and s["serial"]["parsed"] == s["parallel"]["parsed"] == 5
+
+
+def _scale(s: dict) -> None:
+    assert [p["contracts"] for p in s["points"]] == [1, 3]
+    for point in s["points"]:
+        assert point["cases"] == 41 * point["contracts"]
+        assert not point["wrap_points_missing"] and not point["wrap_points_uncalled"]
+
+
+def _sweep_vs_server(s: dict) -> None:
+    assert s["configurations"] == 1 and s["cases"] == 3 and s["documents"] == 1
+    assert s["a_embedded_texts_cold"] > 0 and s["a_embedded_texts_warm"] == 0
+    assert s["b_s"] > 0 and s["unavoidable_s"] > 0
+
+
+# script -> checks of its final JSON line
+CHECKS = {
+    "api_speed.py": _api_speed,
+    "score_profile.py": _score_profile,
+    "scoped_queries.py": _scoped_queries,
+    "generated_vs_labelled.py": _generated_vs_labelled,
+    "eval_speed.py": _eval_speed,
+    "parse_parallel.py": _parse_parallel,
+    "scale.py": _scale,
+    "sweep_vs_server.py": _sweep_vs_server,
+}
