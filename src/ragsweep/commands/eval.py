@@ -294,7 +294,7 @@ def dry_run_report(options: EvalOptions, config: PipelineConfig, corpus: Corpus,
             "llm_calls": 0,
             "note": "no LLM configured: extractive answers, no LLM call",
         }
-    from ragsweep.llm.dry_run import estimate_llm_run
+    from ragsweep.metrics.dry_run import estimate_llm_run
 
     depths = scored_ks(options.ks, config.top_k)
     retrieved = retrieve(config, corpus, cases, store_depths(config, depths), options.progress, options.fresh_retrieval)
