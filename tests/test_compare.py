@@ -133,3 +133,21 @@ def test_sweep_folder_points_at_configs(capsys):
     c = compare_runs(RUNS / "sweep" / "configs" / ids[-1], RUNS / "sweep" / "configs" / ids[0])
     assert c.label_a == f"sweep/{ids[-1]}" and c.n_common == 14
     assert any(r.metric == "recall@k" for r in c.metrics)
+
+
+def test_results_in_memory_compare_as_their_folders():
+    """ragsweep.compare(report_a, report_b) needs no folder: a RunResult with its cases is a side."""
+    from ragsweep.evaluation.records import RunResult
+    from ragsweep.report.runs import read_run
+
+    a, b = read_run(RUNS / "tiny_a"), read_run(RUNS / "tiny_b")
+    from_folders = compare_runs(RUNS / "tiny_a", RUNS / "tiny_b")
+    in_memory = compare_runs(a, b)
+    assert [m.model_dump() for m in in_memory.metrics] == [m.model_dump() for m in from_folders.metrics]
+    assert in_memory.flips == from_folders.flips and (in_memory.label_a, in_memory.label_b) == ("tiny_a", "tiny_b")
+    mixed = compare_runs(a, RUNS / "tiny_b")  # one side in memory, the other a folder
+    assert [m.delta for m in mixed.metrics] == [m.delta for m in from_folders.metrics]
+    # a result that never had a folder (ragsweep.evaluate without out=) is labelled by its side
+    bare = RunResult(top_k=5, cases=a.cases)
+    c = compare_runs(bare, RunResult(top_k=5, cases=b.cases))
+    assert (c.label_a, c.label_b) == ("A", "B") and c.run_a == "(in memory: A)" and c.n_common == 4
