@@ -1,4 +1,5 @@
-"""Reports of run folders: self-contained HTML, MLflow logging, paired run comparison."""
+"""Reports of run folders: self-contained HTML, MLflow logging, paired run comparison, and the
+readers that give a folder as typed results (``read_run``, ``read_sweep``, ``read_config_cases``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ragsweep.report.compare import Comparison, compare_runs, render_markdown, render_terminal, run_compare_cli
     from ragsweep.report.html import write_html_report
     from ragsweep.report.mlflow_log import log_to_mlflow
+    from ragsweep.report.runs import read_config_cases, read_run, read_sweep
 
 _LAZY = {
     "write_html_report": "ragsweep.report.html",
@@ -17,6 +19,9 @@ _LAZY = {
     "render_terminal": "ragsweep.report.compare",
     "render_markdown": "ragsweep.report.compare",
     "run_compare_cli": "ragsweep.report.compare",
+    "read_run": "ragsweep.report.runs",
+    "read_sweep": "ragsweep.report.runs",
+    "read_config_cases": "ragsweep.report.runs",
 }
 
 
@@ -45,6 +50,9 @@ __all__ = [
     "Comparison",
     "compare_runs",
     "log_to_mlflow",
+    "read_config_cases",
+    "read_run",
+    "read_sweep",
     "render_markdown",
     "render_terminal",
     "run_compare_cli",
