@@ -62,90 +62,59 @@ def _pipeline_path(pipeline: "str | Path | PipelineConfig", overrides: dict[str,
     return str(pipeline), dict(overrides or {})
 
 
+API_DEFAULTS = {"progress": False, "ragas_nonllm": False}  # quiet, and no ragas import (seconds) in a smoke test
+
+
+def _options(model: Any, pipeline: Any, overrides: dict[str, Any] | None, options: dict[str, Any]) -> Any:
+    """``model`` (EvalOptions, SweepOptions) from the API's keywords: the option fields by name or
+    API alias (``llm``, ``validate``, ``ragas``, ``min``); an unknown keyword is an error naming it."""
+    from pydantic import ValidationError
+
+    pipeline_path, merged = _pipeline_path(pipeline, overrides)
+    given = {model.model_fields[k].alias or k if k in model.model_fields else k for k in options}
+    defaults = {
+        k: v for k, v in API_DEFAULTS.items() if k not in given and (model.model_fields[k].alias or k) not in given
+    }
+    try:
+        return model(pipeline=pipeline_path, overrides=merged, **defaults, **options)
+    except ValidationError as err:
+        raise ValueError(f"ragsweep: bad option: {err}") from None
+
+
 def evaluate(
     pipeline: "str | Path | PipelineConfig",
     dataset: "str | Path | Sequence[Case]",
     *,
     docs: "str | Path | None" = None,
     overrides: dict[str, Any] | None = None,
-    ks: Sequence[int] | None = None,
-    split: str | None = None,
-    limit: int | None = None,
-    sample: int | None = None,
-    seed: int = 0,
-    llm: bool = False,
     out: "str | Path | None" = None,
-    validate: bool = True,
-    ragas: bool = False,
-    progress: bool = False,
-    judge: bool = False,
-    ragas_llm: bool = False,
-    judge_replicates: int = 1,
-    judge_temperature: float | None = None,
-    judge_probe: int = 3,
-    max_failure_rate: float | None = None,
-    workers: int | None = None,
-    fresh_retrieval: bool = False,
+    **options: Any,
 ) -> Report:
     """Evaluate a pipeline on a dataset, as ``ragsweep eval`` does, and return a :class:`Report`.
 
     ``pipeline``: a pipeline YAML (ragsweep's or an existing Pathway app.yaml) or a
-    :class:`PipelineConfig`. ``dataset``: a dataset folder, a cases file (with ``docs=``),
-    or a list of :class:`Case` (with ``docs=``). ``out``: write a run folder there
-    (nothing is written without it). ``ragas=True`` adds ragas' string similarity, BLEU and
-    ROUGE on the answers (``ragsweep eval`` computes them; importing ragas costs seconds, so a
-    smoke test leaves them out by default).
-
-    The LLM metrics, as ``ragsweep eval``'s options of the same names: ``llm`` (``--llm``),
-    ``judge`` (``--judge``), ``ragas_llm`` (``--ragas-llm``), ``judge_replicates``
-    (``--judge-replicates``, for the judge and the ragas LLM metrics), ``judge_temperature``,
-    ``judge_probe`` (probes before the run when judging; 0: none) and ``max_failure_rate``
-    (the failure share above which :attr:`Report.judge` warns; :func:`ragsweep.testing.assert_quality`
-    fails on it as the command's gate does). Their statistics are in :attr:`Report.judge`.
-
-    ``workers``: Docling processes for the documents the parse cache lacks (``--workers``; None:
-    one per core). ``fresh_retrieval=True`` asks Pathway every query instead of taking lists it
-    served before from the served-list cache (``--fresh-retrieval``; the cache's key covers the
-    corpus, the index definition, ragsweep's serving code and the package versions).
+    :class:`PipelineConfig`. ``dataset``: a dataset folder, a cases file (with ``docs=``), or a
+    list of :class:`Case` (with ``docs=``). ``out``: write a run folder there (nothing is written
+    without it). ``options``: every option of ``ragsweep eval``, by its name in
+    :class:`~ragsweep.commands.eval.EvalOptions` (``ks``, ``split``, ``limit``, ``sample``, ``seed``,
+    ``workers``, ``fresh_retrieval``, ``judge``, ``ragas_llm``, ``judge_replicates``,
+    ``judge_temperature``, ``judge_probe``, ``max_failure_rate``...) or its short name (``llm``,
+    ``validate``, ``ragas``). Unlike the command, ``ragas`` (ragas' string similarity, BLEU and
+    ROUGE; importing ragas costs seconds) and ``progress`` are off unless asked for.
     """
-    from ragsweep.commands.eval import DEFAULT_KS, EvalOptions, dataset_file_hash, evaluate_run, run_eval
+    from ragsweep.commands.eval import EvalOptions, dataset_file_hash, evaluate_run, run_eval
     from ragsweep.evaluation.inputs import load_inputs
     from ragsweep.evaluation.runfolder import RunFolder, now
 
     started = time.perf_counter()
     path, keep_alive = _dataset_folder(dataset, docs)
-    pipeline_path, merged = _pipeline_path(pipeline, overrides)
     try:
-        options = EvalOptions(
-            pipeline=pipeline_path,
-            overrides=merged,
-            dataset=path,
-            split=split,
-            limit=limit,
-            sample=sample,
-            seed=seed,
-            ks=list(ks or DEFAULT_KS),
-            use_llm=llm,
-            validate_dataset=validate,
-            out=str(out or "runs"),
-            progress=progress,
-            ragas_nonllm=ragas,
-            judge=judge,
-            ragas_llm=ragas_llm,
-            judge_replicates=judge_replicates,
-            judge_temperature=judge_temperature,
-            judge_probe=judge_probe,
-            max_failure_rate=max_failure_rate,
-            workers=workers,
-            fresh_retrieval=fresh_retrieval,
-        )
+        opts = _options(EvalOptions, pipeline, overrides, {**options, "dataset": path, "out": str(out or "runs")})
         if out is not None:
-            _, result = run_eval(options)
+            _, result = run_eval(opts)
         else:
-            config, ds, cases = load_inputs(options)
-            result = evaluate_run(
-                options, config, ds, cases, dataset_file_hash(ds), RunFolder.none({"started_at": now()})
-            )
+            config, ds, cases = load_inputs(opts)
+            result = evaluate_run(opts, config, ds, cases, dataset_file_hash(ds), RunFolder.none({"started_at": now()}))
     finally:
         if keep_alive is not None:
             keep_alive.cleanup()
@@ -160,37 +129,24 @@ def sweep(
     grid: "str | Path",
     *,
     overrides: dict[str, Any] | None = None,
-    split: str | None = None,
-    limit: int | None = None,
-    sample: int | None = None,
-    seed: int = 0,
     out: "str | Path | None" = None,
-    progress: bool = False,
+    **options: Any,
 ) -> SweepResult:
     """Run a sweep as ``ragsweep sweep`` does; returns its :class:`SweepResult` (``sweep.json``).
+    ``options``: every option of ``ragsweep sweep`` (:class:`~ragsweep.commands.sweep.SweepOptions`).
 
     A sweep keeps per-configuration results on disk to be resumable: without ``out`` it
     writes them to a temporary folder that is removed afterwards.
     """
     from ragsweep.commands.sweep import SweepOptions, run_sweep
 
-    pipeline_path, merged = _pipeline_path(pipeline, overrides)
     tmp = tempfile.TemporaryDirectory(prefix="ragsweep-sweep-") if out is None else None
     out_dir = tmp.name if tmp is not None else str(out)
     try:
-        options = SweepOptions(
-            pipeline=pipeline_path,
-            overrides=merged,
-            dataset=str(dataset),
-            grid=str(grid),
-            split=split,
-            limit=limit,
-            sample=sample,
-            seed=seed,
-            out=out_dir,
-            progress=progress,
+        opts = _options(
+            SweepOptions, pipeline, overrides, {**options, "dataset": str(dataset), "grid": str(grid), "out": out_dir}
         )
-        _, report = run_sweep(options)
+        _, report = run_sweep(opts)
         report.sweep_dir = report.sweep_dir if out is not None else None
         return report
     finally:

@@ -8,10 +8,15 @@ reports ``argument --opt: must be <name> <range>, got '<text>'`` and exits with 
 from __future__ import annotations
 
 import argparse
+import typing
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
 
 Number = TypeVar("Number", int, float)
+Options = TypeVar("Options", bound=BaseModel)
 
 
 def _range(low: float | None, high: float | None) -> str:
@@ -52,3 +57,80 @@ def bounded(
 
     parse.__name__ = f"bounded_{kind.__name__}"
     return parse
+
+
+# ------------------------------------------------------------------ options from their one definition
+
+
+def depths(text: str) -> list[int]:
+    """``--ks 1,3,5``: whole numbers >= 1, sorted, each once."""
+    try:
+        ks = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--ks {text!r}: expected whole numbers separated by commas, e.g. 1,3,5"
+        ) from None
+    if not ks or min(ks) < 1:
+        raise argparse.ArgumentTypeError(f"--ks {text!r}: every depth must be >= 1")
+    return sorted(set(ks))
+
+
+def _bounds(field: Any) -> tuple[Any, Any]:
+    low = next((m.ge for m in field.metadata if hasattr(m, "ge")), None)
+    high = next((m.le for m in field.metadata if hasattr(m, "le")), None)
+    return low, high
+
+
+def _number_kind(annotation: Any) -> type | None:
+    kinds = {a for a in typing.get_args(annotation) or (annotation,) if a in (int, float)}
+    return float if float in kinds else int if int in kinds else None
+
+
+def add_options(parser: argparse.ArgumentParser, model: type[BaseModel]) -> None:
+    """One command-line option per field of ``model`` that has a help text (its description):
+    the flag, type, range and default come from the field (:func:`ragsweep.evaluation.inputs.option`)."""
+    for name, field in model.model_fields.items():
+        if not field.description:
+            continue
+        cli: dict[str, Any] = dict(field.json_schema_extra or {})  # type: ignore[arg-type]
+        flag = cli.get("flag") or "--" + name.replace("_", "-")
+        kwargs: dict[str, Any] = {"dest": name, "help": field.description, "default": None}
+        if "metavar" in cli:
+            kwargs["metavar"] = cli["metavar"]
+        parse = cli.get("parse")
+        if field.is_required():
+            kwargs["required"] = True
+        if field.annotation is bool:
+            kwargs["action"] = "store_false" if field.default is True else "store_true"
+        elif parse == "depths":
+            kwargs["type"] = depths
+        elif parse in ("append", "assignments", "floors"):
+            kwargs["action"] = "append"
+        elif (kind := _number_kind(field.annotation)) is not None:
+            low, high = _bounds(field)
+            kwargs["type"] = bounded(kind, low, high, name=cli.get("what"))  # type: ignore[arg-type]
+        if "choices" in cli:
+            kwargs["choices"] = list(cli["choices"])
+        if "const" in cli:
+            kwargs.update(nargs="?", const=cli["const"])
+        if field.default not in (None, PydanticUndefined) and field.annotation is not bool and not parse:
+            kwargs["help"] += f" (default {field.default})"
+        parser.add_argument(flag, **kwargs)
+
+
+def options_from(model: type[Options], args: argparse.Namespace) -> Options:
+    """The options ``args`` gives (an option not given keeps the model's default). A ``NAME=VALUE``
+    list becomes its mapping; a bad one raises ValueError naming the option."""
+    from ragsweep.evaluation.scoring import parse_floors
+    from ragsweep.pipeline.config import parse_overrides
+
+    values: dict[str, Any] = {}
+    for name, field in model.model_fields.items():
+        value = getattr(args, name, None)
+        if not field.description or value is None:
+            continue
+        parse = (field.json_schema_extra or {}).get("parse")  # type: ignore[union-attr]
+        values[name] = (
+            parse_overrides(value) if parse == "assignments" else parse_floors(value) if parse == "floors" else value
+        )
+    return model.model_validate(values)

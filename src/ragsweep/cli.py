@@ -9,7 +9,7 @@ import os
 import sys
 import time
 
-from ragsweep.argtypes import bounded
+from ragsweep.argtypes import add_options, bounded, options_from
 from ragsweep.pipeline.offline import ensure_offline
 
 
@@ -28,15 +28,6 @@ def _parse(docs: str, quiet: bool = False, workers: int | None = None):
     from ragsweep.pipeline.corpus import parse_corpus
 
     return parse_corpus(docs, progress=not quiet, workers=workers)
-
-
-def _fresh_retrieval_option(p) -> None:
-    p.add_argument(
-        "--fresh-retrieval",
-        action="store_true",
-        help="ask Pathway every query again instead of reusing the lists it served before for the same "
-        "corpus, index definition and code (the served-list cache; also RAGSWEEP_SERVED_CACHE=0)",
-    )
 
 
 def _workers_option(p) -> None:
@@ -174,15 +165,23 @@ def cmd_validate(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from ragsweep.commands.eval import run_eval_cli
+    from ragsweep.commands.eval import EvalOptions, run_eval_cli
 
-    return run_eval_cli(args)
+    try:
+        options = options_from(EvalOptions, args)
+    except ValueError as err:  # a bad --min or --set (pydantic's ValidationError is one too)
+        return _fail(str(err))
+    return run_eval_cli(options, args)
 
 
 def cmd_sweep(args) -> int:
-    from ragsweep.commands.sweep import run_sweep_cli
+    from ragsweep.commands.sweep import SweepOptions, run_sweep_cli
 
-    return run_sweep_cli(args)
+    try:
+        options = options_from(SweepOptions, args)
+    except ValueError as err:
+        return _fail(str(err))
+    return run_sweep_cli(options, args)
 
 
 def cmd_compare(args) -> int:
@@ -197,22 +196,9 @@ def cmd_generate(args) -> int:
     return run_generate_cli(args)
 
 
-def _ks(text: str) -> list[int]:
-    try:
-        ks = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"--ks {text!r}: expected whole numbers separated by commas, e.g. 1,3,5"
-        ) from None
-    if not ks or min(ks) < 1:
-        raise argparse.ArgumentTypeError(f"--ks {text!r}: every depth must be >= 1")
-    return sorted(set(ks))
-
-
-def _sampling_options(p) -> None:
-    p.add_argument("--sample", type=bounded(int, low=1), help="a random sample of N cases, stratified by question type")
-    p.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
-    p.add_argument("--no-validate", action="store_true", help="evaluate even when `ragsweep validate` finds problems")
+def _mlflow_options(p) -> None:
+    p.add_argument("--mlflow", action="store_true", help="log the run to MLflow")
+    p.add_argument("--mlflow-uri", help="MLflow tracking URI (default: a local file store)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -246,86 +232,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", required=True)
     p.set_defaults(func=cmd_validate)
 
+    from ragsweep.commands.eval import EvalOptions
+    from ragsweep.commands.sweep import SweepOptions
+
     p = sub.add_parser("eval", help="evaluate a pipeline on a dataset; write a run folder")
-    pipeline_args(p)
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--split", choices=["dev", "test"])
-    p.add_argument(
-        "--limit", type=bounded(int, low=1, name="a whole number of cases"), help="only the first N cases (N >= 1)"
-    )
-    p.add_argument("--out", default="runs")
-    p.add_argument("--name", help="run folder name (default: timestamp + dataset)")
-    p.add_argument(
-        "--resume", nargs="?", const="latest", help="finish an interrupted run (a run folder, or the latest)"
-    )
-    _sampling_options(p)
-    p.add_argument("--min", action="append", metavar="METRIC=FLOOR", help="CI gate: fail when a metric is below")
-    p.add_argument(
-        "--ks",
-        type=_ks,
-        help="depths to score besides the pipeline's top_k, e.g. 1,3,6,8 (each asked of the store as its own query)",
-    )
-    p.add_argument("--llm", action="store_true", help="answer with the configured OpenAI-compatible endpoint")
-    p.add_argument("--judge", action="store_true", help="LLM judge of answer correctness")
-    p.add_argument(
-        "--judge-replicates",
-        type=bounded(int, low=1),
-        default=1,
-        metavar="N",
-        help="compute each LLM metric (--judge, --ragas-llm) N times per case (each its own request and "
-        "cache entry); the report gives self-agreement, verdict flips and the judge-noise share of "
-        "the CI (default 1)",
-    )
-    p.add_argument(
-        "--judge-temperature",
-        type=bounded(float, 0, 2, name="a temperature"),
-        metavar="T",
-        help="the sampling temperature of the LLM metrics (judge, ragas LLM); default: the pipeline's $llm_temperature",
-    )
-    p.add_argument(
-        "--judge-probe",
-        type=bounded(int, low=0),
-        default=3,
-        metavar="N",
-        help="with --judge, before the run: feed the judge known-correct, known-wrong and "
-        '"I don\'t know" answers for N cases and report what it got right (0: off; default 3)',
-    )
-    p.add_argument(
-        "--max-failure-rate",
-        type=bounded(float, 0, 1, name="a share"),
-        metavar="R",
-        help="CI gate: fail when an LLM metric (judge, ragas LLM) failed on more than this share "
-        "of its cases, e.g. 0.05",
-    )
-    p.add_argument("--ragas-llm", action="store_true", help="ragas LLM metrics on the same endpoint")
-    p.add_argument("--dry-run", action="store_true", help="print the LLM calls and tokens a run would make, then stop")
-    p.add_argument("--mlflow", action="store_true", help="log the run to MLflow")
-    p.add_argument("--mlflow-uri", help="MLflow tracking URI (default: a local file store)")
-    _workers_option(p)
+    add_options(p, EvalOptions)
+    _mlflow_options(p)
     _pathway_threads_option(p)
-    _fresh_retrieval_option(p)
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("sweep", help="grid search over pipeline variables")
-    pipeline_args(p)
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--grid", required=True)
-    p.add_argument("--split", choices=["dev", "test"])
-    p.add_argument(
-        "--limit", type=bounded(int, low=1, name="a whole number of cases"), help="only the first N cases (N >= 1)"
-    )
-    p.add_argument("--out", default="runs")
-    p.add_argument("--name")
-    p.add_argument("--resume", nargs="?", const="latest")
-    _sampling_options(p)
-    p.add_argument("--objective", action="append", help="metric to pick the best configuration by")
-    p.add_argument("--ks", type=_ks, help="depths to report (deeper than a configuration's top_k: missing)")
-    p.add_argument("--answers", action="store_true", help="also compute answer metrics")
-    p.add_argument("--mlflow", action="store_true")
-    p.add_argument("--mlflow-uri")
-    _workers_option(p)
+    add_options(p, SweepOptions)
+    _mlflow_options(p)
     _pathway_threads_option(p)
-    _fresh_retrieval_option(p)
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("compare", help="per-metric deltas between two runs, paired")

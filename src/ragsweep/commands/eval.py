@@ -26,11 +26,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
-
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.answering import metric_temperature, prepare_answering
-from ragsweep.evaluation.inputs import AnswerOptions, RunInputs, load_inputs
+from ragsweep.evaluation.inputs import AnswerOptions, RunInputs, load_inputs, option
 from ragsweep.evaluation.loop import Answering, evaluate_configuration, scored_ks
 from ragsweep.evaluation.records import AnswerCounts, AnswerErrors, CaseResult, RunResult, metric_names
 from ragsweep.evaluation.runfolder import (
@@ -43,9 +41,9 @@ from ragsweep.evaluation.runfolder import (
     now,
     package_versions,
 )
-from ragsweep.evaluation.scoring import aggregate, check_floors, parse_floors
+from ragsweep.evaluation.scoring import aggregate, check_floors
 from ragsweep.metrics.registry import summary_metrics
-from ragsweep.pipeline.config import PipelineConfig, parse_overrides
+from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import StageError, parse_documents, retrieve, serve, store_depths
 from ragsweep.report import write_html
@@ -54,11 +52,18 @@ DEFAULT_KS = (1, 3, 5, 10)
 RESUME_KEYS = ("config_hash", "dataset_hash", "split", "limit", "sample", "seed", "ks", "use_llm")
 
 
-class EvalOptions(RunInputs, AnswerOptions):
-    floors: dict[str, float] = Field(default_factory=dict)
-    # depths scored besides the pipeline's own top_k; each is asked of the store as its own query
-    ks: list[int] = Field(default_factory=lambda: list(DEFAULT_KS))
-    dry_run: bool = False
+class EvalOptions(AnswerOptions, RunInputs):
+    """Everything `ragsweep eval` and ``ragsweep.evaluate()`` take (the command line is built from it)."""
+
+    floors: dict[str, float] = option(
+        help="CI gate: fail when a metric is below its floor", flag="--min", metavar="METRIC=FLOOR", parse="floors",
+        alias="min", default_factory=dict,
+    )  # fmt: skip
+    ks: list[int] = option(
+        help="depths to score besides the pipeline's top_k, e.g. 1,3,6,8 (each asked of the store as its own query)",
+        parse="depths", default_factory=lambda: list(DEFAULT_KS),
+    )  # fmt: skip
+    dry_run: bool = option(False, "print the LLM calls and tokens a run would make, then stop")
 
 
 # ------------------------------------------------------------------ the run
@@ -361,36 +366,11 @@ def no_answer_succeeded(result: RunResult) -> bool:
     return result.n_cases > 0 and result.answer_errors.n >= result.n_cases
 
 
-def run_eval_cli(args: Any) -> int:
+def run_eval_cli(options: EvalOptions, args: Any) -> int:
+    """The command: run, print the summary, log to MLflow when asked, then the gate's exit code."""
     try:
-        floors = parse_floors(args.min)
-        options = EvalOptions(
-            pipeline=args.pipeline,
-            overrides=parse_overrides(args.set),
-            dataset=args.dataset,
-            split=args.split,
-            limit=args.limit,
-            sample=args.sample,
-            seed=args.seed,
-            ks=args.ks or list(DEFAULT_KS),
-            validate_dataset=not args.no_validate,
-            workers=args.workers,
-            out=args.out,
-            name=args.name,
-            resume=args.resume,
-            fresh_retrieval=args.fresh_retrieval,
-            floors=floors,
-            use_llm=args.llm,
-            judge=args.judge,
-            ragas_llm=args.ragas_llm,
-            dry_run=args.dry_run,
-            judge_replicates=args.judge_replicates or 1,
-            judge_temperature=args.judge_temperature,
-            judge_probe=3 if args.judge_probe is None else args.judge_probe,
-            max_failure_rate=args.max_failure_rate,
-        )
         run_dir, result = run_eval(options)
-    except (RunError, ValueError) as err:
+    except RunError as err:
         print(f"ragsweep: error: {err}", file=sys.stderr)
         return 2
     if not isinstance(result, RunResult):  # a dry run's estimate
@@ -401,7 +381,7 @@ def run_eval_cli(args: Any) -> int:
     if args.mlflow:
         from ragsweep.report.mlflow_log import log_to_mlflow
 
-        print(f"MLflow run: {log_to_mlflow(run_dir, tracking_uri=args.mlflow_uri, pipeline_path=args.pipeline)}")
+        print(f"MLflow run: {log_to_mlflow(run_dir, tracking_uri=args.mlflow_uri, pipeline_path=options.pipeline)}")
     html = run_dir / "report.html"
     print(f"\nreport: {run_dir / 'report.json'}" + (f"  {html}" if html.exists() else ""))
     return gate(result, options)

@@ -50,7 +50,7 @@ from pydantic import BaseModel, Field
 
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.answering import prepare_answering
-from ragsweep.evaluation.inputs import AnswerOptions, RunInputs, load_inputs
+from ragsweep.evaluation.inputs import AnswerOptions, RunInputs, load_inputs, option
 from ragsweep.evaluation.loop import Answering, evaluate_configuration, scored_ks
 from ragsweep.evaluation.records import (
     Aggregate,
@@ -71,7 +71,7 @@ from ragsweep.evaluation.runfolder import (
 )
 from ragsweep.evaluation.scoring import aggregate
 from ragsweep.metrics.registry import AT_K_FAMILIES, at_own_k, best_of, lower_is_better
-from ragsweep.pipeline.config import ConfigError, PipelineConfig, parse_overrides
+from ragsweep.pipeline.config import ConfigError, PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import StageError, parse_documents, retrieve, store_depths
 from ragsweep.report import write_html
@@ -141,11 +141,18 @@ def pareto_front(points: list[tuple[str, float, float]], higher_is_better: bool 
     return front
 
 
-class SweepOptions(RunInputs, AnswerOptions):
-    grid: str
-    objectives: list[str] | None = None
-    ks: list[int] | None = None
-    answers: bool = False  # answer (and score the answers) as eval does; retrieval only otherwise
+class SweepOptions(AnswerOptions, RunInputs):
+    """Everything `ragsweep sweep` and ``ragsweep.sweep()`` take (the command line is built from it)."""
+
+    grid: str = option(..., "the grid file (axes, baseline, objectives, ks)")
+    objectives: list[str] | None = option(
+        None, "metric to pick the best configuration by (repeatable; default: the grid's)", flag="--objective",
+        parse="append",
+    )  # fmt: skip
+    ks: list[int] | None = option(
+        None, "depths to report (deeper than a configuration's top_k: missing; default: the grid's)", parse="depths"
+    )
+    answers: bool = option(False, "answer (and score the answers) as eval does; retrieval only otherwise")
 
 
 class Sweep(BaseModel):
@@ -595,27 +602,8 @@ def verdict_lines(verdict: HoldoutVerdict) -> list[str]:
     return lines
 
 
-def run_sweep_cli(args: Any) -> int:
+def run_sweep_cli(options: SweepOptions, args: Any) -> int:
     try:
-        options = SweepOptions(
-            pipeline=args.pipeline,
-            dataset=args.dataset,
-            grid=args.grid,
-            split=args.split,
-            limit=args.limit,
-            sample=args.sample,
-            seed=args.seed,
-            ks=args.ks,
-            validate_dataset=not args.no_validate,
-            workers=args.workers,
-            fresh_retrieval=args.fresh_retrieval,
-            out=args.out,
-            name=args.name,
-            resume=args.resume,
-            objectives=args.objective,
-            answers=args.answers,
-            overrides=parse_overrides(args.set),
-        )
         sweep_dir, report = run_sweep(options)
     except RunError as err:
         print(f"ragsweep: error: {err}", file=sys.stderr)
@@ -624,6 +612,6 @@ def run_sweep_cli(args: Any) -> int:
     if args.mlflow:
         from ragsweep.report.mlflow_log import log_to_mlflow
 
-        print(f"MLflow run: {log_to_mlflow(sweep_dir, tracking_uri=args.mlflow_uri, pipeline_path=args.pipeline)}")
+        print(f"MLflow run: {log_to_mlflow(sweep_dir, tracking_uri=args.mlflow_uri, pipeline_path=options.pipeline)}")
     print(f"\nsweep: {sweep_dir / 'sweep.json'}  {sweep_dir / 'sweep.csv'}")
     return 0

@@ -8,29 +8,59 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import PydanticUndefined
 
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.runfolder import RunError
 from ragsweep.pipeline.config import PipelineConfig
 
 
+def option(default: Any = None, help: str = "", *, alias: str | None = None, **cli: Any) -> Any:
+    """A field that is also a command-line option and a keyword of the Python API: defined once.
+
+    ``help`` is the option's help text (a field without it is not on the command line).
+    ``alias``: the API keyword when it differs from the field's name (``llm`` for ``use_llm``).
+    ``cli``: how the command line spells it: ``flag`` (default ``--field-name``), ``metavar``,
+    ``what`` (what a number is, for the range message), ``choices``, ``const`` (an optional
+    value), ``parse`` (``depths``, ``append``, ``assignments``, ``floors``). Range constraints
+    (``ge``, ``le``) are pydantic's and the command line's alike.
+    """
+    constraints = {k: cli.pop(k) for k in ("ge", "le", "default_factory") if k in cli}
+    if "default_factory" in constraints:
+        default = PydanticUndefined
+    return Field(default, description=help or None, alias=alias, json_schema_extra=cli or None, **constraints)
+
+
 class RunInputs(BaseModel):
     """What every run (eval, sweep, the Python API) starts from, and where it goes."""
 
-    pipeline: str = "pipelines/default.yaml"
-    overrides: dict[str, Any] = Field(default_factory=dict)
-    dataset: str
-    split: str | None = None
-    limit: int | None = Field(default=None, ge=1)  # the first N cases
-    sample: int | None = Field(default=None, ge=1)  # a random sample of N cases, stratified by question type
-    seed: int = 0
-    validate_dataset: bool = True  # refuse a dataset that `ragsweep validate` rejects
-    workers: int | None = Field(default=None, ge=1)  # Docling worker processes (None: one per core)
-    fresh_retrieval: bool = False  # ask Pathway every query, not the served-list cache
-    out: str = "runs"
-    name: str | None = None
-    resume: str | None = None
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    pipeline: str = option("pipelines/default.yaml", "pipeline YAML (Pathway syntax, or your own app.yaml)")
+    overrides: dict[str, Any] = option(
+        help="override a $variable of the pipeline", flag="--set", metavar="NAME=VALUE", parse="assignments",
+        default_factory=dict,
+    )  # fmt: skip
+    dataset: str = option(..., "the dataset folder")
+    split: str | None = option(None, "evaluate one split only", choices=("dev", "test"))
+    limit: int | None = option(None, "only the first N cases", ge=1, metavar="N", what="a whole number of cases")
+    sample: int | None = option(None, "a random sample of N cases, stratified by question type", ge=1, metavar="N")
+    seed: int = option(0, "seed of --sample")
+    validate_dataset: bool = option(
+        True, "evaluate even when `ragsweep validate` finds problems", alias="validate", flag="--no-validate"
+    )
+    workers: int | None = option(
+        None, "processes parsing the documents the parse cache does not hold (default: the number of cores, at most "
+        "one per 8 documents; 1: no worker process)", ge=1, metavar="N", what="a whole number of processes",
+    )  # fmt: skip
+    fresh_retrieval: bool = option(
+        False, "ask Pathway every query again instead of reusing the lists it served before for the same corpus, "
+        "index definition and code (the served-list cache; also RAGSWEEP_SERVED_CACHE=0)",
+    )  # fmt: skip
+    out: str = option("runs", "where run folders go")
+    name: str | None = option(None, "run folder name (default: timestamp + dataset)")
+    resume: str | None = option(None, "finish an interrupted run (a run folder, or the latest)", const="latest")
     progress: bool = True
 
 
@@ -99,16 +129,29 @@ def load_inputs(inputs: RunInputs) -> tuple[PipelineConfig, Dataset, list[Case]]
 class AnswerOptions(BaseModel):
     """How answers are produced, judged and scored: the same for eval, sweep and the Python API."""
 
-    use_llm: bool = False
-    judge: bool = False
-    ragas_llm: bool = False
-    ragas_nonllm: bool = True  # ragas' string similarity, BLEU and ROUGE on the answers
-    # the judge's trust: replicates per LLM-judged case, its own temperature (None: the pipeline's),
-    # sanity probes on N cases before the run (0: none), failure-rate gate
-    judge_replicates: int = Field(default=1, ge=1)
-    judge_temperature: float | None = Field(default=None, ge=0, le=2)
-    judge_probe: int = Field(default=3, ge=0)
-    max_failure_rate: float | None = Field(default=None, ge=0, le=1)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    use_llm: bool = option(False, "answer with the configured OpenAI-compatible endpoint", alias="llm", flag="--llm")
+    judge: bool = option(False, "LLM judge of answer correctness")
+    ragas_llm: bool = option(False, "ragas LLM metrics on the same endpoint")
+    # ragas' string similarity, BLEU and ROUGE on the answers (the API leaves them out by default: ragas' import is slow)
+    ragas_nonllm: bool = option(True, alias="ragas")
+    judge_replicates: int = option(
+        1, "compute each LLM metric (--judge, --ragas-llm) N times per case (each its own request and cache entry); "
+        "the report gives self-agreement, verdict flips and the judge-noise share of the CI", ge=1, metavar="N",
+    )  # fmt: skip
+    judge_temperature: float | None = option(
+        None, "the sampling temperature of the LLM metrics (judge, ragas LLM); default: the pipeline's "
+        "$llm_temperature", ge=0, le=2, metavar="T", what="a temperature",
+    )  # fmt: skip
+    judge_probe: int = option(
+        3, "with --judge, before the run: feed the judge known-correct, known-wrong and \"I don't know\" answers "
+        "for N cases and report what it got right (0: off)", ge=0, metavar="N",
+    )  # fmt: skip
+    max_failure_rate: float | None = option(
+        None, "CI gate: fail when an LLM metric (judge, ragas LLM) failed on more than this share of its cases, "
+        "e.g. 0.05", ge=0, le=1, metavar="R", what="a share",
+    )  # fmt: skip
 
     @property
     def llm_metrics(self) -> bool:
