@@ -340,6 +340,97 @@ def _config(rule: str | RelevanceConfig | None) -> RelevanceConfig:
     return RelevanceConfig(rule=rule) if rule else RelevanceConfig()
 
 
+def _applied_rule(case: Case, cfg: RelevanceConfig) -> str:
+    """The rule that judges ``case``: ``doc_id`` when the dataset rule needs evidence the case lacks."""
+    if cfg.rule != "doc_id" and not case.evidence and not case.unanswerable and case.relevant_grades():
+        return "doc_id"
+    return cfg.rule
+
+
+def _doc_id_covers(case: Case, ranked: Sequence[Hit]) -> tuple[dict[str, int], list[tuple[frozenset[str], bool]]]:
+    items = case.relevant_grades()
+    if not items:
+        items = {e.doc_id: 1 for e in case.evidence if e.doc_id}
+    covers_list: list[tuple[frozenset[str], bool]] = []
+    for h in ranked:
+        d = _norm_doc(h.doc_id)
+        cov = frozenset([d]) if d in items else frozenset()
+        covers_list.append((cov, bool(cov)))
+    return items, covers_list
+
+
+def _allowed(case: Case) -> Callable[[int, str], bool]:
+    """Whether evidence ``i`` may be matched by a chunk of document ``doc`` (its doc_id, else the scope)."""
+    scope = set(case.doc_scope) if case.doc_scope else None
+
+    def allowed(i: int, doc: str) -> bool:
+        ev_doc = case.evidence[i].doc_id
+        if ev_doc is not None:
+            return _norm_doc(ev_doc) == doc
+        return scope is None or doc in scope
+
+    return allowed
+
+
+def _word_overlap_covers(case: Case, ranked: Sequence[Hit], cfg: RelevanceConfig) -> list[tuple[frozenset[str], bool]]:
+    allowed = _allowed(case)
+    thr = cfg.word_overlap_threshold
+    spans = [e.text for e in case.evidence]
+    joined = " ".join(spans)
+    covers_list: list[tuple[frozenset[str], bool]] = []
+    for h in ranked:
+        d = _norm_doc(h.doc_id)
+        if not h.text:
+            covers_list.append((frozenset(), False))
+            continue
+        cov = frozenset(f"e{i}" for i, s in enumerate(spans) if allowed(i, d) and word_overlap_ratio(s, h.text) >= thr)
+        rel = bool(cov)
+        if not rel and len(spans) > 1 and any(allowed(i, d) for i in range(len(spans))):
+            rel = word_overlap_ratio(joined, h.text) >= thr
+        covers_list.append((frozenset(cov), rel))
+    return covers_list
+
+
+def _offset_covers(
+    case: Case, ranked: Sequence[Hit], cfg: RelevanceConfig, parsed_texts: ParsedTexts, detail: dict[str, Any]
+) -> list[tuple[frozenset[str], bool]]:
+    """``evidence_offsets``: the spans each hit covers; ``detail["located"]`` = how each span was found."""
+    allowed = _allowed(case)
+    located: dict[tuple[int, str], tuple[str, list[tuple[int, int]]]] = {}
+    covers_list: list[tuple[frozenset[str], bool]] = []
+    for h in ranked:
+        d = _norm_doc(h.doc_id)
+        text = None
+        covered: set[str] = set()
+        for i, ev in enumerate(case.evidence):
+            if not allowed(i, d):
+                continue
+            key = (i, d)
+            if key not in located:
+                if text is None:
+                    text = _get_text(parsed_texts, d) or _get_text(parsed_texts, h.doc_id) or ""
+                located[key] = locate_spans(text, ev.text, cfg.evidence_fuzzy_min_score) if text else ("no_text", [])
+            how, occ = located[key]
+            if occ:
+                ok = any(min(h.end, e) - max(h.start, s) >= _needed(e - s, cfg) for s, e in occ)
+            else:
+                need = _needed(len(normalize(ev.text)), cfg)
+                ok = text_overlap(h.text, ev.text, need) >= need
+            if ok:
+                covered.add(f"e{i}")
+        covers_list.append((frozenset(covered), bool(covered)))
+    detail["located"] = {f"e{i}@{d}": how for (i, d), (how, _) in located.items()}
+    return covers_list
+
+
+def _excluded(case: Case, items: dict[str, int]) -> str | None:
+    if case.unanswerable:
+        return "unanswerable"
+    if not items:
+        return "no relevance information"
+    return None
+
+
 def mark_hits(
     case: Case,
     hits: Sequence[Hit],
@@ -354,74 +445,17 @@ def mark_hits(
     """
     cfg = _config(rule)
     ranked = sorted(hits, key=lambda h: h.rank)
-    applied = cfg.rule
-    if applied != "doc_id" and not case.evidence and not case.unanswerable and case.relevant_grades():
-        applied = "doc_id"
+    applied = _applied_rule(case, cfg)
     detail: dict[str, Any] = {}
     items: dict[str, int]
-    covers_list: list[tuple[frozenset[str], bool]] = []
-
     if applied == "doc_id":
-        items = case.relevant_grades()
-        if not items:
-            items = {e.doc_id: 1 for e in case.evidence if e.doc_id}
-        for h in ranked:
-            d = _norm_doc(h.doc_id)
-            cov = frozenset([d]) if d in items else frozenset()
-            covers_list.append((cov, bool(cov)))
+        items, covers_list = _doc_id_covers(case, ranked)
     else:
         items = {f"e{i}": 1 for i in range(len(case.evidence))}
-        scope = set(case.doc_scope) if case.doc_scope else None
-
-        def allowed(i: int, doc: str) -> bool:
-            ev_doc = case.evidence[i].doc_id
-            if ev_doc is not None:
-                return _norm_doc(ev_doc) == doc
-            return scope is None or doc in scope
-
         if applied == "word_overlap":
-            thr = cfg.word_overlap_threshold
-            spans = [e.text for e in case.evidence]
-            joined = " ".join(spans)
-            for h in ranked:
-                d = _norm_doc(h.doc_id)
-                if not h.text:
-                    covers_list.append((frozenset(), False))
-                    continue
-                cov = frozenset(
-                    f"e{i}" for i, s in enumerate(spans) if allowed(i, d) and word_overlap_ratio(s, h.text) >= thr
-                )
-                rel = bool(cov)
-                if not rel and len(spans) > 1 and any(allowed(i, d) for i in range(len(spans))):
-                    rel = word_overlap_ratio(joined, h.text) >= thr
-                covers_list.append((frozenset(cov), rel))
+            covers_list = _word_overlap_covers(case, ranked, cfg)
         else:  # evidence_offsets
-            located: dict[tuple[int, str], tuple[str, list[tuple[int, int]]]] = {}
-            for h in ranked:
-                d = _norm_doc(h.doc_id)
-                text = None
-                covered: set[str] = set()
-                for i, ev in enumerate(case.evidence):
-                    if not allowed(i, d):
-                        continue
-                    key = (i, d)
-                    if key not in located:
-                        if text is None:
-                            text = _get_text(parsed_texts, d) or _get_text(parsed_texts, h.doc_id) or ""
-                        located[key] = (
-                            locate_spans(text, ev.text, cfg.evidence_fuzzy_min_score) if text else ("no_text", [])
-                        )
-                    how, occ = located[key]
-                    if occ:
-                        ok = any(min(h.end, e) - max(h.start, s) >= _needed(e - s, cfg) for s, e in occ)
-                    else:
-                        need = _needed(len(normalize(ev.text)), cfg)
-                        ok = text_overlap(h.text, ev.text, need) >= need
-                    if ok:
-                        covered.add(f"e{i}")
-                covers_list.append((frozenset(covered), bool(covered)))
-            detail["located"] = {f"e{i}@{d}": how for (i, d), (how, _) in located.items()}
-
+            covers_list = _offset_covers(case, ranked, cfg, parsed_texts, detail)
     judged = [
         RankVerdict(
             rank=pos,
@@ -432,11 +466,7 @@ def mark_hits(
         )
         for pos, (h, (cov, rel)) in enumerate(zip(ranked, covers_list), start=1)
     ]
-    excluded = None
-    if case.unanswerable:
-        excluded = "unanswerable"
-    elif not items:
-        excluded = "no relevance information"
+    excluded = _excluded(case, items)
     return Judgement(
         case_id=case.id,
         rule=applied,
