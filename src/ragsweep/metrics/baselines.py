@@ -127,7 +127,7 @@ import random
 import statistics
 import zlib
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -378,7 +378,15 @@ def _best_cover(
     def gain(s: int, covered: int) -> float:
         return sum(weights[i] for i in members[s] if not covered >> i & 1)
 
-    # greedy incumbent
+    best = _greedy_cover(masks, gain, disc, depth)
+    if best >= target:
+        return best, "target"
+    return _search_cover(masks, gain, disc, depth, ordered, target, budget, best)
+
+
+def _greedy_cover(masks: Sequence[int], gain: Callable[[int, int], float], disc: Sequence[float], depth: int) -> float:
+    """The greedy incumbent of :func:`_best_cover`: at each rank the set with the largest gain."""
+    n = len(masks)
     covered = used = 0
     best = 0.0
     for r in range(depth):
@@ -391,8 +399,21 @@ def _best_cover(
         best += g * disc[r]
         covered |= masks[-neg]
         used |= 1 << -neg
-    if best >= target:
-        return best, "target"
+    return best
+
+
+def _search_cover(
+    masks: Sequence[int],
+    gain: Callable[[int, int], float],
+    disc: Sequence[float],
+    depth: int,
+    ordered: bool,
+    target: float,
+    budget: int,
+    best: float,
+) -> tuple[float, str]:
+    """Branch and bound of :func:`_best_cover` from the incumbent ``best``."""
+    n = len(masks)
     nodes = 0
     eps = 1e-12 * max(1.0, abs(target)) if math.isfinite(target) else 1e-12
 
@@ -518,7 +539,24 @@ def _cap_excess(
     grade = list(grades)
     masks = [mask for mask, _ in tally]
     members = [[i for i in range(len(grade)) if mask >> i & 1] for mask in masks]
-    cover_count = list(cover_counts)
+    try:
+        return _excess_walk(n, depth, budget, idcg, grade, masks, members, list(cover_counts), tally)
+    except _OverBudget:
+        return None
+
+
+def _excess_walk(
+    n: int,
+    depth: int,
+    budget: int,
+    idcg: float,
+    grade: list[float],
+    masks: list[int],
+    members: list[list[int]],
+    cover_count: list[int],
+    tally: tuple[tuple[int, int], ...],
+) -> tuple[float, bool]:
+    """The walk of :func:`_cap_excess`: (excess, exceeded); raises :class:`_OverBudget`."""
     n_items = len(grade)
     disc = [0.0] + [1.0 / math.log2(r + 1) for r in range(1, depth + 1)]  # disc[rank]
     excess = 0.0
@@ -540,26 +578,14 @@ def _cap_excess(
             exceeded = True
             more = more_of.get((level, covered))
             if more is None:
-                rest = n - level
-                more = more_of[level, covered] = math.fsum(
-                    grade[i] * _shifted_log_moment(rest, cover_count[i], depth - level, level)
-                    for i in range(n_items)
-                    if not covered >> i & 1
-                )
+                more = more_of[level, covered] = _expected_more(n, depth, level, covered, grade, cover_count)
             excess += prob * (dcg + more - idcg)
             return
         if level == depth:
             return
         gains = gains_of.get(covered)
         if gains is None:
-            gains = gains_of[covered] = sorted(
-                (
-                    (sum([grade[i] for i in members[t] if not covered >> i & 1]), t)
-                    for t, mask in enumerate(masks)
-                    if mask & ~covered
-                ),
-                reverse=True,
-            )
+            gains = gains_of[covered] = _marginal_gains(covered, grade, masks, members)
         useful = [(g, t) for g, t in gains if counts[t]]
         if not useful:
             return
@@ -585,11 +611,32 @@ def _cap_excess(
             walk(level + 1, covered | masks[t], dcg + g * disc[level + 1], prob * c / rest, counts)
             counts[t] = c
 
-    try:
-        walk(0, 0, 0.0, 1.0, [count for _, count in tally])
-    except _OverBudget:
-        return None
+    walk(0, 0, 0.0, 1.0, [count for _, count in tally])
     return excess, exceeded
+
+
+def _expected_more(n: int, depth: int, level: int, covered: int, grade: list[float], cover_count: list[int]) -> float:
+    """Closed-form expected gain of the ranks below ``level`` from the items not in ``covered``."""
+    rest = n - level
+    return math.fsum(
+        grade[i] * _shifted_log_moment(rest, cover_count[i], depth - level, level)
+        for i in range(len(grade))
+        if not covered >> i & 1
+    )
+
+
+def _marginal_gains(
+    covered: int, grade: list[float], masks: list[int], members: list[list[int]]
+) -> list[tuple[float, int]]:
+    """Each chunk type's marginal gain over ``covered`` (types adding an item), largest first."""
+    return sorted(
+        (
+            (sum([grade[i] for i in members[t] if not covered >> i & 1]), t)
+            for t, mask in enumerate(masks)
+            if mask & ~covered
+        ),
+        reverse=True,
+    )
 
 
 # --------------------------------------------------------------------------- words of chunk types
@@ -907,7 +954,7 @@ class Baselines:
             for which, table in (("chance", self.chance), ("oracle", self.oracle)):
                 vals = [row[metric] for row in table.values() if row.get(metric) is not None]
                 out[which][metric] = math.fsum(vals) / len(vals) if vals else None  # type: ignore[arg-type]
-            n_c = sum(1 for row in self.chance.values() if row.get(metric) is not None)
+            n_c = sum(1 for row in self.chance.values() if row[metric] is not None)
             var = math.fsum(row.get(metric, 0.0) ** 2 for row in self.chance_stderr.values())
             out["chance_stderr"][metric] = math.sqrt(var) / n_c if n_c else None
         return out
