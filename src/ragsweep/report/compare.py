@@ -148,6 +148,90 @@ def _own_k_names(a: list[CaseResult], b: list[CaseResult]) -> list[str]:
     ]
 
 
+def _compared_metrics(
+    side_a: _Side, side_b: _Side, cases_a: dict[str, CaseResult], cases_b: dict[str, CaseResult]
+) -> list[str]:
+    """The per-case metrics both runs score (``cases_*``: each side's cases by id), plus
+    ``<family>@k`` when a side is a sweep configuration or the runs serve different top_k."""
+    names_a = {m for c in cases_a.values() for m in c.metrics}
+    names_b = {m for c in cases_b.values() for m in c.metrics}
+    metrics = ordered(names_a & names_b)
+    top_ks = {c.top_k for c in side_a.cases} | {c.top_k for c in side_b.cases}
+    if side_a.config or side_b.config or len(top_ks) > 1:  # what each serves, at its own top_k
+        metrics = ordered([*metrics, *_own_k_names(side_a.cases, side_b.cases)])
+    return metrics
+
+
+def _pairs(
+    common: list[str], cases_a: dict[str, CaseResult], cases_b: dict[str, CaseResult], metric: str, flag: bool
+) -> list[tuple[str, float, float]]:
+    """``(id, A's value, B's value)`` for the common cases where both runs have a value."""
+    a = [_value(cases_a[i], metric, flag) for i in common]
+    b = [_value(cases_b[i], metric, flag) for i in common]
+    return [(i, x, y) for i, x, y in zip(common, a, b, strict=False) if x is not None and y is not None]
+
+
+def _flips(
+    pairs: list[tuple[str, float, float]], cases_b: dict[str, CaseResult], metric: str, flag: bool
+) -> list[Flip]:
+    """The cases whose value changed, for a binary metric (or the abstained flag)."""
+    binary = all(v in (0.0, 1.0) for _, x, y in pairs for v in (x, y))
+    if not pairs or not (binary or flag):
+        return []
+    return [Flip(id=i, question=cases_b[i].question, metric=metric, a=x, b=y) for i, x, y in pairs if x != y]
+
+
+def _delta(
+    metric: str,
+    pairs: list[tuple[str, float, float]],
+    confidence: float,
+    n_bootstrap: int,
+    n_permutations: int,
+    seed: int,
+) -> MetricDelta:
+    """One metric's paired delta, CI and p-value (not yet Holm-adjusted)."""
+    if not pairs:
+        return MetricDelta(
+            metric=metric,
+            n=0,
+            mean_a=None,
+            mean_b=None,
+            delta=None,
+            ci_low=None,
+            ci_high=None,
+            p_value=None,
+            p_adjusted=None,
+            significant=False,
+            lower_is_better=lower_is_better(metric),
+        )
+    xs = [x for _, x, _ in pairs]
+    ys = [y for _, _, y in pairs]
+    lo, hi = paired_bootstrap_ci(ys, xs, confidence=confidence, n_resamples=n_bootstrap, seed=seed)
+    if len(pairs) == 1:
+        lo = hi = None
+    return MetricDelta(
+        metric=metric,
+        n=len(pairs),
+        mean_a=sum(xs) / len(xs),
+        mean_b=sum(ys) / len(ys),
+        delta=sum(y - x for x, y in zip(xs, ys, strict=False)) / len(xs),
+        ci_low=lo,
+        ci_high=hi,
+        p_value=paired_test(ys, xs, n_resamples=n_permutations, seed=seed),
+        p_adjusted=None,
+        significant=False,
+        lower_is_better=lower_is_better(metric),
+    )
+
+
+def _adjust(rows: list[MetricDelta], alpha: float) -> None:
+    """Holm-adjust the rows' p-values across the compared metrics; mark the significant ones."""
+    adjusted = holm({row.metric: row.p_value for row in rows})
+    for row in rows:
+        row.p_adjusted = adjusted[row.metric]
+        row.significant = significant(row.p_adjusted, alpha)
+
+
 def compare_runs(
     run_a: RunResult | str | Path,
     run_b: RunResult | str | Path,
@@ -164,78 +248,18 @@ def compare_runs(
     cases_a = {c.id: c for c in side_a.cases}
     cases_b = {c.id: c for c in side_b.cases}
     common = [i for i in cases_a if i in cases_b]
-    only_a = [i for i in cases_a if i not in cases_b]
-    only_b = [i for i in cases_b if i not in cases_a]
-
-    names_a = {m for c in cases_a.values() for m in c.metrics}
-    names_b = {m for c in cases_b.values() for m in c.metrics}
-    metrics = ordered(names_a & names_b)
-    top_ks = {c.top_k for c in side_a.cases} | {c.top_k for c in side_b.cases}
-    if side_a.config or side_b.config or len(top_ks) > 1:  # what each serves, at its own top_k
-        metrics = ordered([*metrics, *_own_k_names(side_a.cases, side_b.cases)])
-
+    metrics = _compared_metrics(side_a, side_b, cases_a, cases_b)
     rows: list[MetricDelta] = []
-    pvals: dict[str, float | None] = {}
     flips: list[Flip] = []
     # the answer's abstained flag is checked for flips unless the runs score it as a metric already
     flag_only = [ABSTAINED] if ABSTAINED not in metrics else []
     for m in [*metrics, *flag_only]:
         is_flag = m == ABSTAINED and bool(flag_only)
-        a = [_value(cases_a[i], m, is_flag) for i in common]
-        b = [_value(cases_b[i], m, is_flag) for i in common]
-        pairs = [(i, x, y) for i, x, y in zip(common, a, b, strict=False) if x is not None and y is not None]
-        if pairs:
-            binary = all(v in (0.0, 1.0) for _, x, y in pairs for v in (x, y))
-            if binary or is_flag:
-                for i, x, y in pairs:
-                    if x != y:
-                        flips.append(Flip(id=i, question=cases_b[i].question, metric=m, a=x, b=y))
-        if is_flag:
-            continue  # a flag, not a metric: flips only
-        if not pairs:
-            rows.append(
-                MetricDelta(
-                    metric=m,
-                    n=0,
-                    mean_a=None,
-                    mean_b=None,
-                    delta=None,
-                    ci_low=None,
-                    ci_high=None,
-                    p_value=None,
-                    p_adjusted=None,
-                    significant=False,
-                    lower_is_better=lower_is_better(m),
-                )
-            )
-            pvals[m] = None
-            continue
-        xs = [x for _, x, _ in pairs]
-        ys = [y for _, _, y in pairs]
-        lo, hi = paired_bootstrap_ci(ys, xs, confidence=confidence, n_resamples=n_bootstrap, seed=seed)
-        if len(pairs) == 1:
-            lo = hi = None
-        p = paired_test(ys, xs, n_resamples=n_permutations, seed=seed)
-        pvals[m] = p
-        rows.append(
-            MetricDelta(
-                metric=m,
-                n=len(pairs),
-                mean_a=sum(xs) / len(xs),
-                mean_b=sum(ys) / len(ys),
-                delta=sum(y - x for x, y in zip(xs, ys, strict=False)) / len(xs),
-                ci_low=lo,
-                ci_high=hi,
-                p_value=p,
-                p_adjusted=None,
-                significant=False,
-                lower_is_better=lower_is_better(m),
-            )
-        )
-    adjusted = holm(pvals)
-    for row in rows:
-        row.p_adjusted = adjusted.get(row.metric)
-        row.significant = significant(row.p_adjusted, alpha)
+        pairs = _pairs(common, cases_a, cases_b, m, is_flag)
+        flips += _flips(pairs, cases_b, m, is_flag)
+        if not is_flag:  # a flag, not a metric: flips only
+            rows.append(_delta(m, pairs, confidence, n_bootstrap, n_permutations, seed))
+    _adjust(rows, alpha)
     return Comparison(
         run_a=side_a.where,
         run_b=side_b.where,
@@ -244,8 +268,8 @@ def compare_runs(
         n_a=len(cases_a),
         n_b=len(cases_b),
         n_common=len(common),
-        only_in_a=only_a,
-        only_in_b=only_b,
+        only_in_a=[i for i in cases_a if i not in cases_b],
+        only_in_b=[i for i in cases_b if i not in cases_a],
         confidence=confidence,
         alpha=alpha,
         metrics=rows,
