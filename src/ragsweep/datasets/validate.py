@@ -65,70 +65,96 @@ def validate_cases(
             )
         else:
             first_line[case.id] = line
-        if case.unanswerable and case.has_relevance:
-            what = " and ".join(n for n, v in (("relevant_ids", case.relevant_ids), ("evidence", case.evidence)) if v)
-            problems.append(Problem(file, line, "unanswerable", f"an unanswerable case must not have {what}"))
-        # a case with a pre-computed response is scored on its answer as given: retrieval
-        # relevance is optional for it (retrieval metrics count it as missing)
-        if not case.unanswerable and not case.has_relevance and case.response is None:
-            problems.append(
-                Problem(
-                    file,
-                    line,
-                    "relevant_ids",
-                    "answerable case without relevance information (no relevant_ids and no evidence)",
-                )
-            )
-        if rule == "doc_id" and not case.unanswerable and not case.relevant_ids and case.evidence:
-            if not any(e.doc_id for e in case.evidence):
-                problems.append(
-                    Problem(
-                        file, line, "relevant_ids", "relevance rule doc_id needs relevant_ids or evidence with doc_id"
-                    )
-                )
-        if not clean_query(case.question):
-            problems.append(
-                Problem(
-                    file,
-                    line,
-                    "question",
-                    f"case {case.id!r}: question empty after cleaning (nothing but punctuation, symbols or "
-                    "emoji is left for the query parser): there is nothing to search for",
-                )
-            )
-        for i, d in enumerate(case.doc_scope or []):
-            reason = unscopable_reason(d)
-            if reason:
-                problems.append(Problem(file, line, f"doc_scope[{i}]", f"case {case.id!r}: {d!r}: {reason}"))
+        problems += _relevance_problems(case, file, rule)
+        problems += _query_problems(case, file)
         if doc_ids is not None:
-            missing = "is not among the dataset's documents (docs/)"
-            for i, r in enumerate(case.relevant_ids):
-                if r.id not in doc_ids:
-                    problems.append(
-                        Problem(file, line, f"relevant_ids[{i}]", f"case {case.id!r}: relevant id {r.id!r} {missing}")
-                    )
-            for i, d in enumerate(case.doc_scope or []):
-                if d not in doc_ids:
-                    problems.append(Problem(file, line, f"doc_scope[{i}]", f"case {case.id!r}: {d!r} {missing}"))
-            for i, e in enumerate(case.evidence):
-                if e.doc_id is not None and e.doc_id not in doc_ids:
-                    problems.append(
-                        Problem(file, line, f"evidence[{i}].doc_id", f"case {case.id!r}: {e.doc_id!r} {missing}")
-                    )
+            problems += _missing_doc_problems(case, file, doc_ids)
         if case.doc_scope:
-            scope = set(case.doc_scope)
-            for i, r in enumerate(case.relevant_ids):
-                if r.grade >= 1 and r.id not in scope:
-                    problems.append(
-                        Problem(file, line, f"relevant_ids[{i}]", f"case {case.id!r}: {r.id!r} is outside doc_scope")
-                    )
-            for i, e in enumerate(case.evidence):
-                if e.doc_id is not None and e.doc_id not in scope:
-                    problems.append(
-                        Problem(
-                            file, line, f"evidence[{i}].doc_id", f"case {case.id!r}: {e.doc_id!r} is outside doc_scope"
-                        )
-                    )
+            problems += _scope_problems(case, file)
+    return problems
+
+
+def _relevance_problems(case: Case, file: str, rule: str | None) -> list[Problem]:
+    """Relevance information present where it must not be, or missing where it is needed."""
+    problems: list[Problem] = []
+    line = case._line
+    if case.unanswerable and case.has_relevance:
+        what = " and ".join(n for n, v in (("relevant_ids", case.relevant_ids), ("evidence", case.evidence)) if v)
+        problems.append(Problem(file, line, "unanswerable", f"an unanswerable case must not have {what}"))
+    # a case with a pre-computed response is scored on its answer as given: retrieval
+    # relevance is optional for it (retrieval metrics count it as missing)
+    if not case.unanswerable and not case.has_relevance and case.response is None:
+        problems.append(
+            Problem(
+                file,
+                line,
+                "relevant_ids",
+                "answerable case without relevance information (no relevant_ids and no evidence)",
+            )
+        )
+    if rule == "doc_id" and not case.unanswerable and not case.relevant_ids and case.evidence:
+        if not any(e.doc_id for e in case.evidence):
+            problems.append(
+                Problem(file, line, "relevant_ids", "relevance rule doc_id needs relevant_ids or evidence with doc_id")
+            )
+    return problems
+
+
+def _query_problems(case: Case, file: str) -> list[Problem]:
+    """A question the query parser gets nothing from, and doc_scope ids Pathway's filter cannot express."""
+    problems: list[Problem] = []
+    line = case._line
+    if not clean_query(case.question):
+        problems.append(
+            Problem(
+                file,
+                line,
+                "question",
+                f"case {case.id!r}: question empty after cleaning (nothing but punctuation, symbols or "
+                "emoji is left for the query parser): there is nothing to search for",
+            )
+        )
+    for i, d in enumerate(case.doc_scope or []):
+        reason = unscopable_reason(d)
+        if reason:
+            problems.append(Problem(file, line, f"doc_scope[{i}]", f"case {case.id!r}: {d!r}: {reason}"))
+    return problems
+
+
+def _missing_doc_problems(case: Case, file: str, doc_ids: set[str]) -> list[Problem]:
+    """Ids in relevant_ids, doc_scope and evidence[].doc_id that are not among ``doc_ids``."""
+    problems: list[Problem] = []
+    line = case._line
+    missing = "is not among the dataset's documents (docs/)"
+    for i, r in enumerate(case.relevant_ids):
+        if r.id not in doc_ids:
+            problems.append(
+                Problem(file, line, f"relevant_ids[{i}]", f"case {case.id!r}: relevant id {r.id!r} {missing}")
+            )
+    for i, d in enumerate(case.doc_scope or []):
+        if d not in doc_ids:
+            problems.append(Problem(file, line, f"doc_scope[{i}]", f"case {case.id!r}: {d!r} {missing}"))
+    for i, e in enumerate(case.evidence):
+        if e.doc_id is not None and e.doc_id not in doc_ids:
+            problems.append(Problem(file, line, f"evidence[{i}].doc_id", f"case {case.id!r}: {e.doc_id!r} {missing}"))
+    return problems
+
+
+def _scope_problems(case: Case, file: str) -> list[Problem]:
+    """Relevant documents and evidence outside the case's doc_scope."""
+    problems: list[Problem] = []
+    line = case._line
+    scope = set(case.doc_scope or [])
+    for i, r in enumerate(case.relevant_ids):
+        if r.grade >= 1 and r.id not in scope:
+            problems.append(
+                Problem(file, line, f"relevant_ids[{i}]", f"case {case.id!r}: {r.id!r} is outside doc_scope")
+            )
+    for i, e in enumerate(case.evidence):
+        if e.doc_id is not None and e.doc_id not in scope:
+            problems.append(
+                Problem(file, line, f"evidence[{i}].doc_id", f"case {case.id!r}: {e.doc_id!r} is outside doc_scope")
+            )
     return problems
 
 
