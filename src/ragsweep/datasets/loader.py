@@ -198,6 +198,20 @@ def map_record(record: dict[str, Any], derived_id: str) -> dict[str, Any]:
     """Map a foreign record to canonical field names (see module docstring)."""
     out: dict[str, Any] = {}
     meta: dict[str, Any] = {}
+    used = _map_aliases(record, out, meta)
+    if _AMBIGUOUS_ANSWER in record:
+        used.add(_AMBIGUOUS_ANSWER)
+        _map_ambiguous_answer(record, out, meta)
+    meta = _map_rest(record, used, out, meta)
+    if meta:
+        out["meta"] = meta
+    out["id"] = derived_id if "id" not in out else str(out["id"])
+    _map_items(out)
+    return out
+
+
+def _map_aliases(record: dict[str, Any], out: dict[str, Any], meta: dict[str, Any]) -> set[str]:
+    """Fill ``out`` from the aliases of each field (other filled aliases go to ``meta``); the keys read."""
     used: set[str] = set()
     for field, names in _ALIASES.items():
         given = [n for n in names if n in record and not _is_missing(record[n])]
@@ -214,21 +228,29 @@ def map_record(record: dict[str, Any], derived_id: str) -> dict[str, Any]:
             _set_reference(out, meta, value)
         else:
             out[field] = value
-    if _AMBIGUOUS_ANSWER in record:
-        used.add(_AMBIGUOUS_ANSWER)
-        value = record[_AMBIGUOUS_ANSWER]
-        ragas_shaped = any(_present(record, k) for k in _RAGAS_SHAPE)
-        if _is_missing(value):
-            pass
-        elif ragas_shaped and "response" not in out:
-            out["response"] = value
-        elif not ragas_shaped and "reference_answer" not in out:
-            if isinstance(value, list):
-                _set_reference(out, meta, value)
-            else:
-                out["reference_answer"] = value
+    return used
+
+
+def _map_ambiguous_answer(record: dict[str, Any], out: dict[str, Any], meta: dict[str, Any]) -> None:
+    """The ambiguous answer key: the response of a ragas-shaped record, else the reference answer."""
+    value = record[_AMBIGUOUS_ANSWER]
+    ragas_shaped = any(_present(record, k) for k in _RAGAS_SHAPE)
+    if _is_missing(value):
+        pass
+    elif ragas_shaped and "response" not in out:
+        out["response"] = value
+    elif not ragas_shaped and "reference_answer" not in out:
+        if isinstance(value, list):
+            _set_reference(out, meta, value)
         else:
-            meta[_AMBIGUOUS_ANSWER] = value
+            out["reference_answer"] = value
+    else:
+        meta[_AMBIGUOUS_ANSWER] = value
+
+
+def _map_rest(record: dict[str, Any], used: set[str], out: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+    """Canonical keys not read yet go to ``out``, other keys to the meta returned (the record's own
+    ``meta`` merged over it)."""
     record_meta = record.get("meta")
     for key, value in record.items():
         if key in used or key == "meta":
@@ -242,9 +264,11 @@ def map_record(record: dict[str, Any], derived_id: str) -> dict[str, Any]:
         meta = {**meta, **record_meta}
     elif record_meta is not None:
         meta["meta"] = record_meta
-    if meta:
-        out["meta"] = meta
-    out["id"] = derived_id if "id" not in out else str(out["id"])
+    return meta
+
+
+def _map_items(out: dict[str, Any]) -> None:
+    """Foreign shapes of the evidence, retrieved contexts and sub-questions, in place."""
     if isinstance(out.get("evidence"), list):
         out["evidence"] = [_evidence_item(e) for e in out["evidence"]]
     if isinstance(out.get("retrieved_contexts"), list):
@@ -254,12 +278,11 @@ def map_record(record: dict[str, Any], derived_id: str) -> dict[str, Any]:
         out["sub_questions"] = [_sub_question(q) for q in subs]
         if any(isinstance(q, dict) for q in subs):
             out.setdefault("meta", {}).setdefault("sub_questions", subs)
-    return out
 
 
 def _message(err: ErrorDetails) -> str:
     """A pydantic error's message; a check of ours reads as written (no "Value error, " before it)."""
-    return err["msg"].removeprefix("Value error, ") if err.get("type") == "value_error" else err["msg"]
+    return err["msg"].removeprefix("Value error, ") if err["type"] == "value_error" else err["msg"]
 
 
 def _loc(loc: Iterable[Any]) -> str:
