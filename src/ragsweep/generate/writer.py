@@ -147,13 +147,19 @@ def write_dataset(
 
 
 def readme(name: str, cases: list[Case], dropped: list[Candidate], p: dict[str, Any]) -> str:
-    kinds = p["types"]
-    kept = Counter(c.meta.get("kind") for c in cases)
-    proposed = p["proposed"]
-    splits = Counter((c.meta.get("kind"), c.split) for c in cases)
-    reasons: dict[str, Counter] = defaultdict(Counter)
-    for c in dropped:
-        reasons[c.drop[0] if c.drop else "?"][c.kind] += 1
+    lines = _provenance_lines(name, p) + _count_lines(cases, p) + _dropped_lines(dropped, p["types"])
+    lines += _usage_lines(p)
+    lines += ["", "## How a case is made and checked", "", VERIFICATION_TEXT, "", "## Prompts", ""]
+    for title, text in p["prompts"].items():
+        lines += [f"### {title}", "", "```text", text, "```", ""]
+    from ragsweep.generate import RAGAS_NOTE
+
+    lines += ["## Fields", "", FIELDS_TEXT, "", "## Why not ragas' test-set generation", "", RAGAS_NOTE, ""]
+    return "\n".join(lines)
+
+
+def _provenance_lines(name: str, p: dict[str, Any]) -> list[str]:
+    """The README's title and its Provenance section."""
     lines = [
         f"# {name}: a generated test set",
         "",
@@ -175,13 +181,22 @@ def readme(name: str, cases: list[Case], dropped: list[Candidate], p: dict[str, 
         "overlapping documents",
         f"- unanswerable check: top {p['check_k']} chunks of the pipeline's store, scoped to the case's documents",
     ]
-    if p.get("from_failures"):
+    if p["from_failures"]:
         ff = p["from_failures"]
         lines.append(
             f"- grown from the failed cases of the run `{ff['run']}` ({ff['failed']} failed cases used as "
             "seeds: same question type, other documents)"
         )
-    lines += [
+    return lines
+
+
+def _count_lines(cases: list[Case], p: dict[str, Any]) -> list[str]:
+    """The Counts section: requested, proposed, kept and per split, by kind (``p``'s are over every kind)."""
+    kinds = p["types"]
+    kept = Counter(c.meta["kind"] for c in cases)
+    proposed = p["proposed"]
+    splits = Counter((c.meta["kind"], c.split) for c in cases)
+    lines = [
         "",
         "## Counts",
         "",
@@ -190,30 +205,43 @@ def readme(name: str, cases: list[Case], dropped: list[Candidate], p: dict[str, 
     ]
     for kind in kinds:
         lines.append(
-            f"| {kind} | {p['requested'].get(kind, 0)} | {proposed.get(kind, 0)} | {kept.get(kind, 0)} | "
-            f"{splits.get((kind, 'dev'), 0)} | {splits.get((kind, 'test'), 0)} |"
+            f"| {kind} | {p['requested'][kind]} | {proposed[kind]} | {kept[kind]} | "
+            f"{splits[kind, 'dev']} | {splits[kind, 'test']} |"
         )
     lines.append(
         f"| total | {sum(p['requested'].values())} | {sum(proposed.values())} | {len(cases)} | "
         f"{sum(v for (k, s), v in splits.items() if s == 'dev')} | "
         f"{sum(v for (k, s), v in splits.items() if s == 'test')} |"
     )
-    if p.get("surplus"):
+    if p["surplus"]:
         lines.append(f"\n{p['surplus']} more candidates passed every check than were requested; they were not kept.")
-    if p.get("short"):
+    if p["short"]:
         lines.append("\nFewer cases than requested: " + "; ".join(f"{k}: {v}" for k, v in p["short"].items()))
-    lines += ["", "## Dropped, and why", ""]
+    return lines
+
+
+def _dropped_lines(dropped: list[Candidate], kinds: list[str]) -> list[str]:
+    """The Dropped section: candidates per reason and kind."""
+    reasons: dict[str, Counter] = defaultdict(Counter)
+    for c in dropped:
+        reasons[c.drop[0] if c.drop else "?"][c.kind] += 1
+    lines = ["", "## Dropped, and why", ""]
     if reasons:
         lines += ["| reason | " + " | ".join(kinds) + " | what it means |", "|---|" + "---:|" * len(kinds) + "---|"]
         for reason in sorted(reasons):
             lines.append(
                 f"| {reason} | "
-                + " | ".join(str(reasons[reason].get(k, 0)) for k in kinds)
+                + " | ".join(str(reasons[reason][k]) for k in kinds)
                 + f" | {DROP_REASONS.get(reason, '')} |"
             )
     else:
         lines.append("Nothing was dropped.")
-    lines += [
+    return lines
+
+
+def _usage_lines(p: dict[str, Any]) -> list[str]:
+    """The LLM usage section: calls, cache hits, tokens and cost per step."""
+    lines = [
         "",
         "## LLM usage",
         "",
@@ -225,13 +253,7 @@ def readme(name: str, cases: list[Case], dropped: list[Candidate], p: dict[str, 
             f"| {step} | {u['calls']} | {u['cached']} | {u['prompt_tokens']} | {u['completion_tokens']} | "
             f"{u['cost_usd']:.4f} |"
         )
-    lines += ["", "## How a case is made and checked", "", VERIFICATION_TEXT, "", "## Prompts", ""]
-    for title, text in p["prompts"].items():
-        lines += [f"### {title}", "", "```text", text, "```", ""]
-    from ragsweep.generate import RAGAS_NOTE
-
-    lines += ["## Fields", "", FIELDS_TEXT, "", "## Why not ragas' test-set generation", "", RAGAS_NOTE, ""]
-    return "\n".join(lines)
+    return lines
 
 
 DROP_REASONS = {
