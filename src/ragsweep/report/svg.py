@@ -8,7 +8,7 @@ with a ``<title>`` per mark, so hovering shows the exact numbers.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
 
 PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"]
@@ -80,6 +80,83 @@ def _nice_range(values: Sequence[float], unit: bool) -> tuple[float, float]:
     return lo, math.ceil(hi / step) * step
 
 
+def _y_grid(y0: float, y1: float, Y: Callable[[float], float], ml: int, pw: int) -> list[str]:
+    """Six horizontal grid lines with their values."""
+    out = []
+    for j in range(6):
+        v = y0 + (y1 - y0) * j / 5
+        out.append(
+            f'<line x1="{ml}" x2="{ml + pw}" y1="{Y(v):.1f}" y2="{Y(v):.1f}" stroke="#e3e3e3"/>'
+            f'<text x="{ml - 6}" y="{Y(v) + 4:.1f}" font-size="11" text-anchor="end" fill="#555">{fmt(v, 1)}</text>'
+        )
+    return out
+
+
+def _line_frame(
+    x_labels: Sequence[str],
+    X: Callable[[int], float],
+    box: tuple[int, int, int, int],
+    height: int,
+    x_title: str,
+    y_title: str,
+) -> list[str]:
+    """The x labels, the axis titles and the plot's border; ``box``: (left, top, width, height)."""
+    ml, mt, pw, ph = box
+    out = [
+        f'<text x="{X(i):.1f}" y="{mt + ph + 16}" font-size="11" text-anchor="middle" fill="#555">{esc(lab)}</text>'
+        for i, lab in enumerate(x_labels)
+    ]
+    out.append(
+        f'<text x="{ml + pw / 2:.1f}" y="{height - 6}" font-size="12" text-anchor="middle" fill="#333">{esc(x_title)}</text>'
+    )
+    if y_title:
+        out.append(
+            f'<text transform="translate(16,{mt + ph / 2:.1f}) rotate(-90)" font-size="12" '
+            f'text-anchor="middle" fill="#333">{esc(y_title)}</text>'
+        )
+    out.append(f'<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="none" stroke="#bbb"/>')
+    return out
+
+
+def _line_series(
+    s: int,
+    n_series: int,
+    name: str,
+    pts: Sequence[tuple[float | None, float | None, float | None]],
+    x_labels: Sequence[str],
+    X: Callable[[int], float],
+    Y: Callable[[float], float],
+    legend_at: tuple[int, int],
+) -> list[str]:
+    """Series ``s`` of ``n_series``: its line, error bars, points and legend entry
+    (``legend_at``: the plot's right edge and top)."""
+    col = PALETTE[s % len(PALETTE)]
+    dx = (s - (n_series - 1) / 2) * 5  # small dodge so error bars don't overlap
+    coords = [(X(i) + dx, Y(v), lo, hi, v) for i, (v, lo, hi) in enumerate(pts) if v is not None]
+    out = []
+    if len(coords) > 1:
+        d = " ".join(f"{'M' if n == 0 else 'L'}{x:.1f},{y:.1f}" for n, (x, y, *_r) in enumerate(coords))
+        out.append(f'<path d="{d}" fill="none" stroke="{col}" stroke-width="2"/>')
+    for i, (x, y, lo, hi, v) in enumerate(coords):
+        if lo is not None and hi is not None:
+            out.append(
+                f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{Y(lo):.1f}" y2="{Y(hi):.1f}" stroke="{col}" '
+                f'stroke-width="1.2" opacity="0.8"/>'
+            )
+        ci = f" [{fmt(lo)}, {fmt(hi)}]" if lo is not None and hi is not None else ""
+        out.append(
+            f'<circle class="point" cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{col}">'
+            f"<title>{esc(name)} @ {esc(x_labels[i] if i < len(x_labels) else '')}: {fmt(v)}{esc(ci)}</title></circle>"
+        )
+    right, mt = legend_at
+    ly = mt + 8 + s * 18
+    out.append(
+        f'<rect x="{right + 14}" y="{ly - 6}" width="14" height="4" fill="{col}"/>'
+        f'<text x="{right + 34}" y="{ly}" font-size="12">{esc(_truncate(name, 18))}</text>'
+    )
+    return out
+
+
 def line_chart(
     x_labels: Sequence[str],
     series: Mapping[str, Sequence[tuple[float | None, float | None, float | None]]],
@@ -103,48 +180,10 @@ def line_chart(
         return mt + ph - (v - y0) / (y1 - y0) * ph
 
     body = [f'<text x="{ml}" y="18" font-size="14" font-weight="600">{esc(title)}</text>']
-    for j in range(6):
-        v = y0 + (y1 - y0) * j / 5
-        body.append(
-            f'<line x1="{ml}" x2="{ml + pw}" y1="{Y(v):.1f}" y2="{Y(v):.1f}" stroke="#e3e3e3"/>'
-            f'<text x="{ml - 6}" y="{Y(v) + 4:.1f}" font-size="11" text-anchor="end" fill="#555">{fmt(v, 1)}</text>'
-        )
-    for i, lab in enumerate(x_labels):
-        body.append(
-            f'<text x="{X(i):.1f}" y="{mt + ph + 16}" font-size="11" text-anchor="middle" fill="#555">{esc(lab)}</text>'
-        )
-    body.append(
-        f'<text x="{ml + pw / 2:.1f}" y="{height - 6}" font-size="12" text-anchor="middle" fill="#333">{esc(x_title)}</text>'
-    )
-    if y_title:
-        body.append(
-            f'<text transform="translate(16,{mt + ph / 2:.1f}) rotate(-90)" font-size="12" '
-            f'text-anchor="middle" fill="#333">{esc(y_title)}</text>'
-        )
-    body.append(f'<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="none" stroke="#bbb"/>')
+    body += _y_grid(y0, y1, Y, ml, pw)
+    body += _line_frame(x_labels, X, (ml, mt, pw, ph), height, x_title, y_title)
     for s, (name, pts) in enumerate(series.items()):
-        col = PALETTE[s % len(PALETTE)]
-        dx = (s - (len(series) - 1) / 2) * 5  # small dodge so error bars don't overlap
-        coords = [(X(i) + dx, Y(v), lo, hi, v) for i, (v, lo, hi) in enumerate(pts) if v is not None]
-        if len(coords) > 1:
-            d = " ".join(f"{'M' if n == 0 else 'L'}{x:.1f},{y:.1f}" for n, (x, y, *_r) in enumerate(coords))
-            body.append(f'<path d="{d}" fill="none" stroke="{col}" stroke-width="2"/>')
-        for i, (x, y, lo, hi, v) in enumerate(coords):
-            if lo is not None and hi is not None:
-                body.append(
-                    f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{Y(lo):.1f}" y2="{Y(hi):.1f}" stroke="{col}" '
-                    f'stroke-width="1.2" opacity="0.8"/>'
-                )
-            ci = f" [{fmt(lo)}, {fmt(hi)}]" if lo is not None and hi is not None else ""
-            body.append(
-                f'<circle class="point" cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{col}">'
-                f"<title>{esc(name)} @ {esc(x_labels[i] if i < len(x_labels) else '')}: {fmt(v)}{esc(ci)}</title></circle>"
-            )
-        ly = mt + 8 + s * 18
-        body.append(
-            f'<rect x="{ml + pw + 14}" y="{ly - 6}" width="14" height="4" fill="{col}"/>'
-            f'<text x="{ml + pw + 34}" y="{ly}" font-size="12">{esc(_truncate(name, 18))}</text>'
-        )
+        body += _line_series(s, len(series), name, pts, x_labels, X, Y, (ml + pw, mt))
     return _svg(width, height, body, title)
 
 
@@ -196,6 +235,91 @@ def bar_chart(
     return _svg(width, height, body, title)
 
 
+def _heatmap_margins(rlabels: Sequence[str], clabels: Sequence[str], row_title: str) -> tuple[float, float]:
+    """(left margin, top margin): room for the row labels and the (rotated) column labels."""
+    ml = max(
+        50,
+        max((_text_width(r, 11) for r in rlabels), default=40) + 16,
+        _text_width(row_title + " ↓", 11) + 12 if row_title else 0,
+    )
+    col_label_h = max(30, max((_text_width(c, 11) for c in clabels), default=20) * 0.72 + 16)
+    return ml, 30 + col_label_h
+
+
+def _heatmap_col_labels(cols: Sequence[str], clabels: Sequence[str], ml: float, mt: float, cell_w: int) -> list[str]:
+    """The column labels, rotated when any is longer than 5 characters."""
+    rotate = any(len(c) > 5 for c in clabels)
+    out = []
+    for j, (c, short) in enumerate(zip(cols, clabels, strict=False)):
+        x = ml + cell_w * (j + 0.5)
+        if rotate:
+            out.append(
+                f'<text transform="translate({x + 4:.1f},{mt - 6}) rotate(-45)" font-size="11" fill="#333">'
+                f"<title>{esc(c)}</title>{esc(short)}</text>"
+            )
+        else:
+            out.append(
+                f'<text x="{x:.1f}" y="{mt - 6}" font-size="11" text-anchor="middle" fill="#333">{esc(short)}</text>'
+            )
+    return out
+
+
+def _heatmap_cell(
+    key: tuple[str, str],
+    at: tuple[float, float],
+    cells: Mapping[tuple[str, str], tuple[float | None, str]],
+    scale: tuple[float, float],
+    size: tuple[int, int],
+    marks: Mapping[tuple[str, str], str],
+    outline: Mapping[tuple[str, str], str],
+) -> list[str]:
+    """One cell (``key`` = (row, col), top-left corner ``at``): its coloured rectangle with a
+    tooltip, and its value as text. ``scale``: (vmin, span); ``size``: (cell_w, cell_h)."""
+    r, c = key
+    x, y = at
+    vmin, span = scale
+    cell_w, cell_h = size
+    v, tip = cells.get((r, c), (None, ""))
+    t = None if v is None else (v - vmin) / span
+    stroke = outline.get((r, c))
+    label = fmt(v, 2) + marks.get((r, c), "") if v is not None else "·"
+    return [
+        f'<rect class="cell" x="{x}" y="{y}" width="{cell_w - 1}" height="{cell_h - 1}" fill="{color(t)}"'
+        + (f' stroke="{stroke}" stroke-width="3"' if stroke else "")
+        + f"><title>{esc(tip or f'{r} × {c}: {fmt(v)}')}</title></rect>",
+        f'<text x="{x + cell_w / 2 - 0.5:.1f}" y="{y + cell_h / 2 + 4:.1f}" font-size="10.5" '
+        f'text-anchor="middle" fill="{text_color(t)}" pointer-events="none">{esc(label)}</text>',
+    ]
+
+
+def _heatmap_axis_titles(
+    row_title: str, col_title: str, ml: float, mt: float, cell_w: int, n_cols: int, height: float
+) -> list[str]:
+    out = []
+    if row_title:
+        out.append(f'<text x="4" y="{mt - 6}" font-size="11" font-style="italic" fill="#555">{esc(row_title)} ↓</text>')
+    if col_title:
+        out.append(
+            f'<text x="{ml + cell_w * n_cols / 2:.1f}" y="{height - 8}" font-size="11" font-style="italic" '
+            f'text-anchor="middle" fill="#555">{esc(col_title)} →</text>'
+        )
+    return out
+
+
+def _heatmap_legend(lx: float, ly: float, lh: int, vmin: float, vmax: float) -> list[str]:
+    """The colour scale: 20 steps from ``vmin`` (bottom) to ``vmax`` (top)."""
+    out = [
+        f'<rect x="{lx}" y="{ly + lh * (19 - s) / 20:.1f}" width="12" height="{lh / 20 + 0.5:.1f}" '
+        f'fill="{color(s / 19)}"/>'
+        for s in range(20)
+    ]
+    out.append(
+        f'<text x="{lx + 16}" y="{ly + 8}" font-size="10" fill="#333">{fmt(vmax, 2)}</text>'
+        f'<text x="{lx + 16}" y="{ly + lh}" font-size="10" fill="#333">{fmt(vmin, 2)}</text>'
+    )
+    return out
+
+
 def heatmap(
     rows: Sequence[str],
     cols: Sequence[str],
@@ -216,29 +340,12 @@ def heatmap(
     outline = outline or {}
     rlabels = [_truncate(r, 34) for r in rows]
     clabels = [_truncate(c, 28) for c in cols]
-    ml = max(
-        50,
-        max((_text_width(r, 11) for r in rlabels), default=40) + 16,
-        _text_width(row_title + " ↓", 11) + 12 if row_title else 0,
-    )
-    col_label_h = max(30, max((_text_width(c, 11) for c in clabels), default=20) * 0.72 + 16)
-    mt = 30 + col_label_h
+    ml, mt = _heatmap_margins(rlabels, clabels, row_title)
     width = max(ml + cell_w * max(1, len(cols)) + 90, _text_width(title, 14) + 16)
     height = mt + cell_h * max(1, len(rows)) + 36
-    span = (vmax - vmin) or 1.0
+    scale = (vmin, (vmax - vmin) or 1.0)
     body = [f'<text x="4" y="18" font-size="14" font-weight="600">{esc(title)}</text>']
-    rotate = any(len(c) > 5 for c in clabels)
-    for j, (c, short) in enumerate(zip(cols, clabels, strict=False)):
-        x = ml + cell_w * (j + 0.5)
-        if rotate:
-            body.append(
-                f'<text transform="translate({x + 4:.1f},{mt - 6}) rotate(-45)" font-size="11" fill="#333">'
-                f"<title>{esc(c)}</title>{esc(short)}</text>"
-            )
-        else:
-            body.append(
-                f'<text x="{x:.1f}" y="{mt - 6}" font-size="11" text-anchor="middle" fill="#333">{esc(short)}</text>'
-            )
+    body += _heatmap_col_labels(cols, clabels, ml, mt, cell_w)
     for i, (r, short) in enumerate(zip(rows, rlabels, strict=False)):
         y = mt + cell_h * i
         body.append(
@@ -246,40 +353,10 @@ def heatmap(
             f"<title>{esc(r)}</title>{esc(short)}</text>"
         )
         for j, c in enumerate(cols):
-            x = ml + cell_w * j
-            v, tip = cells.get((r, c), (None, ""))
-            t = None if v is None else (v - vmin) / span
-            stroke = outline.get((r, c))
-            body.append(
-                f'<rect class="cell" x="{x}" y="{y}" width="{cell_w - 1}" height="{cell_h - 1}" fill="{color(t)}"'
-                + (f' stroke="{stroke}" stroke-width="3"' if stroke else "")
-                + f"><title>{esc(tip or f'{r} × {c}: {fmt(v)}')}</title></rect>"
-            )
-            label = fmt(v, 2) + marks.get((r, c), "") if v is not None else "·"
-            body.append(
-                f'<text x="{x + cell_w / 2 - 0.5:.1f}" y="{y + cell_h / 2 + 4:.1f}" font-size="10.5" '
-                f'text-anchor="middle" fill="{text_color(t)}" pointer-events="none">{esc(label)}</text>'
-            )
-    if row_title:
-        body.append(
-            f'<text x="4" y="{mt - 6}" font-size="11" font-style="italic" fill="#555">{esc(row_title)} ↓</text>'
-        )
-    if col_title:
-        body.append(
-            f'<text x="{ml + cell_w * len(cols) / 2:.1f}" y="{height - 8}" font-size="11" font-style="italic" '
-            f'text-anchor="middle" fill="#555">{esc(col_title)} →</text>'
-        )
-    # colour legend
-    lx, ly, lh = ml + cell_w * max(1, len(cols)) + 18, mt, max(60, min(160, cell_h * len(rows)))
-    for s in range(20):
-        body.append(
-            f'<rect x="{lx}" y="{ly + lh * (19 - s) / 20:.1f}" width="12" height="{lh / 20 + 0.5:.1f}" '
-            f'fill="{color(s / 19)}"/>'
-        )
-    body.append(
-        f'<text x="{lx + 16}" y="{ly + 8}" font-size="10" fill="#333">{fmt(vmax, 2)}</text>'
-        f'<text x="{lx + 16}" y="{ly + lh}" font-size="10" fill="#333">{fmt(vmin, 2)}</text>'
-    )
+            body += _heatmap_cell((r, c), (ml + cell_w * j, y), cells, scale, (cell_w, cell_h), marks, outline)
+    body += _heatmap_axis_titles(row_title, col_title, ml, mt, cell_w, len(cols), height)
+    lh = max(60, min(160, cell_h * len(rows)))
+    body += _heatmap_legend(ml + cell_w * max(1, len(cols)) + 18, mt, lh, vmin, vmax)
     return _svg(width, height, body, title)
 
 
