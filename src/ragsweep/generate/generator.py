@@ -207,7 +207,7 @@ class Generator:
         all_docs = sorted(self.texts)
         other_docs = []
         for seed in picks:
-            own = set(seed.get("doc_scope") or seed.get("relevant_docs") or [])
+            own = set(seed["doc_scope"] or seed["relevant_docs"] or [])
             other_docs.append([d for d in all_docs if d not in own] or all_docs)
         ask = [i for i, s in enumerate(picks) if failures_mod.seed_kind(s) != "unanswerable"]
         hits_of: dict[int, list] = {}
@@ -285,7 +285,7 @@ class Generator:
     def requested(self) -> dict[str, int]:
         if self.seeds:
             kinds = Counter(failures_mod.seed_kind(self.seeds[i % len(self.seeds)]) for i in range(self.options.n))
-            return {k: kinds.get(k, 0) for k in self.options.types}
+            return {k: kinds[k] for k in self.options.types}
         return quotas(self.options.n, self.options.types)
 
     def dry_run(self) -> dict[str, Any]:
@@ -316,7 +316,7 @@ class Generator:
         surplus = 0
         for round_no in range(1, self.options.max_rounds + 1):
             have = Counter("*" if self.seeds else c.kind for c in kept)
-            need = {k: q - have.get(k, 0) for k, q in quota.items()}
+            need = {k: q - have[k] for k, q in quota.items()}
             if all(v <= 0 for v in need.values()):
                 break
             batch = self.draw({k: v for k, v in need.items()} if not self.seeds else {"*": need["*"]})
@@ -329,7 +329,7 @@ class Generator:
                 slot = "*" if self.seeds else c.kind
                 if not c.alive:
                     dropped.append(c)
-                elif have.get(slot, 0) < quota[slot]:
+                elif have[slot] < quota[slot]:
                     kept.append(c)
                     have[slot] += 1
                 else:
@@ -372,8 +372,37 @@ def generate(options: GenerateOptions, client=None, embed: Callable | None = Non
     cases = [
         to_case(c, case_id(c, taken), splits[c.order], gen.settings.model) for c in sorted(kept, key=lambda c: c.order)
     ]
+    provenance = _provenance(gen, kept, dropped, summary, started, t0)
+    write_dataset(out, cases, dropped, gen.docs_dir, options.link_docs, provenance)
+    problems = validate_dataset(out)
+    return {
+        "out": str(out),
+        "cases": len(cases),
+        "kept": provenance["kept"],
+        "requested": summary["requested"],
+        "proposed": provenance["proposed"],
+        "dropped": provenance["dropped"],
+        "surplus": summary["surplus"],
+        "short": summary["short"],
+        "usage": provenance["usage"]["total"],
+        "problems": [str(p) for p in problems],
+    }
+
+
+def _provenance(
+    gen: Generator,
+    kept: list[Candidate],
+    dropped: list[Candidate],
+    summary: dict[str, Any],
+    started: str,
+    t0: float,
+) -> dict[str, Any]:
+    """What generation.json and the README say about a generation (finished: now)."""
+    from ragsweep.evaluation.runfolder import now
+
+    options = gen.options
     kinds = list(options.types)
-    provenance = {
+    return {
         "generator": GENERATOR,
         "command": options.command,
         "started": started,
@@ -392,7 +421,7 @@ def generate(options: GenerateOptions, client=None, embed: Callable | None = Non
         "seed": options.seed,
         "types": kinds,
         "requested": summary["requested"],
-        "proposed": {k: gen.proposed.get(k, 0) for k in kinds},
+        "proposed": {k: gen.proposed[k] for k in kinds},
         "kept": {k: sum(1 for c in kept if c.kind == k) for k in kinds},
         "dropped": {r: n for r, n in sorted(Counter(c.drop[0] for c in dropped if c.drop).items())},
         "surplus": summary["surplus"],
@@ -405,18 +434,4 @@ def generate(options: GenerateOptions, client=None, embed: Callable | None = Non
         "usage": gen.usage.table(),
         "prompts": prompts_text(),
         "from_failures": gen.run_info,
-    }
-    write_dataset(out, cases, dropped, gen.docs_dir, options.link_docs, provenance)
-    problems = validate_dataset(out)
-    return {
-        "out": str(out),
-        "cases": len(cases),
-        "kept": provenance["kept"],
-        "requested": summary["requested"],
-        "proposed": provenance["proposed"],
-        "dropped": provenance["dropped"],
-        "surplus": summary["surplus"],
-        "short": summary["short"],
-        "usage": provenance["usage"]["total"],
-        "problems": [str(p) for p in problems],
     }
