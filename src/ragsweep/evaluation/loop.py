@@ -116,32 +116,19 @@ def evaluate_configuration(
     sink = sink or NullSink()
     done = dict(done or {})
     todo = [c for c in cases if c.id not in done]
-    depths = scored_ks(ks, config.top_k)
     timings: dict[str, float] = {}
     if todo and (served is None or any(c.id not in served for c in todo)):
         started = time.perf_counter()
-        if retrieved is None:
-            retrieved = retrieve(config, corpus, todo, store_depths(config, depths), progress, fresh=fresh)
-        served = serve(config, retrieved, todo, depths)
+        # a resumed run whose saved lists miss a case asks the store again for the cases to do
+        fresh_index = retrieved is None or served is not None
+        retrieved, served = _serve(config, corpus, todo, ks, None if fresh_index else retrieved, progress, fresh)
         timings.update(retrieved.timings)  # after serve: a reranker's time is in them
         sink.served(served, retrieved)
         timings["retrieve"] = time.perf_counter() - started
     started = time.perf_counter()
-    texts = {d.doc_id: d.text for d in corpus.documents}
-    language = config.variables.language or "en"
-    with progress_bar(len(todo), "answer+score", progress) as bar:
-        lists: Served = served or {}  # every case to do has its lists by now
-        for part in in_batches(todo, answering.batch):
-            answers = _answers(answering, part, [lists[c.id][config.top_k] for c in part])
-            verdicts = judge_answers(answering.judge, part, answers) if answering.judge and answers else None
-            for result in score(
-                part, lists, top_k=config.top_k, relevance=relevance, texts=texts, retrieved=retrieved,
-                answers=answers, verdicts=verdicts, ragas_answer_metrics=answering.ragas_nonllm and bool(answers),
-                language=language,
-            ):  # fmt: skip
-                sink.write(result)
-                done[result.id] = result
-                bar.update(1)
+    for result in _answer_and_score(config, todo, served or {}, retrieved, corpus, relevance, answering, progress):
+        sink.write(result)
+        done[result.id] = result
     timings["answer_and_score"] = time.perf_counter() - started
     results = [done[c.id] for c in cases if c.id in done]
     if answering.ragas_llm is not None:
@@ -150,6 +137,48 @@ def evaluate_configuration(
             sink.rewrite(results)
         timings["ragas_llm"] = time.perf_counter() - started
     return Evaluated(results=results, retrieved=retrieved, timings=timings)
+
+
+def _serve(
+    config: PipelineConfig,
+    corpus: Corpus,
+    cases: Sequence[Case],
+    ks: Iterable[int],
+    retrieved: Retrieved | None,
+    progress: bool,
+    fresh: bool,
+) -> tuple[Retrieved, Served]:
+    """What the index returned (asked now unless ``retrieved`` holds it) and the configuration's lists."""
+    depths = scored_ks(ks, config.top_k)
+    if retrieved is None:
+        retrieved = retrieve(config, corpus, cases, store_depths(config, depths), progress, fresh=fresh)
+    return retrieved, serve(config, retrieved, cases, depths)
+
+
+def _answer_and_score(
+    config: PipelineConfig,
+    cases: Sequence[Case],
+    served: Served,
+    retrieved: Retrieved | None,
+    corpus: Corpus,
+    relevance: RelevanceConfig,
+    answering: Answering,
+    progress: bool,
+) -> Iterable[CaseResult]:
+    """Each case answered, judged and scored, in batches; yielded as soon as it is scored."""
+    texts = {d.doc_id: d.text for d in corpus.documents}
+    language = config.variables.language or "en"
+    with progress_bar(len(cases), "answer+score", progress) as bar:
+        for part in in_batches(cases, answering.batch):
+            answers = _answers(answering, part, [served[c.id][config.top_k] for c in part])
+            verdicts = judge_answers(answering.judge, part, answers) if answering.judge and answers else None
+            for result in score(
+                part, served, top_k=config.top_k, relevance=relevance, texts=texts, retrieved=retrieved,
+                answers=answers, verdicts=verdicts, ragas_answer_metrics=answering.ragas_nonllm and bool(answers),
+                language=language,
+            ):  # fmt: skip
+                bar.update(1)
+                yield result
 
 
 def _answers(answering: Answering, cases: Sequence[Case], hits: Sequence[Sequence[Any]]) -> list[Answer] | None:

@@ -382,7 +382,6 @@ def build_case_result(
     """
     from ragsweep.metrics.answer import answer_metrics_for_case
     from ragsweep.metrics.relevance import mark_hits
-    from ragsweep.metrics.retrieval import per_case_value
 
     if top_k not in served:
         raise ValueError(f"case {case.id}: no list served at its top_k={top_k}")
@@ -393,33 +392,13 @@ def build_case_result(
         pool = mark_hits(
             case, [h.model_copy(update={"rank": i}) for i, h in enumerate(candidates, start=1)], relevance, texts
         )
-    metrics: dict[str, float | None] = {}
-    judgements = {}
-    for k in sorted(served):
-        judgement = _judge_from_pool(pool, candidates, served[k], cited if k == top_k else None)
-        if judgement is None:
-            judgement = mark_hits(case, served[k], relevance, texts, cited if k == top_k else None)
-        judgements[k] = judgement
-        for family in AT_K_FAMILIES:
-            metrics[f"{family}@{k}"] = _num(per_case_value(judgement, f"{family}@{k}"))
-    own = judgements[top_k]
-    for name in RANKING_METRICS:
-        metrics[name] = _num(per_case_value(own, name))
-    metrics["citation_precision"] = _num(per_case_value(own, "citation_precision")) if cited and own.scored else None
-
+    metrics, own = _retrieval_metrics(case, served, top_k, relevance, texts, pool, candidates, cited)
     chance: dict[str, float | None] = {}
     oracle: dict[str, float | None] = {}
     if pool is not None and candidates is not None and own.scored:
-        from ragsweep.metrics.baselines import case_baselines
-
-        names = [f"{family}@{k}" for k in sorted(served) for family in AT_K_FAMILIES]
-        levels = case_baselines([pool], names)
-        chance = {n: _num(v) for n, v in levels.chance.get(case.id, {}).items()}
-        oracle = {n: _num(v) for n, v in levels.oracle.get(case.id, {}).items()}
-        relevant_ids = {chunk_key(h) for h, jh in zip(candidates, pool.hits) if jh.relevant}
-        served_ids = [chunk_key(h) for h in served[top_k]]
-        metrics.update(chunk_id_context_scores(served_ids, relevant_ids))
-
+        chance, oracle = _levels(case.id, pool, sorted(served))
+        relevant_ids = {chunk_key(h) for h, jh in zip(candidates, pool.hits, strict=True) if jh.relevant}
+        metrics.update(chunk_id_context_scores([chunk_key(h) for h in served[top_k]], relevant_ids))
     if answer is not None:
         scores = answer_metrics_for_case(
             answer, case.reference_answer, case.expected_facts, case.unanswerable, language=language
@@ -427,7 +406,6 @@ def build_case_result(
         metrics.update({k: _num(v) for k, v in scores.items()})
     if verdict is not None:  # the mean of the case's replicate verdicts (the verdict itself with one)
         metrics["judge_correct"] = _num(verdict.score)
-
     return CaseResult(
         id=case.id,
         question=case.question,
@@ -446,6 +424,47 @@ def build_case_result(
         relevance_rule=own.rule,
         notes=dict(notes or {}),
     )
+
+
+def _retrieval_metrics(
+    case: Case,
+    served: Mapping[int, Sequence[Hit]],
+    top_k: int,
+    relevance: RelevanceConfig,
+    texts: Mapping[str, str],
+    pool: Any,
+    candidates: Sequence[Hit] | None,
+    cited: Any,
+) -> tuple[dict[str, float | None], Any]:
+    """Every ``<family>@k`` on the list served at k; the ranking metrics and citations on the one
+    served at ``top_k``, whose judgement comes back too."""
+    from ragsweep.metrics.relevance import mark_hits
+    from ragsweep.metrics.retrieval import per_case_value
+
+    metrics: dict[str, float | None] = {}
+    judgements = {}
+    for k in sorted(served):
+        judgement = _judge_from_pool(pool, candidates, served[k], cited if k == top_k else None)
+        if judgement is None:
+            judgement = mark_hits(case, served[k], relevance, texts, cited if k == top_k else None)
+        judgements[k] = judgement
+        for family in AT_K_FAMILIES:
+            metrics[f"{family}@{k}"] = _num(per_case_value(judgement, f"{family}@{k}"))
+    own = judgements[top_k]
+    for name in RANKING_METRICS:
+        metrics[name] = _num(per_case_value(own, name))
+    metrics["citation_precision"] = _num(per_case_value(own, "citation_precision")) if cited and own.scored else None
+    return metrics, own
+
+
+def _levels(case_id: str, pool: Any, ks: Sequence[int]) -> tuple[dict[str, float | None], dict[str, float | None]]:
+    """The case's chance and oracle level of every ``<family>@k`` over its candidate pool."""
+    from ragsweep.metrics.baselines import case_baselines
+
+    levels = case_baselines([pool], [f"{family}@{k}" for k in ks for family in AT_K_FAMILIES])
+    chance = {n: _num(v) for n, v in levels.chance.get(case_id, {}).items()}
+    oracle = {n: _num(v) for n, v in levels.oracle.get(case_id, {}).items()}
+    return chance, oracle
 
 
 def _judge_from_pool(pool, candidates: Sequence[Hit] | None, hits: Sequence[Hit], cited):

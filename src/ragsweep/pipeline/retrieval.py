@@ -13,6 +13,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.pipeline.config import PipelineConfig
@@ -87,50 +88,31 @@ def retrieve(
     comes from the served-list cache (:mod:`ragsweep.pipeline.served_cache`); ``fresh=True``
     asks Pathway every query again.
     """
-    from ragsweep.pipeline.served_cache import ServedCache
     from ragsweep.pipeline.store import Query, RagStore, prefix_exact, queries_per_run
 
-    store_ks = depths = sorted(set(ks))
+    depths = sorted(set(ks))
     scopes = parsed_scopes(cases, {d.doc_id for d in corpus.documents})
-    unscoped = [c.id for c, s in zip(cases, scopes) if s == []]
-    if unscoped:
-        print(
-            f"warning: {len(unscoped)} case(s) scoped to documents that were not parsed "
-            f"(first: {unscoped[0]}); they get no hits",
-            file=sys.stderr,
-        )
+    _warn_unscoped(cases, scopes)
     store = RagStore(config, corpus)
     # BM25 and KNN serve at k the first k of a deeper answer: one query per case answers every
     # depth. A fused hybrid index does not (RRF over deeper lists): one query per (case, k).
-    shared = len(store_ks) > 1 and prefix_exact(config.build().retriever_factory)
-    per_case = [max(store_ks)] if shared else store_ks
-    asked = [(c, s, k) for c, s in zip(cases, scopes) if s != [] for k in per_case]
+    shared = len(depths) > 1 and prefix_exact(config.build().retriever_factory)
+    per_case = [max(depths)] if shared else depths
+    asked = [(c, s, k) for c, s in zip(cases, scopes, strict=True) if s != [] for k in per_case]
     print(
-        f"retrieve: {len(cases)} question(s) x k in {store_ks}"
+        f"retrieve: {len(cases)} question(s) x k in {depths}"
         f"{' (prefixes of one query: exact for this index)' if shared else ''}: {len(asked)} queries "
         f"(at most {queries_per_run()} per Pathway run)...",
         file=sys.stderr,
     )
-    prefix = tuple(store_ks) if shared else ()
-    cache = None if fresh else ServedCache.default()
-    try:
-        run = store.run([Query(c.question, k, s or None, prefix) for c, s, k in asked], progress=progress, cache=cache)
-    finally:
-        if cache is not None:
-            cache.close()
-    if run.from_cache:
-        print(
-            f"retrieve: {run.from_cache} of {len(asked)} queries served from the served-list cache "
-            "(same corpus, index and code; --fresh-retrieval asks Pathway again)",
-            file=sys.stderr,
-        )
-    served: dict[str, dict[int, list[Hit]]] = {c.id: {k: [] for k in depths} for c in cases}
-    timings = dict(run.timings)
+    prefix = tuple(depths) if shared else ()
+    run = _run_store(store, [Query(c.question, k, s or None, prefix) for c, s, k in asked], progress, fresh)
+    served: Served = {c.id: {k: [] for k in depths} for c in cases}
     if shared:
-        for (case, _scope, _k), by_k in zip(asked, run.hits_at):
+        for (case, _scope, _k), by_k in zip(asked, run.hits_at, strict=True):
             served[case.id] = by_k
     else:
-        for (case, _scope, k), hits in zip(asked, run.hits):
+        for (case, _scope, k), hits in zip(asked, run.hits, strict=True):
             served[case.id][k] = hits
     by_doc: dict[str, list[Hit]] = defaultdict(list)
     for chunk in run.chunks:
@@ -138,13 +120,42 @@ def retrieve(
     return Retrieved(
         served=served,
         chunks_by_doc=dict(by_doc),
-        timings=timings,
+        timings=dict(run.timings),
         seconds=run.seconds,
         embedded_texts=run.embedded_texts,
         n_chunks=len(run.chunks),
         queries=len(asked),
         from_cache=run.from_cache,
     )
+
+
+def _warn_unscoped(cases: Sequence[Case], scopes: Sequence[list[str] | None]) -> None:
+    unscoped = [c.id for c, s in zip(cases, scopes, strict=True) if s == []]
+    if unscoped:
+        print(
+            f"warning: {len(unscoped)} case(s) scoped to documents that were not parsed "
+            f"(first: {unscoped[0]}); they get no hits",
+            file=sys.stderr,
+        )
+
+
+def _run_store(store: Any, queries: list[Any], progress: bool, fresh: bool) -> Any:
+    """The store's answers to ``queries``: from the served-list cache where it holds them (unless ``fresh``)."""
+    from ragsweep.pipeline.served_cache import ServedCache
+
+    cache = None if fresh else ServedCache.default()
+    try:
+        run = store.run(queries, progress=progress, cache=cache)
+    finally:
+        if cache is not None:
+            cache.close()
+    if run.from_cache:
+        print(
+            f"retrieve: {run.from_cache} of {len(queries)} queries served from the served-list cache "
+            "(same corpus, index and code; --fresh-retrieval asks Pathway again)",
+            file=sys.stderr,
+        )
+    return run
 
 
 def store_depths(config: PipelineConfig, depths: Iterable[int]) -> list[int]:
