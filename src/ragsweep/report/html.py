@@ -160,76 +160,90 @@ def _manifest_items(manifest: Manifest, run: RunResult | None = None) -> list[tu
 # ----------------------------------------------------------------------------- summary / curves
 
 
-def _summary_table(agg: Aggregate, main_k: int | None = None) -> str:
-    """A family x k matrix for the metric@k values (the main k's column marked), then a table of
-    every other metric."""
-    from ragsweep.metrics.registry import AT_K_FAMILIES, metric_sort_key
+def _interval(agg: Aggregate, name: str) -> tuple[float | None, float | None]:
+    lo, hi = agg.interval(name)
+    return num(lo), num(hi)
 
-    def iv(name: str) -> tuple[float | None, float | None]:
-        lo, hi = agg.interval(name)
-        return num(lo), num(hi)
 
-    at_k = {m: at for m in agg.metrics if (at := split_at_k(m))}
+def _at_k_cell(agg: Aggregate, name: str) -> str:
+    """One cell of the family x k matrix: the mean, its interval, its n in the tooltip."""
+    v = _value(agg, name)
+    lo, hi = _interval(agg, name)
+    n, missing = _n_missing(agg, name, "?")
+    tip = f' title="{esc(name)}: n={esc(n)}, missing={esc(missing)}"'
+    ci = f'<br><span class="ci-text">[{fmt(lo)}, {fmt(hi)}]</span>' if lo is not None and hi is not None else ""
+    return f'<td class="num"{tip} data-v="{"" if v is None else v}">{fmt(v)}{ci}</td>'
+
+
+def _at_k_matrix(agg: Aggregate, at_k: dict[str, tuple[str, int]], main_k: int | None) -> str:
+    """The family x k matrix of the metric@k values (``at_k``: name -> (family, k)); the main k's
+    column marked."""
+    from ragsweep.metrics.registry import AT_K_FAMILIES
+
+    if not at_k:
+        return ""
     ks = sorted({k for _, k in at_k.values()})
     fams = [f for f in AT_K_FAMILIES if any(fam == f for fam, _ in at_k.values())]
     fams += sorted({fam for fam, _ in at_k.values()} - set(fams))
-    matrix = ""
-    if at_k:
-        head = (
-            "<tr><th>metric</th>"
-            + "".join(
-                f'<th class="num main-k" title="the depth the pipeline serves">@{k}</th>'
-                if k == main_k
-                else f'<th class="num">@{k}</th>'
-                for k in ks
-            )
-            + "</tr>"
+    head = (
+        "<tr><th>metric</th>"
+        + "".join(
+            f'<th class="num main-k" title="the depth the pipeline serves">@{k}</th>'
+            if k == main_k
+            else f'<th class="num">@{k}</th>'
+            for k in ks
         )
-        rows = []
-        for fam in fams:
-            cells = []
-            for k in ks:
-                name = f"{fam}@{k}"
-                v = _value(agg, name)
-                lo, hi = iv(name)
-                n, missing = _n_missing(agg, name, "?")
-                tip = f' title="{esc(name)}: n={esc(n)}, missing={esc(missing)}"'
-                ci = (
-                    f'<br><span class="ci-text">[{fmt(lo)}, {fmt(hi)}]</span>'
-                    if lo is not None and hi is not None
-                    else ""
-                )
-                cells.append(f'<td class="num"{tip} data-v="{"" if v is None else v}">{fmt(v)}{ci}</td>')
-            rows.append(f"<tr><td>{esc(fam)}</td>{''.join(cells)}</tr>")
-        matrix = (
-            f'<div class="scroll"><table class="summary-k"><thead>{head}</thead><tbody>{"".join(rows)}'
-            "</tbody></table></div>"
-        )
+        + "</tr>"
+    )
+    rows = [f"<tr><td>{esc(fam)}</td>{''.join(_at_k_cell(agg, f'{fam}@{k}') for k in ks)}</tr>" for fam in fams]
+    return (
+        f'<div class="scroll"><table class="summary-k"><thead>{head}</thead><tbody>{"".join(rows)}'
+        "</tbody></table></div>"
+    )
+
+
+def _metric_row(agg: Aggregate, name: str) -> str:
+    """One row of the table of the other metrics: mean, interval (and its glyph), n, missing."""
+    v = num(agg.metrics[name])
+    lo, hi = _interval(agg, name)
+    n, missing = _n_missing(agg, name)
+    ci = f"[{fmt(lo)}, {fmt(hi)}]" if lo is not None and hi is not None else "–"
+    glyph = "" if lower_is_better(name) else svg.ci_glyph(v, lo, hi)
+    return (
+        f"<tr><td>{esc(name)}{' ↓' if lower_is_better(name) else ''}</td>"
+        f'<td class="num" data-v="{"" if v is None else v}">{fmt(v)}</td>'
+        f'<td class="num ci-text">{ci}</td><td>{glyph}</td>'
+        f'<td class="num">{esc(n)}</td><td class="num">{esc(missing)}</td></tr>'
+    )
+
+
+def _metrics_table(agg: Aggregate, names: Sequence[str]) -> str:
+    """A table of the metrics ``names`` (in order), under a header row per group of metrics."""
+    from ragsweep.metrics.registry import metric_sort_key
+
     rows, group = [], None
     groups = {1: "Retrieval", 2: "Answer", 3: "ragas", 4: "LLM judge", 5: "Other"}
-    for name in ordered(m for m in agg.metrics if m not in at_k):
+    for name in names:
         g = groups.get(metric_sort_key(name)[0], "Other")
         if g != group:
             rows.append(f'<tr class="group"><td colspan="6">{esc(g)}</td></tr>')
             group = g
-        v = num(agg.metrics[name])
-        lo, hi = iv(name)
-        n, missing = _n_missing(agg, name)
-        ci = f"[{fmt(lo)}, {fmt(hi)}]" if lo is not None and hi is not None else "–"
-        glyph = "" if lower_is_better(name) else svg.ci_glyph(v, lo, hi)
-        rows.append(
-            f"<tr><td>{esc(name)}{' ↓' if lower_is_better(name) else ''}</td>"
-            f'<td class="num" data-v="{"" if v is None else v}">{fmt(v)}</td>'
-            f'<td class="num ci-text">{ci}</td><td>{glyph}</td>'
-            f'<td class="num">{esc(n)}</td><td class="num">{esc(missing)}</td></tr>'
-        )
-    table = ""
-    if rows:
-        table = (
-            '<div class="scroll"><table class="summary"><thead><tr><th>metric</th><th class="num">mean</th>'
-            '<th class="num">95% CI</th><th>interval on [0, 1]</th><th class="num">n</th>'
-            f'<th class="num">missing</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
-        )
+        rows.append(_metric_row(agg, name))
+    if not rows:
+        return ""
+    return (
+        '<div class="scroll"><table class="summary"><thead><tr><th>metric</th><th class="num">mean</th>'
+        '<th class="num">95% CI</th><th>interval on [0, 1]</th><th class="num">n</th>'
+        f'<th class="num">missing</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+    )
+
+
+def _summary_table(agg: Aggregate, main_k: int | None = None) -> str:
+    """A family x k matrix for the metric@k values (the main k's column marked), then a table of
+    every other metric."""
+    at_k = {m: at for m in agg.metrics if (at := split_at_k(m))}
+    matrix = _at_k_matrix(agg, at_k, main_k)
+    table = _metrics_table(agg, ordered(m for m in agg.metrics if m not in at_k))
     return (
         f'<div class="figs">{matrix}{table}</div>'
         '<p class="note">Means over cases with 95% bootstrap confidence intervals, as the evaluator computed '
@@ -500,49 +514,82 @@ def _find(sweep: SweepResult, config_id: str | None) -> ConfigResult | None:
     return next((c for c in sweep.configs if c.id == config_id), None)
 
 
+def _heat_range(configs: Sequence[ConfigResult], metric: str) -> tuple[float, float] | None:
+    """The colour scale's (vmin, vmax) over every configuration's value; None when none has one."""
+    values = [v for c in configs if (v := _value(c, metric)) is not None]
+    if not values:
+        return None
+    vmin, vmax = min(values), max(values)
+    if vmax - vmin < 1e-9:
+        vmin, vmax = vmin - 0.5, vmax + 0.5
+    return vmin, vmax
+
+
+_Axes = tuple[str, str | None, str | None]  # the heatmaps' (rows, columns, panels) variables
+_Cell = tuple[str, str]
+
+
+def _cell_configs(
+    configs: Sequence[ConfigResult], metric: str, axes: _Axes, where: tuple[Any, Any, Any]
+) -> list[tuple[float, ConfigResult]]:
+    """(value, configuration) of each configuration with a value of ``metric`` at one cell
+    (``where``: its row, column and panel values)."""
+    y, x, panel = axes
+    yv, xv, pv = where
+    return [
+        (v, c)
+        for c in configs
+        if _param(c, y) == yv
+        and (x is None or _param(c, x) == xv)
+        and (panel is None or _param(c, panel) == pv)
+        and (v := _value(c, metric)) is not None
+    ]
+
+
+def _heat_panel(
+    sweep: SweepResult, metric: str, axes: _Axes, pv: Any, ys: list, xs: list, base: ConfigResult | None
+) -> tuple[dict[_Cell, tuple[float | None, str]], dict[_Cell, str], dict[_Cell, str]]:
+    """(cells, marks, outline) of the panel ``pv``: each cell shows its best configuration,
+    marked when it differs significantly from the baseline, outlined when it is a best one or
+    the baseline."""
+    best_ids = set(sweep.best.values())
+    cells: dict[_Cell, tuple[float | None, str]] = {}
+    marks: dict[_Cell, str] = {}
+    outline: dict[_Cell, str] = {}
+    for yv in ys:
+        for xv in xs:
+            scored = _cell_configs(sweep.configs, metric, axes, (yv, xv, pv))
+            if not scored:
+                continue
+            pick = min if lower_is_better(metric) else max
+            v, cfg = pick(scored, key=lambda vc: vc[0])
+            key = (str(yv), _label(xv))
+            lo, hi = cfg.interval(metric)
+            others = f" (best of {len(scored)} configurations over the other variables)" if len(scored) > 1 else ""
+            cells[key] = (v, f"{cfg.id}: {metric} = {fmt(v)} [{fmt(num(lo))}, {fmt(num(hi))}]{others}")
+            marks[key] = "*" if _sig_mark(cfg, base, metric)[1] else ""
+            if cfg.id in best_ids:
+                outline[key] = "#e15759"
+            elif base is not None and cfg.id == base.id:
+                outline[key] = "#111111"
+    return cells, marks, outline
+
+
 def _sweep_heatmaps(sweep: SweepResult, metric: str) -> str:
     configs, grid = sweep.configs, sweep.grid
     y, x, panel = _sweep_axes(configs, grid)
     if y is None:
         return '<p class="note">The sweep varies fewer than one variable.</p>'
     base = _find(sweep, sweep.baseline)
-    best_ids = set(sweep.best.values())
-    values = [v for c in configs if (v := _value(c, metric)) is not None]
-    if not values:
+    scale = _heat_range(configs, metric)
+    if scale is None:
         return f'<p class="note">No configuration has {esc(metric)}.</p>'
-    vmin, vmax = min(values), max(values)
-    if vmax - vmin < 1e-9:
-        vmin, vmax = vmin - 0.5, vmax + 0.5
+    vmin, vmax = scale
     panel_values = _axis_values(configs, panel, grid) if panel else [None]
     ys, xs = _axis_values(configs, y, grid), _axis_values(configs, x, grid) if x else [None]
     figs = []
     for pv in panel_values:
-        cells: dict[tuple[str, str], tuple[float | None, str]] = {}
-        marks: dict[tuple[str, str], str] = {}
-        outline: dict[tuple[str, str], str] = {}
-        for yv in ys:
-            for xv in xs:
-                scored = [
-                    (v, c)
-                    for c in configs
-                    if _param(c, y) == yv
-                    and (x is None or _param(c, x) == xv)
-                    and (panel is None or _param(c, panel) == pv)
-                    and (v := _value(c, metric)) is not None
-                ]
-                if not scored:
-                    continue
-                pick = min if lower_is_better(metric) else max
-                v, cfg = pick(scored, key=lambda vc: vc[0])
-                key = (str(yv), _label(xv))
-                lo, hi = cfg.interval(metric)
-                others = f" (best of {len(scored)} configurations over the other variables)" if len(scored) > 1 else ""
-                cells[key] = (v, f"{cfg.id}: {metric} = {fmt(v)} [{fmt(num(lo))}, {fmt(num(hi))}]{others}")
-                marks[key] = "*" if _sig_mark(cfg, base, metric)[1] else ""
-                if cfg.id in best_ids:
-                    outline[key] = "#e15759"
-                elif base is not None and cfg.id == base.id:
-                    outline[key] = "#111111"
+        cells, marks, outline = _heat_panel(sweep, metric, (y, x, panel), pv, ys, xs, base)
         title = f"{metric}" + (f" · {panel} = {pv}" if panel else "")
         figs.append(
             svg.heatmap(
@@ -640,63 +687,91 @@ def _sweep_table(sweep: SweepResult, metrics: list[str]) -> str:
     )
 
 
-def _sweep_page(run_dir: Path) -> str:
-    sweep = read_sweep(run_dir)
-    configs, objectives, best, base_id = sweep.configs, sweep.objectives, sweep.best, sweep.baseline
-    all_metrics = ordered({m for c in configs for m in c.metrics})
-    focus_id = best.get(objectives[0]) if objectives else None
-    focus_id = focus_id or base_id or (configs[0].id if configs else None)
-    focus, base = _find(sweep, focus_id), _find(sweep, base_id)
-    k = focus.top_k if focus is not None else None  # the depth the drilled-down configuration serves
+def _focus(sweep: SweepResult) -> tuple[str | None, ConfigResult | None]:
+    """The drilled-down configuration's id and result: the best by the first objective, else
+    the baseline, else the first configuration."""
+    configs, objectives = sweep.configs, sweep.objectives
+    focus_id = sweep.best.get(objectives[0]) if objectives else None
+    focus_id = focus_id or sweep.baseline or (configs[0].id if configs else None)
+    return focus_id, _find(sweep, focus_id)
+
+
+def _shown_metrics(sweep: SweepResult, k: int | None) -> list[str]:
+    """Up to 8 metrics for the heatmaps and the table: the objectives first, then the main ones at ``k``."""
+    all_metrics = ordered({m for c in sweep.configs for m in c.metrics})
     kk = [f"hit_rate@{k}", f"recall@{k}", f"ndcg@{k}"] if k is not None else []
-    preferred = [*objectives, *kk, "mrr@10", "ndcg@10", "judge_correct", "token_f1", "pathway_strsim"]
-    shown = [m for m in dict.fromkeys(preferred) if m in all_metrics][:8]
-    heat = {m: _sweep_heatmaps(sweep, m) for m in shown}
-    y, x, panel = _sweep_axes(configs, sweep.grid)
-    cases_dir = run_dir / "configs" / str(focus_id)
-    cases = read_config_cases(cases_dir) if (cases_dir / "cases.jsonl").is_file() else []
+    preferred = [*sweep.objectives, *kk, "mrr@10", "ndcg@10", "judge_correct", "token_f1", "pathway_strsim"]
+    return [m for m in dict.fromkeys(preferred) if m in all_metrics][:8]
+
+
+def _sweep_curves(focus: ConfigResult | None, base: ConfigResult | None) -> str:
+    """The metric@k curves of the drilled-down configuration and of the baseline (once when they are one)."""
     curve_figs = []
     for label, cfg in (("best", focus), ("baseline", base)):
         if cfg is None or (label == "baseline" and base is focus):
             continue
         curve_figs.append(_curves(cfg, f"{label} configuration {_short_plain(cfg.id)}: metrics at each k"))
-    grid = sweep.grid
-    subtitle = (
-        f"sweep · {len(configs)} configurations over {esc(', '.join(grid))} · baseline {_short_id(base_id)} · "
-        + " · ".join(f"best {esc(o)}: {_short_id(b)}" for o, b in best.items())
-    )
-    params_of = lambda c: _chips(c.params) if c else ""  # noqa: E731
-    overview = _meta(
+    return f'<div class="figs">{"".join(curve_figs)}</div>'
+
+
+def _params_of(config: ConfigResult | None) -> str:
+    return _chips(config.params) if config else ""
+
+
+def _sweep_overview(sweep: SweepResult, focus_id: str | None, focus: ConfigResult | None) -> str:
+    """The grid, objectives, best configurations, Pareto front, baseline and drilled-down configuration."""
+    base_id = sweep.baseline
+    return _meta(
         [
             (
                 "grid",
                 "".join(
                     f'<span class="chip">{esc(g)} ∈ {{{esc(" | ".join(_grid_value(v) for v in vals))}}}</span>'
-                    for g, vals in grid.items()
+                    for g, vals in sweep.grid.items()
                 ),
             ),
-            ("objectives", esc(", ".join(objectives))),
-            ("best", "".join(f'<span class="chip">{esc(o)}: {esc(b)}</span>' for o, b in best.items())),
+            ("objectives", esc(", ".join(sweep.objectives))),
+            ("best", "".join(f'<span class="chip">{esc(o)}: {esc(b)}</span>' for o, b in sweep.best.items())),
             ("pareto front", esc(", ".join(str(p) for p in sweep.pareto))),
-            ("baseline", f"{esc(base_id)} {params_of(base)}"),
-            ("drilled-down configuration", f"{esc(focus_id)} {params_of(focus)}"),
+            ("baseline", f"{esc(base_id)} {_params_of(_find(sweep, base_id))}"),
+            ("drilled-down configuration", f"{esc(focus_id)} {_params_of(focus)}"),
         ]
     )
-    heat_note = (
+
+
+def _heat_note(sweep: SweepResult) -> str:
+    y, x, panel = _sweep_axes(sweep.configs, sweep.grid)
+    return (
         f'<p class="note">Rows: {esc(y)}; columns: {esc(x)}; one panel per {esc(panel)}. '
         "Red border: a best configuration; black border: the baseline; *: significantly different from "
         "the baseline (Holm-adjusted). Colour scale spans the range over all configurations.</p>"
     )
+
+
+def _sweep_page(run_dir: Path) -> str:
+    sweep = read_sweep(run_dir)
+    configs, objectives, best, base_id = sweep.configs, sweep.objectives, sweep.best, sweep.baseline
+    focus_id, focus = _focus(sweep)
+    base = _find(sweep, base_id)
+    k = focus.top_k if focus is not None else None  # the depth the drilled-down configuration serves
+    shown = _shown_metrics(sweep, k)
+    heat = {m: _sweep_heatmaps(sweep, m) for m in shown}
+    cases_dir = run_dir / "configs" / str(focus_id)
+    cases = read_config_cases(cases_dir) if (cases_dir / "cases.jsonl").is_file() else []
+    subtitle = (
+        f"sweep · {len(configs)} configurations over {esc(', '.join(sweep.grid))} · baseline {_short_id(base_id)} · "
+        + " · ".join(f"best {esc(o)}: {_short_id(b)}" for o, b in best.items())
+    )
     run_items = _manifest_items(Manifest.of(sweep.manifest)) if sweep.manifest else []
     label = (
         f"Configuration {esc(focus_id)} (best by {esc(objectives[0]) if objectives else '?'}; top_k {esc(k)}): "
-        f"{params_of(focus)}"
+        f"{_params_of(focus)}"
     )
     sections = [
-        ("overview", "Sweep", overview),
-        ("heatmap", "Chunk size × top_k", heat_note + _switcher("sweep-heat", heat)),
+        ("overview", "Sweep", _sweep_overview(sweep, focus_id, focus)),
+        ("heatmap", "Chunk size × top_k", _heat_note(sweep) + _switcher("sweep-heat", heat)),
         ("table", "Configurations", _sweep_table(sweep, shown[:6])),
-        ("curves", "Metrics vs k", f'<div class="figs">{"".join(curve_figs)}</div>'),
+        ("curves", "Metrics vs k", _sweep_curves(focus, base)),
         *_case_sections(cases, k, label),
     ]
     if run_items:
