@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragsweep.evaluation.records import ConfigResult, RunResult
+from ragsweep.evaluation.records import ConfigResult, RunResult, SweepResult
 from ragsweep.report.runs import (
     Manifest,
     RunFolderError,
@@ -286,66 +286,96 @@ def _log_config_chunks(client, run_id: str, cdir: Path, tables: dict[Path, dict[
         client.log_artifact(run_id, str(path), artifact_path="run")
 
 
+def _sweep_params(sweep: SweepResult, base_params: dict[str, str]) -> dict[str, str]:
+    """The parent run's params: the manifest's, the grid, baseline, objectives, best configurations, Pareto front."""
+    params = dict(base_params)
+    params.update(
+        {mlflow_key(f"grid.{k}"): json.dumps(v, default=str)[:_MAX_PARAM_VALUE] for k, v in sweep.grid.items()}
+    )
+    params["baseline"] = sweep.baseline
+    params["objectives"] = ",".join(sweep.objectives)
+    params["configs"] = str(len(sweep.configs))
+    for obj, cid in sweep.best.items():
+        params[mlflow_key(f"best.{obj}")] = str(cid)
+    params["pareto"] = ",".join(str(p) for p in sweep.pareto)[:_MAX_PARAM_VALUE]
+    return params
+
+
+def _sweep_best_metrics(sweep: SweepResult) -> dict[str, float]:
+    """The parent run's metrics: each objective's best value."""
+    metrics = {}
+    for obj, cid in sweep.best.items():
+        cfg = next((c for c in sweep.configs if c.id == cid), None)
+        v = num(cfg.metrics.get(obj)) if cfg is not None else None
+        if v is not None:
+            metrics[mlflow_key(f"best.{obj}")] = v
+    return metrics
+
+
+def _config_tags(sweep: SweepResult, cid: str, pid: str) -> dict[str, str]:
+    """A configuration's child run tags: its parent, id, whether it is the baseline, on the Pareto
+    front, best by an objective."""
+    tags = {
+        "mlflow.parentRunId": pid,
+        "ragsweep.kind": "sweep-config",
+        "ragsweep.config_id": cid,
+        "ragsweep.is_baseline": str(cid == sweep.baseline).lower(),
+        "ragsweep.pareto": str(cid in set(sweep.pareto)).lower(),
+    }
+    for obj, bid in sweep.best.items():
+        if str(bid) == cid:
+            tags[mlflow_key(f"ragsweep.best.{obj}")] = "true"
+    return tags
+
+
+def _log_config(
+    client,
+    exp_id: str,
+    run_dir: Path,
+    sweep: SweepResult,
+    cfg: ConfigResult,
+    pid: str,
+    base_params: dict[str, str],
+    chunk_tables: dict[Path, dict[str, dict]],
+) -> None:
+    """One configuration's nested child run of the sweep's parent run ``pid``: its params,
+    metrics and folder (with the chunk rows its cases refer to)."""
+    cid = cfg.id
+    tags = _config_tags(sweep, cid, pid)
+    cid_run = client.create_run(exp_id, run_name=f"{run_dir.name}/{cid}", tags=tags).info.run_id
+    try:
+        cparams = dict(base_params)
+        for k, v in cfg.params.items():
+            _flatten(str(k), v, cparams)
+        cparams["config_id"] = cid
+        _log_batch(client, cid_run, params=cparams, metrics=_config_metrics(cfg))
+        cdir = run_dir / "configs" / cid
+        if cdir.is_dir():
+            files = [f for f in sorted(cdir.rglob("*")) if f.is_file()]
+            _log_files(client, cid_run, cdir, files, artifact_path="run")
+            _log_config_chunks(client, cid_run, cdir, chunk_tables)
+    except BaseException:
+        client.set_terminated(cid_run, status="FAILED")
+        raise
+    client.set_terminated(cid_run, status="FINISHED")
+
+
 def _log_sweep(client, exp_id: str, run_dir: Path, pipeline_path) -> str:
     sweep = read_sweep(run_dir)
     manifest = Manifest.of(sweep.manifest)
-    configs, best, pareto = sweep.configs, sweep.best, set(sweep.pareto)
     base_params = _manifest_params(manifest)
     parent_tags = _tags(manifest, "sweep", run_dir) | {"ragsweep.baseline": sweep.baseline}
     pid = client.create_run(exp_id, run_name=run_dir.name, tags=parent_tags).info.run_id
     try:
-        params = dict(base_params)
-        params.update(
-            {mlflow_key(f"grid.{k}"): json.dumps(v, default=str)[:_MAX_PARAM_VALUE] for k, v in sweep.grid.items()}
-        )
-        params["baseline"] = sweep.baseline
-        params["objectives"] = ",".join(sweep.objectives)
-        params["configs"] = str(len(configs))
-        for obj, cid in best.items():
-            params[mlflow_key(f"best.{obj}")] = str(cid)
-        params["pareto"] = ",".join(str(p) for p in sweep.pareto)[:_MAX_PARAM_VALUE]
-        # the parent's metrics: each objective's best value
-        metrics = {}
-        for obj, cid in best.items():
-            cfg = next((c for c in configs if c.id == cid), None)
-            v = num(cfg.metrics.get(obj)) if cfg is not None else None
-            if v is not None:
-                metrics[mlflow_key(f"best.{obj}")] = v
-        _log_batch(client, pid, params=params, metrics=metrics)
+        _log_batch(client, pid, params=_sweep_params(sweep, base_params), metrics=_sweep_best_metrics(sweep))
         pipe = _pipeline_file(pipeline_path, manifest, run_dir)
         if pipe is not None:
             client.log_artifact(pid, str(pipe), artifact_path="pipeline")
         top = [f for f in sorted(run_dir.iterdir()) if f.is_file()]
         _log_files(client, pid, run_dir, top, artifact_path="run")
         chunk_tables: dict[Path, dict[str, dict]] = {}
-        for cfg in configs:
-            cid = cfg.id
-            tags = {
-                "mlflow.parentRunId": pid,
-                "ragsweep.kind": "sweep-config",
-                "ragsweep.config_id": cid,
-                "ragsweep.is_baseline": str(cid == sweep.baseline).lower(),
-                "ragsweep.pareto": str(cid in pareto).lower(),
-            }
-            for obj, bid in best.items():
-                if str(bid) == cid:
-                    tags[mlflow_key(f"ragsweep.best.{obj}")] = "true"
-            cid_run = client.create_run(exp_id, run_name=f"{run_dir.name}/{cid}", tags=tags).info.run_id
-            try:
-                cparams = dict(base_params)
-                for k, v in cfg.params.items():
-                    _flatten(str(k), v, cparams)
-                cparams["config_id"] = cid
-                _log_batch(client, cid_run, params=cparams, metrics=_config_metrics(cfg))
-                cdir = run_dir / "configs" / cid
-                if cdir.is_dir():
-                    files = [f for f in sorted(cdir.rglob("*")) if f.is_file()]
-                    _log_files(client, cid_run, cdir, files, artifact_path="run")
-                    _log_config_chunks(client, cid_run, cdir, chunk_tables)
-            except BaseException:
-                client.set_terminated(cid_run, status="FAILED")
-                raise
-            client.set_terminated(cid_run, status="FINISHED")
+        for cfg in sweep.configs:
+            _log_config(client, exp_id, run_dir, sweep, cfg, pid, base_params, chunk_tables)
     except BaseException:
         client.set_terminated(pid, status="FAILED")
         raise
