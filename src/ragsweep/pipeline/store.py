@@ -175,6 +175,51 @@ def queries_per_run() -> int:
     return n
 
 
+@dataclass
+class _Cached:
+    """What the served-list cache holds for a batch of queries (nothing without a cache)."""
+
+    index_key: str | None
+    keys: list[str]  # per query (empty without a cache)
+    table_key: str
+    stored: dict[str, Any]  # query key -> served list, texts put back
+    stored_chunks: list[dict[str, Any]] | None  # the chunk table
+    table_texts: dict[str, str] | None
+    todo: list[int]  # the queries to ask of Pathway
+
+
+def _read_cache(config: PipelineConfig, corpus: Corpus, queries: list[Query], cache: ServedCache | None) -> _Cached:
+    index_key = served_cache.index_fingerprint(config, corpus) if cache is not None and queries else None
+    keys = (
+        [served_cache.query_key(index_key, q.text, q.k, scope_filter(q.doc_scope), q.prefix_ks) for q in queries]
+        if index_key
+        else []
+    )
+    table_key = served_cache.chunks_key(index_key) if index_key else ""
+    stored = cache.get_many([*keys, table_key]) if index_key and cache is not None else {}
+    stored_chunks = stored.pop(table_key, None)
+    table_texts = served_cache.chunk_texts(stored_chunks)
+    stored = {
+        key: value
+        for key, value in ((k, served_cache.expand_list(v, table_texts)) for k, v in stored.items())
+        if value is not served_cache.UNRESOLVED
+    }
+    todo = [i for i, key in enumerate(keys) if key not in stored] if index_key else list(range(len(queries)))
+    return _Cached(index_key, keys, table_key, stored, stored_chunks, table_texts, todo)
+
+
+def _store_served(
+    cache: ServedCache, cached: _Cached, part: list[int], answers: dict[int, Any], chunks: list[ChunkInfo]
+) -> None:
+    """The chunk table once, then each list of ``part`` without the texts the table holds."""
+    table = [c.model_dump() for c in chunks]
+    cached.table_texts = cached.table_texts or served_cache.chunk_texts(table)
+    rows = {cached.keys[i]: served_cache.compact_list(answers[i], cached.table_texts) for i in part if i in answers}
+    if cached.stored_chunks is None:
+        rows[cached.table_key] = cached.stored_chunks = table
+    cache.put_many(rows)
+
+
 class RagStore:
     """A Pathway DocumentStore over a parsed corpus, for one pipeline configuration.
 
@@ -247,47 +292,13 @@ class RagStore:
         """
         started = time.perf_counter()
         texts = {doc.doc_id: doc.text for doc in self.corpus.documents}
-        index_key = served_cache.index_fingerprint(self.config, self.corpus) if cache is not None and queries else None
-        keys = (
-            [served_cache.query_key(index_key, q.text, q.k, scope_filter(q.doc_scope), q.prefix_ks) for q in queries]
-            if index_key
-            else []
-        )
-        table_key = served_cache.chunks_key(index_key) if index_key else ""
-        stored = cache.get_many([*keys, table_key]) if index_key and cache is not None else {}
-        stored_chunks = stored.pop(table_key, None)
-        table_texts = served_cache.chunk_texts(stored_chunks)
-        stored = {
-            key: value
-            for key, value in ((k, served_cache.expand_list(v, table_texts)) for k, v in stored.items())
-            if value is not served_cache.UNRESOLVED
-        }
-        todo = [i for i, key in enumerate(keys) if key not in stored] if index_key else list(range(len(queries)))
-        if index_key and not todo and stored_chunks is not None:
-            answers = {i: stored[key] for i, key in enumerate(keys)}
-            chunks = [ChunkInfo(**c) for c in stored_chunks]
+        cached = _read_cache(self.config, self.corpus, queries, cache)
+        if cached.index_key and not cached.todo and cached.stored_chunks is not None:
+            answers = {i: cached.stored[key] for i, key in enumerate(cached.keys)}
+            chunks = [ChunkInfo(**c) for c in cached.stored_chunks]
             embedded, timings = 0, {"split": 0.0, "embed": 0.0}
         else:
-            answers = {i: stored[key] for i, key in enumerate(keys) if key in stored}
-            chunks, embedded, timings = [], 0, {"split": 0.0, "embed": 0.0}
-            # at most queries_per_run() queries per Pathway run: its memory grows with the queries
-            # in flight; every run indexes the same chunks (split and embeddings from the caches)
-            for first in range(0, max(1, len(todo)), queries_per_run()):
-                part = todo[first : first + queries_per_run()]
-                served, part_chunks, part_embedded, part_timings = self._serve(
-                    [queries[i] for i in part], texts, progress
-                )
-                answers.update({part[j]: value for j, value in served.items()})
-                chunks = chunks or part_chunks
-                embedded += part_embedded
-                timings = {name: timings[name] + part_timings[name] for name in timings}
-                if index_key and cache is not None:  # the chunk table once, then each list without the texts it holds
-                    table = [c.model_dump() for c in chunks]
-                    table_texts = table_texts or served_cache.chunk_texts(table)
-                    rows = {keys[i]: served_cache.compact_list(answers[i], table_texts) for i in part if i in answers}
-                    if stored_chunks is None:
-                        rows[table_key] = stored_chunks = table
-                    cache.put_many(rows)
+            answers, chunks, embedded, timings = self._serve_missing(queries, texts, progress, cached, cache)
         missing = [i for i in range(len(queries)) if i not in answers]
         if missing:
             raise RuntimeError(
@@ -306,10 +317,36 @@ class RagStore:
             seconds=time.perf_counter() - started,
             embedded_texts=embedded,
             timings=timings,
-            from_cache=len(queries) - len(todo),
+            from_cache=len(queries) - len(cached.todo),
         )
         self.last_run = run
         return run
+
+    def _serve_missing(
+        self,
+        queries: list[Query],
+        texts: dict[str, str],
+        progress: bool,
+        cached: _Cached,
+        cache: ServedCache | None,
+    ) -> tuple[dict[int, Any], list[ChunkInfo], int, dict[str, float]]:
+        """The queries the cache did not answer, asked of Pathway (the stored ones added as they
+        are); what Pathway served is stored. Same result as :meth:`_serve`."""
+        answers = {i: cached.stored[key] for i, key in enumerate(cached.keys) if key in cached.stored}
+        chunks: list[ChunkInfo] = []
+        embedded, timings = 0, {"split": 0.0, "embed": 0.0}
+        # at most queries_per_run() queries per Pathway run: its memory grows with the queries
+        # in flight; every run indexes the same chunks (split and embeddings from the caches)
+        for first in range(0, max(1, len(cached.todo)), queries_per_run()):
+            part = cached.todo[first : first + queries_per_run()]
+            served, part_chunks, part_embedded, part_timings = self._serve([queries[i] for i in part], texts, progress)
+            answers.update({part[j]: value for j, value in served.items()})
+            chunks = chunks or part_chunks
+            embedded += part_embedded
+            timings = {name: timings[name] + part_timings[name] for name in timings}
+            if cached.index_key and cache is not None:
+                _store_served(cache, cached, part, answers, chunks)
+        return answers, chunks, embedded, timings
 
     def _serve(
         self, queries: list[Query], texts: dict[str, str], progress: bool
@@ -399,6 +436,6 @@ def index_stats(run: StoreRun, documents: int) -> IndexStats:
         tokens_per_chunk_max=max(tokens, default=0),
         seconds=run.seconds,
         embedded_texts=run.embedded_texts,
-        split_seconds=run.timings.get("split", 0.0),
-        embed_seconds=run.timings.get("embed", 0.0),
+        split_seconds=run.timings["split"],
+        embed_seconds=run.timings["embed"],
     )
