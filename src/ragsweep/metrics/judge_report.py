@@ -202,16 +202,12 @@ def _judged(cases: Sequence[CaseResult]) -> list[tuple[CaseResult, JudgeVerdict]
     return [(c, c.judge) for c in cases if c.judge is not None]
 
 
-def judge_metric_section(cases: Sequence[CaseResult], confidence: float = 0.95) -> dict[str, Any] | None:
-    """The ``judge_correct`` block; None when no case was judged."""
-    judged = _judged(cases)
-    if not judged:
-        return None
-    llm = [(c, j) for c, j in judged if j.method == "llm"]
-    rule = [(c, j) for c, j in judged if j.method == "rule"]
-    skipped = [(c, j) for c, j in judged if j.method == "skipped"]
-    asked = max((int(j.n_replicates or 1) for _, j in llm), default=1)
+_Judged = list[tuple[CaseResult, JudgeVerdict]]
 
+
+def _verdict_failures(llm: _Judged, skipped: _Judged) -> dict[str, Any]:
+    """The judge's failures: LLM-judged cases without a verdict by reason, failed replicate
+    calls, repaired replies, cases not judged because their answer failed."""
     failed = [(c, j) for c, j in llm if j.score is None and j.is_correct is None]
     reps: list[ReplicateVerdict | JudgeVerdict] = []
     for _, j in llm:
@@ -228,45 +224,64 @@ def judge_metric_section(cases: Sequence[CaseResult], confidence: float = 0.95) 
     )
     failures["repaired"] = sum(1 for rep in reps if rep.repaired)
     failures["not_judged_answer_failed"] = len(skipped)
+    return failures
 
+
+def _verdict_self_agreement(llm: _Judged) -> dict[str, Any]:
+    """Agreement of the LLM-judged cases' replicate verdicts."""
+    units = [_replicate_verdicts(j) for _, j in llm]
+    share, flipped = js.flip_share(units)
+    sd = js.intra_case_sd([[float(v) for v in u] for u in units])
+    return {
+        "cases": sum(1 for u in units if len(u) >= 2),
+        "agreement_rate": js.pairwise_agreement(units),
+        "krippendorff_alpha": js.krippendorff_alpha(units, "nominal"),
+        "fleiss_kappa": js.fleiss_kappa(units),
+        "flip_share": share,
+        "flipped": [llm[i][0].id for i in flipped],
+        "mean_sd": sd["mean_sd"],
+        "pooled_sd": sd["pooled_sd"],
+        "note": 'over LLM-judged cases only (cases decided by the "I don\'t know" rule never vary)',
+    }
+
+
+def _verdict_noise(judged: _Judged, confidence: float) -> dict[str, Any]:
+    """The judge-noise share of ``judge_correct``'s CI: LLM-judged cases by their replicate
+    verdicts, rule-decided ones as deterministic."""
+    noise_units: list[list[float]] = []
+    deterministic: list[bool] = []
+    for _, j in judged:
+        if j.method == "llm":
+            u = [float(v) for v in _replicate_verdicts(j)]
+            if u:
+                noise_units.append(u)
+                deterministic.append(False)
+        elif j.score is not None or j.is_correct is not None:
+            noise_units.append([float(j.score if j.score is not None else bool(j.is_correct))])
+            deterministic.append(True)
+    return js.noise_share(noise_units, deterministic, confidence)
+
+
+def judge_metric_section(cases: Sequence[CaseResult], confidence: float = 0.95) -> dict[str, Any] | None:
+    """The ``judge_correct`` block; None when no case was judged."""
+    judged = _judged(cases)
+    if not judged:
+        return None
+    llm = [(c, j) for c, j in judged if j.method == "llm"]
+    rule = [(c, j) for c, j in judged if j.method == "rule"]
+    skipped = [(c, j) for c, j in judged if j.method == "skipped"]
+    asked = max((int(j.n_replicates or 1) for _, j in llm), default=1)
     out: dict[str, Any] = {
         "kind": "verdict",
         "replicates": asked,
         "cases": len(judged),
         "llm_judged": len(llm),
         "rule_decided": len(rule),
-        "failures": failures,
+        "failures": _verdict_failures(llm, skipped),
     }
-
-    units = [_replicate_verdicts(j) for _, j in llm]
     if asked > 1:
-        share, flipped = js.flip_share(units)
-        ids = [llm[i][0].id for i in flipped]
-        sd = js.intra_case_sd([[float(v) for v in u] for u in units])
-        out["self_agreement"] = {
-            "cases": sum(1 for u in units if len(u) >= 2),
-            "agreement_rate": js.pairwise_agreement(units),
-            "krippendorff_alpha": js.krippendorff_alpha(units, "nominal"),
-            "fleiss_kappa": js.fleiss_kappa(units),
-            "flip_share": share,
-            "flipped": ids,
-            "mean_sd": sd["mean_sd"],
-            "pooled_sd": sd["pooled_sd"],
-            "note": 'over LLM-judged cases only (cases decided by the "I don\'t know" rule never vary)',
-        }
-        noise_units: list[list[float]] = []
-        deterministic: list[bool] = []
-        for _, j in judged:
-            if j.method == "llm":
-                u = [float(v) for v in _replicate_verdicts(j)]
-                if u:
-                    noise_units.append(u)
-                    deterministic.append(False)
-            elif j.score is not None or j.is_correct is not None:
-                noise_units.append([float(j.score if j.score is not None else bool(j.is_correct))])
-                deterministic.append(True)
-        out["noise"] = js.noise_share(noise_units, deterministic, confidence)
-
+        out["self_agreement"] = _verdict_self_agreement(llm)
+        out["noise"] = _verdict_noise(judged, confidence)
     ref = reference_section(cases, confidence)
     if ref is not None:
         out["reference"] = ref
@@ -461,12 +476,97 @@ def failure_gate(section: JudgeSection | Mapping[str, Any] | None, max_failure_r
 # ----------------------------------------------------------------- terminal
 
 
+_PAD = " " * 4  # a metric's lines below its first
+
+
 def _f(value: Any, spec: str = ".3f") -> str:
     return "n/a" if value is None else format(value, spec)
 
 
 def _ci(ci: Any) -> str:
     return "" if not ci else f" [{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def _metric_head(name: str, block: MetricTrust) -> str:
+    """A metric's first line: its failures (by reason) and, for the judge, who decided the verdicts."""
+    f = block.failures
+    head = f"  {name}: failures {f.failed} of {f.attempted} ({_f(f.rate, '.1%')})"
+    if f.reasons:
+        head += " - " + ", ".join(f"{n}x {k}" for k, n in f.reasons.items())
+    if block.kind == "verdict":
+        head += f'; {block.llm_judged} judged by the LLM, {block.rule_decided} by the "I don\'t know" rule'
+        if f.repaired or f.replicate_calls_failed:
+            head += (
+                f"; replies repaired {f.repaired}, replicate calls failed "
+                f"{f.replicate_calls_failed} of {f.replicate_calls}"
+            )
+    return head
+
+
+def _self_agreement_lines(block: MetricTrust) -> list[str]:
+    sa = block.self_agreement
+    if not sa:
+        return []
+    if block.kind == "score":
+        return [
+            f"{_PAD}self-agreement over {sa.cases} case(s) x {block.replicates} replicates: "
+            f"intra-case SD {_f(sa.mean_sd)} (pooled {_f(sa.pooled_sd)}, max {_f(sa.max_sd)}), "
+            f"Krippendorff alpha (interval) {_f(sa.krippendorff_alpha)}, values vary in "
+            f"{_f(sa.varying_share, '.1%')} of cases"
+        ]
+    return [
+        f"{_PAD}self-agreement over {sa.cases} case(s) x {block.replicates} replicates: "
+        f"agreement {_f(sa.agreement_rate)}, Krippendorff alpha {_f(sa.krippendorff_alpha)}, "
+        f"Fleiss kappa {_f(sa.fleiss_kappa)}, verdict flips {_f(sa.flip_share, '.1%')}"
+        f"{' (' + ', '.join(sa.flipped[:5]) + ')' if sa.flipped else ''}, "
+        f"intra-case SD {_f(sa.mean_sd)}"
+    ]
+
+
+def _noise_lines(block: MetricTrust) -> list[str]:
+    nz = block.noise
+    if not nz or nz.variance_share is None:
+        return []
+    return [
+        f"{_PAD}judge noise: {nz.variance_share:.1%} of the CI's variance, "
+        f"{_f(nz.width_share, '.1%')} of its width (CI half-width {_f(nz.ci_half_width)}, "
+        f"{_f(nz.ci_half_width_noise_free)} without judge noise; one replicate: "
+        f"{_f(nz.single_replicate_variance_share, '.1%')} of the variance)"
+    ]
+
+
+def _reference_lines(name: str, block: MetricTrust) -> list[str]:
+    """Agreement with the reference verdicts, and the prediction-powered mean beside the judge's."""
+    ref = block.reference
+    if not ref:
+        return []
+    sources = ", ".join(sorted({str(k).split(" (")[0] for k in ref.sources}))
+    c = ref.confusion
+    p = ref.ppi
+    return [
+        f"{_PAD}vs reference verdicts ({sources}): n {ref.n}, agreement "
+        f"{_f(ref.agreement)}, Cohen's kappa {_f(ref.cohen_kappa)}, confusion "
+        f"(reference x judge) TT {c.tp} TF {c.fn} FT {c.fp} FF {c.tn}",
+        f"{_PAD}{name}: judge mean {_f(p.judge_mean)}{_ci(p.judge_ci)}, "
+        f"prediction-powered {_f(p.estimate)}{_ci(p.ci)} (n={p.n} labelled, "
+        f"N={p.N}), references alone {_f(p.reference_mean)}{_ci(p.reference_ci)}",
+    ]
+
+
+def _probe_lines(probes: Probes | None) -> list[str]:
+    """How many probes the judge got right, and up to six it got wrong."""
+    if not probes or not probes.total:
+        return []
+    lines = [
+        f"  probes: {probes.passed} of {probes.total} right (decided by the LLM: "
+        f"{probes.llm_passed} of {probes.llm_total})"
+    ]
+    for probe in probes.failed[:6]:
+        lines.append(
+            f"    wrong: {probe.case} {probe.probe}: expected {probe.expected}, got {probe.got}"
+            + (f" ({probe.error})" if probe.error else f" ({probe.reason})" if probe.reason else "")
+        )
+    return lines
 
 
 def format_judge_section(section: JudgeSection | Mapping[str, Any] | None) -> str:
@@ -480,69 +580,11 @@ def format_judge_section(section: JudgeSection | Mapping[str, Any] | None) -> st
     ]
     lines += [f"  note: {n}" for n in read.notes]
     for name, block in read.metrics.items():
-        pad = " " * 4
-        f = block.failures
-        head = f"  {name}: failures {f.failed} of {f.attempted} ({_f(f.rate, '.1%')})"
-        if f.reasons:
-            head += " - " + ", ".join(f"{n}x {k}" for k, n in f.reasons.items())
-        if block.kind == "verdict":
-            head += f'; {block.llm_judged} judged by the LLM, {block.rule_decided} by the "I don\'t know" rule'
-            if f.repaired or f.replicate_calls_failed:
-                head += (
-                    f"; replies repaired {f.repaired}, replicate calls failed "
-                    f"{f.replicate_calls_failed} of {f.replicate_calls}"
-                )
-        lines.append(head)
-        sa = block.self_agreement
-        if sa and block.kind == "score":
-            lines.append(
-                f"{pad}self-agreement over {sa.cases} case(s) x {block.replicates} replicates: "
-                f"intra-case SD {_f(sa.mean_sd)} (pooled {_f(sa.pooled_sd)}, max {_f(sa.max_sd)}), "
-                f"Krippendorff alpha (interval) {_f(sa.krippendorff_alpha)}, values vary in "
-                f"{_f(sa.varying_share, '.1%')} of cases"
-            )
-        elif sa:
-            lines.append(
-                f"{pad}self-agreement over {sa.cases} case(s) x {block.replicates} replicates: "
-                f"agreement {_f(sa.agreement_rate)}, Krippendorff alpha {_f(sa.krippendorff_alpha)}, "
-                f"Fleiss kappa {_f(sa.fleiss_kappa)}, verdict flips {_f(sa.flip_share, '.1%')}"
-                f"{' (' + ', '.join(sa.flipped[:5]) + ')' if sa.flipped else ''}, "
-                f"intra-case SD {_f(sa.mean_sd)}"
-            )
-        nz = block.noise
-        if nz and nz.variance_share is not None:
-            lines.append(
-                f"{pad}judge noise: {nz.variance_share:.1%} of the CI's variance, "
-                f"{_f(nz.width_share, '.1%')} of its width (CI half-width {_f(nz.ci_half_width)}, "
-                f"{_f(nz.ci_half_width_noise_free)} without judge noise; one replicate: "
-                f"{_f(nz.single_replicate_variance_share, '.1%')} of the variance)"
-            )
-        ref = block.reference
-        if ref:
-            sources = ", ".join(sorted({str(k).split(" (")[0] for k in ref.sources}))
-            c = ref.confusion
-            lines.append(
-                f"{pad}vs reference verdicts ({sources}): n {ref.n}, agreement "
-                f"{_f(ref.agreement)}, Cohen's kappa {_f(ref.cohen_kappa)}, confusion "
-                f"(reference x judge) TT {c.tp} TF {c.fn} FT {c.fp} FF {c.tn}"
-            )
-            p = ref.ppi
-            lines.append(
-                f"{pad}{name}: judge mean {_f(p.judge_mean)}{_ci(p.judge_ci)}, "
-                f"prediction-powered {_f(p.estimate)}{_ci(p.ci)} (n={p.n} labelled, "
-                f"N={p.N}), references alone {_f(p.reference_mean)}{_ci(p.reference_ci)}"
-            )
-    probes = read.probes
-    if probes and probes.total:
-        lines.append(
-            f"  probes: {probes.passed} of {probes.total} right (decided by the LLM: "
-            f"{probes.llm_passed} of {probes.llm_total})"
-        )
-        for probe in probes.failed[:6]:
-            lines.append(
-                f"    wrong: {probe.case} {probe.probe}: expected {probe.expected}, got {probe.got}"
-                + (f" ({probe.error})" if probe.error else f" ({probe.reason})" if probe.reason else "")
-            )
+        lines.append(_metric_head(name, block))
+        lines += _self_agreement_lines(block)
+        lines += _noise_lines(block)
+        lines += _reference_lines(name, block)
+    lines += _probe_lines(read.probes)
     return "\n".join(lines)
 
 
