@@ -60,6 +60,12 @@ EXPECTED: dict[str, list[str]] = {
         "RESULT peak RSS:",
         "RESULT linearity (1 -> 3 contracts):",
     ],
+    "same_numbers.py": [
+        "SMOKE RUN",
+        "RESULT metrics: 46 of 46 equal",
+        "RESULT cases.jsonl: 8 lines, byte-identical: True",
+        "RESULT base HEAD vs this checkout on datasets/cuad-mini: the same numbers",
+    ],
     "sweep_vs_server.py": [
         "SMOKE RUN",
         "(a) ragsweep sweep, cold cache [s]",
@@ -145,8 +151,13 @@ def _sweep_vs_server(s: dict) -> None:
     assert s["b_s"] > 0 and s["unavoidable_s"] > 0
 
 
+def _same_numbers(s: dict) -> None:
+    assert s["differ"] == [] and s["base"] == "HEAD"
+
+
 # script -> checks of its final JSON line
 CHECKS = {
+    "same_numbers.py": _same_numbers,
     "api_speed.py": _api_speed,
     "score_profile.py": _score_profile,
     "scoped_queries.py": _scoped_queries,
