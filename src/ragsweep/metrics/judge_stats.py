@@ -194,16 +194,7 @@ def noise_share(
     det = list(deterministic) if deterministic is not None else [False] * len(units)
     cases = [(list(map(float, u)), d) for u, d in zip(units, det) if len(u) >= 1]
     n = len(cases)
-    empty: dict[str, float | int | None] = {
-        "cases": n,
-        "variance_share": None,
-        "width_share": None,
-        "single_replicate_variance_share": None,
-        "ci_half_width": None,
-        "ci_half_width_noise_free": None,
-        "case_variance": None,
-        "noise_variance": None,
-    }
+    empty = _no_noise(n)
     if n < 2:
         return empty
     means = [statistics.fmean(u) for u, _ in cases]
@@ -212,17 +203,7 @@ def noise_share(
     pooled = statistics.fmean(s2) if s2 else None
     if pooled is None:
         return {**empty, "case_variance": total}
-    noise_terms: list[float] = []
-    single_terms: list[float] = []
-    for u, d in cases:
-        if d:
-            noise_terms.append(0.0)
-            single_terms.append(0.0)
-            continue
-        v_i = _var(u)  # None below two replicates: the pooled variance stands in
-        s2_i = v_i if v_i is not None else pooled
-        noise_terms.append(s2_i / len(u))
-        single_terms.append(s2_i)
+    noise_terms, single_terms = _noise_terms(cases, pooled)
     noise = statistics.fmean(noise_terms)
     case_var = max(total - noise, 0.0)
     z = _z(confidence)
@@ -239,6 +220,38 @@ def noise_share(
         "case_variance": case_var,
         "noise_variance": pooled,
     }
+
+
+def _no_noise(n: int) -> dict[str, float | int | None]:
+    """:func:`noise_share`'s result when nothing can be computed over ``n`` cases."""
+    return {
+        "cases": n,
+        "variance_share": None,
+        "width_share": None,
+        "single_replicate_variance_share": None,
+        "ci_half_width": None,
+        "ci_half_width_noise_free": None,
+        "case_variance": None,
+        "noise_variance": None,
+    }
+
+
+def _noise_terms(cases: Sequence[tuple[list[float], bool]], pooled: float) -> tuple[list[float], list[float]]:
+    """Per case (its replicate values, deterministic?): the noise term ``s2_i / R_i`` and the
+    single-replicate term ``s2_i`` (both 0 for a deterministic case; a case with one value gets
+    the ``pooled`` variance)."""
+    noise_terms: list[float] = []
+    single_terms: list[float] = []
+    for u, d in cases:
+        if d:
+            noise_terms.append(0.0)
+            single_terms.append(0.0)
+            continue
+        v_i = _var(u)  # None below two replicates: the pooled variance stands in
+        s2_i = v_i if v_i is not None else pooled
+        noise_terms.append(s2_i / len(u))
+        single_terms.append(s2_i)
+    return noise_terms, single_terms
 
 
 # ----------------------------------------------------------------- agreement with references
@@ -323,34 +336,49 @@ def ppi_mean(
         return _clip(out, bounds)
     judge_mean = statistics.fmean(f_all)
     out["judge_mean"] = judge_mean
-    v = _var(f_all)
-    if v is not None:
-        half = z * math.sqrt(v / len(f_all))
-        out["judge_ci"] = [judge_mean - half, judge_mean + half]
-    if not pairs:
-        return _clip(out, bounds)
+    out["judge_ci"] = _normal_ci(judge_mean, _var(f_all), len(f_all), z)
+    if pairs:
+        out.update(_rectified(f_all, judge_mean, pairs, z))
+    return _clip(out, bounds)
+
+
+def _normal_ci(mean: float, variance: float | None, n: int, z: float) -> list[float] | None:
+    """``mean -/+ z sqrt(variance / n)``; None without a variance."""
+    if variance is None:
+        return None
+    half = z * math.sqrt(variance / n)
+    return [mean - half, mean + half]
+
+
+def _rectified(
+    f_all: list[float], judge_mean: float, pairs: list[tuple[float, float]], z: float
+) -> dict[str, float | list[float] | None]:
+    """:func:`ppi_mean`'s rectifier, estimate and its CI, and the reference-only mean and its CI
+    (``pairs``: (judge, reference) on the labelled cases)."""
     rect = [y - f for f, y in pairs]
     ys = [y for _, y in pairs]
     rectifier = statistics.fmean(rect)
     estimate = judge_mean + rectifier
     reference_mean = statistics.fmean(ys)
-    out["rectifier"] = rectifier
-    out["estimate"] = estimate
-    out["reference_mean"] = reference_mean
-    var_f, var_r, var_y = _var(f_all), _var(rect), _var(ys)
+    out: dict[str, float | list[float] | None] = {
+        "rectifier": rectifier,
+        "estimate": estimate,
+        "reference_mean": reference_mean,
+        "ci": None,
+        "reference_ci": _normal_ci(reference_mean, _var(ys), len(ys), z),
+    }
+    var_f, var_r = _var(f_all), _var(rect)
     if var_f is not None and var_r is not None:
         half = z * math.sqrt(var_f / len(f_all) + var_r / len(pairs))
         out["ci"] = [estimate - half, estimate + half]
-    if var_y is not None:
-        half = z * math.sqrt(var_y / len(ys))
-        out["reference_ci"] = [reference_mean - half, reference_mean + half]
-    return _clip(out, bounds)
+    return out
 
 
 def _clip(out: dict, bounds: tuple[float, float] | None) -> dict:
+    """:func:`ppi_mean`'s intervals clipped to ``bounds`` (each of its keys is always there)."""
     if bounds is not None:
         for key in ("judge_ci", "ci", "reference_ci"):
-            if out.get(key):
+            if out[key]:
                 out[key] = [min(max(v, bounds[0]), bounds[1]) for v in out[key]]
     return out
 
