@@ -41,46 +41,71 @@ class HybridIndex(_pathway_hybrid.HybridIndex):
         *,
         as_of_now: bool,
     ) -> pw.Table:
-        n_retrievers = len(self.retrievers)
-
         @pw.udf(deterministic=True)
         def enumerate_results(results: list[tuple[pw.Pointer, float]]) -> list[tuple[int, pw.Pointer]]:
             return [(i, x[0]) for i, x in enumerate(results, start=1)]
 
-        def query_single_retriever(index: int, retriever: InnerIndex) -> pw.Table:
-            results = (
-                query_retriever(retriever)
-                .select(**{_INDEX_REPLY: enumerate_results(pw.this[_INDEX_REPLY]), _QUERY_ID: pw.this.id})
-                .flatten(pw.this[_INDEX_REPLY])
-                .select(
-                    **{
-                        _MATCHED_ID: pw.this[_INDEX_REPLY].get(1),
-                        _SCORE: 1 / (self.k + pw.this[_INDEX_REPLY].get(0)),
-                        _QUERY_ID: pw.this[_QUERY_ID],
-                        # rank-major, retriever-minor: the smallest is the best rank, first retriever first
-                        _TIE: pw.this[_INDEX_REPLY].get(0) * n_retrievers + index,
-                    }
-                )
+        results = pw.Table.concat_reindex(
+            *(
+                self._single_retriever(query_retriever, enumerate_results, i, r, as_of_now)
+                for i, r in enumerate(self.retrievers)
             )
-            if as_of_now:
-                results = results._forget_immediately()
-            return results
+        )
+        return self._limit(self._fuse(results), query_table, number_of_matches, as_of_now)
 
-        results = pw.Table.concat_reindex(*(query_single_retriever(i, r) for i, r in enumerate(self.retrievers)))
+    def _single_retriever(
+        self,
+        query_retriever: Callable[[InnerIndex], pw.Table],
+        enumerate_results: Callable,
+        index: int,
+        retriever: InnerIndex,
+        as_of_now: bool,
+    ) -> pw.Table:
+        """One retriever's matches, one row each: its RRF term and its tie key."""
+        n_retrievers = len(self.retrievers)
+        results = (
+            query_retriever(retriever)
+            .select(**{_INDEX_REPLY: enumerate_results(pw.this[_INDEX_REPLY]), _QUERY_ID: pw.this.id})
+            .flatten(pw.this[_INDEX_REPLY])
+            .select(
+                **{
+                    _MATCHED_ID: pw.this[_INDEX_REPLY].get(1),
+                    _SCORE: 1 / (self.k + pw.this[_INDEX_REPLY].get(0)),
+                    _QUERY_ID: pw.this[_QUERY_ID],
+                    # rank-major, retriever-minor: the smallest is the best rank, first retriever first
+                    _TIE: pw.this[_INDEX_REPLY].get(0) * n_retrievers + index,
+                }
+            )
+        )
+        if as_of_now:
+            results = results._forget_immediately()
+        return results
+
+    @staticmethod
+    def _fuse(results: pw.Table) -> pw.Table:
+        """Per query, the matches by (-RRF score, best tie key), as a tuple of (id, score)."""
         removed_duplicates = results.groupby(results[_QUERY_ID], results[_MATCHED_ID]).reduce(
             pw.this[_QUERY_ID],
             pw.this[_MATCHED_ID],
             _pw_groupby_sort_key=pw.make_tuple(-pw.reducers.sum(pw.this[_SCORE]), pw.reducers.min(pw.this[_TIE])),
             **{_SCORE: pw.reducers.sum(pw.this[_SCORE])},
         )
+        return removed_duplicates.groupby(
+            pw.this[_QUERY_ID], sort_by=pw.this._pw_groupby_sort_key, id=pw.this[_QUERY_ID]
+        ).reduce(**{_INDEX_REPLY: pw.reducers.tuple(pw.make_tuple(pw.this[_MATCHED_ID], pw.this[_SCORE]))})
+
+    @staticmethod
+    def _limit(
+        grouped_by_query: pw.Table,
+        query_table: pw.Table,
+        number_of_matches: pw.ColumnExpression | int,
+        as_of_now: bool,
+    ) -> pw.Table:
+        """The first ``number_of_matches`` of each query's fused matches (Pathway's cut)."""
 
         @pw.udf(deterministic=True)
         def limit_results(results: tuple, count: int) -> tuple:
             return results[:count]
-
-        grouped_by_query = removed_duplicates.groupby(
-            pw.this[_QUERY_ID], sort_by=pw.this._pw_groupby_sort_key, id=pw.this[_QUERY_ID]
-        ).reduce(**{_INDEX_REPLY: pw.reducers.tuple(pw.make_tuple(pw.this[_MATCHED_ID], pw.this[_SCORE]))})
 
         if isinstance(number_of_matches, pw.ColumnExpression):
             number_of_matches_table = query_table.select(_pw_number_of_matches=number_of_matches)
