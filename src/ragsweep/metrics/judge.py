@@ -470,6 +470,53 @@ def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z0-9]+", (text or "").lower()) if len(w) > 2}
 
 
+def _probe_cases(answerable: Sequence[Any], n_cases: int) -> list[Any]:
+    """Up to ``n_cases`` of the answerable cases: one per question type first, then the rest in order."""
+    chosen: list[Any] = []
+    types: set[str] = set()
+    for c in answerable:
+        if len(chosen) < n_cases and (c.type or "") not in types:
+            chosen.append(c)
+            types.add(c.type or "")
+    for c in answerable:
+        if len(chosen) >= n_cases:
+            break
+        if c not in chosen:
+            chosen.append(c)
+    return chosen
+
+
+def _wrong_for(case: Any, answerable: Sequence[Any]) -> str | None:
+    """Another case's reference answer sharing no word with ``case``'s (None when there is none)."""
+    mine = _words(case.reference_answer or "")
+    for other in answerable:
+        ref = (other.reference_answer or "").strip()
+        if other.id != case.id and ref and _words(ref) and not (_words(ref) & mine):
+            return ref
+    return None
+
+
+def _answerable_probes(c: Any, answerable: Sequence[Any]) -> list[tuple[str, str, JudgeItem, bool]]:
+    """An answerable case's probes: its reference (correct), inside a sentence (correct), another
+    case's unrelated reference (wrong), "I don't know." (wrong)."""
+    ref = c.reference_answer.strip()
+    base = dict(question=c.question, reference=ref, expected_facts=list(getattr(c, "expected_facts", []) or []))
+    out = [
+        (c.id, "correct", JudgeItem(answer=ref, **base), True),
+        (
+            c.id,
+            "correct_in_sentence",
+            JudgeItem(answer=f"According to the agreement, the answer is: {ref}.", **base),
+            True,
+        ),
+    ]
+    wrong = _wrong_for(c, answerable)
+    if wrong is not None:
+        out.append((c.id, "wrong", JudgeItem(answer=wrong, **base), False))
+    out.append((c.id, "i_dont_know", JudgeItem(answer=_IDK, **base), False))
+    return out
+
+
 def probe_items(cases: Sequence[Any], n_cases: int = 3) -> list[tuple[str, str, JudgeItem, bool]]:
     """``(case id, probe, item, expected verdict)`` for a few cases whose right verdict is known.
 
@@ -481,43 +528,8 @@ def probe_items(cases: Sequence[Any], n_cases: int = 3) -> list[tuple[str, str, 
     ``id``, ``question``, ``reference_answer``, ``unanswerable``, ``type``.
     """
     answerable = [c for c in cases if not c.unanswerable and (c.reference_answer or "").strip()]
-    chosen: list[Any] = []
-    types: set[str] = set()
-    for c in answerable:  # one per type first, then the rest in order
-        if len(chosen) < n_cases and (c.type or "") not in types:
-            chosen.append(c)
-            types.add(c.type or "")
-    for c in answerable:
-        if len(chosen) >= n_cases:
-            break
-        if c not in chosen:
-            chosen.append(c)
-    out = []
-
-    def wrong_for(case) -> str | None:
-        mine = _words(case.reference_answer or "")
-        for other in answerable:
-            ref = (other.reference_answer or "").strip()
-            if other.id != case.id and ref and _words(ref) and not (_words(ref) & mine):
-                return ref
-        return None
-
-    for c in chosen:
-        ref = c.reference_answer.strip()
-        base = dict(question=c.question, reference=ref, expected_facts=list(getattr(c, "expected_facts", []) or []))
-        out.append((c.id, "correct", JudgeItem(answer=ref, **base), True))
-        out.append(
-            (
-                c.id,
-                "correct_in_sentence",
-                JudgeItem(answer=f"According to the agreement, the answer is: {ref}.", **base),
-                True,
-            )
-        )
-        wrong = wrong_for(c)
-        if wrong is not None:
-            out.append((c.id, "wrong", JudgeItem(answer=wrong, **base), False))
-        out.append((c.id, "i_dont_know", JudgeItem(answer=_IDK, **base), False))
+    chosen = _probe_cases(answerable, n_cases)
+    out = [probe for c in chosen for probe in _answerable_probes(c, answerable)]
     unanswerable = next((c for c in cases if c.unanswerable), None)
     if unanswerable is not None and chosen:
         base = dict(question=unanswerable.question, reference="", unanswerable=True)
