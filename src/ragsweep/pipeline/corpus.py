@@ -559,17 +559,80 @@ def _parse_files(
     """
     standard_pdf = layout_models_available()
     cache = ParseCache((cache_dir or default_cache_dir()) if use_cache else None)
-    slots: list[ParsedDocument | SkippedDocument | None] = [None] * len(files)
+    slots = _Slots(len(files), tick, cache)
+    runner = _Runner(parse_fn, standard_pdf, workers, slots.parsed)
+    try:
+        for index in _scan_order(files, workers):
+            job = _read_job(docs_path, files[index], index, on_progress, standard_pdf, cache, slots)
+            if job is not None:
+                runner.submit(job)
+        runner.finish()
+    finally:
+        runner.close()
+    return slots.corpus(docs_path, standard_pdf)
 
-    def skip(index: int, doc_id: str, reason: str) -> None:
-        slots[index] = SkippedDocument(doc_id=doc_id, reason=reason)
-        tick(1)
 
-    def keep(job: _Job, text: str, warnings: list[str], seconds: float, cached: bool) -> None:
+def _read_job(
+    docs_path: Path,
+    path: Path,
+    index: int,
+    on_progress: Callable[[str], None] | None,
+    standard_pdf: bool,
+    cache: ParseCache,
+    slots: _Slots,
+) -> _Job | None:
+    """Read, check and look up one file: the job that parses it, or None when its slot is
+    already filled (skipped, or its text from the cache)."""
+    doc_id = path.relative_to(docs_path).as_posix()
+    if on_progress:
+        on_progress(doc_id)
+    try:
+        check = read_document(path)
+    except OSError as err:
+        slots.skip(index, doc_id, f"cannot read: {err.strerror or err}")
+        return None
+    if check.fmt is None:
+        slots.skip(index, doc_id, check.reason or "unsupported")
+        return None
+    parser = parser_name(check.fmt, standard_pdf)
+    key = hashlib.sha256(f"{check.sha256}:{parser}:{PARSER_VERSION}".encode()).hexdigest()
+    started = time.perf_counter()
+    hit = _cached(cache, key)
+    job = _Job(
+        index,
+        doc_id,
+        check.fmt,
+        parser,
+        check.sha256,
+        key,
+        check.data,
+        check.warnings,
+        time.perf_counter() - started,
+    )
+    if hit is not None:
+        slots.keep(job, hit[0], check.warnings + hit[1], job.lookup_seconds, True)
+        return None
+    return job
+
+
+class _Slots:
+    """Each file's result in its slot (the files' sorted order), whatever order they come in;
+    a parsed text is written to the cache."""
+
+    def __init__(self, n: int, tick: Callable[[int], object], cache: ParseCache):
+        self.slots: list[ParsedDocument | SkippedDocument | None] = [None] * n
+        self.tick = tick
+        self.cache = cache
+
+    def skip(self, index: int, doc_id: str, reason: str) -> None:
+        self.slots[index] = SkippedDocument(doc_id=doc_id, reason=reason)
+        self.tick(1)
+
+    def keep(self, job: _Job, text: str, warnings: list[str], seconds: float, cached: bool) -> None:
         if not text:
-            skip(job.index, job.doc_id, _no_text(warnings))
+            self.skip(job.index, job.doc_id, _no_text(warnings))
             return
-        slots[job.index] = ParsedDocument(
+        self.slots[job.index] = ParsedDocument(
             doc_id=job.doc_id,
             text=text,
             format=job.fmt,
@@ -579,61 +642,26 @@ def _parse_files(
             cached=cached,
             warnings=warnings,
         )
-        tick(1)
+        self.tick(1)
 
-    def parsed(job: _Job, outcome: _Outcome) -> None:
+    def parsed(self, job: _Job, outcome: _Outcome) -> None:
+        """What the :class:`_Runner` gives back for a job."""
         if outcome.error is not None:
             # the file's own warnings (a PDF that looks cut short) explain the failure
-            skip(job.index, job.doc_id, "; ".join([outcome.error, *job.file_warnings]))
+            self.skip(job.index, job.doc_id, "; ".join([outcome.error, *job.file_warnings]))
             return
         text = outcome.text or ""
         if text:
-            _cache_put(cache, job.key, text, outcome.warnings)
-        keep(job, text, job.file_warnings + outcome.warnings, job.lookup_seconds + outcome.seconds, False)
+            _cache_put(self.cache, job.key, text, outcome.warnings)
+        self.keep(job, text, job.file_warnings + outcome.warnings, job.lookup_seconds + outcome.seconds, False)
 
-    runner = _Runner(parse_fn, standard_pdf, workers, parsed)
-    try:
-        for index in _scan_order(files, workers):
-            path = files[index]
-            doc_id = path.relative_to(docs_path).as_posix()
-            if on_progress:
-                on_progress(doc_id)
-            try:
-                check = read_document(path)
-            except OSError as err:
-                skip(index, doc_id, f"cannot read: {err.strerror or err}")
-                continue
-            if check.fmt is None:
-                skip(index, doc_id, check.reason or "unsupported")
-                continue
-            parser = parser_name(check.fmt, standard_pdf)
-            key = hashlib.sha256(f"{check.sha256}:{parser}:{PARSER_VERSION}".encode()).hexdigest()
-            started = time.perf_counter()
-            hit = _cached(cache, key)
-            job = _Job(
-                index,
-                doc_id,
-                check.fmt,
-                parser,
-                check.sha256,
-                key,
-                check.data,
-                check.warnings,
-                time.perf_counter() - started,
-            )
-            if hit is not None:
-                keep(job, hit[0], check.warnings + hit[1], job.lookup_seconds, True)
-                continue
-            runner.submit(job)
-        runner.finish()
-    finally:
-        runner.close()
-    return Corpus(
-        docs_dir=str(docs_path),
-        documents=[s for s in slots if isinstance(s, ParsedDocument)],
-        skipped=[s for s in slots if isinstance(s, SkippedDocument)],
-        pdf_pipeline="standard" if standard_pdf else "native",
-    )
+    def corpus(self, docs_path: Path, standard_pdf: bool) -> Corpus:
+        return Corpus(
+            docs_dir=str(docs_path),
+            documents=[s for s in self.slots if isinstance(s, ParsedDocument)],
+            skipped=[s for s in self.slots if isinstance(s, SkippedDocument)],
+            pdf_pipeline="standard" if standard_pdf else "native",
+        )
 
 
 def _scan_order(files: list[Path], workers: int) -> list[int]:
