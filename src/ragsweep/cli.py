@@ -50,6 +50,15 @@ def _pathway_threads_option(p) -> None:
     )
 
 
+def _print_parse_notes(corpus, file=None) -> None:
+    """The skipped documents and the parse warnings (``file`` None: stdout)."""
+    for skipped in corpus.skipped:
+        print(f"skipped {skipped.doc_id}: {skipped.reason}", file=file)
+    for doc_id, warnings in corpus.warnings.items():
+        for warning in warnings:
+            print(f"warning {doc_id}: {warning}", file=file)
+
+
 def cmd_index(args) -> int:
     from ragsweep.pipeline.store import RagStore
 
@@ -57,29 +66,35 @@ def cmd_index(args) -> int:
     started = time.perf_counter()
     corpus = _parse(args.docs, workers=args.workers)
     parse_seconds = time.perf_counter() - started
-    for skipped in corpus.skipped:
-        print(f"skipped {skipped.doc_id}: {skipped.reason}")
-    for doc_id, warnings in corpus.warnings.items():
-        for warning in warnings:
-            print(f"warning {doc_id}: {warning}")
+    _print_parse_notes(corpus)
     if not corpus.documents:
         return _fail(f"no document of {args.docs!r} could be parsed ({len(corpus.skipped)} skipped)")
     store = RagStore(config, corpus)
     stats = store.index(progress=True)
-    min_tokens = int(config.get("min_tokens", 0) or 0)
-    max_tokens = int(config.get("max_tokens", 10**9) or 10**9)
-    last_of_doc = {}
+    window = (int(config.get("min_tokens", 0) or 0), int(config.get("max_tokens", 10**9) or 10**9))
     assert store.last_run is not None
-    for chunk in store.last_run.chunks:
+    outside = _outside_window(store.last_run.chunks, *window)
+    report = _index_report(args.docs, config, corpus, stats, parse_seconds, outside)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    _print_index(report, corpus, stats, window)
+    return 0
+
+
+def _outside_window(chunks, min_tokens: int, max_tokens: int) -> int:
+    """Chunks whose token count is outside [min_tokens, max_tokens], the last of each document excepted."""
+    last_of_doc = {}
+    for chunk in chunks:
         last_of_doc[chunk.doc_id] = chunk
-    outside = [
-        c
-        for c in store.last_run.chunks
-        if not (min_tokens <= c.tokens <= max_tokens) and last_of_doc[c.doc_id] is not c
-    ]
-    report = {
+    return len([c for c in chunks if not (min_tokens <= c.tokens <= max_tokens) and last_of_doc[c.doc_id] is not c])
+
+
+def _index_report(docs: str, config, corpus, stats, parse_seconds: float, outside: int) -> dict:
+    """What ``ragsweep index --json`` prints."""
+    return {
         "pipeline": config.manifest(),
-        "docs": args.docs,
+        "docs": docs,
         "pdf_pipeline": corpus.pdf_pipeline,
         "parsed": len(corpus.documents),
         "parsed_from_cache": sum(d.cached for d in corpus.documents),
@@ -88,7 +103,7 @@ def cmd_index(args) -> int:
         "chunks": stats.chunks,
         "tokens": stats.tokens,
         "tokens_per_chunk": [stats.tokens_per_chunk_min, stats.tokens_per_chunk_max],
-        "chunks_outside_window_excluding_last": len(outside),
+        "chunks_outside_window_excluding_last": outside,
         "embedded_texts": stats.embedded_texts,
         "seconds": {
             "parse": round(parse_seconds, 2),
@@ -97,9 +112,10 @@ def cmd_index(args) -> int:
             "index_total": round(stats.seconds, 2),
         },
     }
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return 0
+
+
+def _print_index(report: dict, corpus, stats, window: tuple[int, int]) -> None:
+    """``ragsweep index`` without --json: the documents, the chunks and the time taken."""
     print(
         f"documents: {len(corpus.documents)} parsed ({report['parsed_from_cache']} from cache), "
         f"{len(corpus.skipped)} skipped; PDF pipeline: {corpus.pdf_pipeline}"
@@ -113,14 +129,14 @@ def cmd_index(args) -> int:
     print(
         f"chunks: {stats.chunks}  tokens: {stats.tokens}  tokens/chunk: "
         f"{stats.tokens_per_chunk_min}..{stats.tokens_per_chunk_max}  "
-        f"outside [{min_tokens}, {max_tokens}] (last chunk of a document excepted): {len(outside)}"
+        f"outside [{window[0]}, {window[1]}] (last chunk of a document excepted): "
+        f"{report['chunks_outside_window_excluding_last']}"
     )
     s = report["seconds"]
     print(
         f"time: parse {s['parse']}s, split {s['split']}s, embed {s['embed']}s "
         f"({stats.embedded_texts} texts embedded, the rest from cache), index run total {s['index_total']}s"
     )
-    return 0
 
 
 def cmd_retrieve(args) -> int:
@@ -128,11 +144,7 @@ def cmd_retrieve(args) -> int:
 
     config = _load_config(args)
     corpus = _parse(args.docs, quiet=True, workers=args.workers)
-    for skipped in corpus.skipped:
-        print(f"skipped {skipped.doc_id}: {skipped.reason}", file=sys.stderr)
-    for doc_id, warnings in corpus.warnings.items():
-        for warning in warnings:
-            print(f"warning {doc_id}: {warning}", file=sys.stderr)
+    _print_parse_notes(corpus, sys.stderr)
     if not corpus.documents:
         return _fail(f"no document of {args.docs!r} could be parsed")
     # --scope is repeatable (action="append"): args.scope is already the list of document ids
