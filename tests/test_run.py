@@ -9,8 +9,8 @@ import pytest
 from ragsweep.cli import main
 from ragsweep.commands.eval import EvalOptions, RunError, run_eval
 from ragsweep.evaluation import loop as loop_module
-from ragsweep.evaluation.records import chunk_id
 from ragsweep.pipeline import answering as answering_module
+from ragsweep.pipeline.hits import chunk_id
 
 ROOT = Path(__file__).resolve().parent.parent
 MINI = ROOT / "datasets" / "cuad-mini"

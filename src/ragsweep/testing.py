@@ -72,7 +72,7 @@ def assert_quality(pipeline: Any, dataset: Any, *, min: dict[str, float], **eval
     """Evaluate and raise :class:`QualityError` (an AssertionError) when a metric is below its
     floor, or an LLM metric failed on more than ``max_failure_rate`` of its cases; returns the
     report otherwise. ``evaluate_kwargs`` go to :func:`ragsweep.evaluate`."""
-    from ragsweep.metrics.judge_report import failure_gate
+    from ragsweep.evaluation.judge_report import failure_gate
 
     report = evaluate(pipeline, dataset, **evaluate_kwargs)
     failures = quality_failures(report, min) + failure_gate(report.judge, evaluate_kwargs.get("max_failure_rate"))

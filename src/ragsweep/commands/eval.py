@@ -202,8 +202,8 @@ def run_result(
     probes: dict[str, Any] | None,
 ) -> RunResult:
     """report.json's body (without the manifest): the one aggregator over the cases, the answers'
-    outcome, and how far the LLM metrics can be trusted (:mod:`ragsweep.metrics.judge_report`)."""
-    from ragsweep.metrics.judge_report import judge_section
+    outcome, and how far the LLM metrics can be trusted (:mod:`ragsweep.evaluation.judge_report`)."""
+    from ragsweep.evaluation.judge_report import judge_section
 
     rules = sorted({c.relevance_rule for c in cases if c.relevance_rule})
     errors = [c for c in cases if c.answer is not None and c.answer.error]
@@ -342,7 +342,7 @@ def summary_table(result: RunResult) -> str:
         notes.append(f"answer_error: {errors.n} of {result.n_cases} answers failed ({common})")
     if result.answers.refused:
         notes.append(f"refusals: {result.answers.refused} answer(s) were refusals, counted as abstaining")
-    from ragsweep.metrics.judge_report import format_judge_section, format_warnings
+    from ragsweep.evaluation.judge_report import format_judge_section, format_warnings
 
     warnings = format_warnings(result.judge)
     judge_text = format_judge_section(result.judge)
@@ -389,7 +389,7 @@ def run_eval_cli(options: EvalOptions, args: Any) -> int:
 
 def gate(result: RunResult, options: EvalOptions) -> int:
     """The CI gate: 1 when no answer succeeded, a metric is below its floor or an LLM metric failed too often."""
-    from ragsweep.metrics.judge_report import failure_gate
+    from ragsweep.evaluation.judge_report import failure_gate
 
     if no_answer_succeeded(result):
         print("ragsweep: error: no answer succeeded (every case has an answer_error); see cases.jsonl", file=sys.stderr)

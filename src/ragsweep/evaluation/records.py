@@ -32,7 +32,7 @@ from ragsweep.answer.base import Answer
 from ragsweep.datasets.schema import Case, RelevanceConfig
 from ragsweep.metrics.judge import JudgeVerdict
 from ragsweep.metrics.registry import AT_K_FAMILIES, RANKING_METRICS
-from ragsweep.pipeline.hits import Hit
+from ragsweep.pipeline.hits import Hit, chunk_id, chunk_key
 
 RECORD_VERSION = 2
 
@@ -132,7 +132,7 @@ class RunResult(Aggregate):
     n_cases: int = 0
     answer_errors: AnswerErrors = Field(default_factory=AnswerErrors)
     answers: AnswerCounts = Field(default_factory=AnswerCounts)
-    # how far the LLM metrics can be trusted (ragsweep.metrics.judge_report.judge_section); None without them
+    # how far the LLM metrics can be trusted (ragsweep.evaluation.judge_report.judge_section); None without them
     judge: dict[str, Any] | None = None
     manifest: dict[str, Any] = Field(default_factory=dict)
     cases: list[CaseResult] = Field(default_factory=list, exclude=True)
@@ -266,16 +266,6 @@ def expand_lines(
 def metric_names(cases: Sequence[CaseResult]) -> list[str]:
     """Every metric of the cases, in the order the cases give them."""
     return _merged_order(case.metrics for case in cases)
-
-
-def chunk_id(doc_id: str, start: int, end: int) -> str:
-    """A chunk's identity within a run: its document and character offsets (the key of the
-    run folder's chunk table)."""
-    return f"{doc_id}#{start}-{end}"
-
-
-def chunk_key(hit: Hit) -> str:
-    return chunk_id(hit.doc_id, hit.start, hit.end)
 
 
 @cache

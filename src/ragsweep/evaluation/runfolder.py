@@ -28,7 +28,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ragsweep.evaluation.records import chunk_id
+from ragsweep.pipeline.hits import chunk_id
 
 PACKAGES = (
     "ragsweep",
@@ -191,7 +191,7 @@ def read_jsonl(path: Path, key: str = "id") -> list[dict[str, Any]]:
 
 def append_chunks(path: Path, hits: Iterable[Any], known: set[str]) -> int:
     """Append to a chunk table (``chunks.jsonl``: one chunk a line, ``{id, doc_id, start, end, text}``, the id
-    :func:`ragsweep.evaluation.records.chunk_id`) each chunk of ``hits`` whose id is not in ``known``, and add it there;
+    :func:`ragsweep.pipeline.hits.chunk_id`) each chunk of ``hits`` whose id is not in ``known``, and add it there;
     return how many lines were written. ``hits``: anything with ``doc_id``, ``start``, ``end`` and ``text``
     (a Hit, a JudgedHit). ``known`` starts as the ids of the table read back with :func:`read_jsonl`, so a
     resumed run appends only what a killed one had not written."""

@@ -5,7 +5,7 @@
 * :mod:`.retrieval` — :func:`~.retrieval.per_case_value`: one retrieval metric of a judgement
   (ranx-compatible definitions); :mod:`.baselines` — their chance and oracle levels;
 * :mod:`.answer`, :mod:`.judge`, :mod:`.ragas_bridge`, :mod:`.ragas_llm` — answer metrics;
-  :mod:`.judge_stats`, :mod:`.judge_report` — how far the LLM metrics can be trusted;
+  :mod:`.judge_stats` — how far the LLM metrics can be trusted (their report: :mod:`ragsweep.evaluation.judge_report`);
   :mod:`.stats` — intervals and paired tests;
 * :mod:`.registry` — the one list of metric names, families and their order.
 

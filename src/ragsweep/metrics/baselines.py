@@ -545,6 +545,18 @@ def _cap_excess(
         return None
 
 
+class _Memo(dict):
+    """A dict that computes a missing value once, with ``compute(key)``."""
+
+    def __init__(self, compute: Callable[[Any], Any]):
+        super().__init__()
+        self.compute = compute
+
+    def __missing__(self, key: Any) -> Any:
+        value = self[key] = self.compute(key)
+        return value
+
+
 def _excess_walk(
     n: int,
     depth: int,
@@ -556,18 +568,16 @@ def _excess_walk(
     cover_count: list[int],
     tally: tuple[tuple[int, int], ...],
 ) -> tuple[float, bool]:
-    """The walk of :func:`_cap_excess`: (excess, exceeded); raises :class:`_OverBudget`."""
-    n_items = len(grade)
+    """The walk of :func:`_cap_excess`: (excess, exceeded); raises :class:`_OverBudget`.
+
+    What depends only on the items already covered is computed once per covered set (the walk
+    meets the same set on many branches): each type's marginal gain, largest first, the grades
+    still uncovered, and the expected gain of the remaining ranks."""
     disc = [0.0] + [1.0 / math.log2(r + 1) for r in range(1, depth + 1)]  # disc[rank]
-    excess = 0.0
-    nodes = 0
-    exceeded = False
-    # what depends only on the items already covered, computed once per covered set (the walk
-    # meets the same set on many branches): each type's marginal gain, largest first, and the
-    # grades still uncovered
-    gains_of: dict[int, list[tuple[float, int]]] = {}
-    left_of: dict[int, float] = {}
-    more_of: dict[tuple[int, int], float] = {}
+    excess, nodes, exceeded = 0.0, 0, False
+    gains_of = _Memo(lambda covered: _marginal_gains(covered, grade, masks, members))
+    left_of = _Memo(lambda covered: sum([grade[i] for i in range(len(grade)) if not covered >> i & 1]))
+    more_of = _Memo(lambda key: _expected_more(n, depth, key[0], key[1], grade, cover_count))
 
     def walk(level: int, covered: int, dcg: float, prob: float, counts: list[int]) -> None:
         nonlocal excess, nodes, exceeded
@@ -576,25 +586,16 @@ def _excess_walk(
             raise _OverBudget
         if dcg >= idcg:
             exceeded = True
-            more = more_of.get((level, covered))
-            if more is None:
-                more = more_of[level, covered] = _expected_more(n, depth, level, covered, grade, cover_count)
-            excess += prob * (dcg + more - idcg)
+            excess += prob * (dcg + more_of[level, covered] - idcg)
             return
         if level == depth:
             return
-        gains = gains_of.get(covered)
-        if gains is None:
-            gains = gains_of[covered] = _marginal_gains(covered, grade, masks, members)
-        useful = [(g, t) for g, t in gains if counts[t]]
+        useful = [(g, t) for g, t in gains_of[covered] if counts[t]]
         if not useful:
             return
         # what the remaining ranks can add: at most every uncovered grade at the next rank,
         # and at most the marginal gains, sorted, at the next discounts
-        left = left_of.get(covered)
-        if left is None:
-            left = left_of[covered] = sum([grade[i] for i in range(n_items) if not covered >> i & 1])
-        if dcg + left * disc[level + 1] <= idcg:
+        if dcg + left_of[covered] * disc[level + 1] <= idcg:
             return
         bound = dcg
         for r, (g, _) in enumerate(useful[: depth - level]):

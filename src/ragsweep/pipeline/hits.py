@@ -28,3 +28,13 @@ class Hit(BaseModel):
     end: int = Field(ge=0)
     rerank_score: float | None = None
     retrieval_rank: int | None = Field(default=None, ge=1)
+
+
+def chunk_id(doc_id: str, start: int, end: int) -> str:
+    """A chunk's identity within a run: its document and character offsets (the key of the
+    run folder's chunk table)."""
+    return f"{doc_id}#{start}-{end}"
+
+
+def chunk_key(hit: Hit) -> str:
+    return chunk_id(hit.doc_id, hit.start, hit.end)

@@ -38,8 +38,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, overload
 
-from ragsweep.evaluation.records import chunk_id
 from ragsweep.pipeline.cache_files import SQLiteCacheFile, default_cache_dir
+from ragsweep.pipeline.hits import chunk_id
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS served (key TEXT PRIMARY KEY, value BLOB)",)
 
