@@ -370,7 +370,6 @@ def build_case_result(
     ``candidates``: every chunk the case could have been served (for chance/oracle
     and the chunk-id context metrics); None skips those.
     """
-    from ragsweep.metrics.answer import answer_metrics_for_case
     from ragsweep.metrics.relevance import mark_hits
 
     if top_k not in served:
@@ -390,10 +389,7 @@ def build_case_result(
         relevant_ids = {chunk_key(h) for h, jh in zip(candidates, pool.hits, strict=True) if jh.relevant}
         metrics.update(chunk_id_context_scores([chunk_key(h) for h in served[top_k]], relevant_ids))
     if answer is not None:
-        scores = answer_metrics_for_case(
-            answer, case.reference_answer, case.expected_facts, case.unanswerable, language=language
-        )
-        metrics.update({k: _num(v) for k, v in scores.items()})
+        metrics.update(_answer_metrics(case, answer, language))
     if verdict is not None:  # the mean of the case's replicate verdicts (the verdict itself with one)
         metrics["judge_correct"] = _num(verdict.score)
     return CaseResult(
@@ -414,6 +410,15 @@ def build_case_result(
         relevance_rule=own.rule,
         notes=dict(notes or {}),
     )
+
+
+def _answer_metrics(case: Case, answer: Answer, language: str) -> dict[str, float | None]:
+    from ragsweep.metrics.answer import answer_metrics_for_case
+
+    scores = answer_metrics_for_case(
+        answer, case.reference_answer, case.expected_facts, case.unanswerable, language=language
+    )
+    return {k: _num(v) for k, v in scores.items()}
 
 
 def _retrieval_metrics(
