@@ -71,7 +71,7 @@ def cmd_index(args) -> int:
         return _fail(f"no document of {args.docs!r} could be parsed ({len(corpus.skipped)} skipped)")
     store = RagStore(config, corpus)
     stats = store.index(progress=True)
-    window = (int(config.get("min_tokens", 0) or 0), int(config.get("max_tokens", 10**9) or 10**9))
+    window = (config.variables.min_tokens or 0, config.variables.max_tokens or 10**9)
     assert store.last_run is not None
     outside = _outside_window(store.last_run.chunks, *window)
     report = _index_report(args.docs, config, corpus, stats, parse_seconds, outside)

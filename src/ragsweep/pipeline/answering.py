@@ -16,12 +16,12 @@ from ragsweep.pipeline.hits import Hit
 
 def make_answerer(config: PipelineConfig, use_llm: bool) -> tuple[Any, Any]:
     """The LLM answerer when asked for (or configured), else the extractive one."""
-    if use_llm or config.get("llm_model"):
+    if use_llm or config.variables.llm_model:
         from ragsweep.answer.llm import LLMAnswerer
         from ragsweep.llm.settings import LLMSettings
 
         settings = LLMSettings.from_mapping(config.scalars())
-        return LLMAnswerer(settings, prompt_template=config.get("prompt_template")), settings
+        return LLMAnswerer(settings, prompt_template=config.variables.prompt_template), settings
     from ragsweep.answer.extractive import ExtractiveAnswerer
 
     return ExtractiveAnswerer(), None

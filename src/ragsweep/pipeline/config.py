@@ -385,8 +385,7 @@ class PipelineConfig:
 
     @property
     def retriever_mode(self) -> str | None:
-        mode = self.get("retriever_mode")
-        return str(mode) if mode is not None else None
+        return self.variables.retriever_mode
 
     @property
     def hash(self) -> str:

@@ -280,8 +280,8 @@ class LLMReranker(Reranker):
 
 def check_rerank_knobs(config) -> tuple[str | None, int | None]:
     """``($reranker, $rerank_candidates)`` of a config, checked against its top-k."""
-    kind = config.get("reranker")
-    candidates = config.get("rerank_candidates")
+    kind = config.variables.reranker
+    candidates = config.variables.rerank_candidates
     if kind is None:
         return None, candidates
     if kind not in RERANKERS:
@@ -312,14 +312,14 @@ def build_reranker(config, *, on_error: Literal["raise", "lowest"] = "raise") ->
     kind, _ = check_rerank_knobs(config)
     if kind is None:
         return None
-    model = config.get("reranker_model")
+    model = config.variables.reranker_model
     try:
         if kind == "encoder":
             from ragsweep.pipeline.embedding import DEFAULT_MODEL
 
             return EncoderReranker(
-                model or config.get("embedder_model") or DEFAULT_MODEL,
-                batch_size=config.get("embedder_batch_size") or 32,
+                model or config.variables.embedder_model or DEFAULT_MODEL,
+                batch_size=config.variables.embedder_batch_size or 32,
             )
         if kind == "cross_encoder":
             if not model:
