@@ -19,7 +19,6 @@ sweep read.
 
 from __future__ import annotations
 
-import time
 from functools import lru_cache
 from pathlib import Path
 
@@ -27,7 +26,7 @@ import numpy as np
 from pathway.xpacks.llm.embedders import BaseEmbedder
 
 from ragsweep.pipeline.cache_files import default_cache_dir
-from ragsweep.pipeline.embedding_base import EmbeddingCache, MissingModelError
+from ragsweep.pipeline.embedding_base import EmbeddingCache, MissingModelError, embed_through_cache
 from ragsweep.pipeline.offline import ensure_offline
 
 USE_MULTILINGUAL = "use-multilingual"
@@ -110,24 +109,7 @@ class UseMultilingualEmbedder(BaseEmbedder):
 
     def embed(self, texts: list[str]) -> list[np.ndarray]:
         """Embed a batch, through the cache; what the Pathway UDF calls."""
-        started = time.perf_counter()
-        self.requested_count += len(texts)
-        keys = [EmbeddingCache.key(self.embedder_id, t) for t in texts]
-        found = self.cache.get_many(list(dict.fromkeys(keys)))
-        missing = list(dict.fromkeys(t for t, k in zip(texts, keys) if k not in found))
-        if missing:
-            vectors = self._encode(missing)
-            self.embedded_count += len(missing)
-            fresh = {
-                EmbeddingCache.key(self.embedder_id, t): np.asarray(v, dtype=np.float32)
-                for t, v in zip(missing, vectors)
-            }
-            self.cache.put_many(fresh)
-            found.update(fresh)
-        self.seconds += time.perf_counter() - started
-        if self.on_progress is not None:
-            self.on_progress(len(texts))
-        return [found[k] for k in keys]
+        return embed_through_cache(self, texts, self._encode)
 
     def __wrapped__(self, input: list[str], **kwargs) -> list[np.ndarray]:
         return self.embed(list(input))

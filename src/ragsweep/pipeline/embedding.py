@@ -41,8 +41,6 @@ import json
 import os
 import re
 import shutil
-import threading
-import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -53,7 +51,7 @@ from pathway.xpacks.llm.embedders import BaseEmbedder
 
 from ragsweep.pipeline.cache_files import default_cache_dir
 from ragsweep.pipeline.embedders_extra import USE_MULTILINGUAL, UseMultilingualEmbedder
-from ragsweep.pipeline.embedding_base import EmbeddingCache, MissingModelError
+from ragsweep.pipeline.embedding_base import EmbeddingCache, MissingModelError, embed_through_cache
 from ragsweep.pipeline.offline import embedder_model_path, ensure_offline
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -437,9 +435,6 @@ def _use_multilingual(
     return UseMultilingualEmbedder(USE_MULTILINGUAL, batch_size=batch_size or CPU_BATCH_SIZE, cache_dir=cache_dir)
 
 
-_EMBED_LOCK = threading.RLock()
-
-
 class CachedSentenceTransformerEmbedder(BaseEmbedder):
     """The KNN embedder for Pathway, with a persistent content cache.
 
@@ -514,28 +509,10 @@ class CachedSentenceTransformerEmbedder(BaseEmbedder):
     def embed(self, texts: list[str]) -> list[np.ndarray]:
         """Embed a batch, through the cache; what the Pathway UDF calls.
 
-        Pathway may call this for several batches at once (one question asked at several
-        depths lands in several rows): the lock makes a text embedded by one call a cache
-        hit for the next, so each distinct text is embedded once."""
-        started = time.perf_counter()
-        with _EMBED_LOCK:
-            self.requested_count += len(texts)
-            keys = [EmbeddingCache.key(self.embedder_id, t) for t in texts]
-            found = self.cache.get_many(list(dict.fromkeys(keys)))
-            missing = list(dict.fromkeys(t for t, k in zip(texts, keys) if k not in found))
-            if missing:
-                vectors = self.model.encode(missing, batch_size=self.batch_size, convert_to_numpy=True)
-                self.embedded_count += len(missing)
-                fresh = {
-                    EmbeddingCache.key(self.embedder_id, t): np.asarray(v, dtype=np.float32)
-                    for t, v in zip(missing, vectors)
-                }
-                self.cache.put_many(fresh)
-                found.update(fresh)
-        self.seconds += time.perf_counter() - started
-        if self.on_progress is not None:
-            self.on_progress(len(texts))
-        return [found[k] for k in keys]
+        Each distinct text is embedded once (:func:`~ragsweep.pipeline.embedding_base.embed_through_cache`)."""
+        return embed_through_cache(
+            self, texts, lambda missing: self.model.encode(missing, batch_size=self.batch_size, convert_to_numpy=True)
+        )
 
     def __wrapped__(self, input: list[str], **kwargs) -> list[np.ndarray]:
         return self.embed(list(input))

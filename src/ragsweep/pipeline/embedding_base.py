@@ -9,7 +9,11 @@ this module; it imports neither, so the two embedder modules import in one direc
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -79,3 +83,32 @@ class EmbeddingCache:
     def close(self) -> None:
         if self._db is not None:
             self._db.close()
+
+
+# Pathway may call an embedder for several batches at once (one question asked at several depths
+# lands in several rows): one lock makes a text embedded by one call a cache hit for the next.
+EMBED_LOCK = threading.RLock()
+
+
+def embed_through_cache(embedder: Any, texts: list[str], encode: Callable[[list[str]], Any]) -> list[np.ndarray]:
+    """``texts``' vectors: from ``embedder.cache`` where it holds them, the rest by ``encode`` (each
+    distinct text once) and stored; the embedder's counters, time and progress callback updated."""
+    started = time.perf_counter()
+    with EMBED_LOCK:
+        embedder.requested_count += len(texts)
+        keys = [EmbeddingCache.key(embedder.embedder_id, t) for t in texts]
+        found = embedder.cache.get_many(list(dict.fromkeys(keys)))
+        missing = list(dict.fromkeys(t for t, k in zip(texts, keys, strict=True) if k not in found))
+        if missing:
+            vectors = encode(missing)
+            embedder.embedded_count += len(missing)
+            fresh = {
+                EmbeddingCache.key(embedder.embedder_id, t): np.asarray(v, dtype=np.float32)
+                for t, v in zip(missing, vectors, strict=True)
+            }
+            embedder.cache.put_many(fresh)
+            found.update(fresh)
+    embedder.seconds += time.perf_counter() - started
+    if embedder.on_progress is not None:
+        embedder.on_progress(len(texts))
+    return [found[k] for k in keys]
