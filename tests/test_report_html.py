@@ -249,9 +249,9 @@ def _section(page: str, sid: str) -> str:
     return found.group(1)
 
 
-def test_report_headline_is_at_the_k_the_app_config_serves(tmp_path, monkeypatch):
-    """An app serving search_topk: 8, scored at --ks 1,3,5,10: report.html's headline is at @8 (the
-    depth the pipeline served, read from the result), never a default @5."""
+def test_report_headline_is_at_the_k_the_app_config_serves(tmp_path, monkeypatch, capsys):
+    """An app serving search_topk: 8, scored at --ks 1,3,5,10: report.html's headline and the
+    terminal table are at @8 (the depth the pipeline served, read from the result), never a default @5."""
     from ragsweep.cli import main
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-sent")
@@ -260,6 +260,11 @@ def test_report_headline_is_at_the_k_the_app_config_serves(tmp_path, monkeypatch
     args = ["eval", "--pipeline", str(app), "--dataset", str(Path(__file__).parent.parent / "datasets" / "cuad-mini")]
     code = main([*args, "--ks", "1,3,5,10", "--limit", "6", "--out", str(tmp_path / "runs"), "--name", "app8"])
     assert code == 0
+    table = capsys.readouterr().out
+    assert "top_k: 8" in table
+    rows = [line.split()[0] for line in table.splitlines() if "@" in line.split(" ")[0]]
+    assert rows[:6] == [f"{f}@8" for f in ("hit_rate", "recall", "precision", "mrr", "ndcg", "map")]
+    assert not any(r.endswith("@5") for r in rows)
     run_dir = tmp_path / "runs" / "app8"
     run = read_run(run_dir)
     assert run.top_k == 8 and run.ks == [1, 3, 5, 8, 10] and {c.top_k for c in run.cases} == {8}
