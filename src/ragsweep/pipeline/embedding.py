@@ -51,7 +51,7 @@ from pathway.xpacks.llm.embedders import BaseEmbedder
 
 from ragsweep.pipeline.cache_files import default_cache_dir
 from ragsweep.pipeline.embedders_extra import USE_MULTILINGUAL, UseMultilingualEmbedder
-from ragsweep.pipeline.embedding_base import EmbeddingCache, MissingModelError, embed_through_cache
+from ragsweep.pipeline.embedding_base import MissingModelError, attach_cache, embed_through_cache
 from ragsweep.pipeline.offline import embedder_model_path, ensure_offline
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -489,16 +489,7 @@ class CachedSentenceTransformerEmbedder(BaseEmbedder):
         self.model_name = model
         self.spec = spec
         self.embedder_id = f"sentence-transformers:{spec.name}" + ("" if self.dtype == "float32" else f"@{self.dtype}")
-        if cache_dir is False:
-            cache_path = None
-        else:
-            root = Path(cache_dir) if isinstance(cache_dir, (str, Path)) else default_cache_dir()
-            cache_path = root / "embeddings.sqlite"
-        self.cache = EmbeddingCache(cache_path)
-        self.embedded_count = 0
-        self.requested_count = 0
-        self.seconds = 0.0
-        self.on_progress = None  # callable(n_texts) for a progress bar
+        attach_cache(self, cache_dir)
 
     @property
     def model(self):

@@ -112,3 +112,19 @@ def embed_through_cache(embedder: Any, texts: list[str], encode: Callable[[list[
     if embedder.on_progress is not None:
         embedder.on_progress(len(texts))
     return [found[k] for k in keys]
+
+
+def attach_cache(embedder: Any, cache_dir: Any) -> None:
+    """Give an embedder its vector cache (``cache_dir`` False: none; None: the default folder) and
+    zeroed counters, which :func:`embed_through_cache` keeps."""
+    from ragsweep.pipeline.cache_files import default_cache_dir
+
+    cache_path = None
+    if cache_dir is not False:
+        root = Path(cache_dir) if isinstance(cache_dir, (str, Path)) else default_cache_dir()
+        cache_path = root / "embeddings.sqlite"
+    embedder.cache = EmbeddingCache(cache_path)
+    embedder.embedded_count = 0
+    embedder.requested_count = 0
+    embedder.seconds = 0.0
+    embedder.on_progress = None  # callable(n_texts) for a progress bar
