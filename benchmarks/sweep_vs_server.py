@@ -70,7 +70,7 @@ def serve(texts_dir: str, port: int, params_json: str) -> None:
     from pathway.xpacks.llm.servers import DocumentStoreServer
 
     from ragsweep.pipeline.config import PipelineConfig
-    from ragsweep.pipeline.embedding import EmbeddingCache
+    from ragsweep.pipeline.embedding_base import EmbeddingCache
     from ragsweep.pipeline.serving import DocumentStore  # what ragsweep evaluates (tests/test_server_parity.py)
 
     built = PipelineConfig.load(str(PIPELINE), json.loads(params_json)).build()
