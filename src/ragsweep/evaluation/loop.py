@@ -10,6 +10,7 @@ results go (a run folder, a sweep configuration's folder, nowhere) is the caller
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -111,8 +112,6 @@ def evaluate_configuration(
     every configuration that shares it) at :func:`~ragsweep.pipeline.retrieval.store_depths`;
     ``served``: the lists themselves (a resumed run saved them); otherwise the store is asked.
     """
-    import time
-
     sink = sink or NullSink()
     done = dict(done or {})
     todo = [c for c in cases if c.id not in done]
@@ -120,8 +119,8 @@ def evaluate_configuration(
     if todo and (served is None or any(c.id not in served for c in todo)):
         started = time.perf_counter()
         # a resumed run whose saved lists miss a case asks the store again for the cases to do
-        fresh_index = retrieved is None or served is not None
-        retrieved, served = _serve(config, corpus, todo, ks, None if fresh_index else retrieved, progress, fresh)
+        ask_store = retrieved is None or served is not None
+        retrieved, served = _serve(config, corpus, todo, ks, None if ask_store else retrieved, progress, fresh)
         timings.update(retrieved.timings)  # after serve: a reranker's time is in them
         sink.served(served, retrieved)
         timings["retrieve"] = time.perf_counter() - started
