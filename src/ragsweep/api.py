@@ -71,12 +71,10 @@ def _options(model: Any, pipeline: Any, overrides: dict[str, Any] | None, option
     from pydantic import ValidationError
 
     pipeline_path, merged = _pipeline_path(pipeline, overrides)
-    given = {model.model_fields[k].alias or k if k in model.model_fields else k for k in options}
-    defaults = {
-        k: v for k, v in API_DEFAULTS.items() if k not in given and (model.model_fields[k].alias or k) not in given
-    }
+    field_of = {f.alias: name for name, f in model.model_fields.items() if f.alias}  # llm -> use_llm ...
+    given = {field_of.get(k, k): v for k, v in options.items()}
     try:
-        return model(pipeline=pipeline_path, overrides=merged, **defaults, **options)
+        return model(pipeline=pipeline_path, overrides=merged, **{**API_DEFAULTS, **given})
     except ValidationError as err:
         raise ValueError(f"ragsweep: bad option: {err}") from None
 

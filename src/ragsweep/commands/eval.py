@@ -136,17 +136,17 @@ def evaluate_run(
     answering, probes = prepare_answering(config, options, cases, stage)
     evaluated = evaluate_configuration(
         config, cases, corpus=corpus, ks=options.ks, relevance=dataset.relevance, answering=answering,
-        sink=folder.case_file("cases.jsonl") if folder.path is None else RunCaseFile(folder, folder.file("cases.jsonl")),
+        sink=RunCaseFile(folder, folder.file("cases.jsonl")),
         done=done, retrieved=saved, served=saved.served if saved is not None else None, progress=options.progress,
         fresh=options.fresh_retrieval,
     )  # fmt: skip
     stage.update(evaluated.timings)
     started = time.perf_counter()
     result = run_result(evaluated.results, dataset, config, options, answering, probes)
-    finished_before = len(done) == len(cases) and folder.file("report.json") is not None
-    if finished_before and folder.file("report.json").is_file():  # type: ignore[union-attr]
-        # its lines hold no chance/oracle any more: the levels come from its report
-        result.baselines = RunResult.model_validate_json(folder.file("report.json").read_text()).baselines  # type: ignore[union-attr]
+    report = folder.file("report.json")
+    if len(done) == len(cases) and report is not None and report.is_file():
+        # finished before: its lines hold no chance/oracle any more, the levels come from its report
+        result.baselines = RunResult.model_validate_json(report.read_text()).baselines
     stage["aggregate"] = time.perf_counter() - started
     result.manifest = manifest(options, config, dataset, dataset_hash, corpus, answering, folder.state, stage)
     retrieved = evaluated.retrieved
@@ -197,7 +197,7 @@ def run_result(
     cases: list[CaseResult],
     dataset: Dataset,
     config: PipelineConfig,
-    options: AnswerOptions,
+    options: EvalOptions,
     answering: Answering,
     probes: dict[str, Any] | None,
 ) -> RunResult:
@@ -218,7 +218,7 @@ def run_result(
     return RunResult(
         **dict(aggregate(cases)),
         case_metrics=metric_names(cases),
-        ks=scored_ks(options.ks if isinstance(options, EvalOptions) else (), config.top_k),
+        ks=scored_ks(options.ks, config.top_k),
         top_k=config.top_k,
         relevance_rule=dataset.relevance.rule,
         relevance_rules_applied=rules or [dataset.relevance.rule],

@@ -444,8 +444,13 @@ def finish_sweep(folder: RunFolder, sweep: Sweep, results: dict[str, ConfigResul
     """Paired tests against the baseline (Holm across configurations), best, Pareto, CSV."""
     from ragsweep.metrics.stats import holm, paired_test, significant
 
-    def per_case(cid: str) -> dict[str, CaseResult]:
-        return folder.read_results("configs", cid, "cases.jsonl")
+    def per_case(cid: str) -> dict[str, dict[str, Any]]:
+        # the stored lines as they are: their metrics and top_k (a compact line keeps both) are all
+        # a paired test needs, without the chunk table or a CaseResult per line and configuration
+        return {row["id"]: row for row in folder.read_lines("configs", cid, "cases.jsonl")}
+
+    def case_value(row: dict[str, Any], name: str) -> float | None:
+        return row["metrics"].get(own_k_name(name, row["top_k"]))
 
     base_cases = per_case(sweep.baseline_id)
     baseline = results[sweep.baseline_id]
@@ -454,10 +459,10 @@ def finish_sweep(folder: RunFolder, sweep: Sweep, results: dict[str, ConfigResul
         if cid == sweep.baseline_id:
             continue
         other = per_case(cid)
-        for metric in sweep.objectives:
-            pairs = [(base_cases[i].metric(metric), other[i].metric(metric)) for i in base_cases if i in other]
+        for name in sweep.objectives:
+            pairs = [(case_value(base_cases[i], name), case_value(other[i], name)) for i in base_cases if i in other]
             full = [(a, b) for a, b in pairs if a is not None and b is not None]
-            p_values[metric][cid] = paired_test([a for a, _ in full], [b for _, b in full]) if full else None
+            p_values[name][cid] = paired_test([a for a, _ in full], [b for _, b in full]) if full else None
     adjusted: dict[str, dict[str, float | None]] = {}
     for metric, by_cid in p_values.items():
         present = {cid: p for cid, p in by_cid.items() if p is not None}

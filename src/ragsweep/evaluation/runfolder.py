@@ -28,6 +28,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from ragsweep.evaluation.records import RECORD_VERSION, CaseResult, compact, expand_lines
 from ragsweep.pipeline.hits import chunk_id
 
 PACKAGES = (
@@ -453,8 +454,6 @@ class RunFolder:
     def read_results(self, *parts: str) -> dict[str, Any]:
         """The valid case lines of a cases file, as CaseResults by id (a torn or corrupt line is set
         aside by :func:`read_jsonl`; a line of another record version is computed again)."""
-        from ragsweep.evaluation.records import RECORD_VERSION, CaseResult, expand_lines
-
         rows = self.read_lines(*parts)
         if not rows or self.path is None:
             return {}
@@ -483,8 +482,6 @@ class CaseFile:
         pass
 
     def write(self, result: Any) -> None:
-        from ragsweep.evaluation.records import compact  # records imports this module
-
         if self.path is None:
             return
         if self.chunks:
@@ -496,8 +493,6 @@ class CaseFile:
 
     def rewrite(self, results: Iterable[Any], settled: bool = False) -> None:
         """The file again from ``results`` (an atomic replace); ``settled``: see ``records.compact``."""
-        from ragsweep.evaluation.records import compact
-
         if self.path is None:
             return
         self.close()
