@@ -340,6 +340,7 @@ class RunFolder:
         self.state = state
         self._lock = lock
         self._known_chunks: set[str] | None = None
+        self._chunk_rows: list[dict[str, Any]] | None = None
 
     @classmethod
     def open(
@@ -398,12 +399,19 @@ class RunFolder:
         if self.path is not None:
             write_json(self.path / name, data)
 
+    def chunk_rows(self) -> list[dict[str, Any]]:
+        """The folder's chunk table, read once (a resume needs it for the saved lists and the cases)."""
+        if self._chunk_rows is None:
+            self._chunk_rows = self.read_lines("chunks.jsonl")
+        return self._chunk_rows
+
     def append_chunks(self, hits: Iterable[Any]) -> None:
         """Add to the folder's chunk table every chunk of ``hits`` it does not hold yet."""
         if self.path is None:
             return
         if self._known_chunks is None:
-            self._known_chunks = {row["id"] for row in read_jsonl(self.path / "chunks.jsonl")}
+            self._known_chunks = {row["id"] for row in self.chunk_rows()}
+        self._chunk_rows = None
         append_chunks(self.path / "chunks.jsonl", hits, self._known_chunks)
 
     def write_chunk_table(self, hits: Iterable[Any]) -> None:
@@ -411,7 +419,7 @@ class RunFolder:
         if self.path is None:
             return
         (self.path / "chunks.jsonl").unlink(missing_ok=True)
-        self._known_chunks = set()
+        self._known_chunks, self._chunk_rows = set(), None
         append_chunks(self.path / "chunks.jsonl", hits, self._known_chunks)
 
     def save_served(self, served: Any, retrieved: Any) -> None:
@@ -431,7 +439,7 @@ class RunFolder:
         from ragsweep.pipeline.hits import Hit
         from ragsweep.pipeline.retrieval import Retrieved
 
-        rows = self.read_lines("chunks.jsonl")
+        rows = self.chunk_rows()
         if not rows:
             return None
         by_doc: dict[str, list[Hit]] = {}
@@ -457,7 +465,7 @@ class RunFolder:
         rows = self.read_lines(*parts)
         if not rows or self.path is None:
             return {}
-        texts = {row["id"]: row["text"] for row in self.read_lines("chunks.jsonl")}
+        texts = {row["id"]: row["text"] for row in self.chunk_rows()}
         report = self.path / "report.json"
         names = json.loads(report.read_text()).get("case_metrics") or [] if report.is_file() else []
         lines = [line for line in expand_lines(rows, texts, names) if line.get("version") == RECORD_VERSION]
