@@ -99,11 +99,25 @@ def _sources(prompt: str) -> list[tuple[int, str]]:
     out = []
     for m in re.finditer(r"\[(\d+)\]\s*(.*?)(?=\n\n\[\d+\]|\Z)", body, re.S):
         out.append((int(m.group(1)), m.group(2).strip()))
+    return out or _json_sources(prompt)
+
+
+def _json_sources(prompt: str) -> list[tuple[int, str]]:
+    """The documents of a prompt filled by Pathway's SimpleContextProcessor: one JSON object per
+    line (``{"text": ..., "path": ...}``), numbered in their order."""
+    out = []
+    for line in prompt.splitlines():
+        line = line.strip()
+        if line.startswith('{"text"'):
+            try:
+                out.append((len(out) + 1, str(json.loads(line)["text"])))
+            except (ValueError, KeyError):
+                continue
     return out
 
 
 def _query(prompt: str) -> str:
-    m = re.search(r"Query:\s*(.*?)\nAnswer:", prompt, re.S)
+    m = re.search(r"Query:\s*(.*?)\nAnswer:", prompt, re.S) or re.search(r"Question:\s*(.*?)\n", prompt)
     return m.group(1).strip() if m else prompt[-200:]
 
 

@@ -280,12 +280,13 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "pathway_threads", None):  # before any pw.run, which reads it
         os.environ["PATHWAY_THREADS"] = str(args.pathway_threads)
+    from ragsweep.pipeline.app_components import AppComponentError
     from ragsweep.pipeline.config import ConfigError
     from ragsweep.pipeline.corpus import CorpusError
 
     try:
         return int(args.func(args) or 0)
-    except (ConfigError, CorpusError, FileNotFoundError) as err:
+    except (ConfigError, CorpusError, AppComponentError, FileNotFoundError) as err:
         return _fail(str(err))
     except KeyboardInterrupt:
         return _fail("interrupted", 130)

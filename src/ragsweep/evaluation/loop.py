@@ -165,11 +165,14 @@ def _answer_and_score(
     progress: bool,
 ) -> Iterable[CaseResult]:
     """Each case answered, judged and scored, in batches; yielded as soon as it is scored."""
+    from ragsweep.pipeline.answering import app_answers
+
     texts = {d.doc_id: d.text for d in corpus.documents}
     language = config.variables.language or "en"
+    prepared = app_answers(answering.answerer, cases, corpus, answering.use_given) if answering.answerer else {}
     with progress_bar(len(cases), "answer+score", progress) as bar:
         for part in in_batches(cases, answering.batch):
-            answers = _answers(answering, part, [served[c.id][config.top_k] for c in part])
+            answers = _answers(answering, part, [served[c.id][config.top_k] for c in part], prepared)
             verdicts = judge_answers(answering.judge, part, answers) if answering.judge and answers else None
             for result in score(
                 part, served, top_k=config.top_k, relevance=relevance, texts=texts, retrieved=retrieved,
@@ -180,12 +183,14 @@ def _answer_and_score(
                 yield result
 
 
-def _answers(answering: Answering, cases: Sequence[Case], hits: Sequence[Sequence[Any]]) -> list[Answer] | None:
+def _answers(
+    answering: Answering, cases: Sequence[Case], hits: Sequence[Sequence[Any]], prepared: dict[str, Answer]
+) -> list[Answer] | None:
     from ragsweep.pipeline.answering import answer_or_given
 
     if answering.answerer is None:
         return None
-    return answer_or_given(answering.answerer, cases, hits, use_given=answering.use_given)
+    return answer_or_given(answering.answerer, cases, hits, use_given=answering.use_given, prepared=prepared)
 
 
 def judge_answers(judge: Any, cases: Sequence[Case], answers: Sequence[Answer]) -> list[JudgeVerdict]:

@@ -19,6 +19,7 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -335,10 +336,13 @@ class RunFolder:
     Python API without ``out``): every write goes nowhere.
     """
 
-    def __init__(self, path: Path | None, state: dict[str, Any], lock: RunLock | None = None):
+    def __init__(
+        self, path: Path | None, state: dict[str, Any], lock: RunLock | None = None, marker: str | None = None
+    ):
         self.path = path
         self.state = state
         self._lock = lock
+        self._marker = marker  # set when this process created the folder (a new run, not a resumed one)
         self._known_chunks: set[str] | None = None
         self._chunk_rows: list[dict[str, Any]] | None = None
 
@@ -371,7 +375,7 @@ class RunFolder:
         make_dir(path)
         lock = RunLock(path)
         write_json(path / marker, state)
-        return cls(path, state, lock)
+        return cls(path, state, lock, marker=marker)
 
     @classmethod
     def none(cls, state: dict[str, Any] | None = None) -> RunFolder:
@@ -384,8 +388,17 @@ class RunFolder:
     def __enter__(self) -> RunFolder:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, *exc: object) -> None:
         self.release()
+        if exc_type is not None and self.never_started():
+            shutil.rmtree(self.path, ignore_errors=True)  # type: ignore[arg-type]
+
+    def never_started(self) -> bool:
+        """A folder this process created that holds nothing but its state and lock: a run that
+        failed before its first result leaves no half folder behind."""
+        if self.path is None or self._marker is None or not self.path.is_dir():
+            return False
+        return {p.name for p in self.path.iterdir()} <= {self._marker, ".lock"}
 
     # ---------------------------------------------------------------- files
     def file(self, *parts: str) -> Path | None:

@@ -495,21 +495,95 @@ class PipelineConfig:
                 with Resolver() as resolver:
                     resolved = resolver.resolve(doc)
             except Exception as err:  # a component's constructor: missing credentials, a bad argument...
-                raise ConfigError(
-                    f"{self.path}: building the splitter and retriever factory failed: {type(err).__name__}: {err}"
-                ) from err
+                failure = self._build_failure(err, self.embedder_ref(), "the splitter and retriever factory")
+                raise ConfigError(f"{self.path}: {failure}") from err
         splitter = resolved.get("splitter")
         if splitter is None:
             from ragsweep.pipeline.chunking import OffsetTokenCountSplitter
 
             splitter = OffsetTokenCountSplitter()
         factory = resolved["retriever_factory"]
-        return BuiltPipeline(
-            splitter=splitter,
-            retriever_factory=factory,
-            embedder=_find_embedder(factory),
-            params=self.scalars(),
-        )
+        embedder = _find_embedder(factory)
+        self._keep_app_embedder(embedder)
+        return BuiltPipeline(splitter=splitter, retriever_factory=factory, embedder=embedder, params=self.scalars())
+
+    def _build_failure(self, err: Exception, found: tuple[str, Any] | None, what: str) -> str:
+        """What failed while building: the app's component named when it is the one (no API key...)."""
+        from ragsweep.pipeline.app_components import describe_failure
+
+        node = found[1] if found is not None else None
+        constructor = getattr(node, "constructor", None)
+        if found is not None and constructor is not None and "openai" in type(err).__module__:
+            return describe_failure(found[0], _callable_path(constructor).rsplit(".", 1)[-1], None, err)
+        return f"building {what} failed: {type(err).__name__}: {err}"
+
+    def question_answerer_ref(self) -> tuple[str, Any] | None:
+        """The app's question answerer (a top-level ``question_answerer:``, or ``$question_answerer``)."""
+        from pathway.internals.yaml_loader import Value, Variable
+
+        for key, label in (
+            (Variable("question_answerer"), "$question_answerer"),
+            ("question_answerer", "question_answerer"),
+        ):
+            node = self.raw.get(key)
+            if isinstance(node, Value) and node.constructor is not None:
+                return label, node
+        return None
+
+    def build_question_answerer(self, indexer: Any) -> Any:
+        """The app's question answerer built from its YAML (its class and every argument it takes:
+        ``llm``, ``prompt_template``, ``search_topk``, ``reranker``...), ``indexer`` in place of the
+        app's document store: the DocumentStore ragsweep built over the dataset's documents."""
+        from pathway.internals.yaml_loader import Resolver, Variable
+
+        found = self.question_answerer_ref()
+        if found is None:
+            raise ConfigError(f"{self.path}: declares no question_answerer")
+        label, node = found
+        raw = _fresh_copy(self.raw)
+        doc: dict[Any, Any] = {k: v for k, v in raw.items() if isinstance(k, Variable)}
+        doc["arguments"] = {k: _fresh_copy(v) for k, v in node.kwargs.items() if k != "indexer"}
+        llm = node.kwargs.get("llm")
+        llm_found = (f"${llm.name}", self.raw.get(llm)) if isinstance(llm, Variable) else (f"{label}.llm", llm)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                with Resolver() as resolver:
+                    arguments = resolver.resolve(doc)["arguments"]
+                return node.constructor(indexer=indexer, **arguments)
+            except Exception as err:  # its LLM's constructor (no API key), a bad argument...
+                raise ConfigError(f"{self.path}: {self._build_failure(err, llm_found, label)}") from err
+
+    def embedder_ref(self) -> tuple[str, Any] | None:
+        """The YAML node of the embedder the retriever uses and the name it goes by (``$embedder``)."""
+        from pathway.internals.yaml_loader import Value, Variable
+
+        factory_ref, _ = self._component_refs()
+        for node in yaml_nodes(factory_ref, self.raw):
+            if isinstance(node, Value) and node.constructor is not None and "embedder" in node.kwargs:
+                ref = node.kwargs["embedder"]
+                if isinstance(ref, Variable):
+                    return f"${ref.name}", self.raw.get(ref)
+                return f"{_callable_path(node.constructor).rsplit('.', 1)[-1]}.embedder", ref
+        return None
+
+    def _keep_app_embedder(self, embedder: Any) -> None:
+        """An embedder of the app's (a Pathway one, say ``OpenAIEmbedder``) is used as is, behind
+        ragsweep's vector cache keyed by what decides its vectors: its class and arguments."""
+        from pathway.internals.yaml_loader import Value
+
+        from ragsweep.pipeline.app_components import NOT_IDENTITY, is_app_embedder, keep_and_cache
+
+        found = self.embedder_ref()
+        if not is_app_embedder(embedder) or found is None:
+            return
+        label, node = found
+        if isinstance(node, Value) and node.constructor is not None:
+            kept = {k: v for k, v in node.kwargs.items() if k not in NOT_IDENTITY}
+            identity = self._sub_hash(Value(node.constructor, kept))
+        else:
+            identity = _type_path(type(embedder))
+        keep_and_cache(embedder, label, f"{_type_path(type(embedder))}:{identity}")
 
     def configured_parser(self) -> str | None:
         """The Pathway parser the file configures (``$parser`` or its document store's), if any."""

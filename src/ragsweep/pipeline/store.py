@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ragsweep.datasets.pathway_limits import unscopable_reason
+from ragsweep.pipeline.app_components import check_endpoint
 from ragsweep.pipeline.config import BuiltPipeline, PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.hits import Hit
@@ -220,6 +221,17 @@ def _store_served(
     cache.put_many(rows)
 
 
+def document_store(corpus: Corpus, pipeline: BuiltPipeline) -> DocumentStore:
+    """The app's DocumentStore over the corpus, in the graph being built: every document enters at
+    :data:`DOCS_TIME`, before any query (asked at :data:`QUERIES_TIME`) is answered."""
+    doc_rows = [
+        (doc.text.encode("utf-8"), pw.Json({"path": doc.doc_id, "doc_id": doc.doc_id}), DOCS_TIME, 1)
+        for doc in corpus.documents
+    ]
+    docs = pw.debug.table_from_rows(pw.schema_from_types(data=bytes, _metadata=pw.Json), doc_rows, is_stream=True)
+    return DocumentStore(docs, retriever_factory=pipeline.retriever_factory, splitter=pipeline.splitter)
+
+
 class RagStore:
     """A Pathway DocumentStore over a parsed corpus, for one pipeline configuration.
 
@@ -255,12 +267,7 @@ class RagStore:
         from pathway.internals.parse_graph import G
 
         G.clear()
-        doc_rows = [
-            (doc.text.encode("utf-8"), pw.Json({"path": doc.doc_id, "doc_id": doc.doc_id}), DOCS_TIME, 1)
-            for doc in self.corpus.documents
-        ]
-        docs = pw.debug.table_from_rows(pw.schema_from_types(data=bytes, _metadata=pw.Json), doc_rows, is_stream=True)
-        store = DocumentStore(docs, retriever_factory=pipeline.retriever_factory, splitter=pipeline.splitter)
+        store = document_store(self.corpus, pipeline)
         results = None
         if queries:
             query_rows = [
@@ -357,6 +364,7 @@ class RagStore:
 
         pipeline = self.config.build()
         embedder = pipeline.embedder
+        check_endpoint(embedder)
         embedded_before = getattr(embedder, "embedded_count", 0)
         split_before = OffsetTokenCountSplitter.seconds
         store, results = self._build_graph(pipeline, queries)

@@ -1,0 +1,228 @@
+"""The app's own question answerer, built from its YAML and asked in-process: the answer it serves.
+
+When a pipeline declares a ``question_answerer`` (``BaseRAGQuestionAnswerer``,
+``AdaptiveRAGQuestionAnswerer``, a subclass of the user's...), ``--llm`` answers through it: its
+class, LLM, prompt template, context processor, ``search_topk`` and reranker are the app's, and
+its ``answer_query`` runs over the DocumentStore ragsweep built from the same YAML, in one Pathway
+run for every question (documents first, then the questions, as ``/v2/answer`` would get them).
+
+What ragsweep puts in: the LLM's requests go out through ragsweep's openai client (its retries,
+timeout, disk cache and key masking) with exactly the parameters the app's ``OpenAIChat`` sends,
+and each call's tokens, cost and failure are recorded. A failed call does not end the run: the
+app gets no reply for it (as if the model said nothing) and that case's answer carries the error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+from ragsweep.answer.base import IDK, Answer
+from ragsweep.answer.refusal import is_refusal
+from ragsweep.datasets.schema import Case
+from ragsweep.llm.settings import LLMSettings
+from ragsweep.pipeline.config import PipelineConfig
+from ragsweep.pipeline.corpus import Corpus
+
+
+@dataclass
+class CallRecord:
+    prompt: str  # the user message the app sent
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool = False
+    error: str | None = None
+    cost_usd: float = 0.0
+
+
+@dataclass
+class CallLedger:
+    """Every LLM call the app's question answerer made, as it made them."""
+
+    calls: list[CallRecord] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, record: CallRecord) -> None:
+        with self.lock:
+            self.calls.append(record)
+
+
+def _user_text(messages: Any) -> str:
+    return "\n".join(str(m.get("content", "")) for m in messages or [] if isinstance(m, dict))
+
+
+class RecordingChatClient:
+    """Stands where Pathway's ``OpenAIChat`` keeps its ``openai.AsyncOpenAI``: ragsweep's client
+    (one per event loop), each call's usage and failure recorded in the ledger."""
+
+    def __init__(self, settings: LLMSettings, ledger: CallLedger):
+        self.settings = settings
+        self.ledger = ledger
+        self.chat = self.completions = self  # client.chat.completions.create(...)
+        self._clients: dict[int, Any] = {}
+
+    def _client(self) -> Any:
+        from ragsweep.llm.client import make_async_openai
+
+        loop = id(asyncio.get_running_loop())
+        if loop not in self._clients:
+            self._clients[loop] = make_async_openai(self.settings)
+        return self._clients[loop]
+
+    async def create(self, **params: Any) -> Any:
+        from ragsweep.llm.cache import CACHE_HEADER
+        from ragsweep.llm.client import describe_error
+        from ragsweep.llm.cost import cost_usd, count_message_tokens
+
+        record = CallRecord(prompt=_user_text(params.get("messages")))
+        try:
+            raw = await self._client().chat.completions.with_raw_response.create(**params)
+            completion = raw.parse()
+        except Exception as err:  # noqa: BLE001 - one failed call is that case's error, not the run's end
+            record.error = describe_error(err, self.settings)
+            record.prompt_tokens = count_message_tokens(params.get("messages") or [], self.settings.model)
+            self.ledger.add(record)
+            return SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(content=None))])
+        usage = getattr(completion, "usage", None)
+        record.cached = raw.headers.get(CACHE_HEADER) == "hit"
+        record.prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+        record.completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        if not record.cached:
+            record.cost_usd = cost_usd(record.prompt_tokens, record.completion_tokens, self.settings)
+        self.ledger.add(record)
+        return completion
+
+
+def app_llm_settings(config: PipelineConfig, llm: Any) -> LLMSettings:
+    """ragsweep's LLM settings (``$llm_*`` knobs, environment) for the app's chat model: its endpoint,
+    key and model are the app's own."""
+    settings = LLMSettings.from_mapping(config.scalars())
+    client = getattr(llm, "client", None)
+    changes: dict[str, Any] = {"model": str(llm.kwargs.get("model") or settings.model)}
+    base_url, api_key = getattr(client, "base_url", None), getattr(client, "api_key", None)
+    if base_url:
+        changes["base_url"] = str(base_url).rstrip("/")
+    if api_key:
+        changes["api_key"] = api_key
+    return settings.with_updates(**changes)
+
+
+def _attribute(ledger: CallLedger, questions: Sequence[str]) -> dict[int, list[CallRecord]]:
+    """Each call to the question whose text its prompt holds (the longest such question: one may
+    be part of another); the app's prompt always holds the question it answers."""
+    order = sorted(range(len(questions)), key=lambda i: -len(questions[i]))
+    out: dict[int, list[CallRecord]] = {}
+    for record in ledger.calls:
+        for i in order:
+            if questions[i] and questions[i] in record.prompt:
+                out.setdefault(i, []).append(record)
+                break
+    return out
+
+
+class AppAnswerer:
+    """``answer_cases(cases) -> [Answer]`` through the app's own question answerer, in-process."""
+
+    def __init__(self, config: PipelineConfig, corpus: Corpus | None = None):
+        self.config = config
+        self.corpus = corpus
+        label, node = config.question_answerer_ref() or ("", None)
+        self.kind = getattr(node.constructor, "__name__", "question_answerer") if node is not None else ""
+        self.settings: LLMSettings | None = None
+        self.ledger = CallLedger()
+        self.name = f"app:{self.kind}"
+
+    def __repr__(self) -> str:
+        return f"AppAnswerer({self.kind}, {self.config.path})"
+
+    def answer_cases(self, cases: Sequence[Case], scopes: Sequence[list[str] | None]) -> list[Answer]:
+        """Every case asked of the app in one Pathway run; a case whose scope holds no parsed
+        document is not asked (the app would search the whole corpus for it)."""
+        asked = [i for i, scope in enumerate(scopes) if scope != []]
+        before = len(self.ledger.calls)
+        replies = self._run([cases[i].question for i in asked], [scopes[i] for i in asked]) if asked else []
+        calls = CallLedger(calls=self.ledger.calls[before:])
+        per_question = _attribute(calls, [cases[i].question for i in asked])
+        answers = [Answer(text=IDK, abstained=True, answerer=self.name) for _ in cases]
+        for j, i in enumerate(asked):
+            answers[i] = self._answer(replies[j], per_question.get(j, []))
+        return answers
+
+    def _answer(self, reply: dict[str, Any] | None, calls: list[CallRecord]) -> Answer:
+        text = str((reply or {}).get("response") or "").strip()
+        errors = [c.error for c in calls if c.error]
+        return Answer(
+            text=text,
+            abstained=not errors and is_refusal(text),
+            answerer=self.name,
+            error=errors[-1] if errors and not text else None,
+            prompt_tokens=sum(c.prompt_tokens for c in calls),
+            completion_tokens=sum(c.completion_tokens for c in calls),
+            cached=bool(calls) and all(c.cached for c in calls),
+        )
+
+    def _run(self, questions: list[str], scopes: list[list[str] | None]) -> list[dict[str, Any] | None]:
+        import pathway as pw
+
+        from ragsweep.pipeline.app_components import check_endpoint
+        from ragsweep.pipeline.store import QUERIES_TIME, document_store, scope_filter
+
+        if self.corpus is None:
+            raise ValueError("AppAnswerer needs the parsed corpus its DocumentStore indexes")
+        pipeline = self.config.build()
+        check_endpoint(pipeline.embedder)
+        from pathway.internals.parse_graph import G
+
+        G.clear()
+        qa = self.config.build_question_answerer(document_store(self.corpus, pipeline))
+        self._record_llm(qa)
+        schema = qa.AnswerQuerySchema
+        model = schema.default_values().get("model")
+        rows = [
+            (i, q, scope_filter(s), model, True, QUERIES_TIME, 1) for i, (q, s) in enumerate(zip(questions, scopes))
+        ]
+        queries = pw.debug.table_from_rows(
+            pw.schema_from_types(qid=int, prompt=str, filters=str | None, model=str | None, return_context_docs=bool),
+            rows,
+            is_stream=True,
+        )
+        answered = qa.answer_query(queries.without(pw.this.qid))
+        results = queries.select(pw.this.qid, result=answered.with_universe_of(queries).result)
+        replies: dict[int, Any] = {}
+
+        def on_result(key: Any, row: dict[str, Any], time: int, is_addition: bool) -> None:
+            if is_addition:
+                value = row["result"]
+                replies[int(row["qid"])] = value.as_dict() if hasattr(value, "as_dict") else value
+
+        pw.io.subscribe(results, on_change=on_result)
+        pw.run(monitoring_level=pw.MonitoringLevel.NONE, default_logging=False)
+        return [replies.get(i) for i in range(len(questions))]
+
+    def _record_llm(self, qa: Any) -> None:
+        """The app's OpenAI chat model sends through ragsweep's client (the app's retry strategy
+        gives way to the client's retries: one policy, not two multiplied)."""
+        import pathway as pw
+
+        llm = getattr(qa, "llm", None)
+        if llm is None or not hasattr(getattr(llm, "client", None), "chat"):
+            return  # another kind of chat model: used as it is
+        self.settings = self.settings or app_llm_settings(self.config, llm)
+        llm.client = RecordingChatClient(self.settings, self.ledger)
+        llm.retry_strategy = pw.udfs.NoRetryStrategy()
+
+    def usage(self) -> dict[str, Any]:
+        """What the app's LLM calls cost so far (calls from ragsweep's disk cache cost nothing)."""
+        calls = self.ledger.calls
+        return {
+            "calls": len(calls),
+            "from_cache": sum(c.cached for c in calls),
+            "errors": sum(c.error is not None for c in calls),
+            "prompt_tokens": sum(c.prompt_tokens for c in calls),
+            "completion_tokens": sum(c.completion_tokens for c in calls),
+            "cost_usd": round(sum(c.cost_usd for c in calls), 6),
+        }
