@@ -11,6 +11,7 @@ stay deterministic):
 - ``#malformed`` 200 with a body that is not JSON
 - ``#noprose``   200, well-formed envelope, text that is not the JSON the judge asked for
 - ``#unknown``   the answerer replies "No information found."
+- ``#needsN``    (in the query of a RAG prompt) "No information found." unless the prompt holds N sources
 - ``#echokey``   400 whose error body echoes the request's ``Authorization`` header (as some
                  endpoints do); ``#echokey500``: the same with 500 (retried by the client)
 - ``#refusal``   200 with ``message.refusal`` set and ``content: null`` (OpenAI's refusal shape)
@@ -23,6 +24,8 @@ stay deterministic):
                  assistant turn, the judge's repair), the normal judge reply to the first question
 
 ``FakeOpenAI(echo_key_status=400)`` answers every chat request with the echoing error.
+``FakeOpenAI(embeddings_status=401)`` answers every embeddings request with that status and an
+OpenAI-style error body that echoes the request's key (``invalid_api_key``).
 
 A reranking request (Pathway's ``prompts.prompt_rerank``, as ``LLMReranker`` sends it) gets
 ``{"score": n}``, n = 1 + round(4 x the share of the question's content words in the document).
@@ -34,7 +37,9 @@ Normal replies:
 - a judge request ("is_correct" in the system prompt) -> ``{"reason", "is_correct"}``
   with is_correct = every word of the label appears in the prediction (dates excepted);
 - a RAG prompt -> the first sentence of the numbered source sharing most words with
-  the query, followed by its citation, e.g. ``"The term is five years. [2]"``.
+  the query, followed by its citation, e.g. ``"The term is five years. [2]"``; in a prompt whose
+  documents are JSON lines (Pathway's ``SimpleContextProcessor``), the same, or
+  "No information found." when no document shares two content words with the query.
 
 ``requests`` counts every request (also those answered with errors); ``log`` keeps
 (path, body) pairs.
@@ -99,7 +104,7 @@ def _sources(prompt: str) -> list[tuple[int, str]]:
     out = []
     for m in re.finditer(r"\[(\d+)\]\s*(.*?)(?=\n\n\[\d+\]|\Z)", body, re.S):
         out.append((int(m.group(1)), m.group(2).strip()))
-    return out or _json_sources(prompt)
+    return out
 
 
 def _json_sources(prompt: str) -> list[tuple[int, str]]:
@@ -117,18 +122,25 @@ def _json_sources(prompt: str) -> list[tuple[int, str]]:
 
 
 def _query(prompt: str) -> str:
-    m = re.search(r"Query:\s*(.*?)\nAnswer:", prompt, re.S) or re.search(r"Question:\s*(.*?)\n", prompt)
-    return m.group(1).strip() if m else prompt[-200:]
+    """The question of a RAG prompt: the last ``Query: ... Answer:`` (a prompt's examples come first)."""
+    found = re.findall(r"Query:\s*(.*?)\nAnswer:", prompt, re.S) or re.findall(r"Question:\s*(.*?)\n", prompt)
+    return found[-1].strip() if found else prompt[-200:]
 
 
 def rag_reply(prompt: str) -> str:
     if "#unknown" in prompt:
         return "No information found."
-    sources = _sources(prompt)
+    numbered = _sources(prompt)
+    sources = numbered or _json_sources(prompt)
     if not sources:
         return "No information found."
     q = {w for w in _words(_query(prompt)) if w not in _STOP}
     best = max(sources, key=lambda s: (len(q & set(_words(s[1]))), -s[0]))
+    if not numbered and len(q & set(_words(best[1]))) < 2:  # a Pathway-style context that barely matches
+        return "No information found."
+    needs = re.search(r"#needs(\d+)", _query(prompt))
+    if needs and len(sources) < int(needs.group(1)):
+        return "No information found."
     return f"{_first_sentence(best[1])} [{best[0]}]"
 
 
@@ -267,10 +279,23 @@ def _embed(text: str, dim: int = 32) -> list[float]:
     return [v / norm for v in vec]
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A client that goes away mid-request (a server process stopped by a test) is not an error here."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+
+
 class FakeOpenAI:
-    def __init__(self, slow_seconds: float = 3.0, echo_key_status: int | None = None):
+    def __init__(
+        self, slow_seconds: float = 3.0, echo_key_status: int | None = None, embeddings_status: int | None = None
+    ):
         self.slow_seconds = slow_seconds
         self.echo_key_status = echo_key_status
+        self.embeddings_status = embeddings_status
         self.requests = 0
         self.log: list[tuple[str, dict]] = []
         self._seen: dict[str, int] = {}
@@ -316,7 +341,7 @@ class FakeOpenAI:
                 status, payload, headers = fake.handle(self.path, raw, body, dict(self.headers))
                 self._send(status, payload, headers)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _QuietServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
@@ -349,6 +374,18 @@ class FakeOpenAI:
             self.log.append((path, body))
             seen = self._seen.get(digest, 0)
             self._seen[digest] = seen + 1
+        if path.endswith("/embeddings") and self.embeddings_status:
+            auth = {k.lower(): v for k, v in (headers or {}).items()}.get("authorization", "")
+            key = auth.split(" ", 1)[-1]
+            error = {
+                "error": {
+                    "message": f"Incorrect API key provided: {key}.",
+                    "type": "invalid_request_error",
+                    "code": "invalid_api_key",
+                    "param": None,
+                }
+            }
+            return self.embeddings_status, json.dumps(error).encode(), {}
         if path.endswith("/embeddings"):
             inputs = body.get("input")
             inputs = [inputs] if isinstance(inputs, str) else list(inputs or [])

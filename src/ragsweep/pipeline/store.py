@@ -224,8 +224,9 @@ def _store_served(
 def document_store(corpus: Corpus, pipeline: BuiltPipeline) -> DocumentStore:
     """The app's DocumentStore over the corpus, in the graph being built: every document enters at
     :data:`DOCS_TIME`, before any query (asked at :data:`QUERIES_TIME`) is answered."""
-    doc_rows = [
-        (doc.text.encode("utf-8"), pw.Json({"path": doc.doc_id, "doc_id": doc.doc_id}), DOCS_TIME, 1)
+    root = Path(corpus.docs_dir).resolve()
+    doc_rows = [  # path: where an app reading the folder (pw.io.fs.read) finds the file; its prompts may show it
+        (doc.text.encode("utf-8"), pw.Json({"path": str(root / doc.doc_id), "doc_id": doc.doc_id}), DOCS_TIME, 1)
         for doc in corpus.documents
     ]
     docs = pw.debug.table_from_rows(pw.schema_from_types(data=bytes, _metadata=pw.Json), doc_rows, is_stream=True)
