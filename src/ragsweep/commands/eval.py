@@ -43,6 +43,7 @@ from ragsweep.evaluation.runfolder import (
 )
 from ragsweep.evaluation.scoring import aggregate, check_floors
 from ragsweep.metrics.registry import summary_metrics
+from ragsweep.pipeline.app_components import Spent, embedding_usage, usage_since
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import StageError, parse_documents, retrieve, serve, store_depths
@@ -126,6 +127,7 @@ def evaluate_run(
 ) -> RunResult | dict[str, Any]:
     """One configuration through the evaluation loop, into ``folder`` (``folder.path`` None: nothing is written)."""
     stage: dict[str, float] = {}
+    embedded_before = embedding_usage()
     done = folder.read_results("cases.jsonl") if options.resume else {}
     saved = folder.load_served() if options.resume else None
     if done:
@@ -156,6 +158,11 @@ def evaluate_run(
             "from_served_cache": retrieved.from_cache,
             "asked_pathway": retrieved.queries - retrieved.from_cache,
         }
+    spent = Spent(
+        embeddings=usage_since(embedded_before, config.variables.embedding_price_per_1k),
+        app_llm=usage() if (usage := getattr(answering.answerer, "usage", None)) is not None else None,
+    )
+    result.manifest["spent"] = spent.model_dump()
     result.cases = evaluated.results
     result.run_dir = str(folder.path) if folder.path is not None else None
     if folder.path is not None:
@@ -336,6 +343,8 @@ def summary_table(result: RunResult) -> str:
         "chance: expected value under a random order of the case's candidate chunks (its scoped "
         "documents', or the corpus'); oracle: the best any order reaches"
     ]
+    if "spent" in result.manifest:
+        notes.extend(Spent.model_validate(result.manifest["spent"]).lines())
     errors = result.answer_errors
     if errors.n:
         common = "; ".join(f"{n}x {msg}" for msg, n in list(errors.by_message.items())[:3])

@@ -25,6 +25,7 @@ from ragsweep.answer.base import IDK, Answer
 from ragsweep.answer.refusal import is_refusal
 from ragsweep.datasets.schema import Case
 from ragsweep.llm.settings import LLMSettings
+from ragsweep.pipeline.app_components import LLMSpend
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 
@@ -215,14 +216,16 @@ class AppAnswerer:
         llm.client = RecordingChatClient(self.settings, self.ledger)
         llm.retry_strategy = pw.udfs.NoRetryStrategy()
 
-    def usage(self) -> dict[str, Any]:
+    def usage(self) -> LLMSpend:
         """What the app's LLM calls cost so far (calls from ragsweep's disk cache cost nothing)."""
         calls = self.ledger.calls
-        return {
-            "calls": len(calls),
-            "from_cache": sum(c.cached for c in calls),
-            "errors": sum(c.error is not None for c in calls),
-            "prompt_tokens": sum(c.prompt_tokens for c in calls),
-            "completion_tokens": sum(c.completion_tokens for c in calls),
-            "cost_usd": round(sum(c.cost_usd for c in calls), 6),
-        }
+        return LLMSpend(
+            answerer=self.name,
+            model=self.settings.model if self.settings is not None else "",
+            calls=len(calls),
+            from_cache=sum(c.cached for c in calls),
+            errors=sum(c.error is not None for c in calls),
+            prompt_tokens=sum(c.prompt_tokens for c in calls),
+            completion_tokens=sum(c.completion_tokens for c in calls),
+            cost_usd=round(sum(c.cost_usd for c in calls), 6),
+        )

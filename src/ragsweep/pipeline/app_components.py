@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel
 
 from ragsweep.pipeline.cache_files import SQLiteCacheFile, default_cache_dir
 
@@ -110,18 +111,101 @@ class VectorCache:
         self._db.run(write, action="write")
 
 
-class EmbedderUsage:
-    """What an app embedder sent to its endpoint (texts from the cache are not counted)."""
+class EmbedderUsage(BaseModel):
+    """What an app embedder sent to its endpoint (texts from the cache are not counted); tokens
+    by tiktoken's cl100k_base, the encoding of OpenAI's embedding models."""
 
-    def __init__(self) -> None:
-        self.calls = 0
-        self.texts = 0
-        self.tokens = 0
+    component: str
+    calls: int = 0
+    texts: int = 0
+    tokens: int = 0
 
     def add(self, texts: list[str]) -> None:
-        self.calls += 1
-        self.texts += len(texts)
-        self.tokens += sum(_count_tokens(t) for t in texts)
+        tokens = sum(_count_tokens(t) for t in texts)
+        with _USAGE_LOCK:
+            self.calls += 1
+            self.texts += len(texts)
+            self.tokens += tokens
+
+
+# one per component and identity, for the whole process: each build of a pipeline constructs the
+# embedder anew, and a run adds up what all of them sent
+_USAGE: dict[str, EmbedderUsage] = {}
+_USAGE_LOCK = threading.Lock()
+
+
+def usage_of(label: str, identity: str) -> EmbedderUsage:
+    with _USAGE_LOCK:
+        return _USAGE.setdefault(identity, EmbedderUsage(component=label))
+
+
+def embedding_usage() -> dict[str, EmbedderUsage]:
+    """A copy of what every app embedder of this process has sent so far, by identity."""
+    with _USAGE_LOCK:
+        return {k: v.model_copy() for k, v in _USAGE.items()}
+
+
+class EmbeddingSpend(BaseModel):
+    """What the app's embedders sent to their endpoints during one run."""
+
+    components: list[str]
+    calls: int = 0
+    texts: int = 0
+    tokens: int = 0
+    cost_usd: float | None = None  # None: no $embedding_price_per_1k given
+
+
+class LLMSpend(BaseModel):
+    """What the app's question answerer's LLM calls cost during one run (disk-cache hits are free)."""
+
+    answerer: str
+    model: str
+    calls: int = 0
+    from_cache: int = 0
+    errors: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class Spent(BaseModel):
+    """A run's calls to the app's endpoints: the manifest's ``spent`` and lines of the terminal summary."""
+
+    embeddings: EmbeddingSpend | None = None
+    app_llm: LLMSpend | None = None
+
+    def lines(self) -> list[str]:
+        out = []
+        if self.embeddings is not None:
+            e = self.embeddings
+            cost = "no price set ($embedding_price_per_1k)" if e.cost_usd is None else f"${e.cost_usd:.4f}"
+            out.append(
+                f"embeddings ({', '.join(e.components)}): {e.calls} call(s), {e.texts} text(s), "
+                f"{e.tokens} token(s) sent; {cost} (vectors already cached cost nothing)"
+            )
+        if self.app_llm is not None:
+            a = self.app_llm
+            out.append(
+                f"LLM ({a.answerer}, {a.model}): {a.calls} call(s), {a.from_cache} from ragsweep's cache, "
+                f"{a.errors} failed; {a.prompt_tokens} prompt + {a.completion_tokens} completion tokens; ${a.cost_usd:.4f}"
+            )
+        return out
+
+
+def usage_since(before: dict[str, EmbedderUsage], price_per_1k: float | None = None) -> EmbeddingSpend | None:
+    """What the app's embedders sent since ``before`` (None when the pipeline has no app embedder)."""
+    now = embedding_usage()
+    if not now:
+        return None
+    spent = EmbeddingSpend(components=sorted({u.component for u in now.values()}))
+    for key, usage in now.items():
+        old = before.get(key) or EmbedderUsage(component=usage.component)
+        spent.calls += usage.calls - old.calls
+        spent.texts += usage.texts - old.texts
+        spent.tokens += usage.tokens - old.tokens
+    if price_per_1k is not None:
+        spent.cost_usd = round(spent.tokens / 1000 * price_per_1k, 6)
+    return spent
 
 
 @functools.cache
@@ -202,7 +286,7 @@ class _CachedEmbedding:
 
     def __init__(self, embedder: Any, label: str, identity: str, cache: VectorCache):
         self.embedder, self.label, self.identity, self.cache = embedder, label, identity, cache
-        self.usage = EmbedderUsage()
+        self.usage = usage_of(label, identity)
         self.lock = threading.Lock()
 
     def key(self, kind: str, text: str) -> str:

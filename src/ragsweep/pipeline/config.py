@@ -146,6 +146,8 @@ class PipelineVariables(BaseModel):
     llm_json_mode: StrictBool | None = None
     llm_embeddings: Literal["minilm", "endpoint"] | None = None
     llm_embedding_model: Annotated[StrictStr, Field(min_length=1)] | None = None
+    # USD per 1,000 tokens the app's own embedder (OpenAIEmbedder...) sends: its cost in the manifest
+    embedding_price_per_1k: Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)] | None = None
 
     # the reranking stage (ragsweep.pipeline.rerank); declared after top_k / search_topk: the check reads them
     reranker: Literal["encoder", "cross_encoder", "llm"] | None = None
@@ -243,6 +245,7 @@ KNOB_RULES: dict[str, str] = {
     "llm_json_mode": "must be true or false, or null",
     "llm_embeddings": "must be 'minilm' or 'endpoint', or null",
     "llm_embedding_model": "must be a non-empty string, or null",
+    "embedding_price_per_1k": "must be a number >= 0 (USD per 1,000 tokens), or null",
     "reranker": "must be null, 'encoder', 'cross_encoder' or 'llm'",
     "reranker_model": "must be a non-empty string (a model name or a local model folder), or null",
     "rerank_candidates": "must be an integer >= $top_k, or null (required when $reranker is set)",
