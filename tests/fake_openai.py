@@ -112,10 +112,10 @@ def _json_sources(prompt: str) -> list[tuple[int, str]]:
     line (``{"text": ..., "path": ...}``), numbered in their order."""
     out = []
     for line in prompt.splitlines():
-        line = line.strip()
-        if line.startswith('{"text"'):
+        start = line.find('{"text"')  # a template may put the first one after a label ("Excerpts: {...")
+        if start >= 0:
             try:
-                out.append((len(out) + 1, str(json.loads(line)["text"])))
+                out.append((len(out) + 1, str(json.loads(line[start:])["text"])))
             except (ValueError, KeyError):
                 continue
     return out

@@ -46,6 +46,7 @@ from ragsweep.metrics.registry import summary_metrics
 from ragsweep.pipeline.app_components import Spent, embedding_usage, usage_since
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
+from ragsweep.pipeline.hits import Hit
 from ragsweep.pipeline.retrieval import StageError, parse_documents, retrieve, serve, store_depths
 from ragsweep.report import write_html
 
@@ -282,7 +283,7 @@ def manifest(
                 if getattr(d, "warnings", None)
             },
         },
-        "embedder": config.variables.embedder_model,
+        "embedder": config.variables.embedder_model or config.embedder_description(),
         "llm": answering.llm_settings.public_dict() if answering.llm_settings is not None else None,
         "prompt": getattr(answering.answerer, "prompt_template", None),
         "packages": package_versions(),
@@ -294,25 +295,35 @@ def manifest(
 
 
 def dry_run_report(options: EvalOptions, config: PipelineConfig, corpus: Corpus, cases: list[Case]) -> dict[str, Any]:
-    """What the LLM part of a run would cost, without a single call (retrieval is real: the
-    prompts hold the served chunks)."""
+    """What the run would cost at its endpoints, without a single call: the app embedder's texts
+    that its cache lacks, and the LLM part (the prompts hold the served chunks, or, when retrieval
+    would itself call the app's embedder, an upper bound: each case's longest chunks)."""
     from ragsweep.pipeline.answering import make_answerer
+    from ragsweep.pipeline.app_components import estimate_embeddings
 
     answerer, llm_settings = make_answerer(config, options.use_llm)
+    pipeline = config.build()
+    chunks = split_corpus(pipeline.splitter, corpus)
+    texts = [t for doc_chunks in chunks.values() for t in doc_chunks] + [c.question for c in cases]
+    embeddings = estimate_embeddings(pipeline.embedder, texts, config.variables.embedding_price_per_1k)
+    out: dict[str, Any] = {"dry_run": True, "cases": len(cases)}
+    if embeddings is not None:
+        out["embeddings"] = embeddings.model_dump()
     if llm_settings is None:
-        return {
-            "dry_run": True,
-            "cases": len(cases),
-            "llm_calls": 0,
-            "note": "no LLM configured: extractive answers, no LLM call",
-        }
+        return {**out, "llm_calls": 0, "note": "no LLM configured: extractive answers, no LLM call"}
     from ragsweep.metrics.dry_run import estimate_llm_run
 
-    depths = scored_ks(options.ks, config.top_k)
-    retrieved = retrieve(config, corpus, cases, store_depths(config, depths), options.progress, options.fresh_retrieval)
-    served = serve(config, retrieved, cases, depths)
+    if embeddings is None:
+        depths = scored_ks(options.ks, config.top_k)
+        retrieved = retrieve(
+            config, corpus, cases, store_depths(config, depths), options.progress, options.fresh_retrieval
+        )
+        served = serve(config, retrieved, cases, depths)
+        items = [(c.question, served.get(c.id, {}).get(config.top_k, [])) for c in cases]
+    else:
+        items = [(c.question, longest_chunks(chunks, c.doc_scope, config.top_k)) for c in cases]
     estimates = estimate_llm_run(
-        [(c.question, served.get(c.id, {}).get(config.top_k, [])) for c in cases],
+        items,
         llm_settings,
         prompt_template=getattr(answerer, "prompt_template", None),
         references=[c.reference_answer or "" for c in cases],
@@ -321,7 +332,19 @@ def dry_run_report(options: EvalOptions, config: PipelineConfig, corpus: Corpus,
         ragas_metrics=None if options.ragas_llm else (),
         replicates=options.judge_replicates,
     )
-    return {"dry_run": True, "cases": len(cases), **{k: v.model_dump() for k, v in estimates.items()}}
+    return {**out, **{k: v.model_dump() for k, v in estimates.items()}}
+
+
+def split_corpus(splitter: Any, corpus: Corpus) -> dict[str, list[str]]:
+    """Each document's chunk texts, as the app's splitter cuts them (no embedding, no index)."""
+    return {d.doc_id: [str(text) for text, _ in splitter.__wrapped__(d.text)] for d in corpus.documents}
+
+
+def longest_chunks(chunks: dict[str, list[str]], scope: list[str] | None, k: int) -> list[Hit]:
+    """The k longest chunks a case could be served: its prompt's upper bound."""
+    docs = scope or sorted(chunks)
+    texts = sorted((t for d in docs for t in chunks.get(d, [])), key=len, reverse=True)[:k]
+    return [Hit(rank=i + 1, score=0.0, text=t, doc_id="", start=0, end=len(t)) for i, t in enumerate(texts)]
 
 
 # ------------------------------------------------------------------ terminal

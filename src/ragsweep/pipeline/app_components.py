@@ -233,9 +233,34 @@ def check_endpoint(embedder: Any) -> None:
     :class:`AppComponentError` here, in Python, rather than a panic of Pathway's engine mid-run."""
     if not hasattr(embedder, "usage"):
         return
+    client = getattr(embedder, "client", None)
     result = embedder.__wrapped__([PROBE_TEXT])
     if asyncio.iscoroutine(result):
         asyncio.run(result)
+        if hasattr(embedder, "client"):  # made on this probe's event loop, which is closed now: Pathway's makes its own
+            embedder.client = client
+
+
+def estimate_embeddings(embedder: Any, texts: list[str], price_per_1k: float | None) -> EmbeddingSpend | None:
+    """What embedding ``texts`` through an app embedder would send, without a call: the texts its
+    vector cache lacks (each once), their tokens, and its calls (batches of its batch size, and the
+    probe of :func:`check_endpoint` when that is not cached either)."""
+    lacking = getattr(embedder, "not_cached", None)
+    if lacking is None:
+        return None
+    missing = lacking(list(dict.fromkeys([PROBE_TEXT, *texts])))
+    batch = int(getattr(embedder, "max_batch_size", None) or 1)
+    probe = int(PROBE_TEXT in missing)
+    rest = [t for t in missing if t != PROBE_TEXT]
+    spend = EmbeddingSpend(
+        components=[embedder.component],
+        calls=probe + -(-len(rest) // batch),
+        texts=len(missing),
+        tokens=sum(_count_tokens(t) for t in missing),
+    )
+    if price_per_1k is not None:
+        spend.cost_usd = round(spend.tokens / 1000 * price_per_1k, 6)
+    return spend
 
 
 def keep_and_cache(embedder: Any, label: str, identity: str, cache_dir: str | Path | None = None) -> None:
@@ -250,8 +275,16 @@ def keep_and_cache(embedder: Any, label: str, identity: str, cache_dir: str | Pa
         @functools.wraps(original)  # Pathway reads the return type from the signature
         async def wrapped(inputs: Any, **kwargs: Any) -> Any:
             plan = cached.plan(inputs, kwargs)
-            if plan.missing:
-                plan.computed = await cached.guard(original(plan.request, **kwargs))
+            waiting = cached.share(plan)
+            try:
+                if plan.missing:
+                    plan.computed = await cached.guard(original(plan.request, **kwargs))
+            except BaseException as err:
+                cached.release(plan, err)
+                raise
+            cached.release(plan)
+            for key, future in waiting.items():
+                plan.found[key] = await future
             return cached.finish(plan)
 
     else:
@@ -265,6 +298,7 @@ def keep_and_cache(embedder: Any, label: str, identity: str, cache_dir: str | Pa
 
     embedder.__wrapped__ = wrapped
     embedder.func = embedder._wrap_function()
+    embedder.not_cached = cached.not_cached
     embedder.usage = cached.usage
     embedder.component = label
     embedder.embedded_count = 0
@@ -288,9 +322,50 @@ class _CachedEmbedding:
         self.embedder, self.label, self.identity, self.cache = embedder, label, identity, cache
         self.usage = usage_of(label, identity)
         self.lock = threading.Lock()
+        self.in_flight: dict[int, dict[str, asyncio.Future]] = {}  # per event loop: text key -> its vector
 
     def key(self, kind: str, text: str) -> str:
         return hashlib.sha256(f"{self.identity}\0{kind}\0{text}".encode()).hexdigest()
+
+    def share(self, plan: _Plan) -> dict[str, asyncio.Future]:
+        """Texts that another call on this event loop is embedding right now are awaited from it, not
+        asked again (Pathway sends one question asked at several depths in several batches at once);
+        the plan keeps the rest, which this call announces for the others."""
+        if isinstance(plan.inputs, str) or not plan.keys or not plan.missing:
+            return {}
+        loop = asyncio.get_running_loop()
+        in_flight = self.in_flight.setdefault(id(loop), {})
+        waiting: dict[str, asyncio.Future] = {}
+        mine = []
+        for text in plan.missing:
+            key = self.key("text", text)
+            if key in in_flight:
+                waiting[key] = in_flight[key]
+            else:
+                in_flight[key] = loop.create_future()
+                mine.append(text)
+        plan.missing = plan.request = mine
+        return waiting
+
+    def release(self, plan: _Plan, err: BaseException | None = None) -> None:
+        """The vectors (or the failure) of the texts this call announced, to the calls awaiting them."""
+        if isinstance(plan.inputs, str) or not plan.keys:
+            return
+        in_flight = self.in_flight.get(id(asyncio.get_running_loop()), {})
+        for i, text in enumerate(plan.missing):
+            future = in_flight.pop(self.key("text", text), None)
+            if future is None or future.done():
+                continue
+            if err is not None:
+                future.set_exception(err)
+                future.exception()  # seen: no "never retrieved" log when no other call awaits it
+            else:
+                future.set_result(np.asarray(plan.computed[i]))
+
+    def not_cached(self, texts: list[str]) -> list[str]:
+        """Those of ``texts`` whose vector the cache lacks."""
+        found = self.cache.get_many([self.key("text", t) for t in texts])
+        return [t for t in texts if self.key("text", t) not in found]
 
     def plan(self, inputs: Any, kwargs: dict[str, Any]) -> _Plan:
         if kwargs or not isinstance(inputs, (list, tuple, str)):  # per-row arguments: passed through, uncached

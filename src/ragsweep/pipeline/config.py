@@ -570,6 +570,16 @@ class PipelineConfig:
                 return f"{_callable_path(node.constructor).rsplit('.', 1)[-1]}.embedder", ref
         return None
 
+    def embedder_description(self) -> str | None:
+        """``$embedder: OpenAIEmbedder(text-embedding-3-small)``: the embedder the YAML declares."""
+        found = self.embedder_ref()
+        constructor = getattr(found[1], "constructor", None) if found is not None else None
+        if found is None or constructor is None:
+            return None
+        model = found[1].kwargs.get("model")
+        name = _callable_path(constructor).rsplit(".", 1)[-1]
+        return f"{found[0]}: {name}" + (f"({model})" if isinstance(model, str) else "")
+
     def _keep_app_embedder(self, embedder: Any) -> None:
         """An embedder of the app's (a Pathway one, say ``OpenAIEmbedder``) is used as is, behind
         ragsweep's vector cache keyed by what decides its vectors: its class and arguments."""
