@@ -17,11 +17,14 @@ kind of question as a failed case.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragsweep.datasets.pathway_limits import clean_query
 from ragsweep.generate.sampling import SourceChunk
 from ragsweep.llm.replies import as_strings, as_text, first_object
+
+if TYPE_CHECKING:
+    from ragsweep.generate.failures import Seed
 
 KINDS = ("single_hop", "multi_hop", "unanswerable")
 
@@ -85,7 +88,7 @@ class Candidate:
     kind: str  # single_hop | multi_hop | unanswerable
     type: str  # the case's type: the kind, or (--from-failures) the failed case's type
     sources: list[SourceChunk]
-    hint: dict[str, Any] | None = None  # the failed case this one grows from
+    hint: Seed | None = None  # the failed case this one grows from
     question: str = ""
     answer: str = ""
     quotes: list[list[str]] = field(default_factory=list)  # per source passage
@@ -111,8 +114,8 @@ def _hint(candidate: Candidate) -> str:
     if not candidate.hint:
         return ""
     return HINT.format(
-        type=candidate.hint.get("type") or candidate.kind,
-        example=" ".join(str(candidate.hint.get("question", "")).split()),
+        type=candidate.hint.type or candidate.kind,
+        example=" ".join(candidate.hint.question.split()),
     )
 
 
