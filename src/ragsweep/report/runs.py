@@ -387,10 +387,15 @@ class PipelineManifest(BaseModel):
     variables: dict[str, Any] = Field(default_factory=dict)
 
 
+class LLMManifest(BaseModel):
+    model: str | None = None  # the answering model (``LLMSettings.public_dict``)
+
+
 class Manifest(BaseModel):
     """The part of a run's manifest (``RunResult.manifest``, ``SweepResult.manifest``) reports show."""
 
     pipeline: PipelineManifest = Field(default_factory=PipelineManifest)
+    llm: LLMManifest | None = None
     dataset: dict[str, Any] | str | None = None
     corpus: dict[str, Any] | str | None = None
     timestamps: dict[str, Any] = Field(default_factory=dict)
