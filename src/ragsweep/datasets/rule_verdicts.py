@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ragsweep.answer.base import Answer
+from ragsweep.datasets.schema import Case
 
 RULE_SOURCE = "rule:{kind}-match (datasets/cuad-judge-reference/README.md)"
 
@@ -380,11 +381,13 @@ def decidable_reference(kind: str, reference: str | None) -> bool:
 
 def select_cases(rows: Sequence[dict[str, Any]], per_category: int | None = None) -> list[dict[str, Any]]:
     """The answerable CUAD cases of :data:`CATEGORIES` whose label the rule can read (the first
-    ``per_category`` of each, in the dataset's order)."""
+    ``per_category`` of each, in the dataset's order). ``rows``: the lines of a canonical cases
+    file, each read as a :class:`~ragsweep.datasets.schema.Case` and kept as it is."""
     out, taken = [], {c: 0 for c in CATEGORIES}
     for row in rows:
-        kind = CATEGORIES.get(row.get("type") or "")
-        if kind is None or row.get("unanswerable") or not decidable_reference(kind, row.get("reference_answer")):
+        case = Case.model_validate(row)
+        kind = CATEGORIES.get(case.type or "")
+        if kind is None or case.unanswerable or not decidable_reference(kind, case.reference_answer):
             continue
         if per_category is not None and taken[row["type"]] >= per_category:
             continue
