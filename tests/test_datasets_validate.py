@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from ragsweep.datasets import validate_dataset
+from ragsweep.datasets import load_dataset, validate_dataset
 from ragsweep.datasets.validate import main, validate_cases_file
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "datasets"
@@ -80,3 +80,10 @@ def test_settings_problems(tmp_path):
     (tmp_path / "dataset.yaml").write_text("relevance: [unclosed\n")
     got = [str(p) for p in validate_dataset(tmp_path)]
     assert got and got[0].startswith("dataset.yaml:") and "malformed YAML" in got[0]
+    (tmp_path / "dataset.yaml").write_text("name: 2024\ndocs: [docs, more]\n")  # a key of the wrong type: left out
+    got = [str(p) for p in validate_dataset(tmp_path)]
+    assert "dataset.yaml: docs: Input should be a valid string" in got
+    assert not any(p.startswith("docs/") for p in got)  # the default folder, docs/, is checked
+    (tmp_path / "dataset.yaml").write_text("name: 2024\nrelevance: evidence_offsets\n")
+    ds = load_dataset(tmp_path)
+    assert ds.name == "2024" and ds.settings == {"name": "2024", "relevance": "evidence_offsets"}

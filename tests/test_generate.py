@@ -438,17 +438,35 @@ def test_sampling_is_stratified_over_documents_and_seeded():
 
 
 def test_failure_reasons():
+    from ragsweep.evaluation.records import CaseResult
     from ragsweep.generate.failures import failure_reason
 
-    hit = {"doc_id": "a", "relevant": False}
-    assert failure_reason({"hits": [hit]}) == "retrieval_miss"
-    assert failure_reason({"hits": [{**hit, "relevant": True}], "judge": {"is_correct": False}}) == "judged_wrong"
-    assert failure_reason({"hits": [{**hit, "relevant": True}], "answer": {"abstained": True}}) == "abstained"
-    assert failure_reason({"hits": [{**hit, "relevant": True}], "answer": {"text": "x"}}) is None
+    def case(**fields):
+        return CaseResult.model_validate({"id": "c", "question": "q?", "top_k": 1, **fields})
+
+    hit = {"rank": 1, "score": 1.0, "text": "x", "doc_id": "a", "start": 0, "end": 1, "relevant": False}
+    relevant = {**hit, "relevant": True}
+    assert failure_reason(case(hits=[hit])) == "retrieval_miss"
+    assert failure_reason(case(hits=[relevant], judge={"is_correct": False})) == "judged_wrong"
+    assert failure_reason(case(hits=[relevant], answer={"text": "", "abstained": True})) == "abstained"
+    assert failure_reason(case(hits=[relevant], answer={"text": "", "error": "timeout"})) == "answer_error"
+    assert failure_reason(case(hits=[relevant], answer={"text": "x"})) is None
     assert (
-        failure_reason({"unanswerable": True, "answer": {"text": "Delaware", "abstained": False}})
+        failure_reason(case(unanswerable=True, answer={"text": "Delaware", "abstained": False}))
         == "answered_unanswerable"
     )
-    assert (
-        failure_reason({"unanswerable": True, "answer": {"text": "No information found.", "abstained": True}}) is None
-    )
+    assert failure_reason(case(unanswerable=True, answer={"text": "No information found.", "abstained": True})) is None
+
+
+def test_failed_seeds_of_every_eval_layout():
+    from ragsweep.generate.failures import FailuresError, failed_seeds, read_run
+
+    runs = ROOT / "tests" / "fixtures" / "runs"
+    compact, sources = read_run(runs / "eval")  # compact lines, hit texts in chunks.jsonl
+    full, _ = read_run(runs / "eval_layout1")  # every hit with its text, no top_k
+    seeds = failed_seeds(compact)
+    assert seeds and seeds == failed_seeds(full)
+    assert {s.failure for s in seeds} == {"retrieval_miss", "judged_wrong"}
+    assert sources.docs_dir() == "datasets/cuad_small/docs" and sources.dataset.path == "datasets/cuad_small"
+    with pytest.raises(FailuresError, match="no cases.jsonl"):
+        read_run(runs)

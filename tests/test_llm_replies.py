@@ -144,3 +144,21 @@ def test_as_text_and_as_strings():
     assert as_strings("one") == ["one"]
     assert as_strings([" a ", "a", {"quote": "b"}, {"text": "c"}, 4, "", None]) == ["a", "b", "c"]
     assert as_strings({"quote": "x"}) == [] and as_strings(None) == []
+
+
+def test_read_object_reads_each_field_with_its_reader():
+    from pydantic import BaseModel
+
+    from ragsweep.llm.replies import Flag, Strings, Text, read_object
+
+    class Reply(BaseModel):
+        verdict: Flag = None
+        reason: Text = ""
+        quotes: Strings = []
+
+    got = read_object(
+        '```json\n{"Verdict": "Yes.", "reason": " two\\n words ", "quotes": ["a", {"quote": "b"}, 3]}\n```', Reply
+    )
+    assert got == Reply(verdict=True, reason="two words", quotes=["a", "b"])
+    assert read_object('{"verdict": "maybe", "reason": ["x"], "quotes": 7}', Reply) == Reply()  # unreadable: defaults
+    assert read_object('{"other": 1}', Reply) == Reply() and read_object("no object", Reply) is None

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ragsweep.answer.base import Answer
 from ragsweep.datasets.rule_verdicts import (
     dates_in,
     label_records,
@@ -89,11 +90,11 @@ def test_select_and_label_keep_only_decided_answers():
     }
     law = next(r for r in chosen if r["type"] == "Governing Law")
     date = next(r for r in chosen if r["type"] == "Agreement Date")
-    records = {
-        law["id"]: {"answer": {"text": f"The laws of {law['reference_answer']} govern. [1]", "abstained": False}},
-        date["id"]: {"answer": {"text": "I don't know.", "abstained": True}},
+    answers = {
+        law["id"]: Answer(text=f"The laws of {law['reference_answer']} govern. [1]", abstained=False),
+        date["id"]: Answer(text="I don't know.", abstained=True),
     }
-    labelled, counts = label_records([law, date], records, "test-model")
+    labelled, counts = label_records([law, date], answers, "test-model")
     assert counts == {"cases": 2, "no_answer": 0, "refusal": 1, "undecided": 0, "correct": 1, "wrong": 0}
     rv = labelled[0]["reference_verdict"]
     assert rv["is_correct"] is True and rv["source"].startswith("rule:place-match") and "not a human" in rv["note"]
@@ -114,3 +115,24 @@ def test_shipped_reference_set_is_the_rule_applied_to_its_answers():
         assert rv.source.startswith(f"rule:{kind}-match") and "not a human" in rv.note
         assert rule_verdict(kind, rv.answer, case.reference_answer) is rv.is_correct
     assert sorted(c.reference_verdict.is_correct for c in ds.cases) == [False] + [True] * 8
+
+
+def test_label_reads_a_run_folder(tmp_path):
+    from ragsweep.datasets.rule_verdicts import _main
+    from ragsweep.evaluation.records import CaseResult, RunResult
+
+    rows = [json.loads(line) for line in (ROOT / "datasets" / "cuad" / "cases.jsonl").read_text().splitlines()]
+    law = next(r for r in select_cases(rows) if r["type"] == "Governing Law")
+    (tmp_path / "cases.jsonl").write_text(json.dumps(law) + "\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    answer = Answer(text=f"The laws of {law['reference_answer']} govern. [1]", answerer="llm:m")
+    line = CaseResult(id=law["id"], question=law["question"], top_k=1, answer=answer).line()
+    (run / "cases.jsonl").write_text(json.dumps(line) + "\n")
+    report = RunResult(top_k=1, manifest={"llm": {"model": "judge-model-x", "api_key_set": True}}).report_json()
+    (run / "report.json").write_text(json.dumps(report))
+    out = tmp_path / "labelled.jsonl"
+    assert _main(["label", "--cases", str(tmp_path / "cases.jsonl"), "--run", str(run), "--out", str(out)]) == 0
+    (labelled,) = [json.loads(x) for x in out.read_text().splitlines()]
+    assert labelled["reference_verdict"]["is_correct"] is True
+    assert labelled["reference_verdict"]["note"].startswith("answer by judge-model-x;")

@@ -535,7 +535,7 @@ def write_csv(path: Path, rows: list[ConfigResult], objectives: list[str]) -> No
                         v
                         for m in objectives
                         for v in (
-                            *(r.intervals.get(m) or [None, None]),
+                            *r.interval(m),
                             r.p_values.get(m),
                             r.p_adjusted.get(m),
                             r.significant.get(m),

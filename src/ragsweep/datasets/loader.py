@@ -67,6 +67,7 @@ from .schema import (
     RELEVANCE_RULES,
     Case,
     Dataset,
+    DatasetSettings,
     RelevanceConfig,
     list_doc_ids,
 )
@@ -578,19 +579,26 @@ def case_to_json(case: Case) -> dict[str, Any]:
     return data
 
 
-def read_settings(root: Path) -> tuple[dict[str, Any], list[Problem]]:
+def read_settings(root: Path) -> tuple[DatasetSettings, list[Problem]]:
+    """The folder's ``dataset.yaml`` (the defaults without one); a key of the wrong type is a
+    problem, and left out."""
     path = root / "dataset.yaml"
     if not path.exists():
-        return {}, []
+        return DatasetSettings(), []
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
-        return {}, [Problem("dataset.yaml", line, None, f"malformed YAML: {exc}")]
+        return DatasetSettings(), [Problem("dataset.yaml", line, None, f"malformed YAML: {exc}")]
     if not isinstance(data, dict):
-        return {}, [Problem("dataset.yaml", 1, None, "expected a mapping")]
-    return data, []
+        return DatasetSettings(), [Problem("dataset.yaml", 1, None, "expected a mapping")]
+    try:
+        return DatasetSettings.model_validate(data), []
+    except ValidationError as exc:
+        problems = [Problem("dataset.yaml", None, _loc(err["loc"]), err["msg"]) for err in exc.errors()]
+        bad = {err["loc"][0] for err in exc.errors() if err["loc"]}
+        return DatasetSettings.model_validate({k: v for k, v in data.items() if k not in bad}), problems
 
 
 _RELEVANCE_KEYS = {
@@ -601,10 +609,10 @@ _RELEVANCE_KEYS = {
 }
 
 
-def relevance_from_settings(settings: dict[str, Any], cases: list[Case]) -> tuple[RelevanceConfig, list[Problem]]:
+def relevance_from_settings(settings: DatasetSettings, cases: list[Case]) -> tuple[RelevanceConfig, list[Problem]]:
     """Build the relevance config; default rule = evidence_offsets if any case has evidence else doc_id."""
     problems: list[Problem] = []
-    rule = settings.get("relevance")
+    rule = settings.relevance
     if rule is None:
         rule = "evidence_offsets" if any(c.evidence for c in cases) else "doc_id"
     elif rule not in RELEVANCE_RULES:
@@ -617,7 +625,7 @@ def relevance_from_settings(settings: dict[str, Any], cases: list[Case]) -> tupl
             )
         )
         rule = "evidence_offsets" if any(c.evidence for c in cases) else "doc_id"
-    params = {k: settings[k] for k in _RELEVANCE_KEYS if k in settings}
+    params = {k: v for k, v in (settings.model_extra or {}).items() if k in _RELEVANCE_KEYS}
     try:
         return RelevanceConfig(rule=rule, **params), problems
     except ValidationError as exc:
@@ -626,12 +634,12 @@ def relevance_from_settings(settings: dict[str, Any], cases: list[Case]) -> tupl
         return RelevanceConfig(rule=rule), problems
 
 
-def cases_file_name(root: Path, settings: dict[str, Any]) -> str:
+def cases_file_name(root: Path, settings: DatasetSettings) -> str:
     """The cases file of a dataset folder: ``cases`` of dataset.yaml, else ``cases.jsonl``, else
     ``cases.json``, else the folder's only ``.jsonl``/``.json`` file (``cases.jsonl`` when there
     is none or several, so the problem names the file expected)."""
-    if settings.get("cases"):
-        return str(settings["cases"])
+    if settings.cases:
+        return settings.cases
     for name in ("cases.jsonl", "cases.json"):
         if (root / name).is_file():
             return name
@@ -653,7 +661,7 @@ def load_dataset(path: str | Path, split: str | None = None) -> Dataset:
         raise DatasetError([Problem(str(root), None, None, "dataset folder not found")])
     settings, problems = read_settings(root)
     cases_name = cases_file_name(root, settings)
-    docs_dir = root / str(settings.get("docs", "docs"))
+    docs_dir = root / settings.docs
     got = read_cases_file(root / cases_name, display_name=cases_name)
     cases = got.cases
     problems += got.problems + _duplicate_problems(cases, cases_name)
@@ -669,15 +677,15 @@ def load_dataset(path: str | Path, split: str | None = None) -> Dataset:
             raise ValueError(f"split must be 'dev', 'test' or None, not {split!r}")
         cases = [c for c in cases if c.split == split]
     readme = root / "README.md"
-    description = settings.get("description", got.header.get("description"))
+    description = settings.description if settings.description is not None else got.header.get("description")
     return Dataset(
-        name=str(settings.get("name", root.name)),
+        name=settings.name if settings.name is not None else root.name,
         root=root,
         docs_dir=docs_dir,
         cases=cases,
         relevance=relevance,
         provenance=readme.read_text(encoding="utf-8") if readme.exists() else "",
-        settings=settings,
+        settings=settings.model_dump(exclude_unset=True),
         cases_file=root / cases_name,
         description=None if description is None else str(description),
         cases_header=got.header,

@@ -35,9 +35,12 @@ import datetime as dt
 import json
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from ragsweep.answer.base import Answer
+from ragsweep.datasets.schema import Case
 
 RULE_SOURCE = "rule:{kind}-match (datasets/cuad-judge-reference/README.md)"
 
@@ -378,11 +381,13 @@ def decidable_reference(kind: str, reference: str | None) -> bool:
 
 def select_cases(rows: Sequence[dict[str, Any]], per_category: int | None = None) -> list[dict[str, Any]]:
     """The answerable CUAD cases of :data:`CATEGORIES` whose label the rule can read (the first
-    ``per_category`` of each, in the dataset's order)."""
+    ``per_category`` of each, in the dataset's order). ``rows``: the lines of a canonical cases
+    file, each read as a :class:`~ragsweep.datasets.schema.Case` and kept as it is."""
     out, taken = [], {c: 0 for c in CATEGORIES}
     for row in rows:
-        kind = CATEGORIES.get(row.get("type") or "")
-        if kind is None or row.get("unanswerable") or not decidable_reference(kind, row.get("reference_answer")):
+        case = Case.model_validate(row)
+        kind = CATEGORIES.get(case.type or "")
+        if kind is None or case.unanswerable or not decidable_reference(kind, case.reference_answer):
             continue
         if per_category is not None and taken[row["type"]] >= per_category:
             continue
@@ -392,20 +397,20 @@ def select_cases(rows: Sequence[dict[str, Any]], per_category: int | None = None
 
 
 def label_records(
-    cases: Sequence[dict[str, Any]], records: dict[str, dict[str, Any]], model: str
+    cases: Sequence[dict[str, Any]], answers: Mapping[str, Answer], model: str
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """Each case whose run answer the rule decides, with its ``reference_verdict``; and counts."""
+    """Each case whose run answer (``answers``: the run's, by case id) the rule decides, with its
+    ``reference_verdict``; and counts."""
     from ragsweep.answer.llm import is_refusal
 
     out, counts = [], {"cases": len(cases), "no_answer": 0, "refusal": 0, "undecided": 0, "correct": 0, "wrong": 0}
     for case in cases:
-        rec = records.get(case["id"])
-        answer = (rec or {}).get("answer") or {}
-        text = (answer.get("text") or "").strip()
-        if not rec or answer.get("error") or not text:
+        answer = answers.get(case["id"])
+        text = answer.text.strip() if answer is not None else ""
+        if answer is None or answer.error or not text:
             counts["no_answer"] += 1
             continue
-        if answer.get("abstained") or is_refusal(text):
+        if answer.abstained or is_refusal(text):
             counts["refusal"] += 1
             continue
         kind = CATEGORIES[case["type"]]
@@ -444,14 +449,12 @@ def _main(argv: Sequence[str] | None = None) -> int:
         print(f"{len(chosen)} case(s) -> {args.out}")
         return 0
     cases = [json.loads(line) for line in Path(args.cases).read_text(encoding="utf-8").splitlines() if line.strip()]
-    run = Path(args.run)
-    records = {
-        r["id"]: r
-        for r in (json.loads(line) for line in (run / "cases.jsonl").read_text().splitlines() if line.strip())
-    }
-    report = json.loads((run / "report.json").read_text())
-    model = (report.get("manifest", {}).get("llm") or {}).get("model", "unknown model")
-    labelled, counts = label_records(cases, records, model)
+    from ragsweep.report.runs import Manifest, read_run
+
+    run = read_run(args.run)
+    llm = Manifest.of(run.manifest).llm
+    answers = {c.id: c.answer for c in run.cases if c.answer is not None}
+    labelled, counts = label_records(cases, answers, (llm.model if llm is not None else None) or "unknown model")
     Path(args.out).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in labelled), encoding="utf-8")
     print(json.dumps(counts), file=sys.stderr)
     return 0

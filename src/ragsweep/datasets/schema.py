@@ -248,6 +248,20 @@ class RelevanceConfig(BaseModel):
     evidence_fuzzy_min_score: float = Field(default=90.0, ge=0, le=100)
 
 
+class DatasetSettings(BaseModel):
+    """``dataset.yaml``: the dataset's name and description, where its documents and cases are,
+    and its relevance ``rule``. Every other key is kept as it is (``model_extra``): the rule's
+    parameters among them, which :class:`RelevanceConfig` checks."""
+
+    model_config = ConfigDict(extra="allow", coerce_numbers_to_str=True)
+
+    name: str | None = None  # default: the dataset folder's name
+    description: str | None = None
+    docs: str = "docs"  # the documents folder, relative to the dataset folder
+    cases: str | None = None  # the cases file (default: see loader.cases_file_name)
+    relevance: str | None = None  # the rule (default: evidence_offsets when a case has evidence, else doc_id)
+
+
 class Dataset(BaseModel):
     """A loaded dataset folder."""
 
@@ -259,7 +273,7 @@ class Dataset(BaseModel):
     cases: list[Case]
     relevance: RelevanceConfig = Field(default_factory=RelevanceConfig)
     provenance: str = ""
-    settings: dict[str, Any] = Field(default_factory=dict)  # raw dataset.yaml
+    settings: dict[str, Any] = Field(default_factory=dict)  # dataset.yaml's keys (DatasetSettings, as set there)
     # the file the cases were read from (cases.jsonl unless dataset.yaml or the folder says otherwise)
     cases_file: Path | None = None
     # the dataset's description: ``description`` of dataset.yaml, else that of a cases file holding

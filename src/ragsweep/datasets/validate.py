@@ -263,7 +263,7 @@ def validate_dataset(path: str | Path) -> list[Problem]:
         return [Problem(str(root), None, None, "dataset folder not found")]
     settings, problems = read_settings(root)
     cases_name = cases_file_name(root, settings)
-    docs_name = str(settings.get("docs", "docs"))
+    docs_name = settings.docs
     docs_dir = root / docs_name
     doc_ids: set[str] | None
     if docs_dir.is_dir():
@@ -298,7 +298,7 @@ def main(argv: Sequence[str] | None = None, out=None) -> int:
     path = Path(target)
     if path.is_file():  # a cases file: checked against the docs/ folder next to it, if any
         settings, _ = read_settings(path.parent)
-        docs_dir = path.parent / str(settings.get("docs", "docs"))
+        docs_dir = path.parent / settings.docs
         doc_ids = set(list_doc_ids(docs_dir)) if docs_dir.is_dir() else None
         problems = validate_cases_file(path, doc_ids, docs_dir=docs_dir if docs_dir.is_dir() else None)
     else:

@@ -29,7 +29,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ragsweep.evaluation.records import RECORD_VERSION, CaseResult, compact, expand_lines
+from ragsweep.evaluation.records import RECORD_VERSION, CaseResult, RunResult, compact, expand_lines
 from ragsweep.pipeline.hits import chunk_id
 
 PACKAGES = (
@@ -480,7 +480,7 @@ class RunFolder:
             return {}
         texts = {row["id"]: row["text"] for row in self.chunk_rows()}
         report = self.path / "report.json"
-        names = json.loads(report.read_text()).get("case_metrics") or [] if report.is_file() else []
+        names = RunResult.model_validate_json(report.read_text()).case_metrics if report.is_file() else []
         lines = [line for line in expand_lines(rows, texts, names) if line.get("version") == RECORD_VERSION]
         return {line["id"]: CaseResult.model_validate(line) for line in lines}
 

@@ -17,97 +17,137 @@ The new cases then go through the same verification as any generated case.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError, ValidatorFunctionWrapHandler, field_validator
+
+from ragsweep.evaluation.records import CaseResult
+from ragsweep.report.runs import RunFolderError, read_case_results, read_json
 
 
 class FailuresError(Exception):
     pass
 
 
-def read_run(run_dir: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The run's case records and its manifest (``report.json``; {} when absent)."""
+class CorpusSource(BaseModel):
+    docs_dir: str | None = None
+
+
+class DatasetSource(BaseModel):
+    path: str | None = None
+
+
+class _Lenient(BaseModel):
+    """Parts that are models themselves; one of another shape (an older or foreign manifest)
+    is read as nothing known, never an error."""
+
+    @field_validator("*", mode="wrap")
+    @classmethod
+    def _or_nothing(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        try:
+            return handler(value)
+        except ValidationError:
+            return handler({})
+
+
+class RunSources(_Lenient):
+    """Where an eval run's documents and dataset were: the parts of its manifest (report.json's
+    ``manifest``, written by ``ragsweep eval``) a generation from its failures reads."""
+
+    corpus: CorpusSource = Field(default_factory=CorpusSource)
+    dataset: DatasetSource = Field(default_factory=DatasetSource)
+
+    def docs_dir(self) -> str | None:
+        """The documents folder the run read: its corpus's, else its dataset's ``docs``."""
+        if self.corpus.docs_dir:
+            return self.corpus.docs_dir
+        return str(Path(self.dataset.path) / "docs") if self.dataset.path else None
+
+
+class _Report(_Lenient):
+    """A run's report.json, as far as a generation reads it."""
+
+    manifest: RunSources = Field(default_factory=RunSources)
+
+
+class Seed(BaseModel):
+    """A failed case of a run, the seed of new cases. As the hint of a grown candidate it also
+    names the ``run``; the first five fields, in this order, are the ``from_failure`` a grown
+    case records (:data:`FROM_FAILURE`)."""
+
+    run: str | None = None
+    id: str
+    question: str
+    type: str | None = None
+    failure: str
+    doc_scope: list[str] | None = None
+    unanswerable: bool = False
+    relevant_docs: list[str] = Field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        """The kind of case it grows."""
+        if self.unanswerable:
+            return "unanswerable"
+        return "multi_hop" if self.type == "multi_hop" else "single_hop"
+
+
+FROM_FAILURE = {"run", "id", "question", "type", "failure"}
+
+
+def read_run(run_dir: str | Path) -> tuple[list[CaseResult], RunSources]:
+    """The run's cases (a ``cases.jsonl`` of any layout) and where its documents were (from its
+    ``report.json``; nothing known when absent or unreadable)."""
     root = Path(run_dir)
     cases_file = root / "cases.jsonl"
     if not cases_file.is_file():
         raise FailuresError(f"{root}: no cases.jsonl (is it an eval run folder?)")
-    records = []
-    for n, line in enumerate(cases_file.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except ValueError as err:
-            raise FailuresError(f"{cases_file}:{n}: not JSON: {err}") from None
-    manifest: dict[str, Any] = {}
+    try:
+        cases = read_case_results(cases_file)
+    except RunFolderError as err:
+        raise FailuresError(str(err)) from None
     report = root / "report.json"
-    if report.is_file():
-        try:
-            manifest = json.loads(report.read_text(encoding="utf-8")).get("manifest") or {}
-        except ValueError:
-            manifest = {}
-    return records, manifest
+    try:
+        data = read_json(report) if report.is_file() else {}
+    except RunFolderError:
+        data = {}
+    return cases, _Report.model_validate(data).manifest if isinstance(data, dict) else RunSources()
 
 
-def failure_reason(record: dict[str, Any]) -> str | None:
-    """Why a case record counts as failed, or None when it passed."""
-    answer = record.get("answer") or {}
-    judge = record.get("judge") or {}
-    if record.get("unanswerable"):
-        if answer and not answer.get("abstained") and not answer.get("error"):
+def failure_reason(case: CaseResult) -> str | None:
+    """Why a case counts as failed, or None when it passed."""
+    answer = case.answer
+    if case.unanswerable:
+        if answer is not None and not answer.abstained and not answer.error:
             return "answered_unanswerable"
         return None
-    hits = record.get("hits") or []
-    if hits and not any(h.get("relevant") for h in hits):
+    if case.hits and not any(h.relevant for h in case.hits):
         return "retrieval_miss"
-    if judge.get("is_correct") is False:
+    if case.judge is not None and case.judge.is_correct is False:
         return "judged_wrong"
-    if answer.get("error"):
+    if answer is not None and answer.error:
         return "answer_error"
-    if answer and answer.get("abstained"):
+    if answer is not None and answer.abstained:
         return "abstained"
     return None
 
 
-def failed_seeds(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def failed_seeds(cases: list[CaseResult]) -> list[Seed]:
     """The failed cases, in the run's order, with ``failure`` set to the reason."""
     out = []
-    for r in records:
-        reason = failure_reason(r)
+    for case in cases:
+        reason = failure_reason(case)
         if reason:
             out.append(
-                {
-                    "id": r.get("id"),
-                    "question": r.get("question", ""),
-                    "type": r.get("type"),
-                    "doc_scope": r.get("doc_scope"),
-                    "unanswerable": bool(r.get("unanswerable")),
-                    "failure": reason,
-                    "relevant_docs": sorted({h["doc_id"] for h in r.get("hits") or [] if h.get("relevant")}),
-                }
+                Seed(
+                    id=case.id,
+                    question=case.question,
+                    type=case.type,
+                    doc_scope=case.doc_scope,
+                    unanswerable=case.unanswerable,
+                    failure=reason,
+                    relevant_docs=sorted({h.doc_id for h in case.hits if h.relevant}),
+                )
             )
     return out
-
-
-def run_docs_dir(manifest: dict[str, Any]) -> str | None:
-    """The documents folder an eval run read, from its manifest."""
-    corpus = manifest.get("corpus") or {}
-    if corpus.get("docs_dir"):
-        return str(corpus["docs_dir"])
-    dataset = manifest.get("dataset") or {}
-    if dataset.get("path"):
-        return str(Path(dataset["path"]) / "docs")
-    return None
-
-
-def run_dataset(manifest: dict[str, Any]) -> str | None:
-    dataset = manifest.get("dataset") or {}
-    return str(dataset["path"]) if dataset.get("path") else None
-
-
-def seed_kind(seed: dict[str, Any]) -> str:
-    """The kind of case a seed of :func:`failed_seeds` (every key present) grows."""
-    if seed["unanswerable"]:
-        return "unanswerable"
-    return "multi_hop" if seed["type"] == "multi_hop" else "single_hop"

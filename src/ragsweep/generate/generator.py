@@ -104,7 +104,7 @@ class Generator:
         self._client = client
         self.embed = embed or verify.default_embed
         self.check_k = options.check_k or self.config.top_k
-        self.seeds: list[dict[str, Any]] = []
+        self.seeds: list[failures_mod.Seed] = []
         self.existing: list[tuple[str, list[str] | None]] = []
         self.run_info: dict[str, Any] | None = None
         docs = options.docs
@@ -132,10 +132,10 @@ class Generator:
 
     # ------------------------------------------------------------------ inputs
     def _read_failures(self, run_dir: str, docs: str | None) -> str | None:
-        records, manifest = failures_mod.read_run(run_dir)
+        records, sources = failures_mod.read_run(run_dir)
         seeds = failures_mod.failed_seeds(records)
         wanted = set(self.options.types)
-        self.seeds = [s for s in seeds if failures_mod.seed_kind(s) in wanted]
+        self.seeds = [s for s in seeds if s.kind in wanted]
         if not self.seeds:
             raise GenerateError(
                 f"{run_dir}: no failed case of the kinds {sorted(wanted)} ({len(records)} cases, {len(seeds)} failed)"
@@ -144,9 +144,9 @@ class Generator:
             "run": str(run_dir),
             "cases": len(records),
             "failed": len(seeds),
-            "failures": dict(Counter(s["failure"] for s in seeds)),
+            "failures": dict(Counter(s.failure for s in seeds)),
         }
-        dataset = failures_mod.run_dataset(manifest)
+        dataset = sources.dataset.path
         if dataset and Path(dataset).is_dir():
             from ragsweep.datasets.loader import load_dataset
 
@@ -154,7 +154,7 @@ class Generator:
                 self.existing = [(c.question, c.doc_scope) for c in load_dataset(dataset).cases]
             except Exception as err:  # noqa: BLE001 - dedupe against it is a courtesy, not a need
                 self.log(f"warning: {dataset}: not loaded ({err}); new cases are not compared with its questions")
-        return docs or failures_mod.run_docs_dir(manifest)
+        return docs or sources.docs_dir()
 
     @property
     def client(self):
@@ -172,8 +172,10 @@ class Generator:
             self._store = RagStore(self.config, self.corpus)
         return self._store
 
-    def _candidate(self, kind: str, sources: list[SourceChunk], hint: dict | None = None) -> Candidate:
-        c = Candidate(order=self._order, kind=kind, type=(hint or {}).get("type") or kind, sources=sources, hint=hint)
+    def _candidate(self, kind: str, sources: list[SourceChunk], hint: failures_mod.Seed | None = None) -> Candidate:
+        c = Candidate(
+            order=self._order, kind=kind, type=(hint.type if hint else None) or kind, sources=sources, hint=hint
+        )
         self._order += 1
         return c
 
@@ -207,21 +209,21 @@ class Generator:
         all_docs = sorted(self.texts)
         other_docs = []
         for seed in picks:
-            own = set(seed["doc_scope"] or seed["relevant_docs"] or [])
+            own = set(seed.doc_scope or seed.relevant_docs)
             other_docs.append([d for d in all_docs if d not in own] or all_docs)
-        ask = [i for i, s in enumerate(picks) if failures_mod.seed_kind(s) != "unanswerable"]
+        ask = [i for i, s in enumerate(picks) if s.kind != "unanswerable"]
         hits_of: dict[int, list] = {}
         if ask:
             found = self.store.retrieve(
-                [picks[i]["question"] for i in ask],
+                [picks[i].question for i in ask],
                 k=max(10, 2 * self.check_k),
                 doc_scopes=[other_docs[i] for i in ask],
             )
             hits_of = dict(zip(ask, found))
         batch: list[Candidate] = []
         for i, seed in enumerate(picks):
-            kind = failures_mod.seed_kind(seed)
-            hint = {"run": self.run_info["run"] if self.run_info else None, **seed}
+            kind = seed.kind
+            hint = seed.model_copy(update={"run": self.run_info["run"] if self.run_info else None})
             want = 2 if kind == "multi_hop" else 1
             ranked = [SourceChunk(h.doc_id, h.start, h.end, h.text) for h in hits_of.get(i, [])]
             sampler = self.samplers[kind]
@@ -284,7 +286,7 @@ class Generator:
     # ------------------------------------------------------------------ run
     def requested(self) -> dict[str, int]:
         if self.seeds:
-            kinds = Counter(failures_mod.seed_kind(self.seeds[i % len(self.seeds)]) for i in range(self.options.n))
+            kinds = Counter(self.seeds[i % len(self.seeds)].kind for i in range(self.options.n))
             return {k: kinds[k] for k in self.options.types}
         return quotas(self.options.n, self.options.types)
 

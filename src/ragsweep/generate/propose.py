@@ -17,11 +17,16 @@ kind of question as a failed case.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
 
 from ragsweep.datasets.pathway_limits import clean_query
 from ragsweep.generate.sampling import SourceChunk
-from ragsweep.llm.replies import as_strings, as_text, first_object
+from ragsweep.llm.replies import Strings, Text, read_object
+
+if TYPE_CHECKING:
+    from ragsweep.generate.failures import Seed
 
 KINDS = ("single_hop", "multi_hop", "unanswerable")
 
@@ -85,7 +90,7 @@ class Candidate:
     kind: str  # single_hop | multi_hop | unanswerable
     type: str  # the case's type: the kind, or (--from-failures) the failed case's type
     sources: list[SourceChunk]
-    hint: dict[str, Any] | None = None  # the failed case this one grows from
+    hint: Seed | None = None  # the failed case this one grows from
     question: str = ""
     answer: str = ""
     quotes: list[list[str]] = field(default_factory=list)  # per source passage
@@ -107,12 +112,23 @@ class Candidate:
             self.drop = (reason, detail)
 
 
+class Proposal(BaseModel):
+    """The object a proposal prompt asks for (the keys of its kind's template)."""
+
+    question: Text = ""
+    answer: Text = ""
+    why_unanswerable: Text = ""  # unanswerable
+    quotes: Strings = []  # single_hop
+    quotes_1: Strings = []  # multi_hop: from passage 1
+    quotes_2: Strings = []  # and from passage 2
+
+
 def _hint(candidate: Candidate) -> str:
     if not candidate.hint:
         return ""
     return HINT.format(
-        type=candidate.hint.get("type") or candidate.kind,
-        example=" ".join(str(candidate.hint.get("question", "")).split()),
+        type=candidate.hint.type or candidate.kind,
+        example=" ".join(candidate.hint.question.split()),
     )
 
 
@@ -137,11 +153,11 @@ def read_reply(candidate: Candidate, reply) -> None:
     if reply.refusal:
         candidate.dropped("llm_refused", f"proposal refused: {reply.refusal}")
         return
-    obj = first_object(reply.text)
-    if obj is None:
+    proposal = read_object(reply.text, Proposal)
+    if proposal is None:
         candidate.dropped("unparsable_reply", f"no JSON object in the proposal: {reply.text[:120]!r}")
         return
-    candidate.question = as_text(obj.get("question"))
+    candidate.question = proposal.question
     if not candidate.question or not clean_query(candidate.question):
         candidate.dropped("no_question", f"the proposal has no question: {reply.text[:120]!r}")
         return
@@ -150,13 +166,13 @@ def read_reply(candidate: Candidate, reply) -> None:
         candidate.dropped("refers_to_passage", "the question refers to the passage, not to the document")
         return
     if candidate.kind == "unanswerable":
-        candidate.why_unanswerable = as_text(obj.get("why_unanswerable"))
+        candidate.why_unanswerable = proposal.why_unanswerable
         return
-    candidate.answer = as_text(obj.get("answer"))
+    candidate.answer = proposal.answer
     if not candidate.answer:
         candidate.dropped("no_answer", "the proposal has no answer")
         return
     if candidate.kind == "multi_hop":
-        candidate.quotes = [as_strings(obj.get("quotes_1")), as_strings(obj.get("quotes_2"))]
+        candidate.quotes = [proposal.quotes_1, proposal.quotes_2]
     else:
-        candidate.quotes = [as_strings(obj.get("quotes"))]
+        candidate.quotes = [proposal.quotes]

@@ -29,12 +29,13 @@ that did not happen is not a pass.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import BaseModel, PlainValidator
 
 from ragsweep.generate.propose import Candidate
-from ragsweep.llm.replies import as_bool, as_text, first_object
+from ragsweep.llm.replies import Flag, Text, read_object
 from ragsweep.metrics.relevance import locate_spans, normalize
 
 MIN_QUOTE_CHARS = 8
@@ -165,13 +166,19 @@ def support_messages(candidate: Candidate) -> list[dict[str, str]]:
     return [{"role": "system", "content": CHECK_SYSTEM}, {"role": "user", "content": user}]
 
 
+class SupportCheck(BaseModel):
+    """The object the support prompt asks for."""
+
+    supported: Flag = None
+    reason: Text = ""
+
+
 def read_support(candidate: Candidate, reply) -> None:
     if reply.error:
         candidate.dropped("check_failed", f"support check failed: {reply.error}")
         return
-    obj = first_object(reply.text) or {}
-    verdict = as_bool(obj.get("supported"))
-    reason = as_text(obj.get("reason"))
+    check = read_object(reply.text, SupportCheck) or SupportCheck()
+    verdict, reason = check.supported, check.reason
     candidate.checks["support"] = {"supported": verdict, "reason": reason}
     if verdict is None:
         candidate.dropped("check_unreadable", f"support check gave no verdict: {reply.text[:120]!r}")
@@ -186,17 +193,27 @@ def answered_messages(candidate: Candidate, hits: Sequence[Any]) -> list[dict[st
     return [{"role": "system", "content": CHECK_SYSTEM}, {"role": "user", "content": user}]
 
 
+def _number(value: Any) -> int | None:
+    return value if isinstance(value, int) else None
+
+
+class AnsweredCheck(BaseModel):
+    """The object the answerability prompt asks for."""
+
+    answered: Flag = None
+    passage: Annotated[int | None, PlainValidator(_number)] = None  # the retrieved chunk that answers
+    reason: Text = ""
+
+
 def read_answered(candidate: Candidate, hits: Sequence[Any], reply) -> None:
     if reply.error:
         candidate.dropped("check_failed", f"answerability check failed: {reply.error}")
         return
-    obj = first_object(reply.text) or {}
-    verdict = as_bool(obj.get("answered"))
-    reason = as_text(obj.get("reason"))
-    passage = obj.get("passage")
+    check = read_object(reply.text, AnsweredCheck) or AnsweredCheck()
+    verdict, reason, passage = check.answered, check.reason, check.passage
     candidate.checks["answerability"] = {
         "answered": verdict,
-        "passage": passage if isinstance(passage, int) else None,
+        "passage": passage,
         "reason": reason,
         "retrieved": [{"doc_id": h.doc_id, "start": h.start, "end": h.end} for h in hits],
     }
@@ -204,7 +221,7 @@ def read_answered(candidate: Candidate, hits: Sequence[Any], reply) -> None:
         candidate.dropped("check_unreadable", f"answerability check gave no verdict: {reply.text[:120]!r}")
     elif verdict:
         where = ""
-        if isinstance(passage, int) and 1 <= passage <= len(hits):
+        if passage is not None and 1 <= passage <= len(hits):
             h = hits[passage - 1]
             where = f" (retrieved chunk {passage}: {h.doc_id} [{h.start}:{h.end}])"
         candidate.dropped("answerable", f"a retrieved chunk answers the 'unanswerable' question{where}: {reason}")

@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 from ragsweep.datasets.schema import Case, Evidence
+from ragsweep.generate.failures import FROM_FAILURE
 from ragsweep.generate.propose import Candidate
 
 
@@ -80,7 +81,7 @@ def to_case(candidate: Candidate, cid: str, split: str, model: str) -> Case:
     if candidate.checks:
         meta["checks"] = candidate.checks
     if candidate.hint:
-        meta["from_failure"] = {k: candidate.hint.get(k) for k in ("run", "id", "question", "type", "failure")}
+        meta["from_failure"] = candidate.hint.model_dump(include=FROM_FAILURE)
     unanswerable = candidate.kind == "unanswerable"
     return Case(
         id=cid,

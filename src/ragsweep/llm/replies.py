@@ -10,6 +10,10 @@ value into what the caller wants, or None when it is not that: :func:`as_bool` (
 and ``false``/``no``/``0``), :func:`as_verdict` (a boolean, or ``"correct"``, ``"incorrect"``,
 ``"not correct"``: whole words, so "incorrect" is never read as "correct"), :func:`as_text`,
 :func:`as_strings`. Nothing here guesses: a reply without the object is a failure the caller names.
+
+A prompt's reply object is described by a pydantic model whose fields are of the types
+:data:`Text`, :data:`Strings` and :data:`Flag` (each read by its reader, never an error; a missing
+key is the field's default); :func:`read_object` reads the first object of a reply into it.
 """
 
 from __future__ import annotations
@@ -17,9 +21,24 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any, TypeVar
 
-__all__ = ["as_bool", "as_strings", "as_text", "as_verdict", "first_object", "json_objects"]
+from pydantic import BaseModel, PlainValidator
+
+__all__ = [
+    "Flag",
+    "Strings",
+    "Text",
+    "as_bool",
+    "as_strings",
+    "as_text",
+    "as_verdict",
+    "first_object",
+    "json_objects",
+    "read_object",
+]
+
+Model = TypeVar("Model", bound=BaseModel)
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
 _TRUE = frozenset({"true", "yes", "y", "1"})
@@ -117,3 +136,14 @@ def as_strings(value: Any) -> list[str]:
         if text and text not in out:
             out.append(text)
     return out
+
+
+Text = Annotated[str, PlainValidator(as_text)]
+Strings = Annotated[list[str], PlainValidator(as_strings)]
+Flag = Annotated[bool | None, PlainValidator(as_bool)]
+
+
+def read_object(text: str | None, model: type[Model]) -> Model | None:
+    """The first JSON object of a reply (:func:`first_object`) as ``model``; None if there is none."""
+    obj = first_object(text)
+    return None if obj is None else model.model_validate(obj)

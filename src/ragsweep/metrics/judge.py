@@ -38,6 +38,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ragsweep.answer.llm import is_refusal
+from ragsweep.datasets.schema import ReferenceVerdict
 from ragsweep.llm.client import ChatResult, LLMClient
 from ragsweep.llm.cost import CallEstimate, count_message_tokens
 from ragsweep.llm.replies import as_verdict, json_objects
@@ -137,8 +138,7 @@ class JudgeItem(BaseModel):
     abstained: bool | None = None  # the answerer's flag; None -> detected from the text
     answer_error: str | None = None
     expected_facts: list[str] = []
-    # ``Case.reference_verdict`` as a dict: {"answer", "is_correct" | "score", "source"}
-    reference_verdict: dict[str, Any] | None = None
+    reference_verdict: ReferenceVerdict | None = None  # the case's (``Case.reference_verdict``, or its dict)
 
 
 # ----------------------------------------------------------------- parsing
@@ -405,7 +405,7 @@ class LLMJudge:
             ref = it.reference_verdict
             if not ref:
                 continue
-            labelled = ref.get("answer")
+            labelled = ref.answer
             if labelled is None or (not it.answer_error and labelled.strip() == it.answer.strip()):
                 continue
             where[i] = len(extra)
@@ -437,28 +437,28 @@ def apply_judge_scores(results: Sequence[Any], verdicts: Sequence[JudgeVerdict |
             result.metrics["judge_correct"] = verdict.score
 
 
-def reference_value(ref: dict[str, Any]) -> float | None:
+def reference_value(ref: ReferenceVerdict) -> float | None:
     """A reference verdict as a number: ``is_correct`` (1.0 / 0.0), else ``score``."""
-    if ref.get("is_correct") is not None:
-        return float(bool(ref["is_correct"]))
-    if ref.get("score") is not None:
-        return float(ref["score"])
+    if ref.is_correct is not None:
+        return float(ref.is_correct)
+    if ref.score is not None:
+        return float(ref.score)
     return None
 
 
-def reference_check(ref: dict[str, Any], verdict: JudgeVerdict, same_answer: bool) -> dict[str, Any]:
+def reference_check(ref: ReferenceVerdict, verdict: JudgeVerdict, same_answer: bool) -> dict[str, Any]:
     """What the report compares: the reference's verdict beside the judge's on the same answer."""
     return {
-        "source": ref.get("source"),
+        "source": ref.source,
         "reference": reference_value(ref),
-        "reference_is_correct": ref.get("is_correct"),
+        "reference_is_correct": ref.is_correct,
         "judge": verdict.score,
         "judge_is_correct": verdict.is_correct,
         "judge_method": verdict.method,
         "judge_sd": verdict.sd,
         "judge_error": verdict.error,
         "answer_is_run_answer": same_answer,
-        "answer": None if same_answer else (ref.get("answer") or "")[:500],
+        "answer": None if same_answer else (ref.answer or "")[:500],
     }
 
 

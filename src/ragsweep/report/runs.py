@@ -141,7 +141,7 @@ def expand_cases(lines: list[dict], folder: Path, names: Sequence[str] | None = 
         )
     if names is None:
         report = Path(folder) / "report.json"
-        names = read_json(report).get("case_metrics") or [] if report.is_file() else []
+        names = _Recorded.of(read_json(report)).case_metrics if report.is_file() else []
     return expand_lines(lines, texts, names)
 
 
@@ -160,10 +160,12 @@ def _depth(value: Any) -> int | None:
 
 class _Recorded(BaseModel):
     """What a report.json, a result.json or sweep.json (and each of its rows) records of the depth
-    a configuration served, read leniently: folders older than the typed results."""
+    a configuration served, and a report.json of the metrics its case lines hold (``case_metrics``),
+    read leniently: folders older than the typed results."""
 
     id: Any = None
     top_k: Any = None
+    case_metrics: list[str] = Field(default_factory=list)
     params: dict[str, Any] = Field(default_factory=dict)
     manifest: dict[str, Any] = Field(default_factory=dict)
     configs: list[Any] = Field(default_factory=list)
@@ -279,19 +281,19 @@ def read_run(folder: str | Path) -> RunResult:
     report = read_json(report_path) if report_path.is_file() else None
     if report is not None and not isinstance(report, dict):
         raise RunFolderError(f"{report_path}: not a report (a JSON object)")
+    recorded = _Recorded.of(report)
     cases: list[CaseResult] = []
     if cases_path.is_file():
         lines = read_lines(cases_path)
-        names = (report or {}).get("case_metrics") or []
         top_k = None
         if any("top_k" not in line for line in lines):
             top_k = stored_top_k(folder)
-        cases = case_results(expand_cases(lines, folder, names), cases_path, top_k)
+        cases = case_results(expand_cases(lines, folder, recorded.case_metrics), cases_path, top_k)
     if report is None:
         run = _aggregate_run(cases)
     else:
         if "top_k" not in report:  # layout 1
-            top_k = _Recorded.of(report).depth() or _fallback_top_k(cases)
+            top_k = recorded.depth() or _fallback_top_k(cases)
             if top_k is None:
                 raise RunFolderError(f"{report_path}: no top_k, no pipeline top_k in its manifest and no cases")
             report = {**report, "top_k": top_k}
@@ -387,10 +389,15 @@ class PipelineManifest(BaseModel):
     variables: dict[str, Any] = Field(default_factory=dict)
 
 
+class LLMManifest(BaseModel):
+    model: str | None = None  # the answering model (``LLMSettings.public_dict``)
+
+
 class Manifest(BaseModel):
     """The part of a run's manifest (``RunResult.manifest``, ``SweepResult.manifest``) reports show."""
 
     pipeline: PipelineManifest = Field(default_factory=PipelineManifest)
+    llm: LLMManifest | None = None
     dataset: dict[str, Any] | str | None = None
     corpus: dict[str, Any] | str | None = None
     timestamps: dict[str, Any] = Field(default_factory=dict)
