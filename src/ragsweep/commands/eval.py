@@ -342,8 +342,8 @@ def split_corpus(splitter: Any, corpus: Corpus) -> dict[str, list[str]]:
 
 def longest_chunks(chunks: dict[str, list[str]], scope: list[str] | None, k: int) -> list[Hit]:
     """The k longest chunks a case could be served: its prompt's upper bound."""
-    docs = scope or sorted(chunks)
-    texts = sorted((t for d in docs for t in chunks.get(d, [])), key=len, reverse=True)[:k]
+    docs = [d for d in scope if d in chunks] if scope else sorted(chunks)  # a scope's parsed documents
+    texts = sorted((t for d in docs for t in chunks[d]), key=len, reverse=True)[:k]
     return [Hit(rank=i + 1, score=0.0, text=t, doc_id="", start=0, end=len(t)) for i, t in enumerate(texts)]
 
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 from ragsweep.answer.base import IDK, Answer
 from ragsweep.answer.refusal import is_refusal
 from ragsweep.datasets.schema import Case
@@ -40,6 +42,13 @@ class CallRecord:
     cost_usd: float = 0.0
 
 
+class AppReply(BaseModel):
+    """What the app's ``answer_query`` returns for a question (``/v2/answer``'s body)."""
+
+    response: str | None = None
+    context_docs: list[Any] = Field(default_factory=list)
+
+
 @dataclass
 class CallLedger:
     """Every LLM call the app's question answerer made, as it made them."""
@@ -52,8 +61,8 @@ class CallLedger:
             self.calls.append(record)
 
 
-def _user_text(messages: Any) -> str:
-    return "\n".join(str(m.get("content", "")) for m in messages or [] if isinstance(m, dict))
+def _user_text(messages: list[dict[str, Any]]) -> str:
+    return "\n".join(str(m["content"]) for m in messages)
 
 
 class RecordingChatClient:
@@ -79,13 +88,14 @@ class RecordingChatClient:
         from ragsweep.llm.client import describe_error
         from ragsweep.llm.cost import cost_usd, count_message_tokens
 
-        record = CallRecord(prompt=_user_text(params.get("messages")))
+        messages = params["messages"]  # what OpenAIChat always sends
+        record = CallRecord(prompt=_user_text(messages))
         try:
             raw = await self._client().chat.completions.with_raw_response.create(**params)
             completion = raw.parse()
         except Exception as err:  # noqa: BLE001 - one failed call is that case's error, not the run's end
             record.error = describe_error(err, self.settings)
-            record.prompt_tokens = count_message_tokens(params.get("messages") or [], self.settings.model)
+            record.prompt_tokens = count_message_tokens(messages, self.settings.model)
             self.ledger.add(record)
             return SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(content=None))])
         usage = getattr(completion, "usage", None)
@@ -112,15 +122,15 @@ def app_llm_settings(config: PipelineConfig, llm: Any) -> LLMSettings:
     return settings.with_updates(**changes)
 
 
-def _attribute(ledger: CallLedger, questions: Sequence[str]) -> dict[int, list[CallRecord]]:
+def _attribute(ledger: CallLedger, questions: Sequence[str]) -> list[list[CallRecord]]:
     """Each call to the question whose text its prompt holds (the longest such question: one may
     be part of another); the app's prompt always holds the question it answers."""
     order = sorted(range(len(questions)), key=lambda i: -len(questions[i]))
-    out: dict[int, list[CallRecord]] = {}
+    out: list[list[CallRecord]] = [[] for _ in questions]
     for record in ledger.calls:
         for i in order:
             if questions[i] and questions[i] in record.prompt:
-                out.setdefault(i, []).append(record)
+                out[i].append(record)
                 break
     return out
 
@@ -150,11 +160,11 @@ class AppAnswerer:
         per_question = _attribute(calls, [cases[i].question for i in asked])
         answers = [Answer(text=IDK, abstained=True, answerer=self.name) for _ in cases]
         for j, i in enumerate(asked):
-            answers[i] = self._answer(replies[j], per_question.get(j, []))
+            answers[i] = self._answer(replies[j], per_question[j])
         return answers
 
-    def _answer(self, reply: dict[str, Any] | None, calls: list[CallRecord]) -> Answer:
-        text = str((reply or {}).get("response") or "").strip()
+    def _answer(self, reply: AppReply | None, calls: list[CallRecord]) -> Answer:
+        text = (reply.response or "").strip() if reply is not None else ""
         errors = [c.error for c in calls if c.error]
         return Answer(
             text=text,
@@ -166,7 +176,7 @@ class AppAnswerer:
             cached=bool(calls) and all(c.cached for c in calls),
         )
 
-    def _run(self, questions: list[str], scopes: list[list[str] | None]) -> list[dict[str, Any] | None]:
+    def _run(self, questions: list[str], scopes: list[list[str] | None]) -> list[AppReply | None]:
         import pathway as pw
 
         from ragsweep.pipeline.app_components import check_endpoint
@@ -182,7 +192,7 @@ class AppAnswerer:
         qa = self.config.build_question_answerer(document_store(self.corpus, pipeline))
         self._record_llm(qa)
         schema = qa.AnswerQuerySchema
-        model = schema.default_values().get("model")
+        model = schema.default_values()["model"]  # what /v2/answer puts in when a request names none
         rows = [
             (i, q, scope_filter(s), model, True, QUERIES_TIME, 1) for i, (q, s) in enumerate(zip(questions, scopes))
         ]
@@ -193,16 +203,18 @@ class AppAnswerer:
         )
         answered = qa.answer_query(queries.without(pw.this.qid))
         results = queries.select(pw.this.qid, result=answered.with_universe_of(queries).result)
-        replies: dict[int, Any] = {}
+        replies: list[AppReply | None] = [None] * len(questions)
 
         def on_result(key: Any, row: dict[str, Any], time: int, is_addition: bool) -> None:
             if is_addition:
                 value = row["result"]
-                replies[int(row["qid"])] = value.as_dict() if hasattr(value, "as_dict") else value
+                replies[int(row["qid"])] = AppReply.model_validate(
+                    value.as_dict() if hasattr(value, "as_dict") else value
+                )
 
         pw.io.subscribe(results, on_change=on_result)
         pw.run(monitoring_level=pw.MonitoringLevel.NONE, default_logging=False)
-        return [replies.get(i) for i in range(len(questions))]
+        return replies
 
     def _record_llm(self, qa: Any) -> None:
         """The app's OpenAI chat model sends through ragsweep's client (the app's retry strategy

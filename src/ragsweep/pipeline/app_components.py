@@ -334,7 +334,7 @@ class _CachedEmbedding:
         if isinstance(plan.inputs, str) or not plan.keys or not plan.missing:
             return {}
         loop = asyncio.get_running_loop()
-        in_flight = self.in_flight.setdefault(id(loop), {})
+        in_flight = self.in_flight.setdefault(id(loop), {})  # release() finds it there
         waiting: dict[str, asyncio.Future] = {}
         mine = []
         for text in plan.missing:
@@ -349,9 +349,9 @@ class _CachedEmbedding:
 
     def release(self, plan: _Plan, err: BaseException | None = None) -> None:
         """The vectors (or the failure) of the texts this call announced, to the calls awaiting them."""
-        if isinstance(plan.inputs, str) or not plan.keys:
+        if isinstance(plan.inputs, str) or not plan.keys or not plan.missing:
             return
-        in_flight = self.in_flight.get(id(asyncio.get_running_loop()), {})
+        in_flight = self.in_flight[id(asyncio.get_running_loop())]
         for i, text in enumerate(plan.missing):
             future = in_flight.pop(self.key("text", text), None)
             if future is None or future.done():

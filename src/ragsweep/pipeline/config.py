@@ -29,8 +29,11 @@ An llm-app ``app.yaml`` works as is:
   Pathway parser (``!pw.xpacks.llm.parsers.DoclingParser``...) is read as a
   stand-in and never constructed (it would need ``pathway[xpack-llm-docs]`` and,
   for LLM table parsing, an API key); the manifest records the substitution;
-- top-level entries that only the app server uses (``question_answerer``,
-  ``host``, ``port``...) are not built;
+- its embedder (``OpenAIEmbedder``...) is built and used as is, behind ragsweep's vector cache
+  (:mod:`ragsweep.pipeline.app_components`);
+- its ``question_answerer`` is built only for ``--llm`` answers
+  (:meth:`PipelineConfig.build_question_answerer`, :mod:`ragsweep.pipeline.app_answerer`), over
+  ragsweep's DocumentStore; ``host``, ``port`` and other server settings are not used;
 - without ``$top_k``, the top-k is ``$search_topk``, else the ``search_topk`` of
   the question answerer (Pathway's default when it sets none).
 """
