@@ -26,29 +26,13 @@ from pathlib import Path
 import pytest
 
 from fake_openai import FakeOpenAI
+from loopback import free_port, post_json
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "tests" / "answer_parity_app.py"
 APPS = {"base": "parity_base.yaml", "adaptive": "parity_adaptive.yaml"}
 DATASET = ROOT / "datasets" / "cuad-mini"
 N_QUESTIONS = 10
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _post(port: int, path: str, payload: dict, timeout: float = 120.0):
-    req = urllib.request.Request(
-        f"http://127.0.0.1:{port}{path}",
-        data=json.dumps(payload).encode(),
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
-    with urllib.request.urlopen(req, timeout=timeout) as resp:
-        return json.loads(resp.read())
 
 
 def _questions() -> list[str]:
@@ -130,7 +114,7 @@ def _serve_and_ask(app: Path, docs: Path, fake: FakeOpenAI, questions: list[str]
     counted by /v1/statistics may still be on its way through the embedder)."""
     with _pointed_at(fake, workdir / "count-cache"):
         chunks = _chunk_count(app, docs)
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "OPENAI_BASE_URL": fake.base_url,
@@ -147,14 +131,14 @@ def _serve_and_ask(app: Path, docs: Path, fake: FakeOpenAI, questions: list[str]
             while True:
                 assert proc.poll() is None, log_path.read_text()[-3000:]
                 try:  # hybrid top-k for a large k: the KNN side returns every chunk of the index
-                    if len(_post(port, "/v1/retrieve", {"query": "agreement", "k": 1000}, timeout=5)) == chunks:
+                    if len(post_json(port, "/v1/retrieve", {"query": "agreement", "k": 1000}, timeout=5)) == chunks:
                         break
                 except (urllib.error.URLError, ConnectionError, TimeoutError, json.JSONDecodeError):
                     pass
                 assert time.monotonic() < deadline, "server not ready in 180 s:\n" + log_path.read_text()[-3000:]
                 time.sleep(0.5)
             fake.reset()
-            answers = [_post(port, "/v2/answer", {"prompt": q})["response"] for q in questions]
+            answers = [post_json(port, "/v2/answer", {"prompt": q})["response"] for q in questions]
             return {"answers": answers, "requests": _chat_bodies(fake.log)}
         finally:
             proc.terminate()

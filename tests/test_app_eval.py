@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from fake_openai import FakeOpenAI, fake_server  # noqa: F401 - pytest fixture
+from loopback import free_port
 from ragsweep.cli import main
 from ragsweep.report.runs import read_run
 
@@ -79,12 +80,6 @@ def _json_docs(prompt: str) -> list[dict]:
 def _chunks_per_doc(run_dir: Path) -> Counter:
     with open(run_dir / "chunks.jsonl", encoding="utf-8") as lines:
         return Counter(json.loads(line)["doc_id"] for line in lines if line.strip())
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _run_cli(tmp_path: Path, env: dict[str, str], timeout: float = 60.0) -> tuple[subprocess.CompletedProcess, float]:
@@ -245,7 +240,7 @@ def test_llm_answers_come_from_the_apps_question_answerer(fake_server, tmp_path,
 
 # ---------------------------------------------------------------- failures, named
 def test_endpoint_down_is_one_message_naming_the_component(tmp_path):
-    url = f"http://127.0.0.1:{_free_port()}/v1"  # nobody listens there
+    url = f"http://127.0.0.1:{free_port()}/v1"  # nobody listens there
     done, elapsed = _run_cli(tmp_path, _cli_env(tmp_path, OPENAI_BASE_URL=url, OPENAI_API_KEY=KEY))
     _assert_one_clean_message(done, elapsed, tmp_path)
     assert f"$embedder: OpenAIEmbedder at {url}" in done.stderr, done.stderr
@@ -253,7 +248,7 @@ def test_endpoint_down_is_one_message_naming_the_component(tmp_path):
 
 
 def test_missing_key_names_the_component(tmp_path):
-    url = f"http://127.0.0.1:{_free_port()}/v1"
+    url = f"http://127.0.0.1:{free_port()}/v1"
     done, elapsed = _run_cli(tmp_path, _cli_env(tmp_path, OPENAI_BASE_URL=url))
     _assert_one_clean_message(done, elapsed, tmp_path)
     assert "check the API key" in done.stderr, done.stderr

@@ -42,6 +42,8 @@ from pathlib import Path
 
 import pytest
 
+from loopback import free_port, post_json
+
 ROOT = Path(__file__).resolve().parent.parent
 PIPELINE = ROOT / "pipelines" / "default.yaml"
 DOCS = ROOT / "datasets" / "cuad-mini" / "docs"
@@ -174,23 +176,6 @@ def evaluated(corpus):
 # ------------------------------------------------------------------ the served side
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _post(port: int, path: str, payload: dict, timeout: float = 120.0):
-    req = urllib.request.Request(
-        f"http://127.0.0.1:{port}{path}",
-        data=json.dumps(payload).encode(),
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
-    with urllib.request.urlopen(req, timeout=timeout) as resp:
-        return json.loads(resp.read())
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, corpus):
     """One process, one DocumentStoreServer per mode; yields {mode: port}; killed at the end.
@@ -202,7 +187,7 @@ def server(tmp_path_factory, corpus):
     watched, staging = root / "texts", root / "staging"
     watched.mkdir()
     staging.mkdir()
-    ports = {mode: _free_port() for mode in MODES}
+    ports = {mode: free_port() for mode in MODES}
     log_path = root / "server.log"
     log = open(log_path, "w")
     proc = subprocess.Popen(
@@ -257,7 +242,7 @@ def served(server, evaluated, corpus):
                     f"expected {len(all_chunks)}):\n{server['log_tail']()}"
                 )
             try:
-                reply = _post(port, "/v1/retrieve", {"query": probe, "k": ALL_CHUNKS_K}, timeout=30)
+                reply = post_json(port, "/v1/retrieve", {"query": probe, "k": ALL_CHUNKS_K}, timeout=30)
                 seen[mode] = len(reply)
                 if len(reply) >= len(all_chunks):
                     # byte-identical input: the server split it into exactly the in-process chunks
@@ -266,14 +251,14 @@ def served(server, evaluated, corpus):
             except (urllib.error.URLError, ConnectionError, TimeoutError, OSError, ValueError):
                 pass
             time.sleep(0.5)
-    stats = {mode: _post(port, "/v1/statistics", {}) for mode, port in ports.items()}
+    stats = {mode: post_json(port, "/v1/statistics", {}) for mode, port in ports.items()}
     assert all(s["file_count"] == len(corpus.documents) for s in stats.values()), stats
     ready, after_feed = time.perf_counter() - server["started"], time.perf_counter() - fed
 
     requests = [(mode, q, k) for mode in MODES for q in QUESTIONS for k in KS]
     started = time.perf_counter()
     with ThreadPoolExecutor(HTTP_WORKERS) as pool:
-        replies = list(pool.map(lambda r: _post(ports[r[0]], "/v1/retrieve", {"query": r[1], "k": r[2]}), requests))
+        replies = list(pool.map(lambda r: post_json(ports[r[0]], "/v1/retrieve", {"query": r[1], "k": r[2]}), requests))
     print(
         f"\nserver: start -> fully indexed {ready:.1f}s (documents fed -> indexed {after_feed:.1f}s); "
         f"{len(requests)} requests in "

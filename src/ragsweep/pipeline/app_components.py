@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from ragsweep.pipeline.cache_files import SQLiteCacheFile, default_cache_dir
+from ragsweep.pipeline.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, npy BLOB)",)
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
@@ -83,14 +83,11 @@ class VectorCache:
 
         def read(conn) -> dict[str, np.ndarray]:
             found: dict[str, np.ndarray] = {}
-            for i in range(0, len(keys), 500):
-                part = keys[i : i + 500]
-                marks = ",".join("?" * len(part))
-                for key, blob in conn.execute(f"SELECT key, npy FROM vectors WHERE key IN ({marks})", part):
-                    try:
-                        found[key] = np.load(io.BytesIO(blob), allow_pickle=False)
-                    except (ValueError, OSError, EOFError):  # a damaged row is a miss
-                        continue
+            for key, blob in rows_for_keys(conn, "SELECT key, npy FROM vectors", keys):
+                try:
+                    found[key] = np.load(io.BytesIO(blob), allow_pickle=False)
+                except (ValueError, OSError, EOFError):  # a damaged row is a miss
+                    continue
             return found
 
         return self._db.run(read, default={}, action="read")

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ragsweep.pipeline.cache_files import SQLiteCacheFile
+from ragsweep.pipeline.cache_files import SQLiteCacheFile, rows_for_keys
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim INTEGER, vec BLOB)",)
 
@@ -57,14 +57,9 @@ class EmbeddingCache:
 
         def read(conn) -> dict[str, np.ndarray]:
             found: dict[str, np.ndarray] = {}
-            for i in range(0, len(keys), 500):
-                part = keys[i : i + 500]
-                rows = conn.execute(
-                    f"SELECT key, dim, vec FROM vectors WHERE key IN ({','.join('?' * len(part))})", part
-                ).fetchall()
-                for key, dim, blob in rows:
-                    if isinstance(blob, bytes) and len(blob) == 4 * (dim or 0) and dim:  # a damaged row is a miss
-                        found[key] = np.frombuffer(blob, dtype=np.float32)
+            for key, dim, blob in rows_for_keys(conn, "SELECT key, dim, vec FROM vectors", keys):
+                if isinstance(blob, bytes) and len(blob) == 4 * (dim or 0) and dim:  # a damaged row is a miss
+                    found[key] = np.frombuffer(blob, dtype=np.float32)
             return found
 
         return self._db.run(read, default={}, action="read")

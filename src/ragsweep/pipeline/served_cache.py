@@ -38,7 +38,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, overload
 
-from ragsweep.pipeline.cache_files import SQLiteCacheFile, default_cache_dir
+from ragsweep.pipeline.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
 from ragsweep.pipeline.hits import chunk_id
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS served (key TEXT PRIMARY KEY, value BLOB)",)
@@ -219,15 +219,10 @@ class ServedCache:
 
         def read(conn) -> dict[str, Any]:
             found: dict[str, Any] = {}
-            for i in range(0, len(keys), 500):
-                part = keys[i : i + 500]
-                rows = conn.execute(
-                    f"SELECT key, value FROM served WHERE key IN ({','.join('?' * len(part))})", part
-                ).fetchall()
-                for key, blob in rows:
-                    value = _unpack(blob)
-                    if value is not None:
-                        found[key] = value
+            for key, blob in rows_for_keys(conn, "SELECT key, value FROM served", keys):
+                value = _unpack(blob)
+                if value is not None:
+                    found[key] = value
             return found
 
         return self._db.run(read, default={}, action="read")

@@ -1,0 +1,25 @@
+"""Talking to a server a test started on 127.0.0.1: a free port for it, and a JSON POST."""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.request
+from typing import Any
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def post_json(port: int, path: str, payload: dict, timeout: float = 120.0) -> Any:
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}",
+        data=json.dumps(payload).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        return json.loads(resp.read())
