@@ -24,7 +24,8 @@ stay deterministic):
                  assistant turn, the judge's repair), the normal judge reply to the first question
 
 ``FakeOpenAI(echo_key_status=400)`` answers every chat request with the echoing error.
-``FakeOpenAI(embeddings_status=401)`` answers every embeddings request with that status and an
+``FakeOpenAI(embeddings_status=401)`` answers every embeddings request (after the first
+``embeddings_ok_first``, answered normally) with that status and an
 OpenAI-style error body that echoes the request's key (``invalid_api_key``).
 
 A reranking request (Pathway's ``prompts.prompt_rerank``, as ``LLMReranker`` sends it) gets
@@ -291,11 +292,16 @@ class _QuietServer(ThreadingHTTPServer):
 
 class FakeOpenAI:
     def __init__(
-        self, slow_seconds: float = 3.0, echo_key_status: int | None = None, embeddings_status: int | None = None
+        self,
+        slow_seconds: float = 3.0,
+        echo_key_status: int | None = None,
+        embeddings_status: int | None = None,
+        embeddings_ok_first: int = 0,
     ):
         self.slow_seconds = slow_seconds
         self.echo_key_status = echo_key_status
         self.embeddings_status = embeddings_status
+        self.embeddings_ok_first = embeddings_ok_first  # embeddings requests answered before the status starts
         self.requests = 0
         self.log: list[tuple[str, dict]] = []
         self._seen: dict[str, int] = {}
@@ -374,7 +380,8 @@ class FakeOpenAI:
             self.log.append((path, body))
             seen = self._seen.get(digest, 0)
             self._seen[digest] = seen + 1
-        if path.endswith("/embeddings") and self.embeddings_status:
+        embeddings_seen = sum(1 for p, _ in self.log if p.endswith("/embeddings"))
+        if path.endswith("/embeddings") and self.embeddings_status and embeddings_seen > self.embeddings_ok_first:
             auth = {k.lower(): v for k, v in (headers or {}).items()}.get("authorization", "")
             key = auth.split(" ", 1)[-1]
             error = {

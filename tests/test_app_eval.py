@@ -268,3 +268,19 @@ def test_a_401_names_the_component_and_the_key(tmp_path):
     assert "check the API key" in done.stderr, done.stderr
     assert KEY not in done.stderr + done.stdout, "the API key appeared in the output"
     assert KEY[8:] not in done.stderr + done.stdout, "the API key (past its prefix) appeared in the output"
+
+
+def test_a_429_storm_mid_run_is_one_message(tmp_path):
+    """The endpoint answers the probe, then rate-limits every batch of chunks, inside Pathway's run:
+    after the app's own retries, one message naming the component, not a panic of Pathway's engine."""
+    server = FakeOpenAI(embeddings_status=429, embeddings_ok_first=1).start()
+    try:
+        env = _cli_env(tmp_path, OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=KEY)
+        done, elapsed = _run_cli(tmp_path, env)
+    finally:
+        server.stop()
+    embedding_requests = [body for path, body in server.log if path.endswith("/embeddings")]
+    assert embedding_requests[0]["input"] == ["."] and len(embedding_requests) > 2, "no storm inside the run"
+    _assert_one_clean_message(done, elapsed, tmp_path)
+    assert f"$embedder: OpenAIEmbedder at {server.base_url}: http 429" in done.stderr, done.stderr
+    assert "rate-limiting" in done.stderr, done.stderr

@@ -179,7 +179,7 @@ class AppAnswerer:
     def _run(self, questions: list[str], scopes: list[list[str] | None]) -> list[AppReply | None]:
         import pathway as pw
 
-        from ragsweep.pipeline.app_components import check_endpoint
+        from ragsweep.pipeline.app_components import check_endpoint, run_with
         from ragsweep.pipeline.store import QUERIES_TIME, document_store, scope_filter
 
         if self.corpus is None:
@@ -213,7 +213,8 @@ class AppAnswerer:
                 )
 
         pw.io.subscribe(results, on_change=on_result)
-        pw.run(monitoring_level=pw.MonitoringLevel.NONE, default_logging=False)
+        with run_with(pipeline.embedder) as options:
+            pw.run(monitoring_level=pw.MonitoringLevel.NONE, default_logging=False, **options)
         return replies
 
     def _record_llm(self, qa: Any) -> None:

@@ -16,13 +16,16 @@ An app config declares Pathway components that call an endpoint (``OpenAIEmbedde
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import io
+import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,10 +58,10 @@ def endpoint_of(component: Any) -> str:
 def _advice(err: BaseException) -> str:
     import openai
 
-    if isinstance(err, openai.AuthenticationError) or "credentials" in str(err) or "api_key" in str(err):
-        return "check the API key it uses (OPENAI_API_KEY, or the component's api_key)"
     if isinstance(err, openai.RateLimitError):
         return "the endpoint kept rate-limiting (429) after the retries: lower the component's capacity or retry later"
+    if isinstance(err, openai.AuthenticationError) or "credentials" in str(err) or "api_key" in str(err):
+        return "check the API key it uses (OPENAI_API_KEY, or the component's api_key)"
     if isinstance(err, (openai.APIConnectionError, openai.APITimeoutError, ConnectionError, TimeoutError)):
         return "is the endpoint up and reachable? (set OPENAI_BASE_URL, or the component's base_url/api_base)"
     return "see the error above; the run was stopped before any result was written from it"
@@ -260,6 +263,48 @@ def estimate_embeddings(embedder: Any, texts: list[str], price_per_1k: float | N
     return spend
 
 
+class _DropComponentErrors(logging.Filter):
+    """Once an app component has failed, Pathway's engine logs every row that failure reached (the
+    row itself, each operator it flows into): the run ends with one message instead."""
+
+    def __init__(self, embedder: Any):
+        super().__init__()
+        self.embedder = embedder
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.name.startswith("pathway_engine") and self.embedder.failure is not None)
+
+
+@contextlib.contextmanager
+def run_with(embedder: Any) -> Iterator[dict[str, Any]]:
+    """Around a ``pw.run`` over an app embedder: the run's options (a row the embedder fails on does
+    not end the run in a panic of Pathway's engine) and, after it, the embedder's failure raised as
+    one :class:`AppComponentError`. Without an app embedder: nothing changes."""
+    if not hasattr(embedder, "usage"):
+        yield {}
+        return
+    embedder.failure = None
+    engine_log = logging.getLogger("pathway_engine")
+    drop = _DropComponentErrors(embedder)
+    engine_log.addFilter(drop)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(drop)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="terminate_on_error=False")
+            yield {"terminate_on_error": False}
+    except Exception:
+        if embedder.failure is not None:  # what the run's own error came from
+            raise embedder.failure from None
+        raise
+    finally:
+        engine_log.removeFilter(drop)
+        for handler in logging.getLogger().handlers:
+            handler.removeFilter(drop)
+    if embedder.failure is not None:
+        raise embedder.failure
+
+
 def keep_and_cache(embedder: Any, label: str, identity: str, cache_dir: str | Path | None = None) -> None:
     """Put the vector cache, the counters and the error naming in front of ``embedder.__wrapped__``
     (and rebuild the UDF's function from it: Pathway wraps ``__wrapped__`` once, at construction)."""
@@ -381,17 +426,20 @@ class _CachedEmbedding:
         try:
             return await pending
         except Exception as err:
-            raise AppComponentError(
-                describe_failure(self.label, type(self.embedder).__name__, self.embedder, err)
-            ) from err
+            raise self.failed(err) from err
 
     def guard_sync(self, call: Callable[[], Any]) -> Any:
         try:
             return call()
         except Exception as err:
-            raise AppComponentError(
-                describe_failure(self.label, type(self.embedder).__name__, self.embedder, err)
-            ) from err
+            raise self.failed(err) from err
+
+    def failed(self, err: Exception) -> AppComponentError:
+        """The error naming the component; the first one is kept on the embedder for after ``pw.run``."""
+        failure = AppComponentError(describe_failure(self.label, type(self.embedder).__name__, self.embedder, err))
+        if getattr(self.embedder, "failure", None) is None:
+            self.embedder.failure = failure
+        return failure
 
     def finish(self, plan: _Plan) -> Any:
         if not plan.keys:  # passed through

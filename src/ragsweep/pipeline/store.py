@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ragsweep.datasets.pathway_limits import unscopable_reason
-from ragsweep.pipeline.app_components import check_endpoint
+from ragsweep.pipeline.app_components import check_endpoint, run_with
 from ragsweep.pipeline.config import BuiltPipeline, PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.hits import Hit
@@ -399,7 +399,8 @@ class RagStore:
             bar = tqdm(desc="embed (chunks + questions)", unit="text", file=sys.stderr, leave=False)
             embedder.on_progress = bar.update
         try:
-            pw.run(monitoring_level=pw.MonitoringLevel.NONE, default_logging=False)
+            with run_with(embedder) as options:
+                pw.run(monitoring_level=pw.MonitoringLevel.NONE, default_logging=False, **options)
         finally:
             if bar is not None:
                 bar.close()
