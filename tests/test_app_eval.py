@@ -82,9 +82,11 @@ def _chunks_per_doc(run_dir: Path) -> Counter:
         return Counter(json.loads(line)["doc_id"] for line in lines if line.strip())
 
 
-def _run_cli(tmp_path: Path, env: dict[str, str], timeout: float = 60.0) -> tuple[subprocess.CompletedProcess, float]:
+def _run_cli(
+    tmp_path: Path, env: dict[str, str], timeout: float = 60.0, extra: tuple[str, ...] = ()
+) -> tuple[subprocess.CompletedProcess, float]:
     out = tmp_path / "runs"
-    argv = [str(RAGSWEEP), "eval", "--pipeline", str(APP), "--dataset", str(DATASET), "--limit", "2"]
+    argv = [str(RAGSWEEP), "eval", "--pipeline", str(APP), "--dataset", str(DATASET), "--limit", "2", *extra]
     started = time.monotonic()
     done = subprocess.run(
         [*argv, "--out", str(out), "--name", "failing"],
@@ -284,3 +286,22 @@ def test_a_429_storm_mid_run_is_one_message(tmp_path):
     _assert_one_clean_message(done, elapsed, tmp_path)
     assert f"$embedder: OpenAIEmbedder at {server.base_url}: http 429" in done.stderr, done.stderr
     assert "rate-limiting" in done.stderr, done.stderr
+
+
+def test_an_llm_that_refuses_the_key_is_one_message_naming_it(tmp_path):
+    """The embedder is served, the app's chat model gets 401 on every call: `--llm` ends with one
+    message naming `$llm: OpenAIChat` and its endpoint, the key masked, no traceback."""
+    server = FakeOpenAI(echo_key_status=401).start()
+    try:
+        env = _cli_env(tmp_path, OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=KEY)
+        done, _ = _run_cli(tmp_path, env, extra=("--llm",))
+    finally:
+        server.stop()
+    assert done.returncode != 0
+    assert server.chat_requests() > 0
+    assert "Traceback" not in done.stderr and "panicked" not in done.stderr, done.stderr
+    messages = [line for line in done.stderr.splitlines() if line.startswith("ragsweep: error:")]
+    assert len(messages) == 1, done.stderr
+    assert f"$llm: OpenAIChat at {server.base_url}: http 401" in messages[0]
+    assert "check the API key" in messages[0]
+    assert KEY not in done.stderr + done.stdout and KEY[8:] not in done.stderr + done.stdout

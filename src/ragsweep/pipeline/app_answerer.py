@@ -40,6 +40,7 @@ class CallRecord:
     cached: bool = False
     error: str | None = None
     cost_usd: float = 0.0
+    failure: BaseException | None = field(default=None, repr=False)  # what the error was raised as
 
 
 class AppReply(BaseModel):
@@ -94,7 +95,7 @@ class RecordingChatClient:
             raw = await self._client().chat.completions.with_raw_response.create(**params)
             completion = raw.parse()
         except Exception as err:  # noqa: BLE001 - one failed call is that case's error, not the run's end
-            record.error = describe_error(err, self.settings)
+            record.error, record.failure = describe_error(err, self.settings), err
             record.prompt_tokens = count_message_tokens(messages, self.settings.model)
             self.ledger.add(record)
             return SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(content=None))])
@@ -141,7 +142,7 @@ class AppAnswerer:
     def __init__(self, config: PipelineConfig, corpus: Corpus | None = None):
         self.config = config
         self.corpus = corpus
-        label, node = config.question_answerer_ref() or ("", None)
+        _, node = config.question_answerer_ref() or ("", None)
         self.kind = getattr(node.constructor, "__name__", "question_answerer") if node is not None else ""
         self.settings: LLMSettings | None = None
         self.ledger = CallLedger()
@@ -157,11 +158,22 @@ class AppAnswerer:
         before = len(self.ledger.calls)
         replies = self._run([cases[i].question for i in asked], [scopes[i] for i in asked]) if asked else []
         calls = CallLedger(calls=self.ledger.calls[before:])
+        if calls.calls and all(c.failure is not None for c in calls.calls):
+            raise self._llm_down(calls.calls[-1])
         per_question = _attribute(calls, [cases[i].question for i in asked])
         answers = [Answer(text=IDK, abstained=True, answerer=self.name) for _ in cases]
         for j, i in enumerate(asked):
             answers[i] = self._answer(replies[j], per_question[j])
         return answers
+
+    def _llm_down(self, call: CallRecord) -> Exception:
+        """Every call failed: the app's LLM cannot answer (endpoint down, key refused), one message naming it."""
+        from ragsweep.pipeline.app_components import AppComponentError, describe_failure
+
+        label, name = self.config.question_answerer_llm()
+        assert call.failure is not None and self.settings is not None
+        endpoint = SimpleNamespace(kwargs={"base_url": self.settings.base_url})
+        return AppComponentError(describe_failure(label, name, endpoint, call.failure))
 
     def _answer(self, reply: AppReply | None, calls: list[CallRecord]) -> Answer:
         text = (reply.response or "").strip() if reply is not None else ""

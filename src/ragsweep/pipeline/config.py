@@ -536,6 +536,22 @@ class PipelineConfig:
                 return label, node
         return None
 
+    def _llm_ref(self, label: str, node: Any) -> tuple[str, Any]:
+        """The question answerer's LLM: the name it goes by (``$llm``) and its YAML node."""
+        from pathway.internals.yaml_loader import Variable
+
+        llm = node.kwargs.get("llm")
+        return (f"${llm.name}", self.raw.get(llm)) if isinstance(llm, Variable) else (f"{label}.llm", llm)
+
+    def question_answerer_llm(self) -> tuple[str, str]:
+        """``("$llm", "OpenAIChat")``: how the app's question answerer's LLM is known, for messages."""
+        found = self.question_answerer_ref()
+        if found is None:
+            return "llm", "LLM"
+        label, node = self._llm_ref(*found)
+        constructor = getattr(node, "constructor", None)
+        return label, _callable_path(constructor).rsplit(".", 1)[-1] if constructor is not None else "LLM"
+
     def build_question_answerer(self, indexer: Any) -> Any:
         """The app's question answerer built from its YAML (its class and every argument it takes:
         ``llm``, ``prompt_template``, ``search_topk``, ``reranker``...), ``indexer`` in place of the
@@ -549,8 +565,7 @@ class PipelineConfig:
         raw = _fresh_copy(self.raw)
         doc: dict[Any, Any] = {k: v for k, v in raw.items() if isinstance(k, Variable)}
         doc["arguments"] = {k: _fresh_copy(v) for k, v in node.kwargs.items() if k != "indexer"}
-        llm = node.kwargs.get("llm")
-        llm_found = (f"${llm.name}", self.raw.get(llm)) if isinstance(llm, Variable) else (f"{label}.llm", llm)
+        llm_found = self._llm_ref(label, node)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
