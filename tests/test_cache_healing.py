@@ -12,6 +12,7 @@ import json
 import logging
 import random
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -320,3 +321,54 @@ def test_parse_cache_unwritable_is_not_fatal(tmp_path, caplog):
     cache.put("cd" + "1" * 62, "text")  # warned, not raised
     assert cache.get("cd" + "1" * 62) is None
     assert "not written" in caplog.text
+
+
+def _make_read_only(paths: list[Path]) -> Callable[[], None]:
+    """Make files and folders unwritable even for root (chattr +i); chmod for other users.
+    Returns what undoes it; skips the test where neither is possible."""
+    import os
+    import subprocess
+
+    if os.geteuid() == 0:
+        done = subprocess.run(["chattr", "+i", *map(str, paths)], capture_output=True)
+        if done.returncode != 0:
+            pytest.skip(f"chattr +i is not possible here: {done.stderr.decode().strip()}")
+        return lambda: subprocess.run(["chattr", "-i", *map(str, paths)], check=True)
+    modes = {p: p.stat().st_mode for p in paths}
+    for p in paths:
+        p.chmod(0o555 if p.is_dir() else 0o444)
+    return lambda: [p.chmod(m) for p, m in modes.items()]
+
+
+def test_a_read_only_cache_is_read(tmp_path, caplog):
+    """A cache restored read-only (its folder and files unwritable, a write-ahead log beside it and no
+    -shm, as a CI cache snapshot may be): SQLite cannot open it in place, yet every entry is read."""
+    import sqlite3
+
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    path = folder / "served.sqlite"
+    writer = sqlite3.connect(path)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("PRAGMA wal_autocheckpoint=0")  # the entry stays in the write-ahead log
+    writer.execute("CREATE TABLE t (key TEXT PRIMARY KEY, value)")
+    writer.execute("INSERT INTO t VALUES ('a', 1)")
+    writer.commit()
+    snapshot = tmp_path / "snapshot"
+    snapshot.mkdir()
+    for name in ("served.sqlite", "served.sqlite-wal"):  # copied while the writer holds it: no -shm
+        (snapshot / name).write_bytes((folder / name).read_bytes())
+    writer.close()
+    undo = _make_read_only([snapshot / "served.sqlite", snapshot / "served.sqlite-wal", snapshot])
+    try:
+        cache = SQLiteCacheFile(
+            snapshot / "served.sqlite", ["CREATE TABLE IF NOT EXISTS t (key TEXT PRIMARY KEY, value)"]
+        )
+        with caplog.at_level(logging.WARNING):
+            rows = cache.run(lambda conn: conn.execute("SELECT key, value FROM t").fetchall(), default=None)
+        cache.close()
+    finally:
+        undo()
+    assert rows == [("a", 1)]
+    assert "cannot be written" in caplog.text and "reading a copy" in caplog.text
+    assert sorted(p.name for p in snapshot.iterdir()) == ["served.sqlite", "served.sqlite-wal"]

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sqlite3
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -42,6 +44,12 @@ _CHECKED_LOCK = threading.Lock()
 def default_cache_dir() -> Path:
     """``$RAGSWEEP_CACHE_DIR``, else ``.cache/ragsweep``: the parse, embedding, served-list and LLM caches."""
     return Path(os.environ.get("RAGSWEEP_CACHE_DIR", ".cache/ragsweep"))
+
+
+def _cannot_write(err: sqlite3.Error) -> bool:
+    """SQLite's ways of saying the file or its folder cannot be written."""
+    text = str(err).lower()
+    return "readonly" in text or "read-only" in text or "unable to open" in text
 
 
 class CorruptCacheError(sqlite3.DatabaseError):
@@ -142,9 +150,36 @@ class SQLiteCacheFile:
 
     # ------------------------------------------------------------ connection
     def _open(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        key = str(self.path.resolve())
-        conn = sqlite3.connect(str(self.path), timeout=self.timeout, check_same_thread=False)
+        try:
+            return self._connect(self.path)
+        except sqlite3.OperationalError as err:
+            if not self.path.is_file() or not _cannot_write(err):
+                raise
+            return self._open_copy(err)
+
+    def _open_copy(self, err: sqlite3.Error) -> sqlite3.Connection:
+        """A cache this process cannot write (a read-only folder or file system, a CI cache restored
+        read-only): SQLite cannot even read a WAL-mode file there, so a private copy of it (and of
+        its write-ahead log) is read instead; what this run adds is not kept."""
+        folder = Path(tempfile.mkdtemp(prefix="ragsweep-read-only-cache-"))
+        for suffix in ("", "-wal"):
+            source = self.path.with_name(self.path.name + suffix)
+            if source.is_file():
+                shutil.copyfile(source, folder / source.name)
+        log.warning(
+            "ragsweep %s cache %s cannot be written (%s): reading a copy of it; what this run adds is not kept",
+            self.what,
+            self.path,
+            " ".join(str(err).split())[:120],
+        )
+        conn = self._connect(folder / self.path.name)
+        self._inode = _inode(self.path)
+        return conn
+
+    def _connect(self, path: Path) -> sqlite3.Connection:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        key = str(path.resolve())
+        conn = sqlite3.connect(str(path), timeout=self.timeout, check_same_thread=False)
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             with _CHECKED_LOCK:
@@ -162,7 +197,7 @@ class SQLiteCacheFile:
             raise
         with _CHECKED_LOCK:
             _CHECKED.add(key)
-        self._inode = _inode(self.path)
+        self._inode = _inode(path)
         return conn
 
     def _close(self) -> None:
