@@ -42,7 +42,7 @@ from ragsweep.evaluation.runfolder import (
     package_versions,
 )
 from ragsweep.evaluation.scoring import aggregate, check_floors
-from ragsweep.metrics.registry import summary_metrics
+from ragsweep.metrics.registry import summary_metrics, unknown_name
 from ragsweep.pipeline.app_components import Spent, embedding_usage, usage_since
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
@@ -74,6 +74,7 @@ class EvalOptions(AnswerOptions, RunInputs):
 def run_eval(options: EvalOptions) -> tuple[Path | None, RunResult | dict[str, Any]]:
     """Evaluate; return the run folder and the result (or, for a dry run, the LLM estimate)."""
     config, dataset, cases = load_inputs(options)
+    check_floor_names(options, config)  # before a folder exists (evaluate_run checks for the API too)
     dataset_hash = dataset_file_hash(dataset)
     folder = open_folder(options, config, dataset.name, dataset_hash, cases)
     with folder:
@@ -127,6 +128,7 @@ def evaluate_run(
     folder: RunFolder,
 ) -> RunResult | dict[str, Any]:
     """One configuration through the evaluation loop, into ``folder`` (``folder.path`` None: nothing is written)."""
+    check_floor_names(options, config)
     stage: dict[str, float] = {}
     embedded_before = embedding_usage()
     done = folder.read_results("cases.jsonl") if options.resume else {}
@@ -169,6 +171,14 @@ def evaluate_run(
     if folder.path is not None:
         write_run(folder, result, complete=len(evaluated.results) >= len(cases))
     return result
+
+
+def check_floor_names(options: EvalOptions, config: PipelineConfig) -> None:
+    """A ``--min`` floor on a metric the run cannot report is an error before any work, not after it."""
+    depths = scored_ks(options.ks, config.top_k)
+    problems = [why for name in options.floors if (why := unknown_name(name, depths)) is not None]
+    if problems:
+        raise RunError("--min: " + "; ".join(problems))
 
 
 def timed(stage: dict[str, float], name: str, fn: Any) -> Any:

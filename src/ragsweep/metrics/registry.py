@@ -72,6 +72,8 @@ ANSWER_SUMMARY: tuple[str, ...] = (
     "ragas_rouge",
     *RAGAS_LLM_METRICS,
 )
+# per-case figures the aggregator averages too (no summary row of their own)
+CASE_FIGURES: tuple[str, ...] = ("abstention_correct", "answer_error")
 # lower is better for these names (and any name starting with them)
 LOWER_IS_BETTER: tuple[str, ...] = (
     "first_relevant_rank",
@@ -131,6 +133,36 @@ def retrieval_names(ks: Iterable[int]) -> list[str]:
     """The per-case retrieval metric names scored at the depths ``ks``."""
     names = [f"{family}@{k}" for k in sorted(set(ks)) for family in AT_K_FAMILIES]
     return names + list(RANKING_METRICS)
+
+
+def known_names(ks: Iterable[int]) -> list[str]:
+    """Every metric name a run scored at the depths ``ks`` can report (which ones it does depends
+    on its answerer, judge and ragas options)."""
+    return [
+        *retrieval_names(ks),
+        *SUMMARY_RANKING,
+        *ANSWER_ORDER,
+        *CASE_FIGURES,
+        *RAGAS_METRICS,
+        *RAGAS_ID_CONTEXT_METRICS,
+        *RAGAS_LLM_METRICS,
+    ]
+
+
+def unknown_name(name: str, ks: Iterable[int]) -> str | None:
+    """Why ``name`` cannot be asked of a run scored at ``ks`` (None: it can), with the names it may mean."""
+    import difflib
+
+    depths = sorted(set(ks))
+    known = known_names(depths)
+    if name in known:
+        return None
+    at_k = split_at_k(name)
+    if at_k is not None and at_k[0] in AT_K_FAMILIES:
+        listed = ", ".join(map(str, depths))
+        return f"{name} is not scored: the depths scored are {listed} (add {at_k[1]} to --ks)"
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    return f"{name} is not a metric ragsweep computes" + (f"; did you mean {' or '.join(close)}?" if close else "")
 
 
 def summary_metrics(k: int) -> list[str]:

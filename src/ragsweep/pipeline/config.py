@@ -41,6 +41,7 @@ An llm-app ``app.yaml`` works as is:
 from __future__ import annotations
 
 import copy
+import difflib
 import enum
 import functools
 import hashlib
@@ -323,8 +324,10 @@ class PipelineConfig:
         for name, value in overrides.items():
             var = Variable(name)
             if var not in raw and name != "top_k":
-                known = ", ".join(sorted(v.name for v in raw if isinstance(v, Variable) and _is_scalar(raw[v])))
-                raise ConfigError(f"{self.path}: no variable ${name} to override (scalars: {known})")
+                scalars = sorted(v.name for v in raw if isinstance(v, Variable) and _is_scalar(raw[v]))
+                close = difflib.get_close_matches(name, scalars, n=3, cutoff=0.6)
+                hint = f"did you mean {' or '.join('$' + c for c in close)}? " if close else ""
+                raise ConfigError(f"{self.path}: no variable ${name} to override ({hint}scalars: {', '.join(scalars)})")
             if var in raw and not _is_scalar(raw[var]):
                 raise ConfigError(f"{self.path}: ${name} is a component, not a scalar: it cannot be overridden")
             raw[var] = value
