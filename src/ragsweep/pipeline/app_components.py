@@ -64,7 +64,7 @@ def _advice(err: BaseException) -> str:
         return "check the API key it uses (OPENAI_API_KEY, or the component's api_key)"
     if isinstance(err, (openai.APIConnectionError, openai.APITimeoutError, ConnectionError, TimeoutError)):
         return "is the endpoint up and reachable? (set OPENAI_BASE_URL, or the component's base_url/api_base)"
-    return "see the error above; the run was stopped before any result was written from it"
+    return "the error is the component's own, as its endpoint gave it"
 
 
 def describe_failure(label: str, name: str, component: Any, err: BaseException) -> str:
