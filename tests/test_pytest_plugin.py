@@ -1,0 +1,123 @@
+"""ragsweep's pytest plugin in a user's own project: a separate folder holding only the user's
+files (a pipeline YAML, a dataset, pytest.ini and a test file that uses the ``ragsweep_eval``
+fixture), run by pytest in its own process, as the user runs it.
+
+The plugin comes by its ``pytest11`` entry point where this environment's metadata has it (an
+install of this checkout); otherwise (an editable install made before the entry point existed)
+``-p ragsweep.pytest_plugin`` loads the same module. The wheel's entry point itself is checked
+in a fresh venv by ``make user-venv``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PLUGIN = "ragsweep.pytest_plugin"
+
+INI = """[pytest]
+addopts = -p no:cacheprovider
+ragsweep_pipeline = config/rag.yaml
+ragsweep_dataset = eval-data
+ragsweep_min =
+    mrr@5=0.5
+"""
+
+TEST_FILE = """
+def test_rag_quality(ragsweep_eval):
+    report = ragsweep_eval.assert_quality(min={"recall@5": 0.8, "abstention_recall": 0.5})
+    assert len(report.cases) == 123
+"""
+
+
+def _plugin_args() -> list[str]:
+    if any(ep.value == PLUGIN for ep in entry_points(group="pytest11")):
+        return []
+    return ["-p", PLUGIN]
+
+
+def _user_project(tmp_path: Path) -> Path:
+    """The user's own folder: their pipeline and dataset under their own names, no ragsweep folder."""
+    project = tmp_path / "my-project"
+    (project / "config").mkdir(parents=True)
+    (project / "tests").mkdir()
+    shutil.copy(ROOT / "pipelines" / "default.yaml", project / "config" / "rag.yaml")
+    shutil.copytree(ROOT / "datasets" / "cuad-mini", project / "eval-data")
+    (project / "pytest.ini").write_text(INI)
+    (project / "tests" / "test_rag.py").write_text(TEST_FILE)
+    return project
+
+
+def _pytest(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    # a user's environment: no cache folder chosen, the served-list cache on (the suite turns it off)
+    env = {k: v for k, v in os.environ.items() if k not in ("RAGSWEEP_CACHE_DIR", "RAGSWEEP_SERVED_CACHE")}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *_plugin_args(), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+def _shown(done: subprocess.CompletedProcess) -> str:
+    return f"exit {done.returncode}\n--- stdout\n{done.stdout[-4000:]}\n--- stderr\n{done.stderr[-3000:]}"
+
+
+def test_user_project_passes_caches_between_runs_and_fails_naming_the_metric(tmp_path):
+    project = _user_project(tmp_path)
+    cold = _pytest(project)
+    assert cold.returncode == 0 and "1 passed" in cold.stdout, _shown(cold)
+    cache = project / ".cache" / "ragsweep"  # in the rootdir, where pytest.ini is
+    assert re.search(
+        rf"123 cases in [\d.]+ s \(0 of 492 served lists from the cache in {re.escape(str(cache))}\)", cold.stdout
+    )
+    assert (cache / "served.sqlite").is_file(), _shown(cold)
+
+    # a second session, started from a sub-folder: the same rootdir, its caches serve every list
+    warm = _pytest(project / "tests")
+    assert warm.returncode == 0 and "1 passed" in warm.stdout, _shown(warm)
+    assert "(492 of 492 served lists from the cache" in warm.stdout, _shown(warm)
+
+    # a floor out of reach from the command line: the test fails naming the metric, CI, chance, n, worst cases
+    failed = _pytest(project, "--ragsweep-min", "recall@5=1.01")
+    assert failed.returncode == 1 and "1 failed" in failed.stdout, _shown(failed)
+    out = failed.stdout
+    assert "ragsweep: config/rag.yaml on eval-data: 1 quality check(s) failed on 123 cases:" in out, _shown(failed)
+    assert re.search(
+        r"recall@5 = 0\.\d{3} < floor 1\.01 \(95% CI \[0\.\d{3}, [01]\.\d{3}\], chance 0\.\d{3}, n=39\)", out
+    )
+    assert re.search(r"cuadmini-\w+-[\w-]+: recall@5=0\.\d{3}, ", out), _shown(failed)  # a worst case, below its floor
+    assert "mrr@5" not in out.split("short test summary")[0].split("quality check(s) failed")[1]  # mrr@5 met its floor
+    assert "Traceback" not in out and "During handling" not in out
+
+
+def test_bad_settings_are_named_without_a_traceback(tmp_path):
+    project = _user_project(tmp_path)
+    (project / "pytest.ini").write_text(INI.replace("config/rag.yaml", "config/missing.yaml"))
+    done = _pytest(project)
+    assert done.returncode == 1, _shown(done)
+    assert "ragsweep: ragsweep_pipeline (pytest.ini): config/missing.yaml: no such file (" in done.stdout, _shown(done)
+    assert "Traceback" not in done.stdout
+
+    done = _pytest(project, "--ragsweep-pipeline", str(project / "config" / "rag.yaml"), "--ragsweep-dataset", "nope")
+    assert done.returncode == 1, _shown(done)
+    assert "ragsweep: --ragsweep-dataset: nope: no such dataset folder or cases file" in done.stdout, _shown(done)
+
+    done = _pytest(project, "--ragsweep-min", "recall@5")  # no floor: a usage error before any test runs
+    assert done.returncode == 4, _shown(done)
+    assert "--ragsweep-min: 'recall@5': expected METRIC=FLOOR" in done.stderr, _shown(done)
+
+    (project / "pytest.ini").write_text("[pytest]\n")  # nothing configured, nothing given
+    done = _pytest(project)
+    assert done.returncode == 1, _shown(done)
+    assert (
+        "ragsweep: no pipeline: set ragsweep_pipeline in your pytest ini file, pass --ragsweep-pipeline" in done.stdout
+    )
