@@ -31,8 +31,7 @@ ragsweep_min =
 
 TEST_FILE = """
 def test_rag_quality(ragsweep_eval):
-    report = ragsweep_eval.assert_quality(min={"recall@5": 0.8, "abstention_recall": 0.5})
-    assert len(report.cases) == 123
+    ragsweep_eval.assert_quality(min={"recall@5": 0.8, "abstention_recall": 0.5})
 """
 
 
@@ -76,15 +75,14 @@ def test_user_project_passes_caches_between_runs_and_fails_naming_the_metric(tmp
     cold = _pytest(project)
     assert cold.returncode == 0 and "1 passed" in cold.stdout, _shown(cold)
     cache = project / ".cache" / "ragsweep"  # in the rootdir, where pytest.ini is
-    assert re.search(
-        rf"123 cases in [\d.]+ s \(0 of 492 served lists from the cache in {re.escape(str(cache))}\)", cold.stdout
-    )
-    assert (cache / "served.sqlite").is_file(), _shown(cold)
+    served = rf"123 cases in [\d.]+ s \(0 of 492 served lists from the cache in {re.escape(str(cache))}\)"
+    assert re.search(served, cold.stdout), _shown(cold)
+    assert (cache / "served.sqlite").is_file() and len(list((cache / "pytest-results").glob("*.json"))) == 1
 
-    # a second session, started from a sub-folder: the same rootdir, its caches serve every list
+    # a second session, started from a sub-folder: the same rootdir; nothing changed, so the result cache answers
     warm = _pytest(project / "tests")
     assert warm.returncode == 0 and "1 passed" in warm.stdout, _shown(warm)
-    assert "(492 of 492 served lists from the cache" in warm.stdout, _shown(warm)
+    assert "ragsweep: config/rag.yaml on eval-data: 123 cases from the result cache in " in warm.stdout, _shown(warm)
 
     # a floor out of reach from the command line: the test fails naming the metric, CI, chance, n, worst cases
     failed = _pytest(project, "--ragsweep-min", "recall@5=1.01")
@@ -94,9 +92,18 @@ def test_user_project_passes_caches_between_runs_and_fails_naming_the_metric(tmp
     assert re.search(
         r"recall@5 = 0\.\d{3} < floor 1\.01 \(95% CI \[0\.\d{3}, [01]\.\d{3}\], chance 0\.\d{3}, n=39\)", out
     )
-    assert re.search(r"cuadmini-\w+-[\w-]+: recall@5=0\.\d{3}, ", out), _shown(failed)  # a worst case, below its floor
+    assert re.search(r"cuadmini-\w+-[\w-]+: recall@5=0\.\d{3}, ", out), _shown(failed)  # a worst case, under its floor
     assert "mrr@5" not in out.split("short test summary")[0].split("quality check(s) failed")[1]  # mrr@5 met its floor
     assert "Traceback" not in out and "During handling" not in out
+
+    # the user's dataset changes: evaluated again, the served lists of the unchanged questions from the cache
+    cases = project / "eval-data" / "cases.jsonl"
+    cases.write_text("".join(cases.read_text().splitlines(keepends=True)[:-1]))
+    edited = _pytest(project)
+    assert edited.returncode == 0 and "122 cases in " in edited.stdout, _shown(edited)
+    assert "(488 of 488 served lists from the cache" in edited.stdout, _shown(edited)
+    again = _pytest(project, "--ragsweep-fresh")
+    assert again.returncode == 0 and "122 cases in " in again.stdout and "result cache" not in again.stdout
 
 
 def test_bad_settings_are_named_without_a_traceback(tmp_path):
@@ -121,3 +128,60 @@ def test_bad_settings_are_named_without_a_traceback(tmp_path):
     assert (
         "ragsweep: no pipeline: set ragsweep_pipeline in your pytest ini file, pass --ragsweep-pipeline" in done.stdout
     )
+
+
+def test_result_cache_entry_is_used_only_while_every_input_is_unchanged(tmp_path, monkeypatch):
+    from ragsweep.evaluation.records import RunResult
+    from ragsweep.pytest_results import ResultCache, entry_key, env_hash, module_stats, rebuild_report
+
+    pipeline = tmp_path / "rag.yaml"
+    pipeline.write_text("$top_k: 5\n$llm_model: $MY_MODEL\n")
+    dataset = tmp_path / "data"
+    (dataset / "docs").mkdir(parents=True)
+    (dataset / "cases.jsonl").write_text('{"id": "q1"}\n')
+    (dataset / "docs" / "a.txt").write_text("a document")
+    component = tmp_path / "my_component.py"  # a module the evaluation imported (a user's own splitter, say)
+    component.write_text("X = 1\n")
+    (tmp_path / "test_mine.py").write_text("Y = 2\n")  # a test file: left out
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("MY_MODEL", raising=False)
+    import my_component  # noqa: F401
+    import test_mine  # noqa: F401
+
+    modules = module_stats(["test_*.py", "conftest.py"])
+    assert str(component) in modules and str(tmp_path / "test_mine.py") not in modules
+    cache, key = ResultCache(tmp_path / "results"), entry_key(pipeline, dataset, {"limit": 3})
+    assert key != entry_key(pipeline, dataset, {"limit": 4})
+    report = RunResult(n_cases=7, metrics={"recall@5": 0.75}, manifest={"timestamps": {"finished": "then"}})
+    cache.store(key, pipeline, env_hash(pipeline.read_text()), [pipeline, dataset], modules, report)
+    hit = cache.load(key)
+    assert hit is not None and rebuild_report(hit).model_dump() == report.model_dump()
+
+    def changed(edit, undo) -> bool:
+        edit()
+        missed = cache.load(key) is None
+        undo()
+        assert cache.load(key) is not None  # back as it was: a hit again
+        return missed
+
+    stat = component.stat()
+    assert changed(
+        lambda: os.utime(component, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9)),
+        lambda: os.utime(component, ns=(stat.st_atime_ns, stat.st_mtime_ns)),
+    )
+    extra = dataset / "docs" / "b.txt"
+    assert changed(lambda: extra.write_text("another"), extra.unlink)
+    text = (dataset / "cases.jsonl").read_text()
+    assert changed(
+        lambda: (dataset / "cases.jsonl").write_text(text + '{"id": "q2"}\n'),
+        lambda: (dataset / "cases.jsonl").write_text(text),
+    )
+    assert changed(lambda: monkeypatch.setenv("MY_MODEL", "gpt"), lambda: monkeypatch.delenv("MY_MODEL"))
+    assert changed(
+        lambda: monkeypatch.setenv("RAGSWEEP_LLM_MODEL", "x"), lambda: monkeypatch.delenv("RAGSWEEP_LLM_MODEL")
+    )
+    assert not changed(lambda: (tmp_path / "test_mine.py").write_text("Y = 3\n"), lambda: None)  # a test's edit
+
+    entry = next((tmp_path / "results").glob("*.json"))
+    entry.write_text(entry.read_text()[:1000])  # torn: a miss, not an error
+    assert cache.load(key) is None

@@ -1,17 +1,18 @@
 """ragsweep's pytest plugin: a quality test in your own project, with your own files.
 
-Installed with ragsweep (entry point ``pytest11``: ``ragsweep``), so any pytest in that
-environment has it; ``-p no:ragsweep`` turns it off. Configure in ``pytest.ini``,
+Installed with ragsweep (entry point ``pytest11``: ``ragsweep.pytest_plugin``), so any pytest
+in that environment has it; ``-p no:ragsweep.pytest_plugin`` turns it off. Configure in ``pytest.ini``,
 ``pyproject.toml`` (``[tool.pytest.ini_options]``) or on the command line:
 
-=======================  ==========================  =====================================================
-ini option               command line                meaning
-=======================  ==========================  =====================================================
-``ragsweep_pipeline``    ``--ragsweep-pipeline``     the pipeline YAML (ragsweep's or a Pathway app.yaml)
-``ragsweep_dataset``     ``--ragsweep-dataset``      the dataset folder
-``ragsweep_min``         ``--ragsweep-min M=F``      floors, one ``metric=floor`` a line (CLI: repeated)
-``ragsweep_cache_dir``   ``RAGSWEEP_CACHE_DIR`` env  the caches; default ``.cache/ragsweep`` in the rootdir
-=======================  ==========================  =====================================================
+=========================  ==========================  ===================================================
+ini option                 command line                meaning
+=========================  ==========================  ===================================================
+``ragsweep_pipeline``      ``--ragsweep-pipeline``     the pipeline YAML (ragsweep's or a Pathway app.yaml)
+``ragsweep_dataset``       ``--ragsweep-dataset``      the dataset folder
+``ragsweep_min``           ``--ragsweep-min M=F``      floors, one ``metric=floor`` a line (CLI: repeated)
+``ragsweep_cache_dir``     ``RAGSWEEP_CACHE_DIR`` env  the caches; default ``.cache/ragsweep`` in the rootdir
+``ragsweep_result_cache``  ``--ragsweep-fresh``        reuse an evaluation whose inputs are unchanged (true)
+=========================  ==========================  ===================================================
 
 A path in the ini file is relative to the ini file's folder, one on the command line to the
 folder pytest was started in, one given in a test to the rootdir. Then::
@@ -22,8 +23,9 @@ folder pytest was started in, one given in a test to the rootdir. Then::
 Floors are merged per metric: ``ragsweep_min``, then the test's ``min=``, then ``--ragsweep-min``
 (so a CI job can raise one floor). A failure names each metric below its floor with its 95% CI,
 chance level and n, then its worst cases (:func:`ragsweep.testing.check_quality`). One session
-evaluates each (pipeline, dataset, options) once; between sessions the parse, embedding and
-served-list caches make a re-run of unchanged files cost seconds.
+evaluates each (pipeline, dataset, options) once. Between sessions, an evaluation whose inputs
+are all unchanged (files, code, environment: :mod:`ragsweep.pytest_results`) comes back from the
+result cache; any other is evaluated, with the parse, embedding and served-list caches.
 
 This module imports only pytest and the standard library: pytest loads it in every session of
 the environment, and ragsweep itself is imported only when a test asks for ``ragsweep_eval``.
@@ -53,10 +55,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
         help="a floor that overrides the ini file's and the test's for that metric; repeatable",
     )
+    group.addoption(
+        "--ragsweep-fresh",
+        action="store_true",
+        help="evaluate again even when the result cache holds this evaluation with unchanged inputs",
+    )
     parser.addini("ragsweep_pipeline", "pipeline YAML, relative to the ini file", default="")
     parser.addini("ragsweep_dataset", "dataset folder, relative to the ini file", default="")
     parser.addini("ragsweep_min", "floors, one METRIC=FLOOR a line", type="linelist", default=[])
     parser.addini("ragsweep_cache_dir", "ragsweep's cache folder, relative to the ini file", default="")
+    parser.addini("ragsweep_result_cache", "reuse an evaluation whose inputs are unchanged", type="bool", default=True)
 
 
 def parse_floors(lines: list[str], where: str) -> dict[str, float]:
@@ -136,6 +144,7 @@ class Evaluation:
     dataset: Setting
     report: Any
     seconds: float
+    cached: bool = False  # from the result cache (ragsweep.pytest_results)
 
 
 @dataclass
@@ -175,19 +184,53 @@ class RagsweepEval:
         return self.reports[key]
 
     def _evaluate(self, pipe: Setting, data: Setting, options: dict[str, Any]) -> Any:
-        from ragsweep.api import evaluate
         from ragsweep.evaluation.runfolder import RunError
 
         _use_cache_dir(self.config)
         started = time.perf_counter()
+        results, key, env = self._result_cache(), _entry_key(pipe, data, options), _env_hash(pipe)
+        stored = results.load(key) if results is not None and not self.config.getoption("--ragsweep-fresh") else None
+        if stored is not None:
+            from ragsweep.pytest_results import rebuild_report
+
+            report = rebuild_report(stored)
+            self._done(Evaluation(pipe, data, report, time.perf_counter() - started, cached=True))
+            return report
         try:
-            report = evaluate(pipe.path, data.path, **options)
+            report = self._evaluate_now(pipe, data, options)
         except (RunError, ValueError, FileNotFoundError) as err:  # ragsweep's own messages name the file or option
             error = f"ragsweep: {pipe.given} on {data.given}: {err}"
         else:
-            self.config.stash[_EVALUATIONS].append(Evaluation(pipe, data, report, time.perf_counter() - started))
+            if results is not None and report.no_llm:  # an LLM's answers are not the inputs' alone
+                results.store(key, pipe.path, env, _roots(pipe, data, options, report), self._module_stats(), report)
+            self._done(Evaluation(pipe, data, report, time.perf_counter() - started))
             return report
         pytest.fail(error, pytrace=False)  # outside the except: no chained traceback under the message
+
+    @staticmethod
+    def _evaluate_now(pipe: Setting, data: Setting, options: dict[str, Any]) -> Any:
+        from ragsweep.api import evaluate
+
+        return evaluate(pipe.path, data.path, **options)
+
+    def _done(self, evaluation: Evaluation) -> None:
+        self.config.stash[_EVALUATIONS].append(evaluation)
+
+    def _result_cache(self) -> Any:
+        """The result cache, or None when it is off (ini, or the served-list cache turned off)."""
+        from ragsweep.pipeline.cache_files import default_cache_dir
+        from ragsweep.pipeline.served_cache import enabled
+        from ragsweep.pytest_results import ResultCache
+
+        if not self.config.getini("ragsweep_result_cache") or not enabled():
+            return None
+        return ResultCache(default_cache_dir() / "pytest-results")
+
+    def _module_stats(self) -> dict[str, list[int]]:
+        from ragsweep.pytest_results import module_stats
+
+        # the session's test files and conftest.py: editing a test's floors must not discard the entry
+        return module_stats([*self.config.getini("python_files"), "conftest.py"])
 
     def floors(self, min: dict[str, float] | None = None) -> dict[str, float]:  # noqa: A002
         """The floors a check uses: ``ragsweep_min``, then ``min``, then ``--ragsweep-min``."""
@@ -217,6 +260,27 @@ class RagsweepEval:
         pytest.fail(f"ragsweep: {pipe.given} on {data.given}: {failed}", pytrace=False)
 
 
+def _entry_key(pipe: Setting, data: Setting, options: dict[str, Any]) -> str:
+    from ragsweep.pytest_results import entry_key
+
+    return entry_key(pipe.path, data.path, options)
+
+
+def _env_hash(pipe: Setting) -> str:
+    from ragsweep.pytest_results import env_hash
+
+    return env_hash(pipe.path.read_text(encoding="utf-8"))
+
+
+def _roots(pipe: Setting, data: Setting, options: dict[str, Any], report: Any) -> list[Path]:
+    """The files an evaluation read: the pipeline, the dataset, the documents folder it parsed."""
+    roots = [pipe.path, data.path]
+    for docs in ((report.manifest.get("corpus") or {}).get("docs_dir"), options.get("docs")):
+        if docs and Path(docs).exists():
+            roots.append(Path(docs))
+    return roots
+
+
 _FLOORS = pytest.StashKey[tuple[dict[str, float], dict[str, float]]]()
 _EVALUATIONS = pytest.StashKey[list[Evaluation]]()
 _OLD_CACHE_ENV = pytest.StashKey[str | None]()
@@ -230,10 +294,16 @@ def ragsweep_eval(pytestconfig: pytest.Config) -> RagsweepEval:
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     for done in config.stash.get(_EVALUATIONS, []):
-        served = (done.report.manifest.get("retrieval") or {}).get("from_served_cache")
-        queries = (done.report.manifest.get("retrieval") or {}).get("queries")
+        head = f"ragsweep: {done.pipeline.given} on {done.dataset.given}: {len(done.report.cases)} cases"
+        if done.cached:
+            finished = (done.report.manifest.get("timestamps") or {}).get("finished")
+            terminalreporter.write_line(
+                f"{head} from the result cache in {done.seconds:.2f} s (inputs unchanged since the evaluation of"
+                f" {finished}; --ragsweep-fresh evaluates again)"
+            )
+            continue
+        retrieval = done.report.manifest.get("retrieval") or {}
         terminalreporter.write_line(
-            f"ragsweep: {done.pipeline.given} on {done.dataset.given}: {len(done.report.cases)} cases in"
-            f" {done.seconds:.1f} s ({served} of {queries} served lists from the cache in"
-            f" {os.environ.get(CACHE_ENV)})"
+            f"{head} in {done.seconds:.1f} s ({retrieval.get('from_served_cache')} of {retrieval.get('queries')}"
+            f" served lists from the cache in {os.environ.get(CACHE_ENV)})"
         )
