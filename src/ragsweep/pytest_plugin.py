@@ -184,8 +184,6 @@ class RagsweepEval:
         return self.reports[key]
 
     def _evaluate(self, pipe: Setting, data: Setting, options: dict[str, Any]) -> Any:
-        from ragsweep.evaluation.runfolder import RunError
-
         _use_cache_dir(self.config)
         started = time.perf_counter()
         results, key, env = self._result_cache(), _entry_key(pipe, data, options), _env_hash(pipe)
@@ -196,6 +194,8 @@ class RagsweepEval:
             report = rebuild_report(stored)
             self._done(Evaluation(pipe, data, report, time.perf_counter() - started, cached=True))
             return report
+        from ragsweep.evaluation.runfolder import RunError
+
         try:
             report = self._evaluate_now(pipe, data, options)
         except (RunError, ValueError, FileNotFoundError) as err:  # ragsweep's own messages name the file or option
