@@ -18,6 +18,7 @@ environment, ~1 s) is turned off by ``-p no:langsmith_plugin`` unless ``--with-l
 
     .venv/bin/python benchmarks/warm_start.py [--dataset datasets/cuad-mini] [--runs 7] [--base 78dacee]
     .venv/bin/python benchmarks/warm_start.py --smoke
+    /path/to/user-venv/bin/python benchmarks/warm_start.py --installed     # the wheel's ragsweep, its entry point
 """
 
 from __future__ import annotations
@@ -61,10 +62,13 @@ def user_project(work: Path, pipeline: Path, dataset: Path, cases: int | None) -
     return project
 
 
-def child_env(src: Path) -> dict[str, str]:
-    """A user's environment: ragsweep's caches where the plugin puts them, the served-list cache on."""
-    env = {k: v for k, v in os.environ.items() if k not in ("RAGSWEEP_CACHE_DIR", "RAGSWEEP_SERVED_CACHE")}
-    env["PYTHONPATH"] = str(src)
+def child_env(src: Path | None) -> dict[str, str]:
+    """A user's environment: ragsweep's caches where the plugin puts them, the served-list cache on;
+    ``src`` first on the path (None: the ragsweep installed in this Python, e.g. from the wheel)."""
+    drop = ("RAGSWEEP_CACHE_DIR", "RAGSWEEP_SERVED_CACHE", *(("PYTHONPATH",) if src is None else ()))
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
     return env
 
 
@@ -158,7 +162,7 @@ def pytest_rows(project: Path, env: dict[str, str], args: argparse.Namespace) ->
     return rows
 
 
-def evaluate_row(label: str, project: Path, src: Path, runs: int) -> dict:
+def evaluate_row(label: str, project: Path, src: Path | None, runs: int) -> dict:
     """``ragsweep.evaluate()`` in a fresh process, ``src``'s code, the project's caches (one run to warm them)."""
     env = {**child_env(src), "RAGSWEEP_CACHE_DIR": str(project / ".cache" / "ragsweep")}
     cmd = [sys.executable, "-c", EVALUATE, "rag.yaml", "eval-data"]
@@ -176,6 +180,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=7, help="warm runs of each kind (default 7)")
     parser.add_argument("--base", help="a revision whose evaluate() is timed the same way (the before)")
     parser.add_argument("--with-langsmith", action="store_true", help="leave pytest's langsmith plugin on")
+    parser.add_argument(
+        "--installed", action="store_true", help="time the ragsweep installed in this Python (a wheel), not ./src"
+    )
     parser.add_argument("--smoke", action="store_true", help="10 cuad-mini cases, 1 run, base HEAD: the path only")
     args = parser.parse_args()
     cases = None
@@ -185,14 +192,17 @@ def main() -> int:
             "SMOKE RUN: 10 cuad-mini cases, 1 warm run of each kind, evaluate() of HEAD (timings are not measurements)"
         )
     summary: dict = {"dataset": args.dataset, "runs": args.runs, "smoke": args.smoke, "base": args.base}
+    summary["installed"] = args.installed
     with tempfile.TemporaryDirectory(prefix="ragsweep-warm-start-") as tmp:
         work = Path(tmp)
         project = user_project(work, ROOT / args.pipeline, ROOT / args.dataset, cases)
-        summary["pytest"] = pytest_rows(project, child_env(ROOT / "src"), args)
-        summary["evaluate"] = evaluate_row("evaluate() warm, this checkout", project, ROOT / "src", args.runs)
+        src = None if args.installed else ROOT / "src"
+        summary["pytest"] = pytest_rows(project, child_env(src), args)
+        this = "the installed ragsweep" if args.installed else "this checkout"
+        summary["evaluate"] = evaluate_row(f"evaluate() warm, {this}", project, src, args.runs)
         if args.base:
-            src = base_src(args.base, work)
-            summary["evaluate_base"] = evaluate_row(f"evaluate() warm, base {args.base}", project, src, args.runs)
+            base = base_src(args.base, work)
+            summary["evaluate_base"] = evaluate_row(f"evaluate() warm, base {args.base}", project, base, args.runs)
     print("JSON " + json.dumps(summary))
     return 0
 

@@ -1,6 +1,6 @@
 """ragsweep's pytest plugin in a user's own project: a separate folder holding only the user's
-files (a pipeline YAML, a dataset, pytest.ini and a test file that uses the ``ragsweep_eval``
-fixture), run by pytest in its own process, as the user runs it.
+files (a pipeline YAML, a dataset, and the README's plugin example: its pytest.ini and its test
+file, which uses the ``ragsweep_eval`` fixture), run by pytest in its own process, as the user runs it.
 
 The plugin comes by its ``pytest11`` entry point where this environment's metadata has it (an
 install of this checkout); otherwise (an editable install made before the entry point existed)
@@ -10,6 +10,7 @@ in a fresh venv by ``make user-venv``.
 
 from __future__ import annotations
 
+import configparser
 import os
 import re
 import shutil
@@ -21,18 +22,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN = "ragsweep.pytest_plugin"
 
-INI = """[pytest]
-addopts = -p no:cacheprovider
-ragsweep_pipeline = config/rag.yaml
-ragsweep_dataset = eval-data
-ragsweep_min =
-    mrr@5=0.5
-"""
 
-TEST_FILE = """
-def test_rag_quality(ragsweep_eval):
-    ragsweep_eval.assert_quality(min={"recall@5": 0.8, "abstention_recall": 0.5})
-"""
+def _readme_blocks() -> tuple[str, str]:
+    """The README's plugin example: its ini block and its test file."""
+    readme = (ROOT / "README.md").read_text()
+    ini = [b for b in re.findall(r"```ini\n(.*?)```", readme, re.S) if "ragsweep_pipeline" in b]
+    tests = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "ragsweep_eval" in b and "def test_" in b]
+    assert len(ini) == 1 and len(tests) == 1, "the README shows one plugin example: an ini block and a test file"
+    return ini[0], tests[0]
+
+
+INI, TEST_FILE = _readme_blocks()
+_PARSED = configparser.ConfigParser()
+_PARSED.read_string(INI)
+PIPELINE, DATASET = _PARSED["pytest"]["ragsweep_pipeline"], _PARSED["pytest"]["ragsweep_dataset"]
 
 
 def _plugin_args() -> list[str]:
@@ -42,14 +45,14 @@ def _plugin_args() -> list[str]:
 
 
 def _user_project(tmp_path: Path) -> Path:
-    """The user's own folder: their pipeline and dataset under their own names, no ragsweep folder."""
+    """The user's own folder: their pipeline and dataset at the paths their ini names, no ragsweep folder."""
     project = tmp_path / "my-project"
-    (project / "config").mkdir(parents=True)
-    (project / "tests").mkdir()
-    shutil.copy(ROOT / "pipelines" / "default.yaml", project / "config" / "rag.yaml")
-    shutil.copytree(ROOT / "datasets" / "cuad-mini", project / "eval-data")
+    (project / "tests").mkdir(parents=True)
+    (project / PIPELINE).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "pipelines" / "default.yaml", project / PIPELINE)
+    shutil.copytree(ROOT / "datasets" / "cuad-mini", project / DATASET)
     (project / "pytest.ini").write_text(INI)
-    (project / "tests" / "test_rag.py").write_text(TEST_FILE)
+    (project / "tests" / "test_rag_quality.py").write_text(TEST_FILE)
     return project
 
 
@@ -82,13 +85,13 @@ def test_user_project_passes_caches_between_runs_and_fails_naming_the_metric(tmp
     # a second session, started from a sub-folder: the same rootdir; nothing changed, so the result cache answers
     warm = _pytest(project / "tests")
     assert warm.returncode == 0 and "1 passed" in warm.stdout, _shown(warm)
-    assert "ragsweep: config/rag.yaml on eval-data: 123 cases from the result cache in " in warm.stdout, _shown(warm)
+    assert f"ragsweep: {PIPELINE} on {DATASET}: 123 cases from the result cache in " in warm.stdout, _shown(warm)
 
     # a floor out of reach from the command line: the test fails naming the metric, CI, chance, n, worst cases
     failed = _pytest(project, "--ragsweep-min", "recall@5=1.01")
     assert failed.returncode == 1 and "1 failed" in failed.stdout, _shown(failed)
     out = failed.stdout
-    assert "ragsweep: config/rag.yaml on eval-data: 1 quality check(s) failed on 123 cases:" in out, _shown(failed)
+    assert f"ragsweep: {PIPELINE} on {DATASET}: 1 quality check(s) failed on 123 cases:" in out, _shown(failed)
     assert re.search(
         r"recall@5 = 0\.\d{3} < floor 1\.01 \(95% CI \[0\.\d{3}, [01]\.\d{3}\], chance 0\.\d{3}, n=39\)", out
     )
@@ -97,7 +100,7 @@ def test_user_project_passes_caches_between_runs_and_fails_naming_the_metric(tmp
     assert "Traceback" not in out and "During handling" not in out
 
     # the user's dataset changes: evaluated again, the served lists of the unchanged questions from the cache
-    cases = project / "eval-data" / "cases.jsonl"
+    cases = project / DATASET / "cases.jsonl"
     cases.write_text("".join(cases.read_text().splitlines(keepends=True)[:-1]))
     edited = _pytest(project)
     assert edited.returncode == 0 and "122 cases in " in edited.stdout, _shown(edited)
@@ -108,13 +111,13 @@ def test_user_project_passes_caches_between_runs_and_fails_naming_the_metric(tmp
 
 def test_bad_settings_are_named_without_a_traceback(tmp_path):
     project = _user_project(tmp_path)
-    (project / "pytest.ini").write_text(INI.replace("config/rag.yaml", "config/missing.yaml"))
+    (project / "pytest.ini").write_text(INI.replace(PIPELINE, "rag/missing.yaml"))
     done = _pytest(project)
     assert done.returncode == 1, _shown(done)
-    assert "ragsweep: ragsweep_pipeline (pytest.ini): config/missing.yaml: no such file (" in done.stdout, _shown(done)
+    assert "ragsweep: ragsweep_pipeline (pytest.ini): rag/missing.yaml: no such file (" in done.stdout, _shown(done)
     assert "Traceback" not in done.stdout
 
-    done = _pytest(project, "--ragsweep-pipeline", str(project / "config" / "rag.yaml"), "--ragsweep-dataset", "nope")
+    done = _pytest(project, "--ragsweep-pipeline", str(project / PIPELINE), "--ragsweep-dataset", "nope")
     assert done.returncode == 1, _shown(done)
     assert "ragsweep: --ragsweep-dataset: nope: no such dataset folder or cases file" in done.stdout, _shown(done)
 
