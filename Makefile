@@ -24,7 +24,7 @@ $(error MODELS=$(MODELS): the optional models are: mpnet)
 endif
 EXTRA_STAMPS := $(if $(filter cuda,$(TORCH)),$(VENV)/.torch-cuda) $(foreach m,$(MODELS),$(VENV)/.model-$(m))
 
-.PHONY: install browser test eval sweep bench clean
+.PHONY: install browser test eval sweep bench clean wheel user-venv
 
 # CPU torch first (a wheel on this machine's disk; a bare `torch` would pull a CUDA
 # build), then the project, whose docling-slim extras avoid the CUDA torchvision.
@@ -69,6 +69,27 @@ sweep: install
 
 bench: install
 	$(PY) benchmarks/sweep_vs_server.py
+
+# The wheel a user installs into their own project (README "Installing into your own project");
+# built with pip alone, no venv needed: pip fetches setuptools into its isolated build env.
+PYTHON    ?= python3
+USER_VENV ?= /tmp/ragsweep-user-venv
+wheel:
+	rm -rf build dist/ragsweep-*.whl
+	$(PYTHON) -m pip wheel -q --no-deps --wheel-dir dist .
+	@ls -l dist/ragsweep-*.whl
+
+# A fresh venv with the wheel, installed as the README tells a user to, timed: CPU torch first,
+# pinned +cpu (PyPI's default Linux torch is the CUDA build) and alone (--no-deps: PyTorch's index
+# is asked for torch only, its dependencies come from PyPI with ragsweep's); then its pytest must
+# list the plugin's options.
+user-venv: wheel
+	rm -rf $(USER_VENV)
+	$(PYTHON) -m venv $(USER_VENV)
+	time $(USER_VENV)/bin/pip install -q --no-deps "torch==$(TORCH_VERSION)+cpu" --index-url https://download.pytorch.org/whl/cpu
+	time $(USER_VENV)/bin/pip install -q "$$(ls dist/ragsweep-*.whl)[pytest]"
+	du -sh $(USER_VENV)
+	$(USER_VENV)/bin/python -m pytest --help | grep -A1 -- --ragsweep-pipeline
 
 clean:
 	rm -rf $(VENV) .cache runs

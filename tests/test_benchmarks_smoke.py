@@ -74,6 +74,16 @@ EXPECTED: dict[str, list[str]] = {
         "RESULT ratio (a cold)/unavoidable",
         "RESULT ratio warm/cold",
     ],
+    "warm_start.py": [
+        "SMOKE RUN",
+        "RESULT pytest cold",
+        "RESULT pytest warm, result cache: median",
+        "RESULT pytest warm, evaluated again (--ragsweep-fresh): median",
+        "RESULT imports, pytest warm, result cache:",
+        "RESULT evaluate() warm, this checkout: median",
+        "RESULT evaluate() warm, base HEAD: median",
+        "RESULT   stages [s]:",
+    ],
 }
 
 
@@ -155,8 +165,19 @@ def _same_numbers(s: dict) -> None:
     assert s["differ"] == [] and s["base"] == "HEAD"
 
 
+def _warm_start(s: dict) -> None:
+    assert s["runs"] == 1 and s["base"] == "HEAD"
+    hit, evaluated = s["pytest"]["result_cache"], s["pytest"]["evaluated"]
+    # a warm run imports neither ragas nor torch; the result cache's not even Pathway or scipy
+    for row in (hit, evaluated, s["evaluate"]):
+        assert not {"ragas", "torch", "docling", "mlflow"} & set(row["imports"]["by_package"]), row["imports"]
+    assert not {"pathway", "scipy"} & set(hit["imports"]["by_package"])
+    assert "pathway" in evaluated["imports"]["by_package"] and s["evaluate"]["imports"]["stages"]["aggregate"] >= 0
+
+
 # script -> checks of its final JSON line
 CHECKS = {
+    "warm_start.py": _warm_start,
     "same_numbers.py": _same_numbers,
     "api_speed.py": _api_speed,
     "score_profile.py": _score_profile,

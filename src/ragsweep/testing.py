@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragsweep.api import Report, evaluate
+from ragsweep.evaluation.records import RunResult as Report  # what ragsweep.evaluate() returns
 
 WORST_CASES = 5
 
@@ -36,14 +36,17 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-def worst_cases(report: Report, metric: str, n: int = WORST_CASES) -> list[str]:
-    scored = [c for c in report.cases if c.metrics.get(metric) is not None]
-    scored.sort(key=lambda c: (c.metrics[metric], c.id))
+def worst_cases(report: Report, metric: str, n: int = WORST_CASES, below: float | None = None) -> list[str]:
+    """The ``n`` lowest-scoring cases of ``metric`` (only those under ``below`` when given), one line each."""
+    scored = [(value, c.id, c) for c in report.cases if (value := c.metrics.get(metric)) is not None]
+    if below is not None:  # a case at 1.0 is not why a mean is under its floor
+        scored = [s for s in scored if s[0] < below]
+    scored.sort(key=lambda s: s[:2])
     lines = []
-    for case in scored[:n]:
+    for value, _, case in scored[:n]:
         rank = report.first_relevant_rank(case)
         where = f"first relevant chunk at rank {rank}" if rank else f"no relevant chunk in the top {case.top_k}"
-        lines.append(f"    {case.id}: {metric}={_fmt(case.metrics[metric])}, {where}: {case.question[:100]!r}")
+        lines.append(f"    {case.id}: {metric}={_fmt(value)}, {where}: {case.question[:100]!r}")
     return lines
 
 
@@ -64,20 +67,29 @@ def quality_failures(report: Report, floors: dict[str, float]) -> list[str]:
             else f"{metric} was not computed (floor {floor}); known metrics: "
             + ", ".join(sorted(m for m, v in report.metrics.items() if v is not None)[:20])
         )
-        failures.append("\n".join([head, *worst_cases(report, metric)]))
+        failures.append("\n".join([head, *worst_cases(report, metric, below=floor)]))
     return failures
+
+
+def check_quality(report: Report, *, min: dict[str, float], max_failure_rate: float | None = None) -> Report:  # noqa: A002
+    """Raise :class:`QualityError` when a metric of an evaluated ``report`` is below its floor (or
+    an LLM metric failed on more than ``max_failure_rate`` of its cases); return the report
+    otherwise. :func:`assert_quality` and the pytest plugin's ``ragsweep_eval`` fixture both end here."""
+    from ragsweep.evaluation.judge_report import failure_gate
+
+    failures = quality_failures(report, min) + failure_gate(report.judge, max_failure_rate)
+    if failures:
+        raise QualityError(
+            f"{len(failures)} quality check(s) failed on {len(report.cases)} cases:\n" + "\n".join(failures), report
+        )
+    return report
 
 
 def assert_quality(pipeline: Any, dataset: Any, *, min: dict[str, float], **evaluate_kwargs: Any) -> Report:  # noqa: A002
     """Evaluate and raise :class:`QualityError` (an AssertionError) when a metric is below its
     floor, or an LLM metric failed on more than ``max_failure_rate`` of its cases; returns the
     report otherwise. ``evaluate_kwargs`` go to :func:`ragsweep.evaluate`."""
-    from ragsweep.evaluation.judge_report import failure_gate
+    from ragsweep.api import evaluate  # the pipeline's imports wait for a test that evaluates
 
     report = evaluate(pipeline, dataset, **evaluate_kwargs)
-    failures = quality_failures(report, min) + failure_gate(report.judge, evaluate_kwargs.get("max_failure_rate"))
-    if failures:
-        raise QualityError(
-            f"{len(failures)} quality check(s) failed on {len(report.cases)} cases:\n" + "\n".join(failures), report
-        )
-    return report
+    return check_quality(report, min=min, max_failure_rate=evaluate_kwargs.get("max_failure_rate"))

@@ -191,43 +191,27 @@ def ragas_nonllm_scores_batch(rows: Sequence[dict[str, Any]]) -> list[dict[str, 
 
 ANSWER_METRIC_NAMES = RAGAS_ANSWER_METRICS
 ID_CONTEXT_METRIC_NAMES = RAGAS_ID_CONTEXT_METRICS
-_ID_METRICS: dict[str, Any] | None = None
-
-
-def _drive(coro) -> Any:
-    """Run a coroutine that never suspends (ragas' ID-based metrics) without an event loop."""
-    try:
-        coro.send(None)
-    except StopIteration as done:
-        return done.value
-    coro.close()
-    raise RuntimeError("coroutine suspended; use an event loop")
 
 
 def id_based_context_scores(retrieved_ids: Sequence[str], reference_ids: Sequence[str]) -> dict[str, float | None]:
-    """ragas' ``IDBasedContextPrecision`` / ``IDBasedContextRecall`` for one case.
+    """ragas' ``IDBasedContextPrecision`` / ``IDBasedContextRecall`` (0.4.3) for one case.
+
+    Both are set arithmetic over the ids as strings, written out here as ragas' own
+    ``_single_turn_ascore`` does it (``hits / total``, the same float): importing ragas costs
+    seconds of every warm run. ``tests/test_ragas_id_metrics.py`` checks these values against
+    ragas' metric objects, so the two cannot drift apart.
 
     precision = |retrieved ∩ reference| / |retrieved|; recall = |retrieved ∩ reference| /
     |reference|; None where ragas gives NaN (nothing retrieved, no reference id).
     """
-    global _ID_METRICS
-    if _ID_METRICS is None:
-        ensure_offline()
-        from ragas.metrics import IDBasedContextPrecision, IDBasedContextRecall
-
-        _ID_METRICS = {
-            "ragas_id_context_precision": IDBasedContextPrecision(),
-            "ragas_id_context_recall": IDBasedContextRecall(),
-        }
-    from ragas.dataset_schema import SingleTurnSample
-
     out: dict[str, float | None] = dict.fromkeys(ID_CONTEXT_METRIC_NAMES)
     if not retrieved_ids or not reference_ids:  # ragas: NaN; nothing served of something relevant: recall 0
         out["ragas_id_context_recall"] = 0.0 if reference_ids else None
         return out
-    sample = SingleTurnSample(retrieved_context_ids=list(retrieved_ids), reference_context_ids=list(reference_ids))
-    for name, metric in _ID_METRICS.items():
-        out[name] = _clean(_drive(metric._single_turn_ascore(sample, None)))
+    retrieved = {str(i) for i in retrieved_ids}
+    reference = {str(i) for i in reference_ids}
+    out["ragas_id_context_precision"] = sum(1 for i in retrieved if i in reference) / len(retrieved)
+    out["ragas_id_context_recall"] = sum(1 for i in reference if i in retrieved) / len(reference)
     return out
 
 

@@ -1,0 +1,190 @@
+"""ragsweep's pytest plugin in a user's own project: a separate folder holding only the user's
+files (a pipeline YAML, a dataset, and the README's plugin example: its pytest.ini and its test
+file, which uses the ``ragsweep_eval`` fixture), run by pytest in its own process, as the user runs it.
+
+The plugin comes by its ``pytest11`` entry point where this environment's metadata has it (an
+install of this checkout); otherwise (an editable install made before the entry point existed)
+``-p ragsweep.pytest_plugin`` loads the same module. The wheel's entry point itself is checked
+in a fresh venv by ``make user-venv``.
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+import re
+import shutil
+import subprocess
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PLUGIN = "ragsweep.pytest_plugin"
+
+
+def _readme_blocks() -> tuple[str, str]:
+    """The README's plugin example: its ini block and its test file."""
+    readme = (ROOT / "README.md").read_text()
+    ini = [b for b in re.findall(r"```ini\n(.*?)```", readme, re.S) if "ragsweep_pipeline" in b]
+    tests = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "ragsweep_eval" in b and "def test_" in b]
+    assert len(ini) == 1 and len(tests) == 1, "the README shows one plugin example: an ini block and a test file"
+    return ini[0], tests[0]
+
+
+INI, TEST_FILE = _readme_blocks()
+_PARSED = configparser.ConfigParser()
+_PARSED.read_string(INI)
+PIPELINE, DATASET = _PARSED["pytest"]["ragsweep_pipeline"], _PARSED["pytest"]["ragsweep_dataset"]
+
+
+def _plugin_args() -> list[str]:
+    if any(ep.value == PLUGIN for ep in entry_points(group="pytest11")):
+        return []
+    return ["-p", PLUGIN]
+
+
+def _user_project(tmp_path: Path) -> Path:
+    """The user's own folder: their pipeline and dataset at the paths their ini names, no ragsweep folder."""
+    project = tmp_path / "my-project"
+    (project / "tests").mkdir(parents=True)
+    (project / PIPELINE).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "pipelines" / "default.yaml", project / PIPELINE)
+    shutil.copytree(ROOT / "datasets" / "cuad-mini", project / DATASET)
+    (project / "pytest.ini").write_text(INI)
+    (project / "tests" / "test_rag_quality.py").write_text(TEST_FILE)
+    return project
+
+
+def _pytest(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    # a user's environment: no cache folder chosen, the served-list cache on (the suite turns it off)
+    env = {k: v for k, v in os.environ.items() if k not in ("RAGSWEEP_CACHE_DIR", "RAGSWEEP_SERVED_CACHE")}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *_plugin_args(), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+def _shown(done: subprocess.CompletedProcess) -> str:
+    return f"exit {done.returncode}\n--- stdout\n{done.stdout[-4000:]}\n--- stderr\n{done.stderr[-3000:]}"
+
+
+def test_user_project_passes_caches_between_runs_and_fails_naming_the_metric(tmp_path):
+    project = _user_project(tmp_path)
+    cold = _pytest(project)
+    assert cold.returncode == 0 and "1 passed" in cold.stdout, _shown(cold)
+    cache = project / ".cache" / "ragsweep"  # in the rootdir, where pytest.ini is
+    served = rf"123 cases in [\d.]+ s \(0 of 492 served lists from the cache in {re.escape(str(cache))}\)"
+    assert re.search(served, cold.stdout), _shown(cold)
+    assert (cache / "served.sqlite").is_file() and len(list((cache / "pytest-results").glob("*.json"))) == 1
+
+    # a second session, started from a sub-folder: the same rootdir; nothing changed, so the result cache answers
+    warm = _pytest(project / "tests")
+    assert warm.returncode == 0 and "1 passed" in warm.stdout, _shown(warm)
+    assert f"ragsweep: {PIPELINE} on {DATASET}: 123 cases from the result cache in " in warm.stdout, _shown(warm)
+
+    # a floor out of reach from the command line: the test fails naming the metric, CI, chance, n, worst cases
+    failed = _pytest(project, "--ragsweep-min", "recall@5=1.01")
+    assert failed.returncode == 1 and "1 failed" in failed.stdout, _shown(failed)
+    out = failed.stdout
+    assert f"ragsweep: {PIPELINE} on {DATASET}: 1 quality check(s) failed on 123 cases:" in out, _shown(failed)
+    assert re.search(
+        r"recall@5 = 0\.\d{3} < floor 1\.01 \(95% CI \[0\.\d{3}, [01]\.\d{3}\], chance 0\.\d{3}, n=39\)", out
+    )
+    assert re.search(r"cuadmini-\w+-[\w-]+: recall@5=0\.\d{3}, ", out), _shown(failed)  # a worst case, under its floor
+    assert "mrr@5" not in out.split("short test summary")[0].split("quality check(s) failed")[1]  # mrr@5 met its floor
+    assert "Traceback" not in out and "During handling" not in out
+
+    # the user's dataset changes: evaluated again, the served lists of the unchanged questions from the cache
+    cases = project / DATASET / "cases.jsonl"
+    cases.write_text("".join(cases.read_text().splitlines(keepends=True)[:-1]))
+    edited = _pytest(project)
+    assert edited.returncode == 0 and "122 cases in " in edited.stdout, _shown(edited)
+    assert "(488 of 488 served lists from the cache" in edited.stdout, _shown(edited)
+    again = _pytest(project, "--ragsweep-fresh")
+    assert again.returncode == 0 and "122 cases in " in again.stdout and "result cache" not in again.stdout
+
+
+def test_bad_settings_are_named_without_a_traceback(tmp_path):
+    project = _user_project(tmp_path)
+    (project / "pytest.ini").write_text(INI.replace(PIPELINE, "rag/missing.yaml"))
+    done = _pytest(project)
+    assert done.returncode == 1, _shown(done)
+    assert "ragsweep: ragsweep_pipeline (pytest.ini): rag/missing.yaml: no such file (" in done.stdout, _shown(done)
+    assert "Traceback" not in done.stdout
+
+    done = _pytest(project, "--ragsweep-pipeline", str(project / PIPELINE), "--ragsweep-dataset", "nope")
+    assert done.returncode == 1, _shown(done)
+    assert "ragsweep: --ragsweep-dataset: nope: no such dataset folder or cases file" in done.stdout, _shown(done)
+
+    done = _pytest(project, "--ragsweep-min", "recall@5")  # no floor: a usage error before any test runs
+    assert done.returncode == 4, _shown(done)
+    assert "--ragsweep-min: 'recall@5': expected METRIC=FLOOR" in done.stderr, _shown(done)
+
+    (project / "pytest.ini").write_text("[pytest]\n")  # nothing configured, nothing given
+    done = _pytest(project)
+    assert done.returncode == 1, _shown(done)
+    assert (
+        "ragsweep: no pipeline: set ragsweep_pipeline in your pytest ini file, pass --ragsweep-pipeline" in done.stdout
+    )
+
+
+def test_result_cache_entry_is_used_only_while_every_input_is_unchanged(tmp_path, monkeypatch):
+    from ragsweep.evaluation.records import RunResult
+    from ragsweep.pytest_results import ResultCache, entry_key, env_hash, module_stats, rebuild_report
+
+    pipeline = tmp_path / "rag.yaml"
+    pipeline.write_text("$top_k: 5\n$llm_model: $MY_MODEL\n")
+    dataset = tmp_path / "data"
+    (dataset / "docs").mkdir(parents=True)
+    (dataset / "cases.jsonl").write_text('{"id": "q1"}\n')
+    (dataset / "docs" / "a.txt").write_text("a document")
+    component = tmp_path / "my_component.py"  # a module the evaluation imported (a user's own splitter, say)
+    component.write_text("X = 1\n")
+    (tmp_path / "test_mine.py").write_text("Y = 2\n")  # a test file: left out
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("MY_MODEL", raising=False)
+    import my_component  # noqa: F401
+    import test_mine  # noqa: F401
+
+    modules = module_stats(["test_*.py", "conftest.py"])
+    assert str(component) in modules and str(tmp_path / "test_mine.py") not in modules
+    cache, key = ResultCache(tmp_path / "results"), entry_key(pipeline, dataset, {"limit": 3})
+    assert key != entry_key(pipeline, dataset, {"limit": 4})
+    report = RunResult(n_cases=7, metrics={"recall@5": 0.75}, manifest={"timestamps": {"finished": "then"}})
+    cache.store(key, pipeline, env_hash(pipeline.read_text()), [pipeline, dataset], modules, report)
+    hit = cache.load(key)
+    assert hit is not None and rebuild_report(hit).model_dump() == report.model_dump()
+
+    def changed(edit, undo) -> bool:
+        edit()
+        missed = cache.load(key) is None
+        undo()
+        assert cache.load(key) is not None  # back as it was: a hit again
+        return missed
+
+    stat = component.stat()
+    assert changed(
+        lambda: os.utime(component, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9)),
+        lambda: os.utime(component, ns=(stat.st_atime_ns, stat.st_mtime_ns)),
+    )
+    extra = dataset / "docs" / "b.txt"
+    assert changed(lambda: extra.write_text("another"), extra.unlink)
+    text = (dataset / "cases.jsonl").read_text()
+    assert changed(
+        lambda: (dataset / "cases.jsonl").write_text(text + '{"id": "q2"}\n'),
+        lambda: (dataset / "cases.jsonl").write_text(text),
+    )
+    assert changed(lambda: monkeypatch.setenv("MY_MODEL", "gpt"), lambda: monkeypatch.delenv("MY_MODEL"))
+    assert changed(
+        lambda: monkeypatch.setenv("RAGSWEEP_LLM_MODEL", "x"), lambda: monkeypatch.delenv("RAGSWEEP_LLM_MODEL")
+    )
+    assert not changed(lambda: (tmp_path / "test_mine.py").write_text("Y = 3\n"), lambda: None)  # a test's edit
+
+    entry = next((tmp_path / "results").glob("*.json"))
+    entry.write_text(entry.read_text()[:1000])  # torn: a miss, not an error
+    assert cache.load(key) is None
