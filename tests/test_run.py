@@ -119,11 +119,13 @@ def test_gate_exit_code_names_the_failing_metrics(tmp_path, capsys):
     assert main(args + ["--min", "hit_rate@10=0.0"]) == 0
     assert main(args + ["--min", "recall@5=1.01", "--min", "abstention_recall=0.0"]) == 1
     err = capsys.readouterr().err
-    assert (
-        "recall@5 = " in err
-        and "below its floor 1.01" in err
-        and "abstention_recall" not in err.split("gate FAILED")[1]
-    )
+    gate = err.split("gate FAILED")[1]
+    assert "abstention_recall" not in gate
+    # as assert_quality says it: the value, its CI, its chance level and n, then the worst cases under the floor
+    head = next(line for line in gate.splitlines() if line.startswith("recall@5 = "))
+    assert "< floor 1.01 (95% CI [" in head and ", chance 0." in head and "n=8)" in head, head  # 8 answerable
+    worst = [line for line in gate.splitlines() if line.startswith("    ") and ": recall@5=" in line]
+    assert 1 <= len(worst) <= 5 and all(float(w.split("recall@5=")[1].split(",")[0]) < 1.01 for w in worst)
     assert main(args + ["--min", "recall@5"]) == 2
 
 

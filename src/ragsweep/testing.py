@@ -20,8 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragsweep.evaluation.records import RunResult as Report  # what ragsweep.evaluate() returns
-
-WORST_CASES = 5
+from ragsweep.evaluation.scoring import quality_failures
 
 
 class QualityError(AssertionError):
@@ -30,45 +29,6 @@ class QualityError(AssertionError):
     def __init__(self, message: str, report: Report):
         super().__init__(message)
         self.report = report
-
-
-def _fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
-
-
-def worst_cases(report: Report, metric: str, n: int = WORST_CASES, below: float | None = None) -> list[str]:
-    """The ``n`` lowest-scoring cases of ``metric`` (only those under ``below`` when given), one line each."""
-    scored = [(value, c.id, c) for c in report.cases if (value := c.metrics.get(metric)) is not None]
-    if below is not None:  # a case at 1.0 is not why a mean is under its floor
-        scored = [s for s in scored if s[0] < below]
-    scored.sort(key=lambda s: s[:2])
-    lines = []
-    for value, _, case in scored[:n]:
-        rank = report.first_relevant_rank(case)
-        where = f"first relevant chunk at rank {rank}" if rank else f"no relevant chunk in the top {case.top_k}"
-        lines.append(f"    {case.id}: {metric}={_fmt(value)}, {where}: {case.question[:100]!r}")
-    return lines
-
-
-def quality_failures(report: Report, floors: dict[str, float]) -> list[str]:
-    """One paragraph per metric below its floor (or never computed)."""
-    failures = []
-    for metric, floor in floors.items():
-        value = report.metrics.get(metric)
-        if value is not None and value >= floor:
-            continue
-        low, high = report.interval(metric)
-        chance = report.chance(metric)
-        n = (report.counts.get(metric) or {}).get("n", 0)
-        head = (
-            f"{metric} = {_fmt(value)} < floor {floor}"
-            f" (95% CI [{_fmt(low)}, {_fmt(high)}], chance {_fmt(chance)}, n={n})"
-            if value is not None
-            else f"{metric} was not computed (floor {floor}); known metrics: "
-            + ", ".join(sorted(m for m, v in report.metrics.items() if v is not None)[:20])
-        )
-        failures.append("\n".join([head, *worst_cases(report, metric, below=floor)]))
-    return failures
 
 
 def check_quality(report: Report, *, min: dict[str, float], max_failure_rate: float | None = None) -> Report:  # noqa: A002

@@ -41,7 +41,7 @@ from ragsweep.evaluation.runfolder import (
     now,
     package_versions,
 )
-from ragsweep.evaluation.scoring import aggregate, check_floors
+from ragsweep.evaluation.scoring import aggregate, quality_failures
 from ragsweep.metrics.registry import summary_metrics, unknown_name
 from ragsweep.pipeline.app_components import Spent, embedding_usage, usage_since
 from ragsweep.pipeline.config import PipelineConfig
@@ -436,9 +436,9 @@ def gate(result: RunResult, options: EvalOptions) -> int:
     if no_answer_succeeded(result):
         print("ragsweep: error: no answer succeeded (every case has an answer_error); see cases.jsonl", file=sys.stderr)
         return 1
-    failures = check_floors(result.metrics, options.floors) + failure_gate(result.judge, options.max_failure_rate)
+    failures = quality_failures(result, options.floors) + failure_gate(result.judge, options.max_failure_rate)
     if failures:
-        print("gate FAILED:\n  " + "\n  ".join(failures), file=sys.stderr)
+        print("gate FAILED:\n" + "\n".join(failures), file=sys.stderr)
         return 1
     if options.floors or options.max_failure_rate is not None:
         rate = options.max_failure_rate
