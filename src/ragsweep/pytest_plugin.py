@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, Field
 
 CACHE_ENV = "RAGSWEEP_CACHE_DIR"
 
@@ -272,10 +273,36 @@ def _env_hash(pipe: Setting) -> str:
     return env_hash(pipe.path.read_text(encoding="utf-8"))
 
 
+class _Corpus(BaseModel):
+    docs_dir: str | None = None
+
+
+class _Retrieval(BaseModel):
+    queries: int = 0
+    from_served_cache: int = 0
+
+
+class _Timestamps(BaseModel):
+    finished: str | None = None
+
+
+class _Manifest(BaseModel):
+    """What the plugin reads of a report's manifest (``ragsweep eval`` writes it): where the
+    documents were, when it finished, how many served lists came from the cache."""
+
+    corpus: _Corpus = Field(default_factory=_Corpus)
+    retrieval: _Retrieval = Field(default_factory=_Retrieval)
+    timestamps: _Timestamps = Field(default_factory=_Timestamps)
+
+
+def _manifest(report: Any) -> _Manifest:
+    return _Manifest.model_validate(report.manifest)
+
+
 def _roots(pipe: Setting, data: Setting, options: dict[str, Any], report: Any) -> list[Path]:
     """The files an evaluation read: the pipeline, the dataset, the documents folder it parsed."""
     roots = [pipe.path, data.path]
-    for docs in ((report.manifest.get("corpus") or {}).get("docs_dir"), options.get("docs")):
+    for docs in (_manifest(report).corpus.docs_dir, options.get("docs")):
         if docs and Path(docs).exists():
             roots.append(Path(docs))
     return roots
@@ -295,15 +322,16 @@ def ragsweep_eval(pytestconfig: pytest.Config) -> RagsweepEval:
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     for done in config.stash.get(_EVALUATIONS, []):
         head = f"ragsweep: {done.pipeline.given} on {done.dataset.given}: {len(done.report.cases)} cases"
+        manifest = _manifest(done.report)
         if done.cached:
-            finished = (done.report.manifest.get("timestamps") or {}).get("finished")
+            finished = manifest.timestamps.finished
             terminalreporter.write_line(
                 f"{head} from the result cache in {done.seconds:.2f} s (inputs unchanged since the evaluation of"
                 f" {finished}; --ragsweep-fresh evaluates again)"
             )
             continue
-        retrieval = done.report.manifest.get("retrieval") or {}
+        retrieval = manifest.retrieval
         terminalreporter.write_line(
-            f"{head} in {done.seconds:.1f} s ({retrieval.get('from_served_cache')} of {retrieval.get('queries')}"
+            f"{head} in {done.seconds:.1f} s ({retrieval.from_served_cache} of {retrieval.queries}"
             f" served lists from the cache in {os.environ.get(CACHE_ENV)})"
         )

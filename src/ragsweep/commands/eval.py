@@ -329,7 +329,7 @@ def dry_run_report(options: EvalOptions, config: PipelineConfig, corpus: Corpus,
             config, corpus, cases, store_depths(config, depths), options.progress, options.fresh_retrieval
         )
         served = serve(config, retrieved, cases, depths)
-        items = [(c.question, served.get(c.id, {}).get(config.top_k, [])) for c in cases]
+        items = [(c.question, served[c.id][config.top_k]) for c in cases]
     else:
         items = [(c.question, longest_chunks(chunks, c.doc_scope, config.top_k)) for c in cases]
     estimates = estimate_llm_run(
