@@ -181,7 +181,7 @@ def timed(stage: dict[str, float], name: str, fn: Any) -> Any:
 
 def parse_or_fail(dataset: Dataset, options: RunInputs) -> Corpus:
     try:
-        return parse_documents(dataset, options.progress, options.workers)
+        return parse_documents(dataset, options.progress, options.workers, options.follow_symlinks)
     except StageError as err:
         raise RunError(str(err)) from err
 

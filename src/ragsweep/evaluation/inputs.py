@@ -32,10 +32,24 @@ def option(default: Any = None, help: str = "", *, alias: str | None = None, **c
     return Field(default, description=help or None, alias=alias, json_schema_extra=cli or None, **constraints)
 
 
-class RunInputs(BaseModel):
-    """What every run (eval, sweep, the Python API) starts from, and where it goes."""
+class DocumentOptions(BaseModel):
+    """How a documents folder is read: the same for every command that parses one (index,
+    retrieve, validate --parse, eval, sweep, generate) and for the Python API."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    workers: int | None = option(
+        None, "processes parsing the documents the parse cache does not hold (default: the number of cores, at most "
+        "one per 8 documents; 1: no worker process)", ge=1, metavar="N", what="a whole number of processes",
+    )  # fmt: skip
+    follow_symlinks: bool = option(
+        False, "index the targets of symlinks that lead outside the documents folder (by default each is "
+        "skipped with a warning naming it)",
+    )  # fmt: skip
+
+
+class RunInputs(DocumentOptions):
+    """What every run (eval, sweep, the Python API) starts from, and where it goes."""
 
     pipeline: str = option("pipelines/default.yaml", "pipeline YAML (Pathway syntax, or your own app.yaml)")
     overrides: dict[str, Any] = option(
@@ -50,10 +64,6 @@ class RunInputs(BaseModel):
     validate_dataset: bool = option(
         True, "evaluate even when `ragsweep validate` finds problems", alias="validate", flag="--no-validate"
     )
-    workers: int | None = option(
-        None, "processes parsing the documents the parse cache does not hold (default: the number of cores, at most "
-        "one per 8 documents; 1: no worker process)", ge=1, metavar="N", what="a whole number of processes",
-    )  # fmt: skip
     fresh_retrieval: bool = option(
         False, "ask Pathway every query again instead of reusing the lists it served before for the same corpus, "
         "index definition and code (the served-list cache; also RAGSWEEP_SERVED_CACHE=0)",
