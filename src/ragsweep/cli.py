@@ -170,9 +170,9 @@ def cmd_retrieve(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from ragsweep.datasets.validate import validate_dataset
+    from ragsweep.datasets.validate import parse_options, validate_dataset
 
-    problems = validate_dataset(args.dataset)
+    problems = validate_dataset(args.dataset, **parse_options(args))
     for problem in problems:
         print(problem)
     if problems:
@@ -246,8 +246,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("question", nargs="+")
     p.set_defaults(func=cmd_retrieve)
 
+    from ragsweep.datasets.validate import add_arguments as validate_arguments
+
     p = sub.add_parser("validate", help="list every problem of a dataset")
-    p.add_argument("--dataset", required=True)
+    validate_arguments(p)
     p.set_defaults(func=cmd_validate)
 
     from ragsweep.commands.eval import EvalOptions

@@ -79,7 +79,7 @@ from ragsweep.report import write_html
 DEFAULT_KS = (1, 3, 5, 10)
 DEFAULT_OBJECTIVES = ("recall@k", "mrr@k", "ndcg@k")
 ALPHA = 0.05
-RESUME_KEYS = ("pipeline_hash", "ks", "case_ids")
+RESUME_KEYS = ("pipeline_hash", "ks", "case_ids", "unlocated")
 
 
 class SweepGrid(BaseModel):
@@ -210,6 +210,7 @@ def run_sweep(options: SweepOptions) -> tuple[Path, SweepResult]:
         "pipeline_hash": base_config.hash,
         "ks": sweep.ks,
         "case_ids": [c.id for c in cases],
+        "unlocated": options.unlocated,
     }
     folder = RunFolder.open(
         Path(options.out),

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import PydanticUndefined
 
-from ragsweep.datasets.schema import Case, Dataset
+from ragsweep.datasets.schema import UNLOCATED_MODES, Case, Dataset, UnlocatedMode
 from ragsweep.evaluation.runfolder import RunError
 from ragsweep.pipeline.config import PipelineConfig
 
@@ -64,6 +64,11 @@ class RunInputs(DocumentOptions):
     validate_dataset: bool = option(
         True, "evaluate even when `ragsweep validate` finds problems", alias="validate", flag="--no-validate"
     )
+    unlocated: UnlocatedMode = option(
+        "exclude", "a case whose evidence occurs in no parsed document (the label cannot be found in the text the "
+        "index holds): exclude leaves it out of the retrieval metrics and names it; zero scores it 0 on them, as a "
+        "retrieval failure", choices=UNLOCATED_MODES, metavar="MODE",
+    )  # fmt: skip
     fresh_retrieval: bool = option(
         False, "ask Pathway every query again instead of reusing the lists it served before for the same corpus, "
         "index definition and code (the served-list cache; also RAGSWEEP_SERVED_CACHE=0)",
@@ -120,6 +125,7 @@ def load_inputs(inputs: RunInputs) -> tuple[PipelineConfig, Dataset, list[Case]]
         dataset = load_dataset(inputs.dataset, split=inputs.split)
     except DatasetError as err:
         raise RunError(str(err)) from err
+    dataset.relevance = dataset.relevance.model_copy(update={"unlocated": inputs.unlocated})
     cases = []
     for case in dataset.cases:
         reason = next((r for d in case.doc_scope or [] if (r := unscopable_reason(d))), None)
