@@ -177,3 +177,12 @@ def test_validate_parse_shows_the_closest_passage(dataset, capsys):
     (line,) = [line for line in out.splitlines() if "'lost'" in line]
     assert "evidence[0]" in line and "is found in no parsed text of 'contract.txt'" in line
     assert "closest passage" in line and "law of the State of Nevada" in line
+
+
+def test_a_sweeps_unserved_depth_counts_each_case_once():
+    from ragsweep.commands.sweep import with_own_k
+    from ragsweep.evaluation.records import Aggregate
+
+    agg = Aggregate(counts={"recall@5": {"n": 2, "missing": 2, "unlocated": 1}})
+    counts = with_own_k(agg, 5, [10]).counts
+    assert counts["recall@10"] == {"n": 0, "missing": 4} and counts["recall@k"]["unlocated"] == 1

@@ -393,7 +393,8 @@ def with_own_k(agg: Aggregate, top_k: int, unserved: Sequence[int]) -> Aggregate
             agg.intervals[alias] = agg.intervals[own]
         if own in agg.baselines:
             agg.baselines[alias] = agg.baselines[own]
-        total = sum(agg.counts.get(own, {"n": 0}).values())
+        count = agg.counts.get(own, {})
+        total = count.get("n", 0) + count.get("missing", 0)  # its unlocated ones are among these
         for k in unserved:
             agg.metrics[f"{family}@{k}"] = None
             agg.counts[f"{family}@{k}"] = {"n": 0, "missing": total}
