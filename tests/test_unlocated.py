@@ -186,3 +186,15 @@ def test_a_sweeps_unserved_depth_counts_each_case_once():
     agg = Aggregate(counts={"recall@5": {"n": 2, "missing": 2, "unlocated": 1}})
     counts = with_own_k(agg, 5, [10]).counts
     assert counts["recall@10"] == {"n": 0, "missing": 4} and counts["recall@k"]["unlocated"] == 1
+
+
+def test_validate_says_why_the_word_rule_misses_a_span_whose_text_is_there():
+    from ragsweep.datasets.validate import closest_passage, unlocated_problems
+
+    rule = RelevanceConfig(rule="word_overlap")
+    case = _case("c1", "ACME CORP. and FOO INC.")  # the text is there, in other case: Pathway's rule is case-sensitive
+    (problem,) = unlocated_problems([case], "cases.jsonl", rule, TEXTS, {})
+    assert "closest passage (100% alike, in 'contract.txt'): 'Acme Corp. and Foo Inc.'" in problem.message
+    assert "finds 20% of its words in the document, 65% needed" in problem.message
+    score, passage = closest_passage(CONTRACT, "the Stat of Nevad")  # cut inside words: widened to them
+    assert passage == "the State of Nevada." and score < 100

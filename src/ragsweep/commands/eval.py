@@ -395,8 +395,8 @@ def unlocated_notes(result: RunResult, shown: int = 5) -> list[str]:
     lines = []
     if none:
         what = (
-            "left out of the retrieval metrics (the unlocated column: of n/missing, how many; --unlocated zero "
-            "scores them 0)"
+            "left out of the retrieval metrics (the unlocated column counts them among the cases without a "
+            "value; --unlocated zero scores them 0)"
             if report.mode == "exclude"
             else "scored 0 on the retrieval metrics (--unlocated zero; the unlocated column counts them in n)"
         )

@@ -252,8 +252,9 @@ def _offset_problems(
 
 
 def closest_passage(text: str, span: str) -> tuple[float, str] | None:
-    """The passage of ``text`` most like ``span`` (rapidfuzz ``partial_ratio`` on the normalised
-    texts, 0-100) and its score; cut from the original text, widened to whole words."""
+    """The passage of ``text`` most like ``span`` (rapidfuzz ``partial_ratio_alignment`` on the
+    normalised texts), cut from the original text and widened to whole words, and how alike the
+    two are (``fuzz.ratio`` of span and passage, normalised, 0-100)."""
     from rapidfuzz import fuzz
 
     from .textnorm import normalize_map
@@ -266,14 +267,18 @@ def closest_passage(text: str, span: str) -> tuple[float, str] | None:
     if found is None or found.dest_end <= found.dest_start:
         return None
     s, e = starts[found.dest_start], ends[found.dest_end - 1]
-    while s > 0 and not text[s - 1].isspace() and s > starts[found.dest_start] - 20:
+    low, high = s - 20, e + 20
+    while s > max(0, low) and not text[s - 1].isspace():
         s -= 1
-    while e < len(text) and not text[e].isspace() and e < ends[found.dest_end - 1] + 20:
+    while e < min(len(text), high) and not text[e].isspace():
         e += 1
-    return found.score, " ".join(text[s:e].split())
+    passage = " ".join(text[s:e].split())
+    return fuzz.ratio(nspan, normalize(passage)), passage
 
 
-def _unlocated_message(case: Case, span: Any, texts: Mapping[str, str], unparsed: Mapping[str, str]) -> str:
+def _unlocated_message(
+    case: Case, span: Any, relevance: RelevanceConfig, texts: Mapping[str, str], unparsed: Mapping[str, str]
+) -> str:
     where = repr(span.doc_id) if span.doc_id else "any document of its scope"
     head = f"case {case.id!r}: evidence {_shown(span.text)} is found in no parsed text of {where}"
     if span.reason == "document not parsed":
@@ -287,7 +292,16 @@ def _unlocated_message(case: Case, span: Any, texts: Mapping[str, str], unparsed
     if best is None:
         return head
     (score, passage), doc = best
-    return f"{head}; closest passage ({score:.0f}% alike, in {doc!r}): {_shown(passage)}"
+    message = f"{head}; closest passage ({score:.0f}% alike, in {doc!r}): {_shown(passage)}"
+    if relevance.rule == "word_overlap":
+        from ragsweep.metrics.relevance import word_overlap_ratio
+
+        share = word_overlap_ratio(span.text, texts[doc])
+        message += (
+            f"; the word_overlap rule (words split on single spaces, case-sensitive) finds {share:.0%} of its "
+            f"words in the document, {relevance.word_overlap_threshold:.0%} needed"
+        )
+    return message
 
 
 def _span_docs(case: Case, span: Any) -> list[str]:
@@ -303,7 +317,7 @@ def unlocated_problems(
     problems = []
     for case in cases:
         for span in unlocated_evidence(case, relevance, texts):
-            message = _unlocated_message(case, span, texts, unparsed)
+            message = _unlocated_message(case, span, relevance, texts, unparsed)
             problems.append(Problem(file, case._line, f"evidence[{span.index}]", message))
     return problems
 
