@@ -214,6 +214,12 @@ def cmd_generate(args) -> int:
     return run_generate_cli(args)
 
 
+def _validate_arguments(p) -> None:
+    from ragsweep.datasets.validate import add_arguments
+
+    add_arguments(p)
+
+
 def _mlflow_options(p) -> None:
     p.add_argument("--mlflow", action="store_true", help="log the run to MLflow")
     p.add_argument("--mlflow-uri", help="MLflow tracking URI (default: a local file store)")
@@ -246,10 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("question", nargs="+")
     p.set_defaults(func=cmd_retrieve)
 
-    from ragsweep.datasets.validate import add_arguments as validate_arguments
-
     p = sub.add_parser("validate", help="list every problem of a dataset")
-    validate_arguments(p)
+    _validate_arguments(p)
     p.set_defaults(func=cmd_validate)
 
     from ragsweep.commands.eval import EvalOptions

@@ -435,20 +435,24 @@ def build_case_result(
         chance=chance,
         oracle=oracle,
         relevance_rule=own.rule,
-        unlocated=list(own.detail.get("unlocated") or []),
-        evidence_unlocated=bool(own.detail.get("none_located")),
-        notes={**_unlocated_note(own, relevance), **(notes or {})},
+        **_unlocated_fields(own, relevance, notes or {}),
     )
 
 
-def _unlocated_note(judgement: Any, relevance: RelevanceConfig) -> dict[str, str]:
-    """The note of a case none of whose evidence is found: what its retrieval numbers are."""
-    if not judgement.detail.get("none_located"):
-        return {}
-    spans = judgement.detail.get("unlocated") or []
-    what = "left out of the retrieval metrics" if relevance.unlocated == "exclude" else "scored 0 (--unlocated zero)"
-    named = "; ".join(f"{s.text[:60]!r} in {s.doc_id or 'its scope'} ({s.reason})" for s in spans[:3])
-    return {"retrieval": f"unlocated evidence: no evidence span is found in the parsed documents ({named}): {what}"}
+def _unlocated_fields(judgement: Any, relevance: RelevanceConfig, notes: Mapping[str, str]) -> dict[str, Any]:
+    """The record's unlocated spans, and the note of a case none of whose evidence is found:
+    what its retrieval numbers are."""
+    spans = list(judgement.detail.get("unlocated") or [])
+    none_located = bool(judgement.detail.get("none_located"))
+    fields = {"unlocated": spans, "evidence_unlocated": none_located, "notes": dict(notes)}
+    if none_located:
+        what = (
+            "left out of the retrieval metrics" if relevance.unlocated == "exclude" else "scored 0 (--unlocated zero)"
+        )
+        named = "; ".join(f"{s.text[:60]!r} in {s.doc_id or 'its scope'} ({s.reason})" for s in spans[:3])
+        note = f"unlocated evidence: no evidence span is found in the parsed documents ({named}): {what}"
+        fields["notes"] = {"retrieval": note, **notes}
+    return fields
 
 
 def _answer_metrics(case: Case, answer: Answer, language: str) -> dict[str, float | None]:
