@@ -76,6 +76,8 @@ def test_evidence_without_doc_id_is_searched_in_its_scope_or_the_corpus():
     assert unlocated_evidence(scoped, RelevanceConfig(), TEXTS)[0].searched == ["contract.txt"]
     anywhere = _case("c2", "Replace the filter every six months", doc=None, scope=None)
     assert unlocated_evidence(anywhere, RelevanceConfig(), TEXTS) == []
+    (nowhere,) = unlocated_evidence(_case("c3", MISSING, doc=None, scope=None), RelevanceConfig(), TEXTS)
+    assert nowhere.reason == "not in the parsed text" and nowhere.searched == []  # every document, not listed
 
 
 def test_a_document_that_was_not_parsed_is_the_reason():

@@ -285,7 +285,7 @@ def _unlocated_message(
         why = "; ".join(f"{d!r}: {unparsed[d]}" for d in _span_docs(case, span) if d in unparsed)
         return f"{head}: not parsed ({why or 'not among the documents'})"
     best = max(
-        ((got, d) for d in span.searched if (got := closest_passage(texts[d], span.text)) is not None),
+        ((got, d) for d in span.searched or sorted(texts) if (got := closest_passage(texts[d], span.text)) is not None),
         key=lambda item: item[0][0],
         default=None,
     )

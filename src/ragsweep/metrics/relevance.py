@@ -451,7 +451,7 @@ class UnlocatedSpan(BaseModel):
     text: str
     doc_id: str | None  # the document it names; None: any of the case's scope (or of the corpus)
     reason: Literal["not in the parsed text", "document not parsed"]
-    searched: list[str] = []  # the parsed documents it was looked for in
+    searched: list[str] = []  # the parsed documents of its doc_id or scope it was looked for in; []: every one
 
 
 def _doc_ids(parsed_texts: ParsedTexts) -> list[str] | None:
@@ -489,7 +489,8 @@ def _unlocated_span(
     if any(_found(t, span, cfg, rule) for t in texts.values()):
         return None
     reason = "not in the parsed text" if texts else "document not parsed"
-    return UnlocatedSpan(index=i, text=span, doc_id=ev_doc, reason=reason, searched=sorted(texts))
+    scoped = ev_doc is not None or bool(case.doc_scope)  # a corpus-wide search is not listed document by document
+    return UnlocatedSpan(index=i, text=span, doc_id=ev_doc, reason=reason, searched=sorted(texts) if scoped else [])
 
 
 def unlocated_evidence(
