@@ -63,13 +63,14 @@ METRICS = ("recall@k", "mrr@k", "ndcg@k", "hit_rate@k")
 
 
 def labelled_subset(labelled: Path, docs: list[str], target: Path) -> int:
-    """The human labels of these documents as a dataset folder (docs symlinked)."""
+    """The human labels of these documents as a dataset folder (docs copied: a symlink out of the
+    documents folder is not indexed)."""
     target.mkdir(parents=True, exist_ok=True)
     (target / "docs").mkdir(exist_ok=True)
     for d in docs:
-        link = target / "docs" / d
-        if not link.exists():
-            link.symlink_to((labelled / "docs" / d).resolve())
+        copy = target / "docs" / d
+        if not copy.exists():
+            shutil.copy2(labelled / "docs" / d, copy)
     keep = set(docs)
     lines = []
     for line in (labelled / "cases.jsonl").read_text(encoding="utf-8").splitlines():

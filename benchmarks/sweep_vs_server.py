@@ -172,7 +172,8 @@ def line(label: str, value) -> None:
 
 
 def scoped_copy(dataset, cases, target: Path) -> list[str]:
-    """A dataset folder holding only the documents ``cases`` refer to (symlinked), the source's cases
+    """A dataset folder holding only the documents ``cases`` refer to (copied: a symlink out of the
+    documents folder is not indexed), the source's cases
     that refer to nothing else (in its order), its dataset.yaml and a README; returns the doc ids."""
     from ragsweep.datasets.loader import write_cases
 
@@ -180,7 +181,7 @@ def scoped_copy(dataset, cases, target: Path) -> list[str]:
     keep = set(scoped)
     (target / "docs").mkdir(parents=True)
     for d in scoped:
-        (target / "docs" / d).symlink_to((Path(dataset.docs_dir) / d).resolve())
+        shutil.copy2(Path(dataset.docs_dir) / d, target / "docs" / d)
     source = Path(dataset.root)
     if (source / "dataset.yaml").is_file():
         shutil.copy(source / "dataset.yaml", target / "dataset.yaml")

@@ -24,20 +24,19 @@ def _load_config(args):
     return PipelineConfig.load(args.pipeline, parse_overrides(getattr(args, "set", None)))
 
 
-def _parse(docs: str, quiet: bool = False, workers: int | None = None):
+def _parse(args, quiet: bool = False):
+    """``--docs`` parsed as ``--workers`` and ``--follow-symlinks`` say."""
+    from ragsweep.evaluation.inputs import DocumentOptions
     from ragsweep.pipeline.corpus import parse_corpus
 
-    return parse_corpus(docs, progress=not quiet, workers=workers)
+    read = options_from(DocumentOptions, args)
+    return parse_corpus(args.docs, progress=not quiet, workers=read.workers, follow_symlinks=read.follow_symlinks)
 
 
-def _workers_option(p) -> None:
-    p.add_argument(
-        "--workers",
-        type=bounded(int, low=1, name="a whole number of processes"),
-        metavar="N",
-        help="processes parsing the documents the parse cache does not hold "
-        "(default: the number of cores, at most one per 8 documents; 1: no worker process)",
-    )
+def _document_options(p) -> None:
+    from ragsweep.evaluation.inputs import DocumentOptions
+
+    add_options(p, DocumentOptions)
 
 
 def _pathway_threads_option(p) -> None:
@@ -52,11 +51,13 @@ def _pathway_threads_option(p) -> None:
 
 def _print_parse_notes(corpus, file=None) -> None:
     """The skipped documents and the parse warnings (``file`` None: stdout)."""
+    from ragsweep.pipeline.corpus import shown_name
+
     for skipped in corpus.skipped:
-        print(f"skipped {skipped.doc_id}: {skipped.reason}", file=file)
+        print(f"skipped {shown_name(skipped.doc_id)}: {skipped.reason}", file=file)
     for doc_id, warnings in corpus.warnings.items():
         for warning in warnings:
-            print(f"warning {doc_id}: {warning}", file=file)
+            print(f"warning {shown_name(doc_id)}: {warning}", file=file)
 
 
 def cmd_index(args) -> int:
@@ -64,7 +65,7 @@ def cmd_index(args) -> int:
 
     config = _load_config(args)
     started = time.perf_counter()
-    corpus = _parse(args.docs, workers=args.workers)
+    corpus = _parse(args)
     parse_seconds = time.perf_counter() - started
     _print_parse_notes(corpus)
     if not corpus.documents:
@@ -120,10 +121,13 @@ def _print_index(report: dict, corpus, stats, window: tuple[int, int]) -> None:
         f"documents: {len(corpus.documents)} parsed ({report['parsed_from_cache']} from cache), "
         f"{len(corpus.skipped)} skipped; PDF pipeline: {corpus.pdf_pipeline}"
     )
-    width = max(len(d.doc_id) for d in corpus.documents)
+    from ragsweep.pipeline.corpus import shown_name
+
+    names = {d.doc_id: shown_name(d.doc_id) for d in corpus.documents}  # a newline in a name stays one line
+    width = max(len(name) for name in names.values())
     for doc in corpus.documents:
         print(
-            f"  {doc.doc_id:<{width}}  {doc.parser:<22} {len(doc.text):>8} chars  "
+            f"  {names[doc.doc_id]:<{width}}  {doc.parser:<22} {len(doc.text):>8} chars  "
             f"{stats.chunks_per_document.get(doc.doc_id, 0):>4} chunks  {doc.seconds:6.2f}s"
         )
     print(
@@ -143,7 +147,7 @@ def cmd_retrieve(args) -> int:
     from ragsweep.pipeline.store import RagStore
 
     config = _load_config(args)
-    corpus = _parse(args.docs, quiet=True, workers=args.workers)
+    corpus = _parse(args, quiet=True)
     _print_parse_notes(corpus, sys.stderr)
     if not corpus.documents:
         return _fail(f"no document of {args.docs!r} could be parsed")
@@ -155,18 +159,20 @@ def cmd_retrieve(args) -> int:
     if args.json:
         print(json.dumps([[h.model_dump() for h in hits] for hits in hits_per_question], indent=2))
         return 0
+    from ragsweep.pipeline.corpus import shown_name
+
     for question, hits in zip(args.question, hits_per_question):
         print(f"Q: {question}")
         for h in hits:
             snippet = " ".join(h.text.split())[:160]
-            print(f"  {h.rank:>2}. {h.score:9.4f}  {h.doc_id} [{h.start}:{h.end}]\n      {snippet}")
+            print(f"  {h.rank:>2}. {h.score:9.4f}  {shown_name(h.doc_id)} [{h.start}:{h.end}]\n      {snippet}")
     return 0
 
 
 def cmd_validate(args) -> int:
-    from ragsweep.datasets.validate import validate_dataset
+    from ragsweep.datasets.validate import parse_options, validate_dataset
 
-    problems = validate_dataset(args.dataset)
+    problems = validate_dataset(args.dataset, **parse_options(args))
     for problem in problems:
         print(problem)
     if problems:
@@ -208,6 +214,12 @@ def cmd_generate(args) -> int:
     return run_generate_cli(args)
 
 
+def _validate_arguments(p) -> None:
+    from ragsweep.datasets.validate import add_arguments
+
+    add_arguments(p)
+
+
 def _mlflow_options(p) -> None:
     p.add_argument("--mlflow", action="store_true", help="log the run to MLflow")
     p.add_argument("--mlflow-uri", help="MLflow tracking URI (default: a local file store)")
@@ -224,7 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("index", help="parse, split, embed and index a documents folder; report what was built")
     pipeline_args(p)
     p.add_argument("--docs", required=True)
-    _workers_option(p)
+    _document_options(p)
     _pathway_threads_option(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_index)
@@ -234,14 +246,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--docs", required=True)
     p.add_argument("-k", type=int, default=None)
     p.add_argument("--scope", action="append", help="restrict to this document id (repeatable)")
-    _workers_option(p)
+    _document_options(p)
     _pathway_threads_option(p)
     p.add_argument("--json", action="store_true")
     p.add_argument("question", nargs="+")
     p.set_defaults(func=cmd_retrieve)
 
     p = sub.add_parser("validate", help="list every problem of a dataset")
-    p.add_argument("--dataset", required=True)
+    _validate_arguments(p)
     p.set_defaults(func=cmd_validate)
 
     from ragsweep.commands.eval import EvalOptions

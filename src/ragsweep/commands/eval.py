@@ -41,7 +41,7 @@ from ragsweep.evaluation.runfolder import (
     now,
     package_versions,
 )
-from ragsweep.evaluation.scoring import aggregate, quality_failures
+from ragsweep.evaluation.scoring import aggregate, quality_failures, unlocated_report
 from ragsweep.metrics.registry import summary_metrics, unknown_name
 from ragsweep.pipeline.app_components import Spent, embedding_usage, usage_since
 from ragsweep.pipeline.config import PipelineConfig
@@ -51,7 +51,7 @@ from ragsweep.pipeline.retrieval import StageError, parse_documents, retrieve, s
 from ragsweep.report import write_html
 
 DEFAULT_KS = (1, 3, 5, 10)
-RESUME_KEYS = ("config_hash", "dataset_hash", "split", "limit", "sample", "seed", "ks", "use_llm")
+RESUME_KEYS = ("config_hash", "dataset_hash", "split", "limit", "sample", "seed", "ks", "use_llm", "unlocated")
 
 
 class EvalOptions(AnswerOptions, RunInputs):
@@ -101,6 +101,7 @@ def open_folder(
         "seed": options.seed,
         "ks": scored_ks(options.ks, config.top_k),
         "use_llm": options.use_llm,
+        "unlocated": options.unlocated,
         "case_ids": [c.id for c in cases],
         "started_at": now(),
     }
@@ -191,7 +192,7 @@ def timed(stage: dict[str, float], name: str, fn: Any) -> Any:
 
 def parse_or_fail(dataset: Dataset, options: RunInputs) -> Corpus:
     try:
-        return parse_documents(dataset, options.progress, options.workers)
+        return parse_documents(dataset, options.progress, options.workers, options.follow_symlinks)
     except StageError as err:
         raise RunError(str(err)) from err
 
@@ -253,6 +254,7 @@ def run_result(
             failed=len(errors),
             refused=sum(1 for c in cases if c.answer is not None and c.answer.refusal),
         ),
+        unlocated=unlocated_report(cases, dataset.relevance.unlocated),
         judge=judge,
     )
 
@@ -365,9 +367,13 @@ def summary_table(result: RunResult) -> str:
     with the chance level (random order of the case's candidate chunks) and the oracle (best order)."""
     k = result.top_k
     names = summary_metrics(k)
-    lines = [f"{'metric':<30} {'value':>8}  {'95% CI':<17} {'chance':>7} {'oracle':>7} {'n':>6} {'missing':>7}"]
+    unlocated = bool(result.unlocated.none_located)  # a column saying how many of n/missing they are
+    lines = [
+        f"{'metric':<30} {'value':>8}  {'95% CI':<17} {'chance':>7} {'oracle':>7} {'n':>6} {'missing':>7}"
+        + (f" {'unlocated':>9}" if unlocated else "")
+    ]
     for name in (n for n in names if n in result.metrics):
-        lines.append(_summary_line(result, name))
+        lines.append(_summary_line(result, name, unlocated))
     header = (
         f"answerer: {result.answerer}{'  (no LLM)' if result.no_llm else ''}   "
         f"relevance rule: {result.relevance_rule}   cases: {result.n_cases}   top_k: {k}"
@@ -384,6 +390,7 @@ def summary_table(result: RunResult) -> str:
         notes.append(f"answer_error: {errors.n} of {result.n_cases} answers failed ({common})")
     if result.answers.refused:
         notes.append(f"refusals: {result.answers.refused} answer(s) were refusals, counted as abstaining")
+    notes.extend(unlocated_notes(result))
     from ragsweep.evaluation.judge_report import format_judge_section, format_warnings
 
     warnings = format_warnings(result.judge)
@@ -391,7 +398,45 @@ def summary_table(result: RunResult) -> str:
     return "\n".join([*([warnings] if warnings else []), header, *lines, *notes, *([judge_text] if judge_text else [])])
 
 
-def _summary_line(result: RunResult, name: str) -> str:
+def unlocated_notes(result: RunResult, shown: int = 5) -> list[str]:
+    """What the terminal says of the cases whose evidence occurs in no parsed document."""
+    report = result.unlocated
+    none, partly = report.none_located, report.partly
+    lines = []
+    if none:
+        what = (
+            "left out of the retrieval metrics (the unlocated column counts them among the cases without a "
+            "value; --unlocated zero scores them 0)"
+            if report.mode == "exclude"
+            else "scored 0 on the retrieval metrics (--unlocated zero; the unlocated column counts them in n)"
+        )
+        lines.append(
+            f"unlocated evidence: {len(none)} of {result.n_cases} cases have no evidence span found in the parsed "
+            f"documents, {what}; `ragsweep validate --parse` shows the closest passages"
+        )
+        lines.extend(f"  {_unlocated_line(case)}" for case in none[:shown])
+        if len(none) > shown:
+            lines.append(f"  ... and {len(none) - shown} more (report.json: unlocated)")
+    if partly:
+        spans = sum(len(c.spans) for c in partly)
+        lines.append(
+            f"unlocated evidence: {spans} span(s) of {len(partly)} scored case(s) are found in no parsed document "
+            f"(e.g. {_unlocated_line(partly[0])})"
+        )
+    return lines
+
+
+def _unlocated_line(case: Any) -> str:
+    from ragsweep.pipeline.corpus import shown_name
+
+    span = case.spans[0]
+    text = span.text if len(span.text) <= 60 else span.text[:57] + "..."
+    where = shown_name(span.doc_id) if span.doc_id else "its documents"
+    more = f" (+{len(case.spans) - 1} more)" if len(case.spans) > 1 else ""
+    return f"{case.id}: {text!r} in {where}: {span.reason}{more}"
+
+
+def _summary_line(result: RunResult, name: str, unlocated: bool = False) -> str:
     value = result.metrics[name]
     low, high = result.interval(name)
     count = result.counts.get(name) or result.counts.get(name.split("_mean")[0].split("_median")[0], {})
@@ -401,7 +446,12 @@ def _summary_line(result: RunResult, name: str) -> str:
     chance = "" if level.get("chance") is None else f"{level['chance']:.3f}"
     oracle = "" if level.get("oracle") is None else f"{level['oracle']:.3f}"
     n, missing = count.get("n", ""), count.get("missing", "")
-    return f"{name:<30} {val:>8}  {ci_text:<17} {chance:>7} {oracle:>7} {n:>6} {missing:>7}"
+    line = f"{name:<30} {val:>8}  {ci_text:<17} {chance:>7} {oracle:>7} {n:>6} {missing:>7}"
+    if unlocated:
+        left_out, in_n = count.get("unlocated"), count.get("unlocated_in_n")
+        cell = f"{in_n} in n" if in_n else "" if left_out is None else str(left_out)
+        line += f" {cell:>9}"
+    return line
 
 
 def no_answer_succeeded(result: RunResult) -> bool:

@@ -79,7 +79,7 @@ from ragsweep.report import write_html
 DEFAULT_KS = (1, 3, 5, 10)
 DEFAULT_OBJECTIVES = ("recall@k", "mrr@k", "ndcg@k")
 ALPHA = 0.05
-RESUME_KEYS = ("pipeline_hash", "ks", "case_ids")
+RESUME_KEYS = ("pipeline_hash", "ks", "case_ids", "unlocated")
 
 
 class SweepGrid(BaseModel):
@@ -210,6 +210,7 @@ def run_sweep(options: SweepOptions) -> tuple[Path, SweepResult]:
         "pipeline_hash": base_config.hash,
         "ks": sweep.ks,
         "case_ids": [c.id for c in cases],
+        "unlocated": options.unlocated,
     }
     folder = RunFolder.open(
         Path(options.out),
@@ -237,7 +238,7 @@ def _run_sweep(
 ) -> SweepResult:
     started = time.perf_counter()
     try:  # parsed once for the whole sweep
-        corpus = parse_documents(dataset, options.progress, options.workers)
+        corpus = parse_documents(dataset, options.progress, options.workers, options.follow_symlinks)
     except StageError as err:
         raise RunError(str(err)) from err
     parse_seconds = time.perf_counter() - started
@@ -392,7 +393,8 @@ def with_own_k(agg: Aggregate, top_k: int, unserved: Sequence[int]) -> Aggregate
             agg.intervals[alias] = agg.intervals[own]
         if own in agg.baselines:
             agg.baselines[alias] = agg.baselines[own]
-        total = sum(agg.counts.get(own, {"n": 0}).values())
+        count = agg.counts.get(own, {})
+        total = count.get("n", 0) + count.get("missing", 0)  # its unlocated ones are among these
         for k in unserved:
             agg.metrics[f"{family}@{k}"] = None
             agg.counts[f"{family}@{k}"] = {"n": 0, "missing": total}

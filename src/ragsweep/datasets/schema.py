@@ -28,6 +28,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 RelevanceRule = Literal["doc_id", "evidence_offsets", "word_overlap"]
+UnlocatedMode = Literal["exclude", "zero"]
+UNLOCATED_MODES: tuple[str, ...] = ("exclude", "zero")
 RELEVANCE_RULES: tuple[str, ...] = ("doc_id", "evidence_offsets", "word_overlap")
 
 
@@ -246,6 +248,9 @@ class RelevanceConfig(BaseModel):
     evidence_min_overlap_chars: int = Field(default=100, ge=1)
     # fuzzy location of a span in parsed text (rapidfuzz partial_ratio score, 0..100); 0 disables
     evidence_fuzzy_min_score: float = Field(default=90.0, ge=0, le=100)
+    # a case whose evidence occurs in no parsed document: left out of the retrieval metrics
+    # ("exclude") or scored 0 on them ("zero"); the run's --unlocated, not a dataset.yaml key
+    unlocated: UnlocatedMode = "exclude"
 
 
 class DatasetSettings(BaseModel):

@@ -22,6 +22,12 @@ parse cache when they were parsed before, e.g. by ``ragsweep generate``) and eac
 ``[start, end)`` must lie inside its document's parsed text and equal the quote after the
 normalisation the generator locates quotes with (:func:`ragsweep.datasets.textnorm.normalize`);
 a document that cannot be parsed is named. Datasets without offsets parse nothing.
+
+``--parse`` (``parse=True``) parses the documents in any case and locates every evidence span
+in them as the eval does (:func:`ragsweep.metrics.relevance.unlocated_evidence`, the dataset's
+rule): each span found in no parsed document is a problem naming the case, the span and its
+document, with the closest passage of that document's text (rapidfuzz) so the label can be
+fixed. The eval leaves a case none of whose spans is found out of its retrieval metrics.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import argparse
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from .loader import (
     Problem,
@@ -40,10 +47,19 @@ from .loader import (
     resolve_doc_ids,
 )
 from .pathway_limits import clean_query, unscopable_reason
-from .schema import Case, Evidence, list_doc_ids
+from .schema import Case, Evidence, RelevanceConfig, list_doc_ids
 from .textnorm import normalize
 
-__all__ = ["Problem", "validate_cases", "validate_cases_file", "validate_dataset", "validate_offsets", "main"]
+__all__ = [
+    "Problem",
+    "validate_cases",
+    "validate_cases_file",
+    "validate_dataset",
+    "validate_offsets",
+    "unlocated_problems",
+    "closest_passage",
+    "main",
+]
 
 QUOTE_SHOWN = 80  # characters of a quote or of the text at its offsets shown in a problem
 
@@ -212,23 +228,98 @@ def validate_offsets(
     return problems
 
 
-def parsed_texts(docs_dir: Path) -> tuple[dict[str, str], dict[str, str]]:
+def parsed_texts(
+    docs_dir: Path, workers: int | None = None, follow_symlinks: bool = False
+) -> tuple[dict[str, str], dict[str, str]]:
     """``({doc_id: parsed text}, {doc_id: why it was skipped})``, parsed as the eval parses."""
     from ragsweep.pipeline.corpus import CorpusError, parse_corpus
 
     try:
-        corpus = parse_corpus(docs_dir)
+        corpus = parse_corpus(docs_dir, workers=workers, follow_symlinks=follow_symlinks)
     except CorpusError:  # no folder / no file: reported as such by the folder checks
         return {}, {}
     return {d.doc_id: d.text for d in corpus.documents}, {s.doc_id: s.reason for s in corpus.skipped}
 
 
-def _offset_problems(cases: Sequence[Case], file: str, docs_dir: Path | None) -> list[Problem]:
+def _offset_problems(
+    cases: Sequence[Case], file: str, docs_dir: Path | None, parsed: tuple[dict[str, str], dict[str, str]] | None
+) -> list[Problem]:
     """Offsets against the parsed documents; nothing is parsed when no case carries offsets."""
     if docs_dir is None or not docs_dir.is_dir() or not any(e.has_offsets for c in cases for e in c.evidence):
         return []
-    texts, unparsed = parsed_texts(docs_dir)
+    texts, unparsed = parsed if parsed is not None else parsed_texts(docs_dir)
     return validate_offsets(cases, file, texts, unparsed)
+
+
+def closest_passage(text: str, span: str) -> tuple[float, str] | None:
+    """The passage of ``text`` most like ``span`` (rapidfuzz ``partial_ratio_alignment`` on the
+    normalised texts), cut from the original text and widened to whole words, and how alike the
+    two are (``fuzz.ratio`` of span and passage, normalised, 0-100)."""
+    from rapidfuzz import fuzz
+
+    from .textnorm import normalize_map
+
+    nspan = normalize(span)
+    ntext, starts, ends = normalize_map(text)
+    if not nspan or not ntext:
+        return None
+    found = fuzz.partial_ratio_alignment(nspan, ntext)
+    if found is None or found.dest_end <= found.dest_start:
+        return None
+    s, e = starts[found.dest_start], ends[found.dest_end - 1]
+    low, high = s - 20, e + 20
+    while s > max(0, low) and not text[s - 1].isspace():
+        s -= 1
+    while e < min(len(text), high) and not text[e].isspace():
+        e += 1
+    passage = " ".join(text[s:e].split())
+    return fuzz.ratio(nspan, normalize(passage)), passage
+
+
+def _unlocated_message(
+    case: Case, span: Any, relevance: RelevanceConfig, texts: Mapping[str, str], unparsed: Mapping[str, str]
+) -> str:
+    where = repr(span.doc_id) if span.doc_id else "any document of its scope"
+    head = f"case {case.id!r}: evidence {_shown(span.text)} is found in no parsed text of {where}"
+    if span.reason == "document not parsed":
+        why = "; ".join(f"{d!r}: {unparsed[d]}" for d in _span_docs(case, span) if d in unparsed)
+        return f"{head}: not parsed ({why or 'not among the documents'})"
+    best = max(
+        ((got, d) for d in span.searched or sorted(texts) if (got := closest_passage(texts[d], span.text)) is not None),
+        key=lambda item: item[0][0],
+        default=None,
+    )
+    if best is None:
+        return head
+    (score, passage), doc = best
+    message = f"{head}; closest passage ({score:.0f}% alike, in {doc!r}): {_shown(passage)}"
+    if relevance.rule == "word_overlap":
+        from ragsweep.metrics.relevance import word_overlap_ratio
+
+        share = word_overlap_ratio(span.text, texts[doc])
+        message += (
+            f"; the word_overlap rule (words split on single spaces, case-sensitive) finds {share:.0%} of its "
+            f"words in the document, {relevance.word_overlap_threshold:.0%} needed"
+        )
+    return message
+
+
+def _span_docs(case: Case, span: Any) -> list[str]:
+    return [span.doc_id] if span.doc_id else list(case.doc_scope or [])
+
+
+def unlocated_problems(
+    cases: Sequence[Case], file: str, relevance: RelevanceConfig, texts: Mapping[str, str], unparsed: Mapping[str, str]
+) -> list[Problem]:
+    """One problem per evidence span found in no parsed document, with the closest passage."""
+    from ragsweep.metrics.relevance import unlocated_evidence
+
+    problems = []
+    for case in cases:
+        for span in unlocated_evidence(case, relevance, texts):
+            message = _unlocated_message(case, span, relevance, texts, unparsed)
+            problems.append(Problem(file, case._line, f"evidence[{span.index}]", message))
+    return problems
 
 
 def validate_cases_file(
@@ -243,7 +334,7 @@ def validate_cases_file(
     return (
         problems
         + _merge(ambiguous, validate_cases(cases, path.name, doc_ids, rule))
-        + _offset_problems(cases, path.name, Path(docs_dir) if docs_dir is not None else None)
+        + _offset_problems(cases, path.name, Path(docs_dir) if docs_dir is not None else None, None)
     )
 
 
@@ -256,8 +347,13 @@ def _merge(ambiguous: list[Problem], problems: list[Problem]) -> list[Problem]:
     ]
 
 
-def validate_dataset(path: str | Path) -> list[Problem]:
-    """Validate a dataset folder; returns every problem sorted by file and line (empty = valid)."""
+def validate_dataset(
+    path: str | Path, parse: bool = False, workers: int | None = None, follow_symlinks: bool = False
+) -> list[Problem]:
+    """Validate a dataset folder; returns every problem sorted by file and line (empty = valid).
+
+    ``parse``: parse the documents and locate every evidence span in them (see the module
+    docstring); ``workers`` and ``follow_symlinks`` are the parse's."""
     root = Path(path)
     if not root.is_dir():
         return [Problem(str(root), None, None, "dataset folder not found")]
@@ -281,7 +377,10 @@ def validate_dataset(path: str | Path) -> list[Problem]:
     relevance, rel_problems = relevance_from_settings(settings, cases)
     problems += rel_problems
     problems += _merge(ambiguous, validate_cases(cases, cases_name, doc_ids, relevance.rule))
-    problems += _offset_problems(cases, cases_name, docs_dir)
+    parsed = parsed_texts(docs_dir, workers, follow_symlinks) if parse and docs_dir.is_dir() else None
+    problems += _offset_problems(cases, cases_name, docs_dir, parsed)
+    if parsed is not None:
+        problems += unlocated_problems(cases, cases_name, relevance, *parsed)
     return sorted(problems, key=lambda p: (p.file, p.line or 0))
 
 
@@ -290,7 +389,7 @@ def main(argv: Sequence[str] | None = None, out=None) -> int:
     out = out or sys.stdout
     parser = argparse.ArgumentParser(prog="ragsweep validate", description=__doc__.splitlines()[0])
     parser.add_argument("path", nargs="?", help="dataset folder (or a cases .jsonl file)")
-    parser.add_argument("--dataset", "-d", dest="dataset", help="dataset folder (or a cases .jsonl file)")
+    add_arguments(parser, short=True)
     args = parser.parse_args(argv)
     target = args.dataset or args.path
     if not target:
@@ -302,7 +401,7 @@ def main(argv: Sequence[str] | None = None, out=None) -> int:
         doc_ids = set(list_doc_ids(docs_dir)) if docs_dir.is_dir() else None
         problems = validate_cases_file(path, doc_ids, docs_dir=docs_dir if docs_dir.is_dir() else None)
     else:
-        problems = validate_dataset(path)
+        problems = validate_dataset(path, **parse_options(args))
     for problem in problems:
         print(problem, file=out)
     if problems:
@@ -311,6 +410,30 @@ def main(argv: Sequence[str] | None = None, out=None) -> int:
     n = len(read_cases(path if path.is_file() else path / _cases_name(path))[0])
     print(f"OK: {path} ({n} cases)", file=out)
     return 0
+
+
+def add_arguments(parser: argparse.ArgumentParser, short: bool = False) -> None:
+    """``ragsweep validate``'s options (``--dataset``, ``--parse`` and the documents' options)."""
+    from ragsweep.argtypes import add_options
+    from ragsweep.evaluation.inputs import DocumentOptions
+
+    flags = ("--dataset", "-d") if short else ("--dataset",)
+    parser.add_argument(*flags, dest="dataset", required=not short, help="dataset folder (or a cases .jsonl file)")
+    parser.add_argument(
+        "--parse",
+        action="store_true",
+        help="parse the documents and locate every evidence span in them; each span found in no parsed text is a "
+        "problem, shown with the closest passage",
+    )
+    add_options(parser, DocumentOptions)
+
+
+def parse_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keywords of :func:`validate_dataset` that ``args`` gives."""
+    from ragsweep.argtypes import options_from
+    from ragsweep.evaluation.inputs import DocumentOptions
+
+    return {"parse": bool(args.parse), **options_from(DocumentOptions, args).model_dump()}
 
 
 def _cases_name(root: Path) -> str:

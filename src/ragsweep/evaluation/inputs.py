@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import PydanticUndefined
 
-from ragsweep.datasets.schema import Case, Dataset
+from ragsweep.datasets.schema import UNLOCATED_MODES, Case, Dataset, UnlocatedMode
 from ragsweep.evaluation.runfolder import RunError
 from ragsweep.pipeline.config import PipelineConfig
 
@@ -32,10 +32,24 @@ def option(default: Any = None, help: str = "", *, alias: str | None = None, **c
     return Field(default, description=help or None, alias=alias, json_schema_extra=cli or None, **constraints)
 
 
-class RunInputs(BaseModel):
-    """What every run (eval, sweep, the Python API) starts from, and where it goes."""
+class DocumentOptions(BaseModel):
+    """How a documents folder is read: the same for every command that parses one (index,
+    retrieve, validate --parse, eval, sweep, generate) and for the Python API."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    workers: int | None = option(
+        None, "processes parsing the documents the parse cache does not hold (default: the number of cores, at most "
+        "one per 8 documents; 1: no worker process)", ge=1, metavar="N", what="a whole number of processes",
+    )  # fmt: skip
+    follow_symlinks: bool = option(
+        False, "index the targets of symlinks that lead outside the documents folder (by default each is "
+        "skipped with a warning naming it)",
+    )  # fmt: skip
+
+
+class RunInputs(DocumentOptions):
+    """What every run (eval, sweep, the Python API) starts from, and where it goes."""
 
     pipeline: str = option("pipelines/default.yaml", "pipeline YAML (Pathway syntax, or your own app.yaml)")
     overrides: dict[str, Any] = option(
@@ -50,9 +64,10 @@ class RunInputs(BaseModel):
     validate_dataset: bool = option(
         True, "evaluate even when `ragsweep validate` finds problems", alias="validate", flag="--no-validate"
     )
-    workers: int | None = option(
-        None, "processes parsing the documents the parse cache does not hold (default: the number of cores, at most "
-        "one per 8 documents; 1: no worker process)", ge=1, metavar="N", what="a whole number of processes",
+    unlocated: UnlocatedMode = option(
+        "exclude", "a case whose evidence occurs in no parsed document (the label cannot be found in the text the "
+        "index holds): exclude leaves it out of the retrieval metrics and names it; zero scores it 0 on them, as a "
+        "retrieval failure", choices=UNLOCATED_MODES, metavar="MODE",
     )  # fmt: skip
     fresh_retrieval: bool = option(
         False, "ask Pathway every query again instead of reusing the lists it served before for the same corpus, "
@@ -110,6 +125,7 @@ def load_inputs(inputs: RunInputs) -> tuple[PipelineConfig, Dataset, list[Case]]
         dataset = load_dataset(inputs.dataset, split=inputs.split)
     except DatasetError as err:
         raise RunError(str(err)) from err
+    dataset.relevance = dataset.relevance.model_copy(update={"unlocated": inputs.unlocated})
     cases = []
     for case in dataset.cases:
         reason = next((r for d in case.doc_scope or [] if (r := unscopable_reason(d))), None)

@@ -32,6 +32,7 @@ from ragsweep.answer.base import Answer
 from ragsweep.datasets.schema import Case, RelevanceConfig
 from ragsweep.metrics.judge import JudgeVerdict
 from ragsweep.metrics.registry import AT_K_FAMILIES, RANKING_METRICS
+from ragsweep.metrics.relevance import UnlocatedSpan
 from ragsweep.pipeline.hits import Hit, chunk_id, chunk_key
 
 RECORD_VERSION = 2
@@ -62,6 +63,10 @@ class CaseResult(BaseModel):
     chance: dict[str, float | None] = Field(default_factory=dict)
     oracle: dict[str, float | None] = Field(default_factory=dict)
     relevance_rule: str | None = None
+    # its evidence spans found in no parsed document they may come from
+    unlocated: list[UnlocatedSpan] = Field(default_factory=list)
+    # none of its evidence is found: its retrieval metrics are missing (--unlocated exclude) or 0 (zero)
+    evidence_unlocated: bool = False
     notes: dict[str, str] = Field(default_factory=dict)  # metric or stage -> why it is missing / what happened
     llm_replicates: dict[str, list[float | None]] = Field(default_factory=dict)  # LLM metric -> each replicate
     version: int = RECORD_VERSION
@@ -106,6 +111,27 @@ class Aggregate(BaseModel):
         return None if level is None else float(level)
 
 
+class UnlocatedCase(BaseModel):
+    id: str
+    none_located: bool  # no span found: left out of the retrieval metrics (or scored 0)
+    spans: list[UnlocatedSpan]
+
+
+class UnlocatedReport(BaseModel):
+    """The cases whose evidence (all of it, or some spans) occurs in no parsed document."""
+
+    mode: str = "exclude"  # --unlocated: exclude | zero
+    cases: list[UnlocatedCase] = Field(default_factory=list)
+
+    @property
+    def none_located(self) -> list[UnlocatedCase]:
+        return [c for c in self.cases if c.none_located]
+
+    @property
+    def partly(self) -> list[UnlocatedCase]:
+        return [c for c in self.cases if not c.none_located]
+
+
 class AnswerErrors(BaseModel):
     n: int = 0
     first: list[dict[str, str]] = Field(default_factory=list)  # id, error of the first few
@@ -132,6 +158,7 @@ class RunResult(Aggregate):
     n_cases: int = 0
     answer_errors: AnswerErrors = Field(default_factory=AnswerErrors)
     answers: AnswerCounts = Field(default_factory=AnswerCounts)
+    unlocated: UnlocatedReport = Field(default_factory=UnlocatedReport)
     # how far the LLM metrics can be trusted (ragsweep.evaluation.judge_report.judge_section); None without them
     judge: dict[str, Any] | None = None
     manifest: dict[str, Any] = Field(default_factory=dict)
@@ -408,8 +435,24 @@ def build_case_result(
         chance=chance,
         oracle=oracle,
         relevance_rule=own.rule,
-        notes=dict(notes or {}),
+        **_unlocated_fields(own, relevance, notes or {}),
     )
+
+
+def _unlocated_fields(judgement: Any, relevance: RelevanceConfig, notes: Mapping[str, str]) -> dict[str, Any]:
+    """The record's unlocated spans, and the note of a case none of whose evidence is found:
+    what its retrieval numbers are."""
+    spans = list(judgement.detail.get("unlocated") or [])
+    none_located = bool(judgement.detail.get("none_located"))
+    fields = {"unlocated": spans, "evidence_unlocated": none_located, "notes": dict(notes)}
+    if none_located:
+        what = (
+            "left out of the retrieval metrics" if relevance.unlocated == "exclude" else "scored 0 (--unlocated zero)"
+        )
+        named = "; ".join(f"{s.text[:60]!r} in {s.doc_id or 'its scope'} ({s.reason})" for s in spans[:3])
+        note = f"unlocated evidence: no evidence span is found in the parsed documents ({named}): {what}"
+        fields["notes"] = {"retrieval": note, **notes}
+    return fields
 
 
 def _answer_metrics(case: Case, answer: Answer, language: str) -> dict[str, float | None]:

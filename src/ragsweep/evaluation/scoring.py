@@ -15,8 +15,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ragsweep.evaluation.records import Aggregate, CaseResult, RunResult
-from ragsweep.metrics.registry import SET_METRICS
+from ragsweep.evaluation.records import Aggregate, CaseResult, RunResult, UnlocatedCase, UnlocatedReport
+from ragsweep.metrics.registry import SET_METRICS, judged_by_relevance
 
 
 def _float(value: Any) -> float | None:
@@ -62,6 +62,7 @@ def aggregate(
         metrics["first_relevant_rank_median"] = float(statistics.median(frr))
     scored = [case for case in cases if case.metrics.get("r_precision") is not None]  # any k
     counts["first_relevant_rank"] = {"n": len(frr), "missing": len(scored) - len(frr)}
+    _unlocated_counts(cases, counts)
     _abstention(cases, metrics, counts)
     return Aggregate(
         metrics=metrics,
@@ -72,6 +73,32 @@ def aggregate(
             "type": group_by(cases, lambda case: case.type or "(none)"),
             "document": group_by(cases, case_document),
         },
+    )
+
+
+def _unlocated_counts(cases: Sequence[CaseResult], counts: dict[str, dict[str, int]]) -> None:
+    """Beside n and missing of each metric judged by relevance: how many cases whose evidence is
+    found in no parsed document it leaves out (``unlocated``) or counts in n (``unlocated_in_n``,
+    scored 0 under ``--unlocated zero``)."""
+    unlocated = [case for case in cases if case.evidence_unlocated]
+    if not unlocated:
+        return
+    for name, count in counts.items():
+        if not judged_by_relevance(name):
+            continue
+        present = sum(1 for case in unlocated if case.metrics.get(name) is not None)
+        count["unlocated"] = len(unlocated) - present
+        if present:
+            count["unlocated_in_n"] = present
+
+
+def unlocated_report(cases: Sequence[CaseResult], mode: str) -> UnlocatedReport:
+    """The cases with evidence found in no parsed document, as report.json names them."""
+    return UnlocatedReport(
+        mode=mode,
+        cases=[
+            UnlocatedCase(id=c.id, none_located=c.evidence_unlocated, spans=c.unlocated) for c in cases if c.unlocated
+        ],
     )
 
 

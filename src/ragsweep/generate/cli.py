@@ -6,7 +6,8 @@ import argparse
 import json
 import sys
 
-from ragsweep.argtypes import bounded
+from ragsweep.argtypes import add_options, bounded, options_from
+from ragsweep.evaluation.inputs import DocumentOptions
 from ragsweep.generate.propose import KINDS
 
 
@@ -68,12 +69,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--link-docs", action="store_true", help="symlink docs/ instead of copying the documents")
     p.add_argument("--force", action="store_true", help="replace a non-empty --out folder")
-    p.add_argument(
-        "--workers",
-        type=bounded(int, low=1, name="a whole number of processes"),
-        metavar="N",
-        help="processes parsing the documents (see `index --workers`)",
-    )
+    add_options(p, DocumentOptions)
 
 
 def run_generate_cli(args) -> int:
@@ -99,7 +95,7 @@ def run_generate_cli(args) -> int:
             check_k=args.check_k,
             link_docs=args.link_docs,
             force=args.force,
-            workers=getattr(args, "workers", None),
+            **options_from(DocumentOptions, args).model_dump(),
             command="ragsweep " + " ".join(sys.argv[1:]),
         )
         result = generate(options)

@@ -18,8 +18,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from ragsweep.evaluation.inputs import DocumentOptions
 from ragsweep.generate import failures as failures_mod
 from ragsweep.generate import propose, verify
 from ragsweep.generate.propose import KINDS, Candidate
@@ -32,7 +33,7 @@ class GenerateError(Exception):
     pass
 
 
-class GenerateOptions(BaseModel):
+class GenerateOptions(DocumentOptions):
     docs: str | None = None  # the documents folder (default with --from-failures: the run's)
     out: str
     n: int = Field(default=200, ge=1)
@@ -49,7 +50,6 @@ class GenerateOptions(BaseModel):
     check_k: int | None = Field(default=None, ge=1)  # chunks retrieved for the unanswerable check (default: top_k)
     link_docs: bool = False
     force: bool = False
-    workers: int | None = None
     progress: bool = True
     command: str = "ragsweep generate"
 
@@ -115,7 +115,12 @@ class Generator:
         self.docs_dir = Path(docs)
         from ragsweep.pipeline.corpus import parse_corpus
 
-        self.corpus = parse_corpus(self.docs_dir, progress=options.progress, workers=options.workers or None)
+        self.corpus = parse_corpus(
+            self.docs_dir,
+            progress=options.progress,
+            workers=options.workers or None,
+            follow_symlinks=options.follow_symlinks,
+        )
         for skipped in self.corpus.skipped:
             self.log(f"skipped document {skipped.doc_id}: {skipped.reason}")
         if not self.corpus.documents:

@@ -129,6 +129,15 @@ def spec(name: str) -> MetricSpec:
     return MetricSpec(name, family, name, None, not lower_is_better(name))
 
 
+def judged_by_relevance(name: str) -> bool:
+    """Whether a per-case metric is computed from the relevance verdicts of the served chunks
+    (retrieval metrics, citation precision, ragas' ID-based context metrics): the metrics a case
+    without a findable label has no value of."""
+    return (
+        spec(name).family == "retrieval" or name == "citation_precision" or name in RAGAS_ID_CONTEXT_METRICS
+    ) and name not in SUMMARY_RANKING
+
+
 def retrieval_names(ks: Iterable[int]) -> list[str]:
     """The per-case retrieval metric names scored at the depths ``ks``."""
     names = [f"{family}@{k}" for k in sorted(set(ks)) for family in AT_K_FAMILIES]

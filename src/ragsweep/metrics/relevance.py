@@ -42,6 +42,20 @@ The rule that ran is recorded on every :class:`~ragsweep.metrics.retrieval.Judge
 A case whose dataset rule is ``evidence_offsets``/``word_overlap`` but which has no evidence
 is judged by ``doc_id`` (and the judgement says so).
 
+Unlocated evidence (:func:`unlocated_evidence`)
+-----------------------------------------------
+Before its hits are judged, each evidence span is looked for in the parsed text of every
+document it may come from (its ``doc_id``, else the case's ``doc_scope``, else every
+document): ``evidence_offsets`` locates it as below (exact, letters and digits, fuzzy);
+``word_overlap`` asks whether the whole document reaches the threshold (a chunk holds no word
+its document lacks). A span found nowhere is *unlocated* and named (its text, its document,
+why: not in the parsed text, or the document not parsed). A case none of whose spans is found
+(nor, for ``word_overlap``, the spans joined) cannot have a relevant chunk: a 0 on its
+retrieval metrics would say the retriever failed when the label could not be found. With
+``RelevanceConfig.unlocated = "exclude"`` (the default) such a case is left out of every
+retrieval metric (``Judgement.excluded == "unlocated evidence"``), and counted; ``"zero"``
+scores it as before. A case with some spans found is scored; its unlocated spans are named.
+
 How a span is matched (``evidence_offsets``: :func:`locate_spans`, :func:`text_overlap`)
 -----------------------------------------------------------------------------------------
 
@@ -99,7 +113,9 @@ import unicodedata
 from array import array
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any, Union
+from typing import Any, Literal, Union
+
+from pydantic import BaseModel
 
 from ragsweep.datasets.schema import Case, RelevanceConfig
 from ragsweep.datasets.textnorm import normalize, normalize_map
@@ -115,7 +131,12 @@ __all__ = [
     "word_overlap_ratio",
     "text_overlap",
     "mark_hits",
+    "UnlocatedSpan",
+    "unlocated_evidence",
+    "UNLOCATED",
 ]
+
+UNLOCATED = "unlocated evidence"  # Judgement.excluded of a case none of whose evidence spans is found
 
 ParsedTexts = Union[Mapping[str, str], Callable[[str], Union[str, None]], None]
 
@@ -423,6 +444,84 @@ def _offset_covers(
     return covers_list
 
 
+class UnlocatedSpan(BaseModel):
+    """An evidence span found in no parsed document it may come from."""
+
+    index: int  # its place in the case's evidence
+    text: str
+    doc_id: str | None  # the document it names; None: any of the case's scope (or of the corpus)
+    reason: Literal["not in the parsed text", "document not parsed"]
+    searched: list[str] = []  # the parsed documents of its doc_id or scope it was looked for in; []: every one
+
+
+def _doc_ids(parsed_texts: ParsedTexts) -> list[str] | None:
+    return sorted(parsed_texts) if isinstance(parsed_texts, Mapping) else None
+
+
+@lru_cache(maxsize=64)
+def _words(text: str) -> frozenset[str]:
+    return frozenset(unicodedata.normalize("NFC", text).split(" "))
+
+
+def _found(text: str, span: str, cfg: RelevanceConfig, rule: str) -> bool:
+    if rule == "word_overlap":
+        words = set(unicodedata.normalize("NFC", span).split(" "))
+        return len(words & _words(text)) / len(words) >= cfg.word_overlap_threshold
+    return bool(locate_spans(text, span, cfg.evidence_fuzzy_min_score)[1])
+
+
+def _candidates(case: Case, ev_doc: str | None, parsed_texts: ParsedTexts) -> list[str] | None:
+    """The documents a span may come from (None: any, and they cannot be listed)."""
+    if ev_doc is not None:
+        return [_norm_doc(ev_doc)]
+    if case.doc_scope:
+        return [_norm_doc(d) for d in case.doc_scope]
+    return _doc_ids(parsed_texts)
+
+
+def _unlocated_span(
+    case: Case, i: int, span: str, ev_doc: str | None, cfg: RelevanceConfig, rule: str, parsed_texts: ParsedTexts
+) -> UnlocatedSpan | None:
+    docs = _candidates(case, ev_doc, parsed_texts)
+    if docs is None:  # any document of texts given as a function: nothing to search
+        return None
+    texts = {d: t for d in docs if (t := _get_text(parsed_texts, d))}
+    if any(_found(t, span, cfg, rule) for t in texts.values()):
+        return None
+    reason = "not in the parsed text" if texts else "document not parsed"
+    scoped = ev_doc is not None or bool(case.doc_scope)  # a corpus-wide search is not listed document by document
+    return UnlocatedSpan(index=i, text=span, doc_id=ev_doc, reason=reason, searched=sorted(texts) if scoped else [])
+
+
+def unlocated_evidence(
+    case: Case, rule: str | RelevanceConfig | None, parsed_texts: ParsedTexts
+) -> list[UnlocatedSpan]:
+    """The case's evidence spans that occur in no parsed document they may come from (see the
+    module docstring); empty for a rule that judges documents, an unanswerable case, or
+    without parsed texts."""
+    cfg = _config(rule)
+    applied = _applied_rule(case, cfg)
+    if applied == "doc_id" or case.unanswerable or not case.evidence or parsed_texts is None:
+        return []
+    out = []
+    for i, ev in enumerate(case.evidence):
+        missing = _unlocated_span(case, i, ev.text, ev.doc_id, cfg, applied, parsed_texts)
+        if missing is not None:
+            out.append(missing)
+    return out
+
+
+def _none_located(case: Case, cfg: RelevanceConfig, parsed_texts: ParsedTexts, unlocated: list[UnlocatedSpan]) -> bool:
+    """Whether no chunk of the case can be relevant: no span found (nor Pathway's joined spans)."""
+    if not unlocated or len(unlocated) < len(case.evidence):
+        return False
+    if _applied_rule(case, cfg) == "word_overlap" and len(case.evidence) > 1:
+        joined = " ".join(e.text for e in case.evidence)
+        docs = {d for i, e in enumerate(case.evidence) for d in (_candidates(case, e.doc_id, parsed_texts) or [])}
+        return not any((t := _get_text(parsed_texts, d)) and _found(t, joined, cfg, "word_overlap") for d in docs)
+    return True
+
+
 def _excluded(case: Case, items: dict[str, int]) -> str | None:
     if case.unanswerable:
         return "unanswerable"
@@ -440,8 +539,11 @@ def mark_hits(
 ) -> Judgement:
     """Judge one case's ranked hits (sorted by ``hit.rank``) with the given rule/config.
 
-    ``parsed_texts`` maps a doc id to its parsed text (a dict or a function; only used by
-    ``evidence_offsets``). ``cited`` = 1-based chunk numbers the answer cites.
+    ``parsed_texts`` maps a doc id to its parsed text (a dict or a function): ``evidence_offsets``
+    locates spans in it, and both evidence rules name the spans found in no document
+    (``detail["unlocated"]``; ``detail["none_located"]``: none of them is found, and the case is
+    excluded as :data:`UNLOCATED` unless ``unlocated="zero"``). ``cited`` = 1-based chunk
+    numbers the answer cites.
     """
     cfg = _config(rule)
     ranked = sorted(hits, key=lambda h: h.rank)
@@ -466,7 +568,12 @@ def mark_hits(
         )
         for pos, (h, (cov, rel)) in enumerate(zip(ranked, covers_list), start=1)
     ]
+    unlocated = unlocated_evidence(case, cfg, parsed_texts)
+    detail["unlocated"] = unlocated
+    detail["none_located"] = _none_located(case, cfg, parsed_texts, unlocated)
     excluded = _excluded(case, items)
+    if excluded is None and detail["none_located"] and cfg.unlocated == "exclude":
+        excluded = UNLOCATED
     return Judgement(
         case_id=case.id,
         rule=applied,

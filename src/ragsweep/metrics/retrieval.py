@@ -89,7 +89,8 @@ class Judgement:
     items: dict[str, int]  # item id -> grade (>= 1)
     hits: list[RankVerdict]
     cited: list[int] | None = None
-    excluded: str | None = None  # why the case is not scored: "unanswerable" | "no relevance information"
+    # why the case is not scored: "unanswerable" | "no relevance information" | "unlocated evidence"
+    excluded: str | None = None
     detail: dict[str, Any] = field(default_factory=dict)  # e.g. how each evidence span was located
 
     @property

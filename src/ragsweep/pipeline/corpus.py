@@ -5,12 +5,25 @@ skipped with a reason naming it; one bad file never sinks the corpus. A document
 that is parsed only in part (pages Docling could not read, a PDF cut short) is
 kept, and what went wrong is listed in its ``warnings``.
 
-Text files are checked whole (NUL bytes, UTF-8), block by block as they are read.
+Text files are checked whole (NUL characters, valid UTF-8, or UTF-16/32 when the file
+starts with its byte order mark), block by block as they are read, and handed on as UTF-8.
 Cache misses can be parsed by a pool of worker processes (``workers``); the result
 (texts, order, skips and their reasons) is the same as a serial parse.
 
-The parsed text is NFKC-normalised (as Pathway's ``TokenCountSplitter`` would do),
-so chunk offsets computed by :mod:`ragsweep.pipeline.chunking` index into exactly this text.
+A ``.txt`` document is not parsed at all: its text is the file's decoded text, verbatim
+(no markup is interpreted, white space and line ends are kept), as a Pathway app reading
+the folder with its ``Utf8Parser`` gets it. PDF, DOCX, HTML and Markdown go through Docling,
+whose text is stripped of leading and trailing white space. Markdown is markup: its text is
+what it renders to (headings without ``#``, links without their URL, inline HTML dropped),
+as Docling gives it.
+
+Every text is NFKC-normalised, as Pathway's ``TokenCountSplitter`` normalises the text it
+splits, so chunk offsets computed by :mod:`ragsweep.pipeline.chunking` index into exactly
+this text (for a plain text file that is already in NFKC, the file's own characters).
+
+A symlink whose target lies outside the documents folder is skipped with a warning naming
+it (``follow_symlinks=True`` indexes it): a link such as ``docs/passwd.txt`` ->
+``/etc/passwd`` must not put a file from elsewhere into the index unnoticed.
 """
 
 from __future__ import annotations
@@ -41,6 +54,8 @@ log = logging.getLogger(__name__)
 
 # bump when the way text is extracted changes: invalidates the parse cache
 PARSER_VERSION = "1"
+# the parser name of plain text files (no Docling): part of their cache key
+PLAIN_TEXT_PARSER = "plain-text"
 
 # files are read, hashed and (text formats) checked in blocks of this size
 READ_BLOCK = 1 << 20
@@ -138,16 +153,25 @@ def detect_format(path: Path, head: bytes) -> tuple[str | None, str | None]:
         return ("docx", None) if claimed == "docx" else (None, f"zip content behind a {ext} extension")
     if claimed == "docx":
         return None, "not a DOCX (not a zip archive): corrupt or mislabelled"
-    nul = head.find(b"\0")
-    if nul >= 0:
-        return None, f"binary content behind a {ext} extension (NUL byte at byte {nul})"
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as err:
-        # a multi-byte character may be cut at the end of the sample
-        if err.start < len(head) - 4:
-            return None, f"not UTF-8 text ({err.reason} at byte {err.start})"
-    return claimed, None
+    encoding = text_encoding(head)
+    problem = _text_problem(head, 0, codecs.getincrementaldecoder(encoding)(), ext, encoding)
+    return (claimed, None) if problem is None else (None, problem)
+
+
+# byte order marks, UTF-32's first: its little-endian mark starts with UTF-16's
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+def text_encoding(head: bytes) -> str:
+    """The codec of a text file: UTF-16/32 (either byte order) or UTF-8 with a byte order
+    mark when it starts with one (the codec drops the mark), else UTF-8."""
+    return next((name for bom, name in _BOMS if head.startswith(bom)), "utf-8")
 
 
 @dataclass
@@ -156,7 +180,7 @@ class FileCheck:
 
     fmt: str | None
     reason: str | None = None
-    data: bytes = b""
+    data: bytes = b""  # text formats: as UTF-8 without a byte order mark, whatever the file's encoding
     sha256: str = ""
     warnings: list[str] = field(default_factory=list)  # about the file itself (e.g. a PDF cut short)
 
@@ -175,14 +199,15 @@ def read_document(path: Path, block_size: int = READ_BLOCK) -> FileCheck:
         fmt, reason = detect_format(path, first[:HEAD_BYTES])
         if fmt is None:
             return FileCheck(None, reason or "unsupported")
+        encoding = text_encoding(first)
         sha = hashlib.sha256()
         blocks: list[bytes] = []
-        decoder = codecs.getincrementaldecoder("utf-8")() if fmt in TEXT_FORMATS else None
+        decoder = codecs.getincrementaldecoder(encoding)() if fmt in TEXT_FORMATS else None
         offset = 0  # bytes of the file before `block`
         block = first
         while block:
             if decoder is not None:
-                problem = _text_problem(block, offset, decoder, path.suffix.lower())
+                problem = _text_problem(block, offset, decoder, path.suffix.lower(), encoding)
                 if problem:
                     return FileCheck(None, problem)
             sha.update(block)
@@ -193,9 +218,12 @@ def read_document(path: Path, block_size: int = READ_BLOCK) -> FileCheck:
             try:
                 decoder.decode(b"", final=True)
             except UnicodeDecodeError as err:
-                return FileCheck(None, f"not UTF-8 text ({err.reason} at byte {offset - len(err.object) + err.start})")
+                at = offset - len(err.object) + err.start
+                return FileCheck(None, f"not {_codec_label(encoding)} text ({err.reason} at byte {at})")
     data = blocks[0] if len(blocks) == 1 else b"".join(blocks)
     del blocks
+    if fmt in TEXT_FORMATS and encoding != "utf-8":  # the parsers read UTF-8: hand the text on as such
+        data = data.decode(encoding).encode("utf-8")
     warnings = []
     if fmt == "pdf" and b"%%EOF" not in data[-1024:]:
         warnings.append(PDF_TRUNCATED)
@@ -205,16 +233,29 @@ def read_document(path: Path, block_size: int = READ_BLOCK) -> FileCheck:
 PDF_TRUNCATED = "the PDF looks truncated (no %%EOF marker at the end of the file)"
 
 
-def _text_problem(block: bytes, offset: int, decoder: codecs.IncrementalDecoder, ext: str) -> str | None:
-    """Why this block of a text file refuses the file (None: it does not)."""
-    nul = block.find(b"\0")
-    if nul >= 0:
-        return f"binary content behind a {ext} extension (NUL byte at byte {offset + nul})"
+def _codec_label(encoding: str) -> str:
+    return {"utf-8": "UTF-8", "utf-8-sig": "UTF-8", "utf-16": "UTF-16", "utf-32": "UTF-32"}[encoding]
+
+
+def _text_problem(
+    block: bytes, offset: int, decoder: codecs.IncrementalDecoder, ext: str, encoding: str = "utf-8"
+) -> str | None:
+    """Why this block of a text file refuses the file (None: it does not).
+
+    UTF-8 text holds no NUL byte; UTF-16/32 text has NUL bytes in most characters, so there
+    a decoded NUL character is what tells binary content.
+    """
+    if encoding.startswith("utf-8"):
+        nul = block.find(b"\0")
+        if nul >= 0:
+            return f"binary content behind a {ext} extension (NUL byte at byte {offset + nul})"
     pending = len(decoder.getstate()[0])  # bytes of a character cut by the previous block
     try:
-        decoder.decode(block)
+        text = decoder.decode(block)
     except UnicodeDecodeError as err:
-        return f"not UTF-8 text ({err.reason} at byte {offset - pending + err.start})"
+        return f"not {_codec_label(encoding)} text ({err.reason} at byte {offset - pending + err.start})"
+    if "\0" in text:
+        return f"binary content behind a {ext} extension (a NUL character in its {_codec_label(encoding)} text)"
     return None
 
 
@@ -267,7 +308,25 @@ def _converter(standard_pdf: bool):
 # ---------------------------------------------------------------- parsing
 
 # Docling's stream name decides its backend: give it the detected type's extension.
-_STREAM_SUFFIX = {"pdf": ".pdf", "docx": ".docx", "html": ".html", "md": ".md", "txt": ".md"}
+_STREAM_SUFFIX = {"pdf": ".pdf", "docx": ".docx", "html": ".html", "md": ".md"}
+
+
+def plain_text(data: bytes) -> str:
+    """A plain text file's text: its characters as they are, in NFKC (see the module docstring).
+
+    Nothing is read as markup (``<script>``, ``&amp;``, ``# `` stay as written), no white space
+    or control character is changed or stripped: an evidence offset computed on the file is an
+    offset in this text. A file of white space only has no text.
+    """
+    text = unicodedata.normalize("NFKC", data.decode("utf-8"))
+    return text if text.strip() else ""
+
+
+def convert(data: bytes, fmt: str, name: str, standard_pdf: bool) -> tuple[str, list[str]]:
+    """The default parse: plain text as it is (:func:`plain_text`), every other format by Docling."""
+    if fmt == "txt":
+        return plain_text(data), []
+    return docling_convert(data, fmt, name, standard_pdf)
 
 
 def docling_convert(data: bytes, fmt: str, name: str, standard_pdf: bool) -> tuple[str, list[str]]:
@@ -278,6 +337,8 @@ def docling_convert(data: bytes, fmt: str, name: str, standard_pdf: bool) -> tup
     """
     from docling.datamodel.base_models import ConversionStatus, DocumentStream
 
+    if fmt not in _STREAM_SUFFIX:
+        raise ValueError(f"Docling does not parse {fmt!r} documents here (plain text is read as it is)")
     stream = DocumentStream(name=Path(name).stem + _STREAM_SUFFIX[fmt], stream=BytesIO(data))
     result = _converter(standard_pdf).convert(stream, raises_on_error=False)
     problems = conversion_problems(result.errors, getattr(result.input, "page_count", 0) or 0)
@@ -290,8 +351,8 @@ def docling_convert(data: bytes, fmt: str, name: str, standard_pdf: bool) -> tup
 
 
 def docling_parse(data: bytes, fmt: str, name: str, standard_pdf: bool) -> str:
-    """Parse one document's bytes with Docling, without its chunking; return plain text."""
-    return docling_convert(data, fmt, name, standard_pdf)[0]
+    """The default parse's text alone (:func:`convert`: plain text as it is, the rest by Docling)."""
+    return convert(data, fmt, name, standard_pdf)[0]
 
 
 _PAGE_PREFIX = re.compile(r"^(page failed to parse[.:]?\s*)?(error rendering page \d+ of key=[0-9a-f.]+:\s*)?", re.I)
@@ -335,18 +396,60 @@ def _ranges(numbers: list[int]) -> str:
 
 
 def parser_name(fmt: str, standard_pdf: bool) -> str:
+    if fmt == "txt":
+        return PLAIN_TEXT_PARSER
     if fmt == "pdf":
         return "docling-standard-pdf" if standard_pdf else "docling-native-pdf"
     return f"docling-{fmt}"
 
 
-def iter_files(docs_dir: Path) -> Iterable[Path]:
+def iter_files(docs_dir: Path, follow_symlinks: bool = False) -> Iterable[Path]:
+    """The files under the folder, sorted; hidden ones (a part starting with ``.``) left out.
+
+    A symlinked folder is not walked into: one inside the folder holds files already walked
+    under their own path; one leading outside is yielded itself, to be skipped with its reason
+    (:func:`outside_target`), or, with ``follow_symlinks``, its files are.
+    """
     for path in sorted(docs_dir.rglob("*")):
-        if path.name.startswith(".") or any(p.startswith(".") for p in path.relative_to(docs_dir).parts):
+        if _hidden(docs_dir, path):
+            continue
+        if path.is_symlink() and path.is_dir():
+            if outside_target(docs_dir, path) is None:
+                continue
+            if follow_symlinks:
+                yield from (p for p in sorted(path.rglob("*")) if not _hidden(docs_dir, p) and not p.is_dir())
+            else:
+                yield path
             continue
         if path.is_dir():
             continue
         yield path
+
+
+def _hidden(docs_dir: Path, path: Path) -> bool:
+    return any(p.startswith(".") for p in path.relative_to(docs_dir).parts)
+
+
+def outside_target(docs_dir: Path, path: Path) -> Path | None:
+    """Where ``path`` leads when a symlink (its own or a folder's above it) takes it out of
+    ``docs_dir``; None when it stays inside, or leads nowhere (a dangling link: reading it fails)."""
+    target = path.resolve()
+    if not target.exists() or target.is_relative_to(docs_dir.resolve()):
+        return None
+    return target
+
+
+def outside_reason(target: Path) -> str:
+    return (
+        f"a symlink to {str(target)!r}, outside the documents folder: not indexed "
+        "(--follow-symlinks, or follow_symlinks=True, indexes it)"
+    )
+
+
+def shown_name(name: str) -> str:
+    """A file name as one line of a table: backslashes and characters that are not printable
+    (a newline, a tab, an escape, a zero-width space) written as escapes (``\\n``, ``\\x1b``)."""
+    return "".join(c if c.isprintable() and c != "\\" else repr(c)[1:-1] for c in name)
 
 
 class ParseCache:
@@ -413,9 +516,10 @@ def parse_corpus(
     cache_dir: Path | None = None,
     use_cache: bool = True,
     on_progress: Callable[[str], None] | None = None,
-    parse_fn: ParseFn = docling_convert,
+    parse_fn: ParseFn = convert,
     progress: bool = False,
     workers: int | None = None,
+    follow_symlinks: bool = False,
 ) -> Corpus:
     """Parse every file under ``docs_dir``; skip bad ones with a reason.
 
@@ -431,14 +535,15 @@ def parse_corpus(
     sorted order whatever the number of workers. ``parse_fn`` (bytes, format,
     doc_id, standard_pdf) returns the text, or the text and its warnings; it runs
     in the workers only when it can be pickled (a module-level function),
-    otherwise the parse is serial.
+    otherwise the parse is serial. ``follow_symlinks``: index the targets of symlinks that
+    lead outside ``docs_dir`` (by default each is skipped, its reason naming where it leads).
     """
     docs_path = Path(docs_dir)
     if not docs_path.exists():
         raise CorpusError(f"documents folder {str(docs_path)!r} does not exist")
     if not docs_path.is_dir():
         raise CorpusError(f"documents folder {str(docs_path)!r} is not a folder")
-    files = list(iter_files(docs_path))
+    files = list(iter_files(docs_path, follow_symlinks))
     if not files:
         raise CorpusError(f"documents folder {str(docs_path)!r} holds no files")
     n_workers = _worker_count(workers, parse_fn, len(files))
@@ -450,7 +555,9 @@ def parse_corpus(
     with tqdm(
         total=len(files), desc="parse", unit="doc", file=sys.stderr, leave=False, disable=not progress or len(files) < 2
     ) as bar:
-        corpus = _parse_files(docs_path, files, cache_dir, use_cache, on_progress, parse_fn, bar.update, n_workers)
+        corpus = _parse_files(
+            docs_path, files, cache_dir, use_cache, on_progress, parse_fn, bar.update, n_workers, follow_symlinks
+        )
     return corpus
 
 
@@ -549,6 +656,7 @@ def _parse_files(
     parse_fn: ParseFn,
     tick: Callable[[int], object],
     workers: int = 1,
+    follow_symlinks: bool = False,
 ) -> Corpus:
     """The parsing loop of :func:`parse_corpus` (``tick`` advances its progress bar).
 
@@ -563,7 +671,12 @@ def _parse_files(
     runner = _Runner(parse_fn, standard_pdf, workers, slots.parsed)
     try:
         for index in _scan_order(files, workers):
-            job = _read_job(docs_path, files[index], index, on_progress, standard_pdf, cache, slots)
+            path = files[index]
+            target = None if follow_symlinks else outside_target(docs_path, path)
+            if target is not None:
+                slots.skip(index, path.relative_to(docs_path).as_posix(), outside_reason(target))
+                continue
+            job = _read_job(docs_path, path, index, on_progress, standard_pdf, cache, slots)
             if job is not None:
                 runner.submit(job)
         runner.finish()
@@ -780,7 +893,7 @@ class _Runner:
     def _new_pool(self, workers: int) -> ProcessPoolExecutor:
         import multiprocessing
 
-        warm = self.parse_fn in (docling_convert, docling_parse)
+        warm = self.parse_fn in (convert, docling_convert, docling_parse)
         threads = max(1, default_workers() // self.workers)
         self.pool_started = True
         return ProcessPoolExecutor(

@@ -27,16 +27,19 @@ class StageError(Exception):
     """A stage cannot go on (e.g. no document could be parsed)."""
 
 
-def parse_documents(dataset: Dataset, progress: bool = False, workers: int | None = None) -> Corpus:
-    """Docling over the dataset's documents; skipped files are named on stderr."""
-    from ragsweep.pipeline.corpus import parse_corpus
+def parse_documents(
+    dataset: Dataset, progress: bool = False, workers: int | None = None, follow_symlinks: bool = False
+) -> Corpus:
+    """The dataset's documents parsed (:func:`~ragsweep.pipeline.corpus.parse_corpus`); skipped
+    files are named on stderr."""
+    from ragsweep.pipeline.corpus import parse_corpus, shown_name
 
-    kwargs: dict = {"progress": progress}
+    kwargs: dict = {"progress": progress, "follow_symlinks": follow_symlinks}
     if workers is not None:
         kwargs["workers"] = workers
     corpus = parse_corpus(dataset.docs_dir, **kwargs)
     for skipped in corpus.skipped:
-        print(f"skipped document {skipped.doc_id}: {skipped.reason}", file=sys.stderr)
+        print(f"skipped document {shown_name(skipped.doc_id)}: {skipped.reason}", file=sys.stderr)
     if not corpus.documents:
         raise StageError(f"{dataset.docs_dir}: no document could be parsed")
     return corpus

@@ -119,9 +119,15 @@ def _value(result: Aggregate, metric: str) -> float | None:
 
 
 def _n_missing(result: Aggregate, metric: str, unknown: str = "") -> tuple[Any, Any]:
-    """(cases with a value, cases without) of ``metric``."""
+    """(cases with a value, cases without) of ``metric``; each says how many of them are cases
+    whose evidence occurs in no parsed document (left out, or scored 0 with --unlocated zero)."""
     counts = result.counts.get(metric) or {}
-    return counts.get("n", unknown), counts.get("missing", unknown)
+    n, missing = counts.get("n", unknown), counts.get("missing", unknown)
+    if counts.get("unlocated_in_n"):
+        n = f"{n} ({counts['unlocated_in_n']} unlocated, scored 0)"
+    if counts.get("unlocated"):
+        missing = f"{missing} ({counts['unlocated']} unlocated)"
+    return n, missing
 
 
 def _param(config: ConfigResult, name: str | None) -> Any:
@@ -248,7 +254,8 @@ def _summary_table(agg: Aggregate, main_k: int | None = None) -> str:
         f'<div class="figs">{matrix}{table}</div>'
         '<p class="note">Means over cases with 95% bootstrap confidence intervals, as the evaluator computed '
         "them (hover a retrieval cell for its n). ↓: lower is better. n: cases with a value; missing: cases "
-        "where the metric does not apply (e.g. retrieval metrics of unanswerable questions).</p>"
+        "where the metric does not apply (e.g. retrieval metrics of unanswerable questions, or of cases whose "
+        "evidence occurs in no parsed document: unlocated).</p>"
     )
 
 
@@ -413,10 +420,37 @@ def _eval_page(run_dir: Path) -> str:
         *([("baselines", "Against chance and oracle", _baselines_table(run.baselines))] if run.baselines else []),
         *([("judge", "LLM judge", judge_html(judge))] if judge else []),
         ("curves", "Metrics vs k", _curves(run, "retrieval metrics at each k (95% CI)")),
+        *([("unlocated", "Unlocated evidence", _unlocated_html(run))] if run.unlocated.cases else []),
         *_case_sections(cases, k),
         ("run", "Run", _meta(_manifest_items(Manifest.of(run.manifest), run))),
     ]
     return _page(f"ragsweep report: {run_dir.name}", subtitle, sections)
+
+
+def _unlocated_html(run: RunResult) -> str:
+    """The cases whose evidence occurs in no parsed document: each span, its document and why."""
+    report = run.unlocated
+    none = len(report.none_located)
+    what = (
+        "left out of every retrieval metric (their count is beside n and missing in the summary)"
+        if report.mode == "exclude"
+        else "scored 0 on every retrieval metric (--unlocated zero)"
+    )
+    rows = "".join(
+        f"<tr><td>{esc(case.id)}</td><td>{'all' if case.none_located else 'some'}</td>"
+        f"<td>{esc(_short(span.text, 200))}</td><td>{esc(span.doc_id or '(its scope)')}</td>"
+        f"<td>{esc(span.reason)}</td></tr>"
+        for case in report.cases
+        for span in case.spans
+    )
+    return (
+        f'<p class="note">{none} case(s) have no evidence span found in the parsed documents: their label cannot '
+        f"be located in the text the index holds, so no chunk can be judged relevant. They are {esc(what)}. "
+        f"{len(report.partly)} more case(s) are scored with some spans unlocated. "
+        "<code>ragsweep validate --parse</code> shows the closest passage of each span.</p>"
+        '<div class="scroll"><table class="summary"><thead><tr><th>case</th><th>spans unlocated</th><th>span</th>'
+        f"<th>document</th><th>why</th></tr></thead><tbody>{rows}</tbody></table></div>"
+    )
 
 
 HEADLINE = ("hit_rate@{k}", "recall@{k}", "mrr@{k}", "ndcg@{k}", "judge_correct", "token_f1", "pathway_strsim")

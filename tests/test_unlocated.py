@@ -1,0 +1,202 @@
+"""Evidence found in no parsed document is its own outcome: named, counted, and left out of the
+retrieval means (``--unlocated zero`` scores it 0 as before); ``validate --parse`` shows the
+closest passage of each such span."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import ragsweep
+from ragsweep.cli import main
+from ragsweep.datasets.schema import Case, RelevanceConfig
+from ragsweep.evaluation.records import build_case_result
+from ragsweep.evaluation.scoring import aggregate
+from ragsweep.metrics.relevance import UNLOCATED, mark_hits, unlocated_evidence
+from ragsweep.pipeline.hits import Hit
+
+ROOT = Path(__file__).resolve().parent.parent
+PIPELINE = ROOT / "pipelines" / "default.yaml"
+
+CONTRACT = (
+    "DISTRIBUTION AGREEMENT. This agreement is made between Acme Corp. and Foo Inc. "
+    "The governing law of this agreement is the law of the State of Nevada. "
+    "Either party may terminate this agreement with sixty days written notice. "
+)
+MANUAL = "The pump must be primed before its first start. Replace the filter every six months. "
+TEXTS = {"contract.txt": CONTRACT, "manual.txt": MANUAL}
+
+
+def _case(case_id: str, *quotes: str, doc: str | None = "contract.txt", scope=("contract.txt",)) -> Case:
+    return Case(
+        id=case_id,
+        question="What is the governing law?",
+        doc_scope=list(scope) if scope else None,
+        evidence=[{"text": q, "doc_id": doc} for q in quotes],
+    )
+
+
+def _hit(rank: int, doc: str, start: int, end: int) -> Hit:
+    return Hit(rank=rank, score=1.0 / rank, text=TEXTS[doc][start:end], doc_id=doc, start=start, end=end)
+
+
+HITS = [_hit(1, "contract.txt", 0, 80), _hit(2, "contract.txt", 80, 152)]
+MISSING = "governed by the laws of the State of Delaware"  # a label of another contract
+
+
+def test_a_span_in_no_parsed_text_is_named_with_its_document():
+    case = _case("c1", "the State of Nevada", MISSING)
+    spans = unlocated_evidence(case, RelevanceConfig(), TEXTS)
+    assert [(s.index, s.text, s.doc_id, s.reason) for s in spans] == [
+        (1, MISSING, "contract.txt", "not in the parsed text")
+    ]
+    assert spans[0].searched == ["contract.txt"]
+
+
+def test_a_case_with_no_span_found_is_excluded_not_scored_zero():
+    case = _case("c1", MISSING)
+    judged = mark_hits(case, HITS, RelevanceConfig(), TEXTS)
+    assert judged.excluded == UNLOCATED and not judged.scored
+    assert judged.detail["none_located"] and judged.detail["unlocated"][0].text == MISSING
+    zero = mark_hits(case, HITS, RelevanceConfig(unlocated="zero"), TEXTS)
+    assert zero.excluded is None and zero.scored and not any(h.relevant for h in zero.hits)
+
+
+def test_a_case_with_some_spans_found_is_scored_and_names_the_others():
+    case = _case("c1", "the State of Nevada", MISSING)
+    judged = mark_hits(case, HITS, RelevanceConfig(), TEXTS)
+    assert judged.scored and not judged.detail["none_located"]
+    assert [s.index for s in judged.detail["unlocated"]] == [1]
+
+
+def test_evidence_without_doc_id_is_searched_in_its_scope_or_the_corpus():
+    scoped = _case("c1", "Replace the filter every six months", doc=None, scope=("contract.txt",))
+    assert unlocated_evidence(scoped, RelevanceConfig(), TEXTS)[0].searched == ["contract.txt"]
+    anywhere = _case("c2", "Replace the filter every six months", doc=None, scope=None)
+    assert unlocated_evidence(anywhere, RelevanceConfig(), TEXTS) == []
+    (nowhere,) = unlocated_evidence(_case("c3", MISSING, doc=None, scope=None), RelevanceConfig(), TEXTS)
+    assert nowhere.reason == "not in the parsed text" and nowhere.searched == []  # every document, not listed
+
+
+def test_a_document_that_was_not_parsed_is_the_reason():
+    case = _case("c1", "anything at all", doc="scan.pdf", scope=("scan.pdf",))
+    (span,) = unlocated_evidence(case, RelevanceConfig(), TEXTS)
+    assert span.reason == "document not parsed" and span.searched == []
+
+
+def test_word_overlap_locates_a_span_in_the_whole_document_and_its_joined_spans():
+    rule = RelevanceConfig(rule="word_overlap", word_overlap_threshold=0.65)
+    assert unlocated_evidence(_case("c1", "the law of the State of Nevada"), rule, TEXTS) == []
+    (span,) = unlocated_evidence(_case("c2", MISSING), rule, TEXTS)
+    assert span.text == MISSING
+    # each span alone is below the threshold; joined, Pathway's rule can still match a chunk
+    joined = _case("c3", "Acme Corp. zzz yyy", "Foo Inc. zzz yyy")  # 2 of 4 words each, 4 of 6 joined
+    judged = mark_hits(joined, HITS, rule, TEXTS)
+    assert len(judged.detail["unlocated"]) == 2 and not judged.detail["none_located"] and judged.excluded is None
+
+
+def test_the_aggregate_counts_say_what_n_and_missing_leave_out():
+    cases = [_case("found", "the State of Nevada"), _case("lost", MISSING)]
+    for mode, n, unlocated, in_n in (("exclude", 1, 1, None), ("zero", 2, 0, 1)):
+        rel = RelevanceConfig(unlocated=mode)
+        results = [build_case_result(c, {5: HITS}, top_k=5, relevance=rel, texts=TEXTS) for c in cases]
+        assert results[1].evidence_unlocated and results[1].unlocated[0].doc_id == "contract.txt"
+        assert "unlocated evidence" in results[1].notes["retrieval"]
+        agg = aggregate(results, with_intervals=False)
+        count = agg.counts["hit_rate@5"]
+        assert (count["n"], count["unlocated"], count.get("unlocated_in_n")) == (n, unlocated, in_n)
+        assert agg.metrics["hit_rate@5"] == (1.0 if mode == "exclude" else 0.5)
+
+
+# ------------------------------------------------------------------ end to end: eval, report, validate
+
+
+@pytest.fixture()
+def dataset(tmp_path) -> Path:
+    root = tmp_path / "ds"
+    (root / "docs").mkdir(parents=True)
+    for name, text in TEXTS.items():
+        (root / "docs" / name).write_text(text)
+    (root / "README.md").write_text("A test dataset made in the test.\n")
+    (root / "dataset.yaml").write_text("name: unlocated\nrelevance: evidence_offsets\n")
+    cases = [
+        _case("found", "the law of the State of Nevada"),
+        _case("lost", MISSING),
+        _case("primed", "primed before its first start", doc="manual.txt", scope=("manual.txt",)),
+        Case(id="none", question="Is there a non-compete?", doc_scope=["contract.txt"], unanswerable=True),
+    ]
+    (root / "cases.jsonl").write_text("".join(c.model_dump_json(exclude_defaults=True) + "\n" for c in cases))
+    return root
+
+
+def _eval(dataset: Path, out: Path, capsys, *extra: str) -> tuple[str, dict]:
+    code = main(["eval", "--pipeline", str(PIPELINE), "--dataset", str(dataset), "--out", str(out), "--workers", "1",
+                 "--name", "run", *extra])  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    return captured.out, json.loads((out / "run" / "report.json").read_text())
+
+
+def test_eval_names_counts_and_excludes_the_unlocated_case(dataset, tmp_path, capsys):
+    out, report = _eval(dataset, tmp_path / "runs", capsys)
+    assert "unlocated evidence: 1 of 4 cases" in out and "lost: 'governed by the laws of the State of Delaware'" in out
+    assert "unlocated" in out.splitlines()[1]  # the column beside n and missing
+    assert report["unlocated"]["mode"] == "exclude"
+    (lost,) = report["unlocated"]["cases"]
+    assert lost["id"] == "lost" and lost["none_located"] and lost["spans"][0]["doc_id"] == "contract.txt"
+    count = report["counts"]["hit_rate@5"]
+    assert count == {"n": 2, "missing": 2, "unlocated": 1}  # the unanswerable case and the unlocated one
+    assert report["metrics"]["hit_rate@5"] == 1.0
+    html = (tmp_path / "runs" / "run" / "report.html").read_text()
+    assert 'id="unlocated"' in html and "governed by the laws of the State of Delaware" in html
+    assert "2 (1 unlocated)" in html
+
+
+def test_unlocated_zero_keeps_the_old_scoring_and_says_so(dataset, tmp_path, capsys):
+    out, report = _eval(dataset, tmp_path / "runs", capsys, "--unlocated", "zero")
+    assert report["counts"]["hit_rate@5"] == {"n": 3, "missing": 1, "unlocated": 0, "unlocated_in_n": 1}
+    assert report["metrics"]["hit_rate@5"] == pytest.approx(2 / 3)
+    assert "scored 0 on the retrieval metrics" in out and "1 in n" in out
+
+
+def test_the_option_is_one_definition_for_the_command_line_and_the_api(dataset, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["eval", "--dataset", str(dataset), "--unlocated", "drop"])
+    assert "--unlocated" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="unlocated"):
+        ragsweep.evaluate(PIPELINE, dataset, unlocated="drop")
+    report = ragsweep.evaluate(PIPELINE, dataset, unlocated="zero", workers=1)
+    assert report.unlocated.mode == "zero" and report.counts["recall@5"]["unlocated_in_n"] == 1
+
+
+def test_validate_parse_shows_the_closest_passage(dataset, capsys):
+    assert main(["validate", "--dataset", str(dataset)]) == 0  # without --parse: the label looks fine
+    capsys.readouterr()
+    assert main(["validate", "--dataset", str(dataset), "--parse", "--workers", "1"]) == 1
+    out = capsys.readouterr().out
+    (line,) = [line for line in out.splitlines() if "'lost'" in line]
+    assert "evidence[0]" in line and "is found in no parsed text of 'contract.txt'" in line
+    assert "closest passage" in line and "law of the State of Nevada" in line
+
+
+def test_a_sweeps_unserved_depth_counts_each_case_once():
+    from ragsweep.commands.sweep import with_own_k
+    from ragsweep.evaluation.records import Aggregate
+
+    agg = Aggregate(counts={"recall@5": {"n": 2, "missing": 2, "unlocated": 1}})
+    counts = with_own_k(agg, 5, [10]).counts
+    assert counts["recall@10"] == {"n": 0, "missing": 4} and counts["recall@k"]["unlocated"] == 1
+
+
+def test_validate_says_why_the_word_rule_misses_a_span_whose_text_is_there():
+    from ragsweep.datasets.validate import closest_passage, unlocated_problems
+
+    rule = RelevanceConfig(rule="word_overlap")
+    case = _case("c1", "ACME CORP. and FOO INC.")  # the text is there, in other case: Pathway's rule is case-sensitive
+    (problem,) = unlocated_problems([case], "cases.jsonl", rule, TEXTS, {})
+    assert "closest passage (100% alike, in 'contract.txt'): 'Acme Corp. and Foo Inc.'" in problem.message
+    assert "finds 20% of its words in the document, 65% needed" in problem.message
+    score, passage = closest_passage(CONTRACT, "the Stat of Nevad")  # cut inside words: widened to them
+    assert passage == "the State of Nevada." and score < 100
