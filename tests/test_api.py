@@ -29,7 +29,7 @@ def test_evaluate_returns_a_typed_report_and_writes_nothing(report, tmp_path, mo
     value = report.metrics["recall@5"]
     low, high = report.interval("recall@5")
     assert value is not None and low <= value <= high
-    assert report.counts["recall@5"]["n"] + report.counts["recall@5"]["missing"] == 30
+    assert report.counts["recall@5"].n + report.counts["recall@5"].missing == 30
     assert 0 <= report.chance("recall@5") <= report.baselines["recall@5"]["oracle"] <= 1
     assert report.manifest["pipeline"]["hash"]
 

@@ -46,7 +46,7 @@ def test_eval_writes_a_complete_run_folder(tmp_path):
     # retrieval found evidence for the answerable cases of this contract
     answerable = [c for c in cases if not c["unanswerable"]]
     assert answerable and report.metrics["hit_rate@10"] > 0.5
-    assert report.counts["recall@5"] == {"n": len(answerable), "missing": 14 - len(answerable)}
+    assert report.counts["recall@5"].model_dump() == {"n": len(answerable), "missing": 14 - len(answerable)}
     for name in ("recall@5", "mrr@10", "ndcg@10", "map@10", "abstention_recall", "ragas_rouge"):
         assert name in report.metrics
     assert "recall@5" in report.intervals

@@ -63,7 +63,7 @@ def test_each_configuration_is_scored_on_what_it_serves(tmp_path):
     by_k = {c.params["top_k"]: c for c in report.configs}
     one, three = by_k[1], by_k[3]
     for name in ("recall@3", "recall@10", "mrr@3", "map@10", "ndcg@10"):
-        assert one.metrics[name] is None and one.counts[name]["n"] == 0, name
+        assert one.metrics[name] is None and one.counts[name].n == 0, name
     assert three.metrics["recall@10"] is None and three.metrics["recall@3"] is not None
     assert one.served_ks == [1] and one.unserved_ks == [3, 10]
     rows = read_cases(sweep_dir / "configs" / one.id / "cases.jsonl")  # compact lines, hit texts put back

@@ -106,7 +106,7 @@ def test_the_aggregate_counts_say_what_n_and_missing_leave_out():
         assert "unlocated evidence" in results[1].notes["retrieval"]
         agg = aggregate(results, with_intervals=False)
         count = agg.counts["hit_rate@5"]
-        assert (count["n"], count["unlocated"], count.get("unlocated_in_n")) == (n, unlocated, in_n)
+        assert (count.n, count.unlocated, count.unlocated_in_n) == (n, unlocated, in_n)
         assert agg.metrics["hit_rate@5"] == (1.0 if mode == "exclude" else 0.5)
 
 
@@ -168,7 +168,7 @@ def test_the_option_is_one_definition_for_the_command_line_and_the_api(dataset, 
     with pytest.raises(ValueError, match="unlocated"):
         ragsweep.evaluate(PIPELINE, dataset, unlocated="drop")
     report = ragsweep.evaluate(PIPELINE, dataset, unlocated="zero", workers=1)
-    assert report.unlocated.mode == "zero" and report.counts["recall@5"]["unlocated_in_n"] == 1
+    assert report.unlocated.mode == "zero" and report.counts["recall@5"].unlocated_in_n == 1
 
 
 def test_validate_parse_shows_the_closest_passage(dataset, capsys):
@@ -187,7 +187,7 @@ def test_a_sweeps_unserved_depth_counts_each_case_once():
 
     agg = Aggregate(counts={"recall@5": {"n": 2, "missing": 2, "unlocated": 1}})
     counts = with_own_k(agg, 5, [10]).counts
-    assert counts["recall@10"] == {"n": 0, "missing": 4} and counts["recall@k"]["unlocated"] == 1
+    assert counts["recall@10"].model_dump() == {"n": 0, "missing": 4} and counts["recall@k"].unlocated == 1
 
 
 def test_validate_says_why_the_word_rule_misses_a_span_whose_text_is_there():

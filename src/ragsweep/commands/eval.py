@@ -439,16 +439,16 @@ def _unlocated_line(case: Any) -> str:
 def _summary_line(result: RunResult, name: str, unlocated: bool = False) -> str:
     value = result.metrics[name]
     low, high = result.interval(name)
-    count = result.counts.get(name) or result.counts.get(name.split("_mean")[0].split("_median")[0], {})
+    count = result.counts.get(name) or result.counts.get(name.split("_mean")[0].split("_median")[0])
     ci_text = f"[{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
     val = "n/a" if value is None else f"{value:.4f}"
     level = result.baselines.get(name, {})
     chance = "" if level.get("chance") is None else f"{level['chance']:.3f}"
     oracle = "" if level.get("oracle") is None else f"{level['oracle']:.3f}"
-    n, missing = count.get("n", ""), count.get("missing", "")
+    n, missing = (count.n, count.missing) if count is not None else ("", "")
     line = f"{name:<30} {val:>8}  {ci_text:<17} {chance:>7} {oracle:>7} {n:>6} {missing:>7}"
     if unlocated:
-        left_out, in_n = count.get("unlocated"), count.get("unlocated_in_n")
+        left_out, in_n = (count.unlocated, count.unlocated_in_n) if count is not None else (None, None)
         cell = f"{in_n} in n" if in_n else "" if left_out is None else str(left_out)
         line += f" {cell:>9}"
     return line

@@ -56,6 +56,7 @@ from ragsweep.evaluation.records import (
     Aggregate,
     CaseResult,
     ConfigResult,
+    Count,
     HoldoutConfig,
     HoldoutVerdict,
     SweepResult,
@@ -393,11 +394,10 @@ def with_own_k(agg: Aggregate, top_k: int, unserved: Sequence[int]) -> Aggregate
             agg.intervals[alias] = agg.intervals[own]
         if own in agg.baselines:
             agg.baselines[alias] = agg.baselines[own]
-        count = agg.counts.get(own, {})
-        total = count.get("n", 0) + count.get("missing", 0)  # its unlocated ones are among these
+        total = agg.counts[own].n + agg.counts[own].missing if own in agg.counts else 0  # unlocated among them
         for k in unserved:
             agg.metrics[f"{family}@{k}"] = None
-            agg.counts[f"{family}@{k}"] = {"n": 0, "missing": total}
+            agg.counts[f"{family}@{k}"] = Count(n=0, missing=total)
             agg.intervals.pop(f"{family}@{k}", None)
             agg.baselines.pop(f"{family}@{k}", None)
     return agg

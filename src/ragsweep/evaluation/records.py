@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_serializer
 
 from ragsweep.answer.base import Answer
 from ragsweep.datasets.schema import Case, RelevanceConfig
@@ -92,12 +92,27 @@ Baseline = dict[str, float | int | None]  # pipeline, chance, oracle, lift (mean
 GroupSummary = dict[str, dict[str, float | int]]  # metric -> mean, min, max, count (an int)
 
 
+class Count(BaseModel):
+    """How many cases a metric has a value for (``n``) and not (``missing``); of those, the cases
+    whose evidence is in no parsed document: left out (``unlocated``) or scored 0 in n
+    (``unlocated_in_n``). Written without the parts that do not apply, as report.json always had it."""
+
+    n: int = 0
+    missing: int = 0
+    unlocated: int | None = None
+    unlocated_in_n: int | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unset(self, handler: Any) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+
 class Aggregate(BaseModel):
     """The cases' means (over the cases where a metric exists), counts, bootstrap intervals,
     chance/oracle levels and per-type / per-document groups (:func:`ragsweep.evaluation.scoring.aggregate`)."""
 
     metrics: dict[str, float | None] = Field(default_factory=dict)
-    counts: dict[str, dict[str, int]] = Field(default_factory=dict)
+    counts: dict[str, Count] = Field(default_factory=dict)
     intervals: dict[str, Interval] = Field(default_factory=dict)
     baselines: dict[str, Baseline] = Field(default_factory=dict)
     groups: dict[str, dict[str, GroupSummary]] = Field(default_factory=dict)

@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ragsweep.evaluation.records import Aggregate, CaseResult, RunResult, UnlocatedCase, UnlocatedReport
+from ragsweep.evaluation.records import Aggregate, CaseResult, Count, RunResult, UnlocatedCase, UnlocatedReport
 from ragsweep.metrics.registry import SET_METRICS, judged_by_relevance
 
 
@@ -47,11 +47,11 @@ def aggregate(
 
     names = list(dict.fromkeys(name for case in cases for name in case.metrics))
     metrics: dict[str, float | None] = {}
-    counts: dict[str, dict[str, int]] = {}
+    counts: dict[str, Count] = {}
     intervals: dict[str, list[float | None]] = {}
     for name in names:
         values = [v for case in cases if (v := case.metrics.get(name)) is not None]
-        counts[name] = {"n": len(values), "missing": len(cases) - len(values)}
+        counts[name] = Count(n=len(values), missing=len(cases) - len(values))
         metrics[name] = statistics.fmean(values) if values else None
         if with_intervals and len(values) >= 2 and (interval_metrics is None or name in interval_metrics):
             low, high = bootstrap_ci(values, seed=seed)
@@ -61,7 +61,7 @@ def aggregate(
         metrics["first_relevant_rank_mean"] = statistics.fmean(frr)
         metrics["first_relevant_rank_median"] = float(statistics.median(frr))
     scored = [case for case in cases if case.metrics.get("r_precision") is not None]  # any k
-    counts["first_relevant_rank"] = {"n": len(frr), "missing": len(scored) - len(frr)}
+    counts["first_relevant_rank"] = Count(n=len(frr), missing=len(scored) - len(frr))
     _unlocated_counts(cases, counts)
     _abstention(cases, metrics, counts)
     return Aggregate(
@@ -76,7 +76,7 @@ def aggregate(
     )
 
 
-def _unlocated_counts(cases: Sequence[CaseResult], counts: dict[str, dict[str, int]]) -> None:
+def _unlocated_counts(cases: Sequence[CaseResult], counts: dict[str, Count]) -> None:
     """Beside n and missing of each metric judged by relevance: how many cases whose evidence is
     found in no parsed document it leaves out (``unlocated``) or counts in n (``unlocated_in_n``,
     scored 0 under ``--unlocated zero``)."""
@@ -87,9 +87,9 @@ def _unlocated_counts(cases: Sequence[CaseResult], counts: dict[str, dict[str, i
         if not judged_by_relevance(name):
             continue
         present = sum(1 for case in unlocated if case.metrics.get(name) is not None)
-        count["unlocated"] = len(unlocated) - present
+        count.unlocated = len(unlocated) - present
         if present:
-            count["unlocated_in_n"] = present
+            count.unlocated_in_n = present
 
 
 def unlocated_report(cases: Sequence[CaseResult], mode: str) -> UnlocatedReport:
@@ -102,9 +102,7 @@ def unlocated_report(cases: Sequence[CaseResult], mode: str) -> UnlocatedReport:
     )
 
 
-def _abstention(
-    cases: Sequence[CaseResult], metrics: dict[str, float | None], counts: dict[str, dict[str, int]]
-) -> None:
+def _abstention(cases: Sequence[CaseResult], metrics: dict[str, float | None], counts: dict[str, Count]) -> None:
     """Abstention precision/recall over the answered cases; "abstained" as the answer metrics
     decided it (the answerer's flag or a refusal-style text)."""
     from ragsweep.metrics.answer import aggregate_abstention
@@ -120,7 +118,7 @@ def _abstention(
     for name in SET_METRICS:
         if name in abst:
             metrics[name] = _float(abst[name])
-    counts["abstention"] = {"n": len(pairs), "missing": len(cases) - len(pairs)}
+    counts["abstention"] = Count(n=len(pairs), missing=len(cases) - len(pairs))
 
 
 def baselines(cases: Sequence[CaseResult]) -> dict[str, dict[str, float | int | None]]:
@@ -192,7 +190,8 @@ def quality_failures(report: RunResult, floors: dict[str, float]) -> list[str]:
             continue
         low, high = report.interval(metric)
         chance = report.chance(metric)
-        n = (report.counts.get(metric) or {}).get("n", 0)
+        count = report.counts.get(metric)
+        n = count.n if count is not None else 0
         head = (
             f"{metric} = {_fmt(value)} < floor {floor}"
             f" (95% CI [{_fmt(low)}, {_fmt(high)}], chance {_fmt(chance)}, n={n})"

@@ -121,12 +121,15 @@ def _value(result: Aggregate, metric: str) -> float | None:
 def _n_missing(result: Aggregate, metric: str, unknown: str = "") -> tuple[Any, Any]:
     """(cases with a value, cases without) of ``metric``; each says how many of them are cases
     whose evidence occurs in no parsed document (left out, or scored 0 with --unlocated zero)."""
-    counts = result.counts.get(metric) or {}
-    n, missing = counts.get("n", unknown), counts.get("missing", unknown)
-    if counts.get("unlocated_in_n"):
-        n = f"{n} ({counts['unlocated_in_n']} unlocated, scored 0)"
-    if counts.get("unlocated"):
-        missing = f"{missing} ({counts['unlocated']} unlocated)"
+    count = result.counts.get(metric)
+    if count is None:
+        return unknown, unknown
+    n: Any = count.n
+    missing: Any = count.missing
+    if count.unlocated_in_n:
+        n = f"{n} ({count.unlocated_in_n} unlocated, scored 0)"
+    if count.unlocated:
+        missing = f"{missing} ({count.unlocated} unlocated)"
     return n, missing
 
 
