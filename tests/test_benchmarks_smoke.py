@@ -66,6 +66,12 @@ EXPECTED: dict[str, list[str]] = {
         "RESULT cases.jsonl: 8 lines, byte-identical: True",
         "RESULT base HEAD vs this checkout on datasets/cuad-mini: the same numbers",
     ],
+    "same_lists.py": [
+        "SMOKE RUN",
+        "RESULT runs:",
+        "RESULT hybrid: 120 of 120 lists identical (0 case(s) differ)",
+        "RESULT datasets/cuad-mini (hybrid): the same lists",
+    ],
     "sweep_vs_server.py": [
         "SMOKE RUN",
         "(a) ragsweep sweep, cold cache [s]",
@@ -155,9 +161,14 @@ def _same_numbers(s: dict) -> None:
     assert s["differ"] == [] and s["base"] == "HEAD"
 
 
+def _same_lists(s: dict) -> None:
+    assert s["modes"] == ["hybrid"] and s["lists"] == 30 * 4 and s["differ"] == []
+
+
 # script -> checks of its final JSON line
 CHECKS = {
     "same_numbers.py": _same_numbers,
+    "same_lists.py": _same_lists,
     "api_speed.py": _api_speed,
     "score_profile.py": _score_profile,
     "scoped_queries.py": _scoped_queries,
