@@ -114,22 +114,53 @@ def tie_dataset(tmp_path_factory) -> Path:
 def test_identical_chunks_are_served_by_document_id(mode, tie_dataset, default_pipeline):
     """The twelve identical documents score exactly alike for their clause: every depth serves
     the first of them by document id, k=1 included (its equal scores run past the deeper list,
-    so the index is asked for every chunk)."""
+    so the index is asked for every chunk). For BM25 and KNN each depth, asked alone, is the
+    first k of the deepest answer (what prefix_exact lets eval rely on), ties at the cut included."""
     from ragsweep.pipeline.config import PipelineConfig
     from ragsweep.pipeline.corpus import parse_corpus
-    from ragsweep.pipeline.store import Query, RagStore
+    from ragsweep.pipeline.store import Query, RagStore, prefix_exact
 
     corpus = parse_corpus(tie_dataset / "docs", progress=False)
     config = PipelineConfig.load(default_pipeline, {"retriever_mode": mode})
-    run = RagStore(config, corpus).run([Query(CLAUSE, k) for k in (1, 3, 5, 20)])
+    ks = (1, 3, 5, 20)
+    run = RagStore(config, corpus).run([Query(q, k) for q in QUESTIONS for k in ks])
+    lists = {
+        (q, k): [(h.doc_id, h.score) for h in run.hits[i * len(ks) + j]]
+        for i, q in enumerate(QUESTIONS)
+        for j, k in enumerate(ks)
+    }
     same = [f"same-{i:02d}.txt" for i in range(1, SAME + 1)]
-    for k, hits in zip((1, 3, 5), run.hits):
-        assert [h.doc_id for h in hits] == same[:k], (mode, k, [(h.doc_id, h.score) for h in hits])
-    deep = run.hits[-1]
-    assert [h.doc_id for h in deep[:SAME]] == same
-    if mode != "hybrid":  # one score, served alike (a fused score falls with each rank)
-        assert len({h.score for h in deep[:SAME]}) == 1
-    assert len(deep) == len(corpus.documents)  # one chunk per document, all served at k=20
+    for k in ks[:-1]:
+        assert [d for d, _ in lists[(CLAUSE, k)]] == same[:k], (mode, k, lists[(CLAUSE, k)])
+    deep = lists[(CLAUSE, 20)]
+    assert [d for d, _ in deep[:SAME]] == same and len(deep) == len(corpus.documents)
+    assert prefix_exact(config.build().retriever_factory) is (mode != "hybrid")
+    if mode != "hybrid":  # one score, served alike (a fused score falls with each rank); prefixes
+        assert len({sc for _, sc in deep[:SAME]}) == 1
+        for q in QUESTIONS:
+            for k in ks[:-1]:
+                assert lists[(q, k)] == lists[(q, 20)][:k], (mode, q, k)
+
+
+def test_every_retriever_is_served_through_the_stable_order():
+    """ragsweep's DocumentStore wraps plain indexes, and rebuilds a hybrid (Pathway's or its own)
+    as ragsweep's fusion over wrapped sub-retrievers, never wrapping the fusion itself."""
+    from pathway.stdlib.indexing import BruteForceKnnFactory, HybridIndexFactory, TantivyBM25Factory, UsearchKnnFactory
+
+    from ragsweep.pipeline import fusion
+    from ragsweep.pipeline.stable_order import StableOrderFactory, exact_index, stable_factory
+
+    bm25, knn = TantivyBM25Factory(), BruteForceKnnFactory(dimensions=3, embedder=None)
+    for hybrid in (HybridIndexFactory([knn, bm25], k=30), fusion.HybridIndexFactory([knn, bm25], k=30)):
+        served = stable_factory(hybrid)
+        assert type(served) is fusion.HybridIndexFactory and served.k == 30
+        assert [type(f) for f in served.retriever_factories] == [StableOrderFactory, StableOrderFactory]
+        assert [f.inner for f in served.retriever_factories] == [knn, bm25]
+        assert not exact_index(hybrid)
+    wrapped = stable_factory(bm25)
+    assert isinstance(wrapped, StableOrderFactory) and stable_factory(wrapped) is wrapped
+    assert exact_index(bm25) and exact_index(knn) and exact_index(wrapped)
+    assert not exact_index(UsearchKnnFactory(dimensions=3, embedder=None))  # approximate: no prefix promise
 
 
 def test_the_served_lists_are_the_same_in_fresh_processes_and_with_two_workers(tie_dataset):
