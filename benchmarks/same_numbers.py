@@ -1,10 +1,11 @@
 """Same input, same numbers across a change: this checkout's `ragsweep eval` against another
 revision's, both fed the same served lists.
 
-Two cold runs may differ where Pathway orders equal BM25 scores differently from one run to the
-next, so the served lists are asked once (by this checkout, from the served-list cache where it
-holds them) and written to a JSON file; then each revision runs its own eval code in its own
-process with retrieval replaced by those lists:
+Two revisions may serve different lists (before ragsweep.pipeline.stable_order, even two cold runs
+of one revision could: Pathway ordered equal BM25 scores differently from run to run), so the
+served lists are asked once (by this checkout, from the served-list cache where it holds them) and
+written to a JSON file; then each revision runs its own eval code in its own process with
+retrieval replaced by those lists:
 
 - this checkout, in place;
 - REV, in a `git worktree` of it (``PYTHONPATH`` points at its ``src``), with the same venv.

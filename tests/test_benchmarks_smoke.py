@@ -66,6 +66,12 @@ EXPECTED: dict[str, list[str]] = {
         "RESULT cases.jsonl: 8 lines, byte-identical: True",
         "RESULT base HEAD vs this checkout on datasets/cuad-mini: the same numbers",
     ],
+    "same_lists.py": [
+        "SMOKE RUN",
+        "RESULT runs:",
+        "RESULT hybrid: 120 of 120 lists identical (0 case(s) differ)",
+        "RESULT datasets/cuad-mini (hybrid): the same lists",
+    ],
     "sweep_vs_server.py": [
         "SMOKE RUN",
         "(a) ragsweep sweep, cold cache [s]",
@@ -175,10 +181,15 @@ def _warm_start(s: dict) -> None:
     assert "pathway" in evaluated["imports"]["by_package"] and s["evaluate"]["imports"]["stages"]["aggregate"] >= 0
 
 
+def _same_lists(s: dict) -> None:
+    assert s["modes"] == ["hybrid"] and s["lists"] == 30 * 4 and s["differ"] == []
+
+
 # script -> checks of its final JSON line
 CHECKS = {
     "warm_start.py": _warm_start,
     "same_numbers.py": _same_numbers,
+    "same_lists.py": _same_lists,
     "api_speed.py": _api_speed,
     "score_profile.py": _score_profile,
     "scoped_queries.py": _scoped_queries,

@@ -42,9 +42,9 @@ def test_a_bad_thread_count_is_refused(value, capsys):
 
 
 def test_two_workers_serve_the_same_hits_as_one(monkeypatch, tmp_path, default_pipeline):
-    """Real contract text (no duplicate chunks: exact ties among equal chunks may be cut in
-    another order by another number of workers). Tantivy's BM25 scores differ run to run in
-    the last float32 digit, with one worker as with two: scores are compared to 1e-5."""
+    """Real contract text (chunks that score exactly alike, cut and ordered the same by one
+    worker or two: tests/test_same_lists.py). Tantivy's BM25 scores differ run to run in the
+    last float32 digit, with one worker as with two: scores are compared to 1e-5."""
     import json
     import shutil
     from pathlib import Path

@@ -13,8 +13,9 @@ Each question goes to ``POST /v1/retrieve`` as a client would send it (``{"query
 "k": k}``, no filter) and to ``RagStore(config, corpus).run([Query(q, k), ...])``; the
 ranked (doc id, chunk text) lists must be equal at k = 1, 3, 5, 10. The only
 normalisation, applied to both sides alike: items are sorted by (-score, doc id, start,
-text), i.e. the order among exactly equal scores is made canonical. Membership (which
-chunks make the top k) is never normalised.
+text), i.e. the order among exactly equal scores is made canonical (the order both sides
+serve already, :mod:`ragsweep.pipeline.stable_order`; checked on the server's replies).
+Membership (which chunks make the top k) is never normalised.
 
 A mismatch is reported with its likely cause: the question is changed by the store's
 ``sanitize_query``, an exact score tie at the cut-off (which the pipeline's
@@ -289,6 +290,19 @@ def test_served_equals_evaluated(mode, served, evaluated):
         f"{mode}: served != evaluated for {len(failures)} of {len(QUESTIONS) * len(KS)} (question, k) "
         f"({summary}); causes: {dict(causes)}\n" + "\n".join(failures)
     )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_server_serves_equal_scores_in_the_documented_order(mode, served):
+    """What the comparison normalises is what the server already does: each reply is in
+    (-score, doc id, start, text) order (ragsweep.pipeline.stable_order), not in Pathway's order
+    among equal scores. Hybrid replies hold exact RRF ties (a chunk ranked r-th by one retriever
+    only scores 1/(60 + r)), so this is not vacuous."""
+    replies = [served[(mode, q, k)] for q in QUESTIONS for k in KS]
+    unordered = [r for r in replies if r != canonical(r)]
+    tied = sum(len(r) - len({sc for sc, *_ in r}) for r in replies)
+    print(f"\n{mode}: {tied} served items share their score with another of their reply")
+    assert not unordered, f"{len(unordered)} replies not in the documented order, first: {describe(unordered[0])}"
 
 
 def test_a_deeper_hybrid_query_is_not_the_top_k(evaluated):

@@ -9,17 +9,24 @@ can get different top-k lists, and a case's score changes with its position in
 a batch. Measured on cuad-mini: 16 identical concurrent hybrid k=1 requests to a
 ``DocumentStoreServer`` returned one chunk 9 times and another 7 times.
 
-:class:`HybridIndexFactory` here is Pathway's, with one change: rows are ordered by
+:class:`HybridIndexFactory` here is Pathway's, with two changes: rows are ordered by
 (-score, best rank in any retriever, index of that retriever), a key that is unique
 per chunk (two chunks with the same best rank in the same retriever are the same
-chunk). Scores, fusion and the cut are Pathway's; only the order among exactly
-equal scores is fixed. A pipeline YAML names it as
+chunk); and a chunk's RRF terms are summed exactly rounded (``math.fsum``), so the sum
+does not depend on the order Pathway gathers them in. Fusion and the cut are Pathway's;
+only the order among exactly equal scores is fixed. A pipeline YAML names it as
 ``!ragsweep.pipeline.fusion.HybridIndexFactory``, so an in-process evaluation and a server
 built from the same file serve the same lists.
+
+The ranks it fuses are stable too: ragsweep's ``DocumentStore`` wraps each sub-retriever in
+:mod:`ragsweep.pipeline.stable_order` (equal BM25 or KNN scores ordered by document id and
+offset, not by where Pathway's index holds the chunks), and builds this fusion for a
+Pathway ``HybridIndexFactory`` as well.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import pathway.internals as pw
@@ -28,6 +35,13 @@ from pathway.stdlib.indexing.colnames import _INDEX_REPLY, _MATCHED_ID, _QUERY_I
 from pathway.stdlib.indexing.data_index import InnerIndex
 
 _TIE = "_pw_ragsweep_tie"
+
+
+@pw.udf(deterministic=True)
+def _rrf_sum(terms: tuple) -> float:
+    """A chunk's RRF terms summed exactly rounded, so in whatever order Pathway gathered them
+    (a plain float sum of three or more terms can differ in its last bit by order)."""
+    return math.fsum(terms)
 
 
 class HybridIndex(_pathway_hybrid.HybridIndex):
@@ -84,11 +98,21 @@ class HybridIndex(_pathway_hybrid.HybridIndex):
     @staticmethod
     def _fuse(results: pw.Table) -> pw.Table:
         """Per query, the matches by (-RRF score, best tie key), as a tuple of (id, score)."""
-        removed_duplicates = results.groupby(results[_QUERY_ID], results[_MATCHED_ID]).reduce(
-            pw.this[_QUERY_ID],
-            pw.this[_MATCHED_ID],
-            _pw_groupby_sort_key=pw.make_tuple(-pw.reducers.sum(pw.this[_SCORE]), pw.reducers.min(pw.this[_TIE])),
-            **{_SCORE: pw.reducers.sum(pw.this[_SCORE])},
+        removed_duplicates = (
+            results.groupby(results[_QUERY_ID], results[_MATCHED_ID])
+            .reduce(
+                pw.this[_QUERY_ID],
+                pw.this[_MATCHED_ID],
+                _pw_ragsweep_terms=pw.reducers.tuple(pw.this[_SCORE]),
+                **{_TIE: pw.reducers.min(pw.this[_TIE])},
+            )
+            .select(
+                pw.this[_QUERY_ID],
+                pw.this[_MATCHED_ID],
+                pw.this[_TIE],
+                **{_SCORE: _rrf_sum(pw.this._pw_ragsweep_terms)},
+            )
+            .with_columns(_pw_groupby_sort_key=pw.make_tuple(-pw.this[_SCORE], pw.this[_TIE]))
         )
         return removed_duplicates.groupby(
             pw.this[_QUERY_ID], sort_by=pw.this._pw_groupby_sort_key, id=pw.this[_QUERY_ID]

@@ -48,6 +48,7 @@ _SERVING_MODULES = (
     "ragsweep.pipeline.store",
     "ragsweep.pipeline.serving",
     "ragsweep.pipeline.fusion",
+    "ragsweep.pipeline.stable_order",
     "ragsweep.pipeline.chunking",
     "ragsweep.pipeline.cjk",
     "ragsweep.pipeline.embedding",

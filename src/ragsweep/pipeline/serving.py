@@ -1,11 +1,17 @@
 """The DocumentStore ragsweep evaluates is the one it serves.
 
-:class:`DocumentStore` is Pathway's ``DocumentStore`` with one change: when the
-index has a Tantivy BM25 retriever, each question first goes through
-:func:`ragsweep.datasets.pathway_limits.tantivy_safe`, because one question holding
-Tantivy query syntax ends the whole ``pw.run`` (a server process dies with
-``EngineError: Syntax Error``). Questions without such characters reach Pathway
-unchanged, so for them a stock ``DocumentStoreServer`` serves exactly the same lists.
+:class:`DocumentStore` is Pathway's ``DocumentStore`` with two changes:
+
+- when the index has a Tantivy BM25 retriever, each question first goes through
+  :func:`ragsweep.datasets.pathway_limits.tantivy_safe`, because one question holding
+  Tantivy query syntax ends the whole ``pw.run`` (a server process dies with
+  ``EngineError: Syntax Error``). Questions without such characters reach Pathway unchanged;
+- its retriever serves equal scores in one documented order, run after run
+  (:mod:`ragsweep.pipeline.stable_order`: each index, or each sub-retriever of a hybrid,
+  orders equal scores by document id, start offset, then text, and which tied chunk makes
+  the cut does not depend on Pathway's order), and the served list is sorted by
+  (distance, that key). Scores and every list without equal scores at the cut are Pathway's
+  (a served score may be moved by at most 1e-6, relative, to equal its group's best).
 
 The in-process store (:mod:`ragsweep.pipeline.store`) builds this class, and
 :func:`build_server` serves it over REST with Pathway's own ``DocumentStoreServer``:
@@ -25,23 +31,43 @@ import pathway as pw  # noqa: E402
 from pathway.stdlib.indexing import TantivyBM25Factory  # noqa: E402
 from pathway.xpacks.llm import document_store as _pathway_store  # noqa: E402
 
+from ragsweep.pipeline.stable_order import StableOrderFactory, stable_factory, tie_key  # noqa: E402
+
 
 def uses_tantivy(factory: Any) -> bool:
     """Does this retriever factory (or one it fuses) query Tantivy?"""
     if isinstance(factory, TantivyBM25Factory):
         return True
+    if isinstance(factory, StableOrderFactory):
+        return uses_tantivy(factory.inner)
     return any(uses_tantivy(f) for f in getattr(factory, "retriever_factories", None) or [])
 
 
 class DocumentStore(_pathway_store.DocumentStore):
-    """Pathway's DocumentStore; questions made safe for Tantivy's query parser when it is used."""
+    """Pathway's DocumentStore; questions made safe for Tantivy's query parser when it is used,
+    equal scores served in the stable order."""
+
+    def __init__(self, docs: Any, retriever_factory: Any, *args: Any, **kwargs: Any):
+        super().__init__(docs, stable_factory(retriever_factory), *args, **kwargs)
 
     def retrieve_query(self, retrieval_queries: pw.Table) -> pw.Table:
         if uses_tantivy(self.retriever_factory):
             retrieval_queries = retrieval_queries.with_columns(
                 query=pw.apply_with_type(safe_question, str, pw.this.query)
             )
-        return super().retrieve_query(retrieval_queries)
+        served = super().retrieve_query(retrieval_queries)
+        # Pathway sorts by distance alone: equal distances in the index's tie order
+        return served.with_columns(result=pw.apply_with_type(in_served_order, pw.Json, pw.this.result))
+
+
+def in_served_order(result: pw.Json) -> pw.Json:
+    """A reply's items by (distance, then the stable tie key of their chunk)."""
+    items: list[Any] = sorted(result.as_list(), key=_served_key)
+    return pw.Json(items)
+
+
+def _served_key(item: Any) -> tuple[float, tuple[str, int, str]]:
+    return float(item["dist"]), tie_key(str(item.get("text", "")), item.get("metadata"))
 
 
 def safe_question(text: str) -> str:

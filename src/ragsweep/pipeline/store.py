@@ -125,11 +125,15 @@ def _offsets(meta: dict, chunk: str, doc_text: str | None) -> tuple[int, int]:
 
 def prefix_exact(retriever_factory: Any) -> bool:
     """Is the top-k of this index the first k of a deeper answer? True for Pathway's BM25
-    and brute-force KNN (one total order per query), False for a fused hybrid index: RRF
-    over each retriever's top-k is not the prefix of RRF over a deeper top-k."""
-    from pathway.stdlib.indexing.hybrid_index import HybridIndexFactory
+    and brute-force KNN as ragsweep's DocumentStore serves them: one total order per query
+    (score, then the tie key of :mod:`ragsweep.pipeline.stable_order`, which also settles which
+    equal-scoring chunk makes any cut). False for a fused hybrid index (RRF over each
+    retriever's top-k is not the prefix of RRF over a deeper top-k), for approximate indexes
+    (USearch, LSH: a deeper search may find other neighbours) and for factories ragsweep
+    cannot see inside: each depth is then asked on its own."""
+    from ragsweep.pipeline.stable_order import exact_index
 
-    return not isinstance(retriever_factory, HybridIndexFactory)
+    return exact_index(retriever_factory)
 
 
 def _served_order(raw: list[dict] | None) -> list[dict]:
