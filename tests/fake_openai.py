@@ -23,6 +23,13 @@ stay deterministic):
 - ``#garbage-once`` (judge requests only) a judge reply that is not JSON at first; asked again (a request holding an
                  assistant turn, the judge's repair), the normal judge reply to the first question
 
+- ``#huge``       200, a well-formed envelope whose text is ``huge_bytes`` (10 MB) long, no ``usage``
+
+``FakeOpenAI(reply_bytes=N)`` answers every chat request as ``#huge`` does, with a text of N bytes.
+``FakeOpenAI(serial_seconds=S)`` is a server that answers one chat request at a time, each after S
+seconds (as llama.cpp's server does: a request whose client went away before its turn is skipped).
+``FakeOpenAI(max_in_flight=N)`` answers a chat request that finds N others in flight with a 429
+(no ``Retry-After``). ``in_flight_high`` is the most chat requests it held at once.
 ``FakeOpenAI(echo_key_status=400)`` answers every chat request with the echoing error.
 ``FakeOpenAI(embeddings_status=401)`` answers every embeddings request (after the first
 ``embeddings_ok_first``, answered normally) with that status and an
@@ -51,6 +58,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import select
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -280,6 +289,30 @@ def _embed(text: str, dim: int = 32) -> list[float]:
     return [v / norm for v in vec]
 
 
+def huge_reply(size: int, body: dict) -> bytes:
+    """A well-formed chat completion whose text is ``size`` bytes of prose, without ``usage``
+    (so a client counts its tokens itself)."""
+    line = "All work and no play makes Jack a dull boy. "
+    text = (line * (size // len(line) + 1))[:size]
+    reply = {
+        "id": "chatcmpl-fake-huge",
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": body.get("model", "fake-model"),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+    }
+    return json.dumps(reply).encode()
+
+
+def _client_gone(conn: socket.socket) -> bool:
+    """The client closed its end (it timed out waiting): readable, and nothing to read."""
+    try:
+        readable, _, _ = select.select([conn], [], [], 0)
+        return bool(readable) and conn.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
+
+
 class _QuietServer(ThreadingHTTPServer):
     """A client that goes away mid-request (a server process stopped by a test) is not an error here."""
 
@@ -297,8 +330,19 @@ class FakeOpenAI:
         echo_key_status: int | None = None,
         embeddings_status: int | None = None,
         embeddings_ok_first: int = 0,
+        reply_bytes: int | None = None,
+        serial_seconds: float | None = None,
+        max_in_flight: int | None = None,
     ):
         self.slow_seconds = slow_seconds
+        self.reply_bytes = reply_bytes
+        self.huge_bytes = 10_000_000
+        self.serial_seconds = serial_seconds
+        self.max_in_flight = max_in_flight
+        self.in_flight = 0
+        self.in_flight_high = 0
+        self.skipped = 0  # serial: requests whose client had gone before their turn
+        self._serial = threading.Lock()
         self.echo_key_status = echo_key_status
         self.embeddings_status = embeddings_status
         self.embeddings_ok_first = embeddings_ok_first  # embeddings requests answered before the status starts
@@ -344,8 +388,33 @@ class FakeOpenAI:
                     body = json.loads(raw or b"{}")
                 except ValueError:
                     body = {}
-                status, payload, headers = fake.handle(self.path, raw, body, dict(self.headers))
-                self._send(status, payload, headers)
+                if not self.path.endswith("/chat/completions"):
+                    self._send(*fake.handle(self.path, raw, body, dict(self.headers)))
+                    return
+                with fake._lock:
+                    fake.in_flight += 1
+                    fake.in_flight_high = max(fake.in_flight_high, fake.in_flight)
+                    crowded = fake.max_in_flight is not None and fake.in_flight > fake.max_in_flight
+                try:
+                    if crowded:
+                        self._send(429, b'{"error": {"message": "too many requests in flight"}}')
+                    elif fake.serial_seconds is not None:
+                        self._serially(raw, body)
+                    else:
+                        self._send(*fake.handle(self.path, raw, body, dict(self.headers)))
+                finally:
+                    with fake._lock:
+                        fake.in_flight -= 1
+
+            def _serially(self, raw: bytes, body: dict):
+                with fake._serial:  # one at a time, as llama.cpp's server
+                    if _client_gone(self.connection):
+                        with fake._lock:
+                            fake.skipped += 1
+                        return
+                    fake._stop.wait(fake.serial_seconds)
+                    reply = fake.handle(self.path, raw, body, dict(self.headers))
+                self._send(*reply)
 
         self.server = _QuietServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -438,6 +507,8 @@ class FakeOpenAI:
             self._stop.wait(self.slow_seconds)
         if "#malformed" in everything:
             return 200, b"<html>this is not json", {}
+        if self.reply_bytes is not None or "#huge" in everything:
+            return 200, huge_reply(self.reply_bytes or self.huge_bytes, body), {}
         system = " ".join(m["content"] for m in messages if m.get("role") == "system")
         user = " ".join(m["content"] for m in messages if m.get("role") == "user")
         refusal = None
