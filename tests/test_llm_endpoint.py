@@ -234,3 +234,29 @@ def test_cache_hits_take_no_slot(fake_server, llm_settings, concurrency):
     client = LLMClient(llm_settings.with_updates(concurrency=concurrency))
     assert all(r.cached for r in client.chat_batch(batch))
     assert client.stats().endpoint.attempts == 0 and client.stats().cached == 5
+
+
+def test_a_sweep_prints_its_llm_calls_and_failure_rate(fake_server, tmp_path, monkeypatch):
+    from ragsweep.commands.sweep import SweepOptions, run_sweep, sweep_table
+
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("RAGSWEEP_LLM_MODEL", "fake-model")
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("grid:\n  top_k: [3, 5]\nbaseline: {top_k: 5}\nobjectives: [recall@k]\nks: [3, 5]\n")
+    options = SweepOptions(
+        pipeline=str(ROOT / "pipelines" / "default.yaml"),
+        dataset=str(ROOT / "datasets" / "cuad-mini"),
+        limit=2,
+        out=str(tmp_path / "runs"),
+        progress=False,
+        ragas_nonllm=False,
+        grid=str(grid),
+        answers=True,
+        use_llm=True,
+    )
+    _, report = run_sweep(options)
+    for config in report.configs:
+        assert config.llm_calls["answer"]["calls"] >= 1 and config.llm_calls["answer"]["failure_rate"] == 0.0
+    calls = sum(c.llm_calls["answer"]["calls"] for c in report.configs)
+    assert f"LLM answer (over 2 configurations): {calls} calls, 0 failed (0.0%)" in sweep_table(report)
