@@ -323,6 +323,78 @@ class _QuietServer(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
+class _Handler(BaseHTTPRequestHandler):
+    """HTTP in, :meth:`FakeOpenAI.handle` out; ``fake`` is set per server by :func:`_handler`."""
+
+    fake: "FakeOpenAI"
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):  # quiet
+        pass
+
+    def _send(self, status: int, body: bytes, headers: dict | None = None):
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        try:
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def do_GET(self):
+        with self.fake._lock:
+            self.fake.requests += 1
+        if self.path.rstrip("/").endswith("/models"):
+            self._send(200, json.dumps({"object": "list", "data": [{"id": "fake-model", "object": "model"}]}).encode())
+        else:
+            self._send(404, b'{"error": {"message": "not found"}}')
+
+    def do_POST(self):
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {}
+        if not self.path.endswith("/chat/completions"):
+            self._send(*self.fake.handle(self.path, raw, body, dict(self.headers)))
+            return
+        with self.fake._lock:
+            self.fake.in_flight += 1
+            self.fake.in_flight_high = max(self.fake.in_flight_high, self.fake.in_flight)
+            crowded = self.fake.max_in_flight is not None and self.fake.in_flight > self.fake.max_in_flight
+        try:
+            if crowded:
+                reply = 429, b'{"error": {"message": "too many requests in flight"}}', {}
+            elif self.fake.serial_seconds is not None:
+                reply = self._serially(raw, body)
+            else:
+                reply = self.fake.handle(self.path, raw, body, dict(self.headers))
+        finally:  # out of flight before the reply goes: the client may send its next one at once
+            with self.fake._lock:
+                self.fake.in_flight -= 1
+        if reply is not None:
+            self._send(*reply)
+
+    def _serially(self, raw: bytes, body: dict) -> tuple[int, bytes, dict] | None:
+        """One at a time, as llama.cpp's server; None (no reply) when the client went before its turn."""
+        with self.fake._serial:
+            if _client_gone(self.connection):
+                with self.fake._lock:
+                    self.fake.skipped += 1
+                return None
+            self.fake._stop.wait(self.fake.serial_seconds)
+            return self.fake.handle(self.path, raw, body, dict(self.headers))
+
+
+def _handler(fake: "FakeOpenAI") -> type[BaseHTTPRequestHandler]:
+    return type("Handler", (_Handler,), {"fake": fake})
+
+
 class FakeOpenAI:
     def __init__(
         self,
@@ -351,72 +423,7 @@ class FakeOpenAI:
         self._seen: dict[str, int] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):  # quiet
-                pass
-
-            def _send(self, status: int, body: bytes, headers: dict | None = None):
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                try:
-                    self.wfile.write(body)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-            def do_GET(self):
-                with fake._lock:
-                    fake.requests += 1
-                if self.path.rstrip("/").endswith("/models"):
-                    self._send(
-                        200, json.dumps({"object": "list", "data": [{"id": "fake-model", "object": "model"}]}).encode()
-                    )
-                else:
-                    self._send(404, b'{"error": {"message": "not found"}}')
-
-            def do_POST(self):
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(length)
-                try:
-                    body = json.loads(raw or b"{}")
-                except ValueError:
-                    body = {}
-                if not self.path.endswith("/chat/completions"):
-                    self._send(*fake.handle(self.path, raw, body, dict(self.headers)))
-                    return
-                with fake._lock:
-                    fake.in_flight += 1
-                    fake.in_flight_high = max(fake.in_flight_high, fake.in_flight)
-                    crowded = fake.max_in_flight is not None and fake.in_flight > fake.max_in_flight
-                try:
-                    if crowded:
-                        self._send(429, b'{"error": {"message": "too many requests in flight"}}')
-                    elif fake.serial_seconds is not None:
-                        self._serially(raw, body)
-                    else:
-                        self._send(*fake.handle(self.path, raw, body, dict(self.headers)))
-                finally:
-                    with fake._lock:
-                        fake.in_flight -= 1
-
-            def _serially(self, raw: bytes, body: dict):
-                with fake._serial:  # one at a time, as llama.cpp's server
-                    if _client_gone(self.connection):
-                        with fake._lock:
-                            fake.skipped += 1
-                        return
-                    fake._stop.wait(fake.serial_seconds)
-                    reply = fake.handle(self.path, raw, body, dict(self.headers))
-                self._send(*reply)
-
-        self.server = _QuietServer(("127.0.0.1", 0), Handler)
+        self.server = _QuietServer(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
@@ -480,6 +487,10 @@ class FakeOpenAI:
             )
         if not path.endswith("/chat/completions"):
             return 404, b'{"error": {"message": "not found"}}', {}
+        return self._chat(body, headers, seen, digest)
+
+    def _chat(self, body: dict, headers: dict | None, seen: int, digest: str) -> tuple[int, bytes, dict]:
+        """A chat completion request (``seen``: times this exact body came before)."""
         messages = body.get("messages") or []
         for m in messages:
             m["content"] = _text(m.get("content"))
@@ -509,6 +520,10 @@ class FakeOpenAI:
             return 200, b"<html>this is not json", {}
         if self.reply_bytes is not None or "#huge" in everything:
             return 200, huge_reply(self.reply_bytes or self.huge_bytes, body), {}
+        return self._reply(messages, body, everything, digest)
+
+    def _reply(self, messages: list[dict], body: dict, everything: str, digest: str) -> tuple[int, bytes, dict]:
+        """A 200 with the reply the request's markers or prompt call for."""
         system = " ".join(m["content"] for m in messages if m.get("role") == "system")
         user = " ".join(m["content"] for m in messages if m.get("role") == "user")
         refusal = None
