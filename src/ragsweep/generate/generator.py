@@ -263,7 +263,11 @@ class Generator:
         replies = self.client.chat_batch(batch, json_mode=True)
         self.usage.add(step, replies)
         self.round_calls += len(replies)
-        self.round_errors.update(error_kind(r.error) for r in replies if r.error)
+        failed = Counter(error_kind(r.error) for r in replies if r.error)
+        self.round_errors.update(failed)
+        if failed:  # said as it happens: a slow run shows why it is slow
+            why = ", ".join(f"{n}x {kind}" for kind, n in failed.most_common())
+            self.log(f"{step}: {sum(failed.values())} of {len(replies)} calls failed ({why})")
         return replies
 
     def verify_batch(self, batch: list[Candidate], accepted: list[Candidate]) -> None:
