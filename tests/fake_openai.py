@@ -23,6 +23,13 @@ stay deterministic):
 - ``#garbage-once`` (judge requests only) a judge reply that is not JSON at first; asked again (a request holding an
                  assistant turn, the judge's repair), the normal judge reply to the first question
 
+- ``#huge``       200, a well-formed envelope whose text is ``huge_bytes`` (10 MB) long, no ``usage``
+
+``FakeOpenAI(reply_bytes=N)`` answers every chat request as ``#huge`` does, with a text of N bytes.
+``FakeOpenAI(serial_seconds=S)`` is a server that answers one chat request at a time, each after S
+seconds (as llama.cpp's server does: a request whose client went away before its turn is skipped).
+``FakeOpenAI(max_in_flight=N)`` answers a chat request that finds N others in flight with a 429
+(no ``Retry-After``). ``in_flight_high`` is the most chat requests it held at once.
 ``FakeOpenAI(echo_key_status=400)`` answers every chat request with the echoing error.
 ``FakeOpenAI(embeddings_status=401)`` answers every embeddings request (after the first
 ``embeddings_ok_first``, answered normally) with that status and an
@@ -51,6 +58,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import select
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -280,6 +289,30 @@ def _embed(text: str, dim: int = 32) -> list[float]:
     return [v / norm for v in vec]
 
 
+def huge_reply(size: int, body: dict) -> bytes:
+    """A well-formed chat completion whose text is ``size`` bytes of prose, without ``usage``
+    (so a client counts its tokens itself)."""
+    line = "All work and no play makes Jack a dull boy. "
+    text = (line * (size // len(line) + 1))[:size]
+    reply = {
+        "id": "chatcmpl-fake-huge",
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": body.get("model", "fake-model"),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+    }
+    return json.dumps(reply).encode()
+
+
+def _client_gone(conn: socket.socket) -> bool:
+    """The client closed its end (it timed out waiting): readable, and nothing to read."""
+    try:
+        readable, _, _ = select.select([conn], [], [], 0)
+        return bool(readable) and conn.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
+
+
 class _QuietServer(ThreadingHTTPServer):
     """A client that goes away mid-request (a server process stopped by a test) is not an error here."""
 
@@ -290,6 +323,78 @@ class _QuietServer(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
+class _Handler(BaseHTTPRequestHandler):
+    """HTTP in, :meth:`FakeOpenAI.handle` out; ``fake`` is set per server by :func:`_handler`."""
+
+    fake: "FakeOpenAI"
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):  # quiet
+        pass
+
+    def _send(self, status: int, body: bytes, headers: dict | None = None):
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        try:
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def do_GET(self):
+        with self.fake._lock:
+            self.fake.requests += 1
+        if self.path.rstrip("/").endswith("/models"):
+            self._send(200, json.dumps({"object": "list", "data": [{"id": "fake-model", "object": "model"}]}).encode())
+        else:
+            self._send(404, b'{"error": {"message": "not found"}}')
+
+    def do_POST(self):
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {}
+        if not self.path.endswith("/chat/completions"):
+            self._send(*self.fake.handle(self.path, raw, body, dict(self.headers)))
+            return
+        with self.fake._lock:
+            self.fake.in_flight += 1
+            self.fake.in_flight_high = max(self.fake.in_flight_high, self.fake.in_flight)
+            crowded = self.fake.max_in_flight is not None and self.fake.in_flight > self.fake.max_in_flight
+        try:
+            if crowded:
+                reply = 429, b'{"error": {"message": "too many requests in flight"}}', {}
+            elif self.fake.serial_seconds is not None:
+                reply = self._serially(raw, body)
+            else:
+                reply = self.fake.handle(self.path, raw, body, dict(self.headers))
+        finally:  # out of flight before the reply goes: the client may send its next one at once
+            with self.fake._lock:
+                self.fake.in_flight -= 1
+        if reply is not None:
+            self._send(*reply)
+
+    def _serially(self, raw: bytes, body: dict) -> tuple[int, bytes, dict] | None:
+        """One at a time, as llama.cpp's server; None (no reply) when the client went before its turn."""
+        with self.fake._serial:
+            if _client_gone(self.connection):
+                with self.fake._lock:
+                    self.fake.skipped += 1
+                return None
+            self.fake._stop.wait(self.fake.serial_seconds)
+            return self.fake.handle(self.path, raw, body, dict(self.headers))
+
+
+def _handler(fake: "FakeOpenAI") -> type[BaseHTTPRequestHandler]:
+    return type("Handler", (_Handler,), {"fake": fake})
+
+
 class FakeOpenAI:
     def __init__(
         self,
@@ -297,8 +402,19 @@ class FakeOpenAI:
         echo_key_status: int | None = None,
         embeddings_status: int | None = None,
         embeddings_ok_first: int = 0,
+        reply_bytes: int | None = None,
+        serial_seconds: float | None = None,
+        max_in_flight: int | None = None,
     ):
         self.slow_seconds = slow_seconds
+        self.reply_bytes = reply_bytes
+        self.huge_bytes = 10_000_000
+        self.serial_seconds = serial_seconds
+        self.max_in_flight = max_in_flight
+        self.in_flight = 0
+        self.in_flight_high = 0
+        self.skipped = 0  # serial: requests whose client had gone before their turn
+        self._serial = threading.Lock()
         self.echo_key_status = echo_key_status
         self.embeddings_status = embeddings_status
         self.embeddings_ok_first = embeddings_ok_first  # embeddings requests answered before the status starts
@@ -307,47 +423,7 @@ class FakeOpenAI:
         self._seen: dict[str, int] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):  # quiet
-                pass
-
-            def _send(self, status: int, body: bytes, headers: dict | None = None):
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                try:
-                    self.wfile.write(body)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-            def do_GET(self):
-                with fake._lock:
-                    fake.requests += 1
-                if self.path.rstrip("/").endswith("/models"):
-                    self._send(
-                        200, json.dumps({"object": "list", "data": [{"id": "fake-model", "object": "model"}]}).encode()
-                    )
-                else:
-                    self._send(404, b'{"error": {"message": "not found"}}')
-
-            def do_POST(self):
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(length)
-                try:
-                    body = json.loads(raw or b"{}")
-                except ValueError:
-                    body = {}
-                status, payload, headers = fake.handle(self.path, raw, body, dict(self.headers))
-                self._send(status, payload, headers)
-
-        self.server = _QuietServer(("127.0.0.1", 0), Handler)
+        self.server = _QuietServer(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
@@ -411,6 +487,10 @@ class FakeOpenAI:
             )
         if not path.endswith("/chat/completions"):
             return 404, b'{"error": {"message": "not found"}}', {}
+        return self._chat(body, headers, seen, digest)
+
+    def _chat(self, body: dict, headers: dict | None, seen: int, digest: str) -> tuple[int, bytes, dict]:
+        """A chat completion request (``seen``: times this exact body came before)."""
         messages = body.get("messages") or []
         for m in messages:
             m["content"] = _text(m.get("content"))
@@ -438,6 +518,12 @@ class FakeOpenAI:
             self._stop.wait(self.slow_seconds)
         if "#malformed" in everything:
             return 200, b"<html>this is not json", {}
+        if self.reply_bytes is not None or "#huge" in everything:
+            return 200, huge_reply(self.reply_bytes or self.huge_bytes, body), {}
+        return self._reply(messages, body, everything, digest)
+
+    def _reply(self, messages: list[dict], body: dict, everything: str, digest: str) -> tuple[int, bytes, dict]:
+        """A 200 with the reply the request's markers or prompt call for."""
         system = " ".join(m["content"] for m in messages if m.get("role") == "system")
         user = " ".join(m["content"] for m in messages if m.get("role") == "user")
         refusal = None

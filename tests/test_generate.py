@@ -388,7 +388,7 @@ def test_from_failures_same_type_other_documents(fake, corpus_dir, tmp_path):
     assert any('category "Audit Rights"' in p and failed["question"] in p for p in prompts)
 
 
-def test_cli_generate(fake, corpus_dir, tmp_path, monkeypatch):
+def test_cli_generate(fake, corpus_dir, tmp_path, monkeypatch, capsys):
     from ragsweep.cli import main
 
     monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
@@ -413,9 +413,77 @@ def test_cli_generate(fake, corpus_dir, tmp_path, monkeypatch):
     ]
     assert main(args) == 0
     assert len(_cases(out)) == 2 and validate_dataset(out) == []
+    printed = capsys.readouterr().out  # a second round replaced the first one's two drops
+    assert "failed: 0.0%)" in printed and "stopped after 2 round(s): every kind has its cases" in printed
     assert main(args) == 2  # the folder exists: not replaced without --force
     with pytest.raises(SystemExit):
         main(["generate", "--docs", str(corpus_dir), "--out", str(tmp_path / "x"), "--types", "single_hop,bogus"])
+
+
+class FlakyGenerationFake(GenerationFake):
+    """A proposal whose passage holds ``#flaky`` gets a 500 the first time it is asked;
+    ``down=True``: every chat request gets a 500 (an endpoint that is down)."""
+
+    def __init__(self, down: bool = False):
+        super().__init__()
+        self.down = down
+        self.failed: set[str] = set()
+
+    def handle(self, path, raw, body, *rest):
+        user = "\n".join(m.get("content") or "" for m in body.get("messages") or [] if m.get("role") == "user")
+        first = "#flaky" in user and '"quotes"' in user and user not in self.failed
+        if path.endswith("/chat/completions") and (self.down or first):
+            self.failed.add(user)
+            with self._lock:
+                self.requests += 1
+            return 500, b'{"error": {"message": "the model crashed"}}', {}
+        return super().handle(path, raw, body, *rest)
+
+
+def test_a_candidate_whose_call_failed_is_asked_again_not_replaced(tmp_path):
+    """A call that failed at the endpoint says nothing of its passage: the next round asks it again
+    (the set is the one a run without the failure makes), and generation goes on until it has --n."""
+    docs = _docs(tmp_path, {"a.txt": _para("audit", "#flaky"), "b.txt": _para("billing")})
+    server = FlakyGenerationFake().start()
+    try:
+        out = tmp_path / "gen"
+        options = _options(docs, out, n=2, types=["single_hop"], max_rounds=3)
+        result = generate(options, client=LLMClient(_settings(server, tmp_path)), log=lambda m: None)
+    finally:
+        server.stop()
+    assert result["cases"] == 2 and result["short"] == {}, result
+    assert sorted(c["doc_scope"][0] for c in _cases(out)) == ["a.txt", "b.txt"]
+    assert result["dropped"] == {} and result["rounds"] == 2
+    assert result["stopped"] == "every kind has its cases"
+    assert result["proposed"] == {"single_hop": 2}  # the second ask is no new proposal
+    calls = result["llm_calls"]
+    assert calls["failed"] == 1 and calls["errors"] == {"http 500": 1} and calls["failure_rate"] == pytest.approx(1 / 5)
+
+
+def test_generation_stops_and_says_why_when_every_call_fails(tmp_path, capsys, monkeypatch):
+    from ragsweep.cli import main
+
+    docs = _docs(tmp_path, {"a.txt": _para("audit"), "b.txt": _para("billing")})
+    server = FlakyGenerationFake(down=True).start()
+    try:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.setenv("RAGSWEEP_LLM_MODEL", "fake-model")
+        args = ["generate", "--docs", str(docs), "--out", str(tmp_path / "gen"), "--n", "2", "--types", "single_hop"]
+        overrides = [x for k, v in {**OVERRIDES, "llm_max_retries": 0}.items() for x in ("--set", f"{k}={v}")]
+        code = main([*args, "--pipeline", str(ROOT / "pipelines" / "default.yaml"), *overrides])
+    finally:
+        server.stop()
+    out, err = capsys.readouterr()
+    assert code == 1 and server.requests == 2, "one round, not ten"  # 1: an empty set fails validate
+    assert "cases.jsonl: empty file: no cases" in err
+    why = "every one of the 2 LLM calls of round 1 failed (2x http 500)"
+    assert f"stopped after 1 round(s): {why}" in out
+    assert "LLM: 2 calls (0 from cache, 2 failed: 100.0%)" in out
+    assert "failed: 2x http 500; endpoint: 2 request(s)" in out
+    assert f"fewer cases than requested: {{'single_hop': 2}} ({why})" in err
+    generation = json.loads((tmp_path / "gen" / "generation.json").read_text())
+    assert generation["stopped"] == why and generation["dropped"] == {"llm_error": 2}
 
 
 def test_sampling_is_stratified_over_documents_and_seeded():

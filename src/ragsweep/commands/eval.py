@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ragsweep.datasets.schema import Case, Dataset
-from ragsweep.evaluation.answering import metric_temperature, prepare_answering
+from ragsweep.evaluation.answering import llm_call_lines, llm_calls, metric_temperature, prepare_answering
 from ragsweep.evaluation.inputs import AnswerOptions, RunInputs, load_inputs, option
 from ragsweep.evaluation.loop import Answering, evaluate_configuration, scored_ks
 from ragsweep.evaluation.records import AnswerCounts, AnswerErrors, CaseResult, RunResult, metric_names
@@ -167,6 +167,7 @@ def evaluate_run(
         app_llm=usage() if (usage := getattr(answering.answerer, "usage", None)) is not None else None,
     )
     result.manifest["spent"] = spent.model_dump()
+    result.manifest["llm_calls"] = llm_calls(answering)
     result.cases = evaluated.results
     result.run_dir = str(folder.path) if folder.path is not None else None
     if folder.path is not None:
@@ -384,6 +385,7 @@ def summary_table(result: RunResult) -> str:
     ]
     if "spent" in result.manifest:
         notes.extend(Spent.model_validate(result.manifest["spent"]).lines())
+    notes.extend(llm_call_lines(result.manifest.get("llm_calls") or {}))
     errors = result.answer_errors
     if errors.n:
         common = "; ".join(f"{n}x {msg}" for msg, n in list(errors.by_message.items())[:3])

@@ -49,7 +49,7 @@ import yaml
 from pydantic import BaseModel, Field
 
 from ragsweep.datasets.schema import Case, Dataset
-from ragsweep.evaluation.answering import prepare_answering
+from ragsweep.evaluation.answering import llm_call_lines, llm_calls, prepare_answering
 from ragsweep.evaluation.inputs import AnswerOptions, RunInputs, load_inputs, option
 from ragsweep.evaluation.loop import Answering, evaluate_configuration, scored_ks
 from ragsweep.evaluation.records import (
@@ -337,12 +337,14 @@ def run_group(
         started = time.perf_counter()
         sink = folder.case_file("configs", cid, "cases.jsonl", chunks=True)
         sink.reset()
+        answering = sweep_answering(cfg, options, cases)
         evaluated = evaluate_configuration(
-            cfg, cases, corpus=corpus, ks=sweep.ks, relevance=dataset.relevance, answering=sweep_answering(cfg, options, cases),
+            cfg, cases, corpus=corpus, ks=sweep.ks, relevance=dataset.relevance, answering=answering,
             sink=sink, retrieved=retrieved, progress=options.progress,
         )  # fmt: skip
         sink.close()
         result = config_result(cid, params, cfg, evaluated.results, sweep, interval_metrics=sweep.objectives)
+        result.llm_calls = llm_calls(answering)
         result.seconds = round(group_seconds / len(todo) + time.perf_counter() - started, 3)
         result.index_run_seconds = round(group_seconds, 3)
         result.latency_ms_per_query = round(1000 * retrieved.seconds / max(1, len(cases) * len(depths)), 3)
@@ -589,7 +591,19 @@ def sweep_table(report: SweepResult) -> str:
     if report.verdict:
         lines += verdict_lines(report.verdict)
     lines.append(f"Pareto set ({' vs '.join(report.pareto_axes)}): " + ", ".join(report.pareto))
+    lines += llm_call_lines(sweep_llm_calls(report.configs))
     return "\n".join(lines)
+
+
+def sweep_llm_calls(configs: list[ConfigResult]) -> dict[str, dict[str, Any]]:
+    """Each LLM part's calls over the configurations (a resumed sweep's earlier ones from their result.json)."""
+    from ragsweep.llm.client import LLMCalls
+
+    parts: dict[str, list[LLMCalls]] = {}
+    for c in configs:
+        for name, calls in c.llm_calls.items():
+            parts.setdefault(name, []).append(LLMCalls.model_validate(calls))
+    return {f"{name} (over {len(v)} configurations)": LLMCalls.total(v).model_dump() for name, v in parts.items()}
 
 
 def verdict_lines(verdict: HoldoutVerdict) -> list[str]:

@@ -65,3 +65,23 @@ def metric_temperature(answering: Answering, options: AnswerOptions, config: Pip
     if options.judge_temperature is not None:
         return options.judge_temperature
     return (answering.llm_settings or llm_settings_of(config)).temperature
+
+
+def llm_calls(answering: Answering) -> dict[str, dict[str, Any]]:
+    """Each of ragsweep's own LLM parts (the answerer, the judge): its calls, failures and failure
+    rate, and what its endpoint did (``LLMCalls``); an app's LLM is counted in ``spent``."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, part in (("answer", answering.answerer), ("judge", answering.judge)):
+        stats = getattr(getattr(part, "client", None), "stats", None)
+        if callable(stats):
+            calls = stats()
+            if calls.calls:
+                out[name] = {**calls.model_dump(), "failure_rate": round(calls.failure_rate, 4)}
+    return out
+
+
+def llm_call_lines(parts: dict[str, dict[str, Any]]) -> list[str]:
+    """The terminal lines of :func:`llm_calls` (or of a sweep's total)."""
+    from ragsweep.llm.client import LLMCalls
+
+    return [LLMCalls.model_validate(calls).line(f"LLM {name}") for name, calls in parts.items()]

@@ -219,6 +219,8 @@ class ConfigResult(Aggregate):
     p_adjusted: dict[str, float | None] = Field(default_factory=dict)
     significant: dict[str, bool] = Field(default_factory=dict)
     delta_vs_baseline: dict[str, float | None] = Field(default_factory=dict)
+    # with --answers: each LLM part's calls and failure rate (ragsweep.evaluation.answering.llm_calls)
+    llm_calls: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
 class HoldoutConfig(Aggregate):

@@ -59,8 +59,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--max-rounds",
         type=bounded(int, low=1, name="a whole number of rounds"),
-        default=3,
-        help="rounds of proposals to replace drops (default 3)",
+        default=10,
+        help="rounds of proposals to replace drops and calls that failed (default 10)",
     )
     p.add_argument(
         "--check-k",
@@ -111,12 +111,17 @@ def run_generate_cli(args) -> int:
         + (f"; {result['surplus']} passed beyond the quota" if result["surplus"] else "")
     )
     u = result["usage"]
+    rate = u["errors"] / u["calls"] if u["calls"] else 0.0
     print(
-        f"LLM: {u['calls']} calls ({u['cached']} from cache, {u['errors']} failed), "
+        f"LLM: {u['calls']} calls ({u['cached']} from cache, {u['errors']} failed: {rate:.1%}), "
         f"{u['prompt_tokens']} prompt + {u['completion_tokens']} completion tokens, ${u['cost_usd']:.4f}"
     )
+    calls = result.get("llm_calls")
+    if calls:
+        print(f"  {'failed: ' + calls['why'] + '; ' if calls['why'] else ''}{calls['endpoint_line']}")
+    print(f"stopped after {result['rounds']} round(s): {result['stopped']}")
     if result["short"]:
-        print(f"warning: fewer cases than requested: {result['short']}", file=sys.stderr)
+        print(f"warning: fewer cases than requested: {result['short']} ({result['stopped']})", file=sys.stderr)
     if result["problems"]:
         for p in result["problems"]:
             print(p, file=sys.stderr)

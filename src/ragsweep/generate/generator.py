@@ -2,10 +2,16 @@
 
 Rounds: round 1 proposes ``ceil(quota x oversample)`` candidates per kind from fresh
 passages; each later round (up to ``max_rounds``) proposes again for what drops left
-short. When more candidates pass than a kind needs, the first ones in sampled order are
-kept, so the result depends only on the seed, the corpus, the configuration and the
-model's replies (temperature 0 by default; replies are cached on disk like every LLM
-call of ragsweep).
+short. A candidate whose call failed at the endpoint after the client's retries (a timeout,
+a 429, a 5xx, a lost connection) is no verdict on its passage: the next round asks it again
+(once), before fresh passages are drawn for what is still missing. When more candidates pass
+than a kind needs, the first ones in sampled order are kept, so the result depends only on
+the seed, the corpus, the configuration and the model's replies (temperature 0 by default;
+replies are cached on disk like every LLM call of ragsweep), not on which calls timed out.
+
+Generation stops when every kind has its cases, and otherwise says why (``stopped``): no
+unused passage left, ``max_rounds`` reached, or a round in which every call failed (an
+endpoint that is down, not slow).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from ragsweep.generate.propose import KINDS, Candidate
 from ragsweep.generate.sampling import ChunkSampler, SourceChunk, split_corpus, usable
 
 GENERATOR = "ragsweep's own generator (ragsweep.generate)"
+MAX_ASKS = 2  # a candidate whose call failed at the endpoint goes through the steps at most this often
 
 
 class GenerateError(Exception):
@@ -46,7 +53,7 @@ class GenerateOptions(DocumentOptions):
     dedupe_threshold: float = Field(default=verify.DEFAULT_DEDUPE_THRESHOLD, gt=0, le=1)
     test_fraction: float = Field(default=0.5, ge=0, le=1)
     oversample: float = Field(default=1.5, ge=1)
-    max_rounds: int = Field(default=3, ge=1)
+    max_rounds: int = Field(default=10, ge=1)
     check_k: int | None = Field(default=None, ge=1)  # chunks retrieved for the unanswerable check (default: top_k)
     link_docs: bool = False
     force: bool = False
@@ -134,6 +141,8 @@ class Generator:
         self._seed_cursor = 0
         self.usage = Usage()
         self.proposed: Counter = Counter()
+        self.round_errors: Counter = Counter()  # this round's failed calls, by kind
+        self.round_calls = 0
 
     # ------------------------------------------------------------------ inputs
     def _read_failures(self, run_dir: str, docs: str | None) -> str | None:
@@ -252,13 +261,27 @@ class Generator:
         return batch
 
     # ------------------------------------------------------------------ steps
+    def _ask(self, step: str, batch: list[list[dict[str, str]]]) -> list[Any]:
+        """One step's calls, counted for the usage table and the round's failures."""
+        from ragsweep.llm.client import error_kind
+
+        replies = self.client.chat_batch(batch, json_mode=True)
+        self.usage.add(step, replies)
+        self.round_calls += len(replies)
+        failed = Counter(error_kind(r.error) for r in replies if r.error)
+        self.round_errors.update(failed)
+        if failed:  # said as it happens: a slow run shows why it is slow
+            why = ", ".join(f"{n}x {kind}" for kind, n in failed.most_common())
+            self.log(f"{step}: {sum(failed.values())} of {len(replies)} calls failed ({why})")
+        return replies
+
     def verify_batch(self, batch: list[Candidate], accepted: list[Candidate]) -> None:
         o = self.options
         for c in batch:
-            self.proposed[c.kind] += 1
+            if c.asks == 1:
+                self.proposed[c.kind] += 1
         self.log(f"propose: {len(batch)} LLM calls ({dict(Counter(c.kind for c in batch))})")
-        replies = self.client.chat_batch([propose.messages(c) for c in batch], json_mode=True)
-        self.usage.add("propose", replies)
+        replies = self._ask("propose", [propose.messages(c) for c in batch])
         for c, r in zip(batch, replies):
             propose.read_reply(c, r)
         for c in batch:
@@ -268,8 +291,7 @@ class Generator:
         answerable = [c for c in batch if c.alive and c.kind != "unanswerable"]
         if answerable:
             self.log(f"support check: {len(answerable)} LLM calls")
-            replies = self.client.chat_batch([verify.support_messages(c) for c in answerable], json_mode=True)
-            self.usage.add("support", replies)
+            replies = self._ask("support", [verify.support_messages(c) for c in answerable])
             for c, r in zip(answerable, replies):
                 verify.read_support(c, r)
         unanswerable = [c for c in batch if c.alive and c.kind == "unanswerable"]
@@ -281,14 +303,24 @@ class Generator:
             hits = self.store.retrieve(
                 [c.question for c in unanswerable], k=self.check_k, doc_scopes=[c.doc_scope for c in unanswerable]
             )
-            replies = self.client.chat_batch(
-                [verify.answered_messages(c, h) for c, h in zip(unanswerable, hits)], json_mode=True
-            )
-            self.usage.add("answerability", replies)
+            replies = self._ask("answerability", [verify.answered_messages(c, h) for c, h in zip(unanswerable, hits)])
             for c, h, r in zip(unanswerable, hits, replies):
                 verify.read_answered(c, h, r)
 
     # ------------------------------------------------------------------ run
+    def llm_calls(self) -> dict[str, Any] | None:
+        """The client's calls, failure rate and what the endpoint did (None for a client without stats)."""
+        stats = getattr(self._client, "stats", None) if self._client is not None else None
+        if stats is None:
+            return None
+        calls = stats()
+        return {
+            **calls.model_dump(),
+            "failure_rate": round(calls.failure_rate, 4),
+            "why": calls.why(),
+            "endpoint_line": calls.endpoint.line(),
+        }
+
     def requested(self) -> dict[str, int]:
         if self.seeds:
             kinds = Counter(self.seeds[i % len(self.seeds)].kind for i in range(self.options.n))
@@ -311,39 +343,66 @@ class Generator:
             **{k: v.model_dump() for k, v in est.items()},
         }
 
+    def _slot(self, c: Candidate) -> str:
+        return "*" if self.seeds else c.kind  # from failures the kinds follow the seeds: one pool
+
+    def _next_batch(self, quota: dict[str, int], have: Counter, waiting: list[Candidate]) -> list[Candidate]:
+        """The candidates whose call failed, asked again, then fresh ones for what they do not cover."""
+        pending = Counter(self._slot(c) for c in waiting)
+        need = {k: q - have[k] - pending[k] for k, q in quota.items()}
+        fresh = self.draw({k: v for k, v in need.items() if v > 0}) if any(v > 0 for v in need.values()) else []
+        return [c.again() for c in waiting] + fresh
+
+    def _round_failed(self, round_no: int) -> str | None:
+        """Why to stop when every call of the round failed (the endpoint is down), else None."""
+        if not self.round_calls or sum(self.round_errors.values()) < self.round_calls:
+            return None
+        why = ", ".join(f"{n}x {kind}" for kind, n in self.round_errors.most_common())
+        return f"every one of the {self.round_calls} LLM calls of round {round_no} failed ({why})"
+
     def run(self) -> tuple[list[Candidate], list[Candidate], dict[str, Any]]:
         """(kept, dropped, summary)."""
+        from ragsweep.llm.client import transient
+
         need_total = self.requested()
-        if self.seeds:  # from failures the kinds follow the seeds: one pool
-            quota = {"*": self.options.n}
-        else:
-            quota = dict(need_total)
+        quota = {"*": self.options.n} if self.seeds else dict(need_total)
         kept: list[Candidate] = []
         dropped: list[Candidate] = []
-        surplus = 0
+        waiting: list[Candidate] = []  # their call failed at the endpoint: asked again next round
+        surplus, rounds, stopped = 0, 0, ""
         for round_no in range(1, self.options.max_rounds + 1):
-            have = Counter("*" if self.seeds else c.kind for c in kept)
-            need = {k: q - have[k] for k, q in quota.items()}
-            if all(v <= 0 for v in need.values()):
+            have = Counter(self._slot(c) for c in kept)
+            if all(have[k] >= q for k, q in quota.items()):
                 break
-            batch = self.draw({k: v for k, v in need.items()} if not self.seeds else {"*": need["*"]})
+            batch = self._next_batch(quota, have, waiting)
             if not batch:
-                self.log("no unused passage left: stopping")
+                kinds = [k for k, q in quota.items() if have[k] < q and k != "*"]
+                stopped = "no unused passage left" + (f" for {', '.join(kinds)}" if kinds else "")
+                self.log(f"{stopped}: stopping")
                 break
+            rounds, waiting = round_no, []
+            self.round_errors, self.round_calls = Counter(), 0
             self.log(f"round {round_no}: {len(batch)} candidates")
             self.verify_batch(batch, kept)
             for c in sorted(batch, key=lambda c: c.order):
-                slot = "*" if self.seeds else c.kind
+                slot = self._slot(c)
                 if not c.alive:
-                    dropped.append(c)
+                    (waiting if transient(c.failed_call) and c.asks < MAX_ASKS else dropped).append(c)
                 elif have[slot] < quota[slot]:
                     kept.append(c)
                     have[slot] += 1
                 else:
                     surplus += 1
-        short = {k: q - sum(1 for c in kept if ("*" if self.seeds else c.kind) == k) for k, q in quota.items()}
+            stopped = self._round_failed(round_no) or ""
+            if stopped:
+                break
+        dropped.extend(waiting)  # not asked again: the quota was met, or generation stopped
+        short = {k: q - sum(1 for c in kept if self._slot(c) == k) for k, q in quota.items()}
         short = {k: v for k, v in short.items() if v > 0}
-        return kept, dropped, {"surplus": surplus, "short": short, "requested": need_total}
+        if short and not stopped:
+            stopped = f"--max-rounds {self.options.max_rounds} reached"
+        summary = {"surplus": surplus, "short": short, "requested": need_total, "rounds": rounds}
+        return kept, dropped, {**summary, "stopped": stopped or "every kind has its cases"}
 
 
 def prompts_text() -> dict[str, str]:
@@ -391,7 +450,10 @@ def generate(options: GenerateOptions, client=None, embed: Callable | None = Non
         "dropped": provenance["dropped"],
         "surplus": summary["surplus"],
         "short": summary["short"],
+        "stopped": summary["stopped"],
+        "rounds": summary["rounds"],
         "usage": provenance["usage"]["total"],
+        "llm_calls": provenance["llm_calls"],
         "problems": [str(p) for p in problems],
     }
 
@@ -433,12 +495,15 @@ def _provenance(
         "dropped": {r: n for r, n in sorted(Counter(c.drop[0] for c in dropped if c.drop).items())},
         "surplus": summary["surplus"],
         "short": summary["short"],
+        "stopped": summary["stopped"],
+        "rounds": summary["rounds"],
         "dedupe_threshold": options.dedupe_threshold,
         "check_k": gen.check_k,
         "test_fraction": options.test_fraction,
         "oversample": options.oversample,
         "max_rounds": options.max_rounds,
         "usage": gen.usage.table(),
+        "llm_calls": gen.llm_calls(),
         "prompts": prompts_text(),
         "from_failures": gen.run_info,
     }

@@ -98,6 +98,8 @@ class Candidate:
     evidence: list[dict[str, Any]] = field(default_factory=list)  # located: doc_id, start, end, text, method
     checks: dict[str, Any] = field(default_factory=dict)  # what each verification step said
     drop: tuple[str, str] | None = None  # (reason, detail)
+    asks: int = 1  # times it went through the steps (an endpoint failure asks once more)
+    failed_call: str | None = None  # the error of the call that dropped it, when a call failed
 
     @property
     def doc_scope(self) -> list[str]:
@@ -110,6 +112,13 @@ class Candidate:
     def dropped(self, reason: str, detail: str) -> None:
         if self.drop is None:
             self.drop = (reason, detail)
+
+    def again(self) -> "Candidate":
+        """The same passages and place in the order, through every step once more (the replies
+        that were good come from the cache)."""
+        return Candidate(
+            order=self.order, kind=self.kind, type=self.type, sources=self.sources, hint=self.hint, asks=self.asks + 1
+        )
 
 
 class Proposal(BaseModel):
@@ -148,6 +157,7 @@ def messages(candidate: Candidate) -> list[dict[str, str]]:
 def read_reply(candidate: Candidate, reply) -> None:
     """Fill the candidate from the model's reply, or mark it dropped with the reason."""
     if reply.error:
+        candidate.failed_call = reply.error
         candidate.dropped("llm_error", f"proposal call failed: {reply.error}")
         return
     if reply.refusal:

@@ -175,6 +175,7 @@ class SupportCheck(BaseModel):
 
 def read_support(candidate: Candidate, reply) -> None:
     if reply.error:
+        candidate.failed_call = reply.error
         candidate.dropped("check_failed", f"support check failed: {reply.error}")
         return
     check = read_object(reply.text, SupportCheck) or SupportCheck()
@@ -207,6 +208,7 @@ class AnsweredCheck(BaseModel):
 
 def read_answered(candidate: Candidate, hits: Sequence[Any], reply) -> None:
     if reply.error:
+        candidate.failed_call = reply.error
         candidate.dropped("check_failed", f"answerability check failed: {reply.error}")
         return
     check = read_object(reply.text, AnsweredCheck) or AnsweredCheck()

@@ -4,7 +4,9 @@ Keyed by the request URL (so the base_url) and the canonical JSON body (model,
 messages, temperature, max_tokens, response_format, ...). Headers are not part
 of the key, so the api key never reaches the cache. Only successful replies
 with a well-formed chat-completion / embeddings envelope are stored: errors,
-429s, 5xx and malformed bodies are never cached, so a re-run retries them.
+429s, 5xx and malformed bodies are never cached, so a re-run retries them. Nor is a
+chat reply over the client's ``max_reply_bytes`` (the transport under this one answers
+for it with an error; a body that big stored by an older ragsweep is a miss).
 
 A reply served from the cache carries the header ``x-ragsweep-cache: hit``;
 ``LLMClient`` turns it into ``cached=True``. Any cache failure degrades to a
@@ -44,7 +46,9 @@ def request_key(url: str, body: bytes) -> str | None:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _well_formed(path: str, content: bytes) -> bool:
+def _well_formed(path: str, content: bytes, max_bytes: int | None = None) -> bool:
+    if max_bytes is not None and len(content) > max_bytes and not path.endswith("/embeddings"):
+        return False  # an oversized chat reply: never kept, never served (its text would stall a run)
     try:
         data = json.loads(content)
     except (ValueError, UnicodeDecodeError):
@@ -148,20 +152,26 @@ def _hit_response(request: httpx.Request, body: bytes) -> httpx.Response:
 
 
 class CachingTransport(httpx.BaseTransport):
-    def __init__(self, cache: ResponseCache, inner: httpx.BaseTransport | None = None):
+    def __init__(
+        self, cache: ResponseCache, inner: httpx.BaseTransport | None = None, max_body_bytes: int | None = None
+    ):
         self.cache = cache
         self.inner = inner or httpx.HTTPTransport()
+        self.max_body_bytes = max_body_bytes
+
+    def _valid(self, request: httpx.Request) -> Callable[[bytes], bool]:
+        return lambda body: _well_formed(request.url.path, body, self.max_body_bytes)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         key = request_key(str(request.url), request.read()) if _cacheable(request) else None
         if key is not None:
-            body = self.cache.get(key, valid=lambda b: _well_formed(request.url.path, b))
+            body = self.cache.get(key, valid=self._valid(request))
             if body is not None:
                 return _hit_response(request, body)
         response = self.inner.handle_request(request)
         if key is not None and response.status_code == 200:
             content = response.read()
-            if _well_formed(request.url.path, content):
+            if self._valid(request)(content):
                 self.cache.put(key, str(request.url), content)
         return response
 
@@ -170,20 +180,26 @@ class CachingTransport(httpx.BaseTransport):
 
 
 class AsyncCachingTransport(httpx.AsyncBaseTransport):
-    def __init__(self, cache: ResponseCache, inner: httpx.AsyncBaseTransport | None = None):
+    def __init__(
+        self, cache: ResponseCache, inner: httpx.AsyncBaseTransport | None = None, max_body_bytes: int | None = None
+    ):
         self.cache = cache
         self.inner = inner or httpx.AsyncHTTPTransport()
+        self.max_body_bytes = max_body_bytes
+
+    def _valid(self, request: httpx.Request) -> Callable[[bytes], bool]:
+        return lambda body: _well_formed(request.url.path, body, self.max_body_bytes)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         key = request_key(str(request.url), await request.aread()) if _cacheable(request) else None
         if key is not None:
-            body = self.cache.get(key, valid=lambda b: _well_formed(request.url.path, b))
+            body = self.cache.get(key, valid=self._valid(request))
             if body is not None:
                 return _hit_response(request, body)
         response = await self.inner.handle_async_request(request)
         if key is not None and response.status_code == 200:
             content = await response.aread()
-            if _well_formed(request.url.path, content):
+            if self._valid(request)(content):
                 self.cache.put(key, str(request.url), content)
         return response
 

@@ -4,29 +4,46 @@
   capped at 8 s, with jitter; honours ``Retry-After``/``retry-after-ms``) on
   timeouts, connection errors, 408, 409, 429 and every 5xx;
 - ``timeout`` per attempt;
+- adaptive concurrency and bounded replies under the openai client (:mod:`ragsweep.llm.endpoint`):
+  each attempt waits for a slot of the client's AIMD limit, fewer after timeouts and 429s, more
+  after quick successes, at most ``settings.concurrency``; a chat reply over
+  ``settings.max_reply_bytes`` is not read further and is that call's error;
 - a disk cache under the transport (:mod:`ragsweep.llm.cache`);
-- any failure after retries, and any malformed reply, becomes ``ChatResult.error``:
+- any failure after retries, and any malformed or oversized reply, becomes ``ChatResult.error``:
   nothing here raises for one bad call;
 - a refusal (OpenAI's ``message.refusal``, with ``content: null``) is a reply, not an
   error: ``ChatResult.refusal`` holds the model's reason;
 - token counts from the reply's ``usage`` when present, else tiktoken;
-- ``chat_batch``: bounded concurrency (``settings.concurrency`` threads), order kept.
+- ``chat_batch``: bounded concurrency (``settings.concurrency`` threads, as many in flight as
+  the limit allows), order kept;
+- ``stats()``: the client's calls, failures and what the endpoint did (:class:`LLMCalls`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from ragsweep.llm.cache import CACHE_HEADER, AsyncCachingTransport, CachingTransport, shared_cache
 from ragsweep.llm.cost import cost_usd, count_message_tokens, count_tokens
+from ragsweep.llm.endpoint import (
+    ERROR_HEADER,
+    MAX_TIMEOUT_FACTOR,
+    OVERSIZED,
+    AdaptiveLimit,
+    AsyncEndpointTransport,
+    EndpointStats,
+    EndpointTransport,
+)
 from ragsweep.llm.redact import mask, register_secret
 from ragsweep.llm.settings import LLMSettings
 
@@ -58,14 +75,16 @@ def _http_timeout(settings: LLMSettings) -> httpx.Timeout:
     return httpx.Timeout(settings.timeout, connect=min(settings.timeout, 10.0))
 
 
-def make_openai(settings: LLMSettings):
-    """A sync ``openai.OpenAI`` for these settings (cache under the transport if enabled)."""
+def make_openai(settings: LLMSettings, limit: AdaptiveLimit | None = None):
+    """A sync ``openai.OpenAI`` for these settings: its requests through ``limit`` (a new one when
+    None) and the reply cap, the cache above them if enabled."""
     import openai
 
     register_secret(settings.api_key.get_secret_value())
-    transport: httpx.BaseTransport = httpx.HTTPTransport()
+    limit = limit or AdaptiveLimit(settings.concurrency, settings.timeout)
+    transport: httpx.BaseTransport = EndpointTransport(limit, settings.max_reply_bytes, httpx.HTTPTransport())
     if settings.cache:
-        transport = CachingTransport(shared_cache(settings.cache_path()), transport)
+        transport = CachingTransport(shared_cache(settings.cache_path()), transport, settings.max_reply_bytes)
     http_client = httpx.Client(transport=transport, timeout=_http_timeout(settings))
     return openai.OpenAI(
         base_url=settings.base_url,
@@ -81,9 +100,9 @@ def make_async_openai(settings: LLMSettings):
     import openai
 
     register_secret(settings.api_key.get_secret_value())
-    transport: httpx.AsyncBaseTransport = httpx.AsyncHTTPTransport()
+    transport: httpx.AsyncBaseTransport = AsyncEndpointTransport(settings.max_reply_bytes, httpx.AsyncHTTPTransport())
     if settings.cache:
-        transport = AsyncCachingTransport(shared_cache(settings.cache_path()), transport)
+        transport = AsyncCachingTransport(shared_cache(settings.cache_path()), transport, settings.max_reply_bytes)
     http_client = httpx.AsyncClient(transport=transport, timeout=_http_timeout(settings))
     return openai.AsyncOpenAI(
         base_url=settings.base_url,
@@ -98,10 +117,13 @@ def describe_error(err: BaseException, settings: LLMSettings | None = None) -> s
     """One line, no secret."""
     import openai
 
-    if isinstance(err, (json.JSONDecodeError, openai.APIResponseValidationError)):
+    if isinstance(err, openai.APIStatusError) and err.response.headers.get(ERROR_HEADER) == OVERSIZED:
+        body = err.body if isinstance(err.body, dict) else {}
+        text = f"oversized reply: {body.get('message') or err.message}"
+    elif isinstance(err, (json.JSONDecodeError, openai.APIResponseValidationError)):
         text = f"malformed reply: {type(err).__name__}: {err}"
     elif isinstance(err, openai.APITimeoutError):
-        text = "timeout: no reply within the timeout after retries"
+        text = f"timeout: no reply within the timeout after retries (each waited longer, up to {MAX_TIMEOUT_FACTOR}x)"
     elif isinstance(err, openai.APIConnectionError):
         text = f"connection error after retries: {err.__cause__ or err}"
     elif isinstance(err, openai.APIStatusError):
@@ -116,16 +138,97 @@ def describe_error(err: BaseException, settings: LLMSettings | None = None) -> s
     return mask(text)
 
 
+def _usage(usage: Any) -> tuple[int, int] | None:
+    """(prompt, completion) tokens of a reply's ``usage``; None when absent or not counts (then tiktoken)."""
+    try:
+        prompt, completion = (
+            int(getattr(usage, "prompt_tokens", 0) or 0),
+            int(getattr(usage, "completion_tokens", 0) or 0),
+        )
+    except (TypeError, ValueError):
+        return None
+    return (prompt, max(0, completion)) if prompt > 0 else None
+
+
+class LLMCalls(BaseModel):
+    """A client's calls (one ``chat`` each, however many attempts) and what its endpoint did."""
+
+    calls: int = 0
+    failed: int = 0
+    cached: int = 0
+    errors: dict[str, int] = Field(default_factory=dict)  # the failures by kind: "timeout", "http 429", ...
+    endpoint: EndpointStats = Field(default_factory=EndpointStats)
+
+    @property
+    def failure_rate(self) -> float:
+        return self.failed / self.calls if self.calls else 0.0
+
+    @classmethod
+    def total(cls, parts: Iterable["LLMCalls"]) -> "LLMCalls":
+        out = cls()
+        errors: Counter[str] = Counter()
+        for part in parts:
+            out.calls, out.failed, out.cached = (
+                out.calls + part.calls,
+                out.failed + part.failed,
+                out.cached + part.cached,
+            )
+            errors.update(part.errors)
+            out.endpoint.add(part.endpoint)
+        out.errors = dict(errors.most_common())
+        return out
+
+    def why(self) -> str:
+        """``3x timeout, 1x http 500``: the failures by kind ("" without any)."""
+        return ", ".join(f"{n}x {kind}" for kind, n in self.errors.items())
+
+    def line(self, what: str = "LLM") -> str:
+        """``LLM: 40 calls, 3 failed (7.5%: 3x timeout), 5 from cache`` and the endpoint's line."""
+        why = self.why()
+        failed = f"{self.failed} failed ({self.failure_rate:.1%}{': ' + why if why else ''})"
+        return f"{what}: {self.calls} calls, {failed}, {self.cached} from cache; {self.endpoint.line()}"
+
+
+_TRANSIENT = ("timeout", "connection error", "http 408", "http 409", "http 429", "http 5")
+
+
+def transient(error: str | None) -> bool:
+    """Whether a failed call may succeed when asked again later: a failure the openai client
+    retries (timeouts, connection errors, 408, 409, 429, 5xx) that outlasted its retries."""
+    return bool(error) and str(error).startswith(_TRANSIENT)
+
+
+def error_kind(error: str) -> str:
+    """The kind of a ``ChatResult.error``: its words before the first colon."""
+    return error.split(":", 1)[0].strip() or "error"
+
+
 class LLMClient:
     def __init__(self, settings: LLMSettings):
         self.settings = settings
         self._client = None
+        self.limit = AdaptiveLimit(settings.concurrency, settings.timeout)  # shared by every call of this client
+        self._calls = LLMCalls()
+        self._lock = threading.Lock()
 
     @property
     def client(self):
         if self._client is None:
-            self._client = make_openai(self.settings)
+            self._client = make_openai(self.settings, self.limit)
         return self._client
+
+    def stats(self) -> LLMCalls:
+        with self._lock:
+            return self._calls.model_copy(update={"endpoint": self.limit.stats.model_copy()}, deep=True)
+
+    def _count(self, result: ChatResult) -> None:
+        with self._lock:
+            self._calls.calls += 1
+            self._calls.cached += int(result.cached)
+            if result.error:
+                self._calls.failed += 1
+                kind = error_kind(result.error)
+                self._calls.errors = {**self._calls.errors, kind: self._calls.errors.get(kind, 0) + 1}
 
     def __repr__(self) -> str:
         return f"LLMClient({self.settings})"
@@ -171,6 +274,7 @@ class LLMClient:
         result.cost_usd = round(
             0.0 if result.cached else cost_usd(result.prompt_tokens, result.completion_tokens, s), 8
         )
+        self._count(result)
         return result
 
     def _call(self, params: dict[str, Any]) -> ChatResult:
@@ -196,13 +300,15 @@ class LLMClient:
                 cached=cached,
                 attempts=attempts,
             )
+        limit = self.settings.max_reply_bytes
+        if len(text) + len(refusal or "") > limit:  # the transport caps bytes; this, any way a text came in
+            return ChatResult(error=f"oversized reply: its text passed {limit} characters", attempts=attempts)
         result = ChatResult(
             text=text, refusal=refusal, cached=cached, attempts=attempts, finish_reason=choice.finish_reason
         )
-        usage = getattr(completion, "usage", None)
-        if usage is not None and getattr(usage, "prompt_tokens", None):
-            result.prompt_tokens = int(usage.prompt_tokens)
-            result.completion_tokens = int(usage.completion_tokens or 0)
+        used = _usage(getattr(completion, "usage", None))
+        if used is not None:
+            result.prompt_tokens, result.completion_tokens = used
             result.usage_source = "reply"
         else:
             result.completion_tokens = count_tokens(text or refusal or "", self.settings.model)

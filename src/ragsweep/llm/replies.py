@@ -41,6 +41,8 @@ __all__ = [
 Model = TypeVar("Model", bound=BaseModel)
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
+_OBJECT_START = re.compile(r"\{(?=\s*[\"}])")  # a JSON object opens with a key or closes at once
+MAX_PARSED_CHARS = 100_000
 _TRUE = frozenset({"true", "yes", "y", "1"})
 _FALSE = frozenset({"false", "no", "n", "0"})
 _CORRECT = frozenset({"correct", "right"})
@@ -50,17 +52,18 @@ _INCORRECT = frozenset({"incorrect", "wrong"})
 def json_objects(text: str | None) -> Iterator[dict[str, Any]]:
     """Every JSON object of a reply (those in code fences first, then the whole text), keys lower-cased.
 
-    An object nested in another is yielded after it; a ``{`` that starts no valid JSON is skipped.
+    An object nested in another is yielded after it; a ``{`` that starts no valid JSON is skipped,
+    so is one nested deeper than the parser goes. Only the first :data:`MAX_PARSED_CHARS` of a
+    reply are read: more than any reply within its ``max_tokens`` holds, and each failed ``{``
+    costs the parser a pass over what came before it.
     """
-    text = text or ""
+    text = (text or "")[:MAX_PARSED_CHARS]
     decoder = json.JSONDecoder()
     for chunk in [m.group(1) for m in _FENCE.finditer(text)] + [text]:
-        for i, ch in enumerate(chunk):
-            if ch != "{":
-                continue
+        for start in _OBJECT_START.finditer(chunk):
             try:
-                obj, _ = decoder.raw_decode(chunk[i:])
-            except ValueError:
+                obj, _ = decoder.raw_decode(chunk, start.start())
+            except (ValueError, RecursionError):
                 continue
             if isinstance(obj, dict):
                 yield {str(k).strip().lower(): v for k, v in obj.items()}

@@ -48,7 +48,10 @@ class LLMSettings(BaseModel):
     max_tokens: int = Field(default=512, ge=1)
     timeout: float = Field(default=60.0, gt=0)  # seconds, per attempt
     max_retries: int = Field(default=3, ge=0)  # openai client: backoff on 408/409/429/5xx/timeouts
+    # the most calls in flight; fewer while the endpoint times out or rate-limits (ragsweep.llm.endpoint)
     concurrency: int = Field(default=4, ge=1, le=64)
+    # the most bytes of a chat reply read; a bigger one is that call's error, never cached
+    max_reply_bytes: int = Field(default=1_000_000, ge=1_000)
     cache: bool = True
     cache_dir: str = Field(default_factory=default_llm_cache_dir)
     price_per_1k_prompt: float = Field(default=0.0, ge=0.0)  # USD, for the cost estimate

@@ -127,6 +127,8 @@ def failure_kind(error: str | None) -> str | None:
         return "connection"
     if e.startswith("malformed"):
         return "malformed_reply"
+    if e.startswith("oversized"):
+        return "oversized_reply"
     return "other"
 
 

@@ -143,6 +143,7 @@ class PipelineVariables(BaseModel):
     llm_timeout: PositiveNumber | None = None
     llm_max_retries: Annotated[StrictInt, Field(ge=0)] | None = None
     llm_concurrency: Annotated[StrictInt, Field(ge=1, le=64)] | None = None
+    llm_max_reply_bytes: Annotated[StrictInt, Field(ge=1_000)] | None = None
     llm_cache: StrictBool | None = None
     llm_cache_dir: Annotated[StrictStr, Field(min_length=1)] | None = None
     llm_price_per_1k_prompt: Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)] | None = None
@@ -242,6 +243,7 @@ KNOB_RULES: dict[str, str] = {
     "llm_timeout": "must be a number of seconds > 0, or null",
     "llm_max_retries": "must be an integer >= 0, or null",
     "llm_concurrency": "must be an integer from 1 to 64, or null",
+    "llm_max_reply_bytes": "must be an integer >= 1000 (bytes), or null",
     "llm_cache": "must be true or false, or null",
     "llm_cache_dir": "must be a non-empty path, or null",
     "llm_price_per_1k_prompt": "must be a number >= 0, or null",
