@@ -444,9 +444,7 @@ def _summary_line(result: RunResult, name: str, unlocated: bool = False) -> str:
     count = result.counts.get(name) or result.counts.get(name.split("_mean")[0].split("_median")[0])
     ci_text = f"[{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
     val = "n/a" if value is None else f"{value:.4f}"
-    level = result.baselines.get(name, {})
-    chance = "" if level.get("chance") is None else f"{level['chance']:.3f}"
-    oracle = "" if level.get("oracle") is None else f"{level['oracle']:.3f}"
+    chance, oracle = ("" if (v := result.level(name, which)) is None else f"{v:.3f}" for which in ("chance", "oracle"))
     n, missing = (count.n, count.missing) if count is not None else ("", "")
     line = f"{name:<30} {val:>8}  {ci_text:<17} {chance:>7} {oracle:>7} {n:>6} {missing:>7}"
     if unlocated:

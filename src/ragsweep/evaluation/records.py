@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_serializer
 
@@ -122,7 +122,11 @@ class Aggregate(BaseModel):
         return pair[0], pair[1]
 
     def chance(self, metric: str) -> float | None:
-        level = (self.baselines.get(metric) or {}).get("chance")
+        return self.level(metric, "chance")
+
+    def level(self, metric: str, which: Literal["chance", "oracle"]) -> float | None:
+        """``metric``'s chance level (a random order of each case's candidates) or oracle (the best order)."""
+        level = (self.baselines.get(metric) or {}).get(which)
         return None if level is None else float(level)
 
 

@@ -228,7 +228,7 @@ class LLMClient:
             if result.error:
                 self._calls.failed += 1
                 kind = error_kind(result.error)
-                self._calls.errors = {**self._calls.errors, kind: self._calls.errors.get(kind, 0) + 1}
+                self._calls.errors = dict(Counter(self._calls.errors) + Counter({kind: 1}))
 
     def __repr__(self) -> str:
         return f"LLMClient({self.settings})"

@@ -127,6 +127,7 @@ import random
 import statistics
 import zlib
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -206,13 +207,12 @@ def _pool(j: Judgement, extra_blank: int = 0) -> _Pool:
     if extra_blank < 0:
         raise ValueError("extra_blank must be >= 0")
     item_ids = frozenset(j.items)
-    tally: dict[tuple[frozenset[str], bool], int] = {}
+    tally: Counter[tuple[frozenset[str], bool]] = Counter()  # insertion order kept: the pool's order
     for h in j.hits:
-        key = (h.covers & item_ids, bool(h.relevant))
-        tally[key] = tally.get(key, 0) + 1
+        tally[(h.covers & item_ids, bool(h.relevant))] += 1
     if extra_blank:
         blank: tuple[frozenset[str], bool] = (frozenset(), False)
-        tally[blank] = tally.get(blank, 0) + extra_blank
+        tally[blank] += extra_blank
     keys = list(tally)
     counts = [tally[k] for k in keys]
     c: dict[str, int] = dict.fromkeys(j.items, 0)
@@ -506,11 +506,10 @@ def _ndcg_cap_excess(p: _Pool, k: int, budget: int) -> tuple[float, bool] | None
         return 0.0, False
     ids = list(p.items)
     bit = {item: 1 << i for i, item in enumerate(ids)}
-    tally: dict[int, int] = {}
+    tally: Counter[int] = Counter()
     for (cov, _), n in zip(p.keys, p.counts):
         if cov and n:
-            mask = sum(bit[x] for x in cov)
-            tally[mask] = tally.get(mask, 0) + n
+            tally[sum(bit[x] for x in cov)] += n
     return _cap_excess(
         p.n,
         k,
@@ -645,7 +644,7 @@ def _marginal_gains(
 
 def _project(p: _Pool, base: str) -> tuple[list[RankVerdict], list[int]]:
     """Interchangeable chunk types for ``base`` with a representative hit and a count each."""
-    merged: dict[tuple[frozenset[str], bool], int] = {}
+    merged: Counter[tuple[frozenset[str], bool]] = Counter()
     for (cov, rel), n in zip(p.keys, p.counts):
         key: tuple[frozenset[str], bool]
         if base in _ONLY_RELEVANT:
@@ -654,7 +653,7 @@ def _project(p: _Pool, base: str) -> tuple[list[RankVerdict], list[int]]:
             key = (cov, bool(cov))
         else:
             key = (cov, rel)
-        merged[key] = merged.get(key, 0) + n
+        merged[key] += n
     reps = [
         RankVerdict(rank=0, covers=cov, relevant=rel, grade=max((p.items[i] for i in cov), default=0))
         for cov, rel in merged
@@ -997,7 +996,7 @@ def case_baselines(
     chance_t: dict[str, dict[str, float | None]] = {}
     oracle_t: dict[str, dict[str, float | None]] = {}
     stderr_t: dict[str, dict[str, float]] = {}
-    methods: dict[str, dict[str, int]] = {name: {} for name in metrics}
+    methods: dict[str, Counter[str]] = {name: Counter() for name in metrics}
     excluded: dict[str, list[str]] = {}
     for j in judgements:
         if not j.scored:
@@ -1010,13 +1009,13 @@ def case_baselines(
             est = _chance_pool(p, base, k, "auto", samples, seed, exact_budget, budget)
             crow[name] = est.value
             tally = methods[name]
-            tally[f"chance:{est.method}"] = tally.get(f"chance:{est.method}", 0) + 1
+            tally[f"chance:{est.method}"] += 1
             if est.method == "sampled":
                 stderr_t.setdefault(j.case_id, {})[name] = est.stderr
             if oracle_levels:
                 o = _oracle_pool(p, base, k, budget)
                 orow[name] = o.value
-                tally[f"oracle:{o.method}"] = tally.get(f"oracle:{o.method}", 0) + 1
+                tally[f"oracle:{o.method}"] += 1
         chance_t[j.case_id] = crow
         oracle_t[j.case_id] = orow
     return Baselines(
@@ -1024,6 +1023,6 @@ def case_baselines(
         chance=chance_t,
         oracle=oracle_t,
         chance_stderr=stderr_t,
-        methods=methods,
+        methods={name: dict(tally) for name, tally in methods.items()},
         excluded=excluded,
     )
