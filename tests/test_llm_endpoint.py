@@ -170,6 +170,11 @@ def test_adaptive_limit_grows_on_quick_successes_and_halves_once_per_window():
     assert limit.limit == 8 and limit.stats.limit_high == 8
     s = limit.stats
     assert (s.timeouts, s.rate_limited, s.cuts) == (1, 1, 1)
+    floor = AdaptiveLimit(ceiling=4, timeout=4.0)
+    with floor.slot() as epoch:
+        pass
+    floor.congested("timeout", epoch)  # at one call in flight: nothing to halve
+    assert floor.limit == 1 and floor.stats.cuts == 0 and floor.stats.timeouts == 1
 
 
 def test_a_server_answering_one_call_at_a_time_gets_one_call_at_a_time(llm_settings):

@@ -55,7 +55,7 @@ class EndpointStats(BaseModel):
     timeouts: int = 0
     rate_limited: int = 0  # 429s and 503s
     oversized: int = 0
-    cuts: int = 0  # times the limit was halved
+    cuts: int = 0  # times the limit came down (a congestion signal at one call in flight changes nothing)
     limit_high: int = 0  # the most calls in flight the limit allowed
     limit_end: int = 0
     ceiling: int = 0  # settings.concurrency
@@ -128,8 +128,8 @@ class AdaptiveLimit:
             if epoch == self._epoch:
                 self._epoch += 1
                 self._threshold = max(1.0, self._limit / 2)
+                self.stats.cuts += int(self._threshold < self._limit)  # one call in flight has no half
                 self._limit = self._threshold
-                self.stats.cuts += 1
                 self._settled()
 
     def oversized(self) -> None:
