@@ -16,7 +16,6 @@ neither the limit nor the cap), :class:`EndpointTransport`:
   sent before a cut do not cut again). Quick: within a quarter of the timeout, so that a call
   four times as slow would still arrive. A server that answers one request at a time so gets
   about as many as it can answer within the timeout, and no queue of calls that time out.
-
 - **Timeouts that back off.** The openai client retries a timeout after a short sleep (0.5 s x 2^n,
   up to 8 s; ``Retry-After`` honoured), with the same timeout: against an endpoint that needs
   longer than the timeout for one call, every attempt fails the same way. Here attempt n (its
