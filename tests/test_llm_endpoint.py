@@ -71,6 +71,26 @@ def test_an_oversized_reply_an_older_version_cached_is_a_miss(fake_server, llm_s
     assert fake_server.chat_requests() == 2
 
 
+def test_the_async_client_caps_replies_too(fake_server, llm_settings):
+    """ragas and an app's answerer talk through the async client."""
+    import asyncio
+
+    from ragsweep.llm.client import describe_error, make_async_openai
+
+    async def ask() -> str:
+        client = make_async_openai(llm_settings)
+        try:
+            await client.chat.completions.create(model="fake-model", messages=_msgs("#huge x"))
+        except Exception as err:  # noqa: BLE001 - the error is what is checked
+            return describe_error(err, llm_settings)
+        finally:
+            await client.close()
+        return "no error"
+
+    assert asyncio.run(ask()).startswith("oversized reply: the endpoint's reply passed 1000000 bytes")
+    assert fake_server.requests == 1
+
+
 def test_a_reply_without_a_length_is_read_up_to_the_cap():
     def body():
         for _ in range(100):
@@ -170,6 +190,11 @@ def test_adaptive_limit_grows_on_quick_successes_and_halves_once_per_window():
     assert limit.limit == 8 and limit.stats.limit_high == 8
     s = limit.stats
     assert (s.timeouts, s.rate_limited, s.cuts) == (1, 1, 1)
+    floor = AdaptiveLimit(ceiling=4, timeout=4.0)
+    with floor.slot() as epoch:
+        pass
+    floor.congested("timeout", epoch)  # at one call in flight: nothing to halve
+    assert floor.limit == 1 and floor.stats.cuts == 0 and floor.stats.timeouts == 1
 
 
 def test_a_server_answering_one_call_at_a_time_gets_one_call_at_a_time(llm_settings):

@@ -16,7 +16,6 @@ neither the limit nor the cap), :class:`EndpointTransport`:
   sent before a cut do not cut again). Quick: within a quarter of the timeout, so that a call
   four times as slow would still arrive. A server that answers one request at a time so gets
   about as many as it can answer within the timeout, and no queue of calls that time out.
-
 - **Timeouts that back off.** The openai client retries a timeout after a short sleep (0.5 s x 2^n,
   up to 8 s; ``Retry-After`` honoured), with the same timeout: against an endpoint that needs
   longer than the timeout for one call, every attempt fails the same way. Here attempt n (its
@@ -55,7 +54,7 @@ class EndpointStats(BaseModel):
     timeouts: int = 0
     rate_limited: int = 0  # 429s and 503s
     oversized: int = 0
-    cuts: int = 0  # times the limit was halved
+    cuts: int = 0  # times the limit came down (a congestion signal at one call in flight changes nothing)
     limit_high: int = 0  # the most calls in flight the limit allowed
     limit_end: int = 0
     ceiling: int = 0  # settings.concurrency
@@ -128,8 +127,8 @@ class AdaptiveLimit:
             if epoch == self._epoch:
                 self._epoch += 1
                 self._threshold = max(1.0, self._limit / 2)
+                self.stats.cuts += int(self._threshold < self._limit)  # one call in flight has no half
                 self._limit = self._threshold
-                self.stats.cuts += 1
                 self._settled()
 
     def oversized(self) -> None:
