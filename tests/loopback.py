@@ -1,9 +1,10 @@
-"""Talking to a server a test started on 127.0.0.1: a free port for it, and a JSON POST."""
+"""Talking to a server a test started on 127.0.0.1: a free port for it, a JSON POST, stopping it."""
 
 from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import urllib.request
 from typing import Any
 
@@ -23,3 +24,13 @@ def post_json(port: int, path: str, payload: dict, timeout: float = 120.0) -> An
     )
     with urllib.request.urlopen(req, timeout=timeout) as resp:
         return json.loads(resp.read())
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """A server process a test started: asked to stop, killed when it does not within 20 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=20)

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from fake_openai import FakeOpenAI
-from loopback import free_port, post_json
+from loopback import free_port, post_json, stop
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "tests" / "answer_parity_app.py"
@@ -141,12 +141,7 @@ def _serve_and_ask(app: Path, docs: Path, fake: FakeOpenAI, questions: list[str]
             answers = [post_json(port, "/v2/answer", {"prompt": q})["response"] for q in questions]
             return {"answers": answers, "requests": _chat_bodies(fake.log)}
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=20)
+            stop(proc)
 
 
 def _evaluate_in_process(app: Path, docs: Path, fake: FakeOpenAI, questions: list[str], cache: Path) -> dict:

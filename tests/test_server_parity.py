@@ -43,7 +43,7 @@ from pathlib import Path
 
 import pytest
 
-from loopback import free_port, post_json
+from loopback import free_port, post_json, stop
 
 ROOT = Path(__file__).resolve().parent.parent
 PIPELINE = ROOT / "pipelines" / "default.yaml"
@@ -215,12 +215,7 @@ def server(tmp_path_factory, corpus):
     try:
         yield {"ports": ports, "proc": proc, "feed": feed, "log_tail": log_tail, "started": time.perf_counter()}
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=20)
+        stop(proc)
         log.close()
 
 
