@@ -10,6 +10,7 @@ import pytest
 
 import ragsweep
 from ragsweep.datasets import load_dataset, validate_dataset
+from ragsweep.datasets.build import build_cuad_open
 from ragsweep.datasets.cuad import import_cuad
 from ragsweep.datasets.cuad_naming import contract_parties, contract_phrase, contract_question, contract_title
 
@@ -125,6 +126,26 @@ def test_unscoped_builder_names_each_contract_and_keeps_the_scoped_cases(tmp_pat
     assert by_type[("MACY'", "Expiration Date")].startswith(
         "In the Joint Filing Agreement between VESA EQUITY INVESTMENT S.À R.L., EP INVESTMENT S.À R.L. and DANIEL"
     )
+
+
+def test_the_builder_writes_a_valid_dataset_over_cuads_documents_and_keeps_its_measurements(tmp_path):
+    src, dest = tmp_path / "raw", tmp_path / "datasets"
+    (src / "cuad").mkdir(parents=True)
+    for name in ("master_clauses.csv", "category_descriptions.csv"):
+        shutil.copy(SMALL / name, src / "cuad" / name)
+    with pytest.raises(SystemExit, match="build cuad first"):
+        build_cuad_open(src, dest)
+    shutil.copytree(SMALL / "docs", dest / "cuad" / "docs")
+    build_cuad_open(src, dest)
+    readme = dest / "cuad-open" / "README.md"
+    assert "CC BY 4.0" in readme.read_text() and "123 cases" in readme.read_text()
+    readme.write_text(readme.read_text() + "\n## Measured\nrecall@5 0.5 on this run\n")
+    build_cuad_open(src, dest)  # a rebuild keeps what was measured
+    assert readme.read_text().endswith("## Measured\nrecall@5 0.5 on this run\n")
+    assert [str(p) for p in validate_dataset(dest / "cuad-open")] == []
+    ds = load_dataset(dest / "cuad-open")
+    assert ds.docs_dir.resolve() == (dest / "cuad" / "docs").resolve() and len(ds.doc_ids()) == 3
+    assert all(c.doc_scope is None and c.question.startswith("In the ") for c in ds.cases)
 
 
 # ---------------------------------------------------------------- the shipped dataset
