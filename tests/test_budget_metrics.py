@@ -192,6 +192,14 @@ def test_eval_reports_budget_metrics_with_their_chance(tmp_path):
     saved = json.loads(Path(report.run_dir, "report.json").read_text())
     assert "recall@1500tok" in saved["metrics"] and "hit_rate@1500tok" in saved["baselines"]
     assert "recall@1500tok" in Path(report.run_dir, "report.html").read_text()
+    # the gate (--min, assert_quality, the pytest plugin) and compare read them as any metric
+    from ragsweep.testing import QualityError, check_quality
+
+    check_quality(report, min={"recall@1500tok": 0.0})
+    with pytest.raises(QualityError, match=r"recall@1500tok = .* < floor 1.01 \(95% CI .*chance"):
+        check_quality(report, min={"recall@1500tok": 1.01})
+    compared = ragsweep.compare(report, Path(report.run_dir))
+    assert any(row.metric == "recall@1500tok" and row.n == 3 for row in compared.metrics)
 
 
 def test_sweep_prints_and_stores_lift_over_chance(tmp_path, capsys):

@@ -428,18 +428,10 @@ def build_case_result(
     and the chunk-id context metrics); None skips those. ``budgets``: the context-token
     budgets of the ``<family>@<N>tok`` metrics.
     """
-    from ragsweep.metrics.relevance import mark_hits
-
     if top_k not in served:
         raise ValueError(f"case {case.id}: no list served at its top_k={top_k}")
     cited = (answer.cited or None) if answer is not None else None
-    # a chunk's verdict does not depend on the list it stands in: judge every candidate once
-    pool = None
-    if candidates is not None:
-        pool = mark_hits(
-            case, [h.model_copy(update={"rank": i}) for i, h in enumerate(candidates, start=1)], relevance, texts
-        )
-        pool = with_tokens(pool, candidates) if budgets else pool
+    pool = _candidate_pool(case, candidates, relevance, texts, budgets) if candidates is not None else None
     metrics, own = _retrieval_metrics(case, served, top_k, relevance, texts, pool, candidates, cited)
     budget_notes = _budget_metrics(metrics, case, served, relevance, texts, budgets, pool, candidates)
     chance: dict[str, float | None] = {}
@@ -470,6 +462,18 @@ def build_case_result(
         relevance_rule=own.rule,
         **_unlocated_fields(own, relevance, {**budget_notes, **(notes or {})}),
     )
+
+
+def _candidate_pool(
+    case: Case, candidates: Sequence[Hit], relevance: RelevanceConfig, texts: Mapping[str, str], budgets: Sequence[int]
+) -> Any:
+    """Every candidate judged once (a chunk's verdict does not depend on the list it stands in),
+    with its length in tokens when budgets are scored."""
+    from ragsweep.metrics.relevance import mark_hits
+
+    ranked = [h.model_copy(update={"rank": i}) for i, h in enumerate(candidates, start=1)]
+    pool = mark_hits(case, ranked, relevance, texts)
+    return with_tokens(pool, candidates) if budgets else pool
 
 
 def _unlocated_fields(judgement: Any, relevance: RelevanceConfig, notes: Mapping[str, str]) -> dict[str, Any]:

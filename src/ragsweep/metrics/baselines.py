@@ -1198,6 +1198,16 @@ class Baselines:
         return out
 
 
+def _metric_levels(
+    p: _Pool, blank: int, base: str, k: int, budgeted: bool, samples: int, seed: int, exact_budget: int, budget: int
+) -> tuple[Estimate, Estimate]:
+    """One metric's chance and oracle estimates on a case's pool (``k``: its budget in tokens when ``budgeted``)."""
+    if budgeted:
+        chance_est, oracle_est = _budget_levels(p, blank, k, samples, seed, exact_budget, budget)
+        return chance_est[base], oracle_est[base]
+    return _chance_pool(p, base, k, "auto", samples, seed, exact_budget, budget), _oracle_pool(p, base, k, budget)
+
+
 def case_baselines(
     judgements: Iterable[Judgement],
     metrics: Sequence[str],
@@ -1234,19 +1244,13 @@ def case_baselines(
         crow: dict[str, float | None] = {}
         orow: dict[str, float | None] = {}
         for name, base, k in parsed:
-            o: Estimate | None
-            if name in budgeted:  # k is the budget in tokens
-                levels = _budget_levels(p, blank, k, samples, seed, exact_budget, budget)
-                est, o = levels[0][base], levels[1][base]
-            else:
-                est = _chance_pool(p, base, k, "auto", samples, seed, exact_budget, budget)
-                o = _oracle_pool(p, base, k, budget) if oracle_levels else None
+            est, o = _metric_levels(p, blank, base, k, name in budgeted, samples, seed, exact_budget, budget)
             crow[name] = est.value
             tally = methods[name]
             tally[f"chance:{est.method}"] += 1
             if est.method == "sampled":
                 stderr_t.setdefault(j.case_id, {})[name] = est.stderr
-            if oracle_levels and o is not None:
+            if oracle_levels:
                 orow[name] = o.value
                 tally[f"oracle:{o.method}"] += 1
         chance_t[j.case_id] = crow
