@@ -51,7 +51,9 @@ from ragsweep.pipeline.retrieval import StageError, parse_documents, retrieve, s
 from ragsweep.report import write_html
 
 DEFAULT_KS = (1, 3, 5, 10)
-RESUME_KEYS = ("config_hash", "dataset_hash", "split", "limit", "sample", "seed", "ks", "use_llm", "unlocated")
+RESUME_KEYS = (
+    "config_hash", "dataset_hash", "split", "limit", "sample", "seed", "ks", "budgets", "use_llm", "unlocated",
+)  # fmt: skip
 
 
 class EvalOptions(AnswerOptions, RunInputs):
@@ -100,6 +102,7 @@ def open_folder(
         "sample": options.sample,
         "seed": options.seed,
         "ks": scored_ks(options.ks, config.top_k),
+        "budgets": options.budgets or None,  # None: a folder from before budgets resumes as it was
         "use_llm": options.use_llm,
         "unlocated": options.unlocated,
         "case_ids": [c.id for c in cases],
@@ -144,7 +147,7 @@ def evaluate_run(
         config, cases, corpus=corpus, ks=options.ks, relevance=dataset.relevance, answering=answering,
         sink=RunCaseFile(folder, folder.file("cases.jsonl")),
         done=done, retrieved=saved, served=saved.served if saved is not None else None, progress=options.progress,
-        fresh=options.fresh_retrieval,
+        fresh=options.fresh_retrieval, budgets=options.budgets,
     )  # fmt: skip
     stage.update(evaluated.timings)
     started = time.perf_counter()
@@ -178,7 +181,7 @@ def evaluate_run(
 def check_floor_names(options: EvalOptions, config: PipelineConfig) -> None:
     """A ``--min`` floor on a metric the run cannot report is an error before any work, not after it."""
     depths = scored_ks(options.ks, config.top_k)
-    problems = [why for name in options.floors if (why := unknown_name(name, depths)) is not None]
+    problems = [why for name in options.floors if (why := unknown_name(name, depths, options.budgets)) is not None]
     if problems:
         raise RunError("--min: " + "; ".join(problems))
 
@@ -239,6 +242,7 @@ def run_result(
         **dict(aggregate(cases)),
         case_metrics=metric_names(cases),
         ks=scored_ks(options.ks, config.top_k),
+        budgets=options.budgets,
         top_k=config.top_k,
         relevance_rule=dataset.relevance.rule,
         relevance_rules_applied=rules or [dataset.relevance.rule],
@@ -367,7 +371,7 @@ def summary_table(result: RunResult) -> str:
     """The terminal table at the served k: each metric with its CI and counts; retrieval metrics
     with the chance level (random order of the case's candidate chunks) and the oracle (best order)."""
     k = result.top_k
-    names = summary_metrics(k)
+    names = summary_metrics(k, result.budgets)
     unlocated = bool(result.unlocated.none_located)  # a column saying how many of n/missing they are
     lines = [
         f"{'metric':<30} {'value':>8}  {'95% CI':<17} {'chance':>7} {'oracle':>7} {'n':>6} {'missing':>7}"

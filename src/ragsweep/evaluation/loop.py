@@ -104,6 +104,7 @@ def evaluate_configuration(
     served: Served | None = None,
     progress: bool = False,
     fresh: bool = False,
+    budgets: Sequence[int] = (),
 ) -> Evaluated:
     """Evaluate one configuration on ``cases``.
 
@@ -111,6 +112,7 @@ def evaluate_configuration(
     ``retrieved``: what the configuration's index already returned (a sweep asks one index for
     every configuration that shares it) at :func:`~ragsweep.pipeline.retrieval.store_depths`;
     ``served``: the lists themselves (a resumed run saved them); otherwise the store is asked.
+    ``budgets``: the context-token budgets scored (``recall@1500tok``) on the deepest list served.
     """
     sink = sink or NullSink()
     done = dict(done or {})
@@ -125,11 +127,13 @@ def evaluate_configuration(
         sink.served(served, retrieved)
         timings["retrieve"] = time.perf_counter() - started
     started = time.perf_counter()
-    for result in _answer_and_score(config, todo, served or {}, retrieved, corpus, relevance, answering, progress):
+    scored = _answer_and_score(config, todo, served or {}, retrieved, corpus, relevance, answering, progress, budgets)
+    for result in scored:
         sink.write(result)
         done[result.id] = result
     timings["answer_and_score"] = time.perf_counter() - started
     results = [done[c.id] for c in cases if c.id in done]
+    warn_unfilled_budgets(results, budgets)
     if answering.ragas_llm is not None:
         started = time.perf_counter()
         if score_ragas_llm(answering.ragas_llm, cases, done):
@@ -163,6 +167,7 @@ def _answer_and_score(
     relevance: RelevanceConfig,
     answering: Answering,
     progress: bool,
+    budgets: Sequence[int] = (),
 ) -> Iterable[CaseResult]:
     """Each case answered, judged and scored, in batches; yielded as soon as it is scored."""
     from ragsweep.pipeline.answering import app_answers
@@ -177,7 +182,7 @@ def _answer_and_score(
             for result in score(
                 part, served, top_k=config.top_k, relevance=relevance, texts=texts, retrieved=retrieved,
                 answers=answers, verdicts=verdicts, ragas_answer_metrics=answering.ragas_nonllm and bool(answers),
-                language=language,
+                language=language, budgets=budgets,
             ):  # fmt: skip
                 bar.update(1)
                 yield result
@@ -223,6 +228,7 @@ def score(
     verdicts: Sequence[JudgeVerdict | None] | None = None,
     ragas_answer_metrics: bool = False,
     language: str = "en",
+    budgets: Sequence[int] = (),
 ) -> list[CaseResult]:
     """One :class:`CaseResult` per case (:func:`ragsweep.evaluation.records.build_case_result`).
 
@@ -246,6 +252,7 @@ def score(
                 verdict=verdict,
                 candidates=candidates,
                 language=language,
+                budgets=budgets,
             )  # fmt: skip
         )
     if ragas_answer_metrics:
@@ -257,6 +264,18 @@ def score(
         for result, extra in zip(results, ragas_answer_scores_batch(pairs), strict=True):
             result.metrics.update(extra)
     return results
+
+
+def warn_unfilled_budgets(results: Sequence[CaseResult], budgets: Sequence[int]) -> None:
+    """Name each context budget that some cases' deepest lists could not fill (those cases have no value)."""
+    for budget in sorted(set(budgets)):
+        short = [r for r in results if f"@{budget}tok" in r.notes]
+        if short:
+            print(
+                f"warning: @{budget}tok: {len(short)} of {len(results)} case(s) have no value: "
+                f"{short[0].notes[f'@{budget}tok']} (first: {short[0].id})",
+                file=sys.stderr,
+            )
 
 
 def parsed_scope(case: Case, retrieved: Retrieved) -> list[str] | None:

@@ -8,6 +8,7 @@ chunk metadata, so evidence coverage can be judged for any chunk size.
 
 from __future__ import annotations
 
+import functools
 import time
 import unicodedata
 
@@ -126,3 +127,20 @@ class OffsetTokenCountSplitter(TokenCountSplitter):
         OffsetTokenCountSplitter.seconds += time.perf_counter() - started
         OffsetTokenCountSplitter.calls += 1
         return out
+
+
+@functools.lru_cache(maxsize=4)
+def _tokenizer(encoding_name: str):
+    from ragsweep.pipeline.offline import ensure_offline
+
+    ensure_offline()
+    import tiktoken
+
+    return tiktoken.get_encoding(encoding_name)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def chunk_tokens(text: str, encoding_name: str = "cl100k_base") -> int:
+    """A chunk's length in tokens as :func:`split_tokens` measures it (``encode_ordinary``), so a
+    chunk cut at ``max_tokens`` counts exactly ``max_tokens``; what the token-budget metrics add up."""
+    return len(_tokenizer(encoding_name).encode_ordinary(text))
