@@ -222,3 +222,15 @@ def test_eval_and_a_sweep_over_the_header(dataset, tmp_path, monkeypatch):
     assert len({c.index_key for c in by_header.values()}) == 3  # one index group each
     # served lists never mixed across configurations (the caches key on the header)
     assert {h: c.metrics["recall@k"] for h, c in by_header.items()} == {"none": 0.0, "title": 1.0, "title+heading": 1.0}
+
+
+def test_the_dry_run_counts_the_header_and_generation_quotes_the_document(corpus):
+    from ragsweep.commands.eval import split_corpus as dry_run_chunks
+    from ragsweep.generate.sampling import split_corpus as passages
+
+    config = _config("title")
+    counted = dry_run_chunks(config.build().splitter, corpus)
+    assert all(t.startswith("zanzibar-lease\n\n") for t in counted["zanzibar-lease.txt"])
+    texts = {d.doc_id: d.text for d in corpus.documents}
+    sources = passages(corpus, config)
+    assert sources and all(texts[c.doc_id][c.start : c.end] == c.text for c in sources)

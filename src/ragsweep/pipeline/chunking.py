@@ -38,6 +38,8 @@ def header_of(mode: str, metadata: dict[str, Any], start: int) -> str:
     meta = {"doc_id": None, "path": "", "title": None, "headings": None, **metadata}
     name = str(meta["doc_id"] or meta["path"]).replace("\\", "/")
     lines = [_one_line(str(meta["title"] or PurePosixPath(name).stem))]
+    if not lines[0]:  # a document known by no name (no metadata): nothing to put first
+        return ""
     headings = (meta["headings"] or []) if mode == "title+heading" else []
     at = bisect.bisect_right([int(offset) for offset, _ in headings], start) - 1
     if at >= 0 and _one_line(str(headings[at][1])) not in ("", lines[0]):
