@@ -353,8 +353,16 @@ def dry_run_report(options: EvalOptions, config: PipelineConfig, corpus: Corpus,
 
 
 def split_corpus(splitter: Any, corpus: Corpus) -> dict[str, list[str]]:
-    """Each document's chunk texts, as the app's splitter cuts them (no embedding, no index)."""
-    return {d.doc_id: [str(text) for text, _ in splitter.__wrapped__(d.text)] for d in corpus.documents}
+    """Each document's chunk texts, as the app's splitter cuts them (no embedding, no index), with
+    the header a ``$chunk_header`` splitter makes of the document's metadata."""
+    from ragsweep.pipeline.store import outline_metadata
+
+    def pieces(doc: Any) -> Any:
+        if not getattr(splitter, "takes_metadata", False):
+            return splitter.__wrapped__(doc.text)
+        return splitter.__wrapped__((doc.text, {"doc_id": doc.doc_id, "path": doc.doc_id, **outline_metadata(doc)}))
+
+    return {d.doc_id: [str(text) for text, _ in pieces(d)] for d in corpus.documents}
 
 
 def longest_chunks(chunks: dict[str, list[str]], scope: list[str] | None, k: int) -> list[Hit]:

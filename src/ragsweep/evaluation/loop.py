@@ -304,7 +304,7 @@ def score_ragas_llm(scorer: Any, cases: Sequence[Case], done: dict[str, CaseResu
         RagasCase(
             question=r.question,
             answer=r.answer.text if r.answer else "",
-            contexts=[h.text for h in r.hits],
+            contexts=[h.served_text for h in r.hits],
             reference=by_id[r.id].reference_answer or "",
             abstained=r.answer.abstained if r.answer else None,
             answer_error=r.answer.error if r.answer else None,

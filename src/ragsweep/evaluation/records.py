@@ -571,12 +571,13 @@ def _budget_metrics(
 
 
 def with_tokens(judgement: Any, hits: Sequence[Hit]) -> Any:
-    """The judgement with each rank's chunk length in tokens (``hits`` in the judgement's order)."""
+    """The judgement with each rank's chunk length in tokens as served (its header included: the
+    context a model reads), ``hits`` in the judgement's order."""
     from dataclasses import replace
 
     from ragsweep.pipeline.chunking import chunk_tokens
 
-    judged = [replace(jh, tokens=chunk_tokens(h.text)) for jh, h in zip(judgement.hits, hits, strict=True)]
+    judged = [replace(jh, tokens=chunk_tokens(h.served_text)) for jh, h in zip(judgement.hits, hits, strict=True)]
     return replace(judgement, hits=judged)
 
 

@@ -365,13 +365,13 @@ def rerank_batch(items: Sequence[tuple[str, Sequence[Hit]]], reranker: Reranker 
     if reranker is None:
         return [list(hits)[:top_k] for _, hits in items]
     ordered = [(question, sorted(hits, key=lambda h: h.rank)) for question, hits in items]
-    pairs = list(dict.fromkeys((q, h.text) for q, hits in ordered for h in hits))
+    pairs = list(dict.fromkeys((q, h.served_text) for q, hits in ordered for h in hits))
     started = time.perf_counter()
     scored = dict(zip(pairs, reranker.score_pairs(pairs)))
     reranker.seconds += time.perf_counter() - started
     out = []
     for question, hits in ordered:
-        scores = [scored[(question, h.text)] for h in hits]
+        scores = [scored[(question, h.served_text)] for h in hits]
         order = sorted(range(len(hits)), key=lambda i: _order_key(scores[i], hits[i].rank))
         out.append(
             [
