@@ -41,8 +41,9 @@ from ragsweep.evaluation.runfolder import (
     now,
     package_versions,
 )
-from ragsweep.evaluation.scoring import aggregate, quality_failures, unlocated_report
-from ragsweep.metrics.registry import summary_metrics, unknown_name
+from ragsweep.evaluation.scoring import aggregate, quality_failures, unlocated_lines, unlocated_report
+from ragsweep.metrics.registry import REPEATS, summary_metrics, unknown_name
+from ragsweep.metrics.uninformative import answerer_way, uninformative
 from ragsweep.pipeline.app_components import Spent, embedding_usage, usage_since
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
@@ -404,7 +405,8 @@ def summary_table(result: RunResult) -> str:
         notes.append(f"answer_error: {errors.n} of {result.n_cases} answers failed ({common})")
     if result.answers.refused:
         notes.append(f"refusals: {result.answers.refused} answer(s) were refusals, counted as abstaining")
-    notes.extend(unlocated_notes(result))
+    notes.extend(unlocated_lines(result.unlocated, result.n_cases, table="eval"))
+    notes.extend(uninformative_notes(result, [n for n in names if n in result.metrics]))
     from ragsweep.evaluation.judge_report import format_judge_section, format_warnings
 
     warnings = format_warnings(result.judge)
@@ -412,53 +414,31 @@ def summary_table(result: RunResult) -> str:
     return "\n".join([*([warnings] if warnings else []), header, *lines, *notes, *([judge_text] if judge_text else [])])
 
 
-def unlocated_notes(result: RunResult, shown: int = 5) -> list[str]:
-    """What the terminal says of the cases whose evidence occurs in no parsed document."""
-    report = result.unlocated
-    none, partly = report.none_located, report.partly
-    lines = []
-    if none:
-        what = (
-            "left out of the retrieval metrics (the unlocated column counts them among the cases without a "
-            "value; --unlocated zero scores them 0)"
-            if report.mode == "exclude"
-            else "scored 0 on the retrieval metrics (--unlocated zero; the unlocated column counts them in n)"
-        )
-        lines.append(
-            f"unlocated evidence: {len(none)} of {result.n_cases} cases have no evidence span found in the parsed "
-            f"documents, {what}; `ragsweep validate --parse` shows the closest passages"
-        )
-        lines.extend(f"  {_unlocated_line(case)}" for case in none[:shown])
-        if len(none) > shown:
-            lines.append(f"  ... and {len(none) - shown} more (report.json: unlocated)")
-    if partly:
-        spans = sum(len(c.spans) for c in partly)
-        lines.append(
-            f"unlocated evidence: {spans} span(s) of {len(partly)} scored case(s) are found in no parsed document "
-            f"(e.g. {_unlocated_line(partly[0])})"
-        )
-    return lines
+UNINFORMATIVE_MARK = "†"
 
 
-def _unlocated_line(case: Any) -> str:
-    from ragsweep.pipeline.corpus import shown_name
-
-    span = case.spans[0]
-    text = span.text if len(span.text) <= 60 else span.text[:57] + "..."
-    where = shown_name(span.doc_id) if span.doc_id else "its documents"
-    more = f" (+{len(case.spans) - 1} more)" if len(case.spans) > 1 else ""
-    return f"{case.id}: {text!r} in {where}: {span.reason}{more}"
+def uninformative_notes(result: RunResult, names: list[str]) -> list[str]:
+    """Why each marked row says nothing about this run's answerer (metrics.uninformative)."""
+    why = [(name, reason) for name in names if (reason := uninformative(name, result.answerer))]
+    if not why:
+        return []
+    way = answerer_way(result.answerer)
+    return [f"{UNINFORMATIVE_MARK} no information here about the {result.answerer} answerer's answers ({way}):"] + [
+        f"  {name}: {reason}" for name, reason in why
+    ]
 
 
 def _summary_line(result: RunResult, name: str, unlocated: bool = False) -> str:
     value = result.metrics[name]
-    low, high = result.interval(name)
+    # a name repeating another metric's mean (first_relevant_rank_mean) shows that metric's CI
+    low, high = result.interval(REPEATS[name] if name in REPEATS else name)
     count = result.counts.get(name) or result.counts.get(name.split("_mean")[0].split("_median")[0])
     ci_text = f"[{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
     val = "n/a" if value is None else f"{value:.4f}"
     chance, oracle = ("" if (v := result.level(name, which)) is None else f"{v:.3f}" for which in ("chance", "oracle"))
     n, missing = (count.n, count.missing) if count is not None else ("", "")
-    line = f"{name:<30} {val:>8}  {ci_text:<17} {chance:>7} {oracle:>7} {n:>6} {missing:>7}"
+    shown = f"{name} {UNINFORMATIVE_MARK}" if uninformative(name, result.answerer) else name
+    line = f"{shown:<30} {val:>8}  {ci_text:<17} {chance:>7} {oracle:>7} {n:>6} {missing:>7}"
     if unlocated:
         left_out, in_n = (count.unlocated, count.unlocated_in_n) if count is not None else (None, None)
         cell = f"{in_n} in n" if in_n else "" if left_out is None else str(left_out)

@@ -60,6 +60,8 @@ from ragsweep.evaluation.records import (
     HoldoutConfig,
     HoldoutVerdict,
     SweepResult,
+    UnlocatedReport,
+    expand_lines,
     own_k_name,
 )
 from ragsweep.evaluation.runfolder import (
@@ -70,7 +72,7 @@ from ragsweep.evaluation.runfolder import (
     now,
     package_versions,
 )
-from ragsweep.evaluation.scoring import aggregate
+from ragsweep.evaluation.scoring import aggregate, unlocated_lines, unlocated_report
 from ragsweep.metrics.registry import AT_K_FAMILIES, asked_budgets, at_own_k, best_of, lower_is_better, unknown_name
 from ragsweep.pipeline.config import ConfigError, PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
@@ -265,6 +267,7 @@ def _run_sweep(
         if todo:
             embedded += run_group(options, sweep, corpus, dataset, cases, folder, results, todo, n_group, len(groups))
     result = finish_sweep(folder, sweep, results)
+    result.unlocated = stored_unlocated(folder, sweep.baseline_id, dataset.relevance.unlocated)
     result.ks = sweep.ks
     result.budgets = sweep.budgets
     result.choice_split = "dev" if holdout else options.split
@@ -311,6 +314,13 @@ def finished_configs(folder: RunFolder, sweep: Sweep) -> dict[str, ConfigResult]
     if results:
         print(f"resuming: {len(results)} configuration(s) already done", file=sys.stderr)
     return results
+
+
+def stored_unlocated(folder: RunFolder, config: str, mode: str) -> UnlocatedReport:
+    """The unlocated cases, read from a configuration's case lines (finished in an earlier process too):
+    which evidence is found in no parsed document does not depend on the configuration."""
+    lines = expand_lines(folder.read_lines("configs", config, "cases.jsonl"), {})  # no hit text needed
+    return unlocated_report([CaseResult.model_validate(line) for line in lines], mode)
 
 
 def run_group(
@@ -664,6 +674,8 @@ def run_sweep_cli(options: SweepOptions, args: Any) -> int:
         print(f"ragsweep: error: {err}", file=sys.stderr)
         return 2
     print(sweep_table(report))
+    for line in unlocated_lines(report.unlocated, int(report.manifest["dataset"]["cases"]), table="sweep"):
+        print(line)
     if args.mlflow:
         from ragsweep.report.mlflow_log import log_to_mlflow
 

@@ -269,6 +269,8 @@ class SweepResult(BaseModel):
     choice_split: str | None = None
     same_cases_for_choice_and_report: bool = True
     verdict: HoldoutVerdict | None = None
+    # the cases whose evidence is found in no parsed document (the same in every configuration: one parse)
+    unlocated: UnlocatedReport = Field(default_factory=UnlocatedReport)
     manifest: dict[str, Any] = Field(default_factory=dict)
     sweep_dir: str | None = Field(default=None, exclude=True)
 
@@ -486,8 +488,13 @@ def _unlocated_fields(judgement: Any, relevance: RelevanceConfig, notes: Mapping
         what = (
             "left out of the retrieval metrics" if relevance.unlocated == "exclude" else "scored 0 (--unlocated zero)"
         )
-        named = "; ".join(f"{s.text[:60]!r} in {s.doc_id or 'its scope'} ({s.reason})" for s in spans[:3])
-        note = f"unlocated evidence: no evidence span is found in the parsed documents ({named}): {what}"
+        named = "; ".join(f"{s.shown()} in {s.doc_id or 'its scope'} ({s.reason})" for s in spans[:3])
+        nothing = (
+            "no relevant document has parsed text"
+            if judgement.rule == "doc_id"
+            else "no evidence span is found in the parsed documents"
+        )
+        note = f"unlocated evidence: {nothing} ({named}): {what}"
         fields["notes"] = {"retrieval": note, **notes}
     return fields
 

@@ -62,6 +62,8 @@ CURVE_FAMILIES: tuple[str, ...] = ("hit_rate", "recall", "precision", "ndcg", "m
 SUMMARY_FAMILIES: tuple[str, ...] = AT_K_FAMILIES
 # the run-level first-relevant-rank figures of that summary (the aggregator's names)
 SUMMARY_RANKING: tuple[str, ...] = ("first_relevant_rank_mean", "first_relevant_rank_median")
+# aggregate names whose value is another metric's mean: a report shows that one (with its CI and n)
+REPEATS: dict[str, str] = {"first_relevant_rank_mean": "first_relevant_rank"}
 # the answer metrics of that summary, in its order (a run shows those it computed)
 ANSWER_SUMMARY: tuple[str, ...] = (
     "citation_precision",
