@@ -128,10 +128,27 @@ def test_abstention_precision_and_recall_have_bootstrap_intervals_over_their_cas
     low, high = agg.interval("abstention_precision")
     assert low is not None and high is not None and low < 4 / 6 < high
     assert (agg.counts["abstention_precision"].n, agg.counts["abstention_recall"].n) == (6, 6)
-    assert "abstention_f1" not in agg.intervals  # no mean over cases: no interval
+    f1_low, f1_high = agg.interval("abstention_f1")  # no mean of cases: the cases resampled in pairs
+    assert f1_low is not None and f1_high is not None and f1_low < agg.metrics["abstention_f1"] < f1_high
     assert aggregate(cases, with_intervals=False).intervals == {}
     sweep = aggregate(cases, interval_metrics=["abstention_recall"])
     assert set(sweep.intervals) == {"abstention_recall"}
+
+
+def test_abstention_f1_interval_matches_resampling_the_cases_by_hand():
+    import numpy as np
+
+    from ragsweep.metrics.answer import aggregate_abstention
+    from ragsweep.metrics.stats import abstention_f1_ci
+
+    rng = np.random.default_rng(7)
+    pairs = [(bool(a), bool(u)) for a, u in zip(rng.random(120) < 0.4, rng.random(120) < 0.5, strict=True)]
+    draws = rng.integers(0, len(pairs), size=(20000, len(pairs)))
+    f1s = [aggregate_abstention([pairs[i] for i in row])["abstention_f1"] for row in draws[:4000]]
+    by_hand = np.quantile([f for f in f1s if f is not None], [0.025, 0.975])
+    low, high = abstention_f1_ci(pairs)
+    assert low == pytest.approx(by_hand[0], abs=0.02) and high == pytest.approx(by_hand[1], abs=0.02)
+    assert abstention_f1_ci(pairs[:1]) == (None, None)
 
 
 # ------------------------------------------------------------------ what failing means

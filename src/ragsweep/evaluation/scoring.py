@@ -43,7 +43,7 @@ def aggregate(
     ``interval_metrics`` limits the bootstrap to those names (a sweep needs
     intervals for its objectives, not for every metric of every configuration).
     """
-    from ragsweep.metrics.stats import bootstrap_ci
+    from ragsweep.metrics.stats import abstention_f1_ci, bootstrap_ci
 
     names = list(dict.fromkeys(name for case in cases for name in case.metrics))
     metrics: dict[str, float | None] = {}
@@ -68,6 +68,8 @@ def aggregate(
         for name, values in abstention_values(pairs).items():
             if len(values) >= 2 and (interval_metrics is None or name in interval_metrics):
                 intervals[name] = list(bootstrap_ci(values, seed=seed))
+        if interval_metrics is None or "abstention_f1" in interval_metrics:
+            intervals["abstention_f1"] = list(abstention_f1_ci(pairs, seed=seed))
     return Aggregate(
         metrics=metrics,
         counts=counts,
@@ -181,7 +183,8 @@ def abstention_values(pairs: Sequence[tuple[bool, bool]]) -> dict[str, list[floa
     """Each abstention rate as the mean of a per-case value over the cases it is a share of, so its
     interval is the bootstrap of that mean over those cases, like every per-case metric's:
     precision = unanswerable over the abstained cases, recall = abstained over the unanswerable
-    ones, and their complements. (F1 is no mean of cases: it has no interval.)"""
+    ones, and their complements. (F1 is no mean of cases: its interval is
+    :func:`ragsweep.metrics.stats.abstention_f1_ci`.)"""
     return {
         "abstention_precision": [float(u) for a, u in pairs if a],
         "abstention_recall": [float(a) for a, u in pairs if u],

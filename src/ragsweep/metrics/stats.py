@@ -81,6 +81,53 @@ def bootstrap_ci(
     return (low, high)
 
 
+def abstention_f1_ci(
+    pairs: Sequence[tuple[bool, bool]],
+    confidence: float = 0.95,
+    n_resamples: int = DEFAULT_BOOTSTRAP_RESAMPLES,
+    seed: int = 0,
+) -> tuple[float | None, float | None]:
+    """Percentile bootstrap interval of abstention F1 (``2PR / (P + R)``, see
+    :func:`ragsweep.metrics.answer.aggregate_abstention`) over ``(abstained, unanswerable)`` cases.
+
+    F1 is no mean of per-case values, so the cases are resampled in pairs (``scipy.stats.bootstrap``
+    with ``paired=True``) and F1 is computed on each resample; a resample with no abstention or no
+    unanswerable case has no F1 and is left out of the quantiles.
+    """
+    if len(pairs) < 2:
+        return (None, None)
+    abstained = np.array([bool(a) for a, _ in pairs], dtype=float)
+    unanswerable = np.array([bool(u) for _, u in pairs], dtype=float)
+
+    def f1(a: np.ndarray, u: np.ndarray, axis: int = -1) -> np.ndarray:
+        both = (a * u).sum(axis=axis)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(
+                (a.sum(axis=axis) > 0) & (u.sum(axis=axis) > 0),
+                2 * both / (a.sum(axis=axis) + u.sum(axis=axis)),
+                np.nan,
+            )
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = stats.bootstrap(
+            (abstained, unanswerable),
+            f1,
+            paired=True,
+            confidence_level=confidence,
+            n_resamples=n_resamples,
+            method="percentile",
+            vectorized=True,
+            rng=np.random.default_rng(seed),
+            batch=_BOOTSTRAP_BATCH,
+        )
+    kept = res.bootstrap_distribution[~np.isnan(res.bootstrap_distribution)]
+    if kept.size < 2:
+        return (None, None)
+    low, high = _quantiles(kept, (1 - confidence) / 2, (1 + confidence) / 2)
+    return (low, high)
+
+
 def _scipy_bootstrap(
     x: np.ndarray, confidence: float, n_resamples: int, seed: int, method: str
 ) -> tuple[float, float, np.ndarray]:
