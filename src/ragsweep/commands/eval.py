@@ -42,6 +42,7 @@ from ragsweep.evaluation.runfolder import (
     package_versions,
 )
 from ragsweep.evaluation.scoring import aggregate, quality_failures, unlocated_report
+from ragsweep.execution.base import open_executor
 from ragsweep.metrics.registry import summary_metrics, unknown_name
 from ragsweep.pipeline.app_components import Spent, embedding_usage, usage_since
 from ragsweep.pipeline.config import PipelineConfig
@@ -140,12 +141,13 @@ def evaluate_run(
     if options.dry_run:
         return dry_run_report(options, config, corpus, cases)
     answering, probes = prepare_answering(config, options, cases, stage)
-    evaluated = evaluate_configuration(
-        config, cases, corpus=corpus, ks=options.ks, relevance=dataset.relevance, answering=answering,
-        sink=RunCaseFile(folder, folder.file("cases.jsonl")),
-        done=done, retrieved=saved, served=saved.served if saved is not None else None, progress=options.progress,
-        fresh=options.fresh_retrieval,
-    )  # fmt: skip
+    with open_executor(options.executor, options.ray_address) as executor:
+        evaluated = evaluate_configuration(
+            config, cases, corpus=corpus, ks=options.ks, relevance=dataset.relevance, answering=answering,
+            sink=RunCaseFile(folder, folder.file("cases.jsonl")),
+            done=done, retrieved=saved, served=saved.served if saved is not None else None, progress=options.progress,
+            fresh=options.fresh_retrieval, executor=executor,
+        )  # fmt: skip
     stage.update(evaluated.timings)
     started = time.perf_counter()
     result = run_result(evaluated.results, dataset, config, options, answering, probes)

@@ -1,0 +1,146 @@
+"""Index work as Ray tasks: each task builds its index group's DocumentStore and answers a shard of cases.
+
+A task runs :func:`~ragsweep.pipeline.retrieval.retrieve` on a worker; its DocumentStore comes from
+the content-keyed caches (parse, embeddings, served lists) under ``RAGSWEEP_CACHE_DIR``, which the
+driver passes to every worker as an absolute path: on a cluster of several machines it must be a
+path all nodes see. Served lists do not depend on which shard asked for them
+(:mod:`ragsweep.pipeline.stable_order`), and the shards come back in the cases' order, so a run
+on Ray gives the numbers of a run in one process. A worker that dies mid-task is replaced and
+its task run again (``max_retries``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ragsweep.datasets.schema import Case
+from ragsweep.execution.shards import merge, split
+from ragsweep.pipeline.config import PipelineConfig
+from ragsweep.pipeline.corpus import Corpus
+from ragsweep.pipeline.retrieval import Retrieved
+
+MAX_RETRIES = 3  # a task whose worker process died is run again this many times
+FORWARDED_PREFIXES = ("RAGSWEEP_", "PATHWAY_")  # the knobs a worker must see as the driver does
+
+
+def worker_env() -> dict[str, str]:
+    """What every worker's environment gets from the driver: the cache dir (absolute) and the knobs."""
+    from ragsweep.pipeline.cache_files import default_cache_dir
+
+    env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_PREFIXES)}
+    env["RAGSWEEP_CACHE_DIR"] = str(default_cache_dir().resolve())
+    return env
+
+
+@dataclass(frozen=True)
+class ConfigRef:
+    """A configuration as a worker loads it: its file (absolute) and overrides. The loaded
+    components cannot be pickled; the hash checks that the worker read the driver's file."""
+
+    path: str
+    overrides: dict[str, Any]
+    hash: str
+
+    @classmethod
+    def of(cls, config: PipelineConfig) -> "ConfigRef":
+        return cls(str(Path(config.path).resolve()), dict(config.overrides), config.hash)
+
+    def load(self) -> PipelineConfig:
+        config = PipelineConfig.load(self.path, self.overrides)
+        if config.hash != self.hash:
+            raise RuntimeError(
+                f"{self.path} on this node is not the driver's (config hash {config.hash} != {self.hash})"
+            )
+        return config
+
+
+def retrieve_shard(ref: ConfigRef, corpus: Corpus, cases: list[Case], ks: list[int], fresh: bool) -> Any:
+    """A task: one index group's store asked for a shard of cases (on a worker). Returns the
+    :class:`Retrieved` and the worker's pid and seconds (the per-task times a benchmark reads)."""
+    from ragsweep.pipeline.retrieval import retrieve
+
+    started = time.perf_counter()
+    retrieved = retrieve(ref.load(), corpus, cases, ks, progress=False, fresh=fresh)
+    return retrieved, {"pid": os.getpid(), "seconds": time.perf_counter() - started, "cases": len(cases)}
+
+
+def wants_gpu(config: PipelineConfig, cluster_gpus: float) -> bool:
+    """An index is embedded on a GPU when its embedder may use one and the cluster has one."""
+    device = config.variables.embedder_device or "auto"
+    return cluster_gpus > 0 and (device == "auto" or device.startswith("cuda"))
+
+
+class RayExecutor:
+    """Tasks on the Ray cluster at ``address`` (None: a local one started for this run)."""
+
+    name = "ray"
+
+    def __init__(self, owns_connection: bool):
+        import ray
+
+        self._ray = ray
+        self._owns = owns_connection
+        self._remote = ray.remote(retrieve_shard)
+        self._corpus: tuple[str, Any] | None = None  # the corpus in the object store, by content hash
+        self.tasks: list[dict[str, Any]] = []  # every task's pid, seconds and cases, in submission order
+
+    @classmethod
+    def connect(cls, address: str | None) -> "RayExecutor":
+        from ragsweep.evaluation.runfolder import RunError
+
+        try:
+            import ray
+        except ImportError:
+            raise RunError("--executor ray: Ray is not installed (pip install 'ragsweep[ray]')") from None
+        if ray.is_initialized():  # a caller (a test, a notebook) already connected: keep its connection
+            return cls(owns_connection=False)
+        kwargs: dict[str, Any] = {"runtime_env": {"env_vars": worker_env()}, "log_to_driver": False}
+        if address is None:
+            kwargs["include_dashboard"] = False
+        try:
+            ray.init(address=address, **kwargs)
+        except (ConnectionError, RuntimeError, ValueError) as err:
+            raise RunError(f"--ray-address {address}: cannot connect to a Ray cluster: {err}") from None
+        return cls(owns_connection=True)
+
+    def close(self) -> None:
+        if self._owns:
+            self._ray.shutdown()
+
+    def _resource(self, name: str) -> float:
+        return float(self._ray.cluster_resources().get(name, 0))
+
+    def workers(self) -> int:
+        return max(1, int(self._resource("CPU")))
+
+    def retrieve(
+        self,
+        config: PipelineConfig,
+        corpus: Corpus,
+        cases: Sequence[Case],
+        ks: Iterable[int],
+        progress: bool,
+        fresh: bool,
+    ) -> Retrieved:
+        shards = split(list(cases), self.workers())
+        gpu = wants_gpu(config, self._resource("GPU"))
+        task = self._remote.options(num_cpus=1, num_gpus=1 if gpu else 0, max_retries=MAX_RETRIES)
+        corpus_ref = self._corpus_ref(corpus)
+        refs = [task.remote(ConfigRef.of(config), corpus_ref, shard, sorted(set(ks)), fresh) for shard in shards]
+        print(f"ray: {len(cases)} case(s) in {len(shards)} task(s){' (1 GPU each)' if gpu else ''}", file=sys.stderr)
+        outcomes = self._ray.get(refs)
+        self.tasks.extend(info for _, info in outcomes)
+        return merge([c.id for c in cases], [part for part, _ in outcomes])
+
+    def _corpus_ref(self, corpus: Corpus) -> Any:
+        """The corpus put once into the object store (a sweep asks for every index group with it)."""
+        key = corpus.content_hash
+        if self._corpus is None or self._corpus[0] != key:
+            self._corpus = (key, self._ray.put(corpus))
+        return self._corpus[1]
