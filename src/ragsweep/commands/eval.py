@@ -170,6 +170,7 @@ def evaluate_run(
     )
     result.manifest["spent"] = spent.model_dump()
     result.manifest["llm_calls"] = llm_calls(answering)
+    result.manifest["executor"] = executor.describe()
     result.cases = evaluated.results
     result.run_dir = str(folder.path) if folder.path is not None else None
     if folder.path is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from ragsweep.datasets.schema import Case
 from ragsweep.pipeline.config import PipelineConfig
@@ -33,6 +33,8 @@ class Executor(Protocol):
         fresh: bool,
     ) -> Retrieved: ...  # what the store serves each case at each of ``ks``, in the cases' order
 
+    def describe(self) -> dict[str, Any]: ...  # where the run's index work ran (its manifest's "executor")
+
 
 class LocalExecutor:
     """Everything in this process."""
@@ -49,6 +51,9 @@ class LocalExecutor:
         fresh: bool,
     ) -> Retrieved:
         return retrieve(config, corpus, cases, ks, progress, fresh=fresh)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name}
 
 
 LOCAL = LocalExecutor()

@@ -67,7 +67,9 @@ def retrieve_shard(ref: ConfigRef, corpus: Corpus, cases: list[Case], ks: list[i
 
     started = time.perf_counter()
     retrieved = retrieve(ref.load(), corpus, cases, ks, progress=False, fresh=fresh)
-    return retrieved, {"pid": os.getpid(), "seconds": time.perf_counter() - started, "cases": len(cases)}
+    seconds = time.perf_counter() - started
+    split, embed = retrieved.timings["split"], retrieved.timings["embed"]
+    return retrieved, {"pid": os.getpid(), "cases": len(cases), "seconds": seconds, "split": split, "embed": embed}
 
 
 def wants_gpu(config: PipelineConfig, cluster_gpus: float) -> bool:
@@ -88,6 +90,7 @@ class RayExecutor:
         self._owns = owns_connection
         self._remote = ray.remote(retrieve_shard)
         self._corpus: tuple[str, Any] | None = None  # the corpus in the object store, by content hash
+        self._resources: dict[str, float] = {}  # the cluster's CPUs, GPUs, memory when the run ended
         self.tasks: list[dict[str, Any]] = []  # every task's pid, seconds and cases, in submission order
 
     @classmethod
@@ -110,8 +113,12 @@ class RayExecutor:
         return cls(owns_connection=True)
 
     def close(self) -> None:
+        self._resources = self._ray.cluster_resources()
         if self._owns:
             self._ray.shutdown()
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "resources": self._resources, "tasks": self.tasks}
 
     def _resource(self, name: str) -> float:
         return float(self._ray.cluster_resources().get(name, 0))
