@@ -60,6 +60,13 @@ EXPECTED: dict[str, list[str]] = {
         "RESULT peak RSS:",
         "RESULT linearity (1 -> 3 contracts):",
     ],
+    "ray_scale.py": [
+        "SMOKE RUN",
+        "RESULT one process:",
+        "RESULT same cases.jsonl: True; same report.json metrics: True",
+        "RESULT ray tasks: 2",
+        "RESULT projection  4 machine(s):",
+    ],
     "same_numbers.py": [
         "SMOKE RUN",
         "RESULT metrics: 46 of 46 equal",
@@ -186,7 +193,14 @@ def _same_lists(s: dict) -> None:
 
 
 # script -> checks of its final JSON line
+def _ray_scale(s: dict) -> None:
+    assert s["same_cases"] and s["same_metrics"] and s["cases"] == 20
+    assert len(s["tasks"]) == 2 and sum(t["cases"] for t in s["tasks"]) == 20
+    assert [r["machines"] for r in s["projection"]] == [1, 2, 4, 8, 16]
+
+
 CHECKS = {
+    "ray_scale.py": _ray_scale,
     "warm_start.py": _warm_start,
     "same_numbers.py": _same_numbers,
     "same_lists.py": _same_lists,
