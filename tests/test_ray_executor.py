@@ -177,3 +177,21 @@ def test_driver_killed_mid_run_resumes_on_ray(cluster, tmp_path):
     assert "ray: 123 case(s) in 2 task(s)" in resumed.stderr
     assert _cases(cut) == _cases(tmp_path / "whole")
     assert _metrics(cut) == _metrics(tmp_path / "whole")
+
+
+def test_embedding_tasks_ask_for_a_gpu_only_when_the_embedder_may_use_one_and_the_cluster_has_one():
+    from ragsweep.execution.ray_executor import wants_gpu
+    from ragsweep.pipeline.config import PipelineConfig
+
+    def config(device: str) -> PipelineConfig:
+        return PipelineConfig.load(PIPELINE, {"embedder_device": device})
+
+    assert wants_gpu(config("auto"), 1) and wants_gpu(config("cuda"), 1) and wants_gpu(config("cuda:1"), 2)
+    assert not wants_gpu(config("cpu"), 1) and not wants_gpu(config("auto"), 0) and not wants_gpu(config("cuda"), 0)
+
+
+def test_a_ray_address_without_the_ray_executor_is_refused_before_any_work(tmp_path):
+    from ragsweep.evaluation.runfolder import RunError
+
+    with pytest.raises(RunError, match="--ray-address: only with --executor ray"):
+        ragsweep.evaluate(PIPELINE, MINI, limit=1, ray_address="127.0.0.1:6379")

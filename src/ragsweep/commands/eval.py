@@ -42,7 +42,7 @@ from ragsweep.evaluation.runfolder import (
     package_versions,
 )
 from ragsweep.evaluation.scoring import aggregate, quality_failures, unlocated_report
-from ragsweep.execution.base import open_executor
+from ragsweep.execution.base import check_executor, open_executor
 from ragsweep.metrics.registry import summary_metrics, unknown_name
 from ragsweep.pipeline.app_components import Spent, embedding_usage, usage_since
 from ragsweep.pipeline.config import PipelineConfig
@@ -76,6 +76,7 @@ def run_eval(options: EvalOptions) -> tuple[Path | None, RunResult | dict[str, A
     """Evaluate; return the run folder and the result (or, for a dry run, the LLM estimate)."""
     config, dataset, cases = load_inputs(options)
     check_floor_names(options, config)  # before a folder exists (evaluate_run checks for the API too)
+    check_executor(options.executor, options.ray_address)
     dataset_hash = dataset_file_hash(dataset)
     folder = open_folder(options, config, dataset.name, dataset_hash, cases)
     with folder:
@@ -131,6 +132,7 @@ def evaluate_run(
 ) -> RunResult | dict[str, Any]:
     """One configuration through the evaluation loop, into ``folder`` (``folder.path`` None: nothing is written)."""
     check_floor_names(options, config)
+    check_executor(options.executor, options.ray_address)
     stage: dict[str, float] = {}
     embedded_before = embedding_usage()
     done = folder.read_results("cases.jsonl") if options.resume else {}

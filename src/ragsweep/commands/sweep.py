@@ -71,7 +71,7 @@ from ragsweep.evaluation.runfolder import (
     package_versions,
 )
 from ragsweep.evaluation.scoring import aggregate
-from ragsweep.execution.base import LOCAL, Executor, open_executor
+from ragsweep.execution.base import LOCAL, Executor, check_executor, open_executor
 from ragsweep.metrics.registry import AT_K_FAMILIES, at_own_k, best_of, lower_is_better
 from ragsweep.pipeline.config import ConfigError, PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
@@ -195,6 +195,7 @@ def load_sweep(options: SweepOptions, base_config: PipelineConfig) -> Sweep:
 
 def run_sweep(options: SweepOptions) -> tuple[Path, SweepResult]:
     started_at = now()
+    check_executor(options.executor, options.ray_address)
     base_config, dataset, cases = load_inputs(options)
     sweep = load_sweep(options, base_config)
     holdout: list[Case] = []

@@ -59,14 +59,19 @@ class LocalExecutor:
 LOCAL = LocalExecutor()
 
 
+def check_executor(name: str, address: str | None) -> None:
+    """Options that cannot go together are an error before any work."""
+    if name != "ray" and address is not None:
+        from ragsweep.evaluation.runfolder import RunError
+
+        raise RunError("--ray-address: only with --executor ray")
+
+
 @contextmanager
 def open_executor(name: str = "local", address: str | None = None) -> Iterator[Executor]:
     """The executor a run asked for, released when the run ends (a Ray connection this run opened is closed)."""
+    check_executor(name, address)
     if name == "local":
-        if address is not None:
-            from ragsweep.evaluation.runfolder import RunError
-
-            raise RunError("--ray-address: only with --executor ray")
         yield LOCAL
         return
     from ragsweep.execution.ray_executor import RayExecutor

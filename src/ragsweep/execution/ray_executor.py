@@ -141,7 +141,12 @@ class RayExecutor:
         corpus_ref = self._corpus_ref(corpus)
         refs = [task.remote(ConfigRef.of(config), corpus_ref, shard, sorted(set(ks)), fresh) for shard in shards]
         print(f"ray: {len(cases)} case(s) in {len(shards)} task(s){' (1 GPU each)' if gpu else ''}", file=sys.stderr)
-        outcomes = self._ray.get(refs)
+        try:
+            outcomes = self._ray.get(refs)
+        except self._ray.exceptions.RayTaskError as err:  # raised in a task: its own message, not Ray's trace
+            from ragsweep.evaluation.runfolder import RunError
+
+            raise RunError(f"--executor ray: a task failed: {type(err.cause).__name__}: {err.cause}") from None
         self.tasks.extend(info for _, info in outcomes)
         return merge([c.id for c in cases], [part for part, _ in outcomes])
 
