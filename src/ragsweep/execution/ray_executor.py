@@ -135,20 +135,40 @@ class RayExecutor:
         progress: bool,
         fresh: bool,
     ) -> Retrieved:
+        ref = ConfigRef.of(config)
+        self._embed_ahead(ref, config, corpus)
         shards = split(list(cases), self.workers())
-        gpu = wants_gpu(config, self._resource("GPU"))
-        task = self._remote.options(num_cpus=1, num_gpus=1 if gpu else 0, max_retries=MAX_RETRIES)
+        task = self._remote.options(num_cpus=1, max_retries=MAX_RETRIES)
         corpus_ref = self._corpus_ref(corpus)
-        refs = [task.remote(ConfigRef.of(config), corpus_ref, shard, sorted(set(ks)), fresh) for shard in shards]
-        print(f"ray: {len(cases)} case(s) in {len(shards)} task(s){' (1 GPU each)' if gpu else ''}", file=sys.stderr)
+        refs = [task.remote(ref, corpus_ref, shard, sorted(set(ks)), fresh) for shard in shards]
+        print(f"ray: {len(cases)} case(s) in {len(shards)} task(s)", file=sys.stderr)
+        outcomes = self._get(refs)
+        self.tasks.extend({"stage": "retrieve", **info} for _, info in outcomes)
+        return merge([c.id for c in cases], [part for part, _ in outcomes])
+
+    def _embed_ahead(self, ref: ConfigRef, config: PipelineConfig, corpus: Corpus) -> None:
+        """The group's chunk texts the shared cache lacks, embedded once, one batch per worker (a GPU
+        each when the embedder may use one and the cluster has one)."""
+        from ragsweep.execution.embed_tasks import embed_batch, texts_to_embed
+
+        missing = texts_to_embed(config, corpus)
+        if not missing:
+            return
+        gpu = wants_gpu(config, self._resource("GPU"))
+        n_tasks = max(1, int(self._resource("GPU"))) if gpu else self.workers()
+        task = self._ray.remote(embed_batch).options(num_cpus=1, num_gpus=1 if gpu else 0, max_retries=MAX_RETRIES)
+        batches = split(missing, n_tasks)
+        print(f"ray: {len(missing)} text(s) to embed in {len(batches)} task(s){' (1 GPU each)' if gpu else ''}",
+              file=sys.stderr)  # fmt: skip
+        self.tasks.extend({"stage": "embed", **info} for info in self._get([task.remote(ref, b) for b in batches]))
+
+    def _get(self, refs: list[Any]) -> list[Any]:
         try:
-            outcomes = self._ray.get(refs)
+            return self._ray.get(refs)
         except self._ray.exceptions.RayTaskError as err:  # raised in a task: its own message, not Ray's trace
             from ragsweep.evaluation.runfolder import RunError
 
             raise RunError(f"--executor ray: a task failed: {type(err.cause).__name__}: {err.cause}") from None
-        self.tasks.extend(info for _, info in outcomes)
-        return merge([c.id for c in cases], [part for part, _ in outcomes])
 
     def _corpus_ref(self, corpus: Corpus) -> Any:
         """The corpus put once into the object store (a sweep asks for every index group with it)."""
