@@ -1,9 +1,10 @@
 """A real Pathway ``DocumentStoreServer`` per retriever mode, for tests/test_server_parity.py.
 
-    python tests/server_parity_app.py TEXTS_DIR PIPELINE_YAML '{"bm25": 8001, "knn": 8002, "hybrid": 8003}'
+    python tests/server_parity_app.py TEXTS_DIR PIPELINE_YAML '{"bm25": 8001, "hybrid:title": 8002}' [OUTLINES_JSON]
 
-One process, one ``pw.run``: for each mode the pipeline file is loaded with
-``PipelineConfig.load(path, {"retriever_mode": mode})`` and built, and ragsweep's
+One process, one ``pw.run``: for each variant (``MODE`` or ``MODE:CHUNK_HEADER``) the pipeline
+file is loaded with ``PipelineConfig.load(path, {"retriever_mode": MODE, "chunk_header":
+CHUNK_HEADER})`` and built, and ragsweep's
 ``DocumentStore`` (:mod:`ragsweep.pipeline.serving`: Pathway's, with Tantivy-safe questions; Pathway's default ``Utf8Parser``, the config's splitter and
 retriever factory) is served by Pathway's own ``DocumentStoreServer`` on
 127.0.0.1:PORT (``/v1/retrieve``, ``/v1/statistics``, ``/v1/inputs``).
@@ -13,7 +14,9 @@ with_metadata=True, mode="streaming")``: the test writes each parsed document's
 text there as UTF-8 bytes under a file named by its doc id, so the server gets
 the bytes the in-process store feeds. Pathway's file metadata is kept and
 ``doc_id`` (the path relative to TEXTS_DIR) is added, as the in-process store's
-``_metadata`` carries it.
+``_metadata`` carries it, with each document's outline from OUTLINES_JSON (doc id ->
+``{"title": ..., "headings": [[offset, text], ...]}``, what a Pathway app's parser would put in the
+metadata; ``ragsweep.pipeline.store.outline_metadata``), which the chunk header is made of.
 """
 
 from __future__ import annotations
@@ -24,7 +27,13 @@ import sys
 from pathlib import Path
 
 
-def main(texts_dir: str, pipeline: str, ports: dict[str, int]) -> None:
+def overrides_of(variant: str) -> dict[str, str]:
+    """``"hybrid:title"`` -> ``{"retriever_mode": "hybrid", "chunk_header": "title"}``."""
+    mode, _, header = variant.partition(":")
+    return {"retriever_mode": mode, **({"chunk_header": header} if header else {})}
+
+
+def main(texts_dir: str, pipeline: str, ports: dict[str, int], outlines: dict[str, dict]) -> None:
     from ragsweep.pipeline.offline import ensure_offline
 
     ensure_offline()
@@ -40,13 +49,14 @@ def main(texts_dir: str, pipeline: str, ports: dict[str, int]) -> None:
     def with_doc_id(meta):  # no annotations: Pathway evaluates them in this module's globals
         d = meta.as_dict()
         d["doc_id"] = Path(os.path.relpath(str(d["path"]), root)).as_posix()
+        d.update(outlines.get(d["doc_id"], {}))
         return pw.Json(d)
 
     docs = docs.select(data=pw.this.data, _metadata=pw.apply_with_type(with_doc_id, pw.Json, pw.this._metadata))
 
     servers = []
-    for mode, port in ports.items():
-        built = PipelineConfig.load(pipeline, {"retriever_mode": mode}).build()
+    for variant, port in ports.items():
+        built = PipelineConfig.load(pipeline, overrides_of(variant)).build()
         store = DocumentStore(docs, retriever_factory=built.retriever_factory, splitter=built.splitter)
         servers.append(DocumentStoreServer("127.0.0.1", int(port), store))
     print(f"serving {sorted(ports.items(), key=lambda kv: kv[1])} from {root}", flush=True)
@@ -55,4 +65,5 @@ def main(texts_dir: str, pipeline: str, ports: dict[str, int]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], {str(k): int(v) for k, v in json.loads(sys.argv[3]).items()})
+    outlines = json.loads(Path(sys.argv[4]).read_text()) if len(sys.argv) > 4 else {}
+    main(sys.argv[1], sys.argv[2], {str(k): int(v) for k, v in json.loads(sys.argv[3]).items()}, outlines)

@@ -235,7 +235,7 @@ def test_llm_reranking_matches_pathways_question_answerer(corpus, candidates, fa
 @pytest.fixture(scope="module")
 def cross_encoder_dir(tmp_path_factory) -> Path:
     """A real CrossEncoder folder (MiniLM's encoder + a seeded, untrained 1-label head):
-    no cross-encoder model ships on PyPI, and the parity needs only some model."""
+    no PyPI package ships a cross-encoder's weights, and the parity needs only some model."""
     import torch
     from sentence_transformers import CrossEncoder
 
@@ -460,7 +460,7 @@ def test_missing_reranker_models_are_named_errors(tmp_path):
         MissingRerankerModelError,
         match=r"default.yaml: \$reranker = cross_encoder: "
         r"\$reranker_model = '.*ms-marco-MiniLM-L-6-v2' is not a "
-        r"folder; no cross-encoder model ships on PyPI",
+        r"folder; no PyPI package ships a cross-encoder's weights",
     ):
         build_reranker(load(reranker_model=str(missing)))
     missing.mkdir()

@@ -3,15 +3,17 @@
 Pathway's own ``DocumentStoreServer`` (tests/server_parity_app.py, a separate process on
 127.0.0.1) serves ragsweep's ``DocumentStore`` (:mod:`ragsweep.pipeline.serving`: Pathway's, with
 questions made safe for Tantivy only when they hold its query syntax), built from the same
-pipeline file (``pipelines/default.yaml`` with
-``retriever_mode`` = bm25 / knn / hybrid) over the same parsed documents: each parsed text
+pipeline file (``pipelines/default.yaml`` with ``retriever_mode`` = bm25 / knn / hybrid, and
+hybrid with ``chunk_header`` = title and title+heading) over the same parsed documents (cuad-mini's
+contracts and a Markdown handbook with a title and section headings): each parsed text
 is written as UTF-8 bytes to a file named by its doc id and read with
 ``pw.io.fs.read(format="binary", with_metadata=True, mode="streaming")``, so Pathway's
-default ``Utf8Parser`` decodes exactly the text the in-process store feeds.
+default ``Utf8Parser`` decodes exactly the text the in-process store feeds; each document's
+outline (title, headings) goes into its metadata on both sides, as the in-process store puts it.
 
 Each question goes to ``POST /v1/retrieve`` as a client would send it (``{"query": q,
 "k": k}``, no filter) and to ``RagStore(config, corpus).run([Query(q, k), ...])``; the
-ranked (doc id, chunk text) lists must be equal at k = 1, 3, 5, 10. The only
+ranked (doc id, served chunk text: header included) lists must be equal at k = 1, 3, 5, 10. The only
 normalisation, applied to both sides alike: items are sorted by (-score, doc id, start,
 text), i.e. the order among exactly equal scores is made canonical (the order both sides
 serve already, :mod:`ragsweep.pipeline.stable_order`; checked on the server's replies).
@@ -44,13 +46,15 @@ from pathlib import Path
 import pytest
 
 from loopback import free_port, post_json, stop
+from server_parity_app import overrides_of
 
 ROOT = Path(__file__).resolve().parent.parent
 PIPELINE = ROOT / "pipelines" / "default.yaml"
 DOCS = ROOT / "datasets" / "cuad-mini" / "docs"
 APP = Path(__file__).resolve().parent / "server_parity_app.py"
 
-MODES = ("bm25", "knn", "hybrid")
+# retriever mode, or mode:chunk_header (tests/server_parity_app.py builds one server each)
+MODES = ("bm25", "knn", "hybrid", "hybrid:title", "hybrid:title+heading")
 KS = (1, 3, 5, 10)
 QUESTIONS = [
     # as a user types them: punctuation Tantivy parses reaches Pathway unchanged
@@ -66,7 +70,17 @@ QUESTIONS = [
     "Is there a cap on liability or a limitation of damages",
     "Does the contract grant an exclusive territory or exclusive license",
     "What insurance must be maintained by one party for the benefit of the counterparty",
+    # answered by a title or a heading (the Markdown handbook's)
+    "Tenant handbook: what does the section on rent collection say?",
 ]
+# a document several chunks long under a title and section headings: chunks start inside sections
+SECTIONS = ("Rent collection", "Repairs and maintenance", "Noise and quiet hours", "Moving out")
+HANDBOOK = "# Tenant handbook\n\n" + "".join(
+    f"## {name}\n\n"
+    + " ".join(f"Rule {n} about {name.lower()}: residents follow it in every building, every month." for n in range(40))
+    + "\n\n"
+    for name in SECTIONS
+)
 ALL_CHUNKS_K = 1000  # more than the corpus has: the probe query returns every chunk it matches
 READY_TIMEOUT = 240.0  # seconds from start-up to a fully indexed server, on 2 busy cores
 HTTP_WORKERS = 16  # concurrent requests: Pathway answers a commit's requests together
@@ -84,7 +98,7 @@ def served_items(reply: list[dict]) -> list[tuple[float, str, int, str]]:
 
 
 def evaluated_items(hits) -> list[tuple[float, str, int, str]]:
-    return [(float(h.score), h.doc_id, int(h.start), h.text) for h in hits]
+    return [(float(h.score), h.doc_id, int(h.start), h.served_text) for h in hits]
 
 
 def canonical(items: list[tuple[float, str, int, str]]) -> list[tuple[float, str, int, str]]:
@@ -135,18 +149,25 @@ def probe_query(chunk_texts: list[str]) -> str:
 
 
 @pytest.fixture(scope="module")
-def corpus():
+def corpus(tmp_path_factory):
+    import shutil
+
     from ragsweep.pipeline.corpus import parse_corpus
 
-    parsed = parse_corpus(DOCS)
-    assert len(parsed.documents) == 3, parsed.skipped
+    docs = tmp_path_factory.mktemp("parity-docs")
+    for path in DOCS.iterdir():
+        shutil.copy(path, docs / path.name)
+    (docs / "handbook.md").write_text(HANDBOOK)
+    parsed = parse_corpus(docs)
+    assert len(parsed.documents) == 4, parsed.skipped
+    assert len(next(d for d in parsed.documents if d.doc_id == "handbook.md").headings) == len(SECTIONS)
     return parsed
 
 
 @pytest.fixture(scope="module")
 def evaluated(corpus):
-    """mode -> {(question, k): hits} from the in-process store, every chunk, and a probe
-    question that reaches every chunk in every mode (the server's readiness check)."""
+    """variant -> {(question, k): hits} from the in-process store, its every chunk (as served),
+    and a probe question that reaches every chunk in every variant (the server's readiness check)."""
     from ragsweep.datasets.schema import Case
     from ragsweep.pipeline import retrieval
     from ragsweep.pipeline.config import PipelineConfig
@@ -158,20 +179,25 @@ def evaluated(corpus):
     out: dict[str, dict] = {}
     chunks: dict[str, list[tuple[str, str]]] = {}
     probe = None
-    for mode in ("knn", "bm25", "hybrid"):  # knn first: its chunks give the probe for the others
-        config = PipelineConfig.load(PIPELINE, {"retriever_mode": mode})
+    for mode in ("knn", *(m for m in MODES if m != "knn")):  # knn first: its chunks give the probe
+        config = PipelineConfig.load(PIPELINE, overrides_of(mode))
         # what eval scores: the retrieve stage (bm25/knn: prefixes of one query; hybrid: a query per k)
         retrieved = retrieval.retrieve(config, corpus, cases, KS)
         out[mode] = {(c.question, k): retrieved.served[c.id][k] for c in cases for k in KS}
         run = RagStore(config, corpus).run([Query(probe, ALL_CHUNKS_K)] if probe else [Query("agreement", 1)])
-        chunks[mode] = sorted((c.doc_id, texts[c.doc_id][c.start : c.end]) for c in run.chunks)
+        chunks[mode] = sorted((c.doc_id, c.header + texts[c.doc_id][c.start : c.end]) for c in run.chunks)
         if probe is None:
             probe = probe_query([t for _, t in chunks[mode]])
         else:  # the probe reaches every chunk in process, so the server is ready when it does
-            assert sorted((h.doc_id, h.text) for h in run.hits[-1]) == chunks[mode], f"{mode}: probe misses chunks"
+            served = sorted((h.doc_id, h.served_text) for h in run.hits[-1])
+            assert served == chunks[mode], f"{mode}: probe misses chunks"
     assert chunks["bm25"] == chunks["knn"] == chunks["hybrid"]
-    print(f"\nin process: 3 modes x {len(QUESTIONS)} questions x {len(KS)} k in {time.perf_counter() - started:.1f}s")
-    return {"hits": out, "chunks": chunks["knn"], "probe": probe}
+    assert chunks["hybrid:title"] != chunks["hybrid"] != chunks["hybrid:title+heading"] != chunks["hybrid:title"]
+    print(
+        f"\nin process: {len(MODES)} variants x {len(QUESTIONS)} questions x {len(KS)} k "
+        f"in {time.perf_counter() - started:.1f}s"
+    )
+    return {"hits": out, "chunks": chunks, "probe": probe}
 
 
 # ------------------------------------------------------------------ the served side
@@ -179,20 +205,24 @@ def evaluated(corpus):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, corpus):
-    """One process, one DocumentStoreServer per mode; yields {mode: port}; killed at the end.
+    """One process, one DocumentStoreServer per variant; yields {variant: port}; killed at the end.
 
     Started first (its imports overlap the in-process runs) on an empty folder; the
     documents are moved in by ``feed`` once the in-process runs are done.
     """
+    from ragsweep.pipeline.store import outline_metadata
+
     root = tmp_path_factory.mktemp("server-parity")
     watched, staging = root / "texts", root / "staging"
     watched.mkdir()
     staging.mkdir()
     ports = {mode: free_port() for mode in MODES}
+    outlines = root / "outlines.json"  # what the in-process store puts in each document's metadata
+    outlines.write_text(json.dumps({d.doc_id: outline_metadata(d) for d in corpus.documents}))
     log_path = root / "server.log"
     log = open(log_path, "w")
     proc = subprocess.Popen(
-        [sys.executable, str(APP), str(watched), str(PIPELINE), json.dumps(ports)],
+        [sys.executable, str(APP), str(watched), str(PIPELINE), json.dumps(ports), str(outlines)],
         stdout=log,
         stderr=subprocess.STDOUT,
         cwd=str(root),  # anything Pathway writes stays in the temporary folder
@@ -225,7 +255,7 @@ def served(server, evaluated, corpus):
     ports, proc = server["ports"], server["proc"]
     server["feed"]()
     fed = time.perf_counter()
-    probe, all_chunks = evaluated["probe"], evaluated["chunks"]
+    probe, chunks = evaluated["probe"], evaluated["chunks"]
     deadline = time.monotonic() + READY_TIMEOUT
     seen: dict[str, int] = {}
     for mode, port in ports.items():
@@ -235,14 +265,14 @@ def served(server, evaluated, corpus):
             if time.monotonic() > deadline:
                 pytest.fail(
                     f"server not fully indexed after {READY_TIMEOUT:.0f}s (chunks seen per mode: {seen}, "
-                    f"expected {len(all_chunks)}):\n{server['log_tail']()}"
+                    f"expected {len(chunks[mode])}):\n{server['log_tail']()}"
                 )
             try:
                 reply = post_json(port, "/v1/retrieve", {"query": probe, "k": ALL_CHUNKS_K}, timeout=30)
                 seen[mode] = len(reply)
-                if len(reply) >= len(all_chunks):
+                if len(reply) >= len(chunks[mode]):
                     # byte-identical input: the server split it into exactly the in-process chunks
-                    assert sorted((d, t) for _, d, _, t in served_items(reply)) == all_chunks, mode
+                    assert sorted((d, t) for _, d, _, t in served_items(reply)) == chunks[mode], mode
                     break
             except (urllib.error.URLError, ConnectionError, TimeoutError, OSError, ValueError):
                 pass
@@ -258,7 +288,7 @@ def served(server, evaluated, corpus):
     print(
         f"\nserver: start -> fully indexed {ready:.1f}s (documents fed -> indexed {after_feed:.1f}s); "
         f"{len(requests)} requests in "
-        f"{time.perf_counter() - started:.1f}s; {len(all_chunks)} chunks"
+        f"{time.perf_counter() - started:.1f}s; {len(chunks['knn'])} chunks"
     )
     return {req: served_items(reply) for req, reply in zip(requests, replies)}
 
@@ -319,7 +349,7 @@ def test_the_comparison_catches_a_wrong_list(evaluated):
     assert not differs(list(reversed(right)), right)  # input order is not the ranking: scores are
 
     swapped = [(right[1][0], *right[0][1:]), (right[0][0], *right[1][1:])] + right[2:]  # ranks 1 and 2 exchanged
-    other = next((d, t) for d, t in evaluated["chunks"] if (d, t) not in {(x[1], x[3]) for x in right})
+    other = next((d, t) for d, t in evaluated["chunks"]["knn"] if (d, t) not in {(x[1], x[3]) for x in right})
     replaced = right[:-1] + [(right[-1][0], other[0], 0, other[1])]  # a chunk that was not served
     edited = right[:2] + [(right[2][0], right[2][1], right[2][2], right[2][3] + " ")] + right[3:]  # one byte more
     for wrong in (swapped, replaced, edited, right[:-1], right + [replaced[-1]]):

@@ -16,6 +16,7 @@ from ragsweep.evaluation.records import build_case_result
 from ragsweep.evaluation.scoring import aggregate
 from ragsweep.metrics.relevance import UNLOCATED, mark_hits, unlocated_evidence
 from ragsweep.pipeline.hits import Hit
+from ragsweep.report.runs import read_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 PIPELINE = ROOT / "pipelines" / "default.yaml"
@@ -200,3 +201,86 @@ def test_validate_says_why_the_word_rule_misses_a_span_whose_text_is_there():
     assert "finds 20% of its words in the document, 65% needed" in problem.message
     score, passage = closest_passage(CONTRACT, "the Stat of Nevad")  # cut inside words: widened to them
     assert passage == "the State of Nevada." and score < 100
+
+
+# ------------------------------------------------------------------ doc_id: relevant documents with no parsed text
+
+
+def test_a_doc_id_case_whose_relevant_documents_have_no_parsed_text_is_unlocated():
+    rule = RelevanceConfig(rule="doc_id")
+    lost = Case(id="scan", question="What does the scan say?", relevant_ids=["scan.pdf"])
+    judged = mark_hits(lost, HITS, rule, TEXTS)
+    assert judged.excluded == UNLOCATED and not judged.scored and judged.detail["none_located"]
+    (doc,) = judged.detail["unlocated"]
+    assert (doc.doc_id, doc.reason, doc.text, doc.shown()) == (
+        "scan.pdf",
+        "document not parsed",
+        "",
+        "relevant document",
+    )
+    zero = mark_hits(lost, HITS, RelevanceConfig(rule="doc_id", unlocated="zero"), TEXTS)
+    assert zero.scored and zero.excluded is None
+    # a relevant document that is parsed: scored, the other one named
+    partly = Case(id="both", question="q", relevant_ids=["contract.txt", "scan.pdf"])
+    judged = mark_hits(partly, HITS, rule, TEXTS)
+    assert (
+        judged.scored
+        and not judged.detail["none_located"]
+        and [d.doc_id for d in judged.detail["unlocated"]] == ["scan.pdf"]
+    )
+    # the documents of its evidence when it has no relevant_ids; a found one is never named
+    by_evidence = _case("ev", "anything", doc="scan.pdf", scope=None)
+    assert mark_hits(by_evidence, HITS, rule, TEXTS).excluded == UNLOCATED
+    assert mark_hits(_case("ok", "anything"), HITS, rule, TEXTS).detail["unlocated"] == []
+    result = build_case_result(lost, {5: HITS}, top_k=5, relevance=rule, texts=TEXTS)
+    assert result.evidence_unlocated and result.metrics["hit_rate@5"] is None
+    assert (
+        "no relevant document has parsed text (relevant document in scan.pdf (document not parsed))"
+        in (result.notes["retrieval"])
+    )
+
+
+def test_eval_names_a_doc_id_case_whose_document_failed_to_parse(tmp_path, capsys):
+    root = tmp_path / "ds"
+    (root / "docs").mkdir(parents=True)
+    for name, text in TEXTS.items():
+        (root / "docs" / name).write_text(text)
+    (root / "docs" / "scan.txt").write_bytes(b"SCAN\x00\x01\x02 binary")  # skipped: binary behind .txt
+    (root / "README.md").write_text("A test dataset made in the test.\n")
+    (root / "dataset.yaml").write_text("name: by-document\nrelevance: doc_id\n")
+    cases = [
+        Case(id="law", question="What is the governing law?", relevant_ids=["contract.txt"]),
+        Case(id="scan", question="What does the scanned page say?", relevant_ids=["scan.txt"]),
+    ]
+    (root / "cases.jsonl").write_text("".join(c.model_dump_json(exclude_defaults=True) + "\n" for c in cases))
+    out, report = _eval(root, tmp_path / "runs", capsys)
+    (scan,) = report["unlocated"]["cases"]
+    assert scan["id"] == "scan" and scan["none_located"] and scan["spans"][0]["doc_id"] == "scan.txt"
+    assert report["counts"]["hit_rate@5"] == {"n": 1, "missing": 1, "unlocated": 1}
+    assert (
+        "unlocated evidence: 1 of 2 cases" in out and "scan: relevant document in scan.txt: document not parsed" in out
+    )
+    page = (tmp_path / "runs" / "run" / "report.html").read_text()
+    assert "(the relevant document itself)" in page and "scan.txt" in page
+
+
+# ------------------------------------------------------------------ a sweep names them too
+
+
+def test_a_sweep_names_the_unlocated_cases(dataset, tmp_path, capsys):
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("grid:\n  top_k: [3, 5]\nbaseline: {top_k: 5}\nobjectives: [recall@k]\nks: [1, 3, 5]\n")
+    argv = ["sweep", "--pipeline", str(PIPELINE), "--dataset", str(dataset), "--grid", str(grid),
+            "--set", "retriever_mode=bm25", "--out", str(tmp_path / "runs"), "--name", "sweep", "--workers", "1"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "unlocated evidence: 1 of 4 cases" in out and "in every configuration" in out
+    assert "  lost: 'governed by the laws of the State of Delaware' in contract.txt: not in the parsed text" in out
+    folder = tmp_path / "runs" / "sweep"
+    sweep = json.loads((folder / "sweep.json").read_text())
+    (lost,) = sweep["unlocated"]["cases"]
+    assert lost["id"] == "lost" and lost["none_located"] and sweep["unlocated"]["mode"] == "exclude"
+    assert read_sweep(folder).unlocated.none_located[0].id == "lost"
+    page = (folder / "report.html").read_text()
+    assert 'id="unlocated"' in page and "governed by the laws of the State of Delaware" in page
+    assert "in each configuration&#x27;s counts" in page or "in each configuration's counts" in page

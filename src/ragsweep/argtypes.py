@@ -64,15 +64,24 @@ def bounded(
 
 def depths(text: str) -> list[int]:
     """``--ks 1,3,5``: whole numbers >= 1, sorted, each once."""
+    return _whole_numbers(text, "--ks", "1,3,5", "depth")
+
+
+def budgets(text: str) -> list[int]:
+    """``--budgets 500,1500``: context budgets in tokens, whole numbers >= 1, sorted, each once."""
+    return _whole_numbers(text, "--budgets", "500,1500", "budget")
+
+
+def _whole_numbers(text: str, flag: str, example: str, what: str) -> list[int]:
     try:
-        ks = [int(x) for x in text.split(",") if x.strip()]
+        numbers = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"--ks {text!r}: expected whole numbers separated by commas, e.g. 1,3,5"
+            f"{flag} {text!r}: expected whole numbers separated by commas, e.g. {example}"
         ) from None
-    if not ks or min(ks) < 1:
-        raise argparse.ArgumentTypeError(f"--ks {text!r}: every depth must be >= 1")
-    return sorted(set(ks))
+    if not numbers or min(numbers) < 1:
+        raise argparse.ArgumentTypeError(f"{flag} {text!r}: every {what} must be >= 1")
+    return sorted(set(numbers))
 
 
 def _bounds(field: Any) -> tuple[Any, Any]:
@@ -104,6 +113,8 @@ def add_options(parser: argparse.ArgumentParser, model: type[BaseModel]) -> None
             kwargs["action"] = "store_false" if field.default is True else "store_true"
         elif parse == "depths":
             kwargs["type"] = depths
+        elif parse == "budgets":
+            kwargs["type"] = budgets
         elif parse in ("append", "assignments", "floors"):
             kwargs["action"] = "append"
         elif (kind := _number_kind(field.annotation)) is not None:

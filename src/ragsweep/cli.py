@@ -164,7 +164,7 @@ def cmd_retrieve(args) -> int:
     for question, hits in zip(args.question, hits_per_question):
         print(f"Q: {question}")
         for h in hits:
-            snippet = " ".join(h.text.split())[:160]
+            snippet = " ".join(h.served_text.split())[:160]
             print(f"  {h.rank:>2}. {h.score:9.4f}  {shown_name(h.doc_id)} [{h.start}:{h.end}]\n      {snippet}")
     return 0
 

@@ -111,7 +111,7 @@ _CITATION_RE = re.compile(r"\[\s*(\d+(?:\s*[,;]\s*\d+)*)\s*\]")
 
 def format_context(hits: Sequence[Hit], chunk_format: str = DEFAULT_CHUNK_FORMAT) -> str:
     return CHUNK_SEPARATOR.join(
-        chunk_format.format(n=i, text=h.text.strip(), doc_id=h.doc_id) for i, h in enumerate(hits, start=1)
+        chunk_format.format(n=i, text=h.served_text.strip(), doc_id=h.doc_id) for i, h in enumerate(hits, start=1)
     )
 
 

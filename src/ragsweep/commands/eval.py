@@ -41,9 +41,10 @@ from ragsweep.evaluation.runfolder import (
     now,
     package_versions,
 )
-from ragsweep.evaluation.scoring import aggregate, quality_failures, unlocated_report
+from ragsweep.evaluation.scoring import aggregate, quality_failures, unlocated_lines, unlocated_report
 from ragsweep.execution.base import check_executor, open_executor
-from ragsweep.metrics.registry import summary_metrics, unknown_name
+from ragsweep.metrics.registry import REPEATS, summary_metrics, unknown_name
+from ragsweep.metrics.uninformative import answerer_way, uninformative
 from ragsweep.pipeline.app_components import Spent, embedding_usage, usage_since
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
@@ -52,7 +53,9 @@ from ragsweep.pipeline.retrieval import StageError, parse_documents, retrieve, s
 from ragsweep.report import write_html
 
 DEFAULT_KS = (1, 3, 5, 10)
-RESUME_KEYS = ("config_hash", "dataset_hash", "split", "limit", "sample", "seed", "ks", "use_llm", "unlocated")
+RESUME_KEYS = (
+    "config_hash", "dataset_hash", "split", "limit", "sample", "seed", "ks", "budgets", "use_llm", "unlocated",
+)  # fmt: skip
 
 
 class EvalOptions(AnswerOptions, RunInputs):
@@ -102,6 +105,7 @@ def open_folder(
         "sample": options.sample,
         "seed": options.seed,
         "ks": scored_ks(options.ks, config.top_k),
+        "budgets": options.budgets or None,  # None: a folder from before budgets resumes as it was
         "use_llm": options.use_llm,
         "unlocated": options.unlocated,
         "case_ids": [c.id for c in cases],
@@ -148,7 +152,7 @@ def evaluate_run(
             config, cases, corpus=corpus, ks=options.ks, relevance=dataset.relevance, answering=answering,
             sink=RunCaseFile(folder, folder.file("cases.jsonl")),
             done=done, retrieved=saved, served=saved.served if saved is not None else None, progress=options.progress,
-            fresh=options.fresh_retrieval, executor=executor,
+            fresh=options.fresh_retrieval, budgets=options.budgets, executor=executor,
         )  # fmt: skip
     stage.update(evaluated.timings)
     started = time.perf_counter()
@@ -183,7 +187,7 @@ def evaluate_run(
 def check_floor_names(options: EvalOptions, config: PipelineConfig) -> None:
     """A ``--min`` floor on a metric the run cannot report is an error before any work, not after it."""
     depths = scored_ks(options.ks, config.top_k)
-    problems = [why for name in options.floors if (why := unknown_name(name, depths)) is not None]
+    problems = [why for name in options.floors if (why := unknown_name(name, depths, options.budgets)) is not None]
     if problems:
         raise RunError("--min: " + "; ".join(problems))
 
@@ -244,6 +248,7 @@ def run_result(
         **dict(aggregate(cases)),
         case_metrics=metric_names(cases),
         ks=scored_ks(options.ks, config.top_k),
+        budgets=options.budgets,
         top_k=config.top_k,
         relevance_rule=dataset.relevance.rule,
         relevance_rules_applied=rules or [dataset.relevance.rule],
@@ -354,8 +359,16 @@ def dry_run_report(options: EvalOptions, config: PipelineConfig, corpus: Corpus,
 
 
 def split_corpus(splitter: Any, corpus: Corpus) -> dict[str, list[str]]:
-    """Each document's chunk texts, as the app's splitter cuts them (no embedding, no index)."""
-    return {d.doc_id: [str(text) for text, _ in splitter.__wrapped__(d.text)] for d in corpus.documents}
+    """Each document's chunk texts, as the app's splitter cuts them (no embedding, no index), with
+    the header a ``$chunk_header`` splitter makes of the document's metadata."""
+    from ragsweep.pipeline.store import outline_metadata
+
+    def pieces(doc: Any) -> Any:
+        if not getattr(splitter, "takes_metadata", False):
+            return splitter.__wrapped__(doc.text)
+        return splitter.__wrapped__((doc.text, {"doc_id": doc.doc_id, "path": doc.doc_id, **outline_metadata(doc)}))
+
+    return {d.doc_id: [str(text) for text, _ in pieces(d)] for d in corpus.documents}
 
 
 def longest_chunks(chunks: dict[str, list[str]], scope: list[str] | None, k: int) -> list[Hit]:
@@ -372,7 +385,7 @@ def summary_table(result: RunResult) -> str:
     """The terminal table at the served k: each metric with its CI and counts; retrieval metrics
     with the chance level (random order of the case's candidate chunks) and the oracle (best order)."""
     k = result.top_k
-    names = summary_metrics(k)
+    names = summary_metrics(k, result.budgets)
     unlocated = bool(result.unlocated.none_located)  # a column saying how many of n/missing they are
     lines = [
         f"{'metric':<30} {'value':>8}  {'95% CI':<17} {'chance':>7} {'oracle':>7} {'n':>6} {'missing':>7}"
@@ -397,7 +410,8 @@ def summary_table(result: RunResult) -> str:
         notes.append(f"answer_error: {errors.n} of {result.n_cases} answers failed ({common})")
     if result.answers.refused:
         notes.append(f"refusals: {result.answers.refused} answer(s) were refusals, counted as abstaining")
-    notes.extend(unlocated_notes(result))
+    notes.extend(unlocated_lines(result.unlocated, result.n_cases, table="eval"))
+    notes.extend(uninformative_notes(result, [n for n in names if n in result.metrics]))
     from ragsweep.evaluation.judge_report import format_judge_section, format_warnings
 
     warnings = format_warnings(result.judge)
@@ -405,53 +419,31 @@ def summary_table(result: RunResult) -> str:
     return "\n".join([*([warnings] if warnings else []), header, *lines, *notes, *([judge_text] if judge_text else [])])
 
 
-def unlocated_notes(result: RunResult, shown: int = 5) -> list[str]:
-    """What the terminal says of the cases whose evidence occurs in no parsed document."""
-    report = result.unlocated
-    none, partly = report.none_located, report.partly
-    lines = []
-    if none:
-        what = (
-            "left out of the retrieval metrics (the unlocated column counts them among the cases without a "
-            "value; --unlocated zero scores them 0)"
-            if report.mode == "exclude"
-            else "scored 0 on the retrieval metrics (--unlocated zero; the unlocated column counts them in n)"
-        )
-        lines.append(
-            f"unlocated evidence: {len(none)} of {result.n_cases} cases have no evidence span found in the parsed "
-            f"documents, {what}; `ragsweep validate --parse` shows the closest passages"
-        )
-        lines.extend(f"  {_unlocated_line(case)}" for case in none[:shown])
-        if len(none) > shown:
-            lines.append(f"  ... and {len(none) - shown} more (report.json: unlocated)")
-    if partly:
-        spans = sum(len(c.spans) for c in partly)
-        lines.append(
-            f"unlocated evidence: {spans} span(s) of {len(partly)} scored case(s) are found in no parsed document "
-            f"(e.g. {_unlocated_line(partly[0])})"
-        )
-    return lines
+UNINFORMATIVE_MARK = "†"
 
 
-def _unlocated_line(case: Any) -> str:
-    from ragsweep.pipeline.corpus import shown_name
-
-    span = case.spans[0]
-    text = span.text if len(span.text) <= 60 else span.text[:57] + "..."
-    where = shown_name(span.doc_id) if span.doc_id else "its documents"
-    more = f" (+{len(case.spans) - 1} more)" if len(case.spans) > 1 else ""
-    return f"{case.id}: {text!r} in {where}: {span.reason}{more}"
+def uninformative_notes(result: RunResult, names: list[str]) -> list[str]:
+    """Why each marked row says nothing about this run's answerer (metrics.uninformative)."""
+    why = [(name, reason) for name in names if (reason := uninformative(name, result.answerer))]
+    if not why:
+        return []
+    way = answerer_way(result.answerer)
+    return [f"{UNINFORMATIVE_MARK} no information here about the {result.answerer} answerer's answers ({way}):"] + [
+        f"  {name}: {reason}" for name, reason in why
+    ]
 
 
 def _summary_line(result: RunResult, name: str, unlocated: bool = False) -> str:
     value = result.metrics[name]
-    low, high = result.interval(name)
+    # a name repeating another metric's mean (first_relevant_rank_mean) shows that metric's CI
+    low, high = result.interval(REPEATS[name] if name in REPEATS else name)
     count = result.counts.get(name) or result.counts.get(name.split("_mean")[0].split("_median")[0])
     ci_text = f"[{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
     val = "n/a" if value is None else f"{value:.4f}"
     chance, oracle = ("" if (v := result.level(name, which)) is None else f"{v:.3f}" for which in ("chance", "oracle"))
     n, missing = (count.n, count.missing) if count is not None else ("", "")
-    line = f"{name:<30} {val:>8}  {ci_text:<17} {chance:>7} {oracle:>7} {n:>6} {missing:>7}"
+    shown = f"{name} {UNINFORMATIVE_MARK}" if uninformative(name, result.answerer) else name
+    line = f"{shown:<30} {val:>8}  {ci_text:<17} {chance:>7} {oracle:>7} {n:>6} {missing:>7}"
     if unlocated:
         left_out, in_n = (count.unlocated, count.unlocated_in_n) if count is not None else (None, None)
         cell = f"{in_n} in n" if in_n else "" if left_out is None else str(left_out)

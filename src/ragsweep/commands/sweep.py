@@ -60,6 +60,8 @@ from ragsweep.evaluation.records import (
     HoldoutConfig,
     HoldoutVerdict,
     SweepResult,
+    UnlocatedReport,
+    expand_lines,
     own_k_name,
 )
 from ragsweep.evaluation.runfolder import (
@@ -70,9 +72,9 @@ from ragsweep.evaluation.runfolder import (
     now,
     package_versions,
 )
-from ragsweep.evaluation.scoring import aggregate
+from ragsweep.evaluation.scoring import aggregate, unlocated_lines, unlocated_report
 from ragsweep.execution.base import LOCAL, Executor, check_executor, open_executor
-from ragsweep.metrics.registry import AT_K_FAMILIES, at_own_k, best_of, lower_is_better
+from ragsweep.metrics.registry import AT_K_FAMILIES, asked_budgets, at_own_k, best_of, lower_is_better, unknown_name
 from ragsweep.pipeline.config import ConfigError, PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import StageError, parse_documents, store_depths
@@ -81,7 +83,7 @@ from ragsweep.report import write_html
 DEFAULT_KS = (1, 3, 5, 10)
 DEFAULT_OBJECTIVES = ("recall@k", "mrr@k", "ndcg@k")
 ALPHA = 0.05
-RESUME_KEYS = ("pipeline_hash", "ks", "case_ids", "unlocated")
+RESUME_KEYS = ("pipeline_hash", "ks", "budgets", "case_ids", "unlocated")
 
 
 class SweepGrid(BaseModel):
@@ -95,6 +97,8 @@ class SweepGrid(BaseModel):
     baseline: dict[str, Any] = Field(default_factory=dict)
     objectives: list[str] = Field(default_factory=lambda: list(DEFAULT_OBJECTIVES))
     ks: list[int] = Field(default_factory=lambda: list(DEFAULT_KS))
+    # context-token budgets scored besides those the objectives name (recall@1500tok)
+    budgets: list[int] = Field(default_factory=list)
 
     @classmethod
     def load(cls, path: str | Path) -> "SweepGrid":
@@ -165,6 +169,7 @@ class Sweep(BaseModel):
     grid: SweepGrid
     objectives: list[str]
     ks: list[int]
+    budgets: list[int] = Field(default_factory=list)
     configs: dict[str, tuple[dict[str, Any], PipelineConfig]]
     baseline_id: str
 
@@ -184,10 +189,18 @@ def load_sweep(options: SweepOptions, base_config: PipelineConfig) -> Sweep:
     matches = [p for p in combos if all(p.get(k) == v for k, v in grid.baseline.items())]
     if not matches:
         raise RunError(f"{options.grid}: the baseline {grid.baseline} is not a point of the grid")
+    objectives = options.objectives or grid.objectives
+    ks = sorted(set(options.ks or grid.ks))
+    budgets = sorted(set(options.budgets or grid.budgets) | set(asked_budgets(objectives)))
+    depths = set(ks) | {cfg.top_k for _, cfg in configs.values()}
+    problems = [why for m in objectives if not m.endswith("@k") and (why := unknown_name(m, depths, budgets))]
+    if problems:
+        raise RunError(f"{options.grid}: objectives: " + "; ".join(problems))
     return Sweep(
         grid=grid,
-        objectives=options.objectives or grid.objectives,
-        ks=sorted(set(options.ks or grid.ks)),
+        objectives=objectives,
+        ks=ks,
+        budgets=budgets,
         configs=configs,
         baseline_id=config_id(matches[0]),
     )
@@ -212,6 +225,7 @@ def run_sweep(options: SweepOptions) -> tuple[Path, SweepResult]:
         "grid": str(options.grid),
         "pipeline_hash": base_config.hash,
         "ks": sweep.ks,
+        "budgets": sweep.budgets or None,  # None: a folder from before budgets resumes as it was
         "case_ids": [c.id for c in cases],
         "unlocated": options.unlocated,
     }
@@ -254,13 +268,14 @@ def _run_sweep(
         groups[cfg.index_key].append(cid)
     embedded = 0
     for n_group, (index_key, members) in enumerate(groups.items(), start=1):
-        todo = [cid for cid in members if cid not in results]
-        if todo:
+        if todo := [cid for cid in members if cid not in results]:
             embedded += run_group(
                 options, sweep, corpus, dataset, cases, folder, results, todo, n_group, len(groups), executor
             )
     result = finish_sweep(folder, sweep, results)
+    result.unlocated = stored_unlocated(folder, sweep.baseline_id, dataset.relevance.unlocated)
     result.ks = sweep.ks
+    result.budgets = sweep.budgets
     result.choice_split = "dev" if holdout else options.split
     result.same_cases_for_choice_and_report = not holdout
     if holdout:
@@ -307,6 +322,13 @@ def finished_configs(folder: RunFolder, sweep: Sweep) -> dict[str, ConfigResult]
     return results
 
 
+def stored_unlocated(folder: RunFolder, config: str, mode: str) -> UnlocatedReport:
+    """The unlocated cases, read from a configuration's case lines (finished in an earlier process too):
+    which evidence is found in no parsed document does not depend on the configuration."""
+    lines = expand_lines(folder.read_lines("configs", config, "cases.jsonl"), {})  # no hit text needed
+    return unlocated_report([CaseResult.model_validate(line) for line in lines], mode)
+
+
 def run_group(
     options: SweepOptions,
     sweep: Sweep,
@@ -348,7 +370,7 @@ def run_group(
         answering = sweep_answering(cfg, options, cases)
         evaluated = evaluate_configuration(
             cfg, cases, corpus=corpus, ks=sweep.ks, relevance=dataset.relevance, answering=answering,
-            sink=sink, retrieved=retrieved, progress=options.progress,
+            sink=sink, retrieved=retrieved, progress=options.progress, budgets=sweep.budgets,
         )  # fmt: skip
         sink.close()
         result = config_result(cid, params, cfg, evaluated.results, sweep, interval_metrics=sweep.objectives)
@@ -435,6 +457,7 @@ def score_on_holdout(
         evaluated = evaluate_configuration(
             cfg, holdout, corpus=corpus, ks=sweep.ks, relevance=dataset.relevance,
             answering=sweep_answering(cfg, options, holdout), progress=options.progress, fresh=options.fresh_retrieval,
+            budgets=sweep.budgets,
             executor=executor,
         )  # fmt: skip
         agg = config_result(cid, params, cfg, evaluated.results, sweep, interval_metrics=sweep.objectives)
@@ -491,6 +514,7 @@ def finish_sweep(folder: RunFolder, sweep: Sweep, results: dict[str, ConfigResul
             row.significant[m] = significant(row.p_adjusted[m], ALPHA)
             value, base = row.metrics.get(m), baseline.metrics.get(m)
             row.delta_vs_baseline[m] = None if value is None or base is None else value - base
+            row.chance_level[m], row.lift_over_chance[m] = lift_over_chance(row, m)
         rows.append(row)
     report = SweepResult(
         baseline=sweep.baseline_id, grid=sweep.grid.grid, objectives=sweep.objectives, configs=rows,
@@ -507,6 +531,16 @@ def finish_sweep(folder: RunFolder, sweep: Sweep, results: dict[str, ConfigResul
     if folder.path is not None:
         write_csv(folder.path / "sweep.csv", rows, sweep.objectives)
     return report
+
+
+def lift_over_chance(row: ConfigResult, metric: str) -> tuple[float | None, float | None]:
+    """(chance level, value - chance) of ``metric``, both over the cases with a chance level
+    (the aggregate's baselines: a random order of each case's candidate chunks)."""
+    chance = row.level(metric, "chance")
+    value = row.baselines[metric]["pipeline"] if metric in row.baselines else None
+    if chance is None or value is None:
+        return None, None
+    return chance, float(value) - chance
 
 
 def best_configs(rows: list[ConfigResult], objectives: list[str]) -> dict[str, str]:
@@ -577,18 +611,27 @@ def _peak_rss_mb() -> float:
 
 def sweep_table(report: SweepResult) -> str:
     objectives = report.objectives
-    lines = [f"{'configuration':<62} " + " ".join(f"{m:>16}" for m in objectives) + f" {'ms/query':>9}"]
+    heads = " ".join(f"{m:>16} {'chance':>7} {'lift':>7}" for m in objectives)
+    lines = [f"{'configuration':<62} {heads} {'ms/query':>9}"]
     sign = 1 if lower_is_better(objectives[0]) else -1
     for r in sorted(report.configs, key=lambda r: sign * (r.metrics.get(objectives[0]) or 0)):
         cells = []
         for m in objectives:
             v = r.metrics.get(m)
             mark = "*" if r.significant.get(m) else (" " if r.id != report.baseline else "=")
-            cells.append(f"{'n/a' if v is None else f'{v:.4f}'}{mark}".rjust(16))
+            chance, lift = (r.chance_level[m], r.lift_over_chance[m]) if m in r.chance_level else (None, None)
+            cells.append(
+                f"{'n/a' if v is None else f'{v:.4f}'}{mark}".rjust(16)
+                + f" {'n/a' if chance is None else f'{chance:.4f}':>7} {'n/a' if lift is None else f'{lift:+.4f}':>7}"
+            )
         label = ", ".join(f"{k}={v}" for k, v in r.params.items())
         lines.append(f"{label[:62]:<62} " + " ".join(cells) + f" {r.latency_ms_per_query:>9.2f}")
     lines.append(
         f"= baseline; * differs from the baseline (paired randomization test, Holm-adjusted p <= {report.alpha})"
+    )
+    lines.append(
+        "chance: the objective under a random order of each case's candidate chunks; lift: value - chance "
+        "(over the cases with a chance level); @<N>tok: over the chunks of the deepest list that fit in N tokens"
     )
     lines.append("@k = at the configuration's own top_k; a depth deeper than a configuration's top_k is missing for it")
     if report.same_cases_for_choice_and_report:
@@ -640,6 +683,8 @@ def run_sweep_cli(options: SweepOptions, args: Any) -> int:
         print(f"ragsweep: error: {err}", file=sys.stderr)
         return 2
     print(sweep_table(report))
+    for line in unlocated_lines(report.unlocated, int(report.manifest["dataset"]["cases"]), table="sweep"):
+        print(line)
     if args.mlflow:
         from ragsweep.report.mlflow_log import log_to_mlflow
 

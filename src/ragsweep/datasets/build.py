@@ -3,7 +3,8 @@
 ``python -m ragsweep.datasets.build --source RAW_RELEASES_DIR --dest datasets`` (the folder holding
 the original cuad/, pathway-rag-evals/ and cranfield/ releases)
 
-Writes ``cuad/`` (40 contract PDFs x 41 categories), ``cuad-pathway/`` (Pathway's labelled
+Writes ``cuad/`` (40 contract PDFs x 41 categories), ``cuad-open/`` (the same cases without a
+scope, each question naming its contract; its ``docs:`` is ``../cuad/docs``), ``cuad-pathway/`` (Pathway's labelled
 categories for the labelled contracts whose PDF is among those 40), ``cuad-mini/`` (3
 contracts as plain text, all categories) and ``cranfield/`` (1400 abstracts, 225 queries),
 each with ``dataset.yaml`` and a ``README.md`` (provenance, licence, counts). Only this
@@ -91,6 +92,93 @@ def build_cuad(src: Path, dest: Path) -> None:
   of 1,640.
 """,
     )
+
+
+MEASURED = "## Measured"
+
+
+def _measured_section(readme: Path) -> str:
+    """The README's section of measured results (written by hand after a run), kept on a rebuild."""
+    if not readme.exists():
+        return ""
+    text = readme.read_text(encoding="utf-8")
+    at = text.find(MEASURED)
+    return "" if at < 0 else "\n" + text[at:]
+
+
+def build_cuad_open(src: Path, dest: Path) -> None:
+    out = dest / "cuad-open"
+    docs = dest / "cuad" / "docs"
+    if not docs.is_dir():
+        raise SystemExit(f"{docs}: not found; build cuad first (cuad-open reads its documents there)")
+    cases = import_cuad(
+        src / "cuad/master_clauses.csv",
+        src / "cuad/category_descriptions.csv",
+        out,
+        docs,
+        id_prefix="cuadopen",
+        unscoped=True,
+        copy_docs=False,
+    )
+    n, un, dev, ev = _counts(cases)
+    n_docs = len({c.meta["contract"] for c in cases})
+    _write(
+        out / "dataset.yaml",
+        "name: cuad-open\ndocs: ../cuad/docs\nrelevance: evidence_offsets\n"
+        "evidence_min_overlap_fraction: 0.5\nevidence_min_overlap_chars: 100\n",
+    )
+    measured = _measured_section(out / "README.md")
+    readme = CUAD_OPEN_README.format(
+        source=CUAD_SOURCE, docs=n_docs, n=n, un=un, answerable=n - un, ev=ev, dev=dev, test=n - dev
+    )
+    _write(out / "README.md", readme + measured)
+
+
+CUAD_OPEN_README = """# cuad-open — the 40 CUAD contracts, unscoped: each question names its contract
+
+{source}
+
+## What is here
+- No `docs/` of its own: `dataset.yaml` has `docs: ../cuad/docs`, the {docs} contract PDFs of
+  `../cuad/` (doc id = file name). Every question is asked of all of them at once.
+- `cases.jsonl`: {n} cases, one per case of `../cuad/` (every one of the 41 categories of every
+  contract): the same evidence spans, reference answers, types and split; ids `cuadopen-<contract
+  hash>-<category>` where `../cuad/` has `cuad-...`, so a case of one set pairs with the other's.
+  No `doc_scope`: to be answerable without one, each question names its contract the way a user
+  would, by its title and its parties ("In the Co-Branding Agreement between Snap Technologies,
+  Inc. and United Airlines, Inc., which state/country's law governs the interpretation of the
+  contract?"); `meta.contract_title` and `meta.contract_parties` hold the names used.
+- Unanswerable cases are kept ({un}: the contract has no such clause): with the contract named,
+  "none" is the right answer, so they test abstention as in `../cuad/`; retrieval metrics leave
+  them out. {answerable} answerable cases carry {ev} evidence spans.
+- Split: as in `../cuad/`, by contract ({dev} dev / {test} test cases): a sweep chooses on dev and
+  verifies on test.
+- `dataset.yaml`: relevance rule `evidence_offsets`, as `../cuad/`.
+
+## How the questions name their contract (`python -m ragsweep.datasets.build --only cuad-open`, `ragsweep.datasets.cuad_naming`)
+Built from `master_clauses.csv` alone, by rule, not by hand:
+- title: the `Document Name-Answer` cell, white space collapsed, a leading "the" and trailing
+  `(`, `-`, `,` dropped, words in capitals put in title case ("CO-BRANDING AGREEMENT" -> "Co-Branding
+  Agreement"; small words such as "of", "and" in lower case); the CSV's spelling is kept otherwise
+  (its "JOINT VENTURE AGREEMEN" stays); an empty cell (none of the 510) gives the file's stem.
+- parties: the `Parties-Answer` cell split on `;`; a piece's name is its text before the first
+  double quote, less the parentheses that end it (the defined aliases: "Geno Auriemma (Auriemma)";
+  a parenthesis inside a name stays: "Fonterra (USA) Inc."), in the CSV's spelling and case. Left
+  out: a piece with no letter or digit (`[*]`, a redaction), one speaking of the parties collectively
+  ("collectively referred to as Parties", "MS and MSCI individually ..."), one made only of earlier
+  aliases ("NVOS and HGF"), a repeated name. A piece defining a group name (`(collectively, the
+  "ValueAct Group")`) is called by it.
+- phrase: "the <title> between A and B" ("A, B and C"; one party: "with A"; a title that already says
+  "between", as NETGEAR's amendment, alone; more than four parties: the first three "and others").
+  The question: "In <phrase>, <the category's question of ../cuad/, first letter in lower case>".
+- The two categories that ask for the name or the parties name the contract by what they do not ask:
+  Document Name by its parties ("In the contract between Snap Technologies, Inc. and United Airlines,
+  Inc., what is the name of the contract?"), Parties by its title and first party ("In the
+  Co-Branding Agreement with Snap Technologies, Inc., who are ...?").
+- The 40 phrases are distinct, and so is each category's question across the contracts. Names are
+  the CSV's, typos included ("Mount Kowledge Holdings Inc." for the document's KNOWLEDGE), as a user
+  copying them from a listing would have them.
+"""
 
 
 def build_cuad_pathway(src: Path, dest: Path) -> None:
@@ -197,11 +285,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m ragsweep.datasets.build", description=__doc__.splitlines()[0])
     p.add_argument("--source", required=True, help="folder with cuad/, pathway-rag-evals/, cranfield/")
     p.add_argument("--dest", default="datasets")
-    p.add_argument("--only", choices=["cuad", "cuad-pathway", "cuad-mini", "cranfield"], action="append")
+    p.add_argument("--only", choices=["cuad", "cuad-open", "cuad-pathway", "cuad-mini", "cranfield"], action="append")
     a = p.parse_args(argv)
     src, dest = Path(a.source), Path(a.dest)
     builders = {
         "cuad": build_cuad,
+        "cuad-open": build_cuad_open,  # after cuad: it reads cuad/docs
         "cuad-pathway": build_cuad_pathway,
         "cuad-mini": build_cuad_mini,
         "cranfield": build_cranfield,

@@ -5,7 +5,10 @@ Every one of the 41 categories of every selected contract becomes a case:
 * question: the category's official description when it is a question (whitespace
   collapsed), else a question written from the description (4 categories, see
   :data:`STATEMENT_QUESTIONS`);
-* ``doc_scope`` = ``[the contract]``; ``type`` = the category name;
+* ``doc_scope`` = ``[the contract]``; ``type`` = the category name; or, unscoped (``--unscoped``),
+  no scope and the question names its contract ("In the Co-Branding Agreement between Snap
+  Technologies, Inc. and United Airlines, Inc., which state/country's law governs ...?", the
+  rule in :mod:`.cuad_naming`), with its title and parties in ``meta``;
 * an empty clause list (``[]``) is an **unanswerable** case (the contract has no such clause);
 * otherwise ``evidence`` = the annotated excerpts, an excerpt made of pieces joined by
   ``<omitted>`` giving one evidence span per piece, each with the contract's ``doc_id``;
@@ -29,6 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ._util import contract_key, copy_doc, index_files, short_hash, slug, split_for
+from .cuad_naming import contract_parties, contract_question, contract_title
 from .loader import write_cases
 from .schema import Case
 
@@ -114,11 +118,13 @@ def cuad_cases(
     descriptions_csv: str | Path,
     doc_ids: dict[str, str] | None = None,
     id_prefix: str = "cuad",
+    unscoped: bool = False,
 ) -> list[Case]:
     """Cases for every category of every contract (only contracts in ``doc_ids`` if given).
 
     ``doc_ids`` maps :func:`contract_key` of a contract to the doc id to use; without it the
-    CSV's file name is the doc id.
+    CSV's file name is the doc id. ``unscoped``: no ``doc_scope``; each question names its
+    contract instead (:mod:`.cuad_naming`).
     """
     categories = read_categories(descriptions_csv)
     pairs, rows = read_master(master_csv)
@@ -129,32 +135,44 @@ def cuad_cases(
         if doc_ids is not None and key not in doc_ids:
             continue
         doc_id = doc_ids[key] if doc_ids is not None else filename
-        split = split_for(key)
+        naming = _naming(row, filename) if unscoped else None
         for clause_col, answer_col in pairs:
             cat = categories.get(clause_col.lower())
             if cat is None:
                 raise ValueError(f"category {clause_col!r} has no description")
             pieces = split_excerpts(row[clause_col])
             answer = row.get(answer_col, "").strip() or None
+            question, named = cat["question"], {}
+            scope: list[str] | None = [doc_id]
+            if naming is not None:
+                title, parties = naming
+                question = contract_question(question, clause_col.lower(), title, parties)
+                scope, named = None, {"contract_title": title, "contract_parties": parties}
             case = Case(
                 id=f"{id_prefix}-{short_hash(key)}-{slug(cat['category'])}",
-                question=cat["question"],
+                question=question,
                 type=cat["category"],
-                doc_scope=[doc_id],
+                doc_scope=scope,
                 evidence=[{"text": p, "doc_id": doc_id} for p in pieces],
                 reference_answer=answer if pieces else None,
                 unanswerable=not pieces,
-                split=split,
+                split=split_for(key),
                 meta={
                     "contract": filename,
                     "category": cat["category"],
                     "description": cat["description"],
                     "answer_format": cat["answer_format"],
                     **({"cuad_answer": answer} if answer is not None and not pieces else {}),
+                    **named,
                 },
             )
             cases.append(case)
     return cases
+
+
+def _naming(row: dict[str, str], filename: str) -> tuple[str, list[str]]:
+    """The contract's title and parties, from its Document Name and Parties answers."""
+    return contract_title(row["Document Name-Answer"], filename), contract_parties(row["Parties-Answer"])
 
 
 def import_cuad(
@@ -165,12 +183,16 @@ def import_cuad(
     contracts: Sequence[str] | None = None,
     id_prefix: str = "cuad",
     cases_name: str = "cases.jsonl",
+    unscoped: bool = False,
+    copy_docs: bool = True,
 ) -> list[Case]:
     """Write ``out_dir/cases.jsonl`` (and copy the documents into ``out_dir/docs/``).
 
     ``docs_src``: folder with the contract files (PDF or txt); only contracts with a file
     there are imported, and the file name is the doc id. ``contracts``: optional subset
-    (file names, matched on the normalised key).
+    (file names, matched on the normalised key). ``copy_docs=False`` leaves the documents
+    where they are (a dataset whose ``dataset.yaml`` points ``docs:`` at them); ``unscoped``:
+    see :func:`cuad_cases`.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -181,10 +203,10 @@ def import_cuad(
         doc_ids = {}
         for key, src in files.items():
             if wanted is None or key in wanted:
-                doc_ids[key] = copy_doc(src, out / "docs")
+                doc_ids[key] = copy_doc(src, out / "docs") if copy_docs else src.name
     elif contracts:
         doc_ids = {contract_key(c): c for c in contracts}
-    cases = cuad_cases(master_csv, descriptions_csv, doc_ids, id_prefix)
+    cases = cuad_cases(master_csv, descriptions_csv, doc_ids, id_prefix, unscoped)
     write_cases(out / cases_name, cases)
     return cases
 
@@ -197,8 +219,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--docs", help="folder with the contract files to ship (PDF or txt)")
     p.add_argument("--contract", action="append", help="restrict to this contract (repeatable)")
     p.add_argument("--id-prefix", default="cuad")
+    p.add_argument("--unscoped", action="store_true", help="no doc_scope: each question names its contract")
     a = p.parse_args(argv)
-    cases = import_cuad(a.master_csv, a.descriptions_csv, a.out_dir, a.docs, a.contract, a.id_prefix)
+    cases = import_cuad(
+        a.master_csv, a.descriptions_csv, a.out_dir, a.docs, a.contract, a.id_prefix, unscoped=a.unscoped
+    )
     n_un = sum(c.unanswerable for c in cases)
     print(f"{len(cases)} cases ({n_un} unanswerable) -> {a.out_dir}")
     return 0

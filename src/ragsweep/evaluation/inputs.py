@@ -69,6 +69,11 @@ class RunInputs(DocumentOptions):
         "index holds): exclude leaves it out of the retrieval metrics and names it; zero scores it 0 on them, as a "
         "retrieval failure", choices=UNLOCATED_MODES, metavar="MODE",
     )  # fmt: skip
+    budgets: list[int] = option(
+        help="context budgets in tokens to score hit_rate and recall at, e.g. 500,1500 (recall@1500tok: over the "
+        "deepest served list's chunks that fit in 1500 tokens, so chunk sizes compare at equal context)",
+        parse="budgets", metavar="N,N", default_factory=list,
+    )  # fmt: skip
     fresh_retrieval: bool = option(
         False, "ask Pathway every query again instead of reusing the lists it served before for the same corpus, "
         "index definition and code (the served-list cache; also RAGSWEEP_SERVED_CACHE=0)",

@@ -105,6 +105,7 @@ def evaluate_configuration(
     served: Served | None = None,
     progress: bool = False,
     fresh: bool = False,
+    budgets: Sequence[int] = (),
     executor: Executor = LOCAL,
 ) -> Evaluated:
     """Evaluate one configuration on ``cases``.
@@ -113,6 +114,7 @@ def evaluate_configuration(
     ``retrieved``: what the configuration's index already returned (a sweep asks one index for
     every configuration that shares it) at :func:`~ragsweep.pipeline.retrieval.store_depths`;
     ``served``: the lists themselves (a resumed run saved them); otherwise the store is asked.
+    ``budgets``: the context-token budgets scored (``recall@1500tok``) on the deepest list served.
     """
     sink = sink or NullSink()
     done = dict(done or {})
@@ -129,11 +131,13 @@ def evaluate_configuration(
         sink.served(served, retrieved)
         timings["retrieve"] = time.perf_counter() - started
     started = time.perf_counter()
-    for result in _answer_and_score(config, todo, served or {}, retrieved, corpus, relevance, answering, progress):
+    scored = _answer_and_score(config, todo, served or {}, retrieved, corpus, relevance, answering, progress, budgets)
+    for result in scored:
         sink.write(result)
         done[result.id] = result
     timings["answer_and_score"] = time.perf_counter() - started
     results = [done[c.id] for c in cases if c.id in done]
+    warn_unfilled_budgets(results, budgets)
     if answering.ragas_llm is not None:
         started = time.perf_counter()
         if score_ragas_llm(answering.ragas_llm, cases, done):
@@ -168,6 +172,7 @@ def _answer_and_score(
     relevance: RelevanceConfig,
     answering: Answering,
     progress: bool,
+    budgets: Sequence[int] = (),
 ) -> Iterable[CaseResult]:
     """Each case answered, judged and scored, in batches; yielded as soon as it is scored."""
     from ragsweep.pipeline.answering import app_answers
@@ -182,7 +187,7 @@ def _answer_and_score(
             for result in score(
                 part, served, top_k=config.top_k, relevance=relevance, texts=texts, retrieved=retrieved,
                 answers=answers, verdicts=verdicts, ragas_answer_metrics=answering.ragas_nonllm and bool(answers),
-                language=language,
+                language=language, budgets=budgets,
             ):  # fmt: skip
                 bar.update(1)
                 yield result
@@ -228,6 +233,7 @@ def score(
     verdicts: Sequence[JudgeVerdict | None] | None = None,
     ragas_answer_metrics: bool = False,
     language: str = "en",
+    budgets: Sequence[int] = (),
 ) -> list[CaseResult]:
     """One :class:`CaseResult` per case (:func:`ragsweep.evaluation.records.build_case_result`).
 
@@ -251,6 +257,7 @@ def score(
                 verdict=verdict,
                 candidates=candidates,
                 language=language,
+                budgets=budgets,
             )  # fmt: skip
         )
     if ragas_answer_metrics:
@@ -262,6 +269,18 @@ def score(
         for result, extra in zip(results, ragas_answer_scores_batch(pairs), strict=True):
             result.metrics.update(extra)
     return results
+
+
+def warn_unfilled_budgets(results: Sequence[CaseResult], budgets: Sequence[int]) -> None:
+    """Name each context budget that some cases' deepest lists could not fill (those cases have no value)."""
+    for budget in sorted(set(budgets)):
+        short = [r for r in results if f"@{budget}tok" in r.notes]
+        if short:
+            print(
+                f"warning: @{budget}tok: {len(short)} of {len(results)} case(s) have no value: "
+                f"{short[0].notes[f'@{budget}tok']} (first: {short[0].id})",
+                file=sys.stderr,
+            )
 
 
 def parsed_scope(case: Case, retrieved: Retrieved) -> list[str] | None:
@@ -290,7 +309,7 @@ def score_ragas_llm(scorer: Any, cases: Sequence[Case], done: dict[str, CaseResu
         RagasCase(
             question=r.question,
             answer=r.answer.text if r.answer else "",
-            contexts=[h.text for h in r.hits],
+            contexts=[h.served_text for h in r.hits],
             reference=by_id[r.id].reference_answer or "",
             abstained=r.answer.abstained if r.answer else None,
             answer_error=r.answer.error if r.answer else None,

@@ -9,7 +9,10 @@ Depths. ``served[k]`` is exactly what the pipeline's DocumentStore returned when
 asked for ``k`` (a hybrid top-3 is not the prefix of a hybrid top-10). Every
 ``<family>@k`` metric is computed on ``served[k]``; ``r_precision``,
 ``first_relevant_rank`` and citations on ``served[top_k]``, the list the
-configuration really returns. A sweep's ``<family>@k`` (at each configuration's own
+configuration really returns; every ``<family>@<N>tok`` (a context-token budget) on the
+deepest list served (``served[max(served)]``), whatever the top_k: the chunks that fit in N
+tokens of it. A case whose deepest list ran out before N tokens while its store had more
+chunks has no value there (a note says so): the depth asked was too shallow to tell. A sweep's ``<family>@k`` (at each configuration's own
 top_k) is read with :meth:`CaseResult.metric`; a sweep reports a depth deeper than a
 configuration's top_k as missing in its aggregate (:class:`ConfigResult`).
 
@@ -31,7 +34,7 @@ from pydantic import BaseModel, Field, model_serializer
 from ragsweep.answer.base import Answer
 from ragsweep.datasets.schema import Case, RelevanceConfig
 from ragsweep.metrics.judge import JudgeVerdict
-from ragsweep.metrics.registry import AT_K_FAMILIES, RANKING_METRICS
+from ragsweep.metrics.registry import AT_K_FAMILIES, RANKING_METRICS, budget_names
 from ragsweep.metrics.relevance import UnlocatedSpan
 from ragsweep.pipeline.hits import Hit, chunk_id, chunk_key
 
@@ -169,6 +172,7 @@ class RunResult(Aggregate):
 
     case_metrics: list[str] = Field(default_factory=list)
     ks: list[int] = Field(default_factory=list)
+    budgets: list[int] = Field(default_factory=list)  # the context-token budgets of ``<family>@<N>tok``
     top_k: int = 5  # the depth the pipeline serves: every report's headline k
     relevance_rule: str | None = None
     relevance_rules_applied: list[str] = Field(default_factory=list)
@@ -223,6 +227,9 @@ class ConfigResult(Aggregate):
     p_adjusted: dict[str, float | None] = Field(default_factory=dict)
     significant: dict[str, bool] = Field(default_factory=dict)
     delta_vs_baseline: dict[str, float | None] = Field(default_factory=dict)
+    # per objective: its chance level and the lift over it (value - chance), over the same cases
+    chance_level: dict[str, float | None] = Field(default_factory=dict)
+    lift_over_chance: dict[str, float | None] = Field(default_factory=dict)
     # with --answers: each LLM part's calls and failure rate (ragsweep.evaluation.answering.llm_calls)
     llm_calls: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
@@ -258,9 +265,12 @@ class SweepResult(BaseModel):
     pareto: list[str] = Field(default_factory=list)
     pareto_axes: list[str] = Field(default_factory=list)
     ks: list[int] = Field(default_factory=list)
+    budgets: list[int] = Field(default_factory=list)  # the context-token budgets of ``<family>@<N>tok``
     choice_split: str | None = None
     same_cases_for_choice_and_report: bool = True
     verdict: HoldoutVerdict | None = None
+    # the cases whose evidence is found in no parsed document (the same in every configuration: one parse)
+    unlocated: UnlocatedReport = Field(default_factory=UnlocatedReport)
     manifest: dict[str, Any] = Field(default_factory=dict)
     sweep_dir: str | None = Field(default=None, exclude=True)
 
@@ -411,29 +421,25 @@ def build_case_result(
     candidates: Sequence[Hit] | None = None,
     notes: Mapping[str, str] | None = None,
     language: str = "en",
+    budgets: Sequence[int] = (),
 ) -> CaseResult:
     """Judge the served lists, score them, and carry the answer and verdict.
 
     ``served``: ``{k: hits the store returned for k}``; must hold ``top_k``.
     ``candidates``: every chunk the case could have been served (for chance/oracle
-    and the chunk-id context metrics); None skips those.
+    and the chunk-id context metrics); None skips those. ``budgets``: the context-token
+    budgets of the ``<family>@<N>tok`` metrics.
     """
-    from ragsweep.metrics.relevance import mark_hits
-
     if top_k not in served:
         raise ValueError(f"case {case.id}: no list served at its top_k={top_k}")
     cited = (answer.cited or None) if answer is not None else None
-    # a chunk's verdict does not depend on the list it stands in: judge every candidate once
-    pool = None
-    if candidates is not None:
-        pool = mark_hits(
-            case, [h.model_copy(update={"rank": i}) for i, h in enumerate(candidates, start=1)], relevance, texts
-        )
+    pool = _candidate_pool(case, candidates, relevance, texts, budgets) if candidates is not None else None
     metrics, own = _retrieval_metrics(case, served, top_k, relevance, texts, pool, candidates, cited)
+    budget_notes = _budget_metrics(metrics, case, served, relevance, texts, budgets, pool, candidates)
     chance: dict[str, float | None] = {}
     oracle: dict[str, float | None] = {}
     if pool is not None and candidates is not None and own.scored:
-        chance, oracle = _levels(case.id, pool, sorted(served))
+        chance, oracle = _levels(case.id, pool, sorted(served), budgets)
         relevant_ids = {chunk_key(h) for h, jh in zip(candidates, pool.hits, strict=True) if jh.relevant}
         metrics.update(chunk_id_context_scores([chunk_key(h) for h in served[top_k]], relevant_ids))
     if answer is not None:
@@ -456,8 +462,20 @@ def build_case_result(
         chance=chance,
         oracle=oracle,
         relevance_rule=own.rule,
-        **_unlocated_fields(own, relevance, notes or {}),
+        **_unlocated_fields(own, relevance, {**budget_notes, **(notes or {})}),
     )
+
+
+def _candidate_pool(
+    case: Case, candidates: Sequence[Hit], relevance: RelevanceConfig, texts: Mapping[str, str], budgets: Sequence[int]
+) -> Any:
+    """Every candidate judged once (a chunk's verdict does not depend on the list it stands in),
+    with its length in tokens when budgets are scored."""
+    from ragsweep.metrics.relevance import mark_hits
+
+    ranked = [h.model_copy(update={"rank": i}) for i, h in enumerate(candidates, start=1)]
+    pool = mark_hits(case, ranked, relevance, texts)
+    return with_tokens(pool, candidates) if budgets else pool
 
 
 def _unlocated_fields(judgement: Any, relevance: RelevanceConfig, notes: Mapping[str, str]) -> dict[str, Any]:
@@ -470,8 +488,13 @@ def _unlocated_fields(judgement: Any, relevance: RelevanceConfig, notes: Mapping
         what = (
             "left out of the retrieval metrics" if relevance.unlocated == "exclude" else "scored 0 (--unlocated zero)"
         )
-        named = "; ".join(f"{s.text[:60]!r} in {s.doc_id or 'its scope'} ({s.reason})" for s in spans[:3])
-        note = f"unlocated evidence: no evidence span is found in the parsed documents ({named}): {what}"
+        named = "; ".join(f"{s.shown()} in {s.doc_id or 'its scope'} ({s.reason})" for s in spans[:3])
+        nothing = (
+            "no relevant document has parsed text"
+            if judgement.rule == "doc_id"
+            else "no evidence span is found in the parsed documents"
+        )
+        note = f"unlocated evidence: {nothing} ({named}): {what}"
         fields["notes"] = {"retrieval": note, **notes}
     return fields
 
@@ -516,11 +539,64 @@ def _retrieval_metrics(
     return metrics, own
 
 
-def _levels(case_id: str, pool: Any, ks: Sequence[int]) -> tuple[dict[str, float | None], dict[str, float | None]]:
-    """The case's chance and oracle level of every ``<family>@k`` over its candidate pool."""
+def _budget_metrics(
+    metrics: dict[str, float | None],
+    case: Case,
+    served: Mapping[int, Sequence[Hit]],
+    relevance: RelevanceConfig,
+    texts: Mapping[str, str],
+    budgets: Sequence[int],
+    pool: Any,
+    candidates: Sequence[Hit] | None,
+) -> dict[str, str]:
+    """Every ``<family>@<N>tok`` on the deepest list served, into ``metrics``; the notes of the
+    budgets that list could not fill (missing, not under-counted)."""
+    from ragsweep.metrics.relevance import mark_hits
+    from ragsweep.metrics.retrieval import per_case_value
+
+    if not budgets:
+        return {}
+    deepest = max(served)
+    hits = sorted(served[deepest], key=lambda h: h.rank)
+    judgement = with_tokens(
+        _judge_from_pool(pool, candidates, hits, None) or mark_hits(case, hits, relevance, texts), hits
+    )
+    held = sum(h.tokens or 0 for h in judgement.hits)
+    # fewer chunks than asked: the store had no more to serve, the list is all there is
+    more = len(hits) >= deepest and (candidates is None or len(candidates) > len(hits))
+    notes = {}
+    for budget in sorted(set(budgets)):
+        short = more and held < budget
+        for name in budget_names([budget]):
+            metrics[name] = None if short or not judgement.scored else _num(per_case_value(judgement, name))
+        if short:
+            notes[f"@{budget}tok"] = (
+                f"the list served at depth {deepest} holds {held} tokens, fewer than the {budget}-token budget, "
+                "and the store has more chunks: no value (ask deeper, e.g. a larger k in --ks)"
+            )
+    return notes
+
+
+def with_tokens(judgement: Any, hits: Sequence[Hit]) -> Any:
+    """The judgement with each rank's chunk length in tokens as served (its header included: the
+    context a model reads), ``hits`` in the judgement's order."""
+    from dataclasses import replace
+
+    from ragsweep.pipeline.chunking import chunk_tokens
+
+    judged = [replace(jh, tokens=chunk_tokens(h.served_text)) for jh, h in zip(judgement.hits, hits, strict=True)]
+    return replace(judgement, hits=judged)
+
+
+def _levels(
+    case_id: str, pool: Any, ks: Sequence[int], budgets: Sequence[int] = ()
+) -> tuple[dict[str, float | None], dict[str, float | None]]:
+    """The case's chance and oracle level of every ``<family>@k`` and ``<family>@<N>tok`` over its
+    candidate pool."""
     from ragsweep.metrics.baselines import case_baselines
 
-    levels = case_baselines([pool], [f"{family}@{k}" for k in ks for family in AT_K_FAMILIES])
+    names = [f"{family}@{k}" for k in ks for family in AT_K_FAMILIES] + budget_names(budgets)
+    levels = case_baselines([pool], names)
     chance = {n: _num(v) for n, v in levels.chance.get(case_id, {}).items()}
     oracle = {n: _num(v) for n, v in levels.oracle.get(case_id, {}).items()}
     return chance, oracle

@@ -63,7 +63,11 @@ def aggregate(
     scored = [case for case in cases if case.metrics.get("r_precision") is not None]  # any k
     counts["first_relevant_rank"] = Count(n=len(frr), missing=len(scored) - len(frr))
     _unlocated_counts(cases, counts)
-    _abstention(cases, metrics, counts)
+    pairs = _abstention(cases, metrics, counts)
+    if with_intervals and pairs:
+        for name, values in abstention_values(pairs).items():
+            if len(values) >= 2 and (interval_metrics is None or name in interval_metrics):
+                intervals[name] = list(bootstrap_ci(values, seed=seed))
     return Aggregate(
         metrics=metrics,
         counts=counts,
@@ -102,9 +106,58 @@ def unlocated_report(cases: Sequence[CaseResult], mode: str) -> UnlocatedReport:
     )
 
 
-def _abstention(cases: Sequence[CaseResult], metrics: dict[str, float | None], counts: dict[str, Count]) -> None:
+def unlocated_lines(report: UnlocatedReport, n_cases: int, table: str = "eval", shown: int = 5) -> list[str]:
+    """What the terminal says of the unlocated cases: how many, what their numbers are, and the
+    first ``shown`` by id, span and document. ``table``: ``eval`` (its table has an unlocated
+    column) or ``sweep`` (each configuration's counts hold them; report.json / sweep.json name all)."""
+    none, partly = report.none_located, report.partly
+    lines = []
+    where = "report.json" if table == "eval" else "sweep.json"
+    if none:
+        counted = (
+            (
+                "the unlocated column counts them among the cases without a value",
+                "the unlocated column counts them in n",
+            )
+            if table == "eval"
+            else ("in every configuration", "in every configuration")
+        )
+        what = (
+            f"left out of the retrieval metrics ({counted[0]}; --unlocated zero scores them 0)"
+            if report.mode == "exclude"
+            else f"scored 0 on the retrieval metrics (--unlocated zero; {counted[1]})"
+        )
+        lines.append(
+            f"unlocated evidence: {len(none)} of {n_cases} cases have no evidence span (or relevant document) found "
+            f"in the parsed documents, {what}; `ragsweep validate --parse` shows the closest passages"
+        )
+        lines.extend(f"  {_unlocated_line(case)}" for case in none[:shown])
+        if len(none) > shown:
+            lines.append(f"  ... and {len(none) - shown} more ({where}: unlocated)")
+    if partly:
+        spans = sum(len(c.spans) for c in partly)
+        lines.append(
+            f"unlocated evidence: {spans} span(s) of {len(partly)} scored case(s) are found in no parsed document "
+            f"(e.g. {_unlocated_line(partly[0])})"
+        )
+    return lines
+
+
+def _unlocated_line(case: UnlocatedCase) -> str:
+    from ragsweep.pipeline.corpus import shown_name
+
+    span = case.spans[0]
+    where = shown_name(span.doc_id) if span.doc_id else "its documents"
+    more = f" (+{len(case.spans) - 1} more)" if len(case.spans) > 1 else ""
+    return f"{case.id}: {span.shown()} in {where}: {span.reason}{more}"
+
+
+def _abstention(
+    cases: Sequence[CaseResult], metrics: dict[str, float | None], counts: dict[str, Count]
+) -> list[tuple[bool, bool]]:
     """Abstention precision/recall over the answered cases; "abstained" as the answer metrics
-    decided it (the answerer's flag or a refusal-style text)."""
+    decided it (the answerer's flag or a refusal-style text). Returns the (abstained,
+    unanswerable) pairs; each rate's n is the cases it is a share of."""
     from ragsweep.metrics.answer import aggregate_abstention
 
     pairs = [
@@ -113,12 +166,28 @@ def _abstention(cases: Sequence[CaseResult], metrics: dict[str, float | None], c
         if case.answer is not None and not case.answer.error
     ]
     if not pairs:
-        return
+        return pairs
     abst = aggregate_abstention(pairs)
     for name in SET_METRICS:
         if name in abst:
             metrics[name] = _float(abst[name])
     counts["abstention"] = Count(n=len(pairs), missing=len(cases) - len(pairs))
+    for name, values in abstention_values(pairs).items():
+        counts[name] = Count(n=len(values), missing=len(cases) - len(values))
+    return pairs
+
+
+def abstention_values(pairs: Sequence[tuple[bool, bool]]) -> dict[str, list[float]]:
+    """Each abstention rate as the mean of a per-case value over the cases it is a share of, so its
+    interval is the bootstrap of that mean over those cases, like every per-case metric's:
+    precision = unanswerable over the abstained cases, recall = abstained over the unanswerable
+    ones, and their complements. (F1 is no mean of cases: it has no interval.)"""
+    return {
+        "abstention_precision": [float(u) for a, u in pairs if a],
+        "abstention_recall": [float(a) for a, u in pairs if u],
+        "answered_unanswerable_rate": [float(not a) for a, u in pairs if u],
+        "abstained_on_answerable_rate": [float(a) for a, u in pairs if not u],
+    }
 
 
 def baselines(cases: Sequence[CaseResult]) -> dict[str, dict[str, float | int | None]]:

@@ -45,12 +45,16 @@ class SourceChunk:
 
 def split_corpus(corpus, config) -> list[SourceChunk]:
     """Every chunk the pipeline's splitter makes of every parsed document, in document order."""
+    from ragsweep.pipeline.chunking import split_header
+    from ragsweep.pipeline.store import outline_metadata
+
     splitter = config.build().splitter
     chunks: list[SourceChunk] = []
     for doc in sorted(corpus.documents, key=lambda d: d.doc_id):
-        pieces = splitter.chunk(doc.text, {"doc_id": doc.doc_id, "path": doc.doc_id})
+        pieces = splitter.chunk(doc.text, {"doc_id": doc.doc_id, "path": doc.doc_id, **outline_metadata(doc)})
         cursor = 0
-        for piece, meta in pieces:
+        for served, meta in pieces:
+            _, piece = split_header(served, meta)  # a passage is the document's own text
             if "start" in meta and "end" in meta:
                 start, end = int(meta["start"]), int(meta["end"])
             else:  # a splitter of Pathway's own records no offsets

@@ -101,6 +101,29 @@ Oracle
   orderings of the non-dominated cover sets (bound: the current DCG plus the remaining
   marginal gains, sorted, at the next ranks; stops as soon as the cap 1 is reached).
 
+Token budgets
+-------------
+``recall@Btok`` and ``hit_rate@Btok`` (:mod:`~ragsweep.metrics.retrieval`) read the longest
+prefix of the ordering whose chunks' tokens t_i sum to at most B, so their levels depend on
+each candidate's length (``RankVerdict.tokens``) and no rank distribution gives them. Chance:
+
+* every candidate fits (sum_i t_i <= B): the whole pool is read in any order, so chance =
+  oracle = the metric over all candidates (method ``"closed_form"``);
+* otherwise, exactly by enumerating the sets S with t(S) <= B that can be the prefix (while
+  the walk visits at most ``exact_budget`` nodes): the
+  first |S| positions hold S (probability |S|! (N - |S|)! / N!) and the next chunk is one of
+  the f(S) that do not fit after them (probability f(S) / (N - |S|)), so
+  P(prefix = S) = |S|! (N - |S| - 1)! f(S) / N! and chance = sum_S P(S) metric(S) (method
+  ``"enumerated"``);
+* else by ``samples`` seeded random orderings, as above (method ``"sampled"``).
+
+Oracle: ``hit_rate`` = 1 when a relevant candidate has t_i <= B; ``recall`` = the most items
+covered by a set of candidates of at most B tokens (put first, the set is a fitting prefix):
+budgeted maximum coverage, solved exactly by branch and bound over the covering candidates
+(bound: the items the remaining candidates could still add), or the greedy choice of most
+new items per token when cut short (``"greedy"``: a lower bound). Candidates passed as
+``extra_blank`` have no length: a budget metric refuses them.
+
 The searches stop after ``budget`` nodes (default 100 000, far beyond what a CUAD case
 needs). If a search is cut short, the best ordering found so far (at least the greedy
 one) is returned and the method says ``"greedy"``: that value is achievable, so it is a
@@ -133,7 +156,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from .retrieval import Judgement, RankVerdict, parse_metric, per_case_value
+from .retrieval import BUDGET_FUNCS, Judgement, RankVerdict, parse_budget, parse_metric, per_case_value
 
 __all__ = [
     "Estimate",
@@ -790,6 +813,198 @@ def _search_oracle(p: _Pool, base: str, k: int, budget: int) -> Estimate:
     return Estimate(None if best is None else sign * best, method)
 
 
+# --------------------------------------------------------------------------- token budgets
+
+
+@dataclass(frozen=True)
+class _Chunks:
+    """A case's candidates for the token-budget levels: lengths, covered items (bit masks), relevance."""
+
+    tokens: list[int]
+    masks: list[int]
+    relevant: list[bool]
+    n_items: int
+
+    def values(self, chosen: Iterable[int]) -> tuple[float, float]:
+        """(recall, hit_rate) of a context holding the candidates ``chosen``."""
+        covered, hit = 0, False
+        for i in chosen:
+            covered |= self.masks[i]
+            hit = hit or self.relevant[i]
+        return covered.bit_count() / self.n_items, 1.0 if hit else 0.0
+
+
+def _budget_chunks(j: Judgement, extra_blank: int) -> _Chunks:
+    if extra_blank:
+        raise ValueError("a token-budget level needs every candidate's length: pass the candidates, not extra_blank")
+    bit = {item: 1 << i for i, item in enumerate(j.items)}
+    tokens = []
+    for h in j.hits:
+        if h.tokens is None:
+            raise ValueError(f"case {j.case_id}: a token-budget level needs each candidate's token count")
+        tokens.append(h.tokens)
+    masks = [sum(bit[x] for x in h.covers if x in bit) for h in j.hits]
+    return _Chunks(tokens, masks, [bool(h.relevant) for h in j.hits], len(j.items))
+
+
+def _budget_chance(
+    c: _Chunks, budget: int, case_id: str, samples: int, seed: int, nodes: int
+) -> tuple[dict[str, float], str, dict[str, float]]:
+    """Chance of (recall, hit_rate) at ``budget``: values, method, standard errors (sampled only)."""
+    n = len(c.tokens)
+    if sum(c.tokens) <= budget:
+        recall, hit = c.values(range(n))
+        return {"recall": recall, "hit_rate": hit}, "closed_form", dict.fromkeys(BUDGET_FUNCS, 0.0)
+    try:
+        return _enumerate_budget(c, budget, nodes), "enumerated", dict.fromkeys(BUDGET_FUNCS, 0.0)
+    except _Stop:
+        pass
+    rng = random.Random(_seed(seed, case_id, f"@{budget}tok"))
+    cap = _most_that_fit(c.tokens, budget) + 1  # a prefix is never longer: later draws are not read
+    rows = []
+    for _ in range(samples):
+        used, chosen = 0, []
+        for i in rng.sample(range(n), min(n, cap)):
+            used += c.tokens[i]
+            if used > budget:
+                break
+            chosen.append(i)
+        rows.append(c.values(chosen))
+    means, errors = {}, {}
+    for name, column in zip(("recall", "hit_rate"), zip(*rows, strict=True), strict=True):
+        means[name] = statistics.fmean(column)
+        errors[name] = statistics.stdev(column) / math.sqrt(len(column)) if len(column) > 1 else 0.0
+    return means, "sampled", errors
+
+
+def _most_that_fit(tokens: Sequence[int], budget: int) -> int:
+    used = count = 0
+    for t in sorted(tokens):
+        used += t
+        if used > budget:
+            break
+        count += 1
+    return count
+
+
+def _enumerate_budget(c: _Chunks, budget: int, nodes: int) -> dict[str, float]:
+    """sum over the fitting sets S of P(prefix = S) metric(S), P as in the module docstring."""
+    n = len(c.tokens)
+    log_n = math.lgamma(n + 1)
+    acc = [0.0, 0.0]
+    chosen: list[int] = []
+    visited = 0
+
+    def walk(i: int, used: int) -> None:
+        nonlocal visited
+        visited += 1
+        if visited > nodes:
+            raise _Stop
+        if i == n:
+            size = len(chosen)
+            if size == n:
+                return  # not reached: every candidate fitting is the closed form
+            room = budget - used
+            # the chunks left out that do not fit after S (a chosen chunk is never "next")
+            f = sum(1 for t in c.tokens if t > room) - sum(1 for k in chosen if c.tokens[k] > room)
+            if f:
+                weight = f * math.exp(math.lgamma(size + 1) + math.lgamma(n - size) - log_n)
+                recall, hit = c.values(chosen)
+                acc[0] += weight * recall
+                acc[1] += weight * hit
+            return
+        if used + c.tokens[i] <= budget:
+            chosen.append(i)
+            walk(i + 1, used + c.tokens[i])
+            chosen.pop()
+        walk(i + 1, used)
+
+    walk(0, 0)
+    return {"recall": acc[0], "hit_rate": acc[1]}
+
+
+def _budget_oracle(c: _Chunks, budget: int, nodes: int) -> tuple[dict[str, float], str]:
+    """Oracle of (recall, hit_rate) at ``budget`` and the method of the recall search."""
+    hit = 1.0 if any(r and t <= budget for r, t in zip(c.relevant, c.tokens, strict=True)) else 0.0
+    fits = [i for i in range(len(c.tokens)) if c.masks[i] and c.tokens[i] <= budget]
+    # a candidate covering a subset of another's items with at least its length is never needed
+    kept = [
+        i
+        for i in fits
+        if not any(
+            j != i and c.masks[i] & c.masks[j] == c.masks[i] and c.tokens[j] <= c.tokens[i]
+            and (c.masks[j] != c.masks[i] or c.tokens[j] < c.tokens[i] or j < i)
+            for j in fits
+        )
+    ]  # fmt: skip
+    kept.sort(key=lambda i: (-c.masks[i].bit_count(), c.tokens[i]))
+    best = _greedy_budget_cover(c, kept, budget)
+    reach = [0] * (len(kept) + 1)  # items the candidates from position i on could still add
+    for pos in range(len(kept) - 1, -1, -1):
+        reach[pos] = reach[pos + 1] | c.masks[kept[pos]]
+    visited = 0
+
+    def walk(pos: int, used: int, covered: int) -> None:
+        nonlocal best, visited
+        visited += 1
+        if visited > nodes:
+            raise _Stop
+        best = max(best, covered.bit_count())
+        if pos == len(kept) or (covered | reach[pos]).bit_count() <= best or best == c.n_items:
+            return
+        i = kept[pos]
+        if used + c.tokens[i] <= budget and c.masks[i] & ~covered:
+            walk(pos + 1, used + c.tokens[i], covered | c.masks[i])
+        walk(pos + 1, used, covered)
+
+    try:
+        walk(0, 0, 0)
+        method = "exact"
+    except _Stop:
+        method = "greedy"
+    return {"recall": best / c.n_items, "hit_rate": hit}, method
+
+
+def _greedy_budget_cover(c: _Chunks, order: Sequence[int], budget: int) -> int:
+    """Items covered by taking, while any fits, the candidate with the most new items per token."""
+    used = covered = 0
+    left = list(order)
+    while True:
+        options = [
+            ((c.masks[i] & ~covered).bit_count() / max(1, c.tokens[i]), i)
+            for i in left
+            if used + c.tokens[i] <= budget and c.masks[i] & ~covered
+        ]
+        if not options:
+            return covered.bit_count()
+        _, i = max(options)
+        used += c.tokens[i]
+        covered |= c.masks[i]
+        left.remove(i)
+
+
+def _budget_levels(
+    p: _Pool, extra_blank: int, budget: int, samples: int, seed: int, exact_nodes: int, nodes: int
+) -> tuple[dict[str, Estimate], dict[str, Estimate]]:
+    """Chance and oracle estimates of every token-budget family at ``budget`` (cached on the pool:
+    one enumeration or one set of samples serves them all)."""
+    key = ("budget", budget)
+    if key not in p.cache:
+        j = p.judgement
+        if not j.scored:
+            none = {name: Estimate(None, "closed_form") for name in BUDGET_FUNCS}
+            p.cache[key] = (none, none)
+        else:
+            c = _budget_chunks(j, extra_blank)
+            values, method, errors = _budget_chance(c, budget, j.case_id, samples, seed, exact_nodes)
+            n = samples if method == "sampled" else 0
+            chance_est = {name: Estimate(values[name], method, errors[name], n) for name in values}
+            best, how = _budget_oracle(c, budget, nodes)
+            oracle_est = {"recall": Estimate(best["recall"], how), "hit_rate": Estimate(best["hit_rate"], "exact")}
+            p.cache[key] = (chance_est, oracle_est)
+    return p.cache[key]
+
+
 # --------------------------------------------------------------------------- public API
 
 
@@ -875,7 +1090,12 @@ def chance_estimate(
     ``method``: ``"auto"`` (closed form when exact, else enumeration within
     ``exact_budget`` words, else ``samples`` seeded orderings), ``"enumerate"`` or
     ``"sample"``; ``budget`` = nodes of the ndcg cap walk. Formulas: see the module docstring.
+    A token-budget metric (``"recall@1500tok"``) needs each candidate's ``tokens``.
     """
+    at_budget = parse_budget(metric)
+    if at_budget is not None:
+        p = _pool(judgement, 0)
+        return _budget_levels(p, extra_blank, at_budget[1], samples, seed, exact_budget, budget)[0][at_budget[0]]
     base, k = _resolve(metric, k)
     return _chance_pool(_pool(judgement, extra_blank), base, k, method, samples, seed, exact_budget, budget)
 
@@ -917,6 +1137,12 @@ def oracle_estimate(
     """Best value of ``metric`` over all orderings of the candidates (lowest for
     ``first_relevant_rank``). Method ``"exact"``, or ``"greedy"`` when a search over
     multi-item cover sets exceeded ``budget`` nodes (then an achievable lower bound)."""
+    at_budget = parse_budget(metric)
+    if at_budget is not None:
+        p = _pool(judgement, 0)
+        return _budget_levels(p, extra_blank, at_budget[1], DEFAULT_SAMPLES, 0, DEFAULT_EXACT_BUDGET, budget)[1][
+            at_budget[0]
+        ]
     base, k = _resolve(metric, k)
     return _oracle_pool(_pool(judgement, extra_blank), base, k, budget)
 
@@ -972,6 +1198,16 @@ class Baselines:
         return out
 
 
+def _metric_levels(
+    p: _Pool, blank: int, base: str, k: int, budgeted: bool, samples: int, seed: int, exact_budget: int, budget: int
+) -> tuple[Estimate, Estimate]:
+    """One metric's chance and oracle estimates on a case's pool (``k``: its budget in tokens when ``budgeted``)."""
+    if budgeted:
+        chance_est, oracle_est = _budget_levels(p, blank, k, samples, seed, exact_budget, budget)
+        return chance_est[base], oracle_est[base]
+    return _chance_pool(p, base, k, "auto", samples, seed, exact_budget, budget), _oracle_pool(p, base, k, budget)
+
+
 def case_baselines(
     judgements: Iterable[Judgement],
     metrics: Sequence[str],
@@ -991,7 +1227,8 @@ def case_baselines(
     cached on (N, c, K) across cases and metrics, so a case costs O(N) once plus
     O(K + R) per metric. Metrics without a chance level (``citation_precision``) raise.
     """
-    parsed = [(name, *_resolve(name, None)) for name in metrics]
+    parsed = [(name, *(parse_budget(name) or _resolve(name, None))) for name in metrics]
+    budgeted = {name for name in metrics if parse_budget(name) is not None}
     extra_blank = extra_blank or {}
     chance_t: dict[str, dict[str, float | None]] = {}
     oracle_t: dict[str, dict[str, float | None]] = {}
@@ -1002,18 +1239,18 @@ def case_baselines(
         if not j.scored:
             excluded.setdefault(j.excluded or "no relevance information", []).append(j.case_id)
             continue
-        p = _pool(j, extra_blank.get(j.case_id, 0))
+        blank = extra_blank.get(j.case_id, 0)
+        p = _pool(j, blank)
         crow: dict[str, float | None] = {}
         orow: dict[str, float | None] = {}
         for name, base, k in parsed:
-            est = _chance_pool(p, base, k, "auto", samples, seed, exact_budget, budget)
+            est, o = _metric_levels(p, blank, base, k, name in budgeted, samples, seed, exact_budget, budget)
             crow[name] = est.value
             tally = methods[name]
             tally[f"chance:{est.method}"] += 1
             if est.method == "sampled":
                 stderr_t.setdefault(j.case_id, {})[name] = est.stderr
             if oracle_levels:
-                o = _oracle_pool(p, base, k, budget)
                 orow[name] = o.value
                 tally[f"oracle:{o.method}"] += 1
         chance_t[j.case_id] = crow

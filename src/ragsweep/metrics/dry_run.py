@@ -50,7 +50,7 @@ def estimate_llm_run(
         )
     if ragas_metrics is None or len(ragas_metrics) > 0:
         out["ragas_llm"] = estimate_ragas_calls(
-            [(q, [h.text for h in hits], r) for (q, hits), r in zip(items, refs)],
+            [(q, [h.served_text for h in hits], r) for (q, hits), r in zip(items, refs)],
             ragas_settings or settings,
             METRIC_NAMES if ragas_metrics is None else ragas_metrics,
             assumed_answer_tokens,

@@ -4,8 +4,10 @@ Every report, the sweep's "best" and Pareto set, compare's flip meanings and the
 terminal tables ask this module what a name means; no other module keeps a list.
 
 A name is either a retrieval metric at a depth (``recall@5``: family ``recall``,
-k = 5), ``<family>@k`` in a sweep (at the configuration's own top-k), or a plain
-name (``first_relevant_rank``, ``token_f1``, ``ragas_llm_faithfulness``...).
+k = 5), ``<family>@k`` in a sweep (at the configuration's own top-k), a retrieval
+metric at a context-token budget (``recall@1500tok``: over the served chunks that fit
+in 1500 tokens, :mod:`ragsweep.metrics.retrieval`), or a plain name
+(``first_relevant_rank``, ``token_f1``, ``ragas_llm_faithfulness``...).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from dataclasses import dataclass
 
 # retrieval metrics computed at every scored depth k, in display order
 AT_K_FAMILIES: tuple[str, ...] = ("hit_rate", "recall", "precision", "mrr", "ndcg", "map")
+# retrieval metrics at a context-token budget (``<family>@<N>tok``), in display order
+BUDGET_FAMILIES: tuple[str, ...] = ("hit_rate", "recall")
 # retrieval metrics over the whole list a configuration returns (its top_k)
 RANKING_METRICS: tuple[str, ...] = ("r_precision", "first_relevant_rank")
 # metrics that only exist over a set of cases (computed by the aggregator)
@@ -58,6 +62,8 @@ CURVE_FAMILIES: tuple[str, ...] = ("hit_rate", "recall", "precision", "ndcg", "m
 SUMMARY_FAMILIES: tuple[str, ...] = AT_K_FAMILIES
 # the run-level first-relevant-rank figures of that summary (the aggregator's names)
 SUMMARY_RANKING: tuple[str, ...] = ("first_relevant_rank_mean", "first_relevant_rank_median")
+# aggregate names whose value is another metric's mean: a report shows that one (with its CI and n)
+REPEATS: dict[str, str] = {"first_relevant_rank_mean": "first_relevant_rank"}
 # the answer metrics of that summary, in its order (a run shows those it computed)
 ANSWER_SUMMARY: tuple[str, ...] = (
     "citation_precision",
@@ -86,6 +92,7 @@ LOWER_IS_BETTER: tuple[str, ...] = (
 )
 
 _AT_K = re.compile(r"^(?P<family>[a-z_]+)@(?P<k>\d+|k)$")
+_AT_TOKENS = re.compile(r"^(?P<family>[a-z_]+)@(?P<tokens>\d+)tok$")
 
 
 @dataclass(frozen=True)
@@ -95,6 +102,23 @@ class MetricSpec:
     base: str  # hit_rate, recall, ... or the name itself
     k: int | None  # the depth of an @k metric (None for "@k" = the configuration's own top_k)
     higher_is_better: bool
+    tokens: int | None = None  # the context budget of a ``@<N>tok`` metric
+
+
+def split_budget(name: str) -> tuple[str, int] | None:
+    """``"recall@1500tok"`` -> ``("recall", 1500)``; None for a name without a token budget."""
+    m = _AT_TOKENS.match(name)
+    return (m["family"], int(m["tokens"])) if m else None
+
+
+def budget_names(budgets: Iterable[int]) -> list[str]:
+    """The per-case token-budget metric names scored at the context budgets ``budgets``."""
+    return [f"{family}@{b}tok" for b in sorted(set(budgets)) for family in BUDGET_FAMILIES]
+
+
+def asked_budgets(names: Iterable[str]) -> list[int]:
+    """The context budgets that ``names`` (floors, objectives) ask for."""
+    return sorted({at[1] for name in names if (at := split_budget(name)) is not None})
 
 
 def split_at_k(name: str) -> tuple[str, int] | None:
@@ -108,6 +132,8 @@ def lower_is_better(name: str) -> bool:
 
 
 def spec(name: str) -> MetricSpec:
+    if (budget := split_budget(name)) is not None:
+        return MetricSpec(name, "retrieval", budget[0], None, True, tokens=budget[1])
     m = _AT_K.match(name)
     if m:
         k = None if m["k"] == "k" else int(m["k"])
@@ -144,11 +170,12 @@ def retrieval_names(ks: Iterable[int]) -> list[str]:
     return names + list(RANKING_METRICS)
 
 
-def known_names(ks: Iterable[int]) -> list[str]:
-    """Every metric name a run scored at the depths ``ks`` can report (which ones it does depends
-    on its answerer, judge and ragas options)."""
+def known_names(ks: Iterable[int], budgets: Iterable[int] = ()) -> list[str]:
+    """Every metric name a run scored at the depths ``ks`` and context budgets ``budgets`` can report
+    (which ones it does depends on its answerer, judge and ragas options)."""
     return [
         *retrieval_names(ks),
+        *budget_names(budgets),
         *SUMMARY_RANKING,
         *ANSWER_ORDER,
         *CASE_FIGURES,
@@ -158,25 +185,34 @@ def known_names(ks: Iterable[int]) -> list[str]:
     ]
 
 
-def unknown_name(name: str, ks: Iterable[int]) -> str | None:
-    """Why ``name`` cannot be asked of a run scored at ``ks`` (None: it can), with the names it may mean."""
+def unknown_name(name: str, ks: Iterable[int], budgets: Iterable[int] = ()) -> str | None:
+    """Why ``name`` cannot be asked of a run scored at ``ks`` and ``budgets`` (None: it can), with the
+    names it may mean."""
     import difflib
 
     depths = sorted(set(ks))
-    known = known_names(depths)
+    known = known_names(depths, budgets)
     if name in known:
         return None
     at_k = split_at_k(name)
     if at_k is not None and at_k[0] in AT_K_FAMILIES:
         listed = ", ".join(map(str, depths))
         return f"{name} is not scored: the depths scored are {listed} (add {at_k[1]} to --ks)"
+    budget = split_budget(name)
+    if budget is not None and budget[0] in BUDGET_FAMILIES:
+        listed = ", ".join(map(str, sorted(set(budgets)))) or "none"
+        return f"{name} is not scored: the context budgets scored are {listed} (add {budget[1]} to --budgets)"
+    # a misspelt budget is told apart from the at-k names by the budget names of its own family
+    known += [f"{family}@<N>tok" for family in BUDGET_FAMILIES]
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
     return f"{name} is not a metric ragsweep computes" + (f"; did you mean {' or '.join(close)}?" if close else "")
 
 
-def summary_metrics(k: int) -> list[str]:
-    """The rows of an eval run's terminal summary at the served depth ``k``, in order."""
-    return [f"{family}@{k}" for family in SUMMARY_FAMILIES] + [*SUMMARY_RANKING, *ANSWER_SUMMARY]
+def summary_metrics(k: int, budgets: Iterable[int] = ()) -> list[str]:
+    """The rows of an eval run's terminal summary at the served depth ``k`` (and the context
+    budgets ``budgets``), in order."""
+    at_k = [f"{family}@{k}" for family in SUMMARY_FAMILIES]
+    return at_k + budget_names(budgets) + [*SUMMARY_RANKING, *ANSWER_SUMMARY]
 
 
 def at_own_k(family: str) -> str:
@@ -185,6 +221,10 @@ def at_own_k(family: str) -> str:
 
 
 def metric_sort_key(name: str) -> tuple:
+    if (budget := split_budget(name)) is not None:
+        fam = budget[0]
+        fi = BUDGET_FAMILIES.index(fam) if fam in BUDGET_FAMILIES else len(BUDGET_FAMILIES)
+        return (0, len(AT_K_FAMILIES) + 1 + fi, budget[1], name)
     m = _AT_K.match(name)
     if m:
         fam = m["family"]

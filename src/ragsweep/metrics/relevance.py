@@ -55,6 +55,9 @@ retrieval metrics would say the retriever failed when the label could not be fou
 ``RelevanceConfig.unlocated = "exclude"`` (the default) such a case is left out of every
 retrieval metric (``Judgement.excluded == "unlocated evidence"``), and counted; ``"zero"``
 scores it as before. A case with some spans found is scored; its unlocated spans are named.
+Under ``doc_id`` the same holds for documents: a case whose relevant documents all have no parsed
+text (their parse failed, or the corpus lacks them) is unlocated
+(:func:`unparsed_relevant_documents`); each such document is named with an empty span text.
 
 How a span is matched (``evidence_offsets``: :func:`locate_spans`, :func:`text_overlap`)
 -----------------------------------------------------------------------------------------
@@ -133,6 +136,7 @@ __all__ = [
     "mark_hits",
     "UnlocatedSpan",
     "unlocated_evidence",
+    "unparsed_relevant_documents",
     "UNLOCATED",
 ]
 
@@ -445,13 +449,20 @@ def _offset_covers(
 
 
 class UnlocatedSpan(BaseModel):
-    """An evidence span found in no parsed document it may come from."""
+    """An evidence span found in no parsed document it may come from (under ``doc_id``: a relevant
+    document with no parsed text, ``text`` empty)."""
 
-    index: int  # its place in the case's evidence
+    index: int  # its place in the case's evidence (doc_id: in its relevant documents)
     text: str
     doc_id: str | None  # the document it names; None: any of the case's scope (or of the corpus)
     reason: Literal["not in the parsed text", "document not parsed"]
     searched: list[str] = []  # the parsed documents of its doc_id or scope it was looked for in; []: every one
+
+    def shown(self, limit: int = 60) -> str:
+        """The span as reports quote it, or "relevant document" for a document judged by id."""
+        if not self.text:
+            return "relevant document"
+        return repr(self.text if len(self.text) <= limit else self.text[: limit - 3] + "...")
 
 
 def _doc_ids(parsed_texts: ParsedTexts) -> list[str] | None:
@@ -522,6 +533,18 @@ def _none_located(case: Case, cfg: RelevanceConfig, parsed_texts: ParsedTexts, u
     return True
 
 
+def unparsed_relevant_documents(case: Case, items: Mapping[str, int], parsed_texts: ParsedTexts) -> list[UnlocatedSpan]:
+    """``doc_id``: the case's relevant documents that have no parsed text (the parse failed, or the
+    corpus lacks them): no chunk of theirs can be served. Each is named with an empty span text."""
+    if case.unanswerable or parsed_texts is None:
+        return []
+    return [
+        UnlocatedSpan(index=i, text="", doc_id=d, reason="document not parsed")
+        for i, d in enumerate(items)
+        if _get_text(parsed_texts, _norm_doc(d)) is None and _get_text(parsed_texts, d) is None
+    ]
+
+
 def _excluded(case: Case, items: dict[str, int]) -> str | None:
     if case.unanswerable:
         return "unanswerable"
@@ -568,9 +591,12 @@ def mark_hits(
         )
         for pos, (h, (cov, rel)) in enumerate(zip(ranked, covers_list), start=1)
     ]
-    unlocated = unlocated_evidence(case, cfg, parsed_texts)
-    detail["unlocated"] = unlocated
-    detail["none_located"] = _none_located(case, cfg, parsed_texts, unlocated)
+    if applied == "doc_id":
+        detail["unlocated"] = unparsed_relevant_documents(case, items, parsed_texts)
+        detail["none_located"] = bool(items) and len(detail["unlocated"]) == len(items)
+    else:
+        detail["unlocated"] = unlocated_evidence(case, cfg, parsed_texts)
+        detail["none_located"] = _none_located(case, cfg, parsed_texts, detail["unlocated"])
     excluded = _excluded(case, items)
     if excluded is None and detail["none_located"] and cfg.unlocated == "exclude":
         excluded = UNLOCATED

@@ -29,6 +29,19 @@ items; ``g_j`` = grade of item j):
 * ``first_relevant_rank`` = min{i : rel_i = 1} over the whole ranking: mean and median over
   the cases where a relevant chunk was retrieved (rank 1 included, unlike Pathway's
   ``mean_hit``), the misses are counted, not averaged in.
+* ``recall@Btok``   = recall over the chunks that fit in a context of B tokens: with t_i the
+  tokens of the chunk at rank i and n_B = max{n : sum_{i<=n} t_i <= B}, the items covered in
+  the top n_B, over R. ``hit_rate@Btok`` = 1 if a relevant chunk is in the top n_B. The
+  context is filled in rank order with whole chunks and stops at the first chunk that does
+  not fit: a chunk is never cut, a later smaller one never skips ahead (the first B tokens
+  of a prompt built from the ranking), so a first chunk longer than B leaves an empty
+  context (0). The rank cut-off of @k is replaced by a length cut-off, so configurations
+  whose chunks differ in size are compared at equal context: recall@k at a fixed k rewards
+  longer chunks for the text they add, not for their ranking (the same concern as passage
+  retrieval measured in characters rather than passages: the TREC 2006 Genomics track's
+  passage MAP, Hersh et al., TREC 2006; ranx has no such metric). t_i
+  is the chunk's length as Pathway's ``TokenCountSplitter`` counts it (tiktoken
+  ``cl100k_base``, ``encode_ordinary``: :func:`ragsweep.pipeline.chunking.chunk_tokens`).
 * ``citation_precision`` = |{c in cited : chunk c is relevant}| / |cited| over the distinct
   1-based chunk numbers an answer cites (a number beyond the ranking counts as not
   relevant); cases without citations are excluded and counted.
@@ -63,6 +76,8 @@ __all__ = [
     "r_precision",
     "first_relevant_rank",
     "citation_precision",
+    "in_budget",
+    "parse_budget",
     "parse_metric",
     "per_case_value",
 ]
@@ -78,6 +93,7 @@ class RankVerdict:
     relevant: bool = False  # covers an item (or a rule matched it without crediting an item)
     grade: int = 0  # highest grade among the covered items, 0 if none
     doc_id: str | None = None
+    tokens: int | None = None  # the chunk's length in tokens (the token-budget metrics need it)
 
 
 @dataclass
@@ -221,6 +237,53 @@ def citation_precision(j: Judgement, cited: Sequence[int] | None = None) -> floa
     return good / len(distinct)
 
 
+def in_budget(j: Judgement, budget: int) -> list[RankVerdict]:
+    """The top n_B chunks: the longest prefix of the ranking whose tokens sum to at most ``budget``."""
+    kept: list[RankVerdict] = []
+    used = 0
+    for h in j.hits:
+        if h.tokens is None:
+            raise ValueError(f"case {j.case_id}: a token-budget metric needs each chunk's token count")
+        used += h.tokens
+        if used > budget:
+            break
+        kept.append(h)
+    return kept
+
+
+def recall_in_budget(j: Judgement, budget: int) -> float:
+    """recall@Btok: the items covered by the chunks that fit in ``budget`` tokens, over the items."""
+    if not j.items:
+        return 0.0
+    covered = {item for h in in_budget(j, budget) for item in h.covers if item in j.items}
+    return len(covered) / len(j.items)
+
+
+def hit_rate_in_budget(j: Judgement, budget: int) -> float:
+    """hit_rate@Btok: 1 if a relevant chunk is among those that fit in ``budget`` tokens."""
+    if not j.items:
+        return 0.0
+    return 1.0 if any(h.relevant for h in in_budget(j, budget)) else 0.0
+
+
+BUDGET_FUNCS: dict[str, Callable[[Judgement, int], float]] = {
+    "hit_rate": hit_rate_in_budget,
+    "recall": recall_in_budget,
+}
+_BUDGET_RE = re.compile(r"^([a-z_\-]+)@(\d+)tok$")
+
+
+def parse_budget(name: str) -> tuple[str, int] | None:
+    """``"recall@1500tok"`` -> ``("recall", 1500)``; None for a name that is not a token-budget metric."""
+    m = _BUDGET_RE.match(name.strip().lower())
+    if not m:
+        return None
+    base = _base(m.group(1))
+    if base not in BUDGET_FUNCS:
+        raise ValueError(f"no token-budget metric {name!r}; known: {', '.join(f'{b}@<N>tok' for b in BUDGET_FUNCS)}")
+    return base, int(m.group(2))
+
+
 _FUNCS: dict[str, Callable[[Judgement, int], float | int | None] | None] = {
     "hits": hits,
     "hit_rate": hit_rate,
@@ -237,12 +300,16 @@ _ALIASES = {"r-precision": "r_precision", "hitrate": "hit_rate", "success": "hit
 _METRIC_RE = re.compile(r"^([a-z_\-]+)(?:@(\d+))?$")
 
 
+def _base(family: str) -> str:
+    return _ALIASES.get(family, family)
+
+
 def parse_metric(name: str) -> tuple[str, int]:
     """``"ndcg@10"`` -> ``("ndcg", 10)``; ``"mrr"`` -> ``("mrr", 0)`` (0 = whole ranking)."""
     m = _METRIC_RE.match(name.strip().lower())
     if not m:
         raise ValueError(f"bad metric name {name!r}")
-    base = _ALIASES.get(m.group(1), m.group(1))
+    base = _base(m.group(1))
     if base not in _FUNCS:
         raise ValueError(f"unknown metric {name!r}; known: {', '.join(sorted(_FUNCS))}")
     return base, int(m.group(2) or 0)
@@ -250,6 +317,9 @@ def parse_metric(name: str) -> tuple[str, int]:
 
 def per_case_value(j: Judgement, metric: str) -> float | int | None:
     """One case's value of ``metric`` (None when the case is not scored for it)."""
+    budget = parse_budget(metric)
+    if budget is not None:
+        return BUDGET_FUNCS[budget[0]](j, budget[1]) if j.scored else None
     base, k = parse_metric(metric)
     if not j.scored:
         return None

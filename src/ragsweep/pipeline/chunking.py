@@ -4,14 +4,59 @@ The splitting is Pathway's ``TokenCountSplitter`` algorithm (with its lower boun
 kept in tokens, see :func:`split_tokens`); this module also finds where each
 chunk sits in the text it came from and stores that as ``start``/``end`` in the
 chunk metadata, so evidence coverage can be judged for any chunk size.
+
+``chunk_header`` (``$chunk_header``) prepends to each chunk, for the embedder and BM25
+alike, its document's title and, with ``title+heading``, the nearest section heading
+(:func:`header_of`). The pieces are split exactly as without a header (the header does not
+count toward ``max_tokens``), so ``start``/``end`` stay those of the piece in the original
+text; the chunk metadata's ``header`` says what was prepended.
 """
 
 from __future__ import annotations
 
+import bisect
+import functools
 import time
 import unicodedata
+from pathlib import PurePosixPath
+from typing import Any
 
 from pathway.xpacks.llm.splitters import TokenCountSplitter
+
+CHUNK_HEADERS = ("none", "title", "title+heading")
+
+
+def header_of(mode: str, metadata: dict[str, Any], start: int) -> str:
+    """What ``mode`` prepends to the chunk starting at ``start`` of the document ``metadata``
+    describes: ``"{title}\n\n"`` or ``"{title}\n{heading}\n\n"`` (``""`` for ``none``).
+
+    The title is the document's ``title`` (Docling's, see :mod:`ragsweep.pipeline.corpus`), else
+    its file stem; the heading is the last of its ``headings`` (``[offset, text]`` pairs) that
+    starts at or before ``start``, left out when there is none or it is the title itself.
+    """
+    if mode == "none":
+        return ""
+    meta = {"doc_id": None, "path": "", "title": None, "headings": None, **metadata}
+    name = str(meta["doc_id"] or meta["path"]).replace("\\", "/")
+    lines = [_one_line(str(meta["title"] or PurePosixPath(name).stem))]
+    if not lines[0]:  # a document known by no name (no metadata): nothing to put first
+        return ""
+    headings = (meta["headings"] or []) if mode == "title+heading" else []
+    at = bisect.bisect_right([int(offset) for offset, _ in headings], start) - 1
+    if at >= 0 and _one_line(str(headings[at][1])) not in ("", lines[0]):
+        lines.append(_one_line(str(headings[at][1])))
+    return "\n".join(lines) + "\n\n"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).split())
+
+
+def split_header(text: str, metadata: dict[str, Any]) -> tuple[str, str]:
+    """A served chunk's text as (header, the document's own text): the header is the chunk
+    metadata's ``header`` when the text starts with it (a splitter without headers: ``""``)."""
+    header = str(metadata["header"]) if "header" in metadata else ""
+    return (header, text[len(header) :]) if header and text.startswith(header) else ("", text)
 
 
 def locate_chunks(text: str, chunks: list[str]) -> list[tuple[int, int]]:
@@ -74,6 +119,9 @@ class OffsetTokenCountSplitter(TokenCountSplitter):
 
     ``strict_min_tokens`` (default) measures the punctuation cut in tokens (see
     :func:`split_tokens`); ``False`` runs Pathway's own ``chunk`` unchanged.
+    ``chunk_header`` (one of :data:`CHUNK_HEADERS`) prepends :func:`header_of` to each chunk; it
+    needs the document's metadata, which ragsweep's DocumentStore hands the splitter
+    (:attr:`takes_metadata`).
     """
 
     seconds = 0.0  # time spent splitting in this process (all instances)
@@ -90,9 +138,29 @@ class OffsetTokenCountSplitter(TokenCountSplitter):
         max_tokens: int = 500,
         encoding_name: str = "cl100k_base",
         strict_min_tokens: bool = True,
+        chunk_header: str = "none",
     ):
+        if chunk_header not in CHUNK_HEADERS:
+            raise ValueError(f"chunk_header = {chunk_header!r}: must be one of {', '.join(CHUNK_HEADERS)}")
         super().__init__(min_tokens=min_tokens, max_tokens=max_tokens, encoding_name=encoding_name)
         self.strict_min_tokens = strict_min_tokens
+        self.chunk_header = chunk_header
+
+    @property
+    def takes_metadata(self) -> bool:
+        """Does a chunk depend on its document's metadata (title, headings, file name)?"""
+        return self.chunk_header != "none"
+
+    def _with_headers(self, pieces: list[tuple[str, int, int]], metadata: dict) -> list[tuple[str, dict]]:
+        if not self.takes_metadata:
+            return [(piece, {**metadata, "start": start, "end": end}) for piece, start, end in pieces]
+        # each chunk carries its own header; the document's list of headings stays out of it
+        meta = {k: v for k, v in metadata.items() if k != "headings"}
+        out = []
+        for piece, start, end in pieces:
+            header = header_of(self.chunk_header, metadata, start)
+            out.append((header + piece, {**meta, "start": start, "end": end, "header": header}))
+        return out
 
     def chunk(self, text: str, metadata: dict = {}, **kwargs) -> list[tuple[str, dict]]:  # noqa: B006 - Pathway's signature
         import hashlib
@@ -108,7 +176,7 @@ class OffsetTokenCountSplitter(TokenCountSplitter):
         memo = OffsetTokenCountSplitter._memo
         if key in memo:
             OffsetTokenCountSplitter.memo_hits += 1
-            return [(piece, {**metadata, "start": start, "end": end}) for piece, start, end in memo[key]]
+            return self._with_headers(memo[key], metadata)
         started = time.perf_counter()
         normalised = unicodedata.normalize("NFKC", text)
         if self.strict_min_tokens:
@@ -119,10 +187,28 @@ class OffsetTokenCountSplitter(TokenCountSplitter):
         else:
             texts = [piece for piece, _ in super().chunk(text, metadata, **kwargs)]
         spans = locate_chunks(normalised, texts)
-        out = [(piece, {**metadata, "start": start, "end": end}) for piece, (start, end) in zip(texts, spans)]
+        pieces = [(piece, start, end) for piece, (start, end) in zip(texts, spans)]
+        out = self._with_headers(pieces, metadata)
         if len(memo) >= self.MEMO_LIMIT:
             memo.clear()
-        memo[key] = [(piece, start, end) for piece, (start, end) in zip(texts, spans)]
+        memo[key] = pieces
         OffsetTokenCountSplitter.seconds += time.perf_counter() - started
         OffsetTokenCountSplitter.calls += 1
         return out
+
+
+@functools.lru_cache(maxsize=4)
+def _tokenizer(encoding_name: str):
+    from ragsweep.pipeline.offline import ensure_offline
+
+    ensure_offline()
+    import tiktoken
+
+    return tiktoken.get_encoding(encoding_name)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def chunk_tokens(text: str, encoding_name: str = "cl100k_base") -> int:
+    """A chunk's length in tokens as :func:`split_tokens` measures it (``encode_ordinary``), so a
+    chunk cut at ``max_tokens`` counts exactly ``max_tokens``; what the token-budget metrics add up."""
+    return len(_tokenizer(encoding_name).encode_ordinary(text))

@@ -133,6 +133,8 @@ class PipelineVariables(BaseModel):
     embedder_device: Annotated[StrictStr, Field(pattern=r"^(auto|cpu|cuda(:\d+)?)$")] = None  # type: ignore[assignment]
     embedder_dtype: Literal["auto", "float32", "float16", "bfloat16"] = None  # type: ignore[assignment]
     prompt_template: StrictStr | None = None
+    # what the splitter prepends to each chunk (ragsweep.pipeline.chunking.CHUNK_HEADERS)
+    chunk_header: Literal["none", "title", "title+heading"] = None  # type: ignore[assignment]
 
     llm_base_url: StrictStr | None = None
     llm_model: Annotated[StrictStr, Field(min_length=1)] | None = None
@@ -234,6 +236,7 @@ KNOB_RULES: dict[str, str] = {
     "embedder_device": "must be auto, cpu or cuda (cuda:N for one GPU of several)",
     "embedder_dtype": "must be auto, float32, float16 or bfloat16",
     "prompt_template": "must be null or a string with the {context} and {query} placeholders",
+    "chunk_header": "must be none, title or title+heading (what is prepended to each chunk for embedding and BM25)",
     "llm_base_url": "must be an http:// or https:// URL, or null",
     "llm_model": "must be a non-empty string, or null",
     "llm_api_key": "must be a string, or null",
@@ -513,10 +516,22 @@ class PipelineConfig:
             from ragsweep.pipeline.chunking import OffsetTokenCountSplitter
 
             splitter = OffsetTokenCountSplitter()
+        self._check_chunk_header(splitter)
         factory = resolved["retriever_factory"]
         embedder = _find_embedder(factory)
         self._keep_app_embedder(embedder)
         return BuiltPipeline(splitter=splitter, retriever_factory=factory, embedder=embedder, params=self.scalars())
+
+    def _check_chunk_header(self, splitter: Any) -> None:
+        """``$chunk_header`` is the splitter's: one that does not make it would ignore the knob."""
+        wanted = self.variables.chunk_header
+        made = getattr(splitter, "chunk_header", "none")
+        if wanted is not None and wanted != made:
+            raise ConfigError(
+                f"{self.path}: $chunk_header = {wanted}, but the splitter ({_type_path(type(splitter))}) "
+                f"makes chunk_header = {made}: give ragsweep.pipeline.chunking.OffsetTokenCountSplitter "
+                "chunk_header: $chunk_header"
+            )
 
     def _build_failure(self, err: Exception, found: tuple[str, Any] | None, what: str) -> str:
         """What failed while building: the app's component named when it is the one (no API key...)."""

@@ -17,6 +17,11 @@ whose text is stripped of leading and trailing white space. Markdown is markup: 
 what it renders to (headings without ``#``, links without their URL, inline HTML dropped),
 as Docling gives it.
 
+Each Docling document also keeps its outline (:class:`Outline`): the text of the item Docling
+labels ``title``, and where each ``section_header`` item starts in the parsed text. These feed
+the chunk header (``$chunk_header``, :mod:`ragsweep.pipeline.chunking`). A plain text file has
+none; nor has a PDF under the model-free native pipeline, which labels every item as text.
+
 Every text is NFKC-normalised, as Pathway's ``TokenCountSplitter`` normalises the text it
 splits, so chunk offsets computed by :mod:`ragsweep.pipeline.chunking` index into exactly
 this text (for a plain text file that is already in NFKC, the file's own characters).
@@ -63,8 +68,17 @@ READ_BLOCK = 1 << 20
 HEAD_BYTES = 4096
 TEXT_FORMATS = {"html", "md", "txt"}
 
-# what a parse function returns: the text, or the text and its warnings
-ParseOutput = str | tuple[str, Sequence[str]]
+
+class Outline(BaseModel):
+    """A parsed document's title (Docling's ``title`` item) and section headings, each as
+    (offset of its first character in the parsed text, its text), in document order."""
+
+    title: str | None = None
+    headings: list[tuple[int, str]] = []
+
+
+# what a parse function returns: the text, or the text and its warnings (and its outline)
+ParseOutput = str | tuple[str, Sequence[str]] | tuple[str, Sequence[str], Outline]
 ParseFn = Callable[[bytes, str, str, bool], ParseOutput]
 
 EXTENSIONS = {
@@ -87,6 +101,8 @@ class CorpusError(Exception):
 class ParsedDocument(BaseModel):
     doc_id: str  # path relative to the documents folder, '/'-separated
     text: str
+    title: str | None = None  # Docling's title item, if it labels one
+    headings: list[tuple[int, str]] = []  # (offset in text, heading) of each section header
     format: str  # pdf | docx | html | md | txt
     parser: str  # e.g. docling-native-pdf, docling-standard-pdf, docling-html
     sha256: str
@@ -117,6 +133,15 @@ class Corpus(BaseModel):
             h.update(b"\0")
             h.update(hashlib.sha256(doc.text.encode()).digest())
         return h.hexdigest()
+
+    @property
+    def outline_hash(self) -> str:
+        """Hash of every document's title and headings; ``""`` when no document has either (plain
+        text, native PDF), so such a corpus is known by :attr:`content_hash` alone."""
+        outlines = [(d.doc_id, d.title, d.headings) for d in sorted(self.documents, key=lambda d: d.doc_id)]
+        if not any(title or headings for _, title, headings in outlines):
+            return ""
+        return hashlib.sha256(json.dumps(outlines).encode()).hexdigest()
 
     def text_of(self, doc_id: str) -> str | None:
         for doc in self.documents:
@@ -322,18 +347,20 @@ def plain_text(data: bytes) -> str:
     return text if text.strip() else ""
 
 
-def convert(data: bytes, fmt: str, name: str, standard_pdf: bool) -> tuple[str, list[str]]:
+def convert(
+    data: bytes, fmt: str, name: str, standard_pdf: bool
+) -> tuple[str, list[str]] | tuple[str, list[str], Outline]:
     """The default parse: plain text as it is (:func:`plain_text`), every other format by Docling."""
     if fmt == "txt":
         return plain_text(data), []
     return docling_convert(data, fmt, name, standard_pdf)
 
 
-def docling_convert(data: bytes, fmt: str, name: str, standard_pdf: bool) -> tuple[str, list[str]]:
+def docling_convert(data: bytes, fmt: str, name: str, standard_pdf: bool) -> tuple[str, list[str], Outline]:
     """Parse one document's bytes with Docling, without its chunking.
 
-    Returns the plain text and the conversion's warnings (pages that failed, a
-    partial conversion); raises ``ValueError`` when Docling converts nothing.
+    Returns the plain text, the conversion's warnings (pages that failed, a partial
+    conversion) and its :class:`Outline`; raises ``ValueError`` when Docling converts nothing.
     """
     from docling.datamodel.base_models import ConversionStatus, DocumentStream
 
@@ -346,8 +373,30 @@ def docling_convert(data: bytes, fmt: str, name: str, standard_pdf: bool) -> tup
         raise ValueError(f"Docling could not convert it: {'; '.join(problems) or result.status}")
     if result.status == ConversionStatus.PARTIAL_SUCCESS and not problems:
         problems = ["Docling converted it only in part (status PARTIAL_SUCCESS, no error detail)"]
-    text = result.document.export_to_text()
-    return unicodedata.normalize("NFKC", text).strip(), problems
+    text = unicodedata.normalize("NFKC", result.document.export_to_text()).strip()
+    return text, problems, docling_outline(result.document, text)
+
+
+def docling_outline(document, text: str) -> Outline:
+    """The title and section headings of a Docling document, located in its parsed ``text``:
+    every item's text is searched from where the previous one was found (the export keeps
+    the items' order), so a heading is never placed at an earlier mention of its words."""
+    from docling_core.types.doc import DocItemLabel
+
+    outline = Outline()
+    cursor = 0
+    for item, _level in document.iterate_items():
+        raw = getattr(item, "text", None)
+        needle = unicodedata.normalize("NFKC", raw).strip() if isinstance(raw, str) else ""
+        pos = text.find(needle, cursor) if needle else -1
+        if pos < 0:  # a table, or an item the export renders otherwise
+            continue
+        cursor = pos + len(needle)
+        if item.label == DocItemLabel.TITLE and outline.title is None:
+            outline.title = needle
+        elif item.label == DocItemLabel.SECTION_HEADER:
+            outline.headings.append((pos, needle))
+    return outline
 
 
 def docling_parse(data: bytes, fmt: str, name: str, standard_pdf: bool) -> str:
@@ -598,12 +647,13 @@ class _Job:
 
 @dataclass
 class _Outcome:
-    """What parsing one document gave: its text and warnings, or an error."""
+    """What parsing one document gave: its text, warnings and outline, or an error."""
 
     text: str | None
     warnings: list[str]
     error: str | None
     seconds: float
+    outline: Outline = field(default_factory=Outline)
 
 
 def _parse_job(parse_fn: ParseFn, data: bytes, fmt: str, doc_id: str, standard_pdf: bool) -> _Outcome:
@@ -613,33 +663,43 @@ def _parse_job(parse_fn: ParseFn, data: bytes, fmt: str, doc_id: str, standard_p
         out = parse_fn(data, fmt, doc_id, standard_pdf)
     except Exception as err:  # one bad document must never sink the run
         return _Outcome(None, [], f"parse failed: {err}", time.perf_counter() - started)
-    text, warnings = (out, ()) if isinstance(out, str) else out
-    return _Outcome(text, [str(w) for w in warnings], None, time.perf_counter() - started)
+    text, warnings, *rest = (out, ()) if isinstance(out, str) else out
+    outline = rest[0] if rest else Outline()
+    return _Outcome(text, [str(w) for w in warnings], None, time.perf_counter() - started, outline)
 
 
 def _warnings_key(key: str) -> str:
     return hashlib.sha256(f"{key}:warnings".encode()).hexdigest()
 
 
-def _cached(cache: ParseCache, key: str) -> tuple[str, list[str]] | None:
-    """A parsed text and its warnings from the cache; None unless both are there."""
+def _outline_key(key: str) -> str:
+    return hashlib.sha256(f"{key}:outline".encode()).hexdigest()
+
+
+def _cached(cache: ParseCache, key: str, parser: str) -> tuple[str, list[str], Outline] | None:
+    """A parsed text, its warnings and outline from the cache; None unless all are there (a
+    plain text file has no outline to miss)."""
     text = cache.get(key)
     if text is None:
         return None
     raw = cache.get(_warnings_key(key))  # missing: cached before warnings were kept, parse again
-    if raw is None:
+    outline = cache.get(_outline_key(key)) if parser != PLAIN_TEXT_PARSER else "{}"
+    if raw is None or outline is None:  # no outline: cached before outlines were kept
         return None
     try:
         warnings = json.loads(raw)
+        found = Outline.model_validate_json(outline)
     except ValueError:
         return None
     if not isinstance(warnings, list):
         return None
-    return text, [str(w) for w in warnings]
+    return text, [str(w) for w in warnings], found
 
 
-def _cache_put(cache: ParseCache, key: str, text: str, warnings: list[str]) -> None:
-    cache.put(_warnings_key(key), json.dumps(warnings))  # first: a text is only used with its warnings
+def _cache_put(cache: ParseCache, key: str, text: str, warnings: list[str], outline: Outline) -> None:
+    # first: a text is only used with its warnings and outline
+    cache.put(_warnings_key(key), json.dumps(warnings))
+    cache.put(_outline_key(key), outline.model_dump_json())
     cache.put(key, text)
 
 
@@ -710,7 +770,7 @@ def _read_job(
     parser = parser_name(check.fmt, standard_pdf)
     key = hashlib.sha256(f"{check.sha256}:{parser}:{PARSER_VERSION}".encode()).hexdigest()
     started = time.perf_counter()
-    hit = _cached(cache, key)
+    hit = _cached(cache, key, parser)
     job = _Job(
         index,
         doc_id,
@@ -723,7 +783,7 @@ def _read_job(
         time.perf_counter() - started,
     )
     if hit is not None:
-        slots.keep(job, hit[0], check.warnings + hit[1], job.lookup_seconds, True)
+        slots.keep(job, hit[0], check.warnings + hit[1], job.lookup_seconds, True, hit[2])
         return None
     return job
 
@@ -741,7 +801,9 @@ class _Slots:
         self.slots[index] = SkippedDocument(doc_id=doc_id, reason=reason)
         self.tick(1)
 
-    def keep(self, job: _Job, text: str, warnings: list[str], seconds: float, cached: bool) -> None:
+    def keep(
+        self, job: _Job, text: str, warnings: list[str], seconds: float, cached: bool, outline: Outline | None = None
+    ) -> None:
         if not text:
             self.skip(job.index, job.doc_id, _no_text(warnings))
             return
@@ -754,6 +816,8 @@ class _Slots:
             seconds=seconds,
             cached=cached,
             warnings=warnings,
+            title=outline.title if outline else None,
+            headings=outline.headings if outline else [],
         )
         self.tick(1)
 
@@ -765,8 +829,9 @@ class _Slots:
             return
         text = outcome.text or ""
         if text:
-            _cache_put(self.cache, job.key, text, outcome.warnings)
-        self.keep(job, text, job.file_warnings + outcome.warnings, job.lookup_seconds + outcome.seconds, False)
+            _cache_put(self.cache, job.key, text, outcome.warnings, outcome.outline)
+        seconds = job.lookup_seconds + outcome.seconds
+        self.keep(job, text, job.file_warnings + outcome.warnings, seconds, False, outcome.outline)
 
     def corpus(self, docs_path: Path, standard_pdf: bool) -> Corpus:
         return Corpus(

@@ -18,6 +18,11 @@ class Hit(BaseModel):
     reranked list, ``score`` is still the retriever's, ``rerank_score`` is the
     reranker's (larger is better) and ``retrieval_rank`` the rank the store gave the
     chunk among the ``$rerank_candidates``. Without a reranker both stay ``None``.
+
+    ``text`` is the chunk's own text in the document; ``header`` what the splitter prepended to
+    it (``$chunk_header``: title, heading), which the store indexed and served with it:
+    :attr:`served_text`, what an answerer or reranker is given. Relevance, the extractive
+    answerer and the run's chunk table read ``text``.
     """
 
     rank: int = Field(ge=1)
@@ -28,6 +33,12 @@ class Hit(BaseModel):
     end: int = Field(ge=0)
     rerank_score: float | None = None
     retrieval_rank: int | None = Field(default=None, ge=1)
+    header: str = ""
+
+    @property
+    def served_text(self) -> str:
+        """The chunk as the store served it: its header, then its text."""
+        return self.header + self.text
 
 
 def chunk_id(doc_id: str, start: int, end: int) -> str:

@@ -18,11 +18,15 @@ never reranks. This module does the same thing, with ragsweep's knobs:
                     vectors go through the embedding cache the KNN index fills, so chunks the
                     index embedded cost nothing. ``use-multilingual`` (USE v3, not a
                     sentence-transformers model, so not something Pathway's class can load)
-                    is scored the same way.
+                    is scored the same way. With the KNN index's own model this is the index's
+                    own score: on ``$retriever_mode = knn`` it serves knn's order unchanged (a
+                    warning says so); it can only reorder bm25 or hybrid candidates by dense
+                    similarity, or rescore with another model.
   ``cross_encoder`` :class:`~pathway.xpacks.llm.rerankers.CrossEncoderReranker`:
                     ``CrossEncoder.predict([[question, chunk]])``, from a local folder given by
-                    ``$reranker_model`` (no cross-encoder model ships on PyPI; a missing folder is
-                    a :class:`MissingRerankerModelError`).
+                    ``$reranker_model`` (no PyPI package ships a cross-encoder's weights: those checked
+                    download them from the Hugging Face hub at run time, see benchmarks/README.md
+                    "Rerankers"; a missing folder is a :class:`MissingRerankerModelError`).
   ``llm``           :class:`~pathway.xpacks.llm.rerankers.LLMReranker`: Pathway's own
                     ``prompts.prompt_rerank`` sent as one user message at temperature 0, the reply
                     read by Pathway's ``prompts.parse_score_json`` (an integer 1..5), on the
@@ -50,6 +54,7 @@ the LLM cache, so a re-run only asks again for the failed ones.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -67,6 +72,12 @@ from ragsweep.pipeline.offline import ensure_offline
 
 RERANKERS = ("encoder", "cross_encoder", "llm")
 Pair = tuple[str, str]  # (question, chunk text)
+# checked on PyPI: flashrank, rerankers, mxbai-rerank, kjarni, coremem, convmemory... all fetch their weights
+# from the Hugging Face hub when first used (benchmarks/README.md "Rerankers")
+NO_BUNDLED_CROSS_ENCODER = (
+    "no PyPI package ships a cross-encoder's weights (those that rerank download them from the Hugging Face hub)"
+)
+log = logging.getLogger(__name__)
 
 
 class RerankerConfigError(ConfigError):
@@ -168,7 +179,7 @@ class CrossEncoderReranker(Reranker):
     def __init__(self, path: str | Path, batch_size: int = 32):
         folder = Path(path).expanduser()
         hint = (
-            "no cross-encoder model ships on PyPI: download one (e.g. cross-encoder/ms-marco-MiniLM-L-6-v2) "
+            f"{NO_BUNDLED_CROSS_ENCODER}: download one (e.g. cross-encoder/ms-marco-MiniLM-L-6-v2) "
             "on a connected machine, copy its folder here, and set $reranker_model to that folder"
         )
         if not folder.is_dir():
@@ -317,6 +328,12 @@ def build_reranker(config, *, on_error: Literal["raise", "lowest"] = "raise") ->
         if kind == "encoder":
             from ragsweep.pipeline.embedding import DEFAULT_MODEL
 
+            if encoder_repeats_knn(config):
+                _warn_once(
+                    f"{config.path}: $reranker = encoder re-scores with the KNN index's own embedder "
+                    f"({config.variables.embedder_model}), so on $retriever_mode = knn it serves knn's order "
+                    "unchanged; set $reranker_model to another model, or rerank bm25 or hybrid candidates"
+                )
             return EncoderReranker(
                 model or config.variables.embedder_model or DEFAULT_MODEL,
                 batch_size=config.variables.embedder_batch_size or 32,
@@ -324,8 +341,8 @@ def build_reranker(config, *, on_error: Literal["raise", "lowest"] = "raise") ->
         if kind == "cross_encoder":
             if not model:
                 raise MissingRerankerModelError(
-                    "$reranker = cross_encoder needs $reranker_model: a local CrossEncoder folder (no cross-encoder "
-                    "model ships on PyPI, so ragsweep bundles none)"
+                    "$reranker = cross_encoder needs $reranker_model: a local CrossEncoder folder "
+                    f"({NO_BUNDLED_CROSS_ENCODER}, so ragsweep bundles none)"
                 )
             return CrossEncoderReranker(model)
         from ragsweep.llm.settings import LLMSettings
@@ -336,6 +353,36 @@ def build_reranker(config, *, on_error: Literal["raise", "lowest"] = "raise") ->
         return LLMReranker(settings, on_error=on_error)
     except RerankerConfigError as err:
         raise type(err)(f"{config.path}: {err}") from err.__cause__
+
+
+def _same_model(a: str, b: str) -> bool:
+    from ragsweep.pipeline.embedding import find_model
+
+    found_a, found_b = find_model(a), find_model(b)
+    if found_a is not None or found_b is not None:
+        return found_a is found_b
+    return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
+
+
+def encoder_repeats_knn(config) -> bool:
+    """Whether ``$reranker = encoder`` would score with the embedder of the knn-only index it reranks.
+
+    Its score is then the index's own cosine, so it returns knn's order (the KNN index's order of
+    exact ties aside): reranking cannot change what is served.
+    """
+    from ragsweep.pipeline.embedding import DEFAULT_MODEL
+
+    description = config.embedder_description() or ""
+    ours = ("CachedSentenceTransformerEmbedder", "UseMultilingualEmbedder")
+    if config.variables.reranker != "encoder" or config.retriever_mode != "knn" or not description.endswith(ours):
+        return False
+    embedder = config.variables.embedder_model or DEFAULT_MODEL
+    return _same_model(config.variables.reranker_model or embedder, embedder)
+
+
+@lru_cache(maxsize=64)
+def _warn_once(message: str) -> None:
+    log.warning(message)  # a sweep builds the reranker once per configuration: say it once
 
 
 def rerank_candidates(config) -> int | None:
@@ -365,13 +412,13 @@ def rerank_batch(items: Sequence[tuple[str, Sequence[Hit]]], reranker: Reranker 
     if reranker is None:
         return [list(hits)[:top_k] for _, hits in items]
     ordered = [(question, sorted(hits, key=lambda h: h.rank)) for question, hits in items]
-    pairs = list(dict.fromkeys((q, h.text) for q, hits in ordered for h in hits))
+    pairs = list(dict.fromkeys((q, h.served_text) for q, hits in ordered for h in hits))
     started = time.perf_counter()
     scored = dict(zip(pairs, reranker.score_pairs(pairs)))
     reranker.seconds += time.perf_counter() - started
     out = []
     for question, hits in ordered:
-        scores = [scored[(question, h.text)] for h in hits]
+        scores = [scored[(question, h.served_text)] for h in hits]
         order = sorted(range(len(hits)), key=lambda i: _order_key(scores[i], hits[i].rank))
         out.append(
             [

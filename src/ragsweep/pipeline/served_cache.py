@@ -9,8 +9,10 @@ once is the list it serves again for the same key.
 
 The key of a query hashes all of that:
 
-- the corpus' content hash (every parsed text and its id);
-- ``index_key`` (chunking + retriever factory, with the embedder's model, dtype and device knobs);
+- the corpus' content hash (every parsed text and its id), and its outline hash (titles and
+  headings, what ``$chunk_header`` prepends) when a document has either;
+- ``index_key`` (chunking, ``$chunk_header`` included, + retriever factory, with the embedder's
+  model, dtype and device knobs);
 - the code: the versions of pathway (its engine holds tantivy and the KNN index),
   sentence-transformers, transformers, torch and rjieba, whether torch sees a GPU, and a
   hash of the source files of ragsweep's serving modules and of every class or function
@@ -125,7 +127,9 @@ def _environment_fingerprint() -> str:
 def index_fingerprint(config, corpus) -> str:
     """What every query of one index shares: corpus, index definition, code."""
     components = [f"{module}:{_file_hash(path)}" for module, path in _component_sources(config).items()]
-    text = "\n".join([corpus.content_hash, config.index_key, _environment_fingerprint(), *components])
+    # the outline (titles, headings: what chunk headers are made of) only where a document has one
+    outline = [corpus.outline_hash] if corpus.outline_hash else []
+    text = "\n".join([corpus.content_hash, *outline, config.index_key, _environment_fingerprint(), *components])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -153,10 +157,12 @@ def chunk_texts(table: None) -> None: ...
 @overload
 def chunk_texts(table: Iterable[dict[str, Any]]) -> dict[str, str]: ...
 def chunk_texts(table: Iterable[dict[str, Any]] | None) -> dict[str, str] | None:
-    """A stored chunk table (rows with ``doc_id``, ``start``, ``end``, ``text``) as chunk id -> text."""
+    """A stored chunk table (rows with ``doc_id``, ``start``, ``end``, ``text``, maybe ``header``) as
+    chunk id -> the text served."""
     if table is None:
         return None
-    return {chunk_id(row["doc_id"], row["start"], row["end"]): row.get("text", "") for row in table}
+    # the text as served: a chunk's header (``$chunk_header``), then its own text
+    return {chunk_id(row["doc_id"], row["start"], row["end"]): row.get("header", "") + row["text"] for row in table}
 
 
 def compact_list(raw: Any, texts: Mapping[str, str]) -> Any:

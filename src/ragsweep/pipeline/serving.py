@@ -50,6 +50,23 @@ class DocumentStore(_pathway_store.DocumentStore):
     def __init__(self, docs: Any, retriever_factory: Any, *args: Any, **kwargs: Any):
         super().__init__(docs, stable_factory(retriever_factory), *args, **kwargs)
 
+    def apply_processor(self, table: pw.Table, processor: pw.UDF) -> pw.Table:
+        """Pathway's stage, except that a splitter whose chunks depend on their document's metadata
+        (``takes_metadata``: chunk headers, :mod:`ragsweep.pipeline.chunking`) is given
+        ``(text, metadata)``, as Pathway's splitter API takes it, and its chunks keep the metadata
+        it returns."""
+        if processor is not self.splitter or not getattr(processor, "takes_metadata", False):
+            return super().apply_processor(table, processor)
+        pieces = (
+            table.select(piece=processor(pw.make_tuple(pw.this.text, pw.this.metadata)))
+            .await_futures()
+            .flatten(pw.this.piece)
+        )
+        return pieces.select(
+            text=pw.apply_with_type(_piece_text, str, pw.this.piece),
+            metadata=pw.apply_with_type(_piece_metadata, pw.Json, pw.this.piece),
+        )
+
     def retrieve_query(self, retrieval_queries: pw.Table) -> pw.Table:
         if uses_tantivy(self.retriever_factory):
             retrieval_queries = retrieval_queries.with_columns(
@@ -58,6 +75,15 @@ class DocumentStore(_pathway_store.DocumentStore):
         served = super().retrieve_query(retrieval_queries)
         # Pathway sorts by distance alone: equal distances in the index's tie order
         return served.with_columns(result=pw.apply_with_type(in_served_order, pw.Json, pw.this.result))
+
+
+def _piece_text(piece: Any) -> str:
+    return str(piece[0])
+
+
+def _piece_metadata(piece: Any) -> pw.Json:
+    meta = piece[1]
+    return pw.Json(meta.as_dict() if isinstance(meta, pw.Json) else dict(meta))
 
 
 def in_served_order(result: pw.Json) -> pw.Json:

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 from ragsweep.datasets.pathway_limits import unscopable_reason
 from ragsweep.pipeline.app_components import check_endpoint, run_with
 from ragsweep.pipeline.config import BuiltPipeline, PipelineConfig
-from ragsweep.pipeline.corpus import Corpus
+from ragsweep.pipeline.corpus import Corpus, ParsedDocument
 from ragsweep.pipeline.hits import Hit
 from ragsweep.pipeline.offline import ensure_offline
 
@@ -31,6 +31,7 @@ ensure_offline()
 import pathway as pw  # noqa: E402
 
 from ragsweep.pipeline import served_cache  # noqa: E402
+from ragsweep.pipeline.chunking import split_header  # noqa: E402
 from ragsweep.pipeline.served_cache import ServedCache  # noqa: E402
 from ragsweep.pipeline.serving import DocumentStore, safe_question  # noqa: E402
 
@@ -39,14 +40,19 @@ QUERIES_TIME = 4
 
 
 class ChunkInfo(BaseModel):
+    """One indexed chunk: its own text, the header indexed with it, and the tokens of both."""
+
     doc_id: str
     start: int
     end: int
     tokens: int
     text: str = Field(default="", repr=False)
+    header: str = Field(default="", repr=False)
 
     def as_hit(self, rank: int = 1) -> Hit:
-        return Hit(rank=rank, score=0.0, text=self.text, doc_id=self.doc_id, start=self.start, end=self.end)
+        return Hit(
+            rank=rank, score=0.0, text=self.text, doc_id=self.doc_id, start=self.start, end=self.end, header=self.header
+        )
 
 
 class IndexStats(BaseModel):
@@ -148,19 +154,19 @@ def _rank_hits(raw: list[dict], k: int, texts: dict[str, str], shared: dict[str,
     for item in raw:
         meta = item.get("metadata") or {}
         doc_id = str(meta.get("doc_id") or meta.get("path") or "")
-        text = str(item.get("text", ""))
+        header, text = split_header(str(item.get("text", "")), meta)
         if shared is not None:  # one str per chunk text, however many lists it is in
-            text = shared.setdefault(text, text)
+            text, header = shared.setdefault(text, text), shared.setdefault(header, header)
         start, end = _offsets(meta, text, texts.get(doc_id))
-        rows.append((-float(item.get("dist", 0.0)), doc_id, start, end, text))
+        rows.append((-float(item.get("dist", 0.0)), doc_id, start, end, text, header))
     rows.sort(key=lambda r: (-r[0], r[1], r[2]))
     seen: set[tuple[str, int]] = set()
     hits: list[Hit] = []
-    for score, doc_id, start, end, text in rows:
+    for score, doc_id, start, end, text, header in rows:
         if (doc_id, start) in seen:
             continue
         seen.add((doc_id, start))
-        hits.append(Hit(rank=len(hits) + 1, score=score, text=text, doc_id=doc_id, start=start, end=end))
+        hits.append(Hit(rank=len(hits) + 1, score=score, text=text, doc_id=doc_id, start=start, end=end, header=header))
         if len(hits) == k:
             break
     return hits
@@ -225,12 +231,29 @@ def _store_served(
     cache.put_many(rows)
 
 
+def outline_metadata(doc: ParsedDocument) -> dict[str, Any]:
+    """A document's title and headings as its metadata carries them to a splitter that makes chunk
+    headers (what a Pathway app's parser would put there): ``title``, ``headings`` (``[offset, text]``)."""
+    return {
+        **({"title": doc.title} if doc.title else {}),
+        **({"headings": [[offset, text] for offset, text in doc.headings]} if doc.headings else {}),
+    }
+
+
 def document_store(corpus: Corpus, pipeline: BuiltPipeline) -> DocumentStore:
     """The app's DocumentStore over the corpus, in the graph being built: every document enters at
     :data:`DOCS_TIME`, before any query (asked at :data:`QUERIES_TIME`) is answered."""
     root = Path(corpus.docs_dir).resolve()
+    outline = bool(getattr(pipeline.splitter, "takes_metadata", False))
     doc_rows = [  # path: where an app reading the folder (pw.io.fs.read) finds the file; its prompts may show it
-        (doc.text.encode("utf-8"), pw.Json({"path": str(root / doc.doc_id), "doc_id": doc.doc_id}), DOCS_TIME, 1)
+        (
+            doc.text.encode("utf-8"),
+            pw.Json(
+                {"path": str(root / doc.doc_id), "doc_id": doc.doc_id, **(outline_metadata(doc) if outline else {})}
+            ),
+            DOCS_TIME,
+            1,
+        )
         for doc in corpus.documents
     ]
     docs = pw.debug.table_from_rows(pw.schema_from_types(data=bytes, _metadata=pw.Json), doc_rows, is_stream=True)
@@ -374,13 +397,14 @@ class RagStore:
         split_before = OffsetTokenCountSplitter.seconds
         store, results = self._build_graph(pipeline, queries)
 
-        chunk_rows: dict[Any, tuple[str, int, int, str]] = {}
+        chunk_rows: dict[Any, tuple[str, int, int, str, str]] = {}
 
         def on_chunk(key, row, time, is_addition):
             if is_addition:
                 meta = row["metadata"].as_dict() if hasattr(row["metadata"], "as_dict") else dict(row["metadata"])
                 doc_id = str(meta.get("doc_id") or meta.get("path"))
-                chunk_rows[key] = (doc_id, *_offsets(meta, row["text"], texts.get(doc_id)), row["text"])
+                header, text = split_header(row["text"], meta)
+                chunk_rows[key] = (doc_id, *_offsets(meta, text, texts.get(doc_id)), text, header)
             else:
                 chunk_rows.pop(key, None)
 
@@ -410,8 +434,11 @@ class RagStore:
                 bar.close()
 
         count_tokens = _token_counter()
-        chunks = sorted(
-            (ChunkInfo(doc_id=d, start=s, end=e, tokens=count_tokens(t), text=t) for d, s, e, t in chunk_rows.values()),
+        chunks = sorted(  # tokens: what the index holds and serves of the chunk, its header included
+            (
+                ChunkInfo(doc_id=d, start=s, end=e, tokens=count_tokens(h + t), text=t, header=h)
+                for d, s, e, t, h in chunk_rows.values()
+            ),
             key=lambda c: (c.doc_id, c.start),
         )
         timings = {"split": OffsetTokenCountSplitter.seconds - split_before, "embed": getattr(embedder, "seconds", 0.0)}

@@ -37,6 +37,7 @@ table.sortable th:hover { background:#e4e8ee; }
          color:#fff; margin-right:4px; white-space:nowrap; }
 .badge.ok { background:var(--ok); } .badge.fail { background:var(--bad); } .badge.warn { background:var(--warn); }
 .badge.info { background:#6b7587; }
+tr.uninformative td { color:var(--muted); } tr.uninformative .badge { color:#fff; }
 .sig-up { color:var(--ok); font-weight:700; } .sig-down { color:var(--bad); font-weight:700; }
 .figs { display:flex; flex-wrap:wrap; gap:18px; align-items:flex-start; }
 .switch-row { margin:2px 0 8px; font-size:13px; }

@@ -12,8 +12,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ragsweep.evaluation.records import Aggregate, Baseline, CaseResult, ConfigResult, RunResult, SweepResult
+from ragsweep.evaluation.records import (
+    Aggregate,
+    Baseline,
+    CaseResult,
+    ConfigResult,
+    RunResult,
+    SweepResult,
+    UnlocatedReport,
+)
+from ragsweep.metrics.registry import REPEATS
 from ragsweep.metrics.stats import bootstrap_ci
+from ragsweep.metrics.uninformative import answerer_way, uninformative
 from ragsweep.report import svg
 from ragsweep.report.assets import CSS, JS
 from ragsweep.report.drilldown import PACKED_TYPE, drilldown_html, pack
@@ -21,9 +31,9 @@ from ragsweep.report.judge_html import judge_html, judge_warnings_html
 from ragsweep.report.runs import (
     CURVE_FAMILIES,
     Manifest,
-    case_failures,
     correctness_metric,
     doc_label,
+    failing_text,
     has_values,
     lower_is_better,
     natural_key,
@@ -211,23 +221,27 @@ def _at_k_matrix(agg: Aggregate, at_k: dict[str, tuple[str, int]], main_k: int |
     )
 
 
-def _metric_row(agg: Aggregate, name: str) -> str:
-    """One row of the table of the other metrics: mean, interval (and its glyph), n, missing."""
+def _metric_row(agg: Aggregate, name: str, why_not: str | None = None) -> str:
+    """One row of the table of the other metrics: mean, interval (and its glyph), n, missing;
+    ``why_not``: why the metric says nothing about this run's answerer (the row is marked)."""
     v = num(agg.metrics[name])
     lo, hi = _interval(agg, name)
     n, missing = _n_missing(agg, name)
     ci = f"[{fmt(lo)}, {fmt(hi)}]" if lo is not None and hi is not None else "–"
     glyph = "" if lower_is_better(name) else svg.ci_glyph(v, lo, hi)
+    mark = f' <span class="badge warn" title="{esc(why_not)}">no information here</span>' if why_not else ""
+    row = ' class="uninformative"' if why_not else ""
     return (
-        f"<tr><td>{esc(name)}{' ↓' if lower_is_better(name) else ''}</td>"
+        f"<tr{row}><td>{esc(name)}{' ↓' if lower_is_better(name) else ''}{mark}</td>"
         f'<td class="num" data-v="{"" if v is None else v}">{fmt(v)}</td>'
         f'<td class="num ci-text">{ci}</td><td>{glyph}</td>'
         f'<td class="num">{esc(n)}</td><td class="num">{esc(missing)}</td></tr>'
     )
 
 
-def _metrics_table(agg: Aggregate, names: Sequence[str]) -> str:
-    """A table of the metrics ``names`` (in order), under a header row per group of metrics."""
+def _metrics_table(agg: Aggregate, names: Sequence[str], answerer: str | None = None) -> str:
+    """A table of the metrics ``names`` (in order), under a header row per group of metrics; a metric
+    that says nothing about ``answerer``'s answers is marked, with why under the table."""
     from ragsweep.metrics.registry import metric_sort_key
 
     rows, group = [], None
@@ -237,22 +251,32 @@ def _metrics_table(agg: Aggregate, names: Sequence[str]) -> str:
         if g != group:
             rows.append(f'<tr class="group"><td colspan="6">{esc(g)}</td></tr>')
             group = g
-        rows.append(_metric_row(agg, name))
+        rows.append(_metric_row(agg, name, uninformative(name, answerer)))
     if not rows:
         return ""
+    why = [(name, reason) for name in names if (reason := uninformative(name, answerer))]
+    note = (
+        f'<p class="note uninformative-note">No information here about the {esc(answerer)} answerer\'s answers '
+        f"({esc(answerer_way(answerer))}): "
+        + "; ".join(f"<b>{esc(name)}</b>: {esc(reason)}" for name, reason in why)
+        + ".</p>"
+        if why
+        else ""
+    )
     return (
         '<div class="scroll"><table class="summary"><thead><tr><th>metric</th><th class="num">mean</th>'
         '<th class="num">95% CI</th><th>interval on [0, 1]</th><th class="num">n</th>'
-        f'<th class="num">missing</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+        f'<th class="num">missing</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>{note}'
     )
 
 
-def _summary_table(agg: Aggregate, main_k: int | None = None) -> str:
+def _summary_table(agg: Aggregate, main_k: int | None = None, answerer: str | None = None) -> str:
     """A family x k matrix for the metric@k values (the main k's column marked), then a table of
-    every other metric."""
+    every other metric (once: a name repeating another's mean is left out)."""
     at_k = {m: at for m in agg.metrics if (at := split_at_k(m))}
     matrix = _at_k_matrix(agg, at_k, main_k)
-    table = _metrics_table(agg, ordered(m for m in agg.metrics if m not in at_k))
+    repeated = {m for m, same in REPEATS.items() if same in agg.metrics}
+    table = _metrics_table(agg, ordered(m for m in agg.metrics if m not in at_k and m not in repeated), answerer)
     return (
         f'<div class="figs">{matrix}{table}</div>'
         '<p class="note">Means over cases with 95% bootstrap confidence intervals, as the evaluator computed '
@@ -371,12 +395,18 @@ def _doc_type_heatmap(cases: Sequence[CaseResult], metrics: Sequence[str]) -> st
     return note + _switcher("doc-type", panels)
 
 
-def _case_sections(cases: Sequence[CaseResult], k: int | None, label: str = "") -> list[tuple[str, str, str]]:
-    """Type bars, the document x type heatmap and the drilldown; ``k``: the depth served (the main k)."""
+def _case_sections(
+    cases: Sequence[CaseResult], k: int | None, label: str = "", answerer: str | None = None
+) -> list[tuple[str, str, str]]:
+    """Type bars, the document x type heatmap and the drilldown; ``k``: the depth served (the main k).
+    The figures leave out the metrics that say nothing about ``answerer``'s answers."""
     if not cases:
         return [("drilldown", "Cases", '<p class="note">This run folder has no cases.jsonl.</p>')]
     correct = correctness_metric(cases, k)
-    present = lambda ms: [m for m in dict.fromkeys(ms) if m and has_values(cases, m)]  # noqa: E731
+
+    def present(ms: Sequence[str | None]) -> list[str]:
+        return [m for m in dict.fromkeys(ms) if m and has_values(cases, m) and not uninformative(m, answerer)]
+
     kk = f"@{k}" if k is not None else ""
     bar_metrics = present(
         [
@@ -412,36 +442,37 @@ def _eval_page(run_dir: Path) -> str:
     run = read_run(run_dir)
     cases = run.cases
     k = run.top_k  # the depth the pipeline served: the headline k
-    n_fail = sum(1 for c in cases if case_failures(c))
     subtitle = (
-        f"eval run · {len(cases)} cases · {n_fail} failing · top_k {esc(k)} · {esc(run.answerer or '')} · "
-        f"relevance: {esc(run.relevance_rule or '?')}"
+        f"eval run · {len(cases)} cases · {esc(failing_text(cases, k))} · top_k {esc(k)} · "
+        f"{esc(run.answerer or '')} · relevance: {esc(run.relevance_rule or '?')}"
     )
-    judge = run.judge
+    judge, answerer = run.judge, run.answerer
+    summary = _headline(run.metrics, k, answerer) + _summary_table(run, k, answerer)
     sections = [
-        ("summary", "Summary", judge_warnings_html(judge) + _headline(run.metrics, k) + _summary_table(run, k)),
+        ("summary", "Summary", judge_warnings_html(judge) + summary),
         *([("baselines", "Against chance and oracle", _baselines_table(run.baselines))] if run.baselines else []),
         *([("judge", "LLM judge", judge_html(judge))] if judge else []),
         ("curves", "Metrics vs k", _curves(run, "retrieval metrics at each k (95% CI)")),
-        *([("unlocated", "Unlocated evidence", _unlocated_html(run))] if run.unlocated.cases else []),
-        *_case_sections(cases, k),
+        *([("unlocated", "Unlocated evidence", _unlocated_html(run.unlocated))] if run.unlocated.cases else []),
+        *_case_sections(cases, k, answerer=answerer),
         ("run", "Run", _meta(_manifest_items(Manifest.of(run.manifest), run))),
     ]
     return _page(f"ragsweep report: {run_dir.name}", subtitle, sections)
 
 
-def _unlocated_html(run: RunResult) -> str:
-    """The cases whose evidence occurs in no parsed document: each span, its document and why."""
-    report = run.unlocated
+def _unlocated_html(report: UnlocatedReport, counted: str = "beside n and missing in the summary") -> str:
+    """The cases whose evidence occurs in no parsed document: each span, its document and why;
+    ``counted``: where the page counts them."""
     none = len(report.none_located)
     what = (
-        "left out of every retrieval metric (their count is beside n and missing in the summary)"
+        f"left out of every retrieval metric (their count is {counted})"
         if report.mode == "exclude"
         else "scored 0 on every retrieval metric (--unlocated zero)"
     )
     rows = "".join(
         f"<tr><td>{esc(case.id)}</td><td>{'all' if case.none_located else 'some'}</td>"
-        f"<td>{esc(_short(span.text, 200))}</td><td>{esc(span.doc_id or '(its scope)')}</td>"
+        f"<td>{esc(_short(span.text, 200) or '(the relevant document itself)')}</td>"
+        f"<td>{esc(span.doc_id or '(its scope)')}</td>"
         f"<td>{esc(span.reason)}</td></tr>"
         for case in report.cases
         for span in case.spans
@@ -459,9 +490,9 @@ def _unlocated_html(run: RunResult) -> str:
 HEADLINE = ("hit_rate@{k}", "recall@{k}", "mrr@{k}", "ndcg@{k}", "judge_correct", "token_f1", "pathway_strsim")
 
 
-def _headline(metrics: dict[str, float | None], k: int | None) -> str:
-    """The run's key numbers at the depth the pipeline serves."""
-    picks = [m.format(k=k) for m in HEADLINE if k is not None or "{k}" not in m]
+def _headline(metrics: dict[str, float | None], k: int | None, answerer: str | None = None) -> str:
+    """The run's key numbers at the depth the pipeline serves (none that says nothing about ``answerer``)."""
+    picks = [m.format(k=k) for m in HEADLINE if (k is not None or "{k}" not in m) and not uninformative(m, answerer)]
     chips = [
         f'<span class="chip"><b>{esc(m)}</b> {fmt(num(metrics[m]))}</span>'
         for m in picks
@@ -733,11 +764,13 @@ def _focus(sweep: SweepResult) -> tuple[str | None, ConfigResult | None]:
     return focus_id, _find(sweep, focus_id)
 
 
-def _shown_metrics(sweep: SweepResult, k: int | None) -> list[str]:
-    """Up to 8 metrics for the heatmaps and the table: the objectives first, then the main ones at ``k``."""
+def _shown_metrics(sweep: SweepResult, k: int | None, answerer: str | None = None) -> list[str]:
+    """Up to 8 metrics for the heatmaps and the table: the objectives first, then the main ones at ``k``
+    (an answer metric that says nothing about ``answerer``'s answers only when it is an objective)."""
     all_metrics = ordered({m for c in sweep.configs for m in c.metrics})
     kk = [f"hit_rate@{k}", f"recall@{k}", f"ndcg@{k}"] if k is not None else []
-    preferred = [*sweep.objectives, *kk, "mrr@10", "ndcg@10", "judge_correct", "token_f1", "pathway_strsim"]
+    more = [m for m in ("judge_correct", "token_f1", "pathway_strsim") if not uninformative(m, answerer)]
+    preferred = [*sweep.objectives, *kk, "mrr@10", "ndcg@10", *more]
     return [m for m in dict.fromkeys(preferred) if m in all_metrics][:8]
 
 
@@ -785,16 +818,20 @@ def _heat_note(sweep: SweepResult) -> str:
     )
 
 
+SWEEP_COUNTED = "in each configuration's counts, the same in all of them"
+
+
 def _sweep_page(run_dir: Path) -> str:
     sweep = read_sweep(run_dir)
     configs, objectives, best, base_id = sweep.configs, sweep.objectives, sweep.best, sweep.baseline
     focus_id, focus = _focus(sweep)
     base = _find(sweep, base_id)
     k = focus.top_k if focus is not None else None  # the depth the drilled-down configuration serves
-    shown = _shown_metrics(sweep, k)
-    heat = {m: _sweep_heatmaps(sweep, m) for m in shown}
     cases_dir = run_dir / "configs" / str(focus_id)
     cases = read_config_cases(cases_dir) if (cases_dir / "cases.jsonl").is_file() else []
+    answerer = next((c.answer.answerer for c in cases if c.answer is not None), None)
+    shown = _shown_metrics(sweep, k, answerer)
+    heat = {m: _sweep_heatmaps(sweep, m) for m in shown}
     subtitle = (
         f"sweep · {len(configs)} configurations over {esc(', '.join(sweep.grid))} · baseline {_short_id(base_id)} · "
         + " · ".join(f"best {esc(o)}: {_short_id(b)}" for o, b in best.items())
@@ -809,7 +846,12 @@ def _sweep_page(run_dir: Path) -> str:
         ("heatmap", "Chunk size × top_k", _heat_note(sweep) + _switcher("sweep-heat", heat)),
         ("table", "Configurations", _sweep_table(sweep, shown[:6])),
         ("curves", "Metrics vs k", _sweep_curves(focus, base)),
-        *_case_sections(cases, k, label),
+        *(
+            [("unlocated", "Unlocated evidence", _unlocated_html(sweep.unlocated, SWEEP_COUNTED))]
+            if sweep.unlocated.cases
+            else []
+        ),
+        *_case_sections(cases, k, label, answerer),
     ]
     if run_items:
         sections.append(("run", "Run", _meta(run_items)))

@@ -454,20 +454,41 @@ FAILURE_KINDS = {
     "bad-abstention": "bad abstention",
     "error": "error",
 }
+# what each kind means, as the page's header says it ({k}: the depth the pipeline serves)
+FAILURE_MEANINGS = {
+    "retrieval-miss": "no relevant chunk in the top {k} of an answerable question",
+    "judged-wrong": "the LLM judge says the answer is wrong",
+    "bad-abstention": "abstained on an answerable question or answered an unanswerable one",
+    "error": "the answerer failed",
+}
+
+
+def failing_text(cases: Sequence[CaseResult], k: int | None) -> str:
+    """``394 failing (312: no relevant chunk in the top 5 ...; 120: abstained ...)``: how many cases
+    fail, and on what, in :func:`case_failures`' words."""
+    kinds = [case_failures(c) for c in cases]
+    n_fail = sum(1 for ks in kinds if ks)
+    by_kind = Counter(kind for ks in kinds for kind in ks)
+    if not n_fail:
+        return "0 failing"
+    parts = [f"{by_kind[kind]}: {FAILURE_MEANINGS[kind].format(k=k)}" for kind in FAILURE_KINDS if by_kind[kind]]
+    several = "a case may fail in several ways; " if sum(by_kind.values()) > n_fail else ""
+    return f"{n_fail} failing ({several}{'; '.join(parts)})"
 
 
 def case_failures(case: CaseResult) -> list[str]:
     """Why a case fails (empty list: it passes).
 
     retrieval-miss: an answerable case with hit_rate at its top_k == 0 (or, without that
-    metric, no relevant hit among the top_k it was served); judged-wrong: the LLM judge (or
+    metric, no relevant hit among the top_k it was served; a case whose evidence is found in no
+    parsed document, left out of the retrieval metrics, is no retrieval miss); judged-wrong: the LLM judge (or
     judge_correct == 0) says the answer is wrong; bad-abstention: abstained on an answerable
     case, or answered an unanswerable one; error: the answerer reported an error.
     """
     kinds = []
     if not case.unanswerable:
         hit = num(case.metric("hit_rate@k"))
-        if hit is None:
+        if hit is None and not case.evidence_unlocated:
             hit = float(any(h.relevant for h in case.hits if h.rank <= case.top_k))
         if hit == 0:
             kinds.append("retrieval-miss")

@@ -235,11 +235,41 @@ def bar_chart(
     return _svg(width, height, body, title)
 
 
-def _heatmap_margins(rlabels: Sequence[str], clabels: Sequence[str], row_title: str) -> tuple[float, float]:
-    """(left margin, top margin): room for the row labels and the (rotated) column labels."""
+ROW_LABEL_CHARS = 40  # a heatmap row label longer than this wraps onto more lines (never cut)
+ROW_LINE_H = 13  # the height of one line of a row label
+# the widest a character of the labels' font gets, on average, per point of size: uppercase-heavy file
+# names (CUAD's) run wider than the 0.58 of mixed text, and a label must fit its column
+_LABEL_WIDTH = 0.7
+
+
+def wrap_label(label: str, n: int = ROW_LABEL_CHARS) -> list[str]:
+    """``label`` in lines of at most ``n`` characters, broken after a space, ``_``, ``-``, ``.``, ``,``
+    or ``/`` where one is near the end of a line (else at ``n``); joined, the lines are the label."""
+    lines = []
+    rest = label
+    while len(rest) > n:
+        cut = max(rest.rfind(ch, 0, n) for ch in " _-.,/") + 1
+        cut = cut if cut > n // 2 else n
+        lines.append(rest[:cut])
+        rest = rest[cut:]
+    return [*lines, rest]
+
+
+def _row_label(lines: Sequence[str], full: str, x: float, y_mid: float) -> str:
+    """A row label of one or more lines, left-aligned at ``x`` (nothing reaches past the SVG's left
+    edge), centred on ``y_mid``; its ``<title>`` is the whole label."""
+    top = y_mid + 4 - ROW_LINE_H * (len(lines) - 1) / 2
+    spans = "".join(
+        f'<tspan x="{x}" y="{top + ROW_LINE_H * i:.1f}">{esc(line)}</tspan>' for i, line in enumerate(lines)
+    )
+    return f'<text class="row-label" font-size="11" text-anchor="start" fill="#333"><title>{esc(full)}</title>{spans}</text>'
+
+
+def _heatmap_margins(rlabels: Sequence[Sequence[str]], clabels: Sequence[str], row_title: str) -> tuple[float, float]:
+    """(left margin, top margin): room for the (wrapped) row labels and the (rotated) column labels."""
     ml = max(
         50,
-        max((_text_width(r, 11) for r in rlabels), default=40) + 16,
+        max((len(line) * 11 * _LABEL_WIDTH for r in rlabels for line in r), default=40) + 16,
         _text_width(row_title + " ↓", 11) + 12 if row_title else 0,
     )
     col_label_h = max(30, max((_text_width(c, 11) for c in clabels), default=20) * 0.72 + 16)
@@ -338,22 +368,21 @@ def heatmap(
     ``outline`` draws a coloured border (e.g. best / baseline)."""
     marks = marks or {}
     outline = outline or {}
-    rlabels = [_truncate(r, 34) for r in rows]
+    rlabels = [wrap_label(r) for r in rows]
     clabels = [_truncate(c, 28) for c in cols]
     ml, mt = _heatmap_margins(rlabels, clabels, row_title)
+    heights = [max(cell_h, ROW_LINE_H * len(lines) + 6) for lines in rlabels]  # a wrapped label widens its row
     width = max(ml + cell_w * max(1, len(cols)) + 90, _text_width(title, 14) + 16)
-    height = mt + cell_h * max(1, len(rows)) + 36
+    height = mt + (sum(heights) if rows else cell_h) + 36
     scale = (vmin, (vmax - vmin) or 1.0)
     body = [f'<text x="4" y="18" font-size="14" font-weight="600">{esc(title)}</text>']
     body += _heatmap_col_labels(cols, clabels, ml, mt, cell_w)
-    for i, (r, short) in enumerate(zip(rows, rlabels, strict=False)):
-        y = mt + cell_h * i
-        body.append(
-            f'<text x="{ml - 6}" y="{y + cell_h / 2 + 4:.1f}" font-size="11" text-anchor="end" fill="#333">'
-            f"<title>{esc(r)}</title>{esc(short)}</text>"
-        )
+    y = mt
+    for r, lines, row_h in zip(rows, rlabels, heights, strict=True):
+        body.append(_row_label(lines, r, 4, y + row_h / 2))
         for j, c in enumerate(cols):
-            body += _heatmap_cell((r, c), (ml + cell_w * j, y), cells, scale, (cell_w, cell_h), marks, outline)
+            body += _heatmap_cell((r, c), (ml + cell_w * j, y), cells, scale, (cell_w, row_h), marks, outline)
+        y += row_h
     body += _heatmap_axis_titles(row_title, col_title, ml, mt, cell_w, len(cols), height)
     lh = max(60, min(160, cell_h * len(rows)))
     body += _heatmap_legend(ml + cell_w * max(1, len(cols)) + 18, mt, lh, vmin, vmax)
