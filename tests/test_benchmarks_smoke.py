@@ -60,6 +60,20 @@ EXPECTED: dict[str, list[str]] = {
         "RESULT peak RSS:",
         "RESULT linearity (1 -> 3 contracts):",
     ],
+    "pathway_workers.py": [
+        "SMOKE RUN",
+        "RESULT threads-1: 80 queries",
+        "RESULT threads-2: 80 queries",
+        "RESULT spawn-2: 80 queries",
+        "same lists as threads-1: True",
+    ],
+    "ray_scale.py": [
+        "SMOKE RUN",
+        "RESULT one process:",
+        "RESULT same cases.jsonl: True; same report.json metrics: True",
+        "RESULT ray tasks: 2",
+        "RESULT projection  4 machine(s):",
+    ],
     "same_numbers.py": [
         "SMOKE RUN",
         "RESULT metrics: 46 of 46 equal",
@@ -186,7 +200,19 @@ def _same_lists(s: dict) -> None:
 
 
 # script -> checks of its final JSON line
+def _pathway_workers(s: dict) -> None:
+    assert list(s["modes"]) == ["threads-1", "threads-2", "spawn-2"] and all(m["same"] for m in s["modes"].values())
+
+
+def _ray_scale(s: dict) -> None:
+    assert s["same_cases"] and s["same_metrics"] and s["cases"] == 20
+    assert len(s["tasks"]) == 2 and sum(t["cases"] for t in s["tasks"]) == 20
+    assert [r["machines"] for r in s["projection"]] == [1, 2, 4, 8, 16]
+
+
 CHECKS = {
+    "pathway_workers.py": _pathway_workers,
+    "ray_scale.py": _ray_scale,
     "warm_start.py": _warm_start,
     "same_numbers.py": _same_numbers,
     "same_lists.py": _same_lists,

@@ -42,6 +42,7 @@ from ragsweep.evaluation.runfolder import (
     package_versions,
 )
 from ragsweep.evaluation.scoring import aggregate, quality_failures, unlocated_lines, unlocated_report
+from ragsweep.execution.base import check_executor, open_executor
 from ragsweep.metrics.registry import REPEATS, summary_metrics, unknown_name
 from ragsweep.metrics.uninformative import answerer_way, uninformative
 from ragsweep.pipeline.app_components import Spent, embedding_usage, usage_since
@@ -78,6 +79,7 @@ def run_eval(options: EvalOptions) -> tuple[Path | None, RunResult | dict[str, A
     """Evaluate; return the run folder and the result (or, for a dry run, the LLM estimate)."""
     config, dataset, cases = load_inputs(options)
     check_floor_names(options, config)  # before a folder exists (evaluate_run checks for the API too)
+    check_executor(options.executor, options.ray_address)
     dataset_hash = dataset_file_hash(dataset)
     folder = open_folder(options, config, dataset.name, dataset_hash, cases)
     with folder:
@@ -134,6 +136,7 @@ def evaluate_run(
 ) -> RunResult | dict[str, Any]:
     """One configuration through the evaluation loop, into ``folder`` (``folder.path`` None: nothing is written)."""
     check_floor_names(options, config)
+    check_executor(options.executor, options.ray_address)
     stage: dict[str, float] = {}
     embedded_before = embedding_usage()
     done = folder.read_results("cases.jsonl") if options.resume else {}
@@ -144,12 +147,13 @@ def evaluate_run(
     if options.dry_run:
         return dry_run_report(options, config, corpus, cases)
     answering, probes = prepare_answering(config, options, cases, stage)
-    evaluated = evaluate_configuration(
-        config, cases, corpus=corpus, ks=options.ks, relevance=dataset.relevance, answering=answering,
-        sink=RunCaseFile(folder, folder.file("cases.jsonl")),
-        done=done, retrieved=saved, served=saved.served if saved is not None else None, progress=options.progress,
-        fresh=options.fresh_retrieval, budgets=options.budgets,
-    )  # fmt: skip
+    with open_executor(options.executor, options.ray_address) as executor:
+        evaluated = evaluate_configuration(
+            config, cases, corpus=corpus, ks=options.ks, relevance=dataset.relevance, answering=answering,
+            sink=RunCaseFile(folder, folder.file("cases.jsonl")),
+            done=done, retrieved=saved, served=saved.served if saved is not None else None, progress=options.progress,
+            fresh=options.fresh_retrieval, budgets=options.budgets, executor=executor,
+        )  # fmt: skip
     stage.update(evaluated.timings)
     started = time.perf_counter()
     result = run_result(evaluated.results, dataset, config, options, answering, probes)
@@ -172,6 +176,7 @@ def evaluate_run(
     )
     result.manifest["spent"] = spent.model_dump()
     result.manifest["llm_calls"] = llm_calls(answering)
+    result.manifest["executor"] = executor.describe()
     result.cases = evaluated.results
     result.run_dir = str(folder.path) if folder.path is not None else None
     if folder.path is not None:

@@ -73,10 +73,11 @@ from ragsweep.evaluation.runfolder import (
     package_versions,
 )
 from ragsweep.evaluation.scoring import aggregate, unlocated_lines, unlocated_report
+from ragsweep.execution.base import LOCAL, Executor, check_executor, open_executor
 from ragsweep.metrics.registry import AT_K_FAMILIES, asked_budgets, at_own_k, best_of, lower_is_better, unknown_name
 from ragsweep.pipeline.config import ConfigError, PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
-from ragsweep.pipeline.retrieval import StageError, parse_documents, retrieve, store_depths
+from ragsweep.pipeline.retrieval import StageError, parse_documents, store_depths
 from ragsweep.report import write_html
 
 DEFAULT_KS = (1, 3, 5, 10)
@@ -207,6 +208,7 @@ def load_sweep(options: SweepOptions, base_config: PipelineConfig) -> Sweep:
 
 def run_sweep(options: SweepOptions) -> tuple[Path, SweepResult]:
     started_at = now()
+    check_executor(options.executor, options.ray_address)
     base_config, dataset, cases = load_inputs(options)
     sweep = load_sweep(options, base_config)
     holdout: list[Case] = []
@@ -237,8 +239,10 @@ def run_sweep(options: SweepOptions) -> tuple[Path, SweepResult]:
         resume=options.resume,
     )
     print(f"sweep folder: {folder.path}  ({len(sweep.configs)} configurations)", file=sys.stderr)
-    with folder:
-        return folder.path, _run_sweep(options, sweep, base_config, dataset, cases, holdout, folder, started_at)  # type: ignore[return-value]
+    with folder, open_executor(options.executor, options.ray_address) as executor:
+        return folder.path, _run_sweep(  # type: ignore[return-value]
+            options, sweep, base_config, dataset, cases, holdout, folder, started_at, executor
+        )
 
 
 def _run_sweep(
@@ -250,6 +254,7 @@ def _run_sweep(
     holdout: list[Case],
     folder: RunFolder,
     started_at: str,
+    executor: Executor = LOCAL,
 ) -> SweepResult:
     started = time.perf_counter()
     try:  # parsed once for the whole sweep
@@ -263,9 +268,10 @@ def _run_sweep(
         groups[cfg.index_key].append(cid)
     embedded = 0
     for n_group, (index_key, members) in enumerate(groups.items(), start=1):
-        todo = [cid for cid in members if cid not in results]
-        if todo:
-            embedded += run_group(options, sweep, corpus, dataset, cases, folder, results, todo, n_group, len(groups))
+        if todo := [cid for cid in members if cid not in results]:
+            embedded += run_group(
+                options, sweep, corpus, dataset, cases, folder, results, todo, n_group, len(groups), executor
+            )
     result = finish_sweep(folder, sweep, results)
     result.unlocated = stored_unlocated(folder, sweep.baseline_id, dataset.relevance.unlocated)
     result.ks = sweep.ks
@@ -273,7 +279,7 @@ def _run_sweep(
     result.choice_split = "dev" if holdout else options.split
     result.same_cases_for_choice_and_report = not holdout
     if holdout:
-        result.verdict = score_on_holdout(result, sweep, corpus, dataset, holdout, options)
+        result.verdict = score_on_holdout(result, sweep, corpus, dataset, holdout, options, executor)
     result.manifest = {
         "pipeline": base_config.manifest(),
         "dataset": {
@@ -334,6 +340,7 @@ def run_group(
     todo: list[str],
     n_group: int,
     n_groups: int,
+    executor: Executor = LOCAL,
 ) -> int:
     """One index's configurations: the store asked once at every depth any of them needs, then
     each configuration through the evaluation loop on those lists. Returns the texts embedded."""
@@ -353,7 +360,7 @@ def run_group(
     )
     rss_before = _rss_mb()
     started = time.perf_counter()
-    retrieved = retrieve(config, corpus, cases, depths, options.progress, fresh=options.fresh_retrieval)
+    retrieved = executor.retrieve(config, corpus, cases, depths, options.progress, options.fresh_retrieval)
     group_seconds = time.perf_counter() - started
     for cid in todo:
         params, cfg = sweep.configs[cid]
@@ -435,6 +442,7 @@ def score_on_holdout(
     dataset: Dataset,
     holdout: list[Case],
     options: SweepOptions,
+    executor: Executor = LOCAL,
 ) -> HoldoutVerdict:
     """The configuration chosen on dev (best on the first objective), and the baseline, scored on
     the test cases, with a paired test between the two: the number to believe."""
@@ -450,6 +458,7 @@ def score_on_holdout(
             cfg, holdout, corpus=corpus, ks=sweep.ks, relevance=dataset.relevance,
             answering=sweep_answering(cfg, options, holdout), progress=options.progress, fresh=options.fresh_retrieval,
             budgets=sweep.budgets,
+            executor=executor,
         )  # fmt: skip
         agg = config_result(cid, params, cfg, evaluated.results, sweep, interval_metrics=sweep.objectives)
         verdict.configs[cid] = HoldoutConfig(

@@ -6,7 +6,7 @@ import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import PydanticUndefined
@@ -77,6 +77,14 @@ class RunInputs(DocumentOptions):
     fresh_retrieval: bool = option(
         False, "ask Pathway every query again instead of reusing the lists it served before for the same corpus, "
         "index definition and code (the served-list cache; also RAGSWEEP_SERVED_CACHE=0)",
+    )  # fmt: skip
+    executor: Literal["local", "ray"] = option(
+        "local", "where the index work runs: local (this process) or ray (parse-cached documents indexed and "
+        "queried as Ray tasks, a shard of cases each; the driver writes the run folder)", choices=("local", "ray"),
+    )  # fmt: skip
+    ray_address: str | None = option(
+        None, "the Ray cluster of --executor ray (host:port, or auto; default: a local one for this run)",
+        metavar="ADDR",
     )  # fmt: skip
     out: str = option("runs", "where run folders go")
     name: str | None = option(None, "run folder name (default: timestamp + dataset)")

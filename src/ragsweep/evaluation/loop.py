@@ -18,10 +18,11 @@ from typing import Any, Protocol
 from ragsweep.answer.base import Answer
 from ragsweep.datasets.schema import Case, RelevanceConfig
 from ragsweep.evaluation.records import CaseResult, build_case_result
+from ragsweep.execution.base import LOCAL, Executor
 from ragsweep.metrics.judge import JudgeVerdict
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
-from ragsweep.pipeline.retrieval import Retrieved, Served, retrieve, serve, store_depths
+from ragsweep.pipeline.retrieval import Retrieved, Served, serve, store_depths
 
 SCORE_BATCH = 64  # cases answered and scored together without an LLM (each result is still saved at once)
 
@@ -105,6 +106,7 @@ def evaluate_configuration(
     progress: bool = False,
     fresh: bool = False,
     budgets: Sequence[int] = (),
+    executor: Executor = LOCAL,
 ) -> Evaluated:
     """Evaluate one configuration on ``cases``.
 
@@ -122,7 +124,9 @@ def evaluate_configuration(
         started = time.perf_counter()
         # a resumed run whose saved lists miss a case asks the store again for the cases to do
         ask_store = retrieved is None or served is not None
-        retrieved, served = _serve(config, corpus, todo, ks, None if ask_store else retrieved, progress, fresh)
+        retrieved, served = _serve(
+            config, corpus, todo, ks, None if ask_store else retrieved, progress, fresh, executor
+        )
         timings.update(retrieved.timings)  # after serve: a reranker's time is in them
         sink.served(served, retrieved)
         timings["retrieve"] = time.perf_counter() - started
@@ -150,11 +154,12 @@ def _serve(
     retrieved: Retrieved | None,
     progress: bool,
     fresh: bool,
+    executor: Executor,
 ) -> tuple[Retrieved, Served]:
     """What the index returned (asked now unless ``retrieved`` holds it) and the configuration's lists."""
     depths = scored_ks(ks, config.top_k)
     if retrieved is None:
-        retrieved = retrieve(config, corpus, cases, store_depths(config, depths), progress, fresh=fresh)
+        retrieved = executor.retrieve(config, corpus, cases, store_depths(config, depths), progress, fresh)
     return retrieved, serve(config, retrieved, cases, depths)
 
 

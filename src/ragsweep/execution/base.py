@@ -1,0 +1,83 @@
+"""The seam between the evaluation loop and where its index work runs.
+
+The loop (:mod:`ragsweep.evaluation.loop`) and the sweep ask an :class:`Executor` for what the
+store serves; answering, scoring and every file of the run folder stay in the driver. The local
+executor is the code path of a run without ``--executor``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Literal, Protocol
+
+from ragsweep.datasets.schema import Case
+from ragsweep.pipeline.config import PipelineConfig
+from ragsweep.pipeline.corpus import Corpus
+from ragsweep.pipeline.retrieval import Retrieved, retrieve
+
+ExecutorName = Literal["local", "ray"]
+EXECUTORS = ("local", "ray")
+
+
+class Executor(Protocol):
+    name: str
+
+    def retrieve(
+        self,
+        config: PipelineConfig,
+        corpus: Corpus,
+        cases: Sequence[Case],
+        ks: Iterable[int],
+        progress: bool,
+        fresh: bool,
+    ) -> Retrieved: ...  # what the store serves each case at each of ``ks``, in the cases' order
+
+    def describe(self) -> dict[str, Any]: ...  # where the run's index work ran (its manifest's "executor")
+
+
+class LocalExecutor:
+    """Everything in this process."""
+
+    name = "local"
+
+    def retrieve(
+        self,
+        config: PipelineConfig,
+        corpus: Corpus,
+        cases: Sequence[Case],
+        ks: Iterable[int],
+        progress: bool,
+        fresh: bool,
+    ) -> Retrieved:
+        return retrieve(config, corpus, cases, ks, progress, fresh=fresh)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+
+LOCAL = LocalExecutor()
+
+
+def check_executor(name: str, address: str | None) -> None:
+    """Options that cannot go together are an error before any work."""
+    if name != "ray" and address is not None:
+        from ragsweep.evaluation.runfolder import RunError
+
+        raise RunError("--ray-address: only with --executor ray")
+
+
+@contextmanager
+def open_executor(name: str = "local", address: str | None = None) -> Iterator[Executor]:
+    """The executor a run asked for, released when the run ends (a Ray connection this run opened is closed)."""
+    check_executor(name, address)
+    if name == "local":
+        yield LOCAL
+        return
+    from ragsweep.execution.ray_executor import RayExecutor
+
+    executor = RayExecutor.connect(address)
+    try:
+        yield executor
+    finally:
+        executor.close()

@@ -1,0 +1,44 @@
+"""Embedding as its own Ray tasks: an index group's distinct chunk texts that the shared embedding cache
+lacks, in one batch per worker, embedded into that cache before the shards query (each shard then builds its
+DocumentStore from cached vectors instead of embedding the whole corpus again)."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from ragsweep.pipeline.config import PipelineConfig
+from ragsweep.pipeline.corpus import Corpus
+
+
+def _cached_embedder(pipeline: Any) -> Any | None:
+    """The pipeline's embedder when it embeds through ragsweep's vector cache (else None: nothing to do ahead)."""
+    embedder = pipeline.embedder
+    if embedder is None or not all(hasattr(embedder, a) for a in ("embed", "cache", "embedder_id")):
+        return None
+    return embedder
+
+
+def texts_to_embed(config: PipelineConfig, corpus: Corpus) -> list[str]:
+    """The distinct chunk texts of ``corpus`` as the group's splitter cuts them that have no cached vector yet."""
+    from ragsweep.pipeline.embedding_base import EmbeddingCache
+
+    pipeline = config.build()
+    embedder = _cached_embedder(pipeline)
+    split = getattr(pipeline.splitter, "__wrapped__", None)
+    if embedder is None or split is None:
+        return []
+    texts = list(dict.fromkeys(str(text) for doc in corpus.documents for text, _ in split(doc.text)))
+    keys = {EmbeddingCache.key(embedder.embedder_id, t): t for t in texts}
+    found = embedder.cache.get_many(list(keys))
+    return [t for key, t in keys.items() if key not in found]
+
+
+def embed_batch(ref: Any, texts: list[str]) -> dict[str, Any]:
+    """A task: ``texts`` embedded into the shared cache (on a worker); its pid, texts and seconds."""
+    started = time.perf_counter()
+    embedder = _cached_embedder(ref.load().build())
+    if embedder is not None:
+        embedder.embed(texts)
+    return {"pid": os.getpid(), "texts": len(texts), "seconds": time.perf_counter() - started}

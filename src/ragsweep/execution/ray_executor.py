@@ -1,0 +1,178 @@
+"""Index work as Ray tasks: each task builds its index group's DocumentStore and answers a shard of cases.
+
+A task runs :func:`~ragsweep.pipeline.retrieval.retrieve` on a worker; its DocumentStore comes from
+the content-keyed caches (parse, embeddings, served lists) under ``RAGSWEEP_CACHE_DIR``, which the
+driver passes to every worker as an absolute path: on a cluster of several machines it must be a
+path all nodes see. Served lists do not depend on which shard asked for them
+(:mod:`ragsweep.pipeline.stable_order`), and the shards come back in the cases' order, so a run
+on Ray gives the numbers of a run in one process. A worker that dies mid-task is replaced and
+its task run again (``max_retries``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ragsweep.datasets.schema import Case
+from ragsweep.execution.shards import merge, split
+from ragsweep.pipeline.config import PipelineConfig
+from ragsweep.pipeline.corpus import Corpus
+from ragsweep.pipeline.retrieval import Retrieved
+
+MAX_RETRIES = 3  # a task whose worker process died is run again this many times
+FORWARDED_PREFIXES = ("RAGSWEEP_", "PATHWAY_")  # the knobs a worker must see as the driver does
+
+
+def worker_env() -> dict[str, str]:
+    """What every worker's environment gets from the driver: the cache dir (absolute) and the knobs."""
+    from ragsweep.pipeline.cache_files import default_cache_dir
+
+    env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_PREFIXES)}
+    env["RAGSWEEP_CACHE_DIR"] = str(default_cache_dir().resolve())
+    return env
+
+
+@dataclass(frozen=True)
+class ConfigRef:
+    """A configuration as a worker loads it: its file (absolute) and overrides. The loaded
+    components cannot be pickled; the hash checks that the worker read the driver's file."""
+
+    path: str
+    overrides: dict[str, Any]
+    hash: str
+
+    @classmethod
+    def of(cls, config: PipelineConfig) -> "ConfigRef":
+        return cls(str(Path(config.path).resolve()), dict(config.overrides), config.hash)
+
+    def load(self) -> PipelineConfig:
+        config = PipelineConfig.load(self.path, self.overrides)
+        if config.hash != self.hash:
+            raise RuntimeError(
+                f"{self.path} on this node is not the driver's (config hash {config.hash} != {self.hash})"
+            )
+        return config
+
+
+def retrieve_shard(ref: ConfigRef, corpus: Corpus, cases: list[Case], ks: list[int], fresh: bool) -> Any:
+    """A task: one index group's store asked for a shard of cases (on a worker). Returns the
+    :class:`Retrieved` and the worker's pid and seconds (the per-task times a benchmark reads)."""
+    from ragsweep.pipeline.retrieval import retrieve
+
+    started = time.perf_counter()
+    retrieved = retrieve(ref.load(), corpus, cases, ks, progress=False, fresh=fresh)
+    seconds = time.perf_counter() - started
+    split, embed = retrieved.timings["split"], retrieved.timings["embed"]
+    return retrieved, {"pid": os.getpid(), "cases": len(cases), "seconds": seconds, "split": split, "embed": embed}
+
+
+def wants_gpu(config: PipelineConfig, cluster_gpus: float) -> bool:
+    """An index is embedded on a GPU when its embedder may use one and the cluster has one."""
+    device = config.variables.embedder_device or "auto"
+    return cluster_gpus > 0 and (device == "auto" or device.startswith("cuda"))
+
+
+class RayExecutor:
+    """Tasks on the Ray cluster at ``address`` (None: a local one started for this run)."""
+
+    name = "ray"
+
+    def __init__(self, owns_connection: bool):
+        import ray
+
+        self._ray = ray
+        self._owns = owns_connection
+        self._remote = ray.remote(retrieve_shard)
+        self._corpus: tuple[str, Any] | None = None  # the corpus in the object store, by content hash
+        self._resources: dict[str, float] = {}  # the cluster's CPUs, GPUs, memory when the run ended
+        self.tasks: list[dict[str, Any]] = []  # every task's pid, seconds and cases, in submission order
+
+    @classmethod
+    def connect(cls, address: str | None) -> "RayExecutor":
+        from ragsweep.evaluation.runfolder import RunError
+
+        try:
+            import ray
+        except ImportError:
+            raise RunError("--executor ray: Ray is not installed (pip install 'ragsweep[ray]')") from None
+        if ray.is_initialized():  # a caller (a test, a notebook) already connected: keep its connection
+            return cls(owns_connection=False)
+        kwargs: dict[str, Any] = {"runtime_env": {"env_vars": worker_env()}, "log_to_driver": False}
+        if address is None:
+            kwargs["include_dashboard"] = False
+        try:
+            ray.init(address=address, **kwargs)
+        except (ConnectionError, RuntimeError, ValueError) as err:
+            raise RunError(f"--ray-address {address}: cannot connect to a Ray cluster: {err}") from None
+        return cls(owns_connection=True)
+
+    def close(self) -> None:
+        self._resources = self._ray.cluster_resources()
+        if self._owns:
+            self._ray.shutdown()
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "resources": self._resources, "tasks": self.tasks}
+
+    def _resource(self, name: str) -> float:
+        return float(self._ray.cluster_resources().get(name, 0))
+
+    def workers(self) -> int:
+        return max(1, int(self._resource("CPU")))
+
+    def retrieve(
+        self,
+        config: PipelineConfig,
+        corpus: Corpus,
+        cases: Sequence[Case],
+        ks: Iterable[int],
+        progress: bool,
+        fresh: bool,
+    ) -> Retrieved:
+        ref = ConfigRef.of(config)
+        self._embed_ahead(ref, config, corpus)
+        shards = split(list(cases), self.workers())
+        task = self._remote.options(num_cpus=1, max_retries=MAX_RETRIES)
+        corpus_ref = self._corpus_ref(corpus)
+        refs = [task.remote(ref, corpus_ref, shard, sorted(set(ks)), fresh) for shard in shards]
+        print(f"ray: {len(cases)} case(s) in {len(shards)} task(s)", file=sys.stderr)
+        outcomes = self._get(refs)
+        self.tasks.extend({"stage": "retrieve", **info} for _, info in outcomes)
+        return merge([c.id for c in cases], [part for part, _ in outcomes])
+
+    def _embed_ahead(self, ref: ConfigRef, config: PipelineConfig, corpus: Corpus) -> None:
+        """The group's chunk texts the shared cache lacks, embedded once, one batch per worker (a GPU
+        each when the embedder may use one and the cluster has one)."""
+        from ragsweep.execution.embed_tasks import embed_batch, texts_to_embed
+
+        missing = texts_to_embed(config, corpus)
+        if not missing:
+            return
+        gpu = wants_gpu(config, self._resource("GPU"))
+        n_tasks = max(1, int(self._resource("GPU"))) if gpu else self.workers()
+        task = self._ray.remote(embed_batch).options(num_cpus=1, num_gpus=1 if gpu else 0, max_retries=MAX_RETRIES)
+        batches = split(missing, n_tasks)
+        print(f"ray: {len(missing)} text(s) to embed in {len(batches)} task(s){' (1 GPU each)' if gpu else ''}",
+              file=sys.stderr)  # fmt: skip
+        self.tasks.extend({"stage": "embed", **info} for info in self._get([task.remote(ref, b) for b in batches]))
+
+    def _get(self, refs: list[Any]) -> list[Any]:
+        try:
+            return self._ray.get(refs)
+        except self._ray.exceptions.RayTaskError as err:  # raised in a task: its own message, not Ray's trace
+            from ragsweep.evaluation.runfolder import RunError
+
+            raise RunError(f"--executor ray: a task failed: {type(err.cause).__name__}: {err.cause}") from None
+
+    def _corpus_ref(self, corpus: Corpus) -> Any:
+        """The corpus put once into the object store (a sweep asks for every index group with it)."""
+        key = corpus.content_hash
+        if self._corpus is None or self._corpus[0] != key:
+            self._corpus = (key, self._ray.put(corpus))
+        return self._corpus[1]

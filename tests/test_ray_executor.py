@@ -1,0 +1,197 @@
+"""`--executor ray` on a real local Ray cluster (a head node and a second node on this machine, one worker
+process each): the same CaseResults, report.json metrics and sweep.json as in one process; a worker
+SIGKILLed mid-task is retried by Ray; a driver SIGKILLed mid-run resumes with ``--resume``.
+
+Every run asks Pathway again (``fresh_retrieval``): the lists a Ray run scores are served by the
+workers' own DocumentStores, not read from what the in-process run cached.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import ray
+from ray.cluster_utils import Cluster
+
+import ragsweep
+from ragsweep.execution.ray_executor import worker_env
+
+ROOT = Path(__file__).resolve().parent.parent
+MINI = ROOT / "datasets" / "cuad-mini"
+PIPELINE = ROOT / "pipelines" / "default.yaml"
+TASK_TITLE = "ray::retrieve_shard"  # a worker's process title while it runs a shard task
+GRID = """\
+grid:
+  chunking:
+    - {min_tokens: 100, max_tokens: 200}
+    - {min_tokens: 250, max_tokens: 600}
+  retriever_mode: [bm25, hybrid]
+baseline: {min_tokens: 250, max_tokens: 600, retriever_mode: hybrid}
+objectives: [recall@k, mrr@k, ndcg@k]
+ks: [1, 3, 5]
+"""
+# what differs between any two runs: times, memory, how many texts this process embedded, where it ran
+VOLATILE = {
+    "seconds", "index_run_seconds", "latency_ms_per_query", "embedded_texts", "rss_mb", "rss_mb_before",
+    "peak_rss_mb",
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """Two Ray nodes on this machine, one CPU (one worker process) each; everything it started is stopped after."""
+    temp = tempfile.mkdtemp(prefix="rsray-", dir="/tmp")  # short: Ray's socket paths must fit in 107 bytes
+    nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "temp_dir": temp})
+    try:
+        nodes.add_node(num_cpus=1)
+        nodes.wait_for_nodes()
+        ray.init(address=nodes.address, runtime_env={"env_vars": worker_env()}, log_to_driver=False)
+        yield nodes
+    finally:
+        ray.shutdown()
+        nodes.shutdown()
+
+
+def _cases(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "cases.jsonl").read_text().splitlines() if line.strip()]
+
+
+def _metrics(run_dir: Path) -> dict[str, Any]:
+    report = json.loads((run_dir / "report.json").read_text())
+    return {"metrics": report["metrics"], "intervals": report["intervals"], "baselines": report["baselines"]}
+
+
+def _split_scores(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[float]]:
+    """The case lines without their hits' scores, and the scores."""
+    scores = [h.pop("score") for row in rows for h in row["hits"]]
+    return rows, scores
+
+
+def _sweep(sweep_dir: Path) -> dict[str, Any]:
+    data = json.loads((sweep_dir / "sweep.json").read_text())
+    data.pop("manifest")
+    data.pop("pareto")  # a front of recall against measured latency: timing, like the fields below
+    data["configs"] = [{k: v for k, v in c.items() if k not in VOLATILE} for c in data["configs"]]
+    return data
+
+
+def test_eval_on_ray_equals_one_process(cluster, tmp_path):
+    local = ragsweep.evaluate(PIPELINE, MINI, out=tmp_path, name="local", fresh_retrieval=True)
+    on_ray = ragsweep.evaluate(PIPELINE, MINI, out=tmp_path, name="ray", fresh_retrieval=True, executor="ray")
+    assert len(local.cases) == 123
+    assert [c.model_dump() for c in on_ray.cases] == [c.model_dump() for c in local.cases]
+    assert _cases(tmp_path / "ray") == _cases(tmp_path / "local")
+    assert _metrics(tmp_path / "ray") == _metrics(tmp_path / "local")
+    assert json.loads((tmp_path / "ray" / "report.json").read_text())["manifest"]["retrieval"]["asked_pathway"] > 0
+
+
+def test_sweep_of_four_configurations_on_ray_equals_one_process(cluster, tmp_path):
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(GRID)
+    common: dict[str, Any] = {"limit": 40, "fresh_retrieval": True}
+    local = ragsweep.sweep(PIPELINE, MINI, grid, out=tmp_path / "local", name="s", **common)
+    on_ray = ragsweep.sweep(PIPELINE, MINI, grid, out=tmp_path / "ray", name="s", executor="ray", **common)
+    assert len(local.configs) == 4 and len({c.index_key for c in local.configs}) == 4
+    assert _sweep(tmp_path / "ray" / "s") == _sweep(tmp_path / "local" / "s")
+    for config in local.configs:
+        path = Path("configs") / config.id / "cases.jsonl"
+        ray_rows, ray_scores = _split_scores(_cases(tmp_path / "ray" / "s" / path.parent))
+        local_rows, local_scores = _split_scores(_cases(tmp_path / "local" / "s" / path.parent))
+        assert ray_rows == local_rows  # every list, rank, relevance judgement and metric
+        # a BM25 score is tantivy's float32: in one process it can move by one unit in the last place
+        # after other indexes were built there (a fresh process gives the Ray worker's value)
+        assert ray_scores == pytest.approx(local_scores, rel=1e-6)
+    assert on_ray.best == local.best
+
+
+def _task_pids() -> list[int]:
+    """Worker processes running a shard task now (Ray titles a busy worker ``ray::<task>``)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes().startswith(TASK_TITLE.encode()):
+                pids.append(int(entry.name))
+        except OSError:
+            continue  # ended while listed
+    return pids
+
+
+def test_worker_killed_mid_task_is_retried_and_results_are_unchanged(cluster, tmp_path):
+    local = ragsweep.evaluate(PIPELINE, MINI, limit=60, fresh_retrieval=True)
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["report"] = ragsweep.evaluate(PIPELINE, MINI, limit=60, fresh_retrieval=True, executor="ray")
+        except BaseException as err:  # the main thread reports it
+            outcome["error"] = err
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    killed = None
+    deadline = time.monotonic() + 300
+    while killed is None and thread.is_alive() and time.monotonic() < deadline:
+        pids = _task_pids()
+        if pids:
+            killed = pids[0]
+            os.kill(killed, signal.SIGKILL)
+        time.sleep(0.01)
+    thread.join(timeout=600)
+    assert killed is not None, "no worker was seen running a shard task"
+    assert "error" not in outcome, outcome.get("error")
+    assert [c.model_dump() for c in outcome["report"].cases] == [c.model_dump() for c in local.cases]
+
+
+def _cli(args: list[str]) -> list[str]:
+    return [sys.executable, "-m", "ragsweep.cli", *args]
+
+
+def test_driver_killed_mid_run_resumes_on_ray(cluster, tmp_path):
+    common = ["eval", "--dataset", str(MINI), "--out", str(tmp_path), "--fresh-retrieval"]
+    on_ray = ["--executor", "ray", "--ray-address", cluster.address]
+    whole = subprocess.run(_cli([*common, "--name", "whole"]), cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    proc = subprocess.Popen(_cli([*common, "--name", "cut", *on_ray]), cwd=ROOT, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and time.monotonic() < deadline and not _task_pids():
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run ended before its driver could be killed mid-task"
+    proc.send_signal(signal.SIGKILL)  # the driver, while its shard tasks run on the cluster
+    proc.wait(timeout=60)
+    cut = tmp_path / "cut"
+    assert not (cut / "report.json").exists()
+    resumed = subprocess.run(
+        _cli([*common, "--resume", str(cut), *on_ray]), cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "ray: 123 case(s) in 2 task(s)" in resumed.stderr
+    assert _cases(cut) == _cases(tmp_path / "whole")
+    assert _metrics(cut) == _metrics(tmp_path / "whole")
+
+
+def test_embedding_tasks_ask_for_a_gpu_only_when_the_embedder_may_use_one_and_the_cluster_has_one():
+    from ragsweep.execution.ray_executor import wants_gpu
+    from ragsweep.pipeline.config import PipelineConfig
+
+    def config(device: str) -> PipelineConfig:
+        return PipelineConfig.load(PIPELINE, {"embedder_device": device})
+
+    assert wants_gpu(config("auto"), 1) and wants_gpu(config("cuda"), 1) and wants_gpu(config("cuda:1"), 2)
+    assert not wants_gpu(config("cpu"), 1) and not wants_gpu(config("auto"), 0) and not wants_gpu(config("cuda"), 0)
+
+
+def test_a_ray_address_without_the_ray_executor_is_refused_before_any_work(tmp_path):
+    from ragsweep.evaluation.runfolder import RunError
+
+    with pytest.raises(RunError, match="--ray-address: only with --executor ray"):
+        ragsweep.evaluate(PIPELINE, MINI, limit=1, ray_address="127.0.0.1:6379")
