@@ -74,6 +74,12 @@ EXPECTED: dict[str, list[str]] = {
         "RESULT ray tasks: 2",
         "RESULT projection  4 machine(s):",
     ],
+    "quality_levers.py": [
+        "SMOKE RUN",
+        "| cuad-mini test | recall@k [95% CI] | chance | recall@1500tok [95% CI] |",
+        "RESULT cuad-mini: chosen on dev",
+        "RESULT cuad-mini: 2 configurations on test",
+    ],
     "same_numbers.py": [
         "SMOKE RUN",
         "RESULT metrics: 46 of 46 equal",
@@ -181,6 +187,12 @@ def _sweep_vs_server(s: dict) -> None:
     assert s["b_s"] > 0 and s["unavoidable_s"] > 0
 
 
+def _quality_levers(s: dict) -> None:
+    (result,) = s["results"]
+    assert result["dataset"] == "cuad-mini" and len(result["rows"]) == 2
+    assert all(r["recall@k"] is not None and r["recall@1500tok"] is not None for r in result["rows"])
+
+
 def _same_numbers(s: dict) -> None:
     assert s["differ"] == [] and s["base"] == "HEAD"
 
@@ -215,6 +227,7 @@ CHECKS = {
     "ray_scale.py": _ray_scale,
     "warm_start.py": _warm_start,
     "same_numbers.py": _same_numbers,
+    "quality_levers.py": _quality_levers,
     "same_lists.py": _same_lists,
     "api_speed.py": _api_speed,
     "score_profile.py": _score_profile,
