@@ -49,6 +49,7 @@ _SCHEMA = ("CREATE TABLE IF NOT EXISTS served (key TEXT PRIMARY KEY, value BLOB)
 _SERVING_MODULES = (
     "ragsweep.pipeline.store",
     "ragsweep.pipeline.serving",
+    "ragsweep.pipeline.routing",
     "ragsweep.pipeline.fusion",
     "ragsweep.pipeline.stable_order",
     "ragsweep.pipeline.chunking",
