@@ -203,3 +203,38 @@ def test_eval_and_a_sweep_axis_over_route_docs(dataset, tmp_path, monkeypatch):
     assert sorted(by_route, key=str) == sorted([None, 1], key=str)
     assert len({c.index_key for c in by_route.values()}) == 2  # one index group each
     assert {n: c.metrics["recall@k"] for n, c in by_route.items()} == {None: 0.0, 1: 1.0}
+
+
+def test_an_apps_question_answerer_answers_from_the_routed_documents(dataset, tmp_path, monkeypatch):
+    """A user's app (no ``$route_docs`` in its file; Pathway's TokenCountSplitter, OpenAI embedder
+    and chat model, against the fake endpoint) with ``--set route_docs=1``: its question answerer
+    asks the routed store, so each prompt holds the chunks of one document (unrouted, its 8 chunks
+    would come from every document: the corpus has fewer than 8 chunks)."""
+    from fake_openai import FakeOpenAI
+    from ragsweep.cli import main
+    from ragsweep.report.runs import read_run
+
+    server = FakeOpenAI().start()
+    try:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-ROUTING-0123456789abcdef")
+        monkeypatch.setenv("RAGSWEEP_CACHE_DIR", str(tmp_path / "cache"))
+        monkeypatch.delenv("RAGSWEEP_LLM_MODEL", raising=False)
+        app = ROOT / "tests" / "fixtures" / "apps" / "rag_evals_style.yaml"
+        argv = ["eval", "--pipeline", str(app), "--dataset", str(dataset), "--set", "route_docs=1", "--llm"]
+        assert main([*argv, "--out", str(tmp_path / "runs"), "--name", "routed"]) == 0
+        chats = [body for path, body in server.log if path.endswith("/chat/completions")]
+    finally:
+        server.stop()
+    run = read_run(tmp_path / "runs" / "routed")
+    (case,) = run.cases
+    assert case.answer is not None and case.answer.error is None and case.answer.answerer.startswith("app:")
+    assert len({h.doc_id for h in case.hits}) == 1 and len(case.hits) >= 1
+    (chat,) = chats
+    prompt = next(m["content"] for m in chat["messages"] if m["role"] == "user")
+    decoder, paths, at = json.JSONDecoder(), set(), prompt.find('{"text": ')
+    while at != -1:  # the documents Pathway's context processor put in the prompt
+        doc, end = decoder.raw_decode(prompt, at)
+        paths.add(doc["path"])
+        at = prompt.find('{"text": ', end)
+    assert len(paths) == 1, paths

@@ -324,15 +324,15 @@ class PipelineConfig:
     def with_overrides(self, overrides: dict[str, Any]) -> "PipelineConfig":
         """A new config with some scalar variables replaced, checked (:meth:`validate`).
 
-        ``top_k`` may be set on a file that has no ``$top_k`` (an app config whose
-        top-k comes from ``search_topk``): ragsweep reads it, no component does.
+        ``top_k`` and ``route_docs`` may be set on a file that has neither (an app config whose
+        top-k comes from ``search_topk``): ragsweep reads them, no component does.
         """
         from pathway.internals.yaml_loader import Variable
 
         raw = copy.copy(self.raw)
         for name, value in overrides.items():
             var = Variable(name)
-            if var not in raw and name != "top_k":
+            if var not in raw and name not in ("top_k", "route_docs"):
                 scalars = sorted(v.name for v in raw if isinstance(v, Variable) and _is_scalar(raw[v]))
                 close = difflib.get_close_matches(name, scalars, n=3, cutoff=0.6)
                 hint = f"did you mean {' or '.join('$' + c for c in close)}? " if close else ""
