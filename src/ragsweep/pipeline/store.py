@@ -243,7 +243,8 @@ def outline_metadata(doc: ParsedDocument) -> dict[str, Any]:
 
 def document_store(corpus: Corpus, pipeline: BuiltPipeline) -> DocumentStore:
     """The app's DocumentStore over the corpus, in the graph being built: every document enters at
-    :data:`DOCS_TIME`, before any query (asked at :data:`QUERIES_TIME`) is answered."""
+    :data:`DOCS_TIME`, before any query (asked at :data:`QUERIES_TIME`) is answered. With
+    ``$route_docs`` it is :class:`ragsweep.pipeline.routing.RoutedDocumentStore`."""
     root = Path(corpus.docs_dir).resolve()
     outline = bool(getattr(pipeline.splitter, "takes_metadata", False))
     titled = pipeline.route_docs is not None  # the document stage names each document by its title
