@@ -205,6 +205,17 @@ def test_eval_and_a_sweep_axis_over_route_docs(dataset, tmp_path, monkeypatch):
     assert {n: c.metrics["recall@k"] for n, c in by_route.items()} == {None: 0.0, 1: 1.0}
 
 
+def test_a_reranker_reranks_the_routed_candidates(dataset, tmp_path, monkeypatch):
+    import ragsweep
+
+    monkeypatch.setenv("RAGSWEEP_CACHE_DIR", str(tmp_path / "cache"))
+    rerank = {**KNOBS, "top_k": 3, "reranker": "encoder", "rerank_candidates": 6}
+    plain = ragsweep.evaluate(PIPELINE, dataset, overrides=rerank, ks=[3])
+    routed = ragsweep.evaluate(PIPELINE, dataset, overrides={**rerank, "route_docs": 1}, ks=[3])
+    assert {h.doc_id for h in plain.cases[0].hits} == {HANDBOOK}
+    assert [h.doc_id for h in routed.cases[0].hits] == [RIGHT] and routed.metrics["recall@3"] == 1.0
+
+
 def test_an_apps_question_answerer_answers_from_the_routed_documents(dataset, tmp_path, monkeypatch):
     """A user's app (no ``$route_docs`` in its file; Pathway's TokenCountSplitter, OpenAI embedder
     and chat model, against the fake endpoint) with ``--set route_docs=1``: its question answerer
