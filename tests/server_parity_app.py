@@ -2,11 +2,12 @@
 
     python tests/server_parity_app.py TEXTS_DIR PIPELINE_YAML '{"bm25": 8001, "hybrid:title": 8002}' [OUTLINES_JSON]
 
-One process, one ``pw.run``: for each variant (``MODE`` or ``MODE:CHUNK_HEADER``) the pipeline
-file is loaded with ``PipelineConfig.load(path, {"retriever_mode": MODE, "chunk_header":
-CHUNK_HEADER})`` and built, and ragsweep's
+One process, one ``pw.run``: for each variant (``MODE``, ``MODE:CHUNK_HEADER``, either with
+``@ROUTE_DOCS``) the pipeline file is loaded with ``PipelineConfig.load(path, {"retriever_mode":
+MODE, "chunk_header": CHUNK_HEADER, "route_docs": ROUTE_DOCS})`` and built, and ragsweep's
 ``DocumentStore`` (:mod:`ragsweep.pipeline.serving`: Pathway's, with Tantivy-safe questions; Pathway's default ``Utf8Parser``, the config's splitter and
-retriever factory) is served by Pathway's own ``DocumentStoreServer`` on
+retriever factory; with ``route_docs``, :mod:`ragsweep.pipeline.routing`'s store, whose
+``retrieve_query`` ranks the documents first) is served by Pathway's own ``DocumentStoreServer`` on
 127.0.0.1:PORT (``/v1/retrieve``, ``/v1/statistics``, ``/v1/inputs``).
 
 Documents are read from TEXTS_DIR with ``pw.io.fs.read(format="binary",
@@ -27,10 +28,15 @@ import sys
 from pathlib import Path
 
 
-def overrides_of(variant: str) -> dict[str, str]:
-    """``"hybrid:title"`` -> ``{"retriever_mode": "hybrid", "chunk_header": "title"}``."""
+def overrides_of(variant: str) -> dict[str, str | int]:
+    """``"hybrid:title@2"`` -> ``{"retriever_mode": "hybrid", "chunk_header": "title", "route_docs": 2}``."""
+    variant, _, route = variant.partition("@")
     mode, _, header = variant.partition(":")
-    return {"retriever_mode": mode, **({"chunk_header": header} if header else {})}
+    return {
+        "retriever_mode": mode,
+        **({"chunk_header": header} if header else {}),
+        **({"route_docs": int(route)} if route else {}),
+    }
 
 
 def main(texts_dir: str, pipeline: str, ports: dict[str, int], outlines: dict[str, dict]) -> None:
@@ -41,7 +47,7 @@ def main(texts_dir: str, pipeline: str, ports: dict[str, int], outlines: dict[st
     from pathway.xpacks.llm.servers import DocumentStoreServer
 
     from ragsweep.pipeline.config import PipelineConfig
-    from ragsweep.pipeline.serving import DocumentStore  # what ragsweep evaluates: Pathway's, Tantivy-safe questions
+    from ragsweep.pipeline.routing import serving_store  # what ragsweep evaluates: ragsweep.pipeline.serving's store
 
     root = os.path.abspath(texts_dir)
     docs = pw.io.fs.read(root, format="binary", mode="streaming", with_metadata=True)
@@ -57,7 +63,7 @@ def main(texts_dir: str, pipeline: str, ports: dict[str, int], outlines: dict[st
     servers = []
     for variant, port in ports.items():
         built = PipelineConfig.load(pipeline, overrides_of(variant)).build()
-        store = DocumentStore(docs, retriever_factory=built.retriever_factory, splitter=built.splitter)
+        store = serving_store(docs, built)
         servers.append(DocumentStoreServer("127.0.0.1", int(port), store))
     print(f"serving {sorted(ports.items(), key=lambda kv: kv[1])} from {root}", flush=True)
     # one pw.run serves every endpoint of every server (BaseRestServer.run is pw.run)

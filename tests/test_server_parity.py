@@ -3,8 +3,9 @@
 Pathway's own ``DocumentStoreServer`` (tests/server_parity_app.py, a separate process on
 127.0.0.1) serves ragsweep's ``DocumentStore`` (:mod:`ragsweep.pipeline.serving`: Pathway's, with
 questions made safe for Tantivy only when they hold its query syntax), built from the same
-pipeline file (``pipelines/default.yaml`` with ``retriever_mode`` = bm25 / knn / hybrid, and
-hybrid with ``chunk_header`` = title and title+heading) over the same parsed documents (cuad-mini's
+pipeline file (``pipelines/default.yaml`` with ``retriever_mode`` = bm25 / knn / hybrid, hybrid
+with ``chunk_header`` = title and title+heading, and bm25 and hybrid with ``route_docs``: the
+document stage and the chunks inside its top documents, one ``/v1/retrieve`` call) over the same parsed documents (cuad-mini's
 contracts and a Markdown handbook with a title and section headings): each parsed text
 is written as UTF-8 bytes to a file named by its doc id and read with
 ``pw.io.fs.read(format="binary", with_metadata=True, mode="streaming")``, so Pathway's
@@ -53,8 +54,8 @@ PIPELINE = ROOT / "pipelines" / "default.yaml"
 DOCS = ROOT / "datasets" / "cuad-mini" / "docs"
 APP = Path(__file__).resolve().parent / "server_parity_app.py"
 
-# retriever mode, or mode:chunk_header (tests/server_parity_app.py builds one server each)
-MODES = ("bm25", "knn", "hybrid", "hybrid:title", "hybrid:title+heading")
+# retriever mode, or mode:chunk_header, either with @route_docs (tests/server_parity_app.py builds one server each)
+MODES = ("bm25", "knn", "hybrid", "hybrid:title", "hybrid:title+heading", "bm25@1", "hybrid@2")
 KS = (1, 3, 5, 10)
 QUESTIONS = [
     # as a user types them: punctuation Tantivy parses reaches Pathway unchanged
@@ -167,7 +168,9 @@ def corpus(tmp_path_factory):
 @pytest.fixture(scope="module")
 def evaluated(corpus):
     """variant -> {(question, k): hits} from the in-process store, its every chunk (as served),
-    and a probe question that reaches every chunk in every variant (the server's readiness check)."""
+    and a probe question that reaches every chunk in every unrouted variant; ``ready``: what the
+    probe gets in each variant (a routed one: the chunks of its top documents), the server's
+    readiness check."""
     from ragsweep.datasets.schema import Case
     from ragsweep.pipeline import retrieval
     from ragsweep.pipeline.config import PipelineConfig
@@ -179,6 +182,7 @@ def evaluated(corpus):
     out: dict[str, dict] = {}
     chunks: dict[str, list[tuple[str, str]]] = {}
     probe = None
+    ready: dict[str, list[tuple[str, str]]] = {}
     for mode in ("knn", *(m for m in MODES if m != "knn")):  # knn first: its chunks give the probe
         config = PipelineConfig.load(PIPELINE, overrides_of(mode))
         # what eval scores: the retrieve stage (bm25/knn: prefixes of one query; hybrid: a query per k)
@@ -188,16 +192,22 @@ def evaluated(corpus):
         chunks[mode] = sorted((c.doc_id, c.header + texts[c.doc_id][c.start : c.end]) for c in run.chunks)
         if probe is None:
             probe = probe_query([t for _, t in chunks[mode]])
+            ready[mode] = chunks[mode]
         else:  # the probe reaches every chunk in process, so the server is ready when it does
-            served = sorted((h.doc_id, h.served_text) for h in run.hits[-1])
-            assert served == chunks[mode], f"{mode}: probe misses chunks"
-    assert chunks["bm25"] == chunks["knn"] == chunks["hybrid"]
+            ready[mode] = sorted((h.doc_id, h.served_text) for h in run.hits[-1])
+            if "@" not in mode:
+                assert ready[mode] == chunks[mode], f"{mode}: probe misses chunks"
+            else:  # routed: every chunk of its top documents
+                routed = {d for d, _ in ready[mode]}
+                assert 0 < len(routed) <= int(mode.partition("@")[2]), mode
+                assert ready[mode] == [(d, t) for d, t in chunks[mode] if d in routed], mode
+    assert chunks["bm25"] == chunks["knn"] == chunks["hybrid"] == chunks["bm25@1"] == chunks["hybrid@2"]
     assert chunks["hybrid:title"] != chunks["hybrid"] != chunks["hybrid:title+heading"] != chunks["hybrid:title"]
     print(
         f"\nin process: {len(MODES)} variants x {len(QUESTIONS)} questions x {len(KS)} k "
         f"in {time.perf_counter() - started:.1f}s"
     )
-    return {"hits": out, "chunks": chunks, "probe": probe}
+    return {"hits": out, "chunks": chunks, "probe": probe, "ready": ready}
 
 
 # ------------------------------------------------------------------ the served side
@@ -255,7 +265,7 @@ def served(server, evaluated, corpus):
     ports, proc = server["ports"], server["proc"]
     server["feed"]()
     fed = time.perf_counter()
-    probe, chunks = evaluated["probe"], evaluated["chunks"]
+    probe, chunks, ready = evaluated["probe"], evaluated["chunks"], evaluated["ready"]
     deadline = time.monotonic() + READY_TIMEOUT
     seen: dict[str, int] = {}
     for mode, port in ports.items():
@@ -265,12 +275,15 @@ def served(server, evaluated, corpus):
             if time.monotonic() > deadline:
                 pytest.fail(
                     f"server not fully indexed after {READY_TIMEOUT:.0f}s (chunks seen per mode: {seen}, "
-                    f"expected {len(chunks[mode])}):\n{server['log_tail']()}"
+                    f"expected {len(ready[mode])}):\n{server['log_tail']()}"
                 )
             try:
                 reply = post_json(port, "/v1/retrieve", {"query": probe, "k": ALL_CHUNKS_K}, timeout=30)
                 seen[mode] = len(reply)
-                if len(reply) >= len(chunks[mode]):
+                if "@" in mode:  # routed: its documents are known once the document index is complete
+                    if sorted((d, t) for _, d, _, t in served_items(reply)) == ready[mode]:
+                        break
+                elif len(reply) >= len(chunks[mode]):
                     # byte-identical input: the server split it into exactly the in-process chunks
                     assert sorted((d, t) for _, d, _, t in served_items(reply)) == chunks[mode], mode
                     break
@@ -328,6 +341,19 @@ def test_the_server_serves_equal_scores_in_the_documented_order(mode, served):
     tied = sum(len(r) - len({sc for sc, *_ in r}) for r in replies)
     print(f"\n{mode}: {tied} served items share their score with another of their reply")
     assert not unordered, f"{len(unordered)} replies not in the documented order, first: {describe(unordered[0])}"
+
+
+def test_routing_changes_what_is_served(evaluated):
+    """The routed variants are not their unrouted lists under another name: at some depth the
+    top documents leave out chunks the whole corpus would serve, and no list holds more
+    documents than route_docs."""
+    for routed, plain in (("bm25@1", "bm25"), ("hybrid@2", "hybrid")):
+        limit = int(routed.partition("@")[2])
+        hits, base = evaluated["hits"][routed], evaluated["hits"][plain]
+        changed = [key for key in hits if differs(evaluated_items(hits[key]), evaluated_items(base[key]))]
+        print(f"\n{routed}: {len(changed)} of {len(hits)} (question, k) lists differ from {plain}")
+        assert changed
+        assert all(len({h.doc_id for h in listed}) <= limit for listed in hits.values())
 
 
 def test_a_deeper_hybrid_query_is_not_the_top_k(evaluated):

@@ -88,6 +88,7 @@ class BuiltPipeline:
     retriever_factory: Any
     embedder: Any | None
     params: dict[str, Any]
+    route_docs: int | None = None  # $route_docs: a first stage ranks documents (ragsweep.pipeline.routing)
 
 
 # ----------------------------------------------------------------- the knobs
@@ -135,6 +136,8 @@ class PipelineVariables(BaseModel):
     prompt_template: StrictStr | None = None
     # what the splitter prepends to each chunk (ragsweep.pipeline.chunking.CHUNK_HEADERS)
     chunk_header: Literal["none", "title", "title+heading"] = None  # type: ignore[assignment]
+    # documents ranked first, chunks then retrieved inside the top N (ragsweep.pipeline.routing)
+    route_docs: PositiveInt | None = None
 
     llm_base_url: StrictStr | None = None
     llm_model: Annotated[StrictStr, Field(min_length=1)] | None = None
@@ -237,6 +240,7 @@ KNOB_RULES: dict[str, str] = {
     "embedder_dtype": "must be auto, float32, float16 or bfloat16",
     "prompt_template": "must be null or a string with the {context} and {query} placeholders",
     "chunk_header": "must be none, title or title+heading (what is prepended to each chunk for embedding and BM25)",
+    "route_docs": "must be an integer >= 1 (chunks are retrieved inside the top N documents), or null",
     "llm_base_url": "must be an http:// or https:// URL, or null",
     "llm_model": "must be a non-empty string, or null",
     "llm_api_key": "must be a string, or null",
@@ -320,15 +324,15 @@ class PipelineConfig:
     def with_overrides(self, overrides: dict[str, Any]) -> "PipelineConfig":
         """A new config with some scalar variables replaced, checked (:meth:`validate`).
 
-        ``top_k`` may be set on a file that has no ``$top_k`` (an app config whose
-        top-k comes from ``search_topk``): ragsweep reads it, no component does.
+        ``top_k`` and ``route_docs`` may be set on a file that has neither (an app config whose
+        top-k comes from ``search_topk``): ragsweep reads them, no component does.
         """
         from pathway.internals.yaml_loader import Variable
 
         raw = copy.copy(self.raw)
         for name, value in overrides.items():
             var = Variable(name)
-            if var not in raw and name != "top_k":
+            if var not in raw and name not in ("top_k", "route_docs"):
                 scalars = sorted(v.name for v in raw if isinstance(v, Variable) and _is_scalar(raw[v]))
                 close = difflib.get_close_matches(name, scalars, n=3, cutoff=0.6)
                 hint = f"did you mean {' or '.join('$' + c for c in close)}? " if close else ""
@@ -413,9 +417,11 @@ class PipelineConfig:
 
     @property
     def index_key(self) -> str:
-        """Hash of what decides the index (chunks + retriever), not top-k."""
+        """Hash of what decides the index (chunks + retriever, and ``$route_docs`` when it is set:
+        the document stage), not top-k."""
         factory_ref, _ = self._component_refs()
-        return hashlib.sha256((self.chunking_key + self._sub_hash(factory_ref)).encode()).hexdigest()[:16]
+        routing = "" if self.variables.route_docs is None else f"\0route_docs={self.variables.route_docs}"
+        return hashlib.sha256((self.chunking_key + self._sub_hash(factory_ref) + routing).encode()).hexdigest()[:16]
 
     def _canonical_text(self, obj: Any) -> str:
         text = json.dumps(_canonical(obj), sort_keys=True, default=_not_canonical)
@@ -520,7 +526,13 @@ class PipelineConfig:
         factory = resolved["retriever_factory"]
         embedder = _find_embedder(factory)
         self._keep_app_embedder(embedder)
-        return BuiltPipeline(splitter=splitter, retriever_factory=factory, embedder=embedder, params=self.scalars())
+        return BuiltPipeline(
+            splitter=splitter,
+            retriever_factory=factory,
+            embedder=embedder,
+            params=self.scalars(),
+            route_docs=self.variables.route_docs,
+        )
 
     def _check_chunk_header(self, splitter: Any) -> None:
         """``$chunk_header`` is the splitter's: one that does not make it would ignore the knob."""

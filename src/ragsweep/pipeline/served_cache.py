@@ -12,7 +12,7 @@ The key of a query hashes all of that:
 - the corpus' content hash (every parsed text and its id), and its outline hash (titles and
   headings, what ``$chunk_header`` prepends) when a document has either;
 - ``index_key`` (chunking, ``$chunk_header`` included, + retriever factory, with the embedder's
-  model, dtype and device knobs);
+  model, dtype and device knobs, + ``$route_docs`` when set);
 - the code: the versions of pathway (its engine holds tantivy and the KNN index),
   sentence-transformers, transformers, torch and rjieba, whether torch sees a GPU, and a
   hash of the source files of ragsweep's serving modules and of every class or function
@@ -49,6 +49,7 @@ _SCHEMA = ("CREATE TABLE IF NOT EXISTS served (key TEXT PRIMARY KEY, value BLOB)
 _SERVING_MODULES = (
     "ragsweep.pipeline.store",
     "ragsweep.pipeline.serving",
+    "ragsweep.pipeline.routing",
     "ragsweep.pipeline.fusion",
     "ragsweep.pipeline.stable_order",
     "ragsweep.pipeline.chunking",

@@ -32,6 +32,7 @@ import pathway as pw  # noqa: E402
 
 from ragsweep.pipeline import served_cache  # noqa: E402
 from ragsweep.pipeline.chunking import split_header  # noqa: E402
+from ragsweep.pipeline.routing import doc_filter, serving_store  # noqa: E402
 from ragsweep.pipeline.served_cache import ServedCache  # noqa: E402
 from ragsweep.pipeline.serving import DocumentStore, safe_question  # noqa: E402
 
@@ -108,7 +109,7 @@ def scope_filter(doc_scope: list[str] | None) -> str | None:
     for doc_id in doc_scope:
         if (reason := unscopable_reason(doc_id)) is not None:
             raise ValueError(f"document id {doc_id!r}: {reason}")
-    return " || ".join(f"doc_id == `{d}`" for d in sorted(set(doc_scope)))
+    return doc_filter(doc_scope)
 
 
 def _token_counter():
@@ -242,14 +243,20 @@ def outline_metadata(doc: ParsedDocument) -> dict[str, Any]:
 
 def document_store(corpus: Corpus, pipeline: BuiltPipeline) -> DocumentStore:
     """The app's DocumentStore over the corpus, in the graph being built: every document enters at
-    :data:`DOCS_TIME`, before any query (asked at :data:`QUERIES_TIME`) is answered."""
+    :data:`DOCS_TIME`, before any query (asked at :data:`QUERIES_TIME`) is answered. With
+    ``$route_docs`` it is :class:`ragsweep.pipeline.routing.RoutedDocumentStore`."""
     root = Path(corpus.docs_dir).resolve()
     outline = bool(getattr(pipeline.splitter, "takes_metadata", False))
+    titled = pipeline.route_docs is not None  # the document stage names each document by its title
     doc_rows = [  # path: where an app reading the folder (pw.io.fs.read) finds the file; its prompts may show it
         (
             doc.text.encode("utf-8"),
             pw.Json(
-                {"path": str(root / doc.doc_id), "doc_id": doc.doc_id, **(outline_metadata(doc) if outline else {})}
+                {
+                    "path": str(root / doc.doc_id),
+                    "doc_id": doc.doc_id,
+                    **(outline_metadata(doc) if outline else {"title": doc.title} if titled and doc.title else {}),
+                }
             ),
             DOCS_TIME,
             1,
@@ -257,7 +264,7 @@ def document_store(corpus: Corpus, pipeline: BuiltPipeline) -> DocumentStore:
         for doc in corpus.documents
     ]
     docs = pw.debug.table_from_rows(pw.schema_from_types(data=bytes, _metadata=pw.Json), doc_rows, is_stream=True)
-    return DocumentStore(docs, retriever_factory=pipeline.retriever_factory, splitter=pipeline.splitter)
+    return serving_store(docs, pipeline)
 
 
 class RagStore:
