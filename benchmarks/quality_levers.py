@@ -58,7 +58,8 @@ def _delta(comparison: Any, metric: str) -> str:
 
 
 def _label(params: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in params.items() if k != "top_k") or "(baseline)"
+    shown = {k: "null" if v is None else v for k, v in params.items() if k != "top_k"}
+    return ", ".join(f"{k}={v}" for k, v in shown.items()) or "(baseline)"
 
 
 def table(dataset: str, chosen: Any, on_test: Any, folder: Path) -> tuple[list[str], list[dict[str, Any]]]:
