@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -85,14 +86,66 @@ def _sweep(sweep_dir: Path) -> dict[str, Any]:
     return data
 
 
-def test_eval_on_ray_equals_one_process(cluster, tmp_path):
-    local = ragsweep.evaluate(PIPELINE, MINI, out=tmp_path, name="local", fresh_retrieval=True)
-    on_ray = ragsweep.evaluate(PIPELINE, MINI, out=tmp_path, name="ray", fresh_retrieval=True, executor="ray")
+def _mini_with_more_documents(root: Path) -> Path:
+    """cuad-mini with an HTML page (parsed by Docling) and a PDF that is not one (skipped with its reason)."""
+    dataset = root / "cuad-mini"
+    shutil.copytree(MINI, dataset)
+    shutil.copy(ROOT / "tests" / "fixtures" / "corpus" / "jupiter.html", dataset / "docs")
+    (dataset / "docs" / "broken.pdf").write_bytes(b"%PDF-1.4\n" + b"not a pdf body " * 40)
+    return dataset
+
+
+def _corpus_report(run_dir: Path) -> dict[str, Any]:
+    return json.loads((run_dir / "report.json").read_text())["manifest"]["corpus"]
+
+
+def _parse_cache_at(monkeypatch, folder: Path) -> None:
+    """The driver's parse cache alone in ``folder`` (cold); the other caches stay where they are."""
+    import ragsweep.pipeline.corpus as corpus_module
+
+    monkeypatch.setattr(corpus_module, "default_cache_dir", lambda: folder)
+
+
+def test_eval_on_ray_equals_one_process(cluster, tmp_path, monkeypatch):
+    dataset = _mini_with_more_documents(tmp_path)
+    _parse_cache_at(monkeypatch, tmp_path / "parse-local")
+    local = ragsweep.evaluate(PIPELINE, dataset, out=tmp_path, name="local", fresh_retrieval=True, validate=False)
+    _parse_cache_at(monkeypatch, tmp_path / "parse-ray")
+    on_ray = ragsweep.evaluate(
+        PIPELINE, dataset, out=tmp_path, name="ray", fresh_retrieval=True, validate=False, executor="ray"
+    )
     assert len(local.cases) == 123
     assert [c.model_dump() for c in on_ray.cases] == [c.model_dump() for c in local.cases]
     assert _cases(tmp_path / "ray") == _cases(tmp_path / "local")
     assert _metrics(tmp_path / "ray") == _metrics(tmp_path / "local")
-    assert json.loads((tmp_path / "ray" / "report.json").read_text())["manifest"]["retrieval"]["asked_pathway"] > 0
+    report = _corpus_report(tmp_path / "ray")
+    assert report == _corpus_report(tmp_path / "local")
+    assert report["documents"] == 4 and [s["doc_id"] for s in report["skipped"]] == ["broken.pdf"]
+    manifest = json.loads((tmp_path / "ray" / "report.json").read_text())["manifest"]
+    assert manifest["retrieval"]["asked_pathway"] > 0
+    parsed = [t for t in manifest["executor"]["tasks"] if t["stage"] == "parse"]
+    assert sorted(t["doc_id"] for t in parsed) == sorted(p.name for p in (dataset / "docs").iterdir())
+    assert os.getpid() not in {t["pid"] for t in parsed}  # parsed on the workers, not here
+
+
+def test_parse_tasks_give_the_corpus_of_one_process_and_fill_the_parse_cache(cluster, tmp_path):
+    from ragsweep.execution.ray_executor import RayExecutor
+    from ragsweep.pipeline.corpus import parse_corpus
+
+    docs = _mini_with_more_documents(tmp_path) / "docs"
+    local = parse_corpus(docs, cache_dir=tmp_path / "local")
+    executor = RayExecutor(owns_connection=False)
+    on_ray = parse_corpus(docs, cache_dir=tmp_path / "ray", dispatch=executor.dispatch)
+
+    def content(corpus: Any) -> dict[str, Any]:
+        return corpus.model_dump(exclude={"documents": {"__all__": {"seconds"}}})
+
+    assert content(on_ray) == content(local)
+    assert [s.doc_id for s in on_ray.skipped] == ["broken.pdf"] and "parse failed" in on_ray.skipped[0].reason
+    assert len(executor.tasks) == 5 and {t["stage"] for t in executor.tasks} == {"parse"}
+    again = parse_corpus(docs, cache_dir=tmp_path / "ray", dispatch=executor.dispatch)
+    assert all(d.cached for d in again.documents) and len(executor.tasks) == 6  # only the broken one again
+    assert content(again) == content(parse_corpus(docs, cache_dir=tmp_path / "local"))
 
 
 def test_sweep_of_four_configurations_on_ray_equals_one_process(cluster, tmp_path):

@@ -258,7 +258,7 @@ def _run_sweep(
 ) -> SweepResult:
     started = time.perf_counter()
     try:  # parsed once for the whole sweep
-        corpus = parse_documents(dataset, options.progress, options.workers, options.follow_symlinks)
+        corpus = parse_documents(dataset, options.progress, options.workers, options.follow_symlinks, executor.dispatch)
     except StageError as err:
         raise RunError(str(err)) from err
     parse_seconds = time.perf_counter() - started

@@ -13,7 +13,7 @@ from typing import Any, Literal, Protocol
 
 from ragsweep.datasets.schema import Case
 from ragsweep.pipeline.config import PipelineConfig
-from ragsweep.pipeline.corpus import Corpus
+from ragsweep.pipeline.corpus import Corpus, Dispatch
 from ragsweep.pipeline.retrieval import Retrieved, retrieve
 
 ExecutorName = Literal["local", "ray"]
@@ -22,6 +22,9 @@ EXECUTORS = ("local", "ray")
 
 class Executor(Protocol):
     name: str
+
+    @property
+    def dispatch(self) -> Dispatch | None: ...  # where each document the parse cache lacks is parsed (None: here)
 
     def retrieve(
         self,
@@ -40,6 +43,7 @@ class LocalExecutor:
     """Everything in this process."""
 
     name = "local"
+    dispatch: Dispatch | None = None
 
     def retrieve(
         self,

@@ -1,6 +1,8 @@
-"""Index work as Ray tasks: each task builds its index group's DocumentStore and answers a shard of cases.
+"""A run's work as Ray tasks: parse tasks (one per document the parse cache lacks,
+:mod:`~ragsweep.execution.parse_tasks`), embed tasks (:mod:`~ragsweep.execution.embed_tasks`), and
+retrieve tasks, each building its index group's DocumentStore and answering a shard of cases.
 
-A task runs :func:`~ragsweep.pipeline.retrieval.retrieve` on a worker; its DocumentStore comes from
+A retrieve task runs :func:`~ragsweep.pipeline.retrieval.retrieve` on a worker; its DocumentStore comes from
 the content-keyed caches (parse, embeddings, served lists) under ``RAGSWEEP_CACHE_DIR``, which the
 driver passes to every worker as an absolute path: on a cluster of several machines it must be a
 path all nodes see. Served lists do not depend on which shard asked for them
@@ -20,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from ragsweep.datasets.schema import Case
+from ragsweep.execution.parse_tasks import ParseDispatch
 from ragsweep.execution.shards import merge, split
 from ragsweep.pipeline.config import PipelineConfig
-from ragsweep.pipeline.corpus import Corpus
+from ragsweep.pipeline.corpus import Corpus, Dispatch
 from ragsweep.pipeline.retrieval import Retrieved
 
 MAX_RETRIES = 3  # a task whose worker process died is run again this many times
@@ -91,7 +94,10 @@ class RayExecutor:
         self._remote = ray.remote(retrieve_shard)
         self._corpus: tuple[str, Any] | None = None  # the corpus in the object store, by content hash
         self._resources: dict[str, float] = {}  # the cluster's CPUs, GPUs, memory when the run ended
-        self.tasks: list[dict[str, Any]] = []  # every task's pid, seconds and cases, in submission order
+        self.tasks: list[dict[str, Any]] = []  # every task's stage, pid and seconds, in the order they came back
+        self.dispatch: Dispatch = ParseDispatch(
+            ray, MAX_RETRIES, self.tasks
+        )  # a parse task per document the cache lacks
 
     @classmethod
     def connect(cls, address: str | None) -> "RayExecutor":
@@ -118,7 +124,8 @@ class RayExecutor:
             self._ray.shutdown()
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "resources": self._resources, "tasks": self.tasks}
+        resources = self._resources or (self._ray.cluster_resources() if self._ray.is_initialized() else {})
+        return {"name": self.name, "resources": resources, "tasks": self.tasks}
 
     def _resource(self, name: str) -> float:
         return float(self._ray.cluster_resources().get(name, 0))
