@@ -148,12 +148,17 @@ def test_parse_tasks_give_the_corpus_of_one_process_and_fill_the_parse_cache(clu
     assert content(again) == content(parse_corpus(docs, cache_dir=tmp_path / "local"))
 
 
-def test_sweep_of_four_configurations_on_ray_equals_one_process(cluster, tmp_path):
+def test_sweep_of_four_configurations_on_ray_equals_one_process(cluster, tmp_path, capfd):
     grid = tmp_path / "grid.yaml"
     grid.write_text(GRID)
     common: dict[str, Any] = {"limit": 40, "fresh_retrieval": True}
     local = ragsweep.sweep(PIPELINE, MINI, grid, out=tmp_path / "local", name="s", **common)
+    capfd.readouterr()
     on_ray = ragsweep.sweep(PIPELINE, MINI, grid, out=tmp_path / "ray", name="s", executor="ray", **common)
+    said = capfd.readouterr().err.splitlines()
+    # every index group's tasks are on the cluster before the driver waits for the first group's lists
+    first_group = next(i for i, line in enumerate(said) if line.startswith("[1/4] index"))
+    assert sum(line == "ray: 40 case(s) in 2 task(s)" for line in said[:first_group]) == 4
     assert len(local.configs) == 4 and len({c.index_key for c in local.configs}) == 4
     assert _sweep(tmp_path / "ray" / "s") == _sweep(tmp_path / "local" / "s")
     for config in local.configs:

@@ -7,7 +7,7 @@ executor is the code path of a run without ``--executor``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal, Protocol
 
@@ -36,6 +36,16 @@ class Executor(Protocol):
         fresh: bool,
     ) -> Retrieved: ...  # what the store serves each case at each of ``ks``, in the cases' order
 
+    def submit(
+        self,
+        config: PipelineConfig,
+        corpus: Corpus,
+        cases: Sequence[Case],
+        ks: Iterable[int],
+        progress: bool,
+        fresh: bool,
+    ) -> Callable[[], Retrieved]: ...  # retrieve, started now (Ray) or when called (local); the call gives it
+
     def describe(self) -> dict[str, Any]: ...  # where the run's index work ran (its manifest's "executor")
 
 
@@ -55,6 +65,17 @@ class LocalExecutor:
         fresh: bool,
     ) -> Retrieved:
         return retrieve(config, corpus, cases, ks, progress, fresh=fresh)
+
+    def submit(
+        self,
+        config: PipelineConfig,
+        corpus: Corpus,
+        cases: Sequence[Case],
+        ks: Iterable[int],
+        progress: bool,
+        fresh: bool,
+    ) -> Callable[[], Retrieved]:
+        return lambda: self.retrieve(config, corpus, cases, ks, progress, fresh)  # one group at a time, in order
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name}

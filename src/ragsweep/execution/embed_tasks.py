@@ -20,19 +20,20 @@ def _cached_embedder(pipeline: Any) -> Any | None:
     return embedder
 
 
-def texts_to_embed(config: PipelineConfig, corpus: Corpus) -> list[str]:
-    """The distinct chunk texts of ``corpus`` as the group's splitter cuts them that have no cached vector yet."""
+def texts_to_embed(config: PipelineConfig, corpus: Corpus) -> tuple[str, list[str]]:
+    """The group's embedder and the distinct chunk texts of ``corpus`` as its splitter cuts them that have
+    no cached vector yet."""
     from ragsweep.pipeline.embedding_base import EmbeddingCache
 
     pipeline = config.build()
     embedder = _cached_embedder(pipeline)
     split = getattr(pipeline.splitter, "__wrapped__", None)
     if embedder is None or split is None:
-        return []
+        return "", []
     texts = list(dict.fromkeys(str(text) for doc in corpus.documents for text, _ in split(doc.text)))
     keys = {EmbeddingCache.key(embedder.embedder_id, t): t for t in texts}
     found = embedder.cache.get_many(list(keys))
-    return [t for key, t in keys.items() if key not in found]
+    return str(embedder.embedder_id), [t for key, t in keys.items() if key not in found]
 
 
 def embed_batch(ref: Any, texts: list[str]) -> dict[str, Any]:
