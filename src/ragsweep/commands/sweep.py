@@ -263,18 +263,7 @@ def _run_sweep(
         raise RunError(str(err)) from err
     parse_seconds = time.perf_counter() - started
     results = finished_configs(folder, sweep)
-    groups: dict[str, list[str]] = defaultdict(list)  # one index per (chunking, retriever)
-    for cid, (_, cfg) in sweep.configs.items():
-        groups[cfg.index_key].append(cid)
-    todos = {key: [cid for cid in members if cid not in results] for key, members in groups.items()}
-    # every group's index work is submitted before the first is gathered: on Ray the groups run side by side
-    pending = {key: submit_group(options, sweep, corpus, cases, todo, executor) for key, todo in todos.items() if todo}
-    embedded = 0
-    for n_group, (index_key, todo) in enumerate(todos.items(), start=1):
-        if todo:
-            embedded += run_group(
-                options, sweep, corpus, dataset, cases, folder, results, todo, n_group, len(groups), pending[index_key]
-            )
+    embedded = run_groups(options, sweep, corpus, dataset, cases, folder, results, executor)
     result = finish_sweep(folder, sweep, results)
     result.unlocated = stored_unlocated(folder, sweep.baseline_id, dataset.relevance.unlocated)
     result.ks = sweep.ks
@@ -331,6 +320,32 @@ def stored_unlocated(folder: RunFolder, config: str, mode: str) -> UnlocatedRepo
     which evidence is found in no parsed document does not depend on the configuration."""
     lines = expand_lines(folder.read_lines("configs", config, "cases.jsonl"), {})  # no hit text needed
     return unlocated_report([CaseResult.model_validate(line) for line in lines], mode)
+
+
+def run_groups(
+    options: SweepOptions,
+    sweep: Sweep,
+    corpus: Corpus,
+    dataset: Dataset,
+    cases: list[Case],
+    folder: RunFolder,
+    results: dict[str, ConfigResult],
+    executor: Executor,
+) -> int:
+    """Every index group's configurations not in ``results`` yet; returns the texts embedded."""
+    groups: dict[str, list[str]] = defaultdict(list)  # one index per (chunking, retriever)
+    for cid, (_, cfg) in sweep.configs.items():
+        groups[cfg.index_key].append(cid)
+    todos = {key: [cid for cid in members if cid not in results] for key, members in groups.items()}
+    # every group's index work is submitted before the first is gathered: on Ray the groups run side by side
+    pending = {key: submit_group(options, sweep, corpus, cases, todo, executor) for key, todo in todos.items() if todo}
+    embedded = 0
+    for n_group, (index_key, todo) in enumerate(todos.items(), start=1):
+        if todo:
+            embedded += run_group(
+                options, sweep, corpus, dataset, cases, folder, results, todo, n_group, len(groups), pending[index_key]
+            )
+    return embedded
 
 
 def group_depths(sweep: Sweep, todo: list[str]) -> list[int]:

@@ -36,10 +36,16 @@ def texts_to_embed(config: PipelineConfig, corpus: Corpus) -> tuple[str, list[st
     return str(embedder.embedder_id), [t for key, t in keys.items() if key not in found]
 
 
+_EMBEDDED_HERE: list[bool] = []  # not empty once this worker process ran an embed task (its model loaded)
+
+
 def embed_batch(ref: Any, texts: list[str]) -> dict[str, Any]:
-    """A task: ``texts`` embedded into the shared cache (on a worker); its pid, texts and seconds."""
+    """A task: ``texts`` embedded into the shared cache (on a worker); its pid, texts and seconds, and
+    whether it was this process's first (which loaded the model: a cost per worker, not per text)."""
     started = time.perf_counter()
     embedder = _cached_embedder(ref.load().build())
     if embedder is not None:
         embedder.embed(texts)
-    return {"pid": os.getpid(), "texts": len(texts), "seconds": time.perf_counter() - started}
+    first = not _EMBEDDED_HERE
+    _EMBEDDED_HERE.append(True)
+    return {"pid": os.getpid(), "texts": len(texts), "seconds": time.perf_counter() - started, "first": first}
