@@ -1,8 +1,9 @@
 """The seam between the evaluation loop and where its index work runs.
 
-The loop (:mod:`ragsweep.evaluation.loop`) and the sweep ask an :class:`Executor` for what the
-store serves; answering, scoring and every file of the run folder stay in the driver. The local
-executor is the code path of a run without ``--executor``.
+The parse hands each document the parse cache lacks to an :class:`Executor`'s ``dispatch``; the loop
+(:mod:`ragsweep.evaluation.loop`) and the sweep ask it for what the store serves (a sweep submits every
+index group first, then gathers them in order). Answering, scoring and every file of the run folder stay
+in the driver. The local executor is the code path of a run without ``--executor``.
 """
 
 from __future__ import annotations
