@@ -134,6 +134,19 @@ def stage_tasks(tasks: list[dict[str, Any]], stage: str) -> list[dict[str, Any]]
     return [t for t in tasks if t["stage"] == stage]
 
 
+def model_load(embed: list[dict[str, Any]]) -> float:
+    """The seconds a worker's first embed task spends loading the model: measured by the task, or (tasks
+    that do not say) its seconds less its texts at the rate of the tasks that came after a first one."""
+    firsts = [t for t in embed if t.get("first")]
+    if not firsts:
+        return 0.0
+    if all("load" in t for t in firsts):
+        return max(t["load"] for t in firsts)
+    later = [t for t in embed if not t.get("first")]
+    rate = sum(t["seconds"] for t in later) / max(1, sum(t["texts"] for t in later)) if later else 0.0
+    return min(t["seconds"] - rate * t["texts"] for t in firsts)
+
+
 def projection(driver: float, tasks: list[dict[str, Any]], groups: int, machines: int) -> dict[str, Any]:
     """N machines, one stage after the other: parse tasks (one per document) divide by N, but the stage
     does not end before its longest task; embed tasks (batches of distinct texts) divide by N, less the
@@ -147,8 +160,8 @@ def projection(driver: float, tasks: list[dict[str, Any]], groups: int, machines
         return max(sum(seconds) / machines, max(seconds)) if seconds else 0.0
 
     # a worker's first embed task loads the model: that is paid once on every machine, the texts divide
-    firsts = [t["seconds"] for t in embed if t.get("first")]
-    load = min(firsts) if firsts else 0.0  # the shortest first task: an upper bound of the load
+    firsts = [t for t in embed if t.get("first")]
+    load = model_load(embed)
     embed_s = (load + (sum(t["seconds"] for t in embed) - load * len(firsts)) / machines) if embed else 0.0
     build = sum(t["split"] + t["embed"] for t in retrieve) / max(1, len(retrieve)) * groups
     queries = sum(t["seconds"] - t["split"] - t["embed"] for t in retrieve)
@@ -166,7 +179,8 @@ def task_lines(label: str, tasks: list[dict[str, Any]]) -> None:
         extra = ""
         if stage == "embed":
             firsts = [round(t["seconds"], 1) for t in part if t.get("first")]
-            extra = f", texts {[t['texts'] for t in part]}, first in their worker (model load) {firsts} s"
+            extra = (f", texts {[t['texts'] for t in part]}, first in their worker {firsts} s, "
+                     f"model load {model_load(part):.1f} s")  # fmt: skip
         if stage == "retrieve":
             extra = f", of which index build (split + embed) {sum(t['split'] + t['embed'] for t in part):.1f} s"
         print(f"RESULT {label} {stage} tasks: {len(part)}, sum {sum(seconds):.1f} s, "
