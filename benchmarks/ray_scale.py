@@ -144,7 +144,7 @@ def model_load(embed: list[dict[str, Any]]) -> float:
         return max(t["load"] for t in firsts)
     later = [t for t in embed if not t.get("first")]
     rate = sum(t["seconds"] for t in later) / max(1, sum(t["texts"] for t in later)) if later else 0.0
-    return min(t["seconds"] - rate * t["texts"] for t in firsts)
+    return max(0.0, min(t["seconds"] - rate * t["texts"] for t in firsts))
 
 
 def projection(driver: float, tasks: list[dict[str, Any]], groups: int, machines: int) -> dict[str, Any]:
