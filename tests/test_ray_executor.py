@@ -172,6 +172,26 @@ def test_sweep_of_four_configurations_on_ray_equals_one_process(cluster, tmp_pat
     assert on_ray.best == local.best
 
 
+def test_a_document_that_kills_its_parse_worker_every_try_is_skipped_alone(cluster, tmp_path):
+    from ragsweep.execution.ray_executor import RayExecutor
+    from ragsweep.pipeline.corpus import CRASHED, convert, parse_corpus
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("A document that parses.\n")
+    (docs / "b.txt").write_text("A document whose parser process dies.\n")
+
+    def parse(data: bytes, fmt: str, doc_id: str, standard_pdf: bool) -> Any:
+        if doc_id == "b.txt":
+            os._exit(1)  # the worker process dies, as on a crash in native code
+        return convert(data, fmt, doc_id, standard_pdf)
+
+    dispatch = RayExecutor(owns_connection=False).dispatch
+    corpus = parse_corpus(docs, cache_dir=tmp_path / "cache", parse_fn=parse, dispatch=dispatch)
+    assert [d.doc_id for d in corpus.documents] == ["a.txt"]
+    assert [(s.doc_id, s.reason) for s in corpus.skipped] == [("b.txt", CRASHED)]
+
+
 def _task_pids() -> list[int]:
     """Worker processes running a shard task now (Ray titles a busy worker ``ray::<task>``)."""
     pids = []

@@ -43,7 +43,8 @@ class ParseDispatch:
 
         try:
             outcome, info = ray_get(ref)
-        except self._ray.exceptions.WorkerCrashedError:  # every try died: this document alone is skipped
+        except (self._ray.exceptions.WorkerCrashedError, self._ray.exceptions.OutOfMemoryError):
+            # every try died (a crash in native code, or out of memory): this document alone is skipped
             return crashed()
         self._tasks.append({"stage": "parse", "doc_id": doc_id, **info})
         return outcome

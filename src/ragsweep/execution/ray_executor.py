@@ -97,9 +97,8 @@ class RayExecutor:
         self._embedding: dict[tuple[str, str], Any] = {}  # (embedder, text) -> the embed task embedding it
         self._resources: dict[str, float] = {}  # the cluster's CPUs, GPUs, memory when the run ended
         self.tasks: list[dict[str, Any]] = []  # every task's stage, pid and seconds, in the order they came back
-        self.dispatch: Dispatch = ParseDispatch(
-            ray, MAX_RETRIES, self.tasks
-        )  # a parse task per document the cache lacks
+        # a parse task per document the parse cache lacks
+        self.dispatch: Dispatch = ParseDispatch(ray, MAX_RETRIES, self.tasks)
 
     @classmethod
     def connect(cls, address: str | None) -> "RayExecutor":

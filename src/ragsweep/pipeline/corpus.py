@@ -747,6 +747,7 @@ def _parse_files(
     slots = _Slots(len(files), tick, cache)
     runner = _Runner(parse_fn, standard_pdf, workers, slots.parsed, dispatch)
     try:
+        # tasks share the misses as workers do: the largest are handed out first
         for index in _scan_order(files, workers if dispatch is None else 2):
             path = files[index]
             target = None if follow_symlinks else outside_target(docs_path, path)
