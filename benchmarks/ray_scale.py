@@ -1,14 +1,16 @@
-"""One process vs a local Ray cluster of 2 workers: the same eval, side by side in one run (issue 25).
+"""One process vs a local Ray cluster of 2 workers: the same eval and sweep, side by side in one run (issue 25).
 
 Each run is its own process with its own cold cache folder (parsed, embedded and queried from
-nothing): (a) ``ragsweep eval`` in one process, (b) ``ragsweep eval --executor ray`` against a
-local Ray cluster of two nodes on this machine, one worker process (one CPU) each, started by this
-script and stopped after it. Printed: wall seconds of each, whether their cases.jsonl and
-report.json metrics are equal, each Ray task's seconds (from the run's manifest), and a projection
-to N machines from those times: tasks per stage, the critical path, the driver's share.
+nothing): ``ragsweep eval`` (and with ``--sweep`` a sweep of 8 configurations: chunking 2 x
+retriever_mode 2 x top_k 2) in one process, then with ``--executor ray`` against a local Ray
+cluster of two nodes on this machine, one worker process (one CPU) each, started by this script
+for that run and stopped after it. Printed: wall seconds of each, whether their case lines,
+report.json metrics and sweep.json are equal, each stage's Ray tasks (parse, embed, retrieve: count,
+sum, median, max seconds, from the run's manifest), the driver's own seconds, and a projection to N
+machines from those times: tasks per stage, the critical path, the driver's share.
 
-    .venv/bin/python benchmarks/ray_scale.py --txt-dir ../shared/data/cuad/txt --limit 3
-    .venv/bin/python benchmarks/ray_scale.py --smoke      # datasets/cuad-mini, 20 cases
+    .venv/bin/python benchmarks/ray_scale.py --txt-dir ../shared/data/cuad/txt --limit 40 --sweep
+    .venv/bin/python benchmarks/ray_scale.py --smoke --sweep --sweep-limit 20   # datasets/cuad-mini, 20 cases
 
 ``--txt-dir``: the CUAD release's ``txt/`` (its ``master_clauses.csv`` and ``category_descriptions.csv``
 one folder up); ``--limit N``: the first N contracts of a fixed pseudo-random order.
@@ -24,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -45,66 +49,161 @@ def build_slice(txt_dir: Path, limit: int, out: Path) -> Path:
     return out
 
 
-def start_cluster(temp: str) -> Any:
+@contextmanager
+def ray_cluster(temp: str) -> Iterator[list[str]]:
+    """Two Ray nodes on this machine, one CPU (one worker process) each, up only while a Ray run runs;
+    yields the options that point ``ragsweep`` at it."""
     from ray.cluster_utils import Cluster
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "temp_dir": temp})
-    cluster.add_node(num_cpus=1)
-    cluster.wait_for_nodes()
-    return cluster
+    try:
+        cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        yield ["--executor", "ray", "--ray-address", cluster.address]
+    finally:
+        cluster.shutdown()
 
 
-def run_eval(dataset: Path, out: Path, name: str, cache: Path, extra: list[str], limit: int | None) -> dict[str, Any]:
-    """One ``ragsweep eval`` in a fresh process with a cold cache; its wall time and run folder."""
-    args = [sys.executable, "-m", "ragsweep.cli", "eval", "--dataset", str(dataset), "--out", str(out)]
-    args += ["--name", name, "--no-validate", *(["--limit", str(limit)] if limit else []), *extra]
+SWEEP_GRID = """\
+grid:
+  chunking:
+    - {min_tokens: 100, max_tokens: 200}
+    - {min_tokens: 250, max_tokens: 600}
+  retriever_mode: [bm25, hybrid]
+  top_k: [3, 5]
+baseline: {min_tokens: 250, max_tokens: 600, retriever_mode: hybrid, top_k: 5}
+objectives: [recall@k, mrr@k]
+ks: [1, 3, 5]
+"""
+# what differs between two sweeps besides the results: times, memory, where it ran
+VOLATILE = {"seconds", "index_run_seconds", "latency_ms_per_query", "embedded_texts", "rss_mb", "rss_mb_before",
+            "peak_rss_mb"}  # fmt: skip
+
+
+def run_cli(command: list[str], out: Path, name: str, cache: Path, extra: list[str]) -> tuple[float, Path]:
+    """One ``ragsweep`` command in a fresh process with a cold cache; its wall time and result folder."""
+    args = [sys.executable, "-m", "ragsweep.cli", *command, "--out", str(out), "--name", name, *extra]
     env = {**os.environ, "RAGSWEEP_CACHE_DIR": str(cache), "RAGSWEEP_SERVED_CACHE": "0"}
     started = time.perf_counter()
     done = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
     wall = time.perf_counter() - started
     if done.returncode != 0:
         sys.exit(f"{name}: exit {done.returncode}\n{done.stderr[-3000:]}")
-    report = json.loads((out / name / "report.json").read_text())
-    return {"wall": wall, "report": report, "cases": (out / name / "cases.jsonl").read_text()}
+    return wall, out / name
 
 
-def projection(driver: float, embeds: list[dict[str, Any]], tasks: list[dict[str, Any]], machines: int) -> dict:
-    """N machines: the embed tasks' seconds divide by N (batches of distinct texts); every retrieve shard
-    builds the whole index from the cache (its split + embed, a fixed cost) and asks 1/N of the queries;
-    the driver's part does not scale."""
-    embed = sum(t["seconds"] for t in embeds)
-    index = max(t["split"] + t["embed"] for t in tasks)
-    queries = sum(t["seconds"] - t["split"] - t["embed"] for t in tasks)
-    critical = embed / machines + index + queries / machines
+def run_eval(dataset: Path, out: Path, name: str, cache: Path, extra: list[str], limit: int | None) -> dict[str, Any]:
+    command = ["eval", "--dataset", str(dataset), "--no-validate", *(["--limit", str(limit)] if limit else [])]
+    wall, folder = run_cli(command, out, name, cache, extra)
+    report = json.loads((folder / "report.json").read_text())
+    return {"wall": wall, "report": report, "cases": (folder / "cases.jsonl").read_text(),
+            "tasks": report["manifest"]["executor"].get("tasks", []), "stages": report["manifest"]["stage_seconds"]}  # fmt: skip
+
+
+def run_sweep(dataset: Path, out: Path, name: str, cache: Path, extra: list[str], limit: int | None) -> dict[str, Any]:
+    grid = out / "grid.yaml"
+    out.mkdir(parents=True, exist_ok=True)
+    grid.write_text(SWEEP_GRID)
+    command = ["sweep", "--dataset", str(dataset), "--grid", str(grid), *(["--limit", str(limit)] if limit else [])]
+    wall, folder = run_cli(command, out, name, cache, extra)
+    data = json.loads((folder / "sweep.json").read_text())
+    manifest = data.pop("manifest")
+    data.pop("pareto")  # recall against measured latency: a timing
+    data["configs"] = [{k: v for k, v in c.items() if k not in VOLATILE} for c in data["configs"]]
+    cases = {c["id"]: (folder / "configs" / c["id"] / "cases.jsonl").read_text() for c in data["configs"]}
+    # the driver waited on the store once per index group (every configuration of a group has its wait)
+    waits = {c["index_key"]: c["index_run_seconds"] for c in json.loads((folder / "sweep.json").read_text())["configs"]}
+    return {"wall": wall, "sweep": data, "cases": cases, "tasks": manifest["executor"].get("tasks", []),
+            "parse_s": manifest["parse_seconds"], "store_wait_s": sum(waits.values()), "groups": len(waits)}  # fmt: skip
+
+
+def same_lines(a: str, b: str) -> bool:
+    """The same case lines: every field equal, each hit's score within 1e-6 (relative)."""
+
+    def rows(text: str) -> tuple[list[dict[str, Any]], list[float]]:
+        lines = [json.loads(line) for line in text.splitlines() if line.strip()]
+        return lines, [h.pop("score") for line in lines for h in line.get("hits", [])]
+
+    (rows_a, scores_a), (rows_b, scores_b) = rows(a), rows(b)
+    close = len(scores_a) == len(scores_b) and all(abs(x - y) <= 1e-6 * max(abs(x), abs(y), 1e-12)
+                                                   for x, y in zip(scores_a, scores_b))  # fmt: skip
+    return rows_a == rows_b and close
+
+
+def stage_tasks(tasks: list[dict[str, Any]], stage: str) -> list[dict[str, Any]]:
+    return [t for t in tasks if t["stage"] == stage]
+
+
+def model_load(embed: list[dict[str, Any]]) -> float:
+    """The seconds a worker's first embed task spends loading the model: measured by the task, or (tasks
+    that do not say) its seconds less its texts at the rate of the tasks that came after a first one."""
+    firsts = [t for t in embed if t.get("first")]
+    if not firsts:
+        return 0.0
+    if all("load" in t for t in firsts):
+        return max(t["load"] for t in firsts)
+    later = [t for t in embed if not t.get("first")]
+    rate = sum(t["seconds"] for t in later) / max(1, sum(t["texts"] for t in later)) if later else 0.0
+    return max(0.0, min(t["seconds"] - rate * t["texts"] for t in firsts))
+
+
+def projection(driver: float, tasks: list[dict[str, Any]], groups: int, machines: int) -> dict[str, Any]:
+    """N machines, one stage after the other: parse tasks (one per document) divide by N, but the stage
+    does not end before its longest task; embed tasks (batches of distinct texts) divide by N, less the
+    model's load, which every machine pays once; each index group's retrieve
+    shards all build that group's whole index from the cache (split + embed: a fixed cost per machine) and
+    ask 1/N of its queries. The driver's part (reading, answering, scoring, writing) does not scale."""
+    parse, embed, retrieve = (stage_tasks(tasks, s) for s in ("parse", "embed", "retrieve"))
+
+    def spread(part: list[dict[str, Any]]) -> float:
+        seconds = [t["seconds"] for t in part]
+        return max(sum(seconds) / machines, max(seconds)) if seconds else 0.0
+
+    # a worker's first embed task loads the model: that is paid once on every machine, the texts divide
+    firsts = [t for t in embed if t.get("first")]
+    load = model_load(embed)
+    embed_s = (load + (sum(t["seconds"] for t in embed) - load * len(firsts)) / machines) if embed else 0.0
+    build = sum(t["split"] + t["embed"] for t in retrieve) / max(1, len(retrieve)) * groups
+    queries = sum(t["seconds"] - t["split"] - t["embed"] for t in retrieve)
+    critical = spread(parse) + embed_s + build + queries / machines
     return {"machines": machines, "critical_path_s": critical, "total_s": driver + critical,
             "driver_share": driver / (driver + critical)}  # fmt: skip
 
 
-def report_lines(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    same_cases = a["cases"] == b["cases"]
-    same_metrics = a["report"]["metrics"] == b["report"]["metrics"]
-    every = b["report"]["manifest"]["executor"]["tasks"]
-    embeds = [t for t in every if t["stage"] == "embed"]
-    tasks = [t for t in every if t["stage"] == "retrieve"]
-    stages = b["report"]["manifest"]["stage_seconds"]
-    # the driver alone: parse, answer + score, aggregate, and what the run spends outside its stages
-    driver = b["wall"] - stages["retrieve"]
-    print(f"RESULT one process: {a['wall']:.1f} s wall; Ray, 2 workers: {b['wall']:.1f} s wall")
-    print(f"RESULT same cases.jsonl: {same_cases}; same report.json metrics: {same_metrics}")
-    print(f"RESULT ray embed tasks: {len(embeds)} (distinct chunk texts the cache lacked, a batch each)")
-    for t in embeds:
-        print(f"RESULT   embed task pid {t['pid']}: {t['texts']} texts, {t['seconds']:.1f} s")
-    print(f"RESULT ray tasks: {len(tasks)} (retrieve, a shard of cases each)")
-    for t in tasks:
-        print(f"RESULT   task pid {t['pid']}: {t['cases']} cases, {t['seconds']:.1f} s "
-              f"(split {t['split']:.1f}, embed {t['embed']:.1f})")  # fmt: skip
-    print(f"RESULT driver (parse, answer+score, start-up, writing): {driver:.1f} s of {b['wall']:.1f} s")
-    rows = [projection(driver, embeds, tasks, n) for n in (1, 2, 4, 8, 16)]
+def task_lines(label: str, tasks: list[dict[str, Any]]) -> None:
+    for stage in ("parse", "embed", "retrieve"):
+        part = stage_tasks(tasks, stage)
+        if not part:
+            continue
+        seconds = sorted(t["seconds"] for t in part)
+        extra = ""
+        if stage == "embed":
+            firsts = [round(t["seconds"], 1) for t in part if t.get("first")]
+            extra = (f", texts {[t['texts'] for t in part]}, first in their worker {firsts} s, "
+                     f"model load {model_load(part):.1f} s")  # fmt: skip
+        if stage == "retrieve":
+            extra = f", of which index build (split + embed) {sum(t['split'] + t['embed'] for t in part):.1f} s"
+        print(f"RESULT {label} {stage} tasks: {len(part)}, sum {sum(seconds):.1f} s, "
+              f"median {seconds[len(seconds) // 2]:.2f} s, max {seconds[-1]:.1f} s{extra}")  # fmt: skip
+
+
+def report_lines(kind: str, a: dict[str, Any], b: dict[str, Any], driver: float, groups: int) -> dict[str, Any]:
+    if kind == "eval":
+        same, same_metrics = a["cases"] == b["cases"], a["report"]["metrics"] == b["report"]["metrics"]
+    else:  # a BM25 hit's raw score is tantivy's float32: it may move in its last place (tests/test_ray_executor.py)
+        same = all(same_lines(a["cases"][cid], b["cases"][cid]) for cid in a["cases"])
+        same_metrics = a["sweep"] == b["sweep"]
+    print(f"RESULT {kind}: one process {a['wall']:.1f} s wall; Ray, 2 workers: {b['wall']:.1f} s wall")
+    print(f"RESULT {kind}: same case lines: {same}; same {'report' if kind == 'eval' else 'sweep'}.json metrics: "
+          f"{same_metrics}")  # fmt: skip
+    task_lines(kind, b["tasks"])
+    print(f"RESULT {kind} driver alone (not waiting on tasks): {driver:.1f} s of {b['wall']:.1f} s")
+    rows = [projection(driver, b["tasks"], groups, n) for n in (1, 2, 4, 8, 16)]
     for r in rows:
-        print(f"RESULT projection {r['machines']:>2} machine(s): critical path {r['critical_path_s']:.1f} s, "
+        print(f"RESULT {kind} projection {r['machines']:>2} machine(s): critical path {r['critical_path_s']:.1f} s, "
               f"total {r['total_s']:.1f} s, driver share {100 * r['driver_share']:.0f}%")  # fmt: skip
-    return {"same_cases": same_cases, "same_metrics": same_metrics, "walls": [a["wall"], b["wall"]],
-            "embed_tasks": embeds, "tasks": tasks, "driver_s": driver, "projection": rows}  # fmt: skip
+    return {"same": same and same_metrics, "walls": [a["wall"], b["wall"]], "tasks": b["tasks"],
+            "driver_s": driver, "projection": rows}  # fmt: skip
 
 
 def main() -> int:
@@ -112,6 +211,9 @@ def main() -> int:
     p.add_argument("--txt-dir", type=Path, help="the CUAD release's txt/ folder")
     p.add_argument("--limit", type=int, default=3, help="contracts of the slice")
     p.add_argument("--smoke", action="store_true", help="datasets/cuad-mini, 20 cases")
+    p.add_argument("--sweep", action="store_true", help="also a sweep of 8 configurations, one process vs Ray")
+    p.add_argument("--sweep-limit", type=int, help="the sweep's first N cases (default: all)")
+    p.add_argument("--no-eval", action="store_true", help="the sweep alone")
     a = p.parse_args()
     if not a.smoke and a.txt_dir is None:
         p.error("--txt-dir is required (or --smoke)")
@@ -124,17 +226,25 @@ def main() -> int:
         else:
             dataset, limit = build_slice(a.txt_dir, a.limit, work / "dataset"), None
         print(f"load average before: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
-        local = run_eval(dataset, work / "runs", "local", work / "cache-local", [], limit)
-        cluster = start_cluster(str(work / "ray"))
-        try:
-            extra = ["--executor", "ray", "--ray-address", cluster.address]
-            on_ray = run_eval(dataset, work / "runs", "ray", work / "cache-ray", extra, limit)
-        finally:
-            cluster.shutdown()
-        summary = report_lines(local, on_ray)
-    summary.update(smoke=a.smoke, cases=len(local["cases"].splitlines()), load=load)
+        summary: dict[str, Any] = {}
+        if not a.no_eval:
+            local = run_eval(dataset, work / "runs", "local", work / "cache-local", [], limit)
+            with ray_cluster(str(work / "ray")) as extra:
+                on_ray = run_eval(dataset, work / "runs", "ray", work / "cache-ray", extra, limit)
+            # the driver alone: the run's wall less its waits on parse and retrieve tasks
+            driver = on_ray["wall"] - on_ray["stages"]["parse"] - on_ray["stages"]["retrieve"]
+            summary["eval"] = report_lines("eval", local, on_ray, driver, 1)
+            summary["cases"] = len(local["cases"].splitlines())
+        if a.sweep:
+            local_s = run_sweep(dataset, work / "sweeps", "local", work / "sweep-cache-local", [], a.sweep_limit)
+            with ray_cluster(str(work / "ray-sweep")) as extra:
+                ray_s = run_sweep(dataset, work / "sweeps", "ray", work / "sweep-cache-ray", extra, a.sweep_limit)
+            driver = ray_s["wall"] - ray_s["parse_s"] - ray_s["store_wait_s"]
+            summary["sweep"] = report_lines("sweep", local_s, ray_s, driver, ray_s["groups"])
+    summary.update(smoke=a.smoke, load=load, load_after=os.getloadavg())
+    print(f"load average after: {' '.join(f'{x:.1f}' for x in summary['load_after'])}")
     print("JSON " + json.dumps(summary))
-    return 0 if summary["same_cases"] and summary["same_metrics"] else 1
+    return 0 if all(part["same"] for part in (summary.get("eval"), summary.get("sweep")) if part) else 1
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -85,22 +86,79 @@ def _sweep(sweep_dir: Path) -> dict[str, Any]:
     return data
 
 
-def test_eval_on_ray_equals_one_process(cluster, tmp_path):
-    local = ragsweep.evaluate(PIPELINE, MINI, out=tmp_path, name="local", fresh_retrieval=True)
-    on_ray = ragsweep.evaluate(PIPELINE, MINI, out=tmp_path, name="ray", fresh_retrieval=True, executor="ray")
+def _mini_with_more_documents(root: Path) -> Path:
+    """cuad-mini with an HTML page (parsed by Docling) and a PDF that is not one (skipped with its reason)."""
+    dataset = root / "cuad-mini"
+    shutil.copytree(MINI, dataset)
+    shutil.copy(ROOT / "tests" / "fixtures" / "corpus" / "jupiter.html", dataset / "docs")
+    (dataset / "docs" / "broken.pdf").write_bytes(b"%PDF-1.4\n" + b"not a pdf body " * 40)
+    return dataset
+
+
+def _corpus_report(run_dir: Path) -> dict[str, Any]:
+    return json.loads((run_dir / "report.json").read_text())["manifest"]["corpus"]
+
+
+def _parse_cache_at(monkeypatch, folder: Path) -> None:
+    """The driver's parse cache alone in ``folder`` (cold); the other caches stay where they are."""
+    import ragsweep.pipeline.corpus as corpus_module
+
+    monkeypatch.setattr(corpus_module, "default_cache_dir", lambda: folder)
+
+
+def test_eval_on_ray_equals_one_process(cluster, tmp_path, monkeypatch):
+    dataset = _mini_with_more_documents(tmp_path)
+    _parse_cache_at(monkeypatch, tmp_path / "parse-local")
+    local = ragsweep.evaluate(PIPELINE, dataset, out=tmp_path, name="local", fresh_retrieval=True, validate=False)
+    _parse_cache_at(monkeypatch, tmp_path / "parse-ray")
+    on_ray = ragsweep.evaluate(
+        PIPELINE, dataset, out=tmp_path, name="ray", fresh_retrieval=True, validate=False, executor="ray"
+    )
     assert len(local.cases) == 123
     assert [c.model_dump() for c in on_ray.cases] == [c.model_dump() for c in local.cases]
     assert _cases(tmp_path / "ray") == _cases(tmp_path / "local")
     assert _metrics(tmp_path / "ray") == _metrics(tmp_path / "local")
-    assert json.loads((tmp_path / "ray" / "report.json").read_text())["manifest"]["retrieval"]["asked_pathway"] > 0
+    report = _corpus_report(tmp_path / "ray")
+    assert report == _corpus_report(tmp_path / "local")
+    assert report["documents"] == 4 and [s["doc_id"] for s in report["skipped"]] == ["broken.pdf"]
+    manifest = json.loads((tmp_path / "ray" / "report.json").read_text())["manifest"]
+    assert manifest["retrieval"]["asked_pathway"] > 0
+    parsed = [t for t in manifest["executor"]["tasks"] if t["stage"] == "parse"]
+    assert sorted(t["doc_id"] for t in parsed) == sorted(p.name for p in (dataset / "docs").iterdir())
+    assert os.getpid() not in {t["pid"] for t in parsed}  # parsed on the workers, not here
 
 
-def test_sweep_of_four_configurations_on_ray_equals_one_process(cluster, tmp_path):
+def test_parse_tasks_give_the_corpus_of_one_process_and_fill_the_parse_cache(cluster, tmp_path):
+    from ragsweep.execution.ray_executor import RayExecutor
+    from ragsweep.pipeline.corpus import parse_corpus
+
+    docs = _mini_with_more_documents(tmp_path) / "docs"
+    local = parse_corpus(docs, cache_dir=tmp_path / "local")
+    executor = RayExecutor(owns_connection=False)
+    on_ray = parse_corpus(docs, cache_dir=tmp_path / "ray", dispatch=executor.dispatch)
+
+    def content(corpus: Any) -> dict[str, Any]:
+        return corpus.model_dump(exclude={"documents": {"__all__": {"seconds"}}})
+
+    assert content(on_ray) == content(local)
+    assert [s.doc_id for s in on_ray.skipped] == ["broken.pdf"] and "parse failed" in on_ray.skipped[0].reason
+    assert len(executor.tasks) == 5 and {t["stage"] for t in executor.tasks} == {"parse"}
+    again = parse_corpus(docs, cache_dir=tmp_path / "ray", dispatch=executor.dispatch)
+    assert all(d.cached for d in again.documents) and len(executor.tasks) == 6  # only the broken one again
+    assert content(again) == content(parse_corpus(docs, cache_dir=tmp_path / "local"))
+
+
+def test_sweep_of_four_configurations_on_ray_equals_one_process(cluster, tmp_path, capfd):
     grid = tmp_path / "grid.yaml"
     grid.write_text(GRID)
     common: dict[str, Any] = {"limit": 40, "fresh_retrieval": True}
     local = ragsweep.sweep(PIPELINE, MINI, grid, out=tmp_path / "local", name="s", **common)
+    capfd.readouterr()
     on_ray = ragsweep.sweep(PIPELINE, MINI, grid, out=tmp_path / "ray", name="s", executor="ray", **common)
+    said = capfd.readouterr().err.splitlines()
+    # every index group's tasks are on the cluster before the driver waits for the first group's lists
+    first_group = next(i for i, line in enumerate(said) if line.startswith("[1/4] index"))
+    assert sum(line == "ray: 40 case(s) in 2 task(s)" for line in said[:first_group]) == 4
     assert len(local.configs) == 4 and len({c.index_key for c in local.configs}) == 4
     assert _sweep(tmp_path / "ray" / "s") == _sweep(tmp_path / "local" / "s")
     for config in local.configs:
@@ -112,6 +170,26 @@ def test_sweep_of_four_configurations_on_ray_equals_one_process(cluster, tmp_pat
         # after other indexes were built there (a fresh process gives the Ray worker's value)
         assert ray_scores == pytest.approx(local_scores, rel=1e-6)
     assert on_ray.best == local.best
+
+
+def test_a_document_that_kills_its_parse_worker_every_try_is_skipped_alone(cluster, tmp_path):
+    from ragsweep.execution.ray_executor import RayExecutor
+    from ragsweep.pipeline.corpus import CRASHED, convert, parse_corpus
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("A document that parses.\n")
+    (docs / "b.txt").write_text("A document whose parser process dies.\n")
+
+    def parse(data: bytes, fmt: str, doc_id: str, standard_pdf: bool) -> Any:
+        if doc_id == "b.txt":
+            os._exit(1)  # the worker process dies, as on a crash in native code
+        return convert(data, fmt, doc_id, standard_pdf)
+
+    dispatch = RayExecutor(owns_connection=False).dispatch
+    corpus = parse_corpus(docs, cache_dir=tmp_path / "cache", parse_fn=parse, dispatch=dispatch)
+    assert [d.doc_id for d in corpus.documents] == ["a.txt"]
+    assert [(s.doc_id, s.reason) for s in corpus.skipped] == [("b.txt", CRASHED)]
 
 
 def _task_pids() -> list[int]:

@@ -42,7 +42,7 @@ from ragsweep.evaluation.runfolder import (
     package_versions,
 )
 from ragsweep.evaluation.scoring import aggregate, quality_failures, unlocated_lines, unlocated_report
-from ragsweep.execution.base import check_executor, open_executor
+from ragsweep.execution.base import LOCAL, Executor, check_executor, open_executor
 from ragsweep.metrics.registry import REPEATS, summary_metrics, unknown_name
 from ragsweep.metrics.uninformative import answerer_way, uninformative
 from ragsweep.pipeline.app_components import Spent, embedding_usage, usage_since
@@ -137,23 +137,36 @@ def evaluate_run(
     """One configuration through the evaluation loop, into ``folder`` (``folder.path`` None: nothing is written)."""
     check_floor_names(options, config)
     check_executor(options.executor, options.ray_address)
+    where = ("local", None) if options.dry_run else (options.executor, options.ray_address)  # a dry run parses here
+    with open_executor(*where) as executor:  # open from the parse on: documents are parsed as its tasks
+        return _evaluate_on(executor, options, config, dataset, cases, dataset_hash, folder)
+
+
+def _evaluate_on(
+    executor: Executor,
+    options: EvalOptions,
+    config: PipelineConfig,
+    dataset: Dataset,
+    cases: list[Case],
+    dataset_hash: str,
+    folder: RunFolder,
+) -> RunResult | dict[str, Any]:
     stage: dict[str, float] = {}
     embedded_before = embedding_usage()
     done = folder.read_results("cases.jsonl") if options.resume else {}
     saved = folder.load_served() if options.resume else None
     if done:
         print(f"resuming: {len(done)} case(s) already done, {len(cases) - len(done)} to go", file=sys.stderr)
-    corpus = timed(stage, "parse", lambda: parse_or_fail(dataset, options))
+    corpus = timed(stage, "parse", lambda: parse_or_fail(dataset, options, executor))
     if options.dry_run:
         return dry_run_report(options, config, corpus, cases)
     answering, probes = prepare_answering(config, options, cases, stage)
-    with open_executor(options.executor, options.ray_address) as executor:
-        evaluated = evaluate_configuration(
-            config, cases, corpus=corpus, ks=options.ks, relevance=dataset.relevance, answering=answering,
-            sink=RunCaseFile(folder, folder.file("cases.jsonl")),
-            done=done, retrieved=saved, served=saved.served if saved is not None else None, progress=options.progress,
-            fresh=options.fresh_retrieval, budgets=options.budgets, executor=executor,
-        )  # fmt: skip
+    evaluated = evaluate_configuration(
+        config, cases, corpus=corpus, ks=options.ks, relevance=dataset.relevance, answering=answering,
+        sink=RunCaseFile(folder, folder.file("cases.jsonl")),
+        done=done, retrieved=saved, served=saved.served if saved is not None else None, progress=options.progress,
+        fresh=options.fresh_retrieval, budgets=options.budgets, executor=executor,
+    )  # fmt: skip
     stage.update(evaluated.timings)
     started = time.perf_counter()
     result = run_result(evaluated.results, dataset, config, options, answering, probes)
@@ -200,9 +213,9 @@ def timed(stage: dict[str, float], name: str, fn: Any) -> Any:
         stage[name] = time.perf_counter() - started
 
 
-def parse_or_fail(dataset: Dataset, options: RunInputs) -> Corpus:
+def parse_or_fail(dataset: Dataset, options: RunInputs, executor: Executor = LOCAL) -> Corpus:
     try:
-        return parse_documents(dataset, options.progress, options.workers, options.follow_symlinks)
+        return parse_documents(dataset, options.progress, options.workers, options.follow_symlinks, executor.dispatch)
     except StageError as err:
         raise RunError(str(err)) from err
 

@@ -41,7 +41,7 @@ import resource
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +77,7 @@ from ragsweep.execution.base import LOCAL, Executor, check_executor, open_execut
 from ragsweep.metrics.registry import AT_K_FAMILIES, asked_budgets, at_own_k, best_of, lower_is_better, unknown_name
 from ragsweep.pipeline.config import ConfigError, PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
-from ragsweep.pipeline.retrieval import StageError, parse_documents, store_depths
+from ragsweep.pipeline.retrieval import Retrieved, StageError, parse_documents, store_depths
 from ragsweep.report import write_html
 
 DEFAULT_KS = (1, 3, 5, 10)
@@ -258,20 +258,12 @@ def _run_sweep(
 ) -> SweepResult:
     started = time.perf_counter()
     try:  # parsed once for the whole sweep
-        corpus = parse_documents(dataset, options.progress, options.workers, options.follow_symlinks)
+        corpus = parse_documents(dataset, options.progress, options.workers, options.follow_symlinks, executor.dispatch)
     except StageError as err:
         raise RunError(str(err)) from err
     parse_seconds = time.perf_counter() - started
     results = finished_configs(folder, sweep)
-    groups: dict[str, list[str]] = defaultdict(list)  # one index per (chunking, retriever)
-    for cid, (_, cfg) in sweep.configs.items():
-        groups[cfg.index_key].append(cid)
-    embedded = 0
-    for n_group, (index_key, members) in enumerate(groups.items(), start=1):
-        if todo := [cid for cid in members if cid not in results]:
-            embedded += run_group(
-                options, sweep, corpus, dataset, cases, folder, results, todo, n_group, len(groups), executor
-            )
+    embedded = run_groups(options, sweep, corpus, dataset, cases, folder, results, executor)
     result = finish_sweep(folder, sweep, results)
     result.unlocated = stored_unlocated(folder, sweep.baseline_id, dataset.relevance.unlocated)
     result.ks = sweep.ks
@@ -297,6 +289,7 @@ def _run_sweep(
         },
         "parse_seconds": round(parse_seconds, 3),
         "embedded_texts_this_run": embedded,
+        "executor": executor.describe(),
         "packages": package_versions(),
         "git_commit": git_commit(),
         "timestamps": {"started": started_at, "finished": now()},
@@ -329,6 +322,46 @@ def stored_unlocated(folder: RunFolder, config: str, mode: str) -> UnlocatedRepo
     return unlocated_report([CaseResult.model_validate(line) for line in lines], mode)
 
 
+def run_groups(
+    options: SweepOptions,
+    sweep: Sweep,
+    corpus: Corpus,
+    dataset: Dataset,
+    cases: list[Case],
+    folder: RunFolder,
+    results: dict[str, ConfigResult],
+    executor: Executor,
+) -> int:
+    """Every index group's configurations not in ``results`` yet; returns the texts embedded."""
+    groups: dict[str, list[str]] = defaultdict(list)  # one index per (chunking, retriever)
+    for cid, (_, cfg) in sweep.configs.items():
+        groups[cfg.index_key].append(cid)
+    todos = {key: [cid for cid in members if cid not in results] for key, members in groups.items()}
+    # every group's index work is submitted before the first is gathered: on Ray the groups run side by side
+    pending = {key: submit_group(options, sweep, corpus, cases, todo, executor) for key, todo in todos.items() if todo}
+    embedded = 0
+    for n_group, (index_key, todo) in enumerate(todos.items(), start=1):
+        if todo:
+            embedded += run_group(
+                options, sweep, corpus, dataset, cases, folder, results, todo, n_group, len(groups), pending[index_key]
+            )
+    return embedded
+
+
+def group_depths(sweep: Sweep, todo: list[str]) -> list[int]:
+    """Every depth the store is asked at for one index's configurations: any of them needs it."""
+    configs = [sweep.configs[cid][1] for cid in todo]
+    return sorted({k for cfg in configs for k in store_depths(cfg, scored_ks(sweep.ks, cfg.top_k))})
+
+
+def submit_group(
+    options: SweepOptions, sweep: Sweep, corpus: Corpus, cases: list[Case], todo: list[str], executor: Executor
+) -> Callable[[], Retrieved]:
+    """One index's store work handed to the executor (started now on Ray); the call returned gives its lists."""
+    config = sweep.configs[todo[0]][1]
+    return executor.submit(config, corpus, cases, group_depths(sweep, todo), options.progress, options.fresh_retrieval)
+
+
 def run_group(
     options: SweepOptions,
     sweep: Sweep,
@@ -340,17 +373,12 @@ def run_group(
     todo: list[str],
     n_group: int,
     n_groups: int,
-    executor: Executor = LOCAL,
+    retrieval: Callable[[], Retrieved],
 ) -> int:
-    """One index's configurations: the store asked once at every depth any of them needs, then
-    each configuration through the evaluation loop on those lists. Returns the texts embedded."""
-    depths = sorted(
-        {
-            k
-            for cid in todo
-            for k in store_depths(sweep.configs[cid][1], scored_ks(sweep.ks, sweep.configs[cid][1].top_k))
-        }
-    )
+    """One index's configurations: the store asked once at every depth any of them needs (``retrieval``,
+    from :func:`submit_group`), then each configuration through the evaluation loop on those lists.
+    Returns the texts embedded."""
+    depths = group_depths(sweep, todo)
     first_params, config = sweep.configs[todo[0]]
     label = ", ".join(f"{k}={v}" for k, v in first_params.items() if k != "top_k")
     print(
@@ -360,7 +388,7 @@ def run_group(
     )
     rss_before = _rss_mb()
     started = time.perf_counter()
-    retrieved = executor.retrieve(config, corpus, cases, depths, options.progress, options.fresh_retrieval)
+    retrieved = retrieval()
     group_seconds = time.perf_counter() - started
     for cid in todo:
         params, cfg = sweep.configs[cid]

@@ -20,25 +20,36 @@ def _cached_embedder(pipeline: Any) -> Any | None:
     return embedder
 
 
-def texts_to_embed(config: PipelineConfig, corpus: Corpus) -> list[str]:
-    """The distinct chunk texts of ``corpus`` as the group's splitter cuts them that have no cached vector yet."""
+def texts_to_embed(config: PipelineConfig, corpus: Corpus) -> tuple[str, list[str]]:
+    """The group's embedder and the distinct chunk texts of ``corpus`` as its splitter cuts them that have
+    no cached vector yet."""
     from ragsweep.pipeline.embedding_base import EmbeddingCache
 
     pipeline = config.build()
     embedder = _cached_embedder(pipeline)
     split = getattr(pipeline.splitter, "__wrapped__", None)
     if embedder is None or split is None:
-        return []
+        return "", []
     texts = list(dict.fromkeys(str(text) for doc in corpus.documents for text, _ in split(doc.text)))
     keys = {EmbeddingCache.key(embedder.embedder_id, t): t for t in texts}
     found = embedder.cache.get_many(list(keys))
-    return [t for key, t in keys.items() if key not in found]
+    return str(embedder.embedder_id), [t for key, t in keys.items() if key not in found]
+
+
+_EMBEDDED_HERE: list[bool] = []  # not empty once this worker process ran an embed task (its model loaded)
 
 
 def embed_batch(ref: Any, texts: list[str]) -> dict[str, Any]:
-    """A task: ``texts`` embedded into the shared cache (on a worker); its pid, texts and seconds."""
+    """A task: ``texts`` embedded into the shared cache (on a worker); its pid, texts and seconds, whether it
+    was this process's first, and the seconds it took to build the pipeline and load the model (a cost per
+    worker, not per text)."""
     started = time.perf_counter()
     embedder = _cached_embedder(ref.load().build())
+    getattr(embedder, "model", None)  # a sentence-transformers embedder loads its model here (once per process)
+    loaded = time.perf_counter() - started
     if embedder is not None:
         embedder.embed(texts)
-    return {"pid": os.getpid(), "texts": len(texts), "seconds": time.perf_counter() - started}
+    first = not _EMBEDDED_HERE
+    _EMBEDDED_HERE.append(True)
+    seconds = time.perf_counter() - started
+    return {"pid": os.getpid(), "texts": len(texts), "seconds": seconds, "first": first, "load": loaded}

@@ -1,6 +1,8 @@
-"""Index work as Ray tasks: each task builds its index group's DocumentStore and answers a shard of cases.
+"""A run's work as Ray tasks: parse tasks (one per document the parse cache lacks,
+:mod:`~ragsweep.execution.parse_tasks`), embed tasks (:mod:`~ragsweep.execution.embed_tasks`), and
+retrieve tasks, each building its index group's DocumentStore and answering a shard of cases.
 
-A task runs :func:`~ragsweep.pipeline.retrieval.retrieve` on a worker; its DocumentStore comes from
+A retrieve task runs :func:`~ragsweep.pipeline.retrieval.retrieve` on a worker; its DocumentStore comes from
 the content-keyed caches (parse, embeddings, served lists) under ``RAGSWEEP_CACHE_DIR``, which the
 driver passes to every worker as an absolute path: on a cluster of several machines it must be a
 path all nodes see. Served lists do not depend on which shard asked for them
@@ -14,15 +16,16 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ragsweep.datasets.schema import Case
+from ragsweep.execution.parse_tasks import ParseDispatch
 from ragsweep.execution.shards import merge, split
 from ragsweep.pipeline.config import PipelineConfig
-from ragsweep.pipeline.corpus import Corpus
+from ragsweep.pipeline.corpus import Corpus, Dispatch
 from ragsweep.pipeline.retrieval import Retrieved
 
 MAX_RETRIES = 3  # a task whose worker process died is run again this many times
@@ -60,9 +63,10 @@ class ConfigRef:
         return config
 
 
-def retrieve_shard(ref: ConfigRef, corpus: Corpus, cases: list[Case], ks: list[int], fresh: bool) -> Any:
+def retrieve_shard(ref: ConfigRef, corpus: Corpus, cases: list[Case], ks: list[int], fresh: bool, *after: Any) -> Any:
     """A task: one index group's store asked for a shard of cases (on a worker). Returns the
-    :class:`Retrieved` and the worker's pid and seconds (the per-task times a benchmark reads)."""
+    :class:`Retrieved` and the worker's pid and seconds (the per-task times a benchmark reads).
+    ``after``: the embed tasks' results, which Ray waits for before it starts this task."""
     from ragsweep.pipeline.retrieval import retrieve
 
     started = time.perf_counter()
@@ -90,8 +94,11 @@ class RayExecutor:
         self._owns = owns_connection
         self._remote = ray.remote(retrieve_shard)
         self._corpus: tuple[str, Any] | None = None  # the corpus in the object store, by content hash
+        self._embedding: dict[tuple[str, str], Any] = {}  # (embedder, text) -> the embed task embedding it
         self._resources: dict[str, float] = {}  # the cluster's CPUs, GPUs, memory when the run ended
-        self.tasks: list[dict[str, Any]] = []  # every task's pid, seconds and cases, in submission order
+        self.tasks: list[dict[str, Any]] = []  # every task's stage, pid and seconds, in the order they came back
+        # a parse task per document the parse cache lacks
+        self.dispatch: Dispatch = ParseDispatch(ray, MAX_RETRIES, self.tasks)
 
     @classmethod
     def connect(cls, address: str | None) -> "RayExecutor":
@@ -118,7 +125,8 @@ class RayExecutor:
             self._ray.shutdown()
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "resources": self._resources, "tasks": self.tasks}
+        resources = self._resources or (self._ray.cluster_resources() if self._ray.is_initialized() else {})
+        return {"name": self.name, "resources": resources, "tasks": self.tasks}
 
     def _resource(self, name: str) -> float:
         return float(self._ray.cluster_resources().get(name, 0))
@@ -135,32 +143,57 @@ class RayExecutor:
         progress: bool,
         fresh: bool,
     ) -> Retrieved:
+        return self.submit(config, corpus, cases, ks, progress, fresh)()
+
+    def submit(
+        self,
+        config: PipelineConfig,
+        corpus: Corpus,
+        cases: Sequence[Case],
+        ks: Iterable[int],
+        progress: bool,
+        fresh: bool,
+    ) -> Callable[[], Retrieved]:
+        """The group's tasks submitted now (its shards wait on Ray for the embed tasks they need);
+        the call returned waits for them and merges the shards."""
         ref = ConfigRef.of(config)
-        self._embed_ahead(ref, config, corpus)
+        embeds, after = self._embed_ahead(ref, config, corpus)
         shards = split(list(cases), self.workers())
         task = self._remote.options(num_cpus=1, max_retries=MAX_RETRIES)
         corpus_ref = self._corpus_ref(corpus)
-        refs = [task.remote(ref, corpus_ref, shard, sorted(set(ks)), fresh) for shard in shards]
+        refs = [task.remote(ref, corpus_ref, shard, sorted(set(ks)), fresh, *after) for shard in shards]
         print(f"ray: {len(cases)} case(s) in {len(shards)} task(s)", file=sys.stderr)
-        outcomes = self._get(refs)
-        self.tasks.extend({"stage": "retrieve", **info} for _, info in outcomes)
-        return merge([c.id for c in cases], [part for part, _ in outcomes])
 
-    def _embed_ahead(self, ref: ConfigRef, config: PipelineConfig, corpus: Corpus) -> None:
+        def gather() -> Retrieved:
+            self.tasks.extend({"stage": "embed", **info} for info in self._get(embeds))
+            outcomes = self._get(refs)
+            self.tasks.extend({"stage": "retrieve", **info} for _, info in outcomes)
+            return merge([c.id for c in cases], [part for part, _ in outcomes])
+
+        return gather
+
+    def _embed_ahead(self, ref: ConfigRef, config: PipelineConfig, corpus: Corpus) -> tuple[list[Any], list[Any]]:
         """The group's chunk texts the shared cache lacks, embedded once, one batch per worker (a GPU
-        each when the embedder may use one and the cluster has one)."""
+        each when the embedder may use one and the cluster has one). Returns this group's new embed tasks,
+        and every embed task its shards must wait for (a text an earlier group's task is embedding is
+        not embedded twice)."""
         from ragsweep.execution.embed_tasks import embed_batch, texts_to_embed
 
-        missing = texts_to_embed(config, corpus)
+        embedder_id, missing = texts_to_embed(config, corpus)
+        known = [self._embedding[(embedder_id, t)] for t in missing if (embedder_id, t) in self._embedding]
+        earlier = list({id(r): r for r in known}.values())
+        missing = [t for t in missing if (embedder_id, t) not in self._embedding]
         if not missing:
-            return
+            return [], earlier
         gpu = wants_gpu(config, self._resource("GPU"))
         n_tasks = max(1, int(self._resource("GPU"))) if gpu else self.workers()
         task = self._ray.remote(embed_batch).options(num_cpus=1, num_gpus=1 if gpu else 0, max_retries=MAX_RETRIES)
         batches = split(missing, n_tasks)
         print(f"ray: {len(missing)} text(s) to embed in {len(batches)} task(s){' (1 GPU each)' if gpu else ''}",
               file=sys.stderr)  # fmt: skip
-        self.tasks.extend({"stage": "embed", **info} for info in self._get([task.remote(ref, b) for b in batches]))
+        refs = [task.remote(ref, b) for b in batches]
+        self._embedding.update({(embedder_id, t): r for r, b in zip(refs, batches) for t in b})
+        return refs, [*refs, *earlier]
 
     def _get(self, refs: list[Any]) -> list[Any]:
         try:

@@ -7,8 +7,9 @@ kept, and what went wrong is listed in its ``warnings``.
 
 Text files are checked whole (NUL characters, valid UTF-8, or UTF-16/32 when the file
 starts with its byte order mark), block by block as they are read, and handed on as UTF-8.
-Cache misses can be parsed by a pool of worker processes (``workers``); the result
-(texts, order, skips and their reasons) is the same as a serial parse.
+Cache misses can be parsed by a pool of worker processes (``workers``), or handed one document at a
+time to an executor (``dispatch``: a Ray task each); the result (texts, order, skips and their
+reasons) is the same as a serial parse.
 
 A ``.txt`` document is not parsed at all: its text is the file's decoded text, verbatim
 (no markup is interpreted, white space and line ends are kept), as a Pathway app reading
@@ -46,7 +47,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from io import BytesIO
 from pathlib import Path
 
@@ -569,6 +570,7 @@ def parse_corpus(
     progress: bool = False,
     workers: int | None = None,
     follow_symlinks: bool = False,
+    dispatch: Dispatch | None = None,
 ) -> Corpus:
     """Parse every file under ``docs_dir``; skip bad ones with a reason.
 
@@ -586,6 +588,8 @@ def parse_corpus(
     in the workers only when it can be pickled (a module-level function),
     otherwise the parse is serial. ``follow_symlinks``: index the targets of symlinks that
     lead outside ``docs_dir`` (by default each is skipped, its reason naming where it leads).
+    ``dispatch``: each cache miss is handed to it instead of to ``workers`` (see :data:`Dispatch`);
+    reading, the cache and the corpus's order stay here.
     """
     docs_path = Path(docs_dir)
     if not docs_path.exists():
@@ -595,7 +599,7 @@ def parse_corpus(
     files = list(iter_files(docs_path, follow_symlinks))
     if not files:
         raise CorpusError(f"documents folder {str(docs_path)!r} holds no files")
-    n_workers = _worker_count(workers, parse_fn, len(files))
+    n_workers = _worker_count(workers, parse_fn, len(files)) if dispatch is None else 1
 
     import sys
 
@@ -605,8 +609,9 @@ def parse_corpus(
         total=len(files), desc="parse", unit="doc", file=sys.stderr, leave=False, disable=not progress or len(files) < 2
     ) as bar:
         corpus = _parse_files(
-            docs_path, files, cache_dir, use_cache, on_progress, parse_fn, bar.update, n_workers, follow_symlinks
-        )
+            docs_path, files, cache_dir, use_cache, on_progress, parse_fn, bar.update, n_workers, follow_symlinks,
+            dispatch,
+        )  # fmt: skip
     return corpus
 
 
@@ -654,6 +659,17 @@ class _Outcome:
     error: str | None
     seconds: float
     outline: Outline = field(default_factory=Outline)
+
+
+# A parse handed elsewhere (``ragsweep.execution``: one Ray task per document): given the document's id
+# and its parse (a picklable call that never raises), start it and return what waits for its outcome.
+# The waiting call returns :func:`crashed` when the process that parsed it died every time it tried.
+Dispatch = Callable[[str, Callable[[], "_Outcome"]], Callable[[], "_Outcome"]]
+
+
+def crashed() -> _Outcome:
+    """The outcome of a document whose parser process died on it."""
+    return _Outcome(None, [], CRASHED, 0.0)
 
 
 def _parse_job(parse_fn: ParseFn, data: bytes, fmt: str, doc_id: str, standard_pdf: bool) -> _Outcome:
@@ -717,6 +733,7 @@ def _parse_files(
     tick: Callable[[int], object],
     workers: int = 1,
     follow_symlinks: bool = False,
+    dispatch: Dispatch | None = None,
 ) -> Corpus:
     """The parsing loop of :func:`parse_corpus` (``tick`` advances its progress bar).
 
@@ -728,9 +745,10 @@ def _parse_files(
     standard_pdf = layout_models_available()
     cache = ParseCache((cache_dir or default_cache_dir()) if use_cache else None)
     slots = _Slots(len(files), tick, cache)
-    runner = _Runner(parse_fn, standard_pdf, workers, slots.parsed)
+    runner = _Runner(parse_fn, standard_pdf, workers, slots.parsed, dispatch)
     try:
-        for index in _scan_order(files, workers):
+        # tasks share the misses as workers do: the largest are handed out first
+        for index in _scan_order(files, workers if dispatch is None else 2):
             path = files[index]
             target = None if follow_symlinks else outside_target(docs_path, path)
             if target is not None:
@@ -905,11 +923,21 @@ class _Runner:
     ``2 * workers`` documents are in flight, so the bytes held stay bounded. A lone
     miss is parsed here (no pool is started for one document). When a worker
     dies, the documents it may have held are parsed again one at a time in a
-    fresh process, so only the one that kills it is skipped.
+    fresh process, so only the one that kills it is skipped. With ``dispatch``, every miss is
+    handed to it as it is read and the outcomes are taken in that order at the end.
     """
 
-    def __init__(self, parse_fn: ParseFn, standard_pdf: bool, workers: int, done: Callable[[_Job, _Outcome], None]):
+    def __init__(
+        self,
+        parse_fn: ParseFn,
+        standard_pdf: bool,
+        workers: int,
+        done: Callable[[_Job, _Outcome], None],
+        dispatch: Dispatch | None = None,
+    ):
         self.parse_fn = parse_fn
+        self.dispatch = dispatch
+        self.dispatched: list[tuple[_Job, Callable[[], _Outcome]]] = []
         self.standard_pdf = standard_pdf
         self.workers = workers
         self.done = done
@@ -920,6 +948,11 @@ class _Runner:
         self.pool_started = False
 
     def submit(self, job: _Job) -> None:
+        if self.dispatch is not None:
+            parse = partial(_parse_job, self.parse_fn, job.data, job.fmt, job.doc_id, self.standard_pdf)
+            self.dispatched.append((job, self.dispatch(job.doc_id, parse)))
+            job.data = b""
+            return
         if self.workers <= 1:
             self._inline(job)
             return
@@ -929,6 +962,9 @@ class _Runner:
 
     def finish(self) -> None:
         """Parse everything submitted; return when every result is in."""
+        for job, outcome in self.dispatched:
+            self.done(job, outcome())
+        self.dispatched = []
         if not self.pool_started and len(self.waiting) == 1:
             self._inline(self.waiting.pop())
         self._pump()

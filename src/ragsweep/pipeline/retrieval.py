@@ -17,7 +17,7 @@ from typing import Any
 
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.pipeline.config import PipelineConfig
-from ragsweep.pipeline.corpus import Corpus
+from ragsweep.pipeline.corpus import Corpus, Dispatch
 from ragsweep.pipeline.hits import Hit
 
 Served = dict[str, dict[int, list[Hit]]]  # case id -> k -> the list served at k
@@ -28,13 +28,17 @@ class StageError(Exception):
 
 
 def parse_documents(
-    dataset: Dataset, progress: bool = False, workers: int | None = None, follow_symlinks: bool = False
+    dataset: Dataset,
+    progress: bool = False,
+    workers: int | None = None,
+    follow_symlinks: bool = False,
+    dispatch: Dispatch | None = None,
 ) -> Corpus:
-    """The dataset's documents parsed (:func:`~ragsweep.pipeline.corpus.parse_corpus`); skipped
-    files are named on stderr."""
+    """The dataset's documents parsed (:func:`~ragsweep.pipeline.corpus.parse_corpus`; ``dispatch``: where
+    each cache miss is parsed, e.g. a Ray task); skipped files are named on stderr."""
     from ragsweep.pipeline.corpus import parse_corpus, shown_name
 
-    kwargs: dict = {"progress": progress, "follow_symlinks": follow_symlinks}
+    kwargs: dict = {"progress": progress, "follow_symlinks": follow_symlinks, "dispatch": dispatch}
     if workers is not None:
         kwargs["workers"] = workers
     corpus = parse_corpus(dataset.docs_dir, **kwargs)
