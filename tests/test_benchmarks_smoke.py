@@ -69,10 +69,11 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "ray_scale.py": [
         "SMOKE RUN",
-        "RESULT one process:",
-        "RESULT same cases.jsonl: True; same report.json metrics: True",
-        "RESULT ray tasks: 2",
-        "RESULT projection  4 machine(s):",
+        "RESULT eval: one process",
+        "RESULT eval: same case lines: True; same report.json metrics: True",
+        "RESULT eval parse tasks: 3",
+        "RESULT eval retrieve tasks: 2",
+        "RESULT eval projection  4 machine(s):",
     ],
     "quality_levers.py": [
         "SMOKE RUN",
@@ -217,9 +218,12 @@ def _pathway_workers(s: dict) -> None:
 
 
 def _ray_scale(s: dict) -> None:
-    assert s["same_cases"] and s["same_metrics"] and s["cases"] == 20
-    assert len(s["tasks"]) == 2 and sum(t["cases"] for t in s["tasks"]) == 20
-    assert [r["machines"] for r in s["projection"]] == [1, 2, 4, 8, 16]
+    run = s["eval"]
+    assert run["same"] and s["cases"] == 20
+    stages = [t["stage"] for t in run["tasks"]]
+    assert stages.count("parse") == 3 and "embed" in stages
+    assert sum(t["cases"] for t in run["tasks"] if t["stage"] == "retrieve") == 20
+    assert [r["machines"] for r in run["projection"]] == [1, 2, 4, 8, 16]
 
 
 CHECKS = {

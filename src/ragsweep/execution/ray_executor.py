@@ -129,7 +129,8 @@ class RayExecutor:
         return {"name": self.name, "resources": resources, "tasks": self.tasks}
 
     def _resource(self, name: str) -> float:
-        return float(self._ray.cluster_resources().get(name, 0))
+        resources = self._ray.cluster_resources()
+        return float(resources[name]) if name in resources else 0.0
 
     def workers(self) -> int:
         return max(1, int(self._resource("CPU")))
@@ -197,7 +198,8 @@ class RayExecutor:
 
     def _get(self, refs: list[Any]) -> list[Any]:
         try:
-            return self._ray.get(refs)
+            fetch = self._ray.get  # the object store's fetch, not a mapping's lookup
+            return fetch(refs)
         except self._ray.exceptions.RayTaskError as err:  # raised in a task: its own message, not Ray's trace
             from ragsweep.evaluation.runfolder import RunError
 
