@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from ragsweep.datasets.schema import Case
 from ragsweep.pipeline.config import PipelineConfig
@@ -21,51 +21,11 @@ ExecutorName = Literal["local", "ray"]
 EXECUTORS = ("local", "ray")
 
 
-class Executor(Protocol):
+class Executor:
+    """Where a run's index work runs. A subclass defines ``submit``; ``retrieve`` is its result."""
+
     name: str
-
-    @property
-    def dispatch(self) -> Dispatch | None: ...  # where each document the parse cache lacks is parsed (None: here)
-
-    def retrieve(
-        self,
-        config: PipelineConfig,
-        corpus: Corpus,
-        cases: Sequence[Case],
-        ks: Iterable[int],
-        progress: bool,
-        fresh: bool,
-    ) -> Retrieved: ...  # what the store serves each case at each of ``ks``, in the cases' order
-
-    def submit(
-        self,
-        config: PipelineConfig,
-        corpus: Corpus,
-        cases: Sequence[Case],
-        ks: Iterable[int],
-        progress: bool,
-        fresh: bool,
-    ) -> Callable[[], Retrieved]: ...  # retrieve, started now (Ray) or when called (local); the call gives it
-
-    def describe(self) -> dict[str, Any]: ...  # where the run's index work ran (its manifest's "executor")
-
-
-class LocalExecutor:
-    """Everything in this process."""
-
-    name = "local"
-    dispatch: Dispatch | None = None
-
-    def retrieve(
-        self,
-        config: PipelineConfig,
-        corpus: Corpus,
-        cases: Sequence[Case],
-        ks: Iterable[int],
-        progress: bool,
-        fresh: bool,
-    ) -> Retrieved:
-        return retrieve(config, corpus, cases, ks, progress, fresh=fresh)
+    dispatch: Dispatch | None = None  # where each document the parse cache lacks is parsed (None: here)
 
     def submit(
         self,
@@ -76,10 +36,41 @@ class LocalExecutor:
         progress: bool,
         fresh: bool,
     ) -> Callable[[], Retrieved]:
-        return lambda: self.retrieve(config, corpus, cases, ks, progress, fresh)  # one group at a time, in order
+        """What the store serves each case at each of ``ks``, started now (Ray) or when the call
+        returned is made (local); the call gives it, in the cases' order."""
+        raise NotImplementedError
+
+    def retrieve(
+        self,
+        config: PipelineConfig,
+        corpus: Corpus,
+        cases: Sequence[Case],
+        ks: Iterable[int],
+        progress: bool,
+        fresh: bool,
+    ) -> Retrieved:
+        return self.submit(config, corpus, cases, ks, progress, fresh)()
 
     def describe(self) -> dict[str, Any]:
+        """Where the run's index work ran (its manifest's ``executor``)."""
         return {"name": self.name}
+
+
+class LocalExecutor(Executor):
+    """Everything in this process."""
+
+    name = "local"
+
+    def submit(
+        self,
+        config: PipelineConfig,
+        corpus: Corpus,
+        cases: Sequence[Case],
+        ks: Iterable[int],
+        progress: bool,
+        fresh: bool,
+    ) -> Callable[[], Retrieved]:
+        return lambda: retrieve(config, corpus, cases, ks, progress, fresh=fresh)  # one group at a time, in order
 
 
 LOCAL = LocalExecutor()

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ragsweep.datasets.schema import Case
+from ragsweep.execution.base import Executor
 from ragsweep.execution.parse_tasks import ParseDispatch
 from ragsweep.execution.shards import merge, split
 from ragsweep.pipeline.config import PipelineConfig
@@ -82,7 +83,7 @@ def wants_gpu(config: PipelineConfig, cluster_gpus: float) -> bool:
     return cluster_gpus > 0 and (device == "auto" or device.startswith("cuda"))
 
 
-class RayExecutor:
+class RayExecutor(Executor):
     """Tasks on the Ray cluster at ``address`` (None: a local one started for this run)."""
 
     name = "ray"
@@ -134,17 +135,6 @@ class RayExecutor:
 
     def workers(self) -> int:
         return max(1, int(self._resource("CPU")))
-
-    def retrieve(
-        self,
-        config: PipelineConfig,
-        corpus: Corpus,
-        cases: Sequence[Case],
-        ks: Iterable[int],
-        progress: bool,
-        fresh: bool,
-    ) -> Retrieved:
-        return self.submit(config, corpus, cases, ks, progress, fresh)()
 
     def submit(
         self,
