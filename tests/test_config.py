@@ -144,34 +144,61 @@ question_answerer: !pw.xpacks.llm.question_answering.BaseRAGQuestionAnswerer
 """
 
 
-def test_an_app_config_with_a_docling_parser_is_evaluated_with_ragsweeps_parse(
-    tmp_path, monkeypatch, fixture_corpus_dir
-):
-    """Pathway's DoclingParser is never built (it needs tree_sitter, and an API key for LLM
-    table parsing): ragsweep parses the documents itself, and the manifest says so."""
+def test_an_app_config_with_a_docling_parser_is_parsed_by_that_parser(tmp_path, monkeypatch, fixture_corpus_dir):
+    """Pathway's DoclingParser is built from the YAML with its arguments and run as the app runs it: the
+    DOCX becomes the one Markdown element ``chunk: false`` gives; what it cannot parse (HTML and text, which
+    it reads as a PDF named document.pdf; a PDF without Docling's layout model) is skipped with its error,
+    as the app would index nothing of it."""
     import yaml
-    from pathway.internals.yaml_loader import PathwayYamlLoader, Variable
+    from pathway.internals.yaml_loader import PathwayYamlLoader
     from pathway.stdlib.indexing import TantivyBM25Factory
+    from pathway.xpacks.llm.parsers import DoclingParser
 
     from ragsweep.pipeline.corpus import parse_corpus
     from ragsweep.pipeline.store import RagStore
 
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-sent")  # the chat model is not built either
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-sent")  # table_parsing_strategy llm builds a chat model
     app = tmp_path / "app.yaml"
     app.write_text(DOCLING_APP_YAML)
     config = PipelineConfig.load(app)
-    built = config.build()  # was: ImportError: No module named 'tree_sitter' (DoclingParser built)
-    assert type(config.raw[Variable("parser")].constructor).__name__ == "ParserStandIn"  # no class imported
+    built = config.build()
     assert isinstance(built.retriever_factory, TantivyBM25Factory)
     assert built.splitter.kwargs["max_tokens"] == 300
-    assert config.manifest()["parser"]["configured"] == "pathway.xpacks.llm.parsers.DoclingParser"
-    assert config.manifest()["parser"]["used"].startswith("ragsweep.pipeline.corpus")
-    # the stand-in hashes as the parser it replaces
+    parser = config.build_parser()
+    assert isinstance(parser, DoclingParser) and parser.chunker is None and parser.table_parsing_strategy == "llm"
+    spec = config.parser_spec()
+    assert spec.identity.startswith("pathway.xpacks.llm.parsers.DoclingParser#") and not spec.native
+    assert config.manifest()["parser"] == {
+        "parser": "DoclingParser", "by": "app", "class": "pathway.xpacks.llm.parsers.DoclingParser"
+    }  # fmt: skip
+    # the hash is Pathway's loader's view of the file
     assert PipelineConfig(str(app), yaml.load(DOCLING_APP_YAML, PathwayYamlLoader)).hash == config.hash
 
+    corpus = parse_corpus(
+        fixture_corpus_dir, cache_dir=tmp_path / "cache", parse_fn=spec.parse_fn(), parser_id=spec.identity
+    )
+    assert [d.doc_id for d in corpus.documents] == ["sourdough.docx"]
+    (doc,) = corpus.documents
+    assert doc.parser == "app:" + spec.identity and len(doc.elements) == 1 and doc.text.startswith("### Sourdough")
+    skipped = {s.doc_id: s.reason for s in corpus.skipped}
+    assert "document.pdf" in skipped["jupiter.html"] and "document.pdf" in skipped["cranfield-1-slipstream.txt"]
     assert config.top_k == 3  # the question answerer's search_topk
-    hits = RagStore(config, parse_corpus(fixture_corpus_dir)).retrieve(["the moons of Jupiter and the agreement"])
-    assert len(hits[0]) == 3 and hits[0][0].doc_id == "jupiter.html"
+    hits = RagStore(config, corpus).retrieve(["How long does the dough rise?"])
+    assert [h.doc_id for h in hits[0]] == ["sourdough.docx"]  # its one chunk (the corpus has no other)
+    for hit in hits[0]:  # offsets into the parsed text, the parser's Markdown included
+        assert doc.text[hit.start : hit.end] == hit.text
+
+
+def test_parser_native_replaces_the_apps_parser_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-sent")
+    app = tmp_path / "app.yaml"
+    app.write_text(DOCLING_APP_YAML)
+    config = PipelineConfig.load(app, {"parser": "native"})
+    assert type(config.build_parser()).__name__ == "NativeParser"
+    assert config.parser_spec().native and config.hash != PipelineConfig.load(app).hash
+    assert config.manifest()["parser"]["note"].startswith("parsed by ragsweep, not by the app's parser (DoclingParser)")
+    with pytest.raises(ConfigError, match="the only parser override is parser=native"):
+        PipelineConfig.load(app, {"parser": "docling"})
 
 
 def test_search_topk_is_the_top_k_of_an_app_config_without_top_k(tmp_path):
@@ -217,5 +244,5 @@ def test_a_top_level_document_store_is_used_too(tmp_path):
     config = PipelineConfig.load(app)
     built = config.build()
     assert isinstance(built.retriever_factory, TantivyBM25Factory) and built.splitter.kwargs["max_tokens"] == 300
-    assert config.manifest()["parser"]["configured"] == "pathway.xpacks.llm.parsers.UnstructuredParser"
+    assert config.manifest()["parser"]["class"] == "pathway.xpacks.llm.parsers.UnstructuredParser"
     assert config.with_overrides({"top_k": 2}).index_key == config.index_key

@@ -157,7 +157,7 @@ def _evaluate_on(
     saved = folder.load_served() if options.resume else None
     if done:
         print(f"resuming: {len(done)} case(s) already done, {len(cases) - len(done)} to go", file=sys.stderr)
-    corpus = timed(stage, "parse", lambda: parse_or_fail(dataset, options, executor))
+    corpus = timed(stage, "parse", lambda: parse_or_fail(dataset, options, executor, config))
     if options.dry_run:
         return dry_run_report(options, config, corpus, cases)
     answering, probes = prepare_answering(config, options, cases, stage)
@@ -213,9 +213,13 @@ def timed(stage: dict[str, float], name: str, fn: Any) -> Any:
         stage[name] = time.perf_counter() - started
 
 
-def parse_or_fail(dataset: Dataset, options: RunInputs, executor: Executor = LOCAL) -> Corpus:
+def parse_or_fail(
+    dataset: Dataset, options: RunInputs, executor: Executor = LOCAL, config: PipelineConfig | None = None
+) -> Corpus:
     try:
-        return parse_documents(dataset, options.progress, options.workers, options.follow_symlinks, executor.dispatch)
+        return parse_documents(
+            dataset, options.progress, options.workers, options.follow_symlinks, executor.dispatch, config
+        )
     except StageError as err:
         raise RunError(str(err)) from err
 
@@ -376,10 +380,11 @@ def split_corpus(splitter: Any, corpus: Corpus) -> dict[str, list[str]]:
     the header a ``$chunk_header`` splitter makes of the document's metadata."""
     from ragsweep.pipeline.store import outline_metadata
 
-    def pieces(doc: Any) -> Any:
+    def pieces(doc: Any) -> Any:  # element by element, as the DocumentStore hands them to the splitter
         if not getattr(splitter, "takes_metadata", False):
-            return splitter.__wrapped__(doc.text)
-        return splitter.__wrapped__((doc.text, {"doc_id": doc.doc_id, "path": doc.doc_id, **outline_metadata(doc)}))
+            return [chunk for text, _ in doc.pieces() for chunk in splitter.__wrapped__(text)]
+        meta = {"doc_id": doc.doc_id, "path": doc.doc_id, **outline_metadata(doc)}
+        return [chunk for text, own in doc.pieces() for chunk in splitter.__wrapped__((text, {**meta, **own}))]
 
     return {d.doc_id: [str(text) for text, _ in pieces(d)] for d in corpus.documents}
 

@@ -257,13 +257,19 @@ def _run_sweep(
     executor: Executor = LOCAL,
 ) -> SweepResult:
     started = time.perf_counter()
-    try:  # parsed once for the whole sweep
-        corpus = parse_documents(dataset, options.progress, options.workers, options.follow_symlinks, executor.dispatch)
+    corpora: Corpora = {}
+    try:  # parsed once for the whole sweep, by each distinct parser configuration of the grid
+        for cfg in [base_config, *(cfg for _, cfg in sweep.configs.values())]:
+            if (identity := cfg.parser_spec().identity) not in corpora:
+                corpora[identity] = parse_documents(
+                    dataset, options.progress, options.workers, options.follow_symlinks, executor.dispatch, cfg
+                )
     except StageError as err:
         raise RunError(str(err)) from err
+    corpus = corpora[base_config.parser_spec().identity]
     parse_seconds = time.perf_counter() - started
     results = finished_configs(folder, sweep)
-    embedded = run_groups(options, sweep, corpus, dataset, cases, folder, results, executor)
+    embedded = run_groups(options, sweep, corpora, dataset, cases, folder, results, executor)
     result = finish_sweep(folder, sweep, results)
     result.unlocated = stored_unlocated(folder, sweep.baseline_id, dataset.relevance.unlocated)
     result.ks = sweep.ks
@@ -271,7 +277,7 @@ def _run_sweep(
     result.choice_split = "dev" if holdout else options.split
     result.same_cases_for_choice_and_report = not holdout
     if holdout:
-        result.verdict = score_on_holdout(result, sweep, corpus, dataset, holdout, options, executor)
+        result.verdict = score_on_holdout(result, sweep, corpora, dataset, holdout, options, executor)
     result.manifest = {
         "pipeline": base_config.manifest(),
         "dataset": {
@@ -322,10 +328,19 @@ def stored_unlocated(folder: RunFolder, config: str, mode: str) -> UnlocatedRepo
     return unlocated_report([CaseResult.model_validate(line) for line in lines], mode)
 
 
+# each parser configuration's corpus, by its identity (None: ragsweep's own parse)
+Corpora = dict[str | None, Corpus]
+
+
+def corpus_for(corpora: Corpora, config: PipelineConfig) -> Corpus:
+    """The documents as the configuration's parser parsed them."""
+    return corpora[config.parser_spec().identity]
+
+
 def run_groups(
     options: SweepOptions,
     sweep: Sweep,
-    corpus: Corpus,
+    corpora: Corpora,
     dataset: Dataset,
     cases: list[Case],
     folder: RunFolder,
@@ -338,12 +353,12 @@ def run_groups(
         groups[cfg.index_key].append(cid)
     todos = {key: [cid for cid in members if cid not in results] for key, members in groups.items()}
     # every group's index work is submitted before the first is gathered: on Ray the groups run side by side
-    pending = {key: submit_group(options, sweep, corpus, cases, todo, executor) for key, todo in todos.items() if todo}
+    pending = {key: submit_group(options, sweep, corpora, cases, todo, executor) for key, todo in todos.items() if todo}
     embedded = 0
     for n_group, (index_key, todo) in enumerate(todos.items(), start=1):
         if todo:
             embedded += run_group(
-                options, sweep, corpus, dataset, cases, folder, results, todo, n_group, len(groups), pending[index_key]
+                options, sweep, corpora, dataset, cases, folder, results, todo, n_group, len(groups), pending[index_key]
             )
     return embedded
 
@@ -355,17 +370,19 @@ def group_depths(sweep: Sweep, todo: list[str]) -> list[int]:
 
 
 def submit_group(
-    options: SweepOptions, sweep: Sweep, corpus: Corpus, cases: list[Case], todo: list[str], executor: Executor
+    options: SweepOptions, sweep: Sweep, corpora: Corpora, cases: list[Case], todo: list[str], executor: Executor
 ) -> Callable[[], Retrieved]:
     """One index's store work handed to the executor (started now on Ray); the call returned gives its lists."""
     config = sweep.configs[todo[0]][1]
-    return executor.submit(config, corpus, cases, group_depths(sweep, todo), options.progress, options.fresh_retrieval)
+    return executor.submit(
+        config, corpus_for(corpora, config), cases, group_depths(sweep, todo), options.progress, options.fresh_retrieval
+    )
 
 
 def run_group(
     options: SweepOptions,
     sweep: Sweep,
-    corpus: Corpus,
+    corpora: Corpora,
     dataset: Dataset,
     cases: list[Case],
     folder: RunFolder,
@@ -397,7 +414,7 @@ def run_group(
         sink.reset()
         answering = sweep_answering(cfg, options, cases)
         evaluated = evaluate_configuration(
-            cfg, cases, corpus=corpus, ks=sweep.ks, relevance=dataset.relevance, answering=answering,
+            cfg, cases, corpus=corpus_for(corpora, cfg), ks=sweep.ks, relevance=dataset.relevance, answering=answering,
             sink=sink, retrieved=retrieved, progress=options.progress, budgets=sweep.budgets,
         )  # fmt: skip
         sink.close()
@@ -466,7 +483,7 @@ def with_own_k(agg: Aggregate, top_k: int, unserved: Sequence[int]) -> Aggregate
 def score_on_holdout(
     report: SweepResult,
     sweep: Sweep,
-    corpus: Corpus,
+    corpora: Corpora,
     dataset: Dataset,
     holdout: list[Case],
     options: SweepOptions,
@@ -483,7 +500,7 @@ def score_on_holdout(
     for cid in dict.fromkeys([chosen, sweep.baseline_id]):
         params, cfg = sweep.configs[cid]
         evaluated = evaluate_configuration(
-            cfg, holdout, corpus=corpus, ks=sweep.ks, relevance=dataset.relevance,
+            cfg, holdout, corpus=corpus_for(corpora, cfg), ks=sweep.ks, relevance=dataset.relevance,
             answering=sweep_answering(cfg, options, holdout), progress=options.progress, fresh=options.fresh_retrieval,
             budgets=sweep.budgets,
             executor=executor,

@@ -30,7 +30,8 @@ def texts_to_embed(config: PipelineConfig, corpus: Corpus) -> tuple[str, list[st
     split = getattr(pipeline.splitter, "__wrapped__", None)
     if embedder is None or split is None:
         return "", []
-    texts = list(dict.fromkeys(str(text) for doc in corpus.documents for text, _ in split(doc.text)))
+    pieces = (text for doc in corpus.documents for text, _ in doc.pieces())  # element by element, as the store splits
+    texts = list(dict.fromkeys(str(chunk) for piece in pieces for chunk, _ in split(piece)))
     keys = {EmbeddingCache.key(embedder.embedder_id, t): t for t in texts}
     found = embedder.cache.get_many(list(keys))
     return str(embedder.embedder_id), [t for key, t in keys.items() if key not in found]

@@ -25,10 +25,10 @@ file, the knob, the value and what is allowed. Other variables are free.
 
 An llm-app ``app.yaml`` works as is:
 
-- documents are parsed by ragsweep itself (:mod:`ragsweep.pipeline.corpus`, Docling), so a
-  Pathway parser (``!pw.xpacks.llm.parsers.DoclingParser``...) is read as a
-  stand-in and never constructed (it would need ``pathway[xpack-llm-docs]`` and,
-  for LLM table parsing, an API key); the manifest records the substitution;
+- its parser (``$parser``, or its document store's: ``DoclingParser``, ``Utf8Parser``, a ``pw.UDF``
+  of the user's) is built from the YAML and run as the app runs it (:mod:`ragsweep.pipeline.parsing`;
+  :meth:`PipelineConfig.build_parser`); ``--set parser=native`` puts ragsweep's own parse in its place,
+  and every report says so;
 - its embedder (``OpenAIEmbedder``...) is built and used as is, behind ragsweep's vector cache
   (:mod:`ragsweep.pipeline.app_components`);
 - its ``question_answerer`` is built only for ``--llm`` answers
@@ -72,8 +72,10 @@ from ragsweep.pipeline.offline import ensure_offline
 
 RETRIEVER_MODES = ("bm25", "knn", "hybrid")
 DEFAULT_TOP_K = 5
-# what stands in for the parser of an app config: the documents are parsed here
-RAGSWEEP_PARSER = "ragsweep.pipeline.corpus (Docling)"
+# the parser of a ragsweep pipeline that names none: ragsweep's own offline parse
+NATIVE_PARSER = "ragsweep.pipeline.parsing.NativeParser"
+# what an app's DocumentStore parses with when it names no parser (Pathway's default)
+PATHWAY_DEFAULT_PARSER = "pathway.xpacks.llm.parsers.Utf8Parser"
 
 
 class ConfigError(Exception):
@@ -313,7 +315,7 @@ class PipelineConfig:
         if not p.is_file():
             raise ConfigError(f"pipeline config {str(p)!r} does not exist")
         try:
-            raw = yaml.load(p.read_text(), _loader_class())
+            raw = yaml.load(p.read_text(), _loader_class())  # Pathway's loader: classes imported, none built
         except (yaml.YAMLError, ImportError, AttributeError) as err:
             raise ConfigError(f"{p}: {err}") from err
         if not isinstance(raw, dict):
@@ -332,6 +334,14 @@ class PipelineConfig:
         raw = copy.copy(self.raw)
         for name, value in overrides.items():
             var = Variable(name)
+            if name == "parser":  # the one component an override may replace: by ragsweep's own parse
+                if value != "native":
+                    raise ConfigError(
+                        f"{self.path}: --set parser={value}: the only parser override is parser=native "
+                        "(ragsweep's own offline parse in place of the app's parser; reports say so)"
+                    )
+                raw[var] = value
+                continue
             if var not in raw and name not in ("top_k", "route_docs"):
                 scalars = sorted(v.name for v in raw if isinstance(v, Variable) and _is_scalar(raw[v]))
                 close = difflib.get_close_matches(name, scalars, n=3, cutoff=0.6)
@@ -421,7 +431,10 @@ class PipelineConfig:
         the document stage), not top-k."""
         factory_ref, _ = self._component_refs()
         routing = "" if self.variables.route_docs is None else f"\0route_docs={self.variables.route_docs}"
-        return hashlib.sha256((self.chunking_key + self._sub_hash(factory_ref) + routing).encode()).hexdigest()[:16]
+        identity = self.parser_spec().identity  # an app's parser: its configuration decides the chunks too
+        parsing = "" if identity is None else f"\0parser={identity}"
+        key = self.chunking_key + self._sub_hash(factory_ref) + routing + parsing
+        return hashlib.sha256(key.encode()).hexdigest()[:16]
 
     def _canonical_text(self, obj: Any) -> str:
         text = json.dumps(_canonical(obj), sort_keys=True, default=_not_canonical)
@@ -648,19 +661,87 @@ class PipelineConfig:
             identity = _type_path(type(embedder))
         keep_and_cache(embedder, label, f"{_type_path(type(embedder))}:{identity}")
 
-    def configured_parser(self) -> str | None:
-        """The Pathway parser the file configures (``$parser`` or its document store's), if any."""
+    def _parser_node(self) -> Any:
+        """The YAML node of the parser the app's DocumentStore parses with (its ``parser``, else ``$parser``),
+        ``"native"`` after ``--set parser=native``, or None when the file names none."""
         from pathway.internals.yaml_loader import Value, Variable
 
-        candidates = [self.raw.get(Variable("parser"))]
+        if self.raw.get(Variable("parser")) == "native":
+            return "native"
         store = self._document_store()
-        if isinstance(store, Value) and store.constructor is not None:
-            ref = store.kwargs.get("parser")
-            candidates.insert(0, self.raw.get(ref) if isinstance(ref, Variable) else ref)
-        for node in candidates:
-            if isinstance(node, Value) and node.constructor is not None:
-                return _callable_path(node.constructor)
-        return None
+        if isinstance(store, Value) and store.constructor is not None and "parser" in store.kwargs:
+            ref = store.kwargs["parser"]
+            return self.raw.get(ref) if isinstance(ref, Variable) else ref
+        return self.raw.get(Variable("parser"))
+
+    def configured_parser(self) -> str:
+        """The import path of the parser the app's DocumentStore runs: the one the file names, else
+        Pathway's default (``Utf8Parser``) for a file with a document store, else ragsweep's own parse."""
+        from pathway.internals.yaml_loader import Value
+
+        node = self._original_parser_node()
+        if isinstance(node, Value) and node.constructor is not None:
+            return _callable_path(node.constructor)
+        return PATHWAY_DEFAULT_PARSER if self._document_store() is not None else NATIVE_PARSER
+
+    def _original_parser_node(self) -> Any:
+        """The parser node before ``--set parser=native``."""
+        if self._parser_node() != "native":
+            return self._parser_node()
+        original = PipelineConfig(path=self.path, raw={**self.raw}, overrides={})
+        from pathway.internals.yaml_loader import Variable
+
+        original.raw.pop(Variable("parser"), None)
+        return original._parser_node()
+
+    def build_parser(self) -> Any:
+        """The parser object, built from the YAML with every argument it has (a fresh object each call),
+        Docling's chunker tokenizer from the bundled MiniLM package (:mod:`ragsweep.pipeline.parsing`)."""
+        from pathway.internals.yaml_loader import Resolver, Value, Variable
+
+        from ragsweep.pipeline.parsing import NativeParser, offline_parser_models
+
+        node = self._parser_node()
+        if node == "native" or (node is None and self._document_store() is None):
+            return NativeParser()
+        if node is None:
+            from pathway.xpacks.llm.parsers import Utf8Parser
+
+            return Utf8Parser()
+        doc: dict[Any, Any] = {k: v for k, v in _fresh_copy(self.raw).items() if isinstance(k, Variable)}
+        doc["parser"] = _fresh_copy(node)
+        with warnings.catch_warnings(), offline_parser_models():
+            warnings.simplefilter("ignore")
+            try:
+                with Resolver() as resolver:
+                    return resolver.resolve(doc)["parser"]
+            except Exception as err:  # a missing package (tree_sitter), a bad argument, a model not here
+                name = _callable_path(node.constructor) if isinstance(node, Value) and node.constructor else "parser"
+                raise ConfigError(f"{self.path}: building the app's parser ({name}) failed: {_why(err)}") from err
+
+    def parser_spec(self) -> Any:
+        """The parser as the parse stage needs it (:class:`ragsweep.pipeline.parsing.ParserSpec`): its
+        label, its identity (class + the arguments that decide its output: the parse cache's key part;
+        None for ragsweep's own parse) and how another process builds it again."""
+        from pathway.internals.yaml_loader import Value
+
+        from ragsweep.pipeline.parsing import NOT_OUTPUT, ParserSpec
+
+        node = self._parser_node()
+        configured = self.configured_parser()
+        if node == "native" or configured == NATIVE_PARSER:
+            replaced = configured.rsplit(".", 1)[-1] if node == "native" and configured != NATIVE_PARSER else None
+            return ParserSpec(label="ragsweep native parse", identity=None, replaced=replaced, class_path=NATIVE_PARSER)
+        if isinstance(node, Value) and node.constructor is not None:
+            kept = Value(node.constructor, {k: v for k, v in node.kwargs.items() if k not in NOT_OUTPUT})
+            identity = f"{configured}#{self._sub_hash(kept)}"
+        else:
+            identity = configured
+        label = configured.rsplit(".", 1)[-1]
+        path = str(Path(self.path).resolve())
+        return ParserSpec(
+            label=label, identity=identity, path=path, overrides=dict(self.overrides), class_path=configured
+        )
 
     def manifest(self) -> dict[str, Any]:
         """What a report records of this config; secrets are masked."""
@@ -674,13 +755,7 @@ class PipelineConfig:
         label, _ = self._top_k_source()
         if label not in (None, "$top_k"):
             out["top_k"] = {"value": self.top_k, "from": label}
-        parser = self.configured_parser()
-        if parser is not None:
-            out["parser"] = {
-                "configured": parser,
-                "used": RAGSWEEP_PARSER,
-                "note": "documents are parsed by ragsweep; the configured parser is not built",
-            }
+        out["parser"] = self.parser_spec().manifest()
         return out
 
     def public_text(self) -> str:
@@ -702,52 +777,17 @@ def redact(values: dict[str, Any]) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------- loading
-# a Pathway parser tag: !pw.xpacks.llm.parsers.DoclingParser, !pathway.xpacks.llm.parsers.UnstructuredParser...
-_PARSER_TAG = re.compile(r"^(?:pw|pathway)[.:]xpacks\.llm\.parsers[.:](\w+)$")
-
-
-@dataclass(frozen=True)
-class ParserStandIn:
-    """Stands in for a Pathway parser of an app config, whose class is never imported.
-
-    ragsweep parses the documents itself (:mod:`ragsweep.pipeline.corpus`), so the parser
-    (Docling's needs ``pathway[xpack-llm-docs]``, i.e. tree_sitter, and an API key
-    for LLM table parsing) is not needed; calling this returns a :class:`ReplacedParser`.
-    """
-
-    path: str  # the parser's import path, as Pathway's loader would import it
-
-    def __call__(self, **kwargs: Any) -> "ReplacedParser":
-        return ReplacedParser(self.path, kwargs)
-
-
-@dataclass
-class ReplacedParser:
-    path: str
-    kwargs: dict[str, Any]
-
-
 @functools.cache
 def _loader_class() -> type:
-    from pathway.internals.yaml_loader import PathwayYamlLoader, Value, verify_dict_keys
+    from pathway.internals.yaml_loader import PathwayYamlLoader
 
-    class Loader(PathwayYamlLoader):
-        """Pathway's loader, except that parser tags become :class:`ParserStandIn` components."""
+    return PathwayYamlLoader
 
-        def construct_pathway_value(self, tag: str, node: yaml.Node) -> Value:
-            match = _PARSER_TAG.match(tag)
-            if match is None:
-                return super().construct_pathway_value(tag, node)
-            if isinstance(node, yaml.MappingNode):
-                kwargs = verify_dict_keys(self.construct_mapping(node))
-            elif isinstance(node, yaml.ScalarNode) and node.value == "":
-                kwargs = {}
-            else:
-                raise yaml.MarkedYAMLError(problem="expected a mapping or empty node", problem_mark=node.start_mark)
-            return Value(ParserStandIn("pathway.xpacks.llm.parsers." + match.group(1)), kwargs)
 
-    Loader.add_multi_constructor("!", Loader.construct_pathway_value)
-    return Loader
+def _why(err: BaseException) -> str:
+    """An exception as one line: its type and first line (Pathway's optional imports name the extra)."""
+    first = (str(err).strip().splitlines() or [""])[0]
+    return f"{type(err).__name__}: {first[:300]}"
 
 
 def _fresh_copy(obj: Any) -> Any:
@@ -793,8 +833,6 @@ def _is_retriever_factory(node: Any, raw: dict, depth: int = 0) -> bool:
     if node.constructor is None or node.constructed:
         return False
     constructor = node.constructor
-    if isinstance(constructor, ParserStandIn):
-        return False
     if not isinstance(constructor, type):
         return True  # a factory function: cannot tell before calling it
     from pathway.stdlib.indexing import AbstractRetrieverFactory
@@ -804,8 +842,6 @@ def _is_retriever_factory(node: Any, raw: dict, depth: int = 0) -> bool:
 
 # ----------------------------------------------------------------- hashing
 def _callable_path(c: Any) -> str:
-    if isinstance(c, ParserStandIn):
-        return c.path  # what the real parser's class path is: the hash does not depend on the stand-in
     module, qualname = getattr(c, "__module__", None), getattr(c, "__qualname__", None)
     if module and qualname:
         return f"{module}.{qualname}"

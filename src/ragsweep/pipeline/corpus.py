@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from io import BytesIO
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -78,8 +79,14 @@ class Outline(BaseModel):
     headings: list[tuple[int, str]] = []
 
 
-# what a parse function returns: the text, or the text and its warnings (and its outline)
-ParseOutput = str | tuple[str, Sequence[str]] | tuple[str, Sequence[str], Outline]
+# what a parse function returns: the text, or the text and its warnings (and its outline, and the
+# elements an app's parser cut the document into: :class:`ParsedElement`)
+ParseOutput = (
+    str
+    | tuple[str, Sequence[str]]
+    | tuple[str, Sequence[str], Outline]
+    | tuple[str, Sequence[str], Outline, "list[tuple[str, dict]]"]
+)
 ParseFn = Callable[[bytes, str, str, bool], ParseOutput]
 
 EXTENSIONS = {
@@ -99,9 +106,44 @@ class CorpusError(Exception):
     """The documents folder as a whole is unusable (missing, empty, not a folder)."""
 
 
+# between two elements of one document in its parsed text (where evidence spans are located)
+ELEMENT_SEPARATOR = "\n\n"
+
+
+class ParsedElement(BaseModel):
+    """One element an app's parser cut a document into (a DoclingParser structure chunk, an
+    UnstructuredParser element, a PypdfParser page): its text as the parser gave it, the metadata it
+    gave it (what the DocumentStore merges into the chunks' metadata) and where its NFKC text lies
+    in the document's parsed text (``start``/``end``). Pathway's splitter cuts each one on its own."""
+
+    text: str
+    metadata: dict[str, Any] = {}
+    start: int
+    end: int
+
+
+def join_elements(raw: Sequence[tuple[str, dict]]) -> tuple[str, list[ParsedElement]]:
+    """A document's parsed text (each element's text in NFKC, as the splitter reads it, joined by
+    :data:`ELEMENT_SEPARATOR`) and its elements located in it."""
+    parts: list[str] = []
+    elements: list[ParsedElement] = []
+    at = 0
+    for text, metadata in raw:
+        normalised = unicodedata.normalize("NFKC", text)
+        if parts:
+            at += len(ELEMENT_SEPARATOR)
+        elements.append(ParsedElement(text=text, metadata=dict(metadata), start=at, end=at + len(normalised)))
+        parts.append(normalised)
+        at += len(normalised)
+    return ELEMENT_SEPARATOR.join(parts), elements
+
+
 class ParsedDocument(BaseModel):
     doc_id: str  # path relative to the documents folder, '/'-separated
     text: str
+    # the elements of an app's parser; empty: the whole text is one element with no metadata
+    # (ragsweep's own parse, and what Pathway's Utf8Parser makes of a text file)
+    elements: list[ParsedElement] = []
     title: str | None = None  # Docling's title item, if it labels one
     headings: list[tuple[int, str]] = []  # (offset in text, heading) of each section header
     format: str  # pdf | docx | html | md | txt
@@ -112,6 +154,27 @@ class ParsedDocument(BaseModel):
     # what went wrong while parsing a document that was still kept: pages Docling
     # could not read, a partial conversion, a PDF that looks cut short
     warnings: list[str] = []
+
+    def pieces(self) -> list[tuple[str, dict[str, Any]]]:
+        """What the DocumentStore's parser stage hands the splitter: (text, metadata) per element."""
+        if not self.elements:
+            return [(self.text, {})]
+        return [(e.text, dict(e.metadata)) for e in self.elements]
+
+    def chunk_offsets(self, chunk: str, metadata: dict[str, Any]) -> tuple[int, int]:
+        """Where a chunk the splitter cut lies in :attr:`text`: its ``start``/``end`` (a splitter of
+        ragsweep's gives them within the element it cut) moved to the element's place, else the
+        chunk found in the text (Pathway's own splitters record none); ``(0, 0)`` when not found."""
+        if "start" in metadata and "end" in metadata:
+            start, end = int(metadata["start"]), int(metadata["end"])
+            for element in self.elements:
+                if self.text[element.start + start : element.start + end] == chunk:
+                    return element.start + start, element.start + end
+            return start, end
+        pos = self.text.find(chunk)
+        if pos < 0:
+            pos = self.text.find(chunk.strip())
+        return (pos, pos + len(chunk)) if pos >= 0 else (0, 0)
 
 
 class SkippedDocument(BaseModel):
@@ -143,6 +206,16 @@ class Corpus(BaseModel):
         if not any(title or headings for _, title, headings in outlines):
             return ""
         return hashlib.sha256(json.dumps(outlines).encode()).hexdigest()
+
+    @property
+    def elements_hash(self) -> str:
+        """Hash of every document's elements (their texts, metadata and places); ``""`` when no document
+        has any (ragsweep's own parse), so such a corpus is known by :attr:`content_hash` alone."""
+        docs = sorted(self.documents, key=lambda d: d.doc_id)
+        if not any(d.elements for d in docs):
+            return ""
+        payload = [(d.doc_id, [e.model_dump() for e in d.elements]) for d in docs]
+        return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
     def text_of(self, doc_id: str) -> str | None:
         for doc in self.documents:
@@ -571,6 +644,7 @@ def parse_corpus(
     workers: int | None = None,
     follow_symlinks: bool = False,
     dispatch: Dispatch | None = None,
+    parser_id: str | None = None,
 ) -> Corpus:
     """Parse every file under ``docs_dir``; skip bad ones with a reason.
 
@@ -589,7 +663,9 @@ def parse_corpus(
     otherwise the parse is serial. ``follow_symlinks``: index the targets of symlinks that
     lead outside ``docs_dir`` (by default each is skipped, its reason naming where it leads).
     ``dispatch``: each cache miss is handed to it instead of to ``workers`` (see :data:`Dispatch`);
-    reading, the cache and the corpus's order stay here.
+    reading, the cache and the corpus's order stay here. ``parser_id``: the parser ``parse_fn`` runs when it
+    is not ragsweep's own (an app's, :mod:`ragsweep.pipeline.parsing`: its class and the arguments that decide
+    its output), part of every cache key and each document's ``parser``.
     """
     docs_path = Path(docs_dir)
     if not docs_path.exists():
@@ -610,7 +686,7 @@ def parse_corpus(
     ) as bar:
         corpus = _parse_files(
             docs_path, files, cache_dir, use_cache, on_progress, parse_fn, bar.update, n_workers, follow_symlinks,
-            dispatch,
+            dispatch, parser_id,
         )  # fmt: skip
     return corpus
 
@@ -652,13 +728,14 @@ class _Job:
 
 @dataclass
 class _Outcome:
-    """What parsing one document gave: its text, warnings and outline, or an error."""
+    """What parsing one document gave: its text, warnings, outline and elements, or an error."""
 
     text: str | None
     warnings: list[str]
     error: str | None
     seconds: float
     outline: Outline = field(default_factory=Outline)
+    elements: list[ParsedElement] = field(default_factory=list)
 
 
 # A parse handed elsewhere (``ragsweep.execution``: one Ray task per document): given the document's id
@@ -680,8 +757,9 @@ def _parse_job(parse_fn: ParseFn, data: bytes, fmt: str, doc_id: str, standard_p
     except Exception as err:  # one bad document must never sink the run
         return _Outcome(None, [], f"parse failed: {err}", time.perf_counter() - started)
     text, warnings, *rest = (out, ()) if isinstance(out, str) else out
-    outline = rest[0] if rest else Outline()
-    return _Outcome(text, [str(w) for w in warnings], None, time.perf_counter() - started, outline)
+    outline = rest[0] if rest and isinstance(rest[0], Outline) else Outline()
+    elements = join_elements(rest[1])[1] if len(rest) > 1 and isinstance(rest[1], list) else []
+    return _Outcome(text, [str(w) for w in warnings], None, time.perf_counter() - started, outline, elements)
 
 
 def _warnings_key(key: str) -> str:
@@ -692,31 +770,43 @@ def _outline_key(key: str) -> str:
     return hashlib.sha256(f"{key}:outline".encode()).hexdigest()
 
 
-def _cached(cache: ParseCache, key: str, parser: str) -> tuple[str, list[str], Outline] | None:
-    """A parsed text, its warnings and outline from the cache; None unless all are there (a
-    plain text file has no outline to miss)."""
+def _elements_key(key: str) -> str:
+    return hashlib.sha256(f"{key}:elements".encode()).hexdigest()
+
+
+# an app's parser's documents are known by "app:" and the parser's identity (ragsweep.pipeline.parsing)
+APP_PARSER_PREFIX = "app:"
+
+
+def _cached(cache: ParseCache, key: str, parser: str) -> _Outcome | None:
+    """A parsed text, its warnings, outline and elements from the cache; None unless all are there (a
+    plain text file has no outline to miss, ragsweep's own parse no elements)."""
     text = cache.get(key)
     if text is None:
         return None
     raw = cache.get(_warnings_key(key))  # missing: cached before warnings were kept, parse again
     outline = cache.get(_outline_key(key)) if parser != PLAIN_TEXT_PARSER else "{}"
-    if raw is None or outline is None:  # no outline: cached before outlines were kept
+    stored = cache.get(_elements_key(key)) if parser.startswith(APP_PARSER_PREFIX) else "[]"
+    if raw is None or outline is None or stored is None:  # no outline: cached before outlines were kept
         return None
     try:
         warnings = json.loads(raw)
         found = Outline.model_validate_json(outline)
+        elements = [ParsedElement.model_validate(e) for e in json.loads(stored)]
     except ValueError:
         return None
     if not isinstance(warnings, list):
         return None
-    return text, [str(w) for w in warnings], found
+    return _Outcome(text, [str(w) for w in warnings], None, 0.0, found, elements)
 
 
-def _cache_put(cache: ParseCache, key: str, text: str, warnings: list[str], outline: Outline) -> None:
-    # first: a text is only used with its warnings and outline
-    cache.put(_warnings_key(key), json.dumps(warnings))
-    cache.put(_outline_key(key), outline.model_dump_json())
-    cache.put(key, text)
+def _cache_put(cache: ParseCache, key: str, outcome: _Outcome) -> None:
+    # first: a text is only used with its warnings, outline and elements
+    cache.put(_warnings_key(key), json.dumps(outcome.warnings))
+    cache.put(_outline_key(key), outcome.outline.model_dump_json())
+    if outcome.elements:
+        cache.put(_elements_key(key), json.dumps([e.model_dump() for e in outcome.elements]))
+    cache.put(key, outcome.text or "")
 
 
 def _no_text(warnings: list[str]) -> str:
@@ -734,6 +824,7 @@ def _parse_files(
     workers: int = 1,
     follow_symlinks: bool = False,
     dispatch: Dispatch | None = None,
+    parser_id: str | None = None,
 ) -> Corpus:
     """The parsing loop of :func:`parse_corpus` (``tick`` advances its progress bar).
 
@@ -754,7 +845,7 @@ def _parse_files(
             if target is not None:
                 slots.skip(index, path.relative_to(docs_path).as_posix(), outside_reason(target))
                 continue
-            job = _read_job(docs_path, path, index, on_progress, standard_pdf, cache, slots)
+            job = _read_job(docs_path, path, index, on_progress, standard_pdf, cache, slots, parser_id)
             if job is not None:
                 runner.submit(job)
         runner.finish()
@@ -771,6 +862,7 @@ def _read_job(
     standard_pdf: bool,
     cache: ParseCache,
     slots: _Slots,
+    parser_id: str | None = None,
 ) -> _Job | None:
     """Read, check and look up one file: the job that parses it, or None when its slot is
     already filled (skipped, or its text from the cache)."""
@@ -785,7 +877,7 @@ def _read_job(
     if check.fmt is None:
         slots.skip(index, doc_id, check.reason or "unsupported")
         return None
-    parser = parser_name(check.fmt, standard_pdf)
+    parser = APP_PARSER_PREFIX + parser_id if parser_id else parser_name(check.fmt, standard_pdf)
     key = hashlib.sha256(f"{check.sha256}:{parser}:{PARSER_VERSION}".encode()).hexdigest()
     started = time.perf_counter()
     hit = _cached(cache, key, parser)
@@ -801,7 +893,9 @@ def _read_job(
         time.perf_counter() - started,
     )
     if hit is not None:
-        slots.keep(job, hit[0], check.warnings + hit[1], job.lookup_seconds, True, hit[2])
+        hit.warnings = check.warnings + hit.warnings
+        hit.seconds = job.lookup_seconds
+        slots.keep(job, hit, True)
         return None
     return job
 
@@ -819,23 +913,23 @@ class _Slots:
         self.slots[index] = SkippedDocument(doc_id=doc_id, reason=reason)
         self.tick(1)
 
-    def keep(
-        self, job: _Job, text: str, warnings: list[str], seconds: float, cached: bool, outline: Outline | None = None
-    ) -> None:
-        if not text:
-            self.skip(job.index, job.doc_id, _no_text(warnings))
+    def keep(self, job: _Job, outcome: _Outcome, cached: bool) -> None:
+        """A parsed document in its slot (its warnings and seconds those of ``outcome``)."""
+        if not outcome.text:
+            self.skip(job.index, job.doc_id, _no_text(outcome.warnings))
             return
         self.slots[job.index] = ParsedDocument(
             doc_id=job.doc_id,
-            text=text,
+            text=outcome.text,
+            elements=outcome.elements,
             format=job.fmt,
             parser=job.parser,
             sha256=job.sha256,
-            seconds=seconds,
+            seconds=outcome.seconds,
             cached=cached,
-            warnings=warnings,
-            title=outline.title if outline else None,
-            headings=outline.headings if outline else [],
+            warnings=outcome.warnings,
+            title=outcome.outline.title,
+            headings=outcome.outline.headings,
         )
         self.tick(1)
 
@@ -845,11 +939,11 @@ class _Slots:
             # the file's own warnings (a PDF that looks cut short) explain the failure
             self.skip(job.index, job.doc_id, "; ".join([outcome.error, *job.file_warnings]))
             return
-        text = outcome.text or ""
-        if text:
-            _cache_put(self.cache, job.key, text, outcome.warnings, outcome.outline)
-        seconds = job.lookup_seconds + outcome.seconds
-        self.keep(job, text, job.file_warnings + outcome.warnings, seconds, False, outcome.outline)
+        if outcome.text:
+            _cache_put(self.cache, job.key, outcome)
+        outcome.seconds += job.lookup_seconds
+        outcome.warnings = job.file_warnings + outcome.warnings
+        self.keep(job, outcome, False)
 
     def corpus(self, docs_path: Path, standard_pdf: bool) -> Corpus:
         return Corpus(

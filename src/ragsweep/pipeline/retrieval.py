@@ -33,20 +33,52 @@ def parse_documents(
     workers: int | None = None,
     follow_symlinks: bool = False,
     dispatch: Dispatch | None = None,
+    config: PipelineConfig | None = None,
 ) -> Corpus:
-    """The dataset's documents parsed (:func:`~ragsweep.pipeline.corpus.parse_corpus`; ``dispatch``: where
-    each cache miss is parsed, e.g. a Ray task); skipped files are named on stderr."""
+    """The dataset's documents parsed by the configuration's parser (the app's, as the app runs it:
+    :mod:`ragsweep.pipeline.parsing`; ragsweep's own without ``config``), through
+    :func:`~ragsweep.pipeline.corpus.parse_corpus` (``dispatch``: where each cache miss is parsed, e.g. a
+    Ray task); skipped files are named on stderr. An app parser that cannot parse the folder's PDFs here
+    (Docling's models missing) stops the stage before any document is parsed."""
     from ragsweep.pipeline.corpus import parse_corpus, shown_name
 
     kwargs: dict = {"progress": progress, "follow_symlinks": follow_symlinks, "dispatch": dispatch}
     if workers is not None:
         kwargs["workers"] = workers
+    if config is not None:
+        spec = check_parser(config, dataset.docs_dir)
+        kwargs.update(parse_fn=spec.parse_fn(), parser_id=spec.identity)
+        if spec.replaced is not None:
+            print(f"parse: {spec.manifest()['note']}", file=sys.stderr)
     corpus = parse_corpus(dataset.docs_dir, **kwargs)
     for skipped in corpus.skipped:
         print(f"skipped document {shown_name(skipped.doc_id)}: {skipped.reason}", file=sys.stderr)
     if not corpus.documents:
         raise StageError(f"{dataset.docs_dir}: no document could be parsed")
     return corpus
+
+
+def check_parser(config: PipelineConfig, docs_dir: Any) -> Any:
+    """The configuration's parser spec, once its parser is known to run here: it builds (a missing package is
+    a :class:`StageError` naming it), and a Docling parser finds the models the folder's PDFs need."""
+    from pathlib import Path
+
+    from ragsweep.pipeline.config import ConfigError
+    from ragsweep.pipeline.parsing import missing_models, pdf_refusal
+
+    spec = config.parser_spec()
+    if spec.native:
+        return spec
+    try:
+        parser = config.build_parser()
+    except ConfigError as err:
+        raise StageError(str(err)) from None
+    folder = Path(docs_dir)
+    pdfs = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.suffix.lower() == ".pdf")
+    missing = missing_models(parser) if pdfs else []
+    if missing:
+        raise StageError(f"{config.path}: {pdf_refusal(spec.label, missing, pdfs)}")
+    return spec
 
 
 @dataclass

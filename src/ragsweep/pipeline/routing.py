@@ -90,11 +90,14 @@ class RoutedDocumentStore(DocumentStore):
         return super().retrieve_query(routed)
 
 
-def serving_store(docs: pw.Table, pipeline: Any) -> DocumentStore:
-    """The DocumentStore a pipeline (a ``BuiltPipeline``) serves over ``docs``: routed when
-    ``$route_docs`` is set."""
+def serving_store(docs: pw.Table, pipeline: Any, parser: Any = None) -> DocumentStore:
+    """The DocumentStore a pipeline (a ``BuiltPipeline``) serves over ``docs`` (parsed by ``parser``, else
+    Pathway's default ``Utf8Parser``): routed when ``$route_docs`` is set."""
     if pipeline.route_docs is None:
-        return DocumentStore(docs, retriever_factory=pipeline.retriever_factory, splitter=pipeline.splitter)
+        return DocumentStore(
+            docs, retriever_factory=pipeline.retriever_factory, splitter=pipeline.splitter, parser=parser
+        )
     return RoutedDocumentStore(
-        docs, retriever_factory=pipeline.retriever_factory, splitter=pipeline.splitter, route_docs=pipeline.route_docs
-    )
+        docs, retriever_factory=pipeline.retriever_factory, splitter=pipeline.splitter, route_docs=pipeline.route_docs,
+        parser=parser,
+    )  # fmt: skip

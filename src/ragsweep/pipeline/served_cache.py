@@ -130,7 +130,10 @@ def index_fingerprint(config, corpus) -> str:
     components = [f"{module}:{_file_hash(path)}" for module, path in _component_sources(config).items()]
     # the outline (titles, headings: what chunk headers are made of) only where a document has one
     outline = [corpus.outline_hash] if corpus.outline_hash else []
-    text = "\n".join([corpus.content_hash, *outline, config.index_key, _environment_fingerprint(), *components])
+    elements = [corpus.elements_hash] if corpus.elements_hash else []  # an app's parser: its elements too
+    text = "\n".join(
+        [corpus.content_hash, *outline, *elements, config.index_key, _environment_fingerprint(), *components]
+    )
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -11,6 +11,7 @@ times and time-0 queries would silently get ``[]``).
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -119,15 +120,11 @@ def _token_counter():
     return lambda text: len(enc.encode_ordinary(text))
 
 
-def _offsets(meta: dict, chunk: str, doc_text: str | None) -> tuple[int, int]:
-    """Chunk offsets from the splitter's metadata, or found in the parsed text
-    (a splitter of Pathway's own, from an app config, records none)."""
-    if "start" in meta and "end" in meta:
-        return int(meta["start"]), int(meta["end"])
-    pos = doc_text.find(chunk) if doc_text else -1
-    if pos < 0 and doc_text:
-        pos = doc_text.find(chunk.strip())
-    return (pos, pos + len(chunk)) if pos >= 0 else (0, 0)
+def _offsets(meta: dict, chunk: str, doc: ParsedDocument | None) -> tuple[int, int]:
+    """Chunk offsets in the document's parsed text (:meth:`ParsedDocument.chunk_offsets`)."""
+    if doc is not None:
+        return doc.chunk_offsets(chunk, meta)
+    return (int(meta["start"]), int(meta["end"])) if "start" in meta and "end" in meta else (0, 0)
 
 
 def prefix_exact(retriever_factory: Any) -> bool:
@@ -148,7 +145,9 @@ def _served_order(raw: list[dict] | None) -> list[dict]:
     return sorted(list(raw or []), key=lambda item: float(item.get("dist", 0.0)))
 
 
-def _rank_hits(raw: list[dict], k: int, texts: dict[str, str], shared: dict[str, str] | None = None) -> list[Hit]:
+def _rank_hits(
+    raw: list[dict], k: int, texts: dict[str, ParsedDocument], shared: dict[str, str] | None = None
+) -> list[Hit]:
     """What the store served for k, in a deterministic order: score desc, then doc id,
     then offset. Only the order among exactly equal scores is ours; the set is Pathway's."""
     rows = []
@@ -250,7 +249,7 @@ def document_store(corpus: Corpus, pipeline: BuiltPipeline) -> DocumentStore:
     titled = pipeline.route_docs is not None  # the document stage names each document by its title
     doc_rows = [  # path: where an app reading the folder (pw.io.fs.read) finds the file; its prompts may show it
         (
-            doc.text.encode("utf-8"),
+            json.dumps(doc.pieces()).encode("utf-8"),  # its elements, as the app's parser gave them
             pw.Json(
                 {
                     "path": str(root / doc.doc_id),
@@ -264,7 +263,16 @@ def document_store(corpus: Corpus, pipeline: BuiltPipeline) -> DocumentStore:
         for doc in corpus.documents
     ]
     docs = pw.debug.table_from_rows(pw.schema_from_types(data=bytes, _metadata=pw.Json), doc_rows, is_stream=True)
-    return serving_store(docs, pipeline)
+    return serving_store(docs, pipeline, parser=StoredElements())
+
+
+class StoredElements(pw.UDF):
+    """The DocumentStore's parser stage over the parse stage's result: each document's elements (text,
+    metadata), as the app's parser gave them, handed to the splitter one by one (the app's parser ran
+    once, outside the graph, behind the parse cache: :mod:`ragsweep.pipeline.parsing`)."""
+
+    def __wrapped__(self, contents: bytes) -> list[tuple[str, dict]]:
+        return [(str(text), dict(meta)) for text, meta in json.loads(contents)]
 
 
 class RagStore:
@@ -333,7 +341,7 @@ class RagStore:
         and the chunk table are there), and their lists are stored.
         """
         started = time.perf_counter()
-        texts = {doc.doc_id: doc.text for doc in self.corpus.documents}
+        texts = {doc.doc_id: doc for doc in self.corpus.documents}
         cached = _read_cache(self.config, self.corpus, queries, cache)
         if cached.index_key and not cached.todo and cached.stored_chunks is not None:
             answers = {i: cached.stored[key] for i, key in enumerate(cached.keys)}
@@ -367,7 +375,7 @@ class RagStore:
     def _serve_missing(
         self,
         queries: list[Query],
-        texts: dict[str, str],
+        texts: dict[str, ParsedDocument],
         progress: bool,
         cached: _Cached,
         cache: ServedCache | None,
@@ -391,7 +399,7 @@ class RagStore:
         return answers, chunks, embedded, timings
 
     def _serve(
-        self, queries: list[Query], texts: dict[str, str], progress: bool
+        self, queries: list[Query], texts: dict[str, ParsedDocument], progress: bool
     ) -> tuple[dict[int, Any], list[ChunkInfo], int, dict[str, float]]:
         """One Pathway run: the raw result of each query (by position), the chunk table,
         how many texts the embedder really embedded, and the split and embed seconds."""
