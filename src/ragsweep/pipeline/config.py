@@ -306,6 +306,8 @@ class PipelineConfig:
     overrides: dict[str, Any] = field(default_factory=dict)
     # the knobs ragsweep reads, typed and checked once (set by with_overrides, which load calls)
     variables: PipelineVariables = field(default_factory=PipelineVariables, repr=False)
+    # the app's parser node that ``--set parser=native`` replaced (what reports name)
+    replaced_parser: Any = field(default=None, repr=False)
 
     # ------------------------------------------------------------- loading
     @classmethod
@@ -332,6 +334,7 @@ class PipelineConfig:
         from pathway.internals.yaml_loader import Variable
 
         raw = copy.copy(self.raw)
+        replaced = self.replaced_parser
         for name, value in overrides.items():
             var = Variable(name)
             if name == "parser":  # the one component an override may replace: by ragsweep's own parse
@@ -340,6 +343,8 @@ class PipelineConfig:
                         f"{self.path}: --set parser={value}: the only parser override is parser=native "
                         "(ragsweep's own offline parse in place of the app's parser; reports say so)"
                     )
+                node = self._parser_node()
+                replaced = node if node != "native" else replaced
                 raw[var] = value
                 continue
             if var not in raw and name not in ("top_k", "route_docs"):
@@ -350,7 +355,9 @@ class PipelineConfig:
             if var in raw and not _is_scalar(raw[var]):
                 raise ConfigError(f"{self.path}: ${name} is a component, not a scalar: it cannot be overridden")
             raw[var] = value
-        config = PipelineConfig(path=self.path, raw=raw, overrides={**self.overrides, **overrides})
+        config = PipelineConfig(
+            path=self.path, raw=raw, overrides={**self.overrides, **overrides}, replaced_parser=replaced
+        )
         config.variables = config.validate()
         return config
 
@@ -686,13 +693,8 @@ class PipelineConfig:
 
     def _original_parser_node(self) -> Any:
         """The parser node before ``--set parser=native``."""
-        if self._parser_node() != "native":
-            return self._parser_node()
-        original = PipelineConfig(path=self.path, raw={**self.raw}, overrides={})
-        from pathway.internals.yaml_loader import Variable
-
-        original.raw.pop(Variable("parser"), None)
-        return original._parser_node()
+        node = self._parser_node()
+        return self.replaced_parser if node == "native" else node
 
     def build_parser(self) -> Any:
         """The parser object, built from the YAML with every argument it has (a fresh object each call),
