@@ -39,7 +39,7 @@ if __name__ == "__main__":
     scopes = parsed_scopes(cases, {d.doc_id for d in corpus.documents})
     queries = [Query(c.question, k, s or None, ()) for c, s in zip(cases, scopes) for k in depths]
     started = time.perf_counter()
-    answers, chunks, _, _ = RagStore(config, corpus)._serve(queries, {d.doc_id: d.text for d in corpus.documents}, False)
+    answers, chunks, _, _ = RagStore(config, corpus)._serve(queries, {d.doc_id: d for d in corpus.documents}, False)
     seconds = time.perf_counter() - started
     lists = {str(q): [[h["metadata"]["doc_id"], h["text"]] for h in a] for q, a in answers.items()}
     with open(f"{out}.{os.environ.get('PATHWAY_PROCESS_ID', '0')}.json", "w") as f:

@@ -10,12 +10,14 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from docx_dataset import docx_copy
 from fake_openai import FakeOpenAI, fake_server  # noqa: F401 - pytest fixture
 from loopback import free_port
 from ragsweep.cli import main
@@ -23,7 +25,9 @@ from ragsweep.report.runs import read_run
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "tests" / "fixtures" / "apps" / "rag_evals_style.yaml"
-DATASET = ROOT / "datasets" / "cuad-mini"
+# cuad-mini's contracts as DOCX: the app's parser is Pathway's DoclingParser, which parses DOCX here and
+# fails on .txt (tests/docx_dataset.py); written once per test process
+DATASET = docx_copy(ROOT / "datasets" / "cuad-mini", Path(tempfile.mkdtemp(prefix="app-eval-")) / "cuad-mini-docx")
 LIMIT = 6
 KEY = "sk-test-APPEVAL-SECRET-0123456789abcdef"
 APP_EMBED_MODEL = "text-embedding-3-small"  # the YAML's $embedder model

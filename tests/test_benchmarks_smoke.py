@@ -111,6 +111,15 @@ EXPECTED: dict[str, list[str]] = {
         "RESULT evaluate() warm, base HEAD: median",
         "RESULT   stages [s]:",
     ],
+    "app_parse.py": [
+        "SMOKE RUN",
+        "RESULT documents: 3 contracts as DOCX and HTML",
+        "RESULT native docx: 3 parsed, 0 skipped",
+        "RESULT docling docx: 3 parsed, 0 skipped",
+        "RESULT native html: 3 parsed, 0 skipped",
+        "RESULT docling html:",
+        "RESULT paired docling docx - native docx (12 cases):",
+    ],
 }
 
 
@@ -212,6 +221,18 @@ def _same_lists(s: dict) -> None:
     assert s["modes"] == ["hybrid"] and s["lists"] == 30 * 4 and s["differ"] == []
 
 
+def _app_parse(s: dict) -> None:
+    assert s["contracts"] == 3 and s["cases"] == 12
+    rows = {r["variant"]: r for r in s["variants"]}
+    assert list(rows) == ["native docx", "docling docx", "native html", "docling html"]
+    for name in ("native docx", "docling docx", "native html"):
+        assert rows[name]["parsed"] == 3 and rows[name]["chunks"] > 0 and rows[name]["metrics"]["recall@5"] is not None
+    assert rows["docling docx"]["elements"] > 3  # chunk: true, one element per structure chunk
+    # Pathway's DoclingParser names every stream document.pdf: this Docling fails on HTML (each one skipped)
+    assert rows["docling html"]["parsed"] + rows["docling html"]["skipped"] == 3
+    assert [(d["a"], d["b"]) for d in s["paired"]] == [("native docx", "docling docx"), ("native docx", "native html")]
+
+
 # script -> checks of its final JSON line
 def _pathway_workers(s: dict) -> None:
     assert list(s["modes"]) == ["threads-1", "threads-2", "spawn-2"] and all(m["same"] for m in s["modes"].values())
@@ -241,4 +262,5 @@ CHECKS = {
     "parse_parallel.py": _parse_parallel,
     "scale.py": _scale,
     "sweep_vs_server.py": _sweep_vs_server,
+    "app_parse.py": _app_parse,
 }

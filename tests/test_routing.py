@@ -221,6 +221,7 @@ def test_an_apps_question_answerer_answers_from_the_routed_documents(dataset, tm
     and chat model, against the fake endpoint) with ``--set route_docs=1``: its question answerer
     asks the routed store, so each prompt holds the chunks of one document (unrouted, its 8 chunks
     would come from every document: the corpus has fewer than 8 chunks)."""
+    from docx_dataset import docx_copy
     from fake_openai import FakeOpenAI
     from ragsweep.cli import main
     from ragsweep.report.runs import read_run
@@ -231,8 +232,9 @@ def test_an_apps_question_answerer_answers_from_the_routed_documents(dataset, tm
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test-ROUTING-0123456789abcdef")
         monkeypatch.setenv("RAGSWEEP_CACHE_DIR", str(tmp_path / "cache"))
         monkeypatch.delenv("RAGSWEEP_LLM_MODEL", raising=False)
-        app = ROOT / "tests" / "fixtures" / "apps" / "rag_evals_style.yaml"
-        argv = ["eval", "--pipeline", str(app), "--dataset", str(dataset), "--set", "route_docs=1", "--llm"]
+        app = ROOT / "tests" / "fixtures" / "apps" / "rag_evals_style.yaml"  # its DoclingParser reads DOCX
+        docx = docx_copy(dataset, tmp_path / "docx-dataset")
+        argv = ["eval", "--pipeline", str(app), "--dataset", str(docx), "--set", "route_docs=1", "--llm"]
         assert main([*argv, "--out", str(tmp_path / "runs"), "--name", "routed"]) == 0
         chats = [body for path, body in server.log if path.endswith("/chat/completions")]
     finally:

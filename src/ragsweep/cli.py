@@ -24,13 +24,18 @@ def _load_config(args):
     return PipelineConfig.load(args.pipeline, parse_overrides(getattr(args, "set", None)))
 
 
-def _parse(args, quiet: bool = False):
-    """``--docs`` parsed as ``--workers`` and ``--follow-symlinks`` say."""
+def _parse(args, config, quiet: bool = False):
+    """``--docs`` parsed by the pipeline's parser, as ``--workers`` and ``--follow-symlinks`` say."""
     from ragsweep.evaluation.inputs import DocumentOptions
     from ragsweep.pipeline.corpus import parse_corpus
+    from ragsweep.pipeline.retrieval import check_parser
 
     read = options_from(DocumentOptions, args)
-    return parse_corpus(args.docs, progress=not quiet, workers=read.workers, follow_symlinks=read.follow_symlinks)
+    spec = check_parser(config, args.docs)
+    return parse_corpus(
+        args.docs, progress=not quiet, workers=read.workers, follow_symlinks=read.follow_symlinks,
+        parse_fn=spec.parse_fn(), parser_id=spec.identity,
+    )  # fmt: skip
 
 
 def _document_options(p) -> None:
@@ -65,7 +70,7 @@ def cmd_index(args) -> int:
 
     config = _load_config(args)
     started = time.perf_counter()
-    corpus = _parse(args)
+    corpus = _parse(args, config)
     parse_seconds = time.perf_counter() - started
     _print_parse_notes(corpus)
     if not corpus.documents:
@@ -147,7 +152,7 @@ def cmd_retrieve(args) -> int:
     from ragsweep.pipeline.store import RagStore
 
     config = _load_config(args)
-    corpus = _parse(args, quiet=True)
+    corpus = _parse(args, config, quiet=True)
     _print_parse_notes(corpus, sys.stderr)
     if not corpus.documents:
         return _fail(f"no document of {args.docs!r} could be parsed")
@@ -295,10 +300,11 @@ def main(argv: list[str] | None = None) -> int:
     from ragsweep.pipeline.app_components import AppComponentError
     from ragsweep.pipeline.config import ConfigError
     from ragsweep.pipeline.corpus import CorpusError
+    from ragsweep.pipeline.retrieval import StageError
 
     try:
         return int(args.func(args) or 0)
-    except (ConfigError, CorpusError, AppComponentError, FileNotFoundError) as err:
+    except (ConfigError, CorpusError, AppComponentError, StageError, FileNotFoundError) as err:
         return _fail(str(err))
     except KeyboardInterrupt:
         return _fail("interrupted", 130)

@@ -15,6 +15,7 @@ three never disagree.
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -121,3 +122,24 @@ def tantivy_safe(text: str) -> str:
     if kept and not _parses(kept):
         kept = " ".join(w for w in clean_query(kept).split() if len(w.encode()) < TANTIVY_MAX_WORD_BYTES)
     return kept
+
+
+def served_app_failure(text: str) -> str | None:
+    """Why a stock Pathway server over a Tantivy BM25 index cannot take this question (its whole ``pw.run``
+    ends: ``EngineError: Syntax Error``), naming the first character or word that does it; None when it can.
+    ragsweep's DocumentStore asks :func:`tantivy_safe`'s cleaned question instead."""
+    if not _needs_change(text):
+        return None
+    for at, ch in enumerate(text):
+        if ch in TANTIVY_SYNTAX or (ch.isspace() and ch not in _PLAIN_SPACE):
+            name = unicodedata.name(ch, "")
+            return f"{_ENDS}: character {ch!r} (U+{ord(ch):04X}{' ' + name if name else ''}) at {at}"
+    for word in text.split():
+        if word in _BOOLEAN_WORDS:
+            return f"{_ENDS}: the boolean keyword {word!r}"
+        if len(word.encode()) >= TANTIVY_MAX_WORD_BYTES:
+            return f"{_ENDS}: a word of {len(word.encode())} bytes, which Tantivy drops"
+    return f"{_ENDS}: tantivy's query parser refuses it"
+
+
+_ENDS = "the app's own server ends its whole pw.run on this question (Tantivy: EngineError: Syntax Error)"

@@ -229,13 +229,21 @@ def validate_offsets(
 
 
 def parsed_texts(
-    docs_dir: Path, workers: int | None = None, follow_symlinks: bool = False
+    docs_dir: Path, workers: int | None = None, follow_symlinks: bool = False, pipeline: str | None = None
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """``({doc_id: parsed text}, {doc_id: why it was skipped})``, parsed as the eval parses."""
+    """``({doc_id: parsed text}, {doc_id: why it was skipped})``, parsed as the eval parses: by ``pipeline``'s
+    parser (the app's, headings and all, as it serves them), else by ragsweep's own."""
     from ragsweep.pipeline.corpus import CorpusError, parse_corpus
 
+    chosen: dict[str, Any] = {}
+    if pipeline is not None:
+        from ragsweep.pipeline.config import PipelineConfig
+        from ragsweep.pipeline.retrieval import check_parser
+
+        spec = check_parser(PipelineConfig.load(pipeline), docs_dir)
+        chosen = {"parse_fn": spec.parse_fn(), "parser_id": spec.identity}
     try:
-        corpus = parse_corpus(docs_dir, workers=workers, follow_symlinks=follow_symlinks)
+        corpus = parse_corpus(docs_dir, workers=workers, follow_symlinks=follow_symlinks, **chosen)
     except CorpusError:  # no folder / no file: reported as such by the folder checks
         return {}, {}
     return {d.doc_id: d.text for d in corpus.documents}, {s.doc_id: s.reason for s in corpus.skipped}
@@ -348,7 +356,11 @@ def _merge(ambiguous: list[Problem], problems: list[Problem]) -> list[Problem]:
 
 
 def validate_dataset(
-    path: str | Path, parse: bool = False, workers: int | None = None, follow_symlinks: bool = False
+    path: str | Path,
+    parse: bool = False,
+    workers: int | None = None,
+    follow_symlinks: bool = False,
+    pipeline: str | None = None,
 ) -> list[Problem]:
     """Validate a dataset folder; returns every problem sorted by file and line (empty = valid).
 
@@ -377,7 +389,7 @@ def validate_dataset(
     relevance, rel_problems = relevance_from_settings(settings, cases)
     problems += rel_problems
     problems += _merge(ambiguous, validate_cases(cases, cases_name, doc_ids, relevance.rule))
-    parsed = parsed_texts(docs_dir, workers, follow_symlinks) if parse and docs_dir.is_dir() else None
+    parsed = parsed_texts(docs_dir, workers, follow_symlinks, pipeline) if parse and docs_dir.is_dir() else None
     problems += _offset_problems(cases, cases_name, docs_dir, parsed)
     if parsed is not None:
         problems += unlocated_problems(cases, cases_name, relevance, *parsed)
@@ -425,6 +437,10 @@ def add_arguments(parser: argparse.ArgumentParser, short: bool = False) -> None:
         help="parse the documents and locate every evidence span in them; each span found in no parsed text is a "
         "problem, shown with the closest passage",
     )
+    parser.add_argument(
+        "--pipeline",
+        help="with --parse: parse with this pipeline's parser (your app's, as it serves the text), not ragsweep's own",
+    )
     add_options(parser, DocumentOptions)
 
 
@@ -433,7 +449,8 @@ def parse_options(args: argparse.Namespace) -> dict[str, Any]:
     from ragsweep.argtypes import options_from
     from ragsweep.evaluation.inputs import DocumentOptions
 
-    return {"parse": bool(args.parse), **options_from(DocumentOptions, args).model_dump()}
+    pipeline = getattr(args, "pipeline", None)
+    return {"parse": bool(args.parse), "pipeline": pipeline, **options_from(DocumentOptions, args).model_dump()}
 
 
 def _cases_name(root: Path) -> str:

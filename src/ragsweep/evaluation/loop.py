@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ragsweep.answer.base import Answer
+from ragsweep.datasets.pathway_limits import served_app_failure
 from ragsweep.datasets.schema import Case, RelevanceConfig
 from ragsweep.evaluation.records import CaseResult, build_case_result
 from ragsweep.execution.base import LOCAL, Executor
@@ -138,6 +139,7 @@ def evaluate_configuration(
     timings["answer_and_score"] = time.perf_counter() - started
     results = [done[c.id] for c in cases if c.id in done]
     warn_unfilled_budgets(results, budgets)
+    warn_served_app_failures(results)
     if answering.ragas_llm is not None:
         started = time.perf_counter()
         if score_ragas_llm(answering.ragas_llm, cases, done):
@@ -179,6 +181,7 @@ def _answer_and_score(
 
     texts = {d.doc_id: d.text for d in corpus.documents}
     language = config.variables.language or "en"
+    tantivy = _queries_tantivy(config)
     prepared = app_answers(answering.answerer, cases, corpus, answering.use_given) if answering.answerer else {}
     with progress_bar(len(cases), "answer+score", progress) as bar:
         for part in in_batches(cases, answering.batch):
@@ -190,6 +193,8 @@ def _answer_and_score(
                 language=language, budgets=budgets,
             ):  # fmt: skip
                 bar.update(1)
+                if tantivy and (why := served_app_failure(result.question)) is not None:
+                    result.notes[SERVED_APP] = why  # scored on ragsweep's cleaned question, beside this note
                 yield result
 
 
@@ -269,6 +274,28 @@ def score(
         for result, extra in zip(results, ragas_answer_scores_batch(pairs), strict=True):
             result.metrics.update(extra)
     return results
+
+
+# the note of a case the app's own server cannot take (ragsweep.datasets.pathway_limits.served_app_failure)
+SERVED_APP = "served_app"
+
+
+def _queries_tantivy(config: PipelineConfig) -> bool:
+    from ragsweep.pipeline.serving import uses_tantivy
+
+    return uses_tantivy(config.build().retriever_factory)
+
+
+def warn_served_app_failures(results: Sequence[CaseResult]) -> None:
+    """Name the questions the app's own server cannot take: it would end, not answer them."""
+    failed = [r for r in results if SERVED_APP in r.notes]
+    if failed:
+        print(
+            f"warning: the served app fails on {len(failed)} of {len(results)} question(s): "
+            f"{failed[0].notes[SERVED_APP]} (first: {failed[0].id}); their numbers are for ragsweep's cleaned "
+            "question, each case's notes say so",
+            file=sys.stderr,
+        )
 
 
 def warn_unfilled_budgets(results: Sequence[CaseResult], budgets: Sequence[int]) -> None:

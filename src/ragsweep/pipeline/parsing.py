@@ -46,8 +46,18 @@ NATIVE = "native"
 NOT_OUTPUT = frozenset({"cache_strategy", "async_mode", "capacity", "retry_strategy", "executor"})
 
 
-class ParserError(Exception):
-    """The app's parser cannot run here (a missing package or model): the message says what to do."""
+# what a document the app's parser raises on does to the app itself: Pathway's DocumentStore runs the parser
+# in the graph, and pw.run's default (terminate_on_error) ends the whole run on the first such error
+SERVED_APP_ENDS = " (the app's own server ends its whole pw.run on this document: Pathway's default terminate_on_error)"
+
+
+class AppParserFailure(ValueError):
+    """The app's parser raised on one document: it is skipped, its reason says the served app would stop."""
+
+
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return f"{type(err).__name__}: {text[:300]}"
 
 
 class NativeParser(pw.UDF):
@@ -130,7 +140,10 @@ class AppParse:
 
     def __call__(self, data: bytes, fmt: str, name: str, standard_pdf: bool) -> Any:
         parser = _built_parser(self.path, self.overrides)
-        raw = call_parser(parser, data)
+        try:
+            raw = call_parser(parser, data)
+        except Exception as err:  # the document is skipped here; the app's own server would stop on it
+            raise AppParserFailure(f"{type(parser).__name__} raised {_one_line(err)}{SERVED_APP_ENDS}") from err
         from ragsweep.pipeline.corpus import join_elements
 
         text, _ = join_elements(raw)

@@ -299,11 +299,13 @@ class RagStore:
         parsable document raises.
         """
         from ragsweep.pipeline.corpus import parse_corpus
+        from ragsweep.pipeline.retrieval import check_parser
 
         config = pipeline if isinstance(pipeline, PipelineConfig) else PipelineConfig.load(pipeline, overrides)
         if overrides and isinstance(pipeline, PipelineConfig):
             config = config.with_overrides(overrides)
-        return cls(config, parse_corpus(docs_dir))
+        spec = check_parser(config, docs_dir)  # the pipeline's parser, as the app runs it
+        return cls(config, parse_corpus(docs_dir, parse_fn=spec.parse_fn(), parser_id=spec.identity))
 
     # ----------------------------------------------------------------- graph
     def _build_graph(self, pipeline: BuiltPipeline, queries: list[Query]):

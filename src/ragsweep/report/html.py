@@ -449,7 +449,7 @@ def _eval_page(run_dir: Path) -> str:
     judge, answerer = run.judge, run.answerer
     summary = _headline(run.metrics, k, answerer) + _summary_table(run, k, answerer)
     sections = [
-        ("summary", "Summary", judge_warnings_html(judge) + summary),
+        ("summary", "Summary", _served_app_html(run) + judge_warnings_html(judge) + summary),
         *([("baselines", "Against chance and oracle", _baselines_table(run.baselines))] if run.baselines else []),
         *([("judge", "LLM judge", judge_html(judge))] if judge else []),
         ("curves", "Metrics vs k", _curves(run, "retrieval metrics at each k (95% CI)")),
@@ -458,6 +458,26 @@ def _eval_page(run_dir: Path) -> str:
         ("run", "Run", _meta(_manifest_items(Manifest.of(run.manifest), run))),
     ]
     return _page(f"ragsweep report: {run_dir.name}", subtitle, sections)
+
+
+def _served_app_html(run: RunResult) -> str:
+    """Where the scored run departs from the app it stands for: documents parsed by ragsweep in place of the
+    app's parser (``--set parser=native``), and questions the app's own server cannot take."""
+    parse = ((run.manifest or {}).get("pipeline") or {}).get("parser") or {}
+    parts = []
+    if parse.get("replaced"):
+        parts.append(f'<p class="warning"><b>{esc(parse.get("note", ""))}</b></p>')
+    elif parse.get("by") == "app":
+        parts.append(f'<p class="note">documents parsed by the app\'s parser: {esc(parse.get("parser", ""))}</p>')
+    failed = [c for c in run.cases if "served_app" in c.notes]
+    if failed:
+        first = ", ".join(esc(c.id) for c in failed[:5])
+        parts.append(
+            f'<p class="warning"><b>the served app fails on {len(failed)} of {len(run.cases)} question(s)</b>: '
+            f"{esc(failed[0].notes['served_app'])} (first: {first}); their numbers are for ragsweep's cleaned "
+            "question</p>"
+        )
+    return "".join(parts)
 
 
 def _unlocated_html(report: UnlocatedReport, counted: str = "beside n and missing in the summary") -> str:
