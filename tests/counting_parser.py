@@ -1,0 +1,23 @@
+"""A user's own Pathway parser (a ``pw.UDF``), for tests/test_parse_cache_app.py: each call appends a line to
+the file ``$RAGSWEEP_TEST_PARSE_LOG`` names, so a test counts the documents it really parsed, in any process."""
+
+from __future__ import annotations
+
+import os
+
+import pathway as pw
+
+
+class CountingParser(pw.UDF):
+    """Paragraphs of a UTF-8 file as elements, each with its number; ``upper`` changes what it returns."""
+
+    def __init__(self, upper: bool = False, **kwargs):
+        super().__init__(**kwargs)
+        self.upper = upper
+
+    def __wrapped__(self, contents: bytes) -> list[tuple[str, dict]]:
+        with open(os.environ["RAGSWEEP_TEST_PARSE_LOG"], "a") as log:
+            log.write(f"{len(contents)}\n")
+        text = contents.decode("utf-8")
+        parts = [p for p in text.split("\n\n") if p.strip()]
+        return [(p.upper() if self.upper else p, {"paragraph": n}) for n, p in enumerate(parts)]
