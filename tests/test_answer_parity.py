@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from fake_openai import FakeOpenAI
-from loopback import free_port, post_json, stop
+from loopback import environment, free_port, post_json, stop
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "tests" / "answer_parity_app.py"
@@ -88,18 +88,10 @@ def _chat_bodies(log: list[tuple[str, dict]]) -> list[str]:
 @contextlib.contextmanager
 def _pointed_at(fake: FakeOpenAI, cache: Path):
     """This process's openai clients at the fake, its caches in ``cache``."""
-    saved = {k: os.environ.get(k) for k in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "RAGSWEEP_CACHE_DIR")}
-    os.environ.update(
+    with environment(
         {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-parity", "RAGSWEEP_CACHE_DIR": str(cache)}
-    )
-    try:
+    ):
         yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def _chunk_count(app: Path, docs: Path) -> int:

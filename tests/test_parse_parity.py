@@ -19,7 +19,6 @@ ragsweep); the scored side is ragsweep on the same unchanged YAML files and fold
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
@@ -34,7 +33,7 @@ from pathlib import Path
 import pytest
 
 from fake_openai import FakeOpenAI
-from loopback import free_port, post_json, stop
+from loopback import environment, free_port, post_json, stop
 
 APP = Path(__file__).resolve().parent / "parse_parity_app.py"
 KS = (1, 3, 5, 8)
@@ -224,20 +223,6 @@ def hub_cache(tmp_path_factory) -> Path:
     return root
 
 
-@contextlib.contextmanager
-def _environment(values: dict[str, str]):
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
 def _env(fake: FakeOpenAI, folders: dict[str, Path], cache: Path) -> dict[str, str]:
     return {
         "OPENAI_BASE_URL": fake.base_url,
@@ -286,7 +271,7 @@ def scored(apps, folders, fake, tmp_path_factory):
     cache = tmp_path_factory.mktemp("ragsweep-cache")
     cases = [Case(id=f"q{i}", question=q) for i, q in enumerate(QUESTIONS)]
     out: dict[str, dict] = {}
-    with _environment(_env(fake, folders, cache)):
+    with environment(_env(fake, folders, cache)):
         for variant, app in apps.items():
             config = PipelineConfig.load(app)
             spec = config.parser_spec()
@@ -414,7 +399,7 @@ def test_a_document_the_apps_parser_raises_on_ends_the_served_app_and_ragsweep_s
     )
     (dataset / "dataset.yaml").write_text(f"docs: {folders['mixed']}\n")
     (dataset / "README.md").write_text("Written by tests/test_parse_parity.py: one question about lease.docx.\n")
-    with _environment(env):
+    with environment(env):
         rc = main(["eval", "--pipeline", str(app), "--dataset", str(dataset), "--out", str(tmp_path / "runs")])
     assert rc == 0
     (report,) = (tmp_path / "runs").glob("*/report.json")
