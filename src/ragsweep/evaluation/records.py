@@ -285,7 +285,8 @@ def compact(line: dict[str, Any], *, settled: bool = False) -> dict[str, Any]:
     """The line a run folder stores for a :meth:`CaseResult.line` (read back by :func:`expand_lines`).
 
     Left out: each hit's text (the run's ``chunks.jsonl`` holds it once, keyed by the
-    :func:`chunk_id` of the hit's ``doc_id``, ``start`` and ``end``) and every field at its
+    :func:`chunk_id` of the hit's ``doc_id``, ``start`` and ``end``, or by its ``chunk`` id where the
+    line has one) and every field at its
     default (None, false, 0, empty) in the case, its hits and its answer; ``version`` is
     always kept. ``settled``: ``report.json`` holds the run's aggregate, so the case's chance
     and oracle values (their means are there) and its metrics without a value (the list of
@@ -294,8 +295,7 @@ def compact(line: dict[str, Any], *, settled: bool = False) -> dict[str, Any]:
     out = _without_defaults(line, CaseResult)
     if out.get("hits"):
         out["hits"] = [
-            _without_defaults({k: v for k, v in hit.items() if k not in ("text", "chunk")}, JudgedHit)
-            for hit in out["hits"]
+            _without_defaults({k: v for k, v in hit.items() if k != "text"}, JudgedHit) for hit in out["hits"]
         ]
     if out.get("answer"):
         out["answer"] = _without_defaults(out["answer"], Answer)

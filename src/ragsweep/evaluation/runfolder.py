@@ -23,7 +23,7 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -191,20 +191,30 @@ def read_jsonl(path: Path, key: str = "id") -> list[dict[str, Any]]:
     return list(good.values())
 
 
-def append_chunks(path: Path, hits: Iterable[Any], known: set[str]) -> int:
+def stored_chunk_id(doc_id: str, start: int, end: int, text: str, known: Mapping[str, str]) -> str:
+    """The id a chunk has in a chunk table: :func:`ragsweep.pipeline.hits.chunk_id` of its document and offsets,
+    or, where the table holds another text at those offsets (a sweep whose parser configurations make different
+    texts of one document), that id plus a hash of its own text."""
+    key = chunk_id(doc_id, start, end)
+    if known.get(key, text) == text:
+        return key
+    return f"{key}~{hashlib.sha256(text.encode('utf-8')).hexdigest()[:12]}"
+
+
+def append_chunks(path: Path, hits: Iterable[Any], known: dict[str, str]) -> int:
     """Append to a chunk table (``chunks.jsonl``: one chunk a line, ``{id, doc_id, start, end, text}``, the id
-    :func:`ragsweep.pipeline.hits.chunk_id`) each chunk of ``hits`` whose id is not in ``known``, and add it there;
-    return how many lines were written. ``hits``: anything with ``doc_id``, ``start``, ``end`` and ``text``
-    (a Hit, a JudgedHit). ``known`` starts as the ids of the table read back with :func:`read_jsonl`, so a
-    resumed run appends only what a killed one had not written."""
+    :func:`stored_chunk_id`) each chunk of ``hits`` not in ``known`` (id -> text), and add it there; return how
+    many lines were written. ``hits``: anything with ``doc_id``, ``start``, ``end`` and ``text`` (a Hit, a
+    JudgedHit). ``known`` starts as the table read back with :func:`read_jsonl`, so a resumed run appends only
+    what a killed one had not written."""
     written = 0
     with JsonlWriter(path) as writer:
         for hit in hits:
-            key = chunk_id(hit.doc_id, hit.start, hit.end)
+            key = stored_chunk_id(hit.doc_id, hit.start, hit.end, hit.text, known)
             if key in known:
                 continue
             writer.write({"id": key, "doc_id": hit.doc_id, "start": hit.start, "end": hit.end, "text": hit.text})
-            known.add(key)
+            known[key] = hit.text
             written += 1
     return written
 
@@ -343,7 +353,7 @@ class RunFolder:
         self.state = state
         self._lock = lock
         self._marker = marker  # set when this process created the folder (a new run, not a resumed one)
-        self._known_chunks: set[str] | None = None
+        self._known_chunks: dict[str, str] | None = None
         self._chunk_rows: list[dict[str, Any]] | None = None
 
     @classmethod
@@ -423,16 +433,26 @@ class RunFolder:
         if self.path is None:
             return
         if self._known_chunks is None:
-            self._known_chunks = {row["id"] for row in self.chunk_rows()}
+            self._known_chunks = {row["id"]: row["text"] for row in self.chunk_rows()}
         self._chunk_rows = None
         append_chunks(self.path / "chunks.jsonl", hits, self._known_chunks)
+
+    def refer_chunks(self, line: dict[str, Any]) -> dict[str, Any]:
+        """``line`` (a :meth:`CaseResult.line` whose hits are in the chunk table) with a ``chunk`` id on each hit
+        stored under another id than its document and offsets (:func:`stored_chunk_id`)."""
+        known = self._known_chunks or {}
+        for hit in line["hits"]:
+            key = stored_chunk_id(hit["doc_id"], hit["start"], hit["end"], hit["text"], known)
+            if key != chunk_id(hit["doc_id"], hit["start"], hit["end"]):
+                hit["chunk"] = key
+        return line
 
     def write_chunk_table(self, hits: Iterable[Any]) -> None:
         """The chunk table anew (an eval's: every chunk of the index, the candidates of chance/oracle)."""
         if self.path is None:
             return
         (self.path / "chunks.jsonl").unlink(missing_ok=True)
-        self._known_chunks, self._chunk_rows = set(), None
+        self._known_chunks, self._chunk_rows = {}, None
         append_chunks(self.path / "chunks.jsonl", hits, self._known_chunks)
 
     def save_served(self, served: Any, retrieved: Any) -> None:
@@ -510,7 +530,10 @@ class CaseFile:
         if self._writer is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._writer = JsonlWriter(self.path)
-        self._writer.write(compact(result.line()))
+        self._writer.write(compact(self._line(result)))
+
+    def _line(self, result: Any) -> dict[str, Any]:
+        return self.folder.refer_chunks(result.line()) if self.chunks else result.line()
 
     def rewrite(self, results: Iterable[Any], settled: bool = False) -> None:
         """The file again from ``results`` (an atomic replace); ``settled``: see ``records.compact``."""
@@ -520,7 +543,7 @@ class CaseFile:
         tmp = self.path.with_suffix(".jsonl.tmp")
         with tmp.open("w", encoding="utf-8") as fh:
             for result in results:
-                fh.write(json.dumps(compact(result.line(), settled=settled), ensure_ascii=False) + "\n")
+                fh.write(json.dumps(compact(self._line(result), settled=settled), ensure_ascii=False) + "\n")
         tmp.replace(self.path)
 
     def reset(self) -> None:
