@@ -9,15 +9,17 @@ import pathway as pw
 
 
 class CountingParser(pw.UDF):
-    """Paragraphs of a UTF-8 file as elements, each with its number; ``upper`` changes what it returns."""
+    """Paragraphs of a UTF-8 file as elements, each with its number; ``upper`` changes what it returns,
+    ``first_only`` keeps the first paragraph alone."""
 
-    def __init__(self, upper: bool = False, **kwargs):
+    def __init__(self, upper: bool = False, first_only: bool = False, **kwargs):
         super().__init__(**kwargs)
         self.upper = upper
+        self.first_only = first_only
 
     def __wrapped__(self, contents: bytes) -> list[tuple[str, dict]]:
         with open(os.environ["RAGSWEEP_TEST_PARSE_LOG"], "a") as log:
             log.write(f"{len(contents)}\n")
         text = contents.decode("utf-8")
-        parts = [p for p in text.split("\n\n") if p.strip()]
+        parts = [p for p in text.split("\n\n") if p.strip()][: 1 if self.first_only else None]
         return [(p.upper() if self.upper else p, {"paragraph": n}) for n, p in enumerate(parts)]
