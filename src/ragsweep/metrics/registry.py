@@ -240,7 +240,7 @@ def _lower_is_better() -> tuple[str, ...]:
     return (*(m.name for m in metrics() if not m.higher_is_better), *LOWER_IS_BETTER)
 
 
-def spec(name: str) -> MetricSpec:
+def spec(name: str) -> MetricName:
     if (budget := split_budget(name)) is not None:
         return MetricName(name, "retrieval", budget[0], None, True, tokens=budget[1])
     m = _AT_K.match(name)

@@ -318,8 +318,8 @@ def per_case_value(j: Judgement, metric: str) -> float | int | None:
     """One case's value of ``metric`` (None when the case is not scored for it)."""
     budget = parse_budget(metric)
     if budget is not None:
-        func = _budget_func(budget[0])
-        return func(j, budget[1]) if func is not None and j.scored else None
+        at_budget = _budget_func(budget[0])
+        return at_budget(j, budget[1]) if at_budget is not None and j.scored else None
     base, k = parse_metric(metric)
     if not j.scored:
         return None
