@@ -74,7 +74,7 @@ from ragsweep.evaluation.runfolder import (
 )
 from ragsweep.evaluation.scoring import aggregate, unlocated_lines, unlocated_report
 from ragsweep.execution.base import LOCAL, Executor, check_executor, open_executor
-from ragsweep.metrics.registry import AT_K_FAMILIES, asked_budgets, at_own_k, best_of, lower_is_better, unknown_name
+from ragsweep.metrics.registry import asked_budgets, at_k_families, at_own_k, best_of, lower_is_better, unknown_name
 from ragsweep.pipeline.config import ConfigError, PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import Retrieved, StageError, parse_documents, store_depths
@@ -451,7 +451,7 @@ def config_result(
     """A configuration's aggregate: ``<family>@k`` at its own top_k beside every depth, and a depth
     deeper than its top_k reported as missing (it does not serve it)."""
     own, unserved = served_depths(sweep.ks, config.top_k)
-    names = [own_k_name(m, config.top_k) for m in [*interval_metrics, *(at_own_k(f) for f in AT_K_FAMILIES)]]
+    names = [own_k_name(m, config.top_k) for m in [*interval_metrics, *(at_own_k(f) for f in at_k_families())]]
     agg = with_own_k(aggregate(cases, interval_metrics=names), config.top_k, unserved)
     return ConfigResult(
         id=cid, params=params, config_hash=config.hash, index_key=config.index_key, top_k=config.top_k,
@@ -461,7 +461,7 @@ def config_result(
 
 def with_own_k(agg: Aggregate, top_k: int, unserved: Sequence[int]) -> Aggregate:
     """``<family>@k`` = ``<family>@<top_k>`` (metric, counts, interval, chance/oracle); an unserved depth: None."""
-    for family in AT_K_FAMILIES:
+    for family in at_k_families():
         own = f"{family}@{top_k}"
         alias = at_own_k(family)
         agg.metrics[alias] = agg.metrics.get(own)

@@ -34,7 +34,7 @@ from pydantic import BaseModel, Field, model_serializer
 from ragsweep.answer.base import Answer
 from ragsweep.datasets.schema import Case, RelevanceConfig
 from ragsweep.metrics.judge import JudgeVerdict
-from ragsweep.metrics.registry import AT_K_FAMILIES, RANKING_METRICS, budget_names
+from ragsweep.metrics.registry import at_k_families, budget_names, leveled_names, ranking_metrics
 from ragsweep.metrics.relevance import UnlocatedSpan
 from ragsweep.pipeline.hits import Hit, chunk_id, chunk_key
 
@@ -530,10 +530,10 @@ def _retrieval_metrics(
         if judgement is None:
             judgement = mark_hits(case, served[k], relevance, texts, cited if k == top_k else None)
         judgements[k] = judgement
-        for family in AT_K_FAMILIES:
+        for family in at_k_families():
             metrics[f"{family}@{k}"] = _num(per_case_value(judgement, f"{family}@{k}"))
     own = judgements[top_k]
-    for name in RANKING_METRICS:
+    for name in ranking_metrics():
         metrics[name] = _num(per_case_value(own, name))
     metrics["citation_precision"] = _num(per_case_value(own, "citation_precision")) if cited and own.scored else None
     return metrics, own
@@ -595,7 +595,7 @@ def _levels(
     candidate pool."""
     from ragsweep.metrics.baselines import case_baselines
 
-    names = [f"{family}@{k}" for k in ks for family in AT_K_FAMILIES] + budget_names(budgets)
+    names = leveled_names(ks, budgets)
     levels = case_baselines([pool], names)
     chance = {n: _num(v) for n, v in levels.chance.get(case_id, {}).items()}
     oracle = {n: _num(v) for n, v in levels.oracle.get(case_id, {}).items()}

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ragsweep.evaluation.records import Aggregate, CaseResult, Count, RunResult, UnlocatedCase, UnlocatedReport
-from ragsweep.metrics.registry import SET_METRICS, judged_by_relevance
+from ragsweep.metrics.registry import judged_by_relevance, set_metrics
 
 
 def _float(value: Any) -> float | None:
@@ -170,7 +170,7 @@ def _abstention(
     if not pairs:
         return pairs
     abst = aggregate_abstention(pairs)
-    for name in SET_METRICS:
+    for name in set_metrics():
         if name in abst:
             metrics[name] = _float(abst[name])
     counts["abstention"] = Count(n=len(pairs), missing=len(cases) - len(pairs))

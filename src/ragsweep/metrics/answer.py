@@ -58,13 +58,15 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from difflib import SequenceMatcher
 from functools import lru_cache
 
 from ragsweep.answer.base import Answer
 from ragsweep.answer.refusal import is_refusal
+from ragsweep.metrics import registry
 
 # ----------------------------------------------------------------------------- SQuAD
 
@@ -454,37 +456,61 @@ def answer_metrics_for_case(
     - ``answer_error``: 1.0 if ``answer.error`` is set else 0.0. When it is set every other
       metric is ``None`` (the failure is counted as missing, not as a wrong answer).
     """
-    keys = ("abstained", "abstention_correct", "exact_match", "token_f1", "fact_coverage", "pathway_strsim")
+    computed = [m for m in registry.registered("answer", "case") if m.compute is not None]
     if answer.error:
-        out: dict[str, float | None] = dict.fromkeys(keys)
+        out: dict[str, float | None] = {m.name: None for m in computed}
         out["answer_error"] = 1.0
         return out
     abstained = bool(answer.abstained) or is_refusal(answer.text)
-    text = "" if abstained else answer.text
-    out = {
-        "abstained": float(abstained),
-        "abstention_correct": float(abstained == bool(unanswerable)),
-        "exact_match": None,
-        "token_f1": None,
-        "fact_coverage": None,
-        "pathway_strsim": None,
-        "answer_error": 0.0,
-    }
-    if unanswerable:
-        out["pathway_strsim"] = pathway_string_match(answer.text, PATHWAY_MISSING_LABELS[0], pathway_min_sequence_match)
-        return out
-    out["exact_match"] = exact_match(text, reference_answer, language)
-    out["token_f1"] = token_f1(text, reference_answer, language)
-    out["fact_coverage"] = fact_coverage(text, expected_facts, fact_threshold)
-    if isinstance(reference_answer, str):
-        out["pathway_strsim"] = pathway_string_match(answer.text, reference_answer, pathway_min_sequence_match)
-    elif reference_answer:
-        scores = [pathway_string_match(answer.text, r, pathway_min_sequence_match) for r in reference_answer if r]
-        out["pathway_strsim"] = max((s for s in scores if s is not None), default=None)
-    return out
+    case = AnsweredCase(
+        answer=answer,
+        text="" if abstained else answer.text,
+        abstained=abstained,
+        reference=reference_answer,
+        facts=expected_facts,
+        unanswerable=bool(unanswerable),
+        language=language,
+        fact_threshold=fact_threshold,
+        pathway_min_sequence_match=pathway_min_sequence_match,
+    )
+    scores = {m.name: m.compute(case) for m in computed if m.compute is not None}
+    return {**scores, "answer_error": 0.0}
 
 
-# ----------------------------------------------------------------------------- over cases
+@dataclass(frozen=True)
+class AnsweredCase:
+    """What an answer metric reads of one answered case (the answer is not an error)."""
+
+    answer: Answer  # as the answerer gave it
+    text: str  # the answer scored: "" when it abstained
+    abstained: bool
+    reference: str | Sequence[str] | None
+    facts: Sequence[str] | None
+    unanswerable: bool
+    language: str = "en"
+    fact_threshold: float = DEFAULT_FACT_THRESHOLD
+    pathway_min_sequence_match: float = PATHWAY_MIN_SEQUENCE_MATCH
+
+
+def _answerable(metric: Callable[[AnsweredCase], float | None]) -> Callable[[AnsweredCase], float | None]:
+    """``metric`` on answerable cases only (None for an unanswerable one)."""
+
+    def scored(case: AnsweredCase) -> float | None:
+        return None if case.unanswerable else metric(case)
+
+    return scored
+
+
+def _pathway_strsim(case: AnsweredCase) -> float | None:
+    threshold = case.pathway_min_sequence_match
+    if case.unanswerable:
+        return pathway_string_match(case.answer.text, PATHWAY_MISSING_LABELS[0], threshold)
+    if isinstance(case.reference, str):
+        return pathway_string_match(case.answer.text, case.reference, threshold)
+    if case.reference:
+        scores = [pathway_string_match(case.answer.text, r, threshold) for r in case.reference if r]
+        return max((s for s in scores if s is not None), default=None)
+    return None
 
 
 def _ratio(num: int, den: int) -> float | None:
@@ -532,3 +558,45 @@ def aggregate_abstention(pairs: Iterable[tuple[bool, bool]]) -> dict[str, float 
         "abstained_on_answerable_rate": _ratio(n_a_not_u, n - n_u),
         "abstention_accuracy": _ratio(n_au + (n - n_u - n_a_not_u), n),
     }
+
+
+# registered in the order a case's record holds them; ``order`` places them in the reports
+_EXTRACTIVE = "the sentence's length, not its correctness, sets the"
+registry.register(registry.MetricSpec("abstained", "answer", 150, lambda c: float(c.abstained), summary=False))
+registry.register(
+    registry.MetricSpec("abstention_correct", "case", 0, lambda c: float(c.abstained == c.unanswerable), summary=False)
+)
+registry.register(
+    registry.MetricSpec(
+        "exact_match",
+        "answer",
+        110,
+        _answerable(lambda c: exact_match(c.text, c.reference, c.language)),
+        says_nothing_for={"extractive": "its answer never equals a short reference"},
+    )
+)
+registry.register(
+    registry.MetricSpec(
+        "token_f1",
+        "answer",
+        120,
+        _answerable(lambda c: token_f1(c.text, c.reference, c.language)),
+        says_nothing_for={"extractive": f"{_EXTRACTIVE} F1"},
+        headline=6,
+    )
+)
+registry.register(
+    registry.MetricSpec(
+        "fact_coverage", "answer", 130, _answerable(lambda c: fact_coverage(c.text, c.facts, c.fact_threshold))
+    )
+)
+registry.register(registry.MetricSpec("pathway_strsim", "answer", 140, _pathway_strsim, headline=7))
+registry.register(registry.MetricSpec("answer_error", "case", 0, summary=False))  # set above: 1.0 on an error
+for _order, _name, _summary, _better in (
+    (160, "abstention_precision", True, True),
+    (170, "abstention_recall", True, True),
+    (180, "abstention_f1", False, True),
+    (190, "answered_unanswerable_rate", False, False),
+    (200, "abstained_on_answerable_rate", False, False),
+):  # over the cases: aggregate_abstention
+    registry.register(registry.MetricSpec(_name, "set", _order, summary=_summary, higher_is_better=_better))

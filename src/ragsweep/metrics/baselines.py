@@ -156,12 +156,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from .retrieval import BUDGET_FUNCS, Judgement, RankVerdict, parse_budget, parse_metric, per_case_value
+from . import registry
+from .retrieval import Judgement, PooledLevel, RankVerdict, parse_budget, parse_metric, per_case_value
 
 __all__ = [
     "Estimate",
     "Baselines",
-    "SUPPORTED",
     "chance",
     "chance_estimate",
     "oracle",
@@ -169,18 +169,9 @@ __all__ = [
     "case_baselines",
 ]
 
-SUPPORTED: tuple[str, ...] = (
-    "hits",
-    "hit_rate",
-    "precision",
-    "recall",
-    "mrr",
-    "ndcg",
-    "map",
-    "r_precision",
-    "first_relevant_rank",
-)
-_LOWER_IS_BETTER = {"first_relevant_rank"}
+# the token-budget families whose levels _Chunks.values computes
+_BUDGETED: tuple[str, ...] = ("hit_rate", "recall")
+# what the enumeration of chunk types may merge: the metrics that read only relevance, or only covers
 _ONLY_RELEVANT = {"hits", "hit_rate", "precision", "mrr", "first_relevant_rank"}
 _ONLY_COVERS = {"recall", "ndcg", "r_precision"}
 
@@ -257,10 +248,23 @@ def _pool(j: Judgement, extra_blank: int = 0) -> _Pool:
     )
 
 
+def _leveled(base: str) -> registry.MetricSpec | None:
+    """The record of ``base`` when it has a chance and an oracle level."""
+    spec = registry.get(base)
+    return spec if spec is not None and spec.chance is not None and spec.oracle is not None else None
+
+
+def _pooled(base: str) -> bool:
+    """Whether this module's closed forms and searches give ``base``'s levels (else its record's own)."""
+    spec = _leveled(base)
+    return spec is not None and isinstance(spec.chance, PooledLevel)
+
+
 def _resolve(metric: str, k: int | None) -> tuple[str, int]:
     base, mk = parse_metric(metric)
-    if base not in SUPPORTED:
-        raise ValueError(f"no chance/oracle level for {metric!r} (supported: {', '.join(SUPPORTED)})")
+    if _leveled(base) is None:
+        supported = [m.name for m in registry.metrics("at_k", "ranking") if _leveled(m.name)]
+        raise ValueError(f"no chance/oracle level for {metric!r} (supported: {', '.join(supported)})")
     if k is None:
         k = mk
     elif mk and mk != k:
@@ -768,7 +772,7 @@ def _search_oracle(p: _Pool, base: str, k: int, budget: int) -> Estimate:
     reps, counts = _project(p, base)
     depth = _depth(p, base, k)
     name = _name(base, k)
-    sign = -1.0 if base in _LOWER_IS_BETTER else 1.0
+    sign = -1.0 if registry.lower_is_better(base) else 1.0
 
     def score(word: list[RankVerdict]) -> float | None:
         v = _value(p, word, name)
@@ -854,9 +858,9 @@ def _budget_chance(
     n = len(c.tokens)
     if sum(c.tokens) <= budget:
         recall, hit = c.values(range(n))
-        return {"recall": recall, "hit_rate": hit}, "closed_form", dict.fromkeys(BUDGET_FUNCS, 0.0)
+        return {"recall": recall, "hit_rate": hit}, "closed_form", dict.fromkeys(_BUDGETED, 0.0)
     try:
-        return _enumerate_budget(c, budget, nodes), "enumerated", dict.fromkeys(BUDGET_FUNCS, 0.0)
+        return _enumerate_budget(c, budget, nodes), "enumerated", dict.fromkeys(_BUDGETED, 0.0)
     except _Stop:
         pass
     rng = random.Random(_seed(seed, case_id, f"@{budget}tok"))
@@ -992,7 +996,7 @@ def _budget_levels(
     if key not in p.cache:
         j = p.judgement
         if not j.scored:
-            none = {name: Estimate(None, "closed_form") for name in BUDGET_FUNCS}
+            none = {name: Estimate(None, "closed_form") for name in _BUDGETED}
             p.cache[key] = (none, none)
         else:
             c = _budget_chunks(j, extra_blank)
@@ -1097,6 +1101,8 @@ def chance_estimate(
         p = _pool(judgement, 0)
         return _budget_levels(p, extra_blank, at_budget[1], samples, seed, exact_budget, budget)[0][at_budget[0]]
     base, k = _resolve(metric, k)
+    if not _pooled(base):
+        return _own_level(judgement, base, k, extra_blank, "chance")
     return _chance_pool(_pool(judgement, extra_blank), base, k, method, samples, seed, exact_budget, budget)
 
 
@@ -1144,7 +1150,22 @@ def oracle_estimate(
             at_budget[0]
         ]
     base, k = _resolve(metric, k)
+    if not _pooled(base):
+        return _own_level(judgement, base, k, extra_blank, "oracle")
     return _oracle_pool(_pool(judgement, extra_blank), base, k, budget)
+
+
+def _own_level(judgement: Judgement, base: str, k: int, extra_blank: int, which: str) -> Estimate:
+    """A level by the function the metric's record names (method ``"registered"``)."""
+    if extra_blank:
+        raise ValueError(f"the {which} level of {base!r} needs every candidate: pass them, not extra_blank")
+    spec = _leveled(base)
+    assert spec is not None and spec.chance is not None and spec.oracle is not None  # _resolve checked
+    if not judgement.scored:
+        return Estimate(None, "registered")
+    level = spec.chance if which == "chance" else spec.oracle
+    value = level(judgement, k)
+    return Estimate(None if value is None else float(value), "registered")
 
 
 def oracle(
@@ -1202,6 +1223,8 @@ def _metric_levels(
     p: _Pool, blank: int, base: str, k: int, budgeted: bool, samples: int, seed: int, exact_budget: int, budget: int
 ) -> tuple[Estimate, Estimate]:
     """One metric's chance and oracle estimates on a case's pool (``k``: its budget in tokens when ``budgeted``)."""
+    if not budgeted and not _pooled(base):
+        return _own_level(p.judgement, base, k, blank, "chance"), _own_level(p.judgement, base, k, blank, "oracle")
     if budgeted:
         chance_est, oracle_est = _budget_levels(p, blank, k, samples, seed, exact_budget, budget)
         return chance_est[base], oracle_est[base]
@@ -1225,8 +1248,10 @@ def case_baselines(
     ``extra_blank``: case id -> number of extra irrelevant, non-covering candidates.
     Each case's candidates are grouped once and the closed forms' rank distributions are
     cached on (N, c, K) across cases and metrics, so a case costs O(N) once plus
-    O(K + R) per metric. Metrics without a chance level (``citation_precision``) raise.
+    O(K + R) per metric. A metric whose record has no chance level (``citation_precision``) has no
+    baseline: it is left out.
     """
+    metrics = [name for name in metrics if parse_budget(name) is not None or _leveled(parse_metric(name)[0])]
     parsed = [(name, *(parse_budget(name) or _resolve(name, None))) for name in metrics]
     budgeted = {name for name in metrics if parse_budget(name) is not None}
     extra_blank = extra_blank or {}

@@ -43,6 +43,7 @@ from ragsweep.llm.client import ChatResult, LLMClient
 from ragsweep.llm.cost import CallEstimate, count_message_tokens
 from ragsweep.llm.replies import as_verdict, json_objects
 from ragsweep.llm.settings import LLMSettings
+from ragsweep.metrics import registry
 
 JUDGE_SYSTEM_PROMPT = (
     "Your task is to determine the answer correctness in a RAG system. "
@@ -608,3 +609,7 @@ def estimate_judge_calls(
         "refusals on answerable cases need no call (upper bound)"
     )
     return est.priced(settings)
+
+
+# the mean of a case's replicate verdicts, set by the case scorer
+registry.register(registry.MetricSpec("judge_correct", "judge", 210, headline=5))

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from ragsweep.metrics import registry
 from ragsweep.metrics.registry import RAGAS_ANSWER_METRICS, RAGAS_ID_CONTEXT_METRICS, RAGAS_METRICS
 from ragsweep.pipeline.offline import ensure_offline
 
@@ -231,3 +232,16 @@ def ragas_answer_scores_batch(pairs: Sequence[tuple[str | None, str | None]]) ->
         return results
 
     return _run(_all)
+
+
+_EXTRACTIVE = "the sentence's length, not its correctness, sets the"
+for _name, _what in zip(RAGAS_METRICS, ("", "", "similarity", "n-gram precision", "ROUGE F-measure"), strict=True):
+    registry.register(
+        registry.MetricSpec(
+            _name,
+            "ragas",
+            0,
+            summary=False,
+            says_nothing_for={"extractive": f"{_EXTRACTIVE} {_what}"} if _what else {},
+        )
+    )

@@ -13,33 +13,157 @@ in 1500 tokens, :mod:`ragsweep.metrics.retrieval`), or a plain name
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, Literal
 
-# retrieval metrics computed at every scored depth k, in display order
-AT_K_FAMILIES: tuple[str, ...] = ("hit_rate", "recall", "precision", "mrr", "ndcg", "map")
-# retrieval metrics at a context-token budget (``<family>@<N>tok``), in display order
-BUDGET_FAMILIES: tuple[str, ...] = ("hit_rate", "recall")
-# retrieval metrics over the whole list a configuration returns (its top_k)
-RANKING_METRICS: tuple[str, ...] = ("r_precision", "first_relevant_rank")
-# metrics that only exist over a set of cases (computed by the aggregator)
-SET_METRICS: tuple[str, ...] = (
-    "abstention_precision",
-    "abstention_recall",
-    "abstention_f1",
-    "answered_unanswerable_rate",
-    "abstained_on_answerable_rate",
+LevelFn = Callable[[Any, int], "float | None"]  # (the case's candidates as one Judgement, depth k) -> level
+Kind = Literal["at_k", "ranking", "answer", "set", "case", "judge", "ragas"]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric, declared once, by the module that computes it (``register(MetricSpec(...))``).
+
+    ``name``: the family of an ``at_k`` metric (``ndcg`` is scored as ``ndcg@5``...), else the
+    metric's own name. ``kind``: ``at_k`` (a retrieval metric at each depth k), ``ranking`` (over the
+    whole list served at top_k), ``answer`` (per case, of the answer), ``set`` (over the cases only),
+    ``case`` (a per-case figure with no row of its own), ``judge``, ``ragas`` (ordered by
+    :data:`RAGAS_METRICS`, not by ``order``). ``compute``: a retrieval metric's
+    ``(Judgement, k) -> value``, an answer metric's ``(AnsweredCase) -> value``; None where the
+    computing module fills the value itself. ``chance`` / ``oracle``: ``(candidates, k) -> level`` over
+    a case's candidate chunks (one :class:`~ragsweep.metrics.retrieval.Judgement` holding them all); a
+    metric without them has no baseline. ``budget``: the value at a context-token budget
+    (``<name>@<N>tok``), ``(Judgement, tokens) -> value``. ``order``: display order (lower first).
+    ``says_nothing_for``: answerer kind -> why the metric says nothing about that answerer's answers.
+    ``curve``: drawn over k in the reports; ``headline``: its place among the report's key numbers;
+    ``summary``: a row of an eval run's terminal summary; ``scored``: computed for every case (False:
+    only when asked for by name).
+    """
+
+    name: str
+    kind: Kind
+    order: float
+    compute: Callable[..., Any] | None = None
+    higher_is_better: bool = True
+    chance: LevelFn | None = None
+    oracle: LevelFn | None = None
+    budget: Callable[[Any, int], float] | None = None
+    says_nothing_for: Mapping[str, str] = field(default_factory=dict)
+    curve: bool = False
+    headline: float | None = None
+    summary: bool = True
+    scored: bool = True
+
+
+_SPECS: dict[str, MetricSpec] = {}
+# the modules whose records every query needs (imported on first use: they import this one)
+_DECLARING = (
+    "ragsweep.metrics.retrieval",
+    "ragsweep.metrics.answer",
+    "ragsweep.metrics.judge",
+    "ragsweep.metrics.ragas_bridge",
 )
-ANSWER_ORDER: tuple[str, ...] = (
-    "citation_precision",
-    "exact_match",
-    "token_f1",
-    "fact_coverage",
-    "pathway_strsim",
-    "abstained",
-    *SET_METRICS,
-    "judge_correct",
-)
+
+
+def register(metric: MetricSpec) -> MetricSpec:
+    """Declare ``metric``: every list of names, the baselines and the reports read it from here."""
+    if metric.name in _SPECS and _SPECS[metric.name] != metric:
+        raise ValueError(f"metric {metric.name!r} is already registered")
+    _SPECS[metric.name] = metric
+    _ordered_specs.cache_clear()
+    return metric
+
+
+def unregister(name: str) -> None:
+    _SPECS.pop(name, None)
+    _ordered_specs.cache_clear()
+
+
+@cache
+def _load() -> None:
+    import importlib
+
+    for module in _DECLARING:
+        importlib.import_module(module)
+
+
+def metrics(*kinds: Kind) -> list[MetricSpec]:
+    """The registered metrics of ``kinds`` (all when none is given), in display order."""
+    _load()
+    return list(_ordered_specs(kinds))
+
+
+def registered(*kinds: Kind) -> list[MetricSpec]:
+    """The registered metrics of ``kinds`` in the order they were registered (the order a case's
+    record holds them)."""
+    _load()
+    return [m for m in _SPECS.values() if not kinds or m.kind in kinds]
+
+
+@cache
+def _ordered_specs(kinds: tuple[str, ...]) -> tuple[MetricSpec, ...]:
+    # sorted is stable: equal orders keep their registration order
+    return tuple(sorted((m for m in _SPECS.values() if not kinds or m.kind in kinds), key=lambda m: m.order))
+
+
+def get(name: str) -> MetricSpec | None:
+    """The record of a family (``ndcg``) or plain name (``token_f1``); None if none is registered."""
+    _load()
+    return _SPECS.get(name)
+
+
+def at_k_families() -> tuple[str, ...]:
+    """The retrieval metrics computed at every scored depth k, in display order."""
+    return tuple(m.name for m in metrics("at_k") if m.scored)
+
+
+def budget_families() -> tuple[str, ...]:
+    """The retrieval metrics at a context-token budget (``<family>@<N>tok``), in display order."""
+    return tuple(m.name for m in metrics("at_k") if m.budget is not None)
+
+
+def ranking_metrics() -> tuple[str, ...]:
+    """The retrieval metrics over the whole list a configuration returns (its top_k)."""
+    return tuple(m.name for m in metrics("ranking") if m.scored)
+
+
+def set_metrics() -> tuple[str, ...]:
+    """The metrics that only exist over a set of cases (computed by the aggregator)."""
+    return tuple(m.name for m in metrics("set"))
+
+
+def answer_order() -> tuple[str, ...]:
+    """The answer, abstention and judge metrics in display order."""
+    return tuple(m.name for m in metrics("answer", "set", "judge"))
+
+
+def curve_families() -> tuple[str, ...]:
+    """The retrieval families drawn as curves over k in the reports."""
+    return tuple(m.name for m in metrics("at_k") if m.scored and m.curve)
+
+
+def headline() -> tuple[str, ...]:
+    """The report's key numbers, ``{k}`` standing for the depth the pipeline serves."""
+    chosen = sorted((m for m in metrics() if m.headline is not None), key=lambda m: m.headline or 0.0)
+    return tuple(f"{m.name}@{{k}}" if m.kind == "at_k" else m.name for m in chosen)
+
+
+def says_nothing(metric: str, answerer_kind: str) -> str | None:
+    """Why ``metric`` says nothing about the answers of an answerer of ``answerer_kind`` (None: it does)."""
+    record = get(metric)
+    reasons = record.says_nothing_for if record is not None else {}
+    return reasons[answerer_kind] if answerer_kind in reasons else None
+
+
+def leveled_names(ks: Iterable[int], budgets: Iterable[int] = ()) -> list[str]:
+    """The per-case names with a chance and oracle level: each at-k family that has them at the depths
+    ``ks``, and the token-budget names at ``budgets``."""
+    families = [m.name for m in metrics("at_k") if m.scored and m.chance is not None]
+    return [f"{family}@{k}" for k in ks for family in families] + budget_names(budgets)
+
+
 # ragas' own non-LLM context metrics (metrics.ragas_bridge; string similarity to the reference contexts)
 RAGAS_CONTEXT_METRICS: tuple[str, ...] = ("ragas_context_precision", "ragas_context_recall")
 # ragas' non-LLM answer metrics (metrics.ragas_bridge), what eval and sweep report of ragas without an LLM
@@ -56,35 +180,14 @@ RAGAS_LLM_METRICS: tuple[str, ...] = (
     "ragas_llm_context_recall",
     "ragas_llm_answer_relevancy",
 )
-# the retrieval families drawn as curves over k in the reports (mrr is left out)
-CURVE_FAMILIES: tuple[str, ...] = ("hit_rate", "recall", "precision", "ndcg", "map")
-# the retrieval families of an eval run's terminal summary, each at the served k
-SUMMARY_FAMILIES: tuple[str, ...] = AT_K_FAMILIES
 # the run-level first-relevant-rank figures of that summary (the aggregator's names)
 SUMMARY_RANKING: tuple[str, ...] = ("first_relevant_rank_mean", "first_relevant_rank_median")
 # aggregate names whose value is another metric's mean: a report shows that one (with its CI and n)
 REPEATS: dict[str, str] = {"first_relevant_rank_mean": "first_relevant_rank"}
-# the answer metrics of that summary, in its order (a run shows those it computed)
-ANSWER_SUMMARY: tuple[str, ...] = (
-    "citation_precision",
-    "exact_match",
-    "token_f1",
-    "fact_coverage",
-    "pathway_strsim",
-    "abstention_precision",
-    "abstention_recall",
-    "judge_correct",
-    *RAGAS_ID_CONTEXT_METRICS,
-    "ragas_rouge",
-    *RAGAS_LLM_METRICS,
-)
-# per-case figures the aggregator averages too (no summary row of their own)
-CASE_FIGURES: tuple[str, ...] = ("abstention_correct", "answer_error")
-# lower is better for these names (and any name starting with them)
+# the ragas metrics of an eval run's terminal summary, after the registered answer metrics
+RAGAS_SUMMARY: tuple[str, ...] = (*RAGAS_ID_CONTEXT_METRICS, "ragas_rouge", *RAGAS_LLM_METRICS)
+# lower is better for these names (and any name starting with them), besides the registered metrics
 LOWER_IS_BETTER: tuple[str, ...] = (
-    "first_relevant_rank",
-    "answered_unanswerable_rate",
-    "abstained_on_answerable_rate",
     "latency",
     "seconds",
     "peak_rss",
@@ -96,7 +199,9 @@ _AT_TOKENS = re.compile(r"^(?P<family>[a-z_]+)@(?P<tokens>\d+)tok$")
 
 
 @dataclass(frozen=True)
-class MetricSpec:
+class MetricName:
+    """What a metric name means: its family, base metric, depth or budget, and direction."""
+
     name: str
     family: str  # "retrieval" | "answer" | "abstention" | "ragas" | "judge" | "cost" | "other"
     base: str  # hit_rate, recall, ... or the name itself
@@ -113,7 +218,7 @@ def split_budget(name: str) -> tuple[str, int] | None:
 
 def budget_names(budgets: Iterable[int]) -> list[str]:
     """The per-case token-budget metric names scored at the context budgets ``budgets``."""
-    return [f"{family}@{b}tok" for b in sorted(set(budgets)) for family in BUDGET_FAMILIES]
+    return [f"{family}@{b}tok" for b in sorted(set(budgets)) for family in budget_families()]
 
 
 def asked_budgets(names: Iterable[str]) -> list[int]:
@@ -128,31 +233,35 @@ def split_at_k(name: str) -> tuple[str, int] | None:
 
 
 def lower_is_better(name: str) -> bool:
-    return name.startswith(LOWER_IS_BETTER)
+    return name.startswith(_lower_is_better())
 
 
-def spec(name: str) -> MetricSpec:
+def _lower_is_better() -> tuple[str, ...]:
+    return (*(m.name for m in metrics() if not m.higher_is_better), *LOWER_IS_BETTER)
+
+
+def spec(name: str) -> MetricName:
     if (budget := split_budget(name)) is not None:
-        return MetricSpec(name, "retrieval", budget[0], None, True, tokens=budget[1])
+        return MetricName(name, "retrieval", budget[0], None, True, tokens=budget[1])
     m = _AT_K.match(name)
     if m:
         k = None if m["k"] == "k" else int(m["k"])
-        return MetricSpec(name, "retrieval", m["family"], k, True)
-    if name in RANKING_METRICS or name.startswith("first_relevant_rank"):
+        return MetricName(name, "retrieval", m["family"], k, True)
+    if name in ranking_metrics() or name.startswith("first_relevant_rank"):
         family = "retrieval"
-    elif name in SET_METRICS or name == "abstained":
+    elif name in set_metrics() or name == "abstained":
         family = "abstention"
     elif name.startswith("ragas_"):
         family = "ragas"
     elif name.startswith("judge_"):
         family = "judge"
-    elif name in ANSWER_ORDER:
+    elif name in answer_order():
         family = "answer"
     elif name.startswith(("latency", "seconds", "peak_rss", "cost")):
         family = "cost"
     else:
         family = "other"
-    return MetricSpec(name, family, name, None, not lower_is_better(name))
+    return MetricName(name, family, name, None, not lower_is_better(name))
 
 
 def judged_by_relevance(name: str) -> bool:
@@ -166,8 +275,8 @@ def judged_by_relevance(name: str) -> bool:
 
 def retrieval_names(ks: Iterable[int]) -> list[str]:
     """The per-case retrieval metric names scored at the depths ``ks``."""
-    names = [f"{family}@{k}" for k in sorted(set(ks)) for family in AT_K_FAMILIES]
-    return names + list(RANKING_METRICS)
+    names = [f"{family}@{k}" for k in sorted(set(ks)) for family in at_k_families()]
+    return names + list(ranking_metrics())
 
 
 def known_names(ks: Iterable[int], budgets: Iterable[int] = ()) -> list[str]:
@@ -177,8 +286,8 @@ def known_names(ks: Iterable[int], budgets: Iterable[int] = ()) -> list[str]:
         *retrieval_names(ks),
         *budget_names(budgets),
         *SUMMARY_RANKING,
-        *ANSWER_ORDER,
-        *CASE_FIGURES,
+        *answer_order(),
+        *(m.name for m in metrics("case")),
         *RAGAS_METRICS,
         *RAGAS_ID_CONTEXT_METRICS,
         *RAGAS_LLM_METRICS,
@@ -195,15 +304,15 @@ def unknown_name(name: str, ks: Iterable[int], budgets: Iterable[int] = ()) -> s
     if name in known:
         return None
     at_k = split_at_k(name)
-    if at_k is not None and at_k[0] in AT_K_FAMILIES:
+    if at_k is not None and at_k[0] in at_k_families():
         listed = ", ".join(map(str, depths))
         return f"{name} is not scored: the depths scored are {listed} (add {at_k[1]} to --ks)"
     budget = split_budget(name)
-    if budget is not None and budget[0] in BUDGET_FAMILIES:
+    if budget is not None and budget[0] in budget_families():
         listed = ", ".join(map(str, sorted(set(budgets)))) or "none"
         return f"{name} is not scored: the context budgets scored are {listed} (add {budget[1]} to --budgets)"
     # a misspelt budget is told apart from the at-k names by the budget names of its own family
-    known += [f"{family}@<N>tok" for family in BUDGET_FAMILIES]
+    known += [f"{family}@<N>tok" for family in budget_families()]
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
     return f"{name} is not a metric ragsweep computes" + (f"; did you mean {' or '.join(close)}?" if close else "")
 
@@ -211,8 +320,9 @@ def unknown_name(name: str, ks: Iterable[int], budgets: Iterable[int] = ()) -> s
 def summary_metrics(k: int, budgets: Iterable[int] = ()) -> list[str]:
     """The rows of an eval run's terminal summary at the served depth ``k`` (and the context
     budgets ``budgets``), in order."""
-    at_k = [f"{family}@{k}" for family in SUMMARY_FAMILIES]
-    return at_k + budget_names(budgets) + [*SUMMARY_RANKING, *ANSWER_SUMMARY]
+    at_k = [f"{family}@{k}" for family in at_k_families()]
+    answers = [m.name for m in metrics("answer", "set", "judge") if m.summary]
+    return at_k + budget_names(budgets) + [*SUMMARY_RANKING, *answers, *RAGAS_SUMMARY]
 
 
 def at_own_k(family: str) -> str:
@@ -223,17 +333,20 @@ def at_own_k(family: str) -> str:
 def metric_sort_key(name: str) -> tuple:
     if (budget := split_budget(name)) is not None:
         fam = budget[0]
-        fi = BUDGET_FAMILIES.index(fam) if fam in BUDGET_FAMILIES else len(BUDGET_FAMILIES)
-        return (0, len(AT_K_FAMILIES) + 1 + fi, budget[1], name)
+        budgeted, at_k = budget_families(), at_k_families()
+        fi = budgeted.index(fam) if fam in budgeted else len(budgeted)
+        return (0, len(at_k) + 1 + fi, budget[1], name)
     m = _AT_K.match(name)
     if m:
         fam = m["family"]
-        fi = AT_K_FAMILIES.index(fam) if fam in AT_K_FAMILIES else len(AT_K_FAMILIES)
+        families = at_k_families()
+        fi = families.index(fam) if fam in families else len(families)
         return (0, fi, 10**9 if m["k"] == "k" else int(m["k"]), name)
-    if name.startswith(RANKING_METRICS):
+    if name.startswith(ranking_metrics()):
         return (1, 0, 0, name)
-    if name in ANSWER_ORDER:
-        return (2, ANSWER_ORDER.index(name), 0, name)
+    answers = answer_order()
+    if name in answers:
+        return (2, answers.index(name), 0, name)
     if name.startswith("ragas_"):
         return (3, 0, 0, name)
     if name.startswith("judge_"):

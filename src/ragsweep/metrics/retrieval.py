@@ -61,7 +61,9 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+from . import registry
 
 __all__ = [
     "RankVerdict",
@@ -266,11 +268,12 @@ def hit_rate_in_budget(j: Judgement, budget: int) -> float:
     return 1.0 if any(h.relevant for h in in_budget(j, budget)) else 0.0
 
 
-BUDGET_FUNCS: dict[str, Callable[[Judgement, int], float]] = {
-    "hit_rate": hit_rate_in_budget,
-    "recall": recall_in_budget,
-}
 _BUDGET_RE = re.compile(r"^([a-z_\-]+)@(\d+)tok$")
+
+
+def _budget_func(base: str) -> Callable[[Judgement, int], float] | None:
+    spec = registry.get(base)
+    return spec.budget if spec is not None and spec.kind == "at_k" else None
 
 
 def parse_budget(name: str) -> tuple[str, int] | None:
@@ -279,29 +282,24 @@ def parse_budget(name: str) -> tuple[str, int] | None:
     if not m:
         return None
     base = _base(m.group(1))
-    if base not in BUDGET_FUNCS:
-        raise ValueError(f"no token-budget metric {name!r}; known: {', '.join(f'{b}@<N>tok' for b in BUDGET_FUNCS)}")
+    if _budget_func(base) is None:
+        known = ", ".join(f"{b}@<N>tok" for b in registry.budget_families())
+        raise ValueError(f"no token-budget metric {name!r}; known: {known}")
     return base, int(m.group(2))
 
 
-_FUNCS: dict[str, Callable[[Judgement, int], float | int | None] | None] = {
-    "hits": hits,
-    "hit_rate": hit_rate,
-    "precision": precision,
-    "recall": recall,
-    "mrr": reciprocal_rank,
-    "ndcg": ndcg,
-    "map": average_precision,
-    "r_precision": r_precision,
-    "first_relevant_rank": first_relevant_rank,
-    "citation_precision": None,  # of the answer's citations, not of a depth
-}
 _ALIASES = {"r-precision": "r_precision", "hitrate": "hit_rate", "success": "hit_rate", "ap": "map"}
 _METRIC_RE = re.compile(r"^([a-z_\-]+)(?:@(\d+))?$")
+_CITATIONS = "citation_precision"  # of the answer's citations, not of a depth
 
 
 def _base(family: str) -> str:
     return _ALIASES.get(family, family)
+
+
+def _ranking_metric(base: str) -> Callable[[Judgement, int], float | int | None] | None:
+    spec = registry.get(base)
+    return spec.compute if spec is not None and spec.kind in ("at_k", "ranking") else None
 
 
 def parse_metric(name: str) -> tuple[str, int]:
@@ -310,8 +308,9 @@ def parse_metric(name: str) -> tuple[str, int]:
     if not m:
         raise ValueError(f"bad metric name {name!r}")
     base = _base(m.group(1))
-    if base not in _FUNCS:
-        raise ValueError(f"unknown metric {name!r}; known: {', '.join(sorted(_FUNCS))}")
+    if base != _CITATIONS and _ranking_metric(base) is None:
+        known = sorted([*(s.name for s in registry.metrics("at_k", "ranking")), _CITATIONS])
+        raise ValueError(f"unknown metric {name!r}; known: {', '.join(known)}")
     return base, int(m.group(2) or 0)
 
 
@@ -319,11 +318,59 @@ def per_case_value(j: Judgement, metric: str) -> float | int | None:
     """One case's value of ``metric`` (None when the case is not scored for it)."""
     budget = parse_budget(metric)
     if budget is not None:
-        return BUDGET_FUNCS[budget[0]](j, budget[1]) if j.scored else None
+        at_budget = _budget_func(budget[0])
+        return at_budget(j, budget[1]) if at_budget is not None and j.scored else None
     base, k = parse_metric(metric)
     if not j.scored:
         return None
-    func = _FUNCS[base]
+    func = _ranking_metric(base)
     if func is None:
         return citation_precision(j)
     return func(j, k)
+
+
+@dataclass(frozen=True)
+class PooledLevel:
+    """A chance or oracle level from the closed forms and searches of :mod:`.baselines`, which group
+    a case's candidates once for every metric leveled this way."""
+
+    base: str
+    which: Literal["chance", "oracle"]
+
+    def __call__(self, candidates: Judgement, k: int) -> float | None:
+        from . import baselines
+
+        level = baselines.chance if self.which == "chance" else baselines.oracle
+        return level(candidates, self.base, k)
+
+
+def _retrieval(
+    name: str,
+    compute: Callable[[Judgement, int], float | int | None],
+    order: float,
+    kind: registry.Kind = "at_k",
+    **more: Any,
+) -> None:
+    registry.register(
+        registry.MetricSpec(
+            name,
+            kind,
+            order,
+            compute,
+            chance=PooledLevel(name, "chance"),
+            oracle=PooledLevel(name, "oracle"),
+            **more,
+        )
+    )
+
+
+_retrieval("hits", hits, 5, scored=False)
+_retrieval("hit_rate", hit_rate, 10, budget=hit_rate_in_budget, curve=True, headline=1)
+_retrieval("recall", recall, 20, budget=recall_in_budget, curve=True, headline=2)
+_retrieval("precision", precision, 30, curve=True)
+_retrieval("mrr", reciprocal_rank, 40, headline=3)
+_retrieval("ndcg", ndcg, 50, curve=True, headline=4)
+_retrieval("map", average_precision, 60, curve=True)
+_retrieval("r_precision", r_precision, 70, kind="ranking")
+_retrieval("first_relevant_rank", first_relevant_rank, 80, kind="ranking", higher_is_better=False)
+registry.register(registry.MetricSpec(_CITATIONS, "answer", 100))  # filled by the case scorer from the citations

@@ -26,8 +26,8 @@ from pydantic import BaseModel, Field
 from ragsweep.evaluation.records import CaseResult, RunResult
 from ragsweep.metrics.stats import holm, paired_bootstrap_ci, paired_test, significant
 from ragsweep.report.runs import (
-    AT_K_FAMILIES,
     RunFolderError,
+    at_k_families,
     is_config_dir,
     lower_is_better,
     num,
@@ -143,7 +143,7 @@ def _own_k_names(a: list[CaseResult], b: list[CaseResult]) -> list[str]:
     """``<family>@k`` for each family both runs score at their own top_k."""
     return [
         name
-        for name in (f"{family}@k" for family in AT_K_FAMILIES)
+        for name in (f"{family}@k" for family in at_k_families())
         if any(c.metric(name) is not None for c in a) and any(c.metric(name) is not None for c in b)
     ]
 

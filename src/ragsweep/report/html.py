@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from ragsweep.evaluation.records import (
     SweepResult,
     UnlocatedReport,
 )
-from ragsweep.metrics.registry import REPEATS
+from ragsweep.metrics.registry import REPEATS, at_k_families, curve_families, headline
 from ragsweep.metrics.stats import bootstrap_ci
 from ragsweep.metrics.uninformative import answerer_way, uninformative
 from ragsweep.report import svg
@@ -29,7 +30,6 @@ from ragsweep.report.assets import CSS, JS
 from ragsweep.report.drilldown import PACKED_TYPE, drilldown_html, pack
 from ragsweep.report.judge_html import judge_html, judge_warnings_html
 from ragsweep.report.runs import (
-    CURVE_FAMILIES,
     Manifest,
     correctness_metric,
     doc_label,
@@ -197,12 +197,10 @@ def _at_k_cell(agg: Aggregate, name: str) -> str:
 def _at_k_matrix(agg: Aggregate, at_k: dict[str, tuple[str, int]], main_k: int | None) -> str:
     """The family x k matrix of the metric@k values (``at_k``: name -> (family, k)); the main k's
     column marked."""
-    from ragsweep.metrics.registry import AT_K_FAMILIES
-
     if not at_k:
         return ""
     ks = sorted({k for _, k in at_k.values()})
-    fams = [f for f in AT_K_FAMILIES if any(fam == f for fam, _ in at_k.values())]
+    fams = [f for f in at_k_families() if any(fam == f for fam, _ in at_k.values())]
     fams += sorted({fam for fam, _ in at_k.values()} - set(fams))
     head = (
         "<tr><th>metric</th>"
@@ -287,9 +285,10 @@ def _summary_table(agg: Aggregate, main_k: int | None = None, answerer: str | No
 
 
 def _curve_series(agg: Aggregate) -> tuple[list[str], dict]:
-    ks = sorted({at[1] for m in agg.metrics if (at := split_at_k(m)) and at[0] in CURVE_FAMILIES})
+    families = curve_families()
+    ks = sorted({at[1] for m in agg.metrics if (at := split_at_k(m)) and at[0] in families})
     series = {}
-    for fam in CURVE_FAMILIES:
+    for fam in families:
         pts = []
         for k in ks:
             name = f"{fam}@{k}"
@@ -401,41 +400,97 @@ def _case_sections(
     """Type bars, the document x type heatmap and the drilldown; ``k``: the depth served (the main k).
     The figures leave out the metrics that say nothing about ``answerer``'s answers."""
     if not cases:
-        return [("drilldown", "Cases", '<p class="note">This run folder has no cases.jsonl.</p>')]
-    correct = correctness_metric(cases, k)
-
-    def present(ms: Sequence[str | None]) -> list[str]:
-        return [m for m in dict.fromkeys(ms) if m and has_values(cases, m) and not uninformative(m, answerer)]
-
-    kk = f"@{k}" if k is not None else ""
-    bar_metrics = present(
-        [
-            correct,
-            f"hit_rate{kk}",
-            f"recall{kk}",
-            f"ndcg{kk}",
-            "judge_correct",
-            "token_f1",
-            "pathway_strsim",
-            "fact_coverage",
-        ]
-    )[:7]
-    heat_metrics = present([correct, f"hit_rate{kk}", "pathway_strsim", "token_f1", f"recall{kk}"])[:5]
+        return [("drilldown", "Cases", _NO_CASES)]
     prefix = f'<p class="note">{label}</p>' if label else ""
     return [
-        ("types", "By question type", prefix + _type_bars(cases, bar_metrics)),
-        (
-            "doc-type-map",
-            "Document × question type",
-            prefix + f'<p class="note">Correctness measure: <b>{esc(correct)}</b> '
-            "(judge_correct when an LLM judge ran, else hit rate at the pipeline's k, else Pathway's string "
-            "similarity). Grey: no case of that type for that document.</p>" + _doc_type_heatmap(cases, heat_metrics),
-        ),
+        ("types", "By question type", prefix + _types_html(cases, k, answerer)),
+        ("doc-type-map", "Document × question type", prefix + _doc_type_html(cases, k, answerer)),
         ("drilldown", "Cases", prefix + drilldown_html(cases, k)),
     ]
 
 
+_NO_CASES = '<p class="note">This run folder has no cases.jsonl.</p>'
+
+
+def _present(cases: Sequence[CaseResult], answerer: str | None, ms: Sequence[str | None]) -> list[str]:
+    """The metrics of ``ms`` with values in ``cases`` that say something about ``answerer``'s answers."""
+    return [m for m in dict.fromkeys(ms) if m and has_values(cases, m) and not uninformative(m, answerer)]
+
+
+def _types_html(cases: Sequence[CaseResult], k: int | None, answerer: str | None) -> str:
+    kk = f"@{k}" if k is not None else ""
+    correct = correctness_metric(cases, k)
+    bars = [correct, f"hit_rate{kk}", f"recall{kk}", f"ndcg{kk}", "judge_correct", "token_f1", "pathway_strsim"]
+    return _type_bars(cases, _present(cases, answerer, [*bars, "fact_coverage"])[:7])
+
+
+def _doc_type_html(cases: Sequence[CaseResult], k: int | None, answerer: str | None) -> str:
+    kk = f"@{k}" if k is not None else ""
+    correct = correctness_metric(cases, k)
+    heat = _present(cases, answerer, [correct, f"hit_rate{kk}", "pathway_strsim", "token_f1", f"recall{kk}"])[:5]
+    return (
+        f'<p class="note">Correctness measure: <b>{esc(correct)}</b> '
+        "(judge_correct when an LLM judge ran, else hit rate at the pipeline's k, else Pathway's string "
+        "similarity). Grey: no case of that type for that document.</p>" + _doc_type_heatmap(cases, heat)
+    )
+
+
 # ----------------------------------------------------------------------------- eval page
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section of an eval run's report.html: its anchor, its heading, and its body from the run
+    (None: the section is left out of that run's page)."""
+
+    id: str
+    title: str
+    render: Callable[[RunResult], str | None]
+
+
+def _summary_html(run: RunResult) -> str:
+    k, answerer = run.top_k, run.answerer
+    summary = _headline(run.metrics, k, answerer) + _summary_table(run, k, answerer)
+    return _served_app_html(run) + judge_warnings_html(run.judge) + summary
+
+
+def _run_html(run: RunResult) -> str:
+    return _meta(_manifest_items(Manifest.of(run.manifest), run))
+
+
+EVAL_SECTIONS: list[Section] = [
+    Section("summary", "Summary", _summary_html),
+    Section("baselines", "Against chance and oracle", lambda run: _baselines_table(run.baselines) or None),
+    Section("judge", "LLM judge", lambda run: judge_html(run.judge) if run.judge else None),
+    Section("curves", "Metrics vs k", lambda run: _curves(run, "retrieval metrics at each k (95% CI)")),
+    Section(
+        "unlocated", "Unlocated evidence", lambda run: _unlocated_html(run.unlocated) if run.unlocated.cases else None
+    ),
+    Section(
+        "types", "By question type", lambda run: _types_html(run.cases, run.top_k, run.answerer) if run.cases else None
+    ),
+    Section(
+        "doc-type-map",
+        "Document × question type",
+        lambda run: _doc_type_html(run.cases, run.top_k, run.answerer) if run.cases else None,
+    ),
+    Section("drilldown", "Cases", lambda run: drilldown_html(run.cases, run.top_k) if run.cases else _NO_CASES),
+    Section("run", "Run", _run_html),
+]
+
+
+def register_section(section: Section, *, before: str | None = None) -> Section:
+    """Add ``section`` to every eval report.html written from now on: before the section ``before``
+    (an id), else last."""
+    if any(s.id == section.id for s in EVAL_SECTIONS):
+        raise ValueError(f"a report section {section.id!r} is already registered")
+    ids = [s.id for s in EVAL_SECTIONS]
+    EVAL_SECTIONS.insert(ids.index(before) if before is not None else len(ids), section)
+    return section
+
+
+def unregister_section(section_id: str) -> None:
+    EVAL_SECTIONS[:] = [s for s in EVAL_SECTIONS if s.id != section_id]
 
 
 def _eval_page(run_dir: Path) -> str:
@@ -446,17 +501,7 @@ def _eval_page(run_dir: Path) -> str:
         f"eval run · {len(cases)} cases · {esc(failing_text(cases, k))} · top_k {esc(k)} · "
         f"{esc(run.answerer or '')} · relevance: {esc(run.relevance_rule or '?')}"
     )
-    judge, answerer = run.judge, run.answerer
-    summary = _headline(run.metrics, k, answerer) + _summary_table(run, k, answerer)
-    sections = [
-        ("summary", "Summary", _served_app_html(run) + judge_warnings_html(judge) + summary),
-        *([("baselines", "Against chance and oracle", _baselines_table(run.baselines))] if run.baselines else []),
-        *([("judge", "LLM judge", judge_html(judge))] if judge else []),
-        ("curves", "Metrics vs k", _curves(run, "retrieval metrics at each k (95% CI)")),
-        *([("unlocated", "Unlocated evidence", _unlocated_html(run.unlocated))] if run.unlocated.cases else []),
-        *_case_sections(cases, k, answerer=answerer),
-        ("run", "Run", _meta(_manifest_items(Manifest.of(run.manifest), run))),
-    ]
+    sections = [(s.id, s.title, html) for s in EVAL_SECTIONS if (html := s.render(run)) is not None]
     return _page(f"ragsweep report: {run_dir.name}", subtitle, sections)
 
 
@@ -507,12 +552,9 @@ def _unlocated_html(report: UnlocatedReport, counted: str = "beside n and missin
     )
 
 
-HEADLINE = ("hit_rate@{k}", "recall@{k}", "mrr@{k}", "ndcg@{k}", "judge_correct", "token_f1", "pathway_strsim")
-
-
 def _headline(metrics: dict[str, float | None], k: int | None, answerer: str | None = None) -> str:
     """The run's key numbers at the depth the pipeline serves (none that says nothing about ``answerer``)."""
-    picks = [m.format(k=k) for m in HEADLINE if (k is not None or "{k}" not in m) and not uninformative(m, answerer)]
+    picks = [m.format(k=k) for m in headline() if (k is not None or "{k}" not in m) and not uninformative(m, answerer)]
     chips = [
         f'<span class="chip"><b>{esc(m)}</b> {fmt(num(metrics[m]))}</span>'
         for m in picks
@@ -878,4 +920,4 @@ def _sweep_page(run_dir: Path) -> str:
     return _page(f"ragsweep sweep: {run_dir.name}", subtitle, sections)
 
 
-__all__ = ["write_html_report"]
+__all__ = ["Section", "register_section", "unregister_section", "write_html_report"]

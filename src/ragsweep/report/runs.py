@@ -35,16 +35,12 @@ from ragsweep.evaluation.records import (
     SweepResult,
 )
 from ragsweep.metrics.registry import (  # noqa: F401 - the one registry, re-exported for the reports
-    ANSWER_ORDER,
-    AT_K_FAMILIES,
+    at_k_families,
     lower_is_better,
     metric_sort_key,
     ordered,
     split_at_k,
 )
-
-CURVE_FAMILIES = ["hit_rate", "recall", "precision", "ndcg", "map"]
-OWN_K_ALIASES = frozenset(f"{family}@k" for family in AT_K_FAMILIES)  # what sweep lines up to layout 3 carried
 
 
 class RunFolderError(FileNotFoundError):
@@ -224,7 +220,8 @@ def _line_top_k(line: Mapping[str, Any]) -> int:
 
 
 def _without_aliases(values: Mapping[str, Any]) -> dict[str, Any]:
-    return {name: v for name, v in values.items() if name not in OWN_K_ALIASES}
+    aliases = {f"{family}@k" for family in at_k_families()}  # what sweep lines up to layout 3 carried
+    return {name: v for name, v in values.items() if name not in aliases}
 
 
 def case_results(lines: Sequence[Mapping[str, Any]], path: Path, top_k: int | None = None) -> list[CaseResult]:
