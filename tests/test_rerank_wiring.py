@@ -65,10 +65,10 @@ def test_sweep_reranker_axis_shares_one_index(tmp_path, monkeypatch):
         served = plain[case_id]  # the unreranked list: the first 5 of the candidates the reranker ordered
         assert all(h.get("rerank_score") is None for h in served)
         assert [h["rank"] for h in hits] == list(range(1, len(hits) + 1)) and len(hits) == len(served)
-        scores = [h["rerank_score"] for h in hits]
-        assert scores == sorted(scores, reverse=True)
+        scores = [h.get("rerank_score") for h in hits]
+        assert None not in scores and scores == sorted(scores, reverse=True), scores
         for hit in hits:
-            assert 1 <= hit["retrieval_rank"] <= 8
+            assert 1 <= hit.get("retrieval_rank", 0) <= 8  # one of the 8 candidates
             if hit["retrieval_rank"] <= len(served):  # the same chunk of the same index as served unreranked
                 same = served[hit["retrieval_rank"] - 1]
                 assert [hit[f] for f in ("doc_id", "start", "end", "score")] == [
