@@ -71,7 +71,7 @@ SMOKE_CUAD = ROOT / "tests" / "fixtures" / "datasets" / "cuad_small"  # a releas
 WRAP_POINTS: tuple[tuple[str, str, str], ...] = (
     ("ragsweep.commands.eval", "load_inputs", "time:load_and_validate"),
     ("ragsweep.commands.eval", "parse_documents", "mark:parse"),
-    ("ragsweep.execution.base", "retrieve", "mark:retrieve (split, embed, index, queries)"),
+    ("ragsweep.execution.local", "retrieve", "mark:retrieve (split, embed, index, queries)"),
     ("ragsweep.evaluation.runfolder", "RunFolder.save_served", "time:save_chunks_and_hits"),
     ("ragsweep.commands.eval", "evaluate_configuration", "mark:answer_and_score"),
     ("ragsweep.commands.eval", "run_result", "mark:aggregate"),

@@ -35,6 +35,25 @@ def read_cases(run_dir: Path) -> list[dict]:
     return read_with_text(run_dir / "cases.jsonl")
 
 
+def recall_from_evidence(rows: list[dict]) -> tuple[dict[str, float], dict[str, int]]:
+    """Each answerable case's recall@5 counted from its text: the share of its evidence spans found
+    (whitespace aside) in a top-5 chunk; and the rank of its first chunk holding one."""
+    cases = {c["id"]: c for c in map(json.loads, (MINI / "cases.jsonl").read_text().splitlines()) if c}
+
+    def norm(text: str) -> str:
+        return " ".join(text.split())
+
+    recalls, ranks = {}, {}
+    for row in rows:
+        evidence = [norm(e["text"]) for e in cases[row["id"]].get("evidence") or []]
+        if not evidence:
+            continue
+        texts = [norm(h["text"]) for h in row["hits"][:5]]
+        recalls[row["id"]] = sum(any(e in t for t in texts) for e in evidence) / len(evidence)
+        ranks[row["id"]] = next(r for r, t in enumerate(texts, start=1) if any(e in t for e in evidence))
+    return recalls, ranks
+
+
 def test_eval_writes_a_complete_run_folder(tmp_path):
     run_dir, report = run_eval(options(tmp_path, ragas_nonllm=True))
     saved = json.loads((run_dir / "report.json").read_text())
@@ -117,15 +136,29 @@ def test_resume_refuses_a_different_configuration(tmp_path):
 def test_gate_exit_code_names_the_failing_metrics(tmp_path, capsys):
     args = ["eval", "--dataset", str(MINI), "--limit", "14", "--out", str(tmp_path / "runs")]
     assert main(args + ["--min", "hit_rate@10=0.0"]) == 0
+    before = set((tmp_path / "runs").iterdir())
     assert main(args + ["--min", "recall@5=1.01", "--min", "abstention_recall=0.0"]) == 1
     err = capsys.readouterr().err
     gate = err.split("gate FAILED")[1]
     assert "abstention_recall" not in gate
+    [run_dir] = set((tmp_path / "runs").iterdir()) - before
+    recalls, ranks = recall_from_evidence(read_cases(run_dir))
+    # 8 answerable cases: 7 find every evidence span in their top 5, the expiration date finds 1 of its 2
+    assert len(recalls) == 8 and sum(recalls.values()) == 7.5
+    assert recalls["cuadmini-a5cfc7ee-expiration-date"] == 0.5
+    assert json.loads((run_dir / "report.json").read_text())["metrics"]["recall@5"] == 7.5 / 8
     # as assert_quality says it: the value, its CI, its chance level and n, then the worst cases under the floor
     head = next(line for line in gate.splitlines() if line.startswith("recall@5 = "))
-    assert "< floor 1.01 (95% CI [" in head and ", chance 0." in head and "n=8)" in head, head  # 8 answerable
+    assert head.startswith(f"recall@5 = {7.5 / 8:.3f} < floor 1.01 (95% CI [") and ", chance 0." in head, head
+    assert head.endswith("n=8)"), head
     worst = [line for line in gate.splitlines() if line.startswith("    ") and ": recall@5=" in line]
-    assert 1 <= len(worst) <= 5 and all(float(w.split("recall@5=")[1].split(",")[0]) < 1.01 for w in worst)
+    expected = sorted((value, case_id) for case_id, value in recalls.items())[:5]  # every case is under 1.01
+    questions = {row["id"]: row["question"] for row in read_cases(run_dir)}
+    assert worst == [
+        f"    {case_id}: recall@5={value:.3f}, first relevant chunk at rank {ranks[case_id]}: "
+        f"{questions[case_id][:100]!r}"
+        for value, case_id in expected
+    ]
     assert main(args + ["--min", "recall@5"]) == 2
 
 

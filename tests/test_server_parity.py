@@ -356,14 +356,20 @@ def test_routing_changes_what_is_served(evaluated):
         assert all(len({h.doc_id for h in listed}) <= limit for listed in hits.values())
 
 
-def test_a_deeper_hybrid_query_is_not_the_top_k(evaluated):
-    """Why the store asks Pathway for exactly k: RRF fuses each retriever's top k, so the
-    top 3 of a k=10 hybrid query is generally not the k=3 answer (printed, not asserted)."""
+def test_a_deeper_hybrid_query_is_not_the_top_k(evaluated, served):
+    """Why the store asks Pathway for exactly k: RRF fuses each retriever's top k, so the top k of a
+    deeper hybrid query is generally not the k answer. Some question of the fixture shows it, and for
+    every question and k the in-process list is the server's answer to that k, not the deeper prefix."""
     hybrid = evaluated["hits"]["hybrid"]
-    differing = [q for q in QUESTIONS if differs(evaluated_items(hybrid[(q, 10)][:3]), evaluated_items(hybrid[(q, 3)]))]
-    print(f"\nhybrid: the top 3 of k=10 differs from k=3 for {len(differing)} of {len(QUESTIONS)} questions")
-    for q in differing:  # each such pair is a wrong list the comparison must catch
-        assert differs(evaluated_items(hybrid[(q, 10)][:3]), evaluated_items(hybrid[(q, 3)]))
+    deepest = max(KS)
+    prefixes = {(q, k): evaluated_items(hybrid[(q, deepest)][:k]) for q in QUESTIONS for k in KS if k < deepest}
+    differing = [(q, k) for (q, k), prefix in prefixes.items() if differs(prefix, evaluated_items(hybrid[(q, k)]))]
+    print(f"\nhybrid: the top k of k={deepest} differs from k for {len(differing)} of {len(prefixes)} (question, k)")
+    assert differing, f"every hybrid top k is the prefix of k={deepest}: the fixture no longer shows why"
+    for q, k in prefixes:
+        assert not differs(served[("hybrid", q, k)], evaluated_items(hybrid[(q, k)])), (q, k)
+    for q, k in differing:  # the server, asked for k, does not serve the deeper list's prefix either
+        assert differs(served[("hybrid", q, k)], prefixes[(q, k)]), (q, k)
 
 
 def test_the_comparison_catches_a_wrong_list(evaluated):

@@ -196,10 +196,11 @@ class RagsweepEval:
             self._done(Evaluation(pipe, data, report, time.perf_counter() - started, cached=True))
             return report
         from ragsweep.evaluation.runfolder import RunError
+        from ragsweep.execution.base import ExecutorError
 
-        try:
+        try:  # ragsweep's own messages (caught below) name the file or option
             report = self._evaluate_now(pipe, data, options)
-        except (RunError, ValueError, FileNotFoundError) as err:  # ragsweep's own messages name the file or option
+        except (RunError, ExecutorError, ValueError, FileNotFoundError) as err:
             error = f"ragsweep: {pipe.given} on {data.given}: {err}"
         else:
             if results is not None and report.no_llm:  # an LLM's answers are not the inputs' alone

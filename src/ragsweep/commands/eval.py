@@ -42,7 +42,9 @@ from ragsweep.evaluation.runfolder import (
     package_versions,
 )
 from ragsweep.evaluation.scoring import aggregate, quality_failures, unlocated_lines, unlocated_report
-from ragsweep.execution.base import LOCAL, Executor, check_executor, open_executor
+from ragsweep.execution.base import Executor, ExecutorError
+from ragsweep.execution.local import LOCAL
+from ragsweep.execution.registry import ExecutorSettings, check_executor, open_executor
 from ragsweep.metrics.registry import REPEATS, summary_metrics, unknown_name
 from ragsweep.metrics.uninformative import answerer_way, uninformative
 from ragsweep.pipeline.app_components import Spent, embedding_usage, usage_since
@@ -79,7 +81,7 @@ def run_eval(options: EvalOptions) -> tuple[Path | None, RunResult | dict[str, A
     """Evaluate; return the run folder and the result (or, for a dry run, the LLM estimate)."""
     config, dataset, cases = load_inputs(options)
     check_floor_names(options, config)  # before a folder exists (evaluate_run checks for the API too)
-    check_executor(options.executor, options.ray_address)
+    check_executor(options.executor_settings)
     dataset_hash = dataset_file_hash(dataset)
     folder = open_folder(options, config, dataset.name, dataset_hash, cases)
     with folder:
@@ -136,9 +138,9 @@ def evaluate_run(
 ) -> RunResult | dict[str, Any]:
     """One configuration through the evaluation loop, into ``folder`` (``folder.path`` None: nothing is written)."""
     check_floor_names(options, config)
-    check_executor(options.executor, options.ray_address)
-    where = ("local", None) if options.dry_run else (options.executor, options.ray_address)  # a dry run parses here
-    with open_executor(*where) as executor:  # open from the parse on: documents are parsed as its tasks
+    check_executor(options.executor_settings)
+    where = ExecutorSettings() if options.dry_run else options.executor_settings  # a dry run parses here
+    with open_executor(where) as executor:  # open from the parse on: documents are parsed as its tasks
         return _evaluate_on(executor, options, config, dataset, cases, dataset_hash, folder)
 
 
@@ -477,7 +479,7 @@ def run_eval_cli(options: EvalOptions, args: Any) -> int:
     """The command: run, print the summary, log to MLflow when asked, then the gate's exit code."""
     try:
         run_dir, result = run_eval(options)
-    except RunError as err:
+    except (RunError, ExecutorError) as err:
         print(f"ragsweep: error: {err}", file=sys.stderr)
         return 2
     if not isinstance(result, RunResult):  # a dry run's estimate

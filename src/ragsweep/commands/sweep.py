@@ -73,7 +73,9 @@ from ragsweep.evaluation.runfolder import (
     package_versions,
 )
 from ragsweep.evaluation.scoring import aggregate, unlocated_lines, unlocated_report
-from ragsweep.execution.base import LOCAL, Executor, check_executor, open_executor
+from ragsweep.execution.base import Executor, ExecutorError
+from ragsweep.execution.local import LOCAL
+from ragsweep.execution.registry import check_executor, open_executor
 from ragsweep.metrics.registry import asked_budgets, at_k_families, at_own_k, best_of, lower_is_better, unknown_name
 from ragsweep.pipeline.config import ConfigError, PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
@@ -208,7 +210,7 @@ def load_sweep(options: SweepOptions, base_config: PipelineConfig) -> Sweep:
 
 def run_sweep(options: SweepOptions) -> tuple[Path, SweepResult]:
     started_at = now()
-    check_executor(options.executor, options.ray_address)
+    check_executor(options.executor_settings)
     base_config, dataset, cases = load_inputs(options)
     sweep = load_sweep(options, base_config)
     holdout: list[Case] = []
@@ -239,7 +241,7 @@ def run_sweep(options: SweepOptions) -> tuple[Path, SweepResult]:
         resume=options.resume,
     )
     print(f"sweep folder: {folder.path}  ({len(sweep.configs)} configurations)", file=sys.stderr)
-    with folder, open_executor(options.executor, options.ray_address) as executor:
+    with folder, open_executor(options.executor_settings) as executor:
         return folder.path, _run_sweep(  # type: ignore[return-value]
             options, sweep, base_config, dataset, cases, holdout, folder, started_at, executor
         )
@@ -724,7 +726,7 @@ def verdict_lines(verdict: HoldoutVerdict) -> list[str]:
 def run_sweep_cli(options: SweepOptions, args: Any) -> int:
     try:
         sweep_dir, report = run_sweep(options)
-    except RunError as err:
+    except (RunError, ExecutorError) as err:
         print(f"ragsweep: error: {err}", file=sys.stderr)
         return 2
     print(sweep_table(report))

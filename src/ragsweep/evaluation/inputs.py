@@ -6,13 +6,14 @@ import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticUndefined
 
 from ragsweep.datasets.schema import UNLOCATED_MODES, Case, Dataset, UnlocatedMode
 from ragsweep.evaluation.runfolder import RunError
+from ragsweep.execution.registry import EXECUTORS, ExecutorSettings
 from ragsweep.pipeline.config import PipelineConfig
 
 
@@ -78,9 +79,10 @@ class RunInputs(DocumentOptions):
         False, "ask Pathway every query again instead of reusing the lists it served before for the same corpus, "
         "index definition and code (the served-list cache; also RAGSWEEP_SERVED_CACHE=0)",
     )  # fmt: skip
-    executor: Literal["local", "ray"] = option(
+    executor: str = option(
         "local", "where the index work runs: local (this process) or ray (parse-cached documents indexed and "
-        "queried as Ray tasks, a shard of cases each; the driver writes the run folder)", choices=("local", "ray"),
+        "queried as Ray tasks, a shard of cases each; the driver writes the run folder)",
+        choices=EXECUTORS.keys(),  # a live view: an executor registered later is a choice too
     )  # fmt: skip
     ray_address: str | None = option(
         None, "the Ray cluster of --executor ray (host:port, or auto; default: a local one for this run)",
@@ -90,6 +92,18 @@ class RunInputs(DocumentOptions):
     name: str | None = option(None, "run folder name (default: timestamp + dataset)")
     resume: str | None = option(None, "finish an interrupted run (a run folder, or the latest)", const="latest")
     progress: bool = True
+
+    @field_validator("executor")
+    @classmethod
+    def _registered(cls, name: str) -> str:
+        if name not in EXECUTORS:
+            raise ValueError(f"no such executor: {name} (one of: {', '.join(EXECUTORS)})")
+        return name
+
+    @property
+    def executor_settings(self) -> ExecutorSettings:
+        """Where the run's index work runs, as the executor reads it."""
+        return ExecutorSettings(name=self.executor, ray_address=self.ray_address)
 
 
 def stratified_sample(cases: Sequence[Case], n: int, seed: int) -> list[Case]:

@@ -19,7 +19,8 @@ from ragsweep.answer.base import Answer
 from ragsweep.datasets.pathway_limits import served_app_failure
 from ragsweep.datasets.schema import Case, RelevanceConfig
 from ragsweep.evaluation.records import CaseResult, build_case_result
-from ragsweep.execution.base import LOCAL, Executor
+from ragsweep.execution.base import Executor
+from ragsweep.execution.local import LOCAL
 from ragsweep.metrics.judge import JudgeVerdict
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus

@@ -3,22 +3,22 @@
 The parse hands each document the parse cache lacks to an :class:`Executor`'s ``dispatch``; the loop
 (:mod:`ragsweep.evaluation.loop`) and the sweep ask it for what the store serves (a sweep submits every
 index group first, then gathers them in order). Answering, scoring and every file of the run folder stay
-in the driver. The local executor is the code path of a run without ``--executor``.
+in the driver. The executors a run can name are in :mod:`ragsweep.execution.registry`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from ragsweep.datasets.schema import Case
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus, Dispatch
-from ragsweep.pipeline.retrieval import Retrieved, retrieve
+from ragsweep.pipeline.retrieval import Retrieved
 
-ExecutorName = Literal["local", "ray"]
-EXECUTORS = ("local", "ray")
+
+class ExecutorError(Exception):
+    """An executor that cannot be opened or whose work failed; the message names the option at fault."""
 
 
 class Executor:
@@ -54,47 +54,3 @@ class Executor:
     def describe(self) -> dict[str, Any]:
         """Where the run's index work ran (its manifest's ``executor``)."""
         return {"name": self.name}
-
-
-class LocalExecutor(Executor):
-    """Everything in this process."""
-
-    name = "local"
-
-    def submit(
-        self,
-        config: PipelineConfig,
-        corpus: Corpus,
-        cases: Sequence[Case],
-        ks: Iterable[int],
-        progress: bool,
-        fresh: bool,
-    ) -> Callable[[], Retrieved]:
-        return lambda: retrieve(config, corpus, cases, ks, progress, fresh=fresh)  # one group at a time, in order
-
-
-LOCAL = LocalExecutor()
-
-
-def check_executor(name: str, address: str | None) -> None:
-    """Options that cannot go together are an error before any work."""
-    if name != "ray" and address is not None:
-        from ragsweep.evaluation.runfolder import RunError
-
-        raise RunError("--ray-address: only with --executor ray")
-
-
-@contextmanager
-def open_executor(name: str = "local", address: str | None = None) -> Iterator[Executor]:
-    """The executor a run asked for, released when the run ends (a Ray connection this run opened is closed)."""
-    check_executor(name, address)
-    if name == "local":
-        yield LOCAL
-        return
-    from ragsweep.execution.ray_executor import RayExecutor
-
-    executor = RayExecutor.connect(address)
-    try:
-        yield executor
-    finally:
-        executor.close()

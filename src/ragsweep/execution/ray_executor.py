@@ -16,14 +16,16 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ragsweep.datasets.schema import Case
-from ragsweep.execution.base import Executor
+from ragsweep.execution.base import Executor, ExecutorError
 from ragsweep.execution.parse_tasks import ParseDispatch
+from ragsweep.execution.registry import ExecutorSettings, register_executor
 from ragsweep.execution.shards import merge, split
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus, Dispatch
@@ -103,12 +105,10 @@ class RayExecutor(Executor):
 
     @classmethod
     def connect(cls, address: str | None) -> "RayExecutor":
-        from ragsweep.evaluation.runfolder import RunError
-
         try:
             import ray
         except ImportError:
-            raise RunError("--executor ray: Ray is not installed (pip install 'ragsweep[ray]')") from None
+            raise ExecutorError("--executor ray: Ray is not installed (pip install 'ragsweep[ray]')") from None
         if ray.is_initialized():  # a caller (a test, a notebook) already connected: keep its connection
             return cls(owns_connection=False)
         kwargs: dict[str, Any] = {"runtime_env": {"env_vars": worker_env()}, "log_to_driver": False}
@@ -117,7 +117,7 @@ class RayExecutor(Executor):
         try:
             ray.init(address=address, **kwargs)
         except (ConnectionError, RuntimeError, ValueError) as err:
-            raise RunError(f"--ray-address {address}: cannot connect to a Ray cluster: {err}") from None
+            raise ExecutorError(f"--ray-address {address}: cannot connect to a Ray cluster: {err}") from None
         return cls(owns_connection=True)
 
     def close(self) -> None:
@@ -191,9 +191,7 @@ class RayExecutor(Executor):
             fetch = self._ray.get  # the object store's fetch, not a mapping's lookup
             return fetch(refs)
         except self._ray.exceptions.RayTaskError as err:  # raised in a task: its own message, not Ray's trace
-            from ragsweep.evaluation.runfolder import RunError
-
-            raise RunError(f"--executor ray: a task failed: {type(err.cause).__name__}: {err.cause}") from None
+            raise ExecutorError(f"--executor ray: a task failed: {type(err.cause).__name__}: {err.cause}") from None
 
     def _corpus_ref(self, corpus: Corpus) -> Any:
         """The corpus put once into the object store (a sweep asks for every index group with it)."""
@@ -201,3 +199,17 @@ class RayExecutor(Executor):
         if self._corpus is None or self._corpus[0] != key:
             self._corpus = (key, self._ray.put(corpus))
         return self._corpus[1]
+
+
+@contextmanager
+def open_ray(settings: ExecutorSettings) -> Iterator[Executor]:
+    """The cluster at ``--ray-address`` (none: a local one for this run); a connection this run opened is
+    closed when it ends."""
+    executor = RayExecutor.connect(settings.ray_address)
+    try:
+        yield executor
+    finally:
+        executor.close()
+
+
+register_executor("ray", open_ray, settings=("ray_address",))
