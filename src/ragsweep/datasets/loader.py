@@ -57,10 +57,10 @@ import math
 import re
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TypeAlias
 
 import yaml
-from pydantic import ValidationError
+from pydantic import JsonValue, ValidationError
 from pydantic_core import ErrorDetails
 
 from .schema import (
@@ -71,6 +71,9 @@ from .schema import (
     RelevanceConfig,
     list_doc_ids,
 )
+
+# one record of a cases file as ``json.loads`` gives it: canonical or foreign field names
+Record: TypeAlias = dict[str, JsonValue]
 
 CANONICAL_FIELDS = frozenset(Case.model_fields)
 
@@ -128,7 +131,7 @@ class Problem:
     def __hash__(self) -> int:
         return hash(str(self))
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, str | int | None]:
         return {"file": self.file, "line": self.line, "field": self.field, "message": self.message}
 
 
@@ -142,15 +145,15 @@ class DatasetError(ValueError):
         super().__init__(f"{len(problems)} problem(s):\n{lines}{more}")
 
 
-def _is_missing(value: Any) -> bool:
+def _is_missing(value: object) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def _text_of(item: dict[str, Any]) -> Any:
+def _text_of(item: Record) -> JsonValue:
     return next((item[k] for k in ("text", "content", "page_content", "span") if k in item), None)
 
 
-def _evidence_item(item: Any) -> Any:
+def _evidence_item(item: JsonValue) -> JsonValue:
     if isinstance(item, dict):
         text = _text_of(item)
         doc = next((item[k] for k in ("doc_id", "source", "file", "document", "path") if k in item), None)
@@ -160,14 +163,14 @@ def _evidence_item(item: Any) -> Any:
     return item
 
 
-def _context_item(item: Any) -> Any:
+def _context_item(item: JsonValue) -> JsonValue:
     if isinstance(item, dict):
         text = _text_of(item)
         return item if text is None else text  # a dict without text: pydantic reports it
     return item
 
 
-def _sub_question(item: Any) -> Any:
+def _sub_question(item: JsonValue) -> JsonValue:
     if isinstance(item, dict):
         for key in ("question", "user_input", "query", "text"):
             if key in item:
@@ -175,18 +178,18 @@ def _sub_question(item: Any) -> Any:
     return item
 
 
-def is_foreign(record: dict[str, Any]) -> bool:
+def is_foreign(record: Record) -> bool:
     return any(k in record for k in FOREIGN_KEYS)
 
 
-def _present(record: dict[str, Any], key: str) -> bool:
+def _present(record: Record, key: str) -> bool:
     if key not in record or _is_missing(record[key]):
         return False
     value = record[key]
     return not (isinstance(value, (list, str)) and not value)
 
 
-def _set_reference(out: dict[str, Any], meta: dict[str, Any], answers: list[Any]) -> None:
+def _set_reference(out: Record, meta: Record, answers: list[JsonValue]) -> None:
     """A list of reference answers: the first is the reference (ragas took ``ground_truths[0]``);
     all of them are kept in ``meta["reference_answers"]`` when there are several."""
     if answers:
@@ -195,10 +198,10 @@ def _set_reference(out: dict[str, Any], meta: dict[str, Any], answers: list[Any]
         meta["reference_answers"] = answers
 
 
-def map_record(record: dict[str, Any], derived_id: str) -> dict[str, Any]:
+def map_record(record: Record, derived_id: str) -> Record:
     """Map a foreign record to canonical field names (see module docstring)."""
-    out: dict[str, Any] = {}
-    meta: dict[str, Any] = {}
+    out: Record = {}
+    meta: Record = {}
     used = _map_aliases(record, out, meta)
     if _AMBIGUOUS_ANSWER in record:
         used.add(_AMBIGUOUS_ANSWER)
@@ -211,7 +214,7 @@ def map_record(record: dict[str, Any], derived_id: str) -> dict[str, Any]:
     return out
 
 
-def _map_aliases(record: dict[str, Any], out: dict[str, Any], meta: dict[str, Any]) -> set[str]:
+def _map_aliases(record: Record, out: Record, meta: Record) -> set[str]:
     """Fill ``out`` from the aliases of each field (other filled aliases go to ``meta``); the keys read."""
     used: set[str] = set()
     for field, names in _ALIASES.items():
@@ -232,7 +235,7 @@ def _map_aliases(record: dict[str, Any], out: dict[str, Any], meta: dict[str, An
     return used
 
 
-def _map_ambiguous_answer(record: dict[str, Any], out: dict[str, Any], meta: dict[str, Any]) -> None:
+def _map_ambiguous_answer(record: Record, out: Record, meta: Record) -> None:
     """The ambiguous answer key: the response of a ragas-shaped record, else the reference answer."""
     value = record[_AMBIGUOUS_ANSWER]
     ragas_shaped = any(_present(record, k) for k in _RAGAS_SHAPE)
@@ -249,7 +252,7 @@ def _map_ambiguous_answer(record: dict[str, Any], out: dict[str, Any], meta: dic
         meta[_AMBIGUOUS_ANSWER] = value
 
 
-def _map_rest(record: dict[str, Any], used: set[str], out: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+def _map_rest(record: Record, used: set[str], out: Record, meta: Record) -> Record:
     """Canonical keys not read yet go to ``out``, other keys to the meta returned (the record's own
     ``meta`` merged over it)."""
     record_meta = record.get("meta")
@@ -268,17 +271,20 @@ def _map_rest(record: dict[str, Any], used: set[str], out: dict[str, Any], meta:
     return meta
 
 
-def _map_items(out: dict[str, Any]) -> None:
+def _map_items(out: Record) -> None:
     """Foreign shapes of the evidence, retrieved contexts and sub-questions, in place."""
-    if isinstance(out.get("evidence"), list):
-        out["evidence"] = [_evidence_item(e) for e in out["evidence"]]
-    if isinstance(out.get("retrieved_contexts"), list):
-        out["retrieved_contexts"] = [_context_item(c) for c in out["retrieved_contexts"]]
+    evidence = out.get("evidence")
+    if isinstance(evidence, list):
+        out["evidence"] = [_evidence_item(e) for e in evidence]
+    contexts = out.get("retrieved_contexts")
+    if isinstance(contexts, list):
+        out["retrieved_contexts"] = [_context_item(c) for c in contexts]
     subs = out.get("sub_questions")
     if isinstance(subs, list):
         out["sub_questions"] = [_sub_question(q) for q in subs]
-        if any(isinstance(q, dict) for q in subs):
-            out.setdefault("meta", {}).setdefault("sub_questions", subs)
+        meta = out.setdefault("meta", {})
+        if any(isinstance(q, dict) for q in subs) and isinstance(meta, dict):  # map_record's meta: a dict
+            meta.setdefault("sub_questions", subs)
 
 
 def _message(err: ErrorDetails) -> str:
@@ -286,7 +292,7 @@ def _message(err: ErrorDetails) -> str:
     return err["msg"].removeprefix("Value error, ") if err["type"] == "value_error" else err["msg"]
 
 
-def _loc(loc: Iterable[Any]) -> str:
+def _loc(loc: Iterable[str | int]) -> str:
     text = ""
     for part in loc:
         if isinstance(part, int):
@@ -302,7 +308,7 @@ class CasesFile:
 
     __slots__ = ("cases", "problems", "header")
 
-    def __init__(self, cases: list[Case], problems: list[Problem], header: dict[str, Any]):
+    def __init__(self, cases: list[Case], problems: list[Problem], header: Record):
         self.cases = cases
         self.problems = problems
         self.header = header
@@ -312,10 +318,12 @@ _WS = re.compile(r"\s*")
 _DECODER = json.JSONDecoder()
 
 
-def _json_records(raw: str, data: Any, name: str) -> tuple[list[tuple[int, Any]], dict[str, Any], list[Problem]]:
+def _json_records(raw: str, data: JsonValue, name: str) -> tuple[list[tuple[int, JsonValue]], Record, list[Problem]]:
     """The records of parsed JSON ``data`` with the line each starts on in ``raw``, and the header."""
+    key: str | None
+    header: Record
     if isinstance(data, list):
-        key, header = None, {}
+        key, header, items = None, {}, data
     elif isinstance(data, dict):
         keys = [k for k in RECORD_LIST_KEYS if isinstance(data.get(k), list)]
         if len(keys) != 1:
@@ -336,6 +344,9 @@ def _json_records(raw: str, data: Any, name: str) -> tuple[list[tuple[int, Any]]
             )
         key = keys[0]
         header = {k: v for k, v in data.items() if k != key}
+        listed = data[key]
+        assert isinstance(listed, list)  # the keys kept are those of a list
+        items = listed
     else:
         return [], {}, [Problem(name, 1, None, f"a .json file must hold a list of records, not {type(data).__name__}")]
     starts = [0] + [m.end() for m in re.finditer("\n", raw)]
@@ -343,7 +354,6 @@ def _json_records(raw: str, data: Any, name: str) -> tuple[list[tuple[int, Any]]
         positions = _list_positions(raw, key)
     except (ValueError, IndexError):  # cannot happen for valid JSON; fall back to positions
         positions = None
-    items = data if key is None else data[key]
     if positions is None or len(positions) != len(items):
         return [(i + 1, rec) for i, rec in enumerate(items)], header, []
     return [(bisect.bisect_right(starts, pos), rec) for pos, rec in zip(positions, items)], header, []
@@ -400,7 +410,7 @@ def read_cases_file(path: str | Path, *, display_name: str | None = None, derive
     name = display_name or path.name
     problems: list[Problem] = []
     cases: list[Case] = []
-    header: dict[str, Any] = {}
+    header: Record = {}
     try:
         raw = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -408,7 +418,7 @@ def read_cases_file(path: str | Path, *, display_name: str | None = None, derive
     except UnicodeDecodeError as exc:
         return CasesFile([], [Problem(name, None, None, f"not UTF-8 text: {exc}")], {})
 
-    records: list[tuple[int, Any]] = []
+    records: list[tuple[int, JsonValue]] = []
     stripped = raw.lstrip()
     if path.suffix == ".json" or stripped.startswith("[") or _single_json_value(stripped):
         try:
@@ -568,14 +578,16 @@ def write_cases(path: str | Path, cases: Iterable[Case]) -> int:
     return n
 
 
-def case_to_json(case: Case) -> dict[str, Any]:
-    data = case.model_dump(exclude_defaults=True)
+def case_to_json(case: Case) -> Record:
+    data: Record = case.model_dump(exclude_defaults=True)
     data["id"] = case.id
     data["question"] = case.question
     if "relevant_ids" in data:  # compact form: plain id when grade is 1
-        data["relevant_ids"] = [r["id"] if r.get("grade", 1) == 1 else r for r in data["relevant_ids"]]
-    if "evidence" in data:
-        data["evidence"] = [e if e.get("doc_id") else e["text"] for e in data["evidence"]]
+        data["relevant_ids"] = [
+            r.id if r.grade == 1 else r.model_dump(exclude_defaults=True) for r in case.relevant_ids
+        ]
+    if "evidence" in data:  # compact form: the text alone when no document is named
+        data["evidence"] = [e.model_dump(exclude_defaults=True) if e.doc_id else e.text for e in case.evidence]
     return data
 
 

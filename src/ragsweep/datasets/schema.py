@@ -169,7 +169,7 @@ class Case(BaseModel):
 
     @field_validator("relevant_ids", mode="before")
     @classmethod
-    def _norm_relevant_ids(cls, value: Any) -> Any:
+    def _norm_relevant_ids(cls, value: object) -> object:
         if value is None:
             return []
         if isinstance(value, (str, dict)):
@@ -180,7 +180,7 @@ class Case(BaseModel):
 
     @field_validator("evidence", mode="before")
     @classmethod
-    def _norm_evidence(cls, value: Any) -> Any:
+    def _norm_evidence(cls, value: object) -> object:
         if value is None:
             return []
         if isinstance(value, (str, dict)):
@@ -191,7 +191,7 @@ class Case(BaseModel):
 
     @field_validator("expected_facts", "sub_questions", mode="before")
     @classmethod
-    def _str_to_list(cls, value: Any) -> Any:
+    def _str_to_list(cls, value: object) -> object:
         if value is None:
             return []
         if isinstance(value, str):
@@ -200,7 +200,7 @@ class Case(BaseModel):
 
     @field_validator("knowledge_ids", mode="before")
     @classmethod
-    def _ids_to_list(cls, value: Any) -> Any:
+    def _ids_to_list(cls, value: object) -> object:
         if value is None:
             return []
         if isinstance(value, (str, int)) and not isinstance(value, bool):
@@ -211,7 +211,7 @@ class Case(BaseModel):
 
     @field_validator("retrieved_contexts", mode="before")
     @classmethod
-    def _contexts_to_list(cls, value: Any) -> Any:
+    def _contexts_to_list(cls, value: object) -> object:
         if isinstance(value, str):
             return [value]
         return value

@@ -63,7 +63,16 @@ def estimate_generation(
                 sources=c.sources,
                 question=_filler(QUESTION_TOKENS),
                 answer=_filler(ANSWER_TOKENS),
-                evidence=[{"text": _filler(QUOTE_TOKENS)} for _ in c.sources],
+                evidence=[
+                    {
+                        "doc_id": s.doc_id,
+                        "start": s.start,
+                        "end": s.end,
+                        "method": "exact",
+                        "text": _filler(QUOTE_TOKENS),
+                    }
+                    for s in c.sources
+                ],
             )
             out["support"].add(1, count_message_tokens(verify.support_messages(probe), model), CHECK_TOKENS)
     out["propose"].notes.append(

@@ -22,7 +22,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from pydantic import Field
 
@@ -31,6 +31,10 @@ from ragsweep.generate import failures as failures_mod
 from ragsweep.generate import propose, verify
 from ragsweep.generate.propose import KINDS, Candidate
 from ragsweep.generate.sampling import ChunkSampler, SourceChunk, split_corpus, usable
+
+if TYPE_CHECKING:
+    from ragsweep.generate.writer import FailuresRun, Provenance, StepUsage
+    from ragsweep.llm.client import ChatResult
 
 GENERATOR = "ragsweep's own generator (ragsweep.generate)"
 MAX_ASKS = 2  # a candidate whose call failed at the endpoint goes through the steps at most this often
@@ -67,16 +71,28 @@ def quotas(n: int, types: Sequence[str]) -> dict[str, int]:
     return {t: base + (1 if i < extra else 0) for i, t in enumerate(types)}
 
 
+class RunSummary(TypedDict):
+    """How a generation's rounds went (:meth:`Generator.run`)."""
+
+    surplus: int  # candidates that passed beyond the quota
+    short: dict[str, int]  # cases missing, per kind
+    requested: dict[str, int]
+    rounds: int
+    stopped: str  # why the rounds stopped
+
+
+def _no_usage() -> StepUsage:
+    return {"calls": 0, "cached": 0, "errors": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0}
+
+
 class Usage:
     """Calls, cache hits, tokens and cost of each step."""
 
     def __init__(self) -> None:
-        self.steps: dict[str, dict[str, Any]] = {}
+        self.steps: dict[str, StepUsage] = {}
 
-    def add(self, step: str, results: Sequence[Any]) -> None:
-        u = self.steps.setdefault(
-            step, {"calls": 0, "cached": 0, "errors": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0}
-        )
+    def add(self, step: str, results: Sequence[ChatResult]) -> None:
+        u = self.steps.setdefault(step, _no_usage())
         for r in results:
             u["calls"] += 1
             u["cached"] += int(bool(r.cached))
@@ -85,11 +101,15 @@ class Usage:
             u["completion_tokens"] += r.completion_tokens
             u["cost_usd"] = round(u["cost_usd"] + r.cost_usd, 8)
 
-    def table(self) -> dict[str, dict[str, Any]]:
-        total = {"calls": 0, "cached": 0, "errors": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0}
+    def table(self) -> dict[str, StepUsage]:
+        total = _no_usage()
         for u in self.steps.values():
-            for k in total:
-                total[k] += u[k]
+            total["calls"] += u["calls"]
+            total["cached"] += u["cached"]
+            total["errors"] += u["errors"]
+            total["prompt_tokens"] += u["prompt_tokens"]
+            total["completion_tokens"] += u["completion_tokens"]
+            total["cost_usd"] += u["cost_usd"]
         total["cost_usd"] = round(total["cost_usd"], 8)
         return {**self.steps, "total": total}
 
@@ -113,7 +133,7 @@ class Generator:
         self.check_k = options.check_k or self.config.top_k
         self.seeds: list[failures_mod.Seed] = []
         self.existing: list[tuple[str, list[str] | None]] = []
-        self.run_info: dict[str, Any] | None = None
+        self.run_info: FailuresRun | None = None
         docs = options.docs
         if options.from_failures:
             docs = self._read_failures(options.from_failures, docs)
@@ -261,7 +281,7 @@ class Generator:
         return batch
 
     # ------------------------------------------------------------------ steps
-    def _ask(self, step: str, batch: list[list[dict[str, str]]]) -> list[Any]:
+    def _ask(self, step: str, batch: list[list[dict[str, str]]]) -> list[ChatResult]:
         """One step's calls, counted for the usage table and the round's failures."""
         from ragsweep.llm.client import error_kind
 
@@ -360,7 +380,7 @@ class Generator:
         why = ", ".join(f"{n}x {kind}" for kind, n in self.round_errors.most_common())
         return f"every one of the {self.round_calls} LLM calls of round {round_no} failed ({why})"
 
-    def run(self) -> tuple[list[Candidate], list[Candidate], dict[str, Any]]:
+    def run(self) -> tuple[list[Candidate], list[Candidate], RunSummary]:
         """(kept, dropped, summary)."""
         from ragsweep.llm.client import transient
 
@@ -401,8 +421,14 @@ class Generator:
         short = {k: v for k, v in short.items() if v > 0}
         if short and not stopped:
             stopped = f"--max-rounds {self.options.max_rounds} reached"
-        summary = {"surplus": surplus, "short": short, "requested": need_total, "rounds": rounds}
-        return kept, dropped, {**summary, "stopped": stopped or "every kind has its cases"}
+        summary: RunSummary = {
+            "surplus": surplus,
+            "short": short,
+            "requested": need_total,
+            "rounds": rounds,
+            "stopped": stopped or "every kind has its cases",
+        }
+        return kept, dropped, summary
 
 
 def prompts_text() -> dict[str, str]:
@@ -462,10 +488,10 @@ def _provenance(
     gen: Generator,
     kept: list[Candidate],
     dropped: list[Candidate],
-    summary: dict[str, Any],
+    summary: RunSummary,
     started: str,
     t0: float,
-) -> dict[str, Any]:
+) -> Provenance:
     """What generation.json and the README say about a generation (finished: now)."""
     from ragsweep.evaluation.runfolder import now
 

@@ -17,7 +17,7 @@ kind of question as a failed case.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from pydantic import BaseModel
 
@@ -27,6 +27,42 @@ from ragsweep.llm.replies import Strings, Text, read_object
 
 if TYPE_CHECKING:
     from ragsweep.generate.failures import Seed
+
+
+class Span(TypedDict):
+    """A quote located in its document (:func:`ragsweep.generate.verify.locate_quotes`)."""
+
+    doc_id: str
+    start: int
+    end: int
+    method: str  # how it was found: exact or alnum
+    text: NotRequired[str]  # the document's own text at the offsets (set when the spans are merged)
+
+
+class DuplicateCheck(TypedDict):
+    question: str
+    similarity: float
+
+
+class SupportVerdict(TypedDict):
+    supported: bool | None
+    reason: str
+
+
+class AnswerabilityVerdict(TypedDict):
+    answered: bool | None
+    passage: int | None
+    reason: str
+    retrieved: list[dict[str, str | int]]  # doc_id, start, end of each chunk the checker saw
+
+
+class Checks(TypedDict, total=False):
+    """What each verification step said of a candidate."""
+
+    duplicate_of: DuplicateCheck
+    support: SupportVerdict
+    answerability: AnswerabilityVerdict
+
 
 KINDS = ("single_hop", "multi_hop", "unanswerable")
 
@@ -95,8 +131,8 @@ class Candidate:
     answer: str = ""
     quotes: list[list[str]] = field(default_factory=list)  # per source passage
     why_unanswerable: str = ""
-    evidence: list[dict[str, Any]] = field(default_factory=list)  # located: doc_id, start, end, text, method
-    checks: dict[str, Any] = field(default_factory=dict)  # what each verification step said
+    evidence: list[Span] = field(default_factory=list)  # located quotes, merged
+    checks: Checks = field(default_factory=lambda: Checks())
     drop: tuple[str, str] | None = None  # (reason, detail)
     asks: int = 1  # times it went through the steps (an endpoint failure asks once more)
     failed_call: str | None = None  # the error of the call that dropped it, when a call failed

@@ -29,14 +29,27 @@ that did not happen is not a pass.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Protocol
 
 import numpy as np
 from pydantic import BaseModel, PlainValidator
 
-from ragsweep.generate.propose import Candidate
+from ragsweep.generate.propose import Candidate, Span
 from ragsweep.llm.replies import Flag, Text, read_object
 from ragsweep.metrics.relevance import locate_spans, normalize
+
+if TYPE_CHECKING:
+    from ragsweep.llm.client import ChatResult
+
+
+class Passage(Protocol):
+    """A retrieved chunk as the answerability check reads it (a store's hit)."""
+
+    doc_id: str
+    start: int
+    end: int
+    text: str
+
 
 MIN_QUOTE_CHARS = 8
 ACCEPTED_METHODS = ("exact", "alnum")
@@ -80,7 +93,7 @@ def locate_quotes(candidate: Candidate, texts: dict[str, str]) -> None:
     """Evidence spans with exact offsets for every quote, or the candidate is dropped."""
     if not candidate.alive or candidate.kind == "unanswerable":
         return
-    evidence: list[dict[str, Any]] = []
+    evidence: list[Span] = []
     for n, (source, quotes) in enumerate(zip(candidate.sources, candidate.quotes), start=1):
         where = f" of passage {n}" if len(candidate.sources) > 1 else ""
         if not quotes:
@@ -102,9 +115,9 @@ def locate_quotes(candidate: Candidate, texts: dict[str, str]) -> None:
     candidate.evidence = merge_spans(evidence, texts)
 
 
-def merge_spans(spans: list[dict[str, Any]], texts: dict[str, str]) -> list[dict[str, Any]]:
+def merge_spans(spans: list[Span], texts: dict[str, str]) -> list[Span]:
     """Overlapping or repeated spans of one document become one; the text is the document's own."""
-    out: list[dict[str, Any]] = []
+    out: list[Span] = []
     for span in sorted(spans, key=lambda s: (s["doc_id"], s["start"], s["end"])):
         last = out[-1] if out else None
         if last and last["doc_id"] == span["doc_id"] and span["start"] < last["end"]:
@@ -112,7 +125,7 @@ def merge_spans(spans: list[dict[str, Any]], texts: dict[str, str]) -> list[dict
             if span["method"] != "exact":
                 last["method"] = span["method"]
         else:
-            out.append(dict(span))
+            out.append(span.copy())
     for span in out:
         span["text"] = texts[span["doc_id"]][span["start"] : span["end"]]
     return out
@@ -173,7 +186,7 @@ class SupportCheck(BaseModel):
     reason: Text = ""
 
 
-def read_support(candidate: Candidate, reply) -> None:
+def read_support(candidate: Candidate, reply: ChatResult) -> None:
     if reply.error:
         candidate.failed_call = reply.error
         candidate.dropped("check_failed", f"support check failed: {reply.error}")
@@ -188,13 +201,13 @@ def read_support(candidate: Candidate, reply) -> None:
 
 
 # ------------------------------------------------------------------ 5. unanswerable against the corpus
-def answered_messages(candidate: Candidate, hits: Sequence[Any]) -> list[dict[str, str]]:
+def answered_messages(candidate: Candidate, hits: Sequence[Passage]) -> list[dict[str, str]]:
     passages = "\n\n".join(f"[{i}] {' '.join(h.text.split())}" for i, h in enumerate(hits, start=1))
     user = ANSWERED_PROMPT.format(passages=passages or "(no passage found)", question=candidate.question)
     return [{"role": "system", "content": CHECK_SYSTEM}, {"role": "user", "content": user}]
 
 
-def _number(value: Any) -> int | None:
+def _number(value: object) -> int | None:
     return value if isinstance(value, int) else None
 
 
@@ -206,7 +219,7 @@ class AnsweredCheck(BaseModel):
     reason: Text = ""
 
 
-def read_answered(candidate: Candidate, hits: Sequence[Any], reply) -> None:
+def read_answered(candidate: Candidate, hits: Sequence[Passage], reply: ChatResult) -> None:
     if reply.error:
         candidate.failed_call = reply.error
         candidate.dropped("check_failed", f"answerability check failed: {reply.error}")

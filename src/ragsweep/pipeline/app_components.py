@@ -27,12 +27,15 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import BaseModel
 
 from ragsweep.pipeline.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
+
+if TYPE_CHECKING:
+    import tiktoken
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, npy BLOB)",)
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
@@ -44,7 +47,7 @@ class AppComponentError(RuntimeError):
     """An app component could not do its work; the message names it, its endpoint and the fix."""
 
 
-def endpoint_of(component: Any) -> str:
+def endpoint_of(component: object) -> str:
     """Where a component sends its requests: its own ``base_url``/``api_base``, else the
     ``OPENAI_BASE_URL`` the openai client reads, else OpenAI's."""
     kwargs = getattr(component, "kwargs", None) or {}
@@ -67,7 +70,7 @@ def _advice(err: BaseException) -> str:
     return "the error is the component's own, as its endpoint gave it"
 
 
-def describe_failure(label: str, name: str, component: Any, err: BaseException) -> str:
+def describe_failure(label: str, name: str, component: object, err: BaseException) -> str:
     """One line: ``$embedder: OpenAIEmbedder at http://...: connection error ...; what to do``."""
     from ragsweep.llm.client import describe_error
 
@@ -209,7 +212,7 @@ def usage_since(before: dict[str, EmbedderUsage], price_per_1k: float | None = N
 
 
 @functools.cache
-def _encoding() -> Any:
+def _encoding() -> tiktoken.Encoding:
     import tiktoken
 
     return tiktoken.get_encoding("cl100k_base")
@@ -219,7 +222,7 @@ def _count_tokens(text: str) -> int:
     return len(_encoding().encode_ordinary(text))
 
 
-def is_app_embedder(embedder: Any) -> bool:
+def is_app_embedder(embedder: object) -> bool:
     """A Pathway embedder of the app's (not one of ragsweep's, which cache themselves)."""
     return embedder is not None and not hasattr(embedder, "embedded_count") and hasattr(embedder, "__wrapped__")
 

@@ -48,10 +48,10 @@ import hashlib
 import json
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn, TypeAlias, TypeGuard, TypeVar, cast
 
 import yaml
 from pydantic import (
@@ -70,6 +70,15 @@ from pydantic import (
 
 from ragsweep.pipeline.offline import ensure_offline
 
+if TYPE_CHECKING:
+    from pathway.internals.yaml_loader import Value, Variable
+    from pathway.stdlib.indexing import AbstractRetrieverFactory
+    from pathway.xpacks.llm.embedders import BaseEmbedder
+    from pathway.xpacks.llm.splitters import BaseSplitter
+    from pydantic_core import CoreSchema
+
+    from ragsweep.pipeline.parsing import ParserSpec
+
 RETRIEVER_MODES = ("bm25", "knn", "hybrid")
 DEFAULT_TOP_K = 5
 # the parser of a ragsweep pipeline that names none: ragsweep's own offline parse
@@ -82,14 +91,24 @@ class ConfigError(Exception):
     pass
 
 
+# a pipeline file as Pathway's loader gives it: ``$variables`` and top-level keys, each a YAML node
+# (a Value, a Variable, a constant, or a dict / list of nodes); Pathway types the nodes as ``object``
+RawConfig: TypeAlias = "dict[str | Variable, object]"
+# a plain ``$variable``: what ``--set NAME=VALUE`` may replace
+Scalar: TypeAlias = str | int | float | bool | None
+# the JSON-able form of a YAML node the hashes are computed from
+Canonical: TypeAlias = "str | int | float | bool | None | list[Canonical] | dict[str, Canonical]"
+_V = TypeVar("_V")
+
+
 @dataclass
 class BuiltPipeline:
     """The live objects of one configuration."""
 
-    splitter: Any
-    retriever_factory: Any
-    embedder: Any | None
-    params: dict[str, Any]
+    splitter: BaseSplitter
+    retriever_factory: AbstractRetrieverFactory
+    embedder: BaseEmbedder | None
+    params: dict[str, Scalar]
     route_docs: int | None = None  # $route_docs: a first stage ranks documents (ragsweep.pipeline.routing)
 
 
@@ -267,7 +286,7 @@ KNOB_RULES: dict[str, str] = {
 }
 
 
-def _show(name: str, value: Any) -> str:
+def _show(name: str, value: object) -> str:
     """A knob's value for an error message (never a secret)."""
     from pathway.internals.yaml_loader import Value
 
@@ -283,7 +302,7 @@ def _show(name: str, value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _knob_errors(path: str, values: dict[str, Any], err: ValidationError) -> list[str]:
+def _knob_errors(path: str, values: dict[str, object], err: ValidationError) -> list[str]:
     messages = []
     for e in err.errors():
         if not e["loc"]:  # the model validator: a relation between knobs
@@ -302,12 +321,20 @@ def _knob_errors(path: str, values: dict[str, Any], err: ValidationError) -> lis
 @dataclass
 class PipelineConfig:
     path: str
-    raw: dict = field(repr=False)
+    raw: RawConfig = field(repr=False)
     overrides: dict[str, Any] = field(default_factory=dict)
     # the knobs ragsweep reads, typed and checked once (set by with_overrides, which load calls)
     variables: PipelineVariables = field(default_factory=PipelineVariables, repr=False)
     # the app's parser node that ``--set parser=native`` replaced (what reports name)
-    replaced_parser: Any = field(default=None, repr=False)
+    replaced_parser: object = field(default=None, repr=False)
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: object, handler: object) -> CoreSchema:
+        """In a pydantic model (a sweep's configurations) an instance passes as is: the Pathway
+        types of its fields are not imported to be resolved."""
+        from pydantic_core import core_schema
+
+        return core_schema.is_instance_schema(cls)
 
     # ------------------------------------------------------------- loading
     @classmethod
@@ -378,7 +405,7 @@ class PipelineConfig:
         return checked
 
     # ------------------------------------------------------------- reading
-    def scalars(self) -> dict[str, Any]:
+    def scalars(self) -> dict[str, Scalar]:
         """Every plain ``$variable`` with its value after overrides."""
         from pathway.internals.yaml_loader import Variable
 
@@ -392,9 +419,13 @@ class PipelineConfig:
     def top_k(self) -> int:
         """``$top_k``, else ``$search_topk``, else the question answerer's ``search_topk``, else 5."""
         _, value = self._top_k_source()
-        return DEFAULT_TOP_K if value is None else int(value)
+        if value is None:
+            return DEFAULT_TOP_K
+        if not isinstance(value, (int, float, str)):  # validate() lets only integers through
+            raise ConfigError(f"{self.path}: the top-k is {_show('top_k', value)}, not an integer")
+        return int(value)
 
-    def _top_k_source(self) -> tuple[str | None, Any]:
+    def _top_k_source(self) -> tuple[str | None, object]:
         """Where the top-k comes from (``"$top_k"``, ``"question_answerer.search_topk"``...) and its value."""
         from pathway.internals.yaml_loader import Value, Variable
 
@@ -443,7 +474,7 @@ class PipelineConfig:
         key = self.chunking_key + self._sub_hash(factory_ref) + routing + parsing
         return hashlib.sha256(key.encode()).hexdigest()[:16]
 
-    def _canonical_text(self, obj: Any) -> str:
+    def _canonical_text(self, obj: object) -> str:
         text = json.dumps(_canonical(obj), sort_keys=True, default=_not_canonical)
         found = _ADDRESS.search(text)
         if found:  # a repr with a memory address: the hash would differ in every process
@@ -453,12 +484,12 @@ class PipelineConfig:
             )
         return text
 
-    def _sub_hash(self, root: Any) -> str:
+    def _sub_hash(self, root: object) -> str:
         """Hash of one definition with every variable it references, recursively."""
         from pathway.internals.yaml_loader import Variable
 
         raw = self.raw
-        seen: dict[str, Any] = {"": _canonical(root)}
+        seen: dict[str, Canonical] = {"": _canonical(root)}
         for node in yaml_nodes(root, raw):
             if isinstance(node, Variable) and node in raw:
                 seen[node.name] = _canonical(raw[node])
@@ -474,7 +505,7 @@ class PipelineConfig:
 
         return [k.name for k, v in self.raw.items() if isinstance(k, Variable) and _is_retriever_factory(v, self.raw)]
 
-    def _document_store(self) -> Any:
+    def _document_store(self) -> object:
         """``$document_store``, else a top-level ``document_store:`` (llm-app's indexing template)."""
         from pathway.internals.yaml_loader import Variable
 
@@ -496,7 +527,7 @@ class PipelineConfig:
             return "document_store"
         raise ConfigError(f"{self.path}: needs $retriever_mode, $retriever_factory or $document_store")
 
-    def _component_refs(self) -> tuple[Any, Any]:
+    def _component_refs(self) -> tuple[object, object]:
         """The YAML nodes of the retriever factory and of the splitter (None: ragsweep's default)."""
         from pathway.internals.yaml_loader import Value, Variable
 
@@ -521,11 +552,10 @@ class PipelineConfig:
         sources and parser, the question answerer and server settings of an app
         config are not (ragsweep feeds the documents and answers itself).
         """
-        from pathway.internals.yaml_loader import Resolver, Variable
+        from pathway.internals.yaml_loader import Resolver
 
         factory_ref, splitter_ref = self._component_refs()
-        raw = _fresh_copy(self.raw)
-        doc: dict[Any, Any] = {k: v for k, v in raw.items() if isinstance(k, Variable)}
+        doc = _fresh_variables(self.raw)
         doc["retriever_factory"] = _fresh_copy(factory_ref)
         if splitter_ref is not None:
             doc["splitter"] = _fresh_copy(splitter_ref)
@@ -537,13 +567,14 @@ class PipelineConfig:
             except Exception as err:  # a component's constructor: missing credentials, a bad argument...
                 failure = self._build_failure(err, self.embedder_ref(), "the splitter and retriever factory")
                 raise ConfigError(f"{self.path}: {failure}") from err
-        splitter = resolved.get("splitter")
+        splitter = cast("BaseSplitter | None", resolved.get("splitter"))
         if splitter is None:
             from ragsweep.pipeline.chunking import OffsetTokenCountSplitter
 
             splitter = OffsetTokenCountSplitter()
         self._check_chunk_header(splitter)
-        factory = resolved["retriever_factory"]
+        # what DocumentStore takes (a factory function's result is not checked: Pathway does not either)
+        factory = cast("AbstractRetrieverFactory", resolved["retriever_factory"])
         embedder = _find_embedder(factory)
         self._keep_app_embedder(embedder)
         return BuiltPipeline(
@@ -554,7 +585,7 @@ class PipelineConfig:
             route_docs=self.variables.route_docs,
         )
 
-    def _check_chunk_header(self, splitter: Any) -> None:
+    def _check_chunk_header(self, splitter: object) -> None:
         """``$chunk_header`` is the splitter's: one that does not make it would ignore the knob."""
         wanted = self.variables.chunk_header
         made = getattr(splitter, "chunk_header", "none")
@@ -565,7 +596,7 @@ class PipelineConfig:
                 "chunk_header: $chunk_header"
             )
 
-    def _build_failure(self, err: Exception, found: tuple[str, Any] | None, what: str) -> str:
+    def _build_failure(self, err: Exception, found: tuple[str, object] | None, what: str) -> str:
         """What failed while building: the app's component named when it is the one (no API key...)."""
         from ragsweep.pipeline.app_components import describe_failure
 
@@ -575,7 +606,7 @@ class PipelineConfig:
             return describe_failure(found[0], _callable_path(constructor).rsplit(".", 1)[-1], None, err)
         return f"building {what} failed: {type(err).__name__}: {err}"
 
-    def question_answerer_ref(self) -> tuple[str, Any] | None:
+    def question_answerer_ref(self) -> tuple[str, Value] | None:
         """The app's question answerer (a top-level ``question_answerer:``, or ``$question_answerer``)."""
         from pathway.internals.yaml_loader import Value, Variable
 
@@ -588,7 +619,7 @@ class PipelineConfig:
                 return label, node
         return None
 
-    def _llm_ref(self, label: str, node: Any) -> tuple[str, Any]:
+    def _llm_ref(self, label: str, node: Value) -> tuple[str, object]:
         """The question answerer's LLM: the name it goes by (``$llm``) and its YAML node."""
         from pathway.internals.yaml_loader import Variable
 
@@ -608,14 +639,13 @@ class PipelineConfig:
         """The app's question answerer built from its YAML (its class and every argument it takes:
         ``llm``, ``prompt_template``, ``search_topk``, ``reranker``...), ``indexer`` in place of the
         app's document store: the DocumentStore ragsweep built over the dataset's documents."""
-        from pathway.internals.yaml_loader import Resolver, Variable
+        from pathway.internals.yaml_loader import Resolver
 
         found = self.question_answerer_ref()
         if found is None:
             raise ConfigError(f"{self.path}: declares no question_answerer")
         label, node = found
-        raw = _fresh_copy(self.raw)
-        doc: dict[Any, Any] = {k: v for k, v in raw.items() if isinstance(k, Variable)}
+        doc = _fresh_variables(self.raw)
         doc["arguments"] = {k: _fresh_copy(v) for k, v in node.kwargs.items() if k != "indexer"}
         llm_found = self._llm_ref(label, node)
         with warnings.catch_warnings():
@@ -623,11 +653,12 @@ class PipelineConfig:
             try:
                 with Resolver() as resolver:
                     arguments = resolver.resolve(doc)["arguments"]
+                assert isinstance(arguments, dict) and node.constructor is not None  # question_answerer_ref's
                 return node.constructor(indexer=indexer, **arguments)
             except Exception as err:  # its LLM's constructor (no API key), a bad argument...
                 raise ConfigError(f"{self.path}: {self._build_failure(err, llm_found, label)}") from err
 
-    def embedder_ref(self) -> tuple[str, Any] | None:
+    def embedder_ref(self) -> tuple[str, object] | None:
         """The YAML node of the embedder the retriever uses and the name it goes by (``$embedder``)."""
         from pathway.internals.yaml_loader import Value, Variable
 
@@ -642,15 +673,16 @@ class PipelineConfig:
 
     def embedder_description(self) -> str | None:
         """``$embedder: OpenAIEmbedder(text-embedding-3-small)``: the embedder the YAML declares."""
+        from pathway.internals.yaml_loader import Value
+
         found = self.embedder_ref()
-        constructor = getattr(found[1], "constructor", None) if found is not None else None
-        if found is None or constructor is None:
+        if found is None or not isinstance(found[1], Value) or found[1].constructor is None:
             return None
         model = found[1].kwargs.get("model")
-        name = _callable_path(constructor).rsplit(".", 1)[-1]
+        name = _callable_path(found[1].constructor).rsplit(".", 1)[-1]
         return f"{found[0]}: {name}" + (f"({model})" if isinstance(model, str) else "")
 
-    def _keep_app_embedder(self, embedder: Any) -> None:
+    def _keep_app_embedder(self, embedder: BaseEmbedder | None) -> None:
         """An embedder of the app's (a Pathway one, say ``OpenAIEmbedder``) is used as is, behind
         ragsweep's vector cache keyed by what decides its vectors: its class and arguments."""
         from pathway.internals.yaml_loader import Value
@@ -668,7 +700,7 @@ class PipelineConfig:
             identity = _type_path(type(embedder))
         keep_and_cache(embedder, label, f"{_type_path(type(embedder))}:{identity}")
 
-    def _parser_node(self) -> Any:
+    def _parser_node(self) -> object:
         """The YAML node of the parser the app's DocumentStore parses with (its ``parser``, else ``$parser``),
         ``"native"`` after ``--set parser=native``, or None when the file names none."""
         from pathway.internals.yaml_loader import Value, Variable
@@ -691,15 +723,15 @@ class PipelineConfig:
             return _callable_path(node.constructor)
         return PATHWAY_DEFAULT_PARSER if self._document_store() is not None else NATIVE_PARSER
 
-    def _original_parser_node(self) -> Any:
+    def _original_parser_node(self) -> object:
         """The parser node before ``--set parser=native``."""
         node = self._parser_node()
         return self.replaced_parser if node == "native" else node
 
-    def build_parser(self) -> Any:
+    def build_parser(self) -> object:
         """The parser object, built from the YAML with every argument it has (a fresh object each call),
         Docling's chunker tokenizer from the bundled MiniLM package (:mod:`ragsweep.pipeline.parsing`)."""
-        from pathway.internals.yaml_loader import Resolver, Value, Variable
+        from pathway.internals.yaml_loader import Resolver, Value
 
         from ragsweep.pipeline.parsing import NativeParser, offline_parser_models
 
@@ -710,7 +742,7 @@ class PipelineConfig:
             from pathway.xpacks.llm.parsers import Utf8Parser
 
             return Utf8Parser()
-        doc: dict[Any, Any] = {k: v for k, v in _fresh_copy(self.raw).items() if isinstance(k, Variable)}
+        doc = _fresh_variables(self.raw)
         doc["parser"] = _fresh_copy(node)
         with warnings.catch_warnings(), offline_parser_models():
             warnings.simplefilter("ignore")
@@ -721,7 +753,7 @@ class PipelineConfig:
                 name = _callable_path(node.constructor) if isinstance(node, Value) and node.constructor else "parser"
                 raise ConfigError(f"{self.path}: building the app's parser ({name}) failed: {_why(err)}") from err
 
-    def parser_spec(self) -> Any:
+    def parser_spec(self) -> ParserSpec:
         """The parser as the parse stage needs it (:class:`ragsweep.pipeline.parsing.ParserSpec`): its
         label, its identity (class + the arguments that decide its output: the parse cache's key part;
         None for ragsweep's own parse) and how another process builds it again."""
@@ -773,7 +805,7 @@ _SECRET_LINE = re.compile(
 _ADDRESS = re.compile(r"\bat 0x[0-9a-fA-F]{4,}")
 
 
-def redact(values: dict[str, Any]) -> dict[str, Any]:
+def redact(values: Mapping[str, _V]) -> dict[str, _V | str]:
     """Mask the values of keys that name a secret (``llm_api_key``, ``secret``...)."""
     return {k: ("***" if _SECRET_NAME.search(k) and v not in (None, "") else v) for k, v in values.items()}
 
@@ -792,7 +824,14 @@ def _why(err: BaseException) -> str:
     return f"{type(err).__name__}: {first[:300]}"
 
 
-def _fresh_copy(obj: Any) -> Any:
+def _fresh_variables(raw: RawConfig) -> RawConfig:
+    """The ``$variables`` of a config, copied fresh for one build (:func:`_fresh_copy`)."""
+    from pathway.internals.yaml_loader import Variable
+
+    return {k: _fresh_copy(v) for k, v in raw.items() if isinstance(k, Variable)}
+
+
+def _fresh_copy(obj: object) -> object:
     """Copy the loaded YAML so each build constructs new objects (Pathway's
     resolver marks Values as constructed in place); constants stay shared."""
     from pathway.internals.yaml_loader import Value
@@ -800,7 +839,7 @@ def _fresh_copy(obj: Any) -> Any:
     if isinstance(obj, Value):
         if obj.constructor is None or obj.constructed:
             return obj
-        return Value(constructor=obj.constructor, kwargs=_fresh_copy(obj.kwargs))
+        return Value(constructor=obj.constructor, kwargs={k: _fresh_copy(v) for k, v in obj.kwargs.items()})
     if isinstance(obj, dict):
         return {k: _fresh_copy(v) for k, v in obj.items()}
     if isinstance(obj, list):
@@ -808,13 +847,15 @@ def _fresh_copy(obj: Any) -> Any:
     return obj
 
 
-def _is_scalar(value: Any) -> bool:
+def _is_scalar(value: object) -> TypeGuard[Scalar]:
     return value is None or isinstance(value, (str, int, float, bool))
 
 
-def _parameter_default(constructor: Any, name: str) -> Any:
+def _parameter_default(constructor: Callable[..., object] | None, name: str) -> object:
     import inspect
 
+    if constructor is None:
+        return None
     try:
         param = inspect.signature(constructor).parameters.get(name)
     except (TypeError, ValueError):
@@ -824,7 +865,7 @@ def _parameter_default(constructor: Any, name: str) -> Any:
     return param.default
 
 
-def _is_retriever_factory(node: Any, raw: dict, depth: int = 0) -> bool:
+def _is_retriever_factory(node: object, raw: RawConfig, depth: int = 0) -> bool:
     """Whether a YAML node builds a retriever factory (a callable that is not a class: maybe)."""
     from pathway.internals.yaml_loader import Value, Variable
 
@@ -843,7 +884,7 @@ def _is_retriever_factory(node: Any, raw: dict, depth: int = 0) -> bool:
 
 
 # ----------------------------------------------------------------- hashing
-def _callable_path(c: Any) -> str:
+def _callable_path(c: object) -> str:
     module, qualname = getattr(c, "__module__", None), getattr(c, "__qualname__", None)
     if module and qualname:
         return f"{module}.{qualname}"
@@ -854,7 +895,7 @@ def _type_path(t: type) -> str:
     return f"{t.__module__}.{t.__qualname__}"
 
 
-def yaml_nodes(obj: Any, raw: Any = None, _followed: set[str] | None = None) -> Iterator[Any]:
+def yaml_nodes(obj: object, raw: RawConfig | None = None, _followed: set[str] | None = None) -> Iterator[object]:
     """Every node of a pipeline YAML as Pathway's loader gives it, depth first: ``obj``, then a
     Value's kwargs, a dict's values, a list's items. With ``raw`` (a config's variables), a
     Variable is followed into its definition, once per name."""
@@ -876,7 +917,7 @@ def yaml_nodes(obj: Any, raw: Any = None, _followed: set[str] | None = None) -> 
             yield from yaml_nodes(value, raw, followed)
 
 
-def _canonical(obj: Any) -> Any:
+def _canonical(obj: object) -> Canonical:
     """A JSON-able form of loaded YAML that is the same in every process."""
     from pathway.internals.yaml_loader import Value, Variable
 
@@ -893,7 +934,7 @@ def _canonical(obj: Any) -> Any:
     return _canonical_object(obj)
 
 
-def _canonical_object(value: Any, depth: int = 0) -> Any:
+def _canonical_object(value: object, depth: int = 0) -> Canonical:
     """A Python value by what it is, never by ``repr`` with a memory address:
     enum-like values (``pathway.engine`` ones included) by name, classes and
     functions by import path, other objects by class path and fields."""
@@ -929,11 +970,11 @@ def _canonical_object(value: Any, depth: int = 0) -> Any:
     return {"!object": _type_path(t), "fields": _canonical_object(fields, depth + 1)}
 
 
-def _not_canonical(obj: Any) -> Any:
+def _not_canonical(obj: object) -> NoReturn:
     raise TypeError(f"{type(obj).__qualname__} left in a canonical form")
 
 
-def _find_embedder(factory: Any) -> Any | None:
+def _find_embedder(factory: object) -> BaseEmbedder | None:
     embedder = getattr(factory, "embedder", None)
     if embedder is not None:
         return embedder

@@ -38,10 +38,15 @@ import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
+
+from pydantic import JsonValue
 
 from ragsweep.pipeline.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
 from ragsweep.pipeline.hits import chunk_id
+
+if TYPE_CHECKING:
+    import sqlite3
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS served (key TEXT PRIMARY KEY, value BLOB)",)
 
@@ -200,11 +205,11 @@ def expand_list(value: Any, texts: Mapping[str, str] | None) -> Any:
     return items
 
 
-def _pack(value: Any) -> bytes:
+def _pack(value: JsonValue) -> bytes:
     return zlib.compress(json.dumps(value, separators=(",", ":")).encode(), 6)
 
 
-def _unpack(blob: Any) -> Any:
+def _unpack(blob: bytes) -> JsonValue:
     """The stored value, or None for a row that does not decode (a miss)."""
     try:
         return json.loads(zlib.decompress(blob))
@@ -223,13 +228,15 @@ class ServedCache:
         """The cache in ragsweep's cache folder, or None when turned off."""
         return cls(default_cache_dir() / "served.sqlite") if enabled() else None
 
-    def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
+    def get_many(
+        self, keys: Iterable[str]
+    ) -> dict[str, Any]:  # JSON values; the store reads its chunk tables from them
         keys = list(dict.fromkeys(keys))
         if self._db is None or not keys:
             return {}
 
-        def read(conn) -> dict[str, Any]:
-            found: dict[str, Any] = {}
+        def read(conn: sqlite3.Connection) -> dict[str, JsonValue]:
+            found: dict[str, JsonValue] = {}
             for key, blob in rows_for_keys(conn, "SELECT key, value FROM served", keys):
                 value = _unpack(blob)
                 if value is not None:
@@ -238,12 +245,12 @@ class ServedCache:
 
         return self._db.run(read, default={}, action="read")
 
-    def put_many(self, items: dict[str, Any]) -> None:
+    def put_many(self, items: dict[str, JsonValue]) -> None:
         if self._db is None or not items:
             return
         rows = [(k, _pack(v)) for k, v in items.items()]
 
-        def write(conn) -> None:
+        def write(conn: sqlite3.Connection) -> None:
             conn.executemany("INSERT OR REPLACE INTO served (key, value) VALUES (?, ?)", rows)
             conn.commit()
 
