@@ -155,7 +155,7 @@ def pipeline_file(parser_line: str, path: Path) -> Path:
 
 def _tokens() -> Any:
     """cl100k_base, as the splitter counts (offline: the copy ragsweep points tiktoken at)."""
-    from ragsweep.pipeline.offline import ensure_offline
+    from ragsweep.core.offline import ensure_offline
 
     ensure_offline()
     import tiktoken

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ragsweep.core.offline import embedder_model_path
 from ragsweep.pipeline import embedding
 from ragsweep.pipeline.config import ConfigError, PipelineConfig
 from ragsweep.pipeline.embedding import (
@@ -30,7 +31,6 @@ from ragsweep.pipeline.embedding import (
     ModelChecksumError,
     assemble_split_zip,
 )
-from ragsweep.pipeline.offline import embedder_model_path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PIPELINE = ROOT / "pipelines" / "default.yaml"

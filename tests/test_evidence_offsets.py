@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from ragsweep.core.hits import Hit
 from ragsweep.datasets.loader import case_to_json, load_dataset, read_cases
 from ragsweep.datasets.schema import Case, Evidence
 from ragsweep.datasets.validate import main, validate_dataset
 from ragsweep.metrics.relevance import mark_hits
 from ragsweep.pipeline.corpus import parse_corpus
-from ragsweep.pipeline.hits import Hit
 
 ROOT = Path(__file__).resolve().parent.parent
 CLAUSE = "This Agreement is governed by the laws of the State of New York."

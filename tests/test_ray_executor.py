@@ -269,7 +269,7 @@ def test_embedding_tasks_ask_for_a_gpu_only_when_the_embedder_may_use_one_and_th
 
 
 def test_a_ray_address_without_the_ray_executor_is_refused_before_any_work(tmp_path):
-    from ragsweep.evaluation.runfolder import RunError
+    from ragsweep.core.errors import RunError
 
     with pytest.raises(RunError, match="--ray-address: only with --executor ray"):
         ragsweep.evaluate(PIPELINE, MINI, limit=1, ray_address="127.0.0.1:6379")

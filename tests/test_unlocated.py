@@ -11,11 +11,11 @@ import pytest
 
 import ragsweep
 from ragsweep.cli import main
+from ragsweep.core.hits import Hit
 from ragsweep.datasets.schema import Case, RelevanceConfig
 from ragsweep.evaluation.records import build_case_result
 from ragsweep.evaluation.scoring import aggregate
 from ragsweep.metrics.relevance import UNLOCATED, mark_hits, unlocated_evidence
-from ragsweep.pipeline.hits import Hit
 from ragsweep.report.runs import read_sweep
 
 ROOT = Path(__file__).resolve().parent.parent

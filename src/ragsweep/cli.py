@@ -10,7 +10,7 @@ import sys
 import time
 
 from ragsweep.argtypes import add_options, bounded, options_from
-from ragsweep.pipeline.offline import ensure_offline
+from ragsweep.core.offline import ensure_offline
 
 
 def _fail(message: str, code: int = 2) -> int:
@@ -297,10 +297,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "pathway_threads", None):  # before any pw.run, which reads it
         os.environ["PATHWAY_THREADS"] = str(args.pathway_threads)
+    from ragsweep.core.errors import StageError
     from ragsweep.pipeline.app_components import AppComponentError
     from ragsweep.pipeline.config import ConfigError
     from ragsweep.pipeline.corpus import CorpusError
-    from ragsweep.pipeline.retrieval import StageError
 
     try:
         return int(args.func(args) or 0)

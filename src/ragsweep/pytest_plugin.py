@@ -195,7 +195,7 @@ class RagsweepEval:
             report = rebuild_report(stored)
             self._done(Evaluation(pipe, data, report, time.perf_counter() - started, cached=True))
             return report
-        from ragsweep.evaluation.runfolder import RunError
+        from ragsweep.core.errors import RunError
 
         try:
             report = self._evaluate_now(pipe, data, options)
@@ -219,7 +219,7 @@ class RagsweepEval:
 
     def _result_cache(self) -> Any:
         """The result cache, or None when it is off (ini, or the served-list cache turned off)."""
-        from ragsweep.pipeline.cache_files import default_cache_dir
+        from ragsweep.core.cache_files import default_cache_dir
         from ragsweep.pipeline.served_cache import enabled
         from ragsweep.pytest_results import ResultCache
 

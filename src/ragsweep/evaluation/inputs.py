@@ -11,8 +11,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import PydanticUndefined
 
+from ragsweep.core.errors import RunError
 from ragsweep.datasets.schema import UNLOCATED_MODES, Case, Dataset, UnlocatedMode
-from ragsweep.evaluation.runfolder import RunError
 from ragsweep.pipeline.config import PipelineConfig
 
 

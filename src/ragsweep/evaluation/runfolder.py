@@ -29,8 +29,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from ragsweep.core.errors import RunError
+from ragsweep.core.hits import chunk_id
 from ragsweep.evaluation.records import RECORD_VERSION, CaseResult, RunResult, compact, expand_lines
-from ragsweep.pipeline.hits import chunk_id
 
 PACKAGES = (
     "ragsweep",
@@ -55,10 +56,6 @@ LAYOUT_VERSION = 3
 # 4: those lines are compact (records.compact, unsettled: chance/oracle and metrics without a value kept) and
 #    <sweep>/chunks.jsonl holds the text of each chunk any configuration served, once.
 SWEEP_LAYOUT_VERSION = 4
-
-
-class RunError(Exception):
-    pass
 
 
 def now() -> str:
@@ -193,7 +190,7 @@ def read_jsonl(path: Path, key: str = "id") -> list[dict[str, Any]]:
 
 def append_chunks(path: Path, hits: Iterable[Any], known: set[str]) -> int:
     """Append to a chunk table (``chunks.jsonl``: one chunk a line, ``{id, doc_id, start, end, text}``, the id
-    :func:`ragsweep.pipeline.hits.chunk_id`) each chunk of ``hits`` whose id is not in ``known``, and add it there;
+    :func:`ragsweep.core.hits.chunk_id`) each chunk of ``hits`` whose id is not in ``known``, and add it there;
     return how many lines were written. ``hits``: anything with ``doc_id``, ``start``, ``end`` and ``text``
     (a Hit, a JudgedHit). ``known`` starts as the ids of the table read back with :func:`read_jsonl`, so a
     resumed run appends only what a killed one had not written."""
@@ -449,7 +446,7 @@ class RunFolder:
     def load_served(self) -> Any:
         """What an interrupted run saved of retrieval: a ``Retrieved`` whose ``served`` are the lists
         (None without a chunk table)."""
-        from ragsweep.pipeline.hits import Hit
+        from ragsweep.core.hits import Hit
         from ragsweep.pipeline.retrieval import Retrieved
 
         rows = self.chunk_rows()

@@ -8,8 +8,7 @@ in the driver. The local executor is the code path of a run without ``--executor
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
 from ragsweep.datasets.schema import Case
@@ -74,27 +73,3 @@ class LocalExecutor(Executor):
 
 
 LOCAL = LocalExecutor()
-
-
-def check_executor(name: str, address: str | None) -> None:
-    """Options that cannot go together are an error before any work."""
-    if name != "ray" and address is not None:
-        from ragsweep.evaluation.runfolder import RunError
-
-        raise RunError("--ray-address: only with --executor ray")
-
-
-@contextmanager
-def open_executor(name: str = "local", address: str | None = None) -> Iterator[Executor]:
-    """The executor a run asked for, released when the run ends (a Ray connection this run opened is closed)."""
-    check_executor(name, address)
-    if name == "local":
-        yield LOCAL
-        return
-    from ragsweep.execution.ray_executor import RayExecutor
-
-    executor = RayExecutor.connect(address)
-    try:
-        yield executor
-    finally:
-        executor.close()

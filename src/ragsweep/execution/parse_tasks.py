@@ -19,7 +19,7 @@ from ragsweep.pipeline.corpus import crashed
 
 def parse_document(parse: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
     """A task: one document parsed on a worker (offline, as every parse is); its outcome, pid and seconds."""
-    from ragsweep.pipeline.offline import ensure_offline
+    from ragsweep.core.offline import ensure_offline
 
     ensure_offline()
     outcome = parse()

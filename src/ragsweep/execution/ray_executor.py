@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragsweep.core.errors import RunError
 from ragsweep.datasets.schema import Case
 from ragsweep.execution.base import Executor
 from ragsweep.execution.parse_tasks import ParseDispatch
@@ -35,7 +36,7 @@ FORWARDED_PREFIXES = ("RAGSWEEP_", "PATHWAY_")  # the knobs a worker must see as
 
 def worker_env() -> dict[str, str]:
     """What every worker's environment gets from the driver: the cache dir (absolute) and the knobs."""
-    from ragsweep.pipeline.cache_files import default_cache_dir
+    from ragsweep.core.cache_files import default_cache_dir
 
     env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_PREFIXES)}
     env["RAGSWEEP_CACHE_DIR"] = str(default_cache_dir().resolve())
@@ -103,8 +104,6 @@ class RayExecutor(Executor):
 
     @classmethod
     def connect(cls, address: str | None) -> "RayExecutor":
-        from ragsweep.evaluation.runfolder import RunError
-
         try:
             import ray
         except ImportError:
@@ -191,8 +190,6 @@ class RayExecutor(Executor):
             fetch = self._ray.get  # the object store's fetch, not a mapping's lookup
             return fetch(refs)
         except self._ray.exceptions.RayTaskError as err:  # raised in a task: its own message, not Ray's trace
-            from ragsweep.evaluation.runfolder import RunError
-
             raise RunError(f"--executor ray: a task failed: {type(err.cause).__name__}: {err.cause}") from None
 
     def _corpus_ref(self, corpus: Corpus) -> Any:

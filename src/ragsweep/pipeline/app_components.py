@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from ragsweep.pipeline.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
+from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, npy BLOB)",)
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"

@@ -199,7 +199,7 @@ class OffsetTokenCountSplitter(TokenCountSplitter):
 
 @functools.lru_cache(maxsize=4)
 def _tokenizer(encoding_name: str):
-    from ragsweep.pipeline.offline import ensure_offline
+    from ragsweep.core.offline import ensure_offline
 
     ensure_offline()
     import tiktoken

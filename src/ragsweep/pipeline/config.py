@@ -68,7 +68,7 @@ from pydantic import (
     model_validator,
 )
 
-from ragsweep.pipeline.offline import ensure_offline
+from ragsweep.core.offline import ensure_offline
 
 RETRIEVER_MODES = ("bm25", "knn", "hybrid")
 DEFAULT_TOP_K = 5

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragsweep.core.offline import embedder_model_path, ensure_offline
 from ragsweep.pipeline.corpus import Outline, convert, layout_models_available
-from ragsweep.pipeline.offline import embedder_model_path, ensure_offline
 
 ensure_offline()
 

@@ -15,16 +15,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragsweep.core.errors import StageError
+from ragsweep.core.hits import Hit
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus, Dispatch
-from ragsweep.pipeline.hits import Hit
 
 Served = dict[str, dict[int, list[Hit]]]  # case id -> k -> the list served at k
-
-
-class StageError(Exception):
-    """A stage cannot go on (e.g. no document could be parsed)."""
 
 
 def parse_documents(

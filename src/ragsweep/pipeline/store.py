@@ -20,12 +20,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ragsweep.core.hits import Hit
+from ragsweep.core.offline import ensure_offline
 from ragsweep.datasets.pathway_limits import unscopable_reason
 from ragsweep.pipeline.app_components import check_endpoint, run_with
 from ragsweep.pipeline.config import BuiltPipeline, PipelineConfig
 from ragsweep.pipeline.corpus import Corpus, ParsedDocument
-from ragsweep.pipeline.hits import Hit
-from ragsweep.pipeline.offline import ensure_offline
 
 ensure_offline()
 

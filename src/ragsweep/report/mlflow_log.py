@@ -261,7 +261,7 @@ def _log_config_chunks(client, run_id: str, cdir: Path, tables: dict[Path, dict[
     3 or earlier) need none. ``tables``: the chunk tables read so far (each is read once per sweep)."""
     import tempfile
 
-    from ragsweep.pipeline.hits import chunk_id
+    from ragsweep.core.hits import chunk_id
 
     cases = cdir / "cases.jsonl"
     wanted: dict[str, None] = {}
