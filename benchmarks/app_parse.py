@@ -167,7 +167,7 @@ def parse_only(pipeline: Path, docs: Path) -> dict[str, Any]:
     """The folder parsed as the variant's parse stage parses it (no cache): what was parsed, skipped and why."""
     from ragsweep.pipeline.config import PipelineConfig
     from ragsweep.pipeline.corpus import parse_corpus
-    from ragsweep.pipeline.retrieval import check_parser
+    from ragsweep.pipeline.parsing import check_parser
 
     config = PipelineConfig.load(str(pipeline))
     spec = check_parser(config, docs)

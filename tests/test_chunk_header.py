@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from ragsweep.core.errors import ConfigError
 from ragsweep.pipeline.chunking import OffsetTokenCountSplitter, header_of
-from ragsweep.pipeline.config import ConfigError, PipelineConfig
+from ragsweep.pipeline.config import PipelineConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 PIPELINE = ROOT / "pipelines" / "default.yaml"

@@ -13,8 +13,8 @@ from ragsweep.answer.llm import (
     parse_citations,
     render_prompt,
 )
+from ragsweep.answer.prompt import validate_template
 from ragsweep.core.hits import Hit
-from ragsweep.pipeline.config import validate_template
 
 
 def _hits(*texts: str) -> list[Hit]:

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from fake_openai import FakeOpenAI
+from ragsweep.core.errors import ConfigError
 from ragsweep.core.hits import Hit
-from ragsweep.pipeline.config import ConfigError, PipelineConfig
+from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.embedding import MissingModelError
 from ragsweep.pipeline.rerank import (
     CrossEncoderReranker,

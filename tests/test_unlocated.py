@@ -192,7 +192,8 @@ def test_a_sweeps_unserved_depth_counts_each_case_once():
 
 
 def test_validate_says_why_the_word_rule_misses_a_span_whose_text_is_there():
-    from ragsweep.datasets.validate import closest_passage, unlocated_problems
+    from ragsweep.datasets.validate import closest_passage
+    from ragsweep.evaluation.dataset_check import unlocated_problems
 
     rule = RelevanceConfig(rule="word_overlap")
     case = _case("c1", "ACME CORP. and FOO INC.")  # the text is there, in other case: Pathway's rule is case-sensitive

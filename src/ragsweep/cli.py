@@ -28,7 +28,7 @@ def _parse(args, config, quiet: bool = False):
     """``--docs`` parsed by the pipeline's parser, as ``--workers`` and ``--follow-symlinks`` say."""
     from ragsweep.evaluation.inputs import DocumentOptions
     from ragsweep.pipeline.corpus import parse_corpus
-    from ragsweep.pipeline.retrieval import check_parser
+    from ragsweep.pipeline.parsing import check_parser
 
     read = options_from(DocumentOptions, args)
     spec = check_parser(config, args.docs)
@@ -175,7 +175,8 @@ def cmd_retrieve(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from ragsweep.datasets.validate import parse_options, validate_dataset
+    from ragsweep.commands.validate import parse_options
+    from ragsweep.evaluation.dataset_check import validate_dataset
 
     problems = validate_dataset(args.dataset, **parse_options(args))
     for problem in problems:
@@ -214,13 +215,13 @@ def cmd_compare(args) -> int:
 
 
 def cmd_generate(args) -> int:
-    from ragsweep.generate.cli import run_generate_cli
+    from ragsweep.commands.generate import run_generate_cli
 
     return run_generate_cli(args)
 
 
 def _validate_arguments(p) -> None:
-    from ragsweep.datasets.validate import add_arguments
+    from ragsweep.commands.validate import add_arguments
 
     add_arguments(p)
 
@@ -282,7 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", help="also write the comparison as Markdown to this file")
     p.set_defaults(func=cmd_compare)
 
-    from ragsweep.generate.cli import add_arguments as generate_arguments
+    from ragsweep.commands.generate import add_arguments as generate_arguments
 
     p = sub.add_parser("generate", help="a verified test set from a documents folder (OpenAI-compatible LLM)")
     pipeline_args(p)
@@ -297,9 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "pathway_threads", None):  # before any pw.run, which reads it
         os.environ["PATHWAY_THREADS"] = str(args.pathway_threads)
-    from ragsweep.core.errors import StageError
+    from ragsweep.core.errors import ConfigError, StageError
     from ragsweep.pipeline.app_components import AppComponentError
-    from ragsweep.pipeline.config import ConfigError
     from ragsweep.pipeline.corpus import CorpusError
 
     try:

@@ -48,7 +48,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field
 
-from ragsweep.core.errors import RunError, StageError
+from ragsweep.core.errors import ConfigError, RunError, StageError
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.answering import llm_call_lines, llm_calls, prepare_answering
 from ragsweep.evaluation.inputs import AnswerOptions, RunInputs, load_inputs, option
@@ -76,7 +76,7 @@ from ragsweep.evaluation.scoring import aggregate, unlocated_lines, unlocated_re
 from ragsweep.execution.base import LOCAL, Executor
 from ragsweep.execution.select import check_executor, open_executor
 from ragsweep.metrics.registry import AT_K_FAMILIES, asked_budgets, at_own_k, best_of, lower_is_better, unknown_name
-from ragsweep.pipeline.config import ConfigError, PipelineConfig
+from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import Retrieved, parse_documents, store_depths
 from ragsweep.report import write_html

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 
+class ConfigError(Exception):
+    """A pipeline configuration ragsweep cannot run: a bad knob, a parser that cannot be built."""
+
+
 class RunError(Exception):
     """A run cannot start or go on: bad inputs, a run folder in the way, a write that failed."""
 

@@ -115,16 +115,16 @@ def stratified_sample(cases: Sequence[Case], n: int, seed: int) -> list[Case]:
 
 def load_inputs(inputs: RunInputs) -> tuple[PipelineConfig, Dataset, list[Case]]:
     """The pipeline config, the dataset (validated first) and the cases to evaluate."""
+    from ragsweep.core.errors import ConfigError
     from ragsweep.datasets.loader import DatasetError, load_dataset
     from ragsweep.datasets.pathway_limits import unscopable_reason
-    from ragsweep.pipeline.config import ConfigError
 
     try:
         config = PipelineConfig.load(inputs.pipeline, inputs.overrides)
     except ConfigError as err:
         raise RunError(str(err)) from err
     if inputs.validate_dataset and Path(inputs.dataset).is_dir():
-        from ragsweep.datasets.validate import validate_dataset
+        from ragsweep.evaluation.dataset_check import validate_dataset
 
         problems = validate_dataset(inputs.dataset)
         if problems:

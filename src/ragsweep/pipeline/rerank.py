@@ -64,9 +64,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ragsweep.core.errors import ConfigError
 from ragsweep.core.hits import Hit
 from ragsweep.core.offline import ensure_offline
-from ragsweep.pipeline.config import ConfigError
 from ragsweep.pipeline.embedders_extra import USE_MULTILINGUAL, UseMultilingualEmbedder
 from ragsweep.pipeline.embedding import CachedSentenceTransformerEmbedder, MissingModelError
 
