@@ -10,6 +10,7 @@ import sys
 import time
 
 from ragsweep.argtypes import add_options, bounded, options_from
+from ragsweep.core.errors import ConfigError, StageError
 from ragsweep.core.offline import ensure_offline
 
 
@@ -298,7 +299,6 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "pathway_threads", None):  # before any pw.run, which reads it
         os.environ["PATHWAY_THREADS"] = str(args.pathway_threads)
-    from ragsweep.core.errors import ConfigError, StageError
     from ragsweep.pipeline.app_components import AppComponentError
     from ragsweep.pipeline.corpus import CorpusError
 

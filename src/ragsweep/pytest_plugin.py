@@ -42,6 +42,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field
 
+from ragsweep.core.cache_files import default_cache_dir
+from ragsweep.core.errors import RunError
+
 CACHE_ENV = "RAGSWEEP_CACHE_DIR"
 
 
@@ -195,8 +198,6 @@ class RagsweepEval:
             report = rebuild_report(stored)
             self._done(Evaluation(pipe, data, report, time.perf_counter() - started, cached=True))
             return report
-        from ragsweep.core.errors import RunError
-
         try:
             report = self._evaluate_now(pipe, data, options)
         except (RunError, ValueError, FileNotFoundError) as err:  # ragsweep's own messages name the file or option
@@ -219,7 +220,6 @@ class RagsweepEval:
 
     def _result_cache(self) -> Any:
         """The result cache, or None when it is off (ini, or the served-list cache turned off)."""
-        from ragsweep.core.cache_files import default_cache_dir
         from ragsweep.pipeline.served_cache import enabled
         from ragsweep.pytest_results import ResultCache
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import PydanticUndefined
 
-from ragsweep.core.errors import RunError
+from ragsweep.core.errors import ConfigError, RunError
 from ragsweep.datasets.schema import UNLOCATED_MODES, Case, Dataset, UnlocatedMode
 from ragsweep.pipeline.config import PipelineConfig
 
@@ -115,7 +115,6 @@ def stratified_sample(cases: Sequence[Case], n: int, seed: int) -> list[Case]:
 
 def load_inputs(inputs: RunInputs) -> tuple[PipelineConfig, Dataset, list[Case]]:
     """The pipeline config, the dataset (validated first) and the cases to evaluate."""
-    from ragsweep.core.errors import ConfigError
     from ragsweep.datasets.loader import DatasetError, load_dataset
     from ragsweep.datasets.pathway_limits import unscopable_reason
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ragsweep.core.errors import RunError
-from ragsweep.core.hits import chunk_id
+from ragsweep.core.hits import Hit, chunk_id
 from ragsweep.evaluation.records import RECORD_VERSION, CaseResult, RunResult, compact, expand_lines
 
 PACKAGES = (
@@ -446,7 +446,6 @@ class RunFolder:
     def load_served(self) -> Any:
         """What an interrupted run saved of retrieval: a ``Retrieved`` whose ``served`` are the lists
         (None without a chunk table)."""
-        from ragsweep.core.hits import Hit
         from ragsweep.pipeline.retrieval import Retrieved
 
         rows = self.chunk_rows()
