@@ -155,7 +155,7 @@ def pipeline_file(parser_line: str, path: Path) -> Path:
 
 def _tokens() -> Any:
     """cl100k_base, as the splitter counts (offline: the copy ragsweep points tiktoken at)."""
-    from ragsweep.pipeline.offline import ensure_offline
+    from ragsweep.core.offline import ensure_offline
 
     ensure_offline()
     import tiktoken
@@ -167,7 +167,7 @@ def parse_only(pipeline: Path, docs: Path) -> dict[str, Any]:
     """The folder parsed as the variant's parse stage parses it (no cache): what was parsed, skipped and why."""
     from ragsweep.pipeline.config import PipelineConfig
     from ragsweep.pipeline.corpus import parse_corpus
-    from ragsweep.pipeline.retrieval import check_parser
+    from ragsweep.pipeline.parsing import check_parser
 
     config = PipelineConfig.load(str(pipeline))
     spec = check_parser(config, docs)

@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def compare(args: argparse.Namespace, argv: list[str] | None) -> int:
 
-    from ragsweep.pipeline.offline import ensure_offline
+    from ragsweep.core.offline import ensure_offline
 
     ensure_offline()
     from scipy.stats import kendalltau

@@ -36,7 +36,7 @@ def _cpu_seconds() -> float:
 
 def one_pass(docs: str, workers: int) -> dict:
     """Parse ``docs`` once, cache off, in this (fresh) process."""
-    from ragsweep.pipeline.offline import ensure_offline
+    from ragsweep.core.offline import ensure_offline
 
     ensure_offline()
     from ragsweep.pipeline import corpus as corpus_mod

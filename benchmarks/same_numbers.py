@@ -48,7 +48,7 @@ if __name__ == "__main__":
     try:  # the evaluation loop (issue 21 and later)
         import ragsweep.evaluation.loop as where
         from ragsweep.commands.eval import EvalOptions, run_eval
-        from ragsweep.pipeline.hits import Hit
+        from ragsweep.core.hits import Hit
         from ragsweep.pipeline.retrieval import Retrieved
     except ImportError:  # before it: ragsweep.stages and ragsweep.run
         import ragsweep.stages as where

@@ -89,7 +89,7 @@ def child(args: argparse.Namespace) -> int:
     """One eval in this fresh process; its timings go to ``args.timings`` as JSON."""
     entered = time.time()
     t0 = time.perf_counter()
-    from ragsweep.pipeline.offline import ensure_offline
+    from ragsweep.core.offline import ensure_offline
 
     ensure_offline()
     import ragsweep

@@ -44,7 +44,7 @@ def main() -> int:
             "SMOKE RUN: datasets/cuad-mini, corpora of 2 and 3 documents, 20 questions; not a measurement", flush=True
         )
 
-    from ragsweep.pipeline.offline import ensure_offline
+    from ragsweep.core.offline import ensure_offline
 
     ensure_offline()
     from ragsweep.datasets.loader import load_dataset

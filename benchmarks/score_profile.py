@@ -107,12 +107,12 @@ def main() -> int:
     if not args.dataset:
         parser.error("give a dataset folder")
     started = time.perf_counter()
-    from ragsweep.pipeline.offline import ensure_offline
+    from ragsweep.core.offline import ensure_offline
 
     ensure_offline()
+    from ragsweep.core.hits import Hit
     from ragsweep.pipeline.chunking import OffsetTokenCountSplitter
     from ragsweep.pipeline.corpus import parse_corpus
-    from ragsweep.pipeline.hits import Hit
 
     load, make_retrieved, make_answering, score_all = internals()
     options, config, dataset, cases = load(args.dataset, args.limit)

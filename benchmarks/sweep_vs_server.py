@@ -63,7 +63,7 @@ ks: [1, 3]
 
 def serve(texts_dir: str, port: int, params_json: str) -> None:
     """Subprocess entry point: one DocumentStoreServer for one configuration."""
-    from ragsweep.pipeline.offline import ensure_offline
+    from ragsweep.core.offline import ensure_offline
 
     ensure_offline()
     import pathway as pw
@@ -246,7 +246,7 @@ def main() -> int:
             flush=True,
         )
 
-    from ragsweep.pipeline.offline import ensure_offline
+    from ragsweep.core.offline import ensure_offline
 
     ensure_offline()
     # heavy imports outside every timing (each side would otherwise pay them once)

@@ -10,7 +10,7 @@ os.environ.setdefault("RAGSWEEP_CACHE_DIR", tempfile.mkdtemp(prefix="ragsweep-te
 # every test asks Pathway itself; tests/test_served_cache.py turns the served-list cache on
 os.environ.setdefault("RAGSWEEP_SERVED_CACHE", "0")
 
-from ragsweep.pipeline.offline import ensure_offline  # noqa: E402
+from ragsweep.core.offline import ensure_offline  # noqa: E402
 
 ensure_offline()
 

@@ -1,7 +1,7 @@
 """ranx-style ``qrels`` and ``run`` dicts scored on the path an eval run takes.
 
 Each query becomes a :class:`~ragsweep.datasets.Case` (its ``relevant_ids`` with their grades) and
-a ranked list of :class:`~ragsweep.pipeline.hits.Hit` (the run sorted by score, descending; ties
+a ranked list of :class:`~ragsweep.core.hits.Hit` (the run sorted by score, descending; ties
 keep the run's order, which ranx leaves undefined), judged by
 :func:`ragsweep.metrics.relevance.mark_hits` (rule ``doc_id``) and scored by
 :func:`ragsweep.metrics.retrieval.per_case_value`, as
@@ -14,10 +14,10 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 
+from ragsweep.core.hits import Hit
 from ragsweep.datasets import Case
 from ragsweep.metrics.relevance import mark_hits
 from ragsweep.metrics.retrieval import Judgement, per_case_value
-from ragsweep.pipeline.hits import Hit
 
 Qrels = Mapping[str, Mapping[str, float]]
 Run = Mapping[str, Mapping[str, float]]

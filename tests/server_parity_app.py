@@ -40,7 +40,7 @@ def overrides_of(variant: str) -> dict[str, str | int]:
 
 
 def main(texts_dir: str, pipeline: str, ports: dict[str, int], outlines: dict[str, dict]) -> None:
-    from ragsweep.pipeline.offline import ensure_offline
+    from ragsweep.core.offline import ensure_offline
 
     ensure_offline()
     import pathway as pw

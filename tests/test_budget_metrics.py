@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from ragsweep.argtypes import budgets
+from ragsweep.core.hits import Hit
 from ragsweep.datasets.schema import Case, RelevanceConfig
 from ragsweep.evaluation.records import build_case_result
 from ragsweep.metrics.baselines import case_baselines, chance_estimate, oracle_estimate
 from ragsweep.metrics.registry import ordered, spec, summary_metrics, unknown_name
 from ragsweep.metrics.retrieval import Judgement, RankVerdict, per_case_value
-from ragsweep.pipeline.hits import Hit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -178,7 +178,7 @@ def test_a_list_too_short_to_fill_the_budget_has_no_value_and_says_why():
 
 def test_eval_reports_budget_metrics_with_their_chance(tmp_path):
     import ragsweep
-    from ragsweep.commands.eval import RunError
+    from ragsweep.core.errors import RunError
 
     options = dict(limit=3, ks=[1, 5, 16], progress=False)
     with pytest.raises(RunError, match="did you mean recall@1500tok"):
@@ -203,8 +203,8 @@ def test_eval_reports_budget_metrics_with_their_chance(tmp_path):
 
 
 def test_sweep_prints_and_stores_lift_over_chance(tmp_path, capsys):
-    from ragsweep.commands.eval import RunError
     from ragsweep.commands.sweep import SweepOptions, run_sweep, sweep_table
+    from ragsweep.core.errors import RunError
 
     grid = tmp_path / "g.yaml"
     grid.write_text(

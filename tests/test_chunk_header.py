@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from ragsweep.core.errors import ConfigError
 from ragsweep.pipeline.chunking import OffsetTokenCountSplitter, header_of
-from ragsweep.pipeline.config import ConfigError, PipelineConfig
+from ragsweep.pipeline.config import PipelineConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 PIPELINE = ROOT / "pipelines" / "default.yaml"
@@ -182,7 +183,7 @@ def test_every_cache_keys_on_the_header(corpus):
 
 def test_answerers_get_the_served_text_and_relevance_the_document_text():
     from ragsweep.answer.llm import format_context
-    from ragsweep.pipeline.hits import Hit
+    from ragsweep.core.hits import Hit
 
     hit = Hit(rank=1, score=1.0, text="Rent is due monthly.", doc_id="a.txt", start=0, end=20, header="a\n\n")
     assert format_context([hit]) == "[1] a\n\nRent is due monthly."

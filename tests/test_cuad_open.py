@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 import ragsweep
-from ragsweep.datasets import load_dataset, validate_dataset
+from ragsweep.datasets import load_dataset
 from ragsweep.datasets.build import build_cuad_open
 from ragsweep.datasets.cuad import import_cuad
 from ragsweep.datasets.cuad_naming import contract_parties, contract_phrase, contract_question, contract_title
+from ragsweep.evaluation.dataset_check import validate_dataset
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASETS = ROOT / "datasets"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ragsweep.commands.validate import main
 from ragsweep.datasets import (
     UNSCOPABLE_REASON,
     Case,
@@ -17,10 +18,9 @@ from ragsweep.datasets import (
     load_dataset,
     read_cases,
     unscopable_reason,
-    validate_dataset,
     write_cases,
 )
-from ragsweep.datasets.validate import main
+from ragsweep.evaluation.dataset_check import validate_dataset
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "datasets"
 

@@ -13,13 +13,13 @@ from ragsweep.datasets import (
     load_cases,
     load_dataset,
     read_cases,
-    validate_dataset,
     write_cases,
 )
 from ragsweep.datasets._util import contract_key, split_for
 from ragsweep.datasets.cuad import import_cuad, read_categories, split_excerpts
 from ragsweep.datasets.pathway_tsv import PATHWAY_QUESTIONS, import_pathway_labeled
 from ragsweep.datasets.trec import cranfield_grade, import_cranfield, parse_dotted
+from ragsweep.evaluation.dataset_check import validate_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 DATASETS = ROOT / "datasets"

@@ -18,8 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ragsweep.core.errors import ConfigError
 from ragsweep.pipeline import embedding
-from ragsweep.pipeline.config import ConfigError, PipelineConfig
+from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.embedding import (
     CUDA_BATCH_SIZE,
     CachedSentenceTransformerEmbedder,

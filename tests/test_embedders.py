@@ -17,8 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ragsweep.core.errors import ConfigError
+from ragsweep.core.offline import embedder_model_path
 from ragsweep.pipeline import embedding
-from ragsweep.pipeline.config import ConfigError, PipelineConfig
+from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.embedding import (
     DEFAULT_MODEL,
     MPNET_MODEL,
@@ -30,7 +32,6 @@ from ragsweep.pipeline.embedding import (
     ModelChecksumError,
     assemble_split_zip,
 )
-from ragsweep.pipeline.offline import embedder_model_path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PIPELINE = ROOT / "pipelines" / "default.yaml"

@@ -19,7 +19,7 @@ from ragsweep.answer.extractive import (
     stem,
     tokenize,
 )
-from ragsweep.pipeline.hits import Hit
+from ragsweep.core.hits import Hit
 
 PREAMBLE = (
     "CO-BRANDING AND ADVERTISING AGREEMENT\n\n"
@@ -187,7 +187,7 @@ def test_tokenize_and_stem():
 _SCORES_SCRIPT = """
 import json, pathlib
 from ragsweep.answer.extractive import ExtractiveAnswerer
-from ragsweep.pipeline.hits import Hit
+from ragsweep.core.hits import Hit
 docs = sorted(pathlib.Path("datasets/cuad-mini/docs").glob("*.txt"))
 hits = [Hit(doc_id=p.name, text=p.read_text()[i:i + 2500], rank=n + 1, score=1.0, start=i, end=i + 2500)
         for n, (p, i) in enumerate((p, i) for p in docs for i in (0, 2500))]

@@ -22,7 +22,7 @@ import pytest
 
 from fake_openai import FakeOpenAI
 from ragsweep.datasets.loader import load_dataset
-from ragsweep.datasets.validate import validate_dataset
+from ragsweep.evaluation.dataset_check import validate_dataset
 from ragsweep.generate.generator import GenerateOptions, generate
 from ragsweep.llm.client import LLMClient
 from ragsweep.llm.cost import count_message_tokens

@@ -13,8 +13,8 @@ from ragsweep.answer.llm import (
     parse_citations,
     render_prompt,
 )
-from ragsweep.pipeline.config import validate_template
-from ragsweep.pipeline.hits import Hit
+from ragsweep.answer.prompt import validate_template
+from ragsweep.core.hits import Hit
 
 
 def _hits(*texts: str) -> list[Hit]:
@@ -29,7 +29,7 @@ HITS = _hits(
 
 
 def test_default_template_is_pathways_prompt_qa():
-    from ragsweep.pipeline.offline import ensure_offline
+    from ragsweep.core.offline import ensure_offline
 
     ensure_offline()
     prompts = pytest.importorskip("pathway.xpacks.llm.prompts")

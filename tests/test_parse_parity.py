@@ -212,7 +212,7 @@ def fake():
 def hub_cache(tmp_path_factory) -> Path:
     """A Hugging Face cache holding the bundled all-MiniLM-L6-v2 files under the hub's name: what the served
     app's DoclingParser loads its chunker's tokenizer from, offline."""
-    from ragsweep.pipeline.offline import embedder_model_path
+    from ragsweep.core.offline import embedder_model_path
 
     root = tmp_path_factory.mktemp("hf-cache")
     repo = root / "models--sentence-transformers--all-MiniLM-L6-v2"

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from ragsweep.pipeline.offline import ensure_offline
+from ragsweep.core.offline import ensure_offline
 
 ensure_offline()
 

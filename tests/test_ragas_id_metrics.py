@@ -9,8 +9,8 @@ import random
 
 import pytest
 
+from ragsweep.core.offline import ensure_offline
 from ragsweep.metrics.ragas_bridge import ID_CONTEXT_METRIC_NAMES, id_based_context_scores
-from ragsweep.pipeline.offline import ensure_offline
 
 # served ids, relevant ids: orders, duplicates, disjoint, subsets, one of each empty
 CASES = [

@@ -9,8 +9,8 @@ from ragsweep.answer.base import Answer
 from ragsweep.answer.llm import LLMAnswerer, is_safety_refusal
 from ragsweep.answer.llm import is_refusal as answerer_refusal
 from ragsweep.answer.refusal import is_refusal
+from ragsweep.core.hits import Hit
 from ragsweep.llm import LLMClient
-from ragsweep.pipeline.hits import Hit
 
 SAFETY_REFUSALS = [
     "I'm sorry, I can't help with that.",

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from ragsweep.core.hits import Hit
 from ragsweep.datasets import Case, RelevanceConfig, load_dataset
 from ragsweep.metrics.relevance import (
     locate_span,
@@ -16,7 +17,6 @@ from ragsweep.metrics.relevance import (
     word_overlap_ratio,
 )
 from ragsweep.metrics.retrieval import per_case_value
-from ragsweep.pipeline.hits import Hit
 
 MINI = Path(__file__).resolve().parents[1] / "datasets" / "cuad-mini"
 

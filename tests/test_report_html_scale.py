@@ -24,9 +24,9 @@ import pytest
 
 from fake_openai import fake_server  # noqa: F401 - pytest fixture
 from ragsweep.answer.base import Answer
+from ragsweep.core.hits import chunk_id
 from ragsweep.evaluation.records import CaseResult, JudgedHit, compact
 from ragsweep.metrics.judge import JudgeVerdict
-from ragsweep.pipeline.hits import chunk_id
 from ragsweep.report import drilldown
 from ragsweep.report.html import write_html_report
 from ragsweep.report.runs import case_failures

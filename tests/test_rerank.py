@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from fake_openai import FakeOpenAI
-from ragsweep.pipeline.config import ConfigError, PipelineConfig
+from ragsweep.core.errors import ConfigError
+from ragsweep.core.hits import Hit
+from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.embedding import MissingModelError
-from ragsweep.pipeline.hits import Hit
 from ragsweep.pipeline.rerank import (
     CrossEncoderReranker,
     EncoderReranker,
@@ -165,7 +166,7 @@ def assert_same_context(pathway_docs: list[dict], ours: list[Hit], all_ours: lis
 def test_encoder_reranking_matches_pathways_question_answerer(corpus, candidates, fake):
     from pathway.xpacks.llm.rerankers import EncoderReranker as PathwayEncoderReranker
 
-    from ragsweep.pipeline.offline import embedder_model_path
+    from ragsweep.core.offline import embedder_model_path
 
     config = PipelineConfig.load(
         DEFAULT, {**SMALL_CHUNKS, "top_k": TOP_K, "reranker": "encoder", "rerank_candidates": CANDIDATES}
@@ -239,7 +240,7 @@ def cross_encoder_dir(tmp_path_factory) -> Path:
     import torch
     from sentence_transformers import CrossEncoder
 
-    from ragsweep.pipeline.offline import embedder_model_path
+    from ragsweep.core.offline import embedder_model_path
 
     torch.manual_seed(0)
     folder = tmp_path_factory.mktemp("cross-encoder")

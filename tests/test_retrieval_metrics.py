@@ -10,6 +10,7 @@ import statistics
 
 import pytest
 
+from ragsweep.core.hits import Hit
 from ragsweep.datasets import Case
 from ragsweep.metrics.relevance import mark_hits
 from ragsweep.metrics.retrieval import (
@@ -28,7 +29,6 @@ from ragsweep.metrics.retrieval import (
     recall,
     reciprocal_rank,
 )
-from ragsweep.pipeline.hits import Hit
 from ranked_runs import judgements, mean, means, per_query
 
 L2 = math.log2

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ragsweep.pipeline.config import ConfigError, PipelineConfig
+from ragsweep.core.errors import ConfigError
+from ragsweep.pipeline.config import PipelineConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 PIPELINE = ROOT / "pipelines" / "default.yaml"

@@ -118,7 +118,7 @@ def test_shipped_reference_set_is_the_rule_applied_to_its_answers():
 
 
 def test_label_reads_a_run_folder(tmp_path):
-    from ragsweep.datasets.rule_verdicts import _main
+    from ragsweep.commands.rule_verdicts import main as _main
     from ragsweep.evaluation.records import CaseResult, RunResult
 
     rows = [json.loads(line) for line in (ROOT / "datasets" / "cuad" / "cases.jsonl").read_text().splitlines()]

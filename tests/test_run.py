@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 
 from ragsweep.cli import main
-from ragsweep.commands.eval import EvalOptions, RunError, run_eval
+from ragsweep.commands.eval import EvalOptions, run_eval
+from ragsweep.core.errors import RunError
+from ragsweep.core.hits import chunk_id
 from ragsweep.evaluation import loop as loop_module
 from ragsweep.pipeline import answering as answering_module
-from ragsweep.pipeline.hits import chunk_id
 
 ROOT = Path(__file__).resolve().parent.parent
 MINI = ROOT / "datasets" / "cuad-mini"

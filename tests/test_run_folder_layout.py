@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from ragsweep.answer.base import Answer
+from ragsweep.core.errors import RunError
+from ragsweep.core.hits import chunk_id
 from ragsweep.evaluation.records import CaseResult, JudgedHit, compact, expand_lines
-from ragsweep.evaluation.runfolder import LAYOUT_VERSION, RunError, check_resumable
-from ragsweep.pipeline.hits import chunk_id
+from ragsweep.evaluation.runfolder import LAYOUT_VERSION, check_resumable
 from ragsweep.report.compare import compare_runs
 from ragsweep.report.runs import RunFolderError, read_cases, read_run
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ragsweep.evaluation.runfolder import JsonlWriter, RunError, RunLock, new_run_dir, read_jsonl, write_json
+from ragsweep.core.errors import RunError
+from ragsweep.evaluation.runfolder import JsonlWriter, RunLock, new_run_dir, read_jsonl, write_json
 
 
 def _lines(path: Path, rows: list) -> None:
@@ -40,7 +41,7 @@ def test_torn_last_line_is_dropped(tmp_path):
 def test_second_holder_gets_an_error_naming_the_first(tmp_path):
     lock = RunLock(tmp_path)
     code = (
-        "import sys; from pathlib import Path; from ragsweep.evaluation.runfolder import RunLock, RunError\n"
+        "import sys; from pathlib import Path; from ragsweep.evaluation.runfolder import RunLock\nfrom ragsweep.core.errors import RunError\n"
         "try:\n    RunLock(Path(sys.argv[1]))\nexcept RunError as e:\n    print(e); sys.exit(3)\n"
     )
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from ragsweep.commands.eval import RunError
 from ragsweep.commands.sweep import SweepGrid, SweepOptions, pareto_front, run_sweep
+from ragsweep.core.errors import RunError
 from ragsweep.report.runs import read_cases
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,11 +11,11 @@ import pytest
 
 import ragsweep
 from ragsweep.cli import main
+from ragsweep.core.hits import Hit
 from ragsweep.datasets.schema import Case, RelevanceConfig
 from ragsweep.evaluation.records import build_case_result
 from ragsweep.evaluation.scoring import aggregate
 from ragsweep.metrics.relevance import UNLOCATED, mark_hits, unlocated_evidence
-from ragsweep.pipeline.hits import Hit
 from ragsweep.report.runs import read_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -192,7 +192,8 @@ def test_a_sweeps_unserved_depth_counts_each_case_once():
 
 
 def test_validate_says_why_the_word_rule_misses_a_span_whose_text_is_there():
-    from ragsweep.datasets.validate import closest_passage, unlocated_problems
+    from ragsweep.datasets.validate import closest_passage
+    from ragsweep.evaluation.dataset_check import unlocated_problems
 
     rule = RelevanceConfig(rule="word_overlap")
     case = _case("c1", "ACME CORP. and FOO INC.")  # the text is there, in other case: Pathway's rule is case-sensitive

@@ -10,7 +10,8 @@ import sys
 import time
 
 from ragsweep.argtypes import add_options, bounded, options_from
-from ragsweep.pipeline.offline import ensure_offline
+from ragsweep.core.errors import ConfigError, StageError
+from ragsweep.core.offline import ensure_offline
 
 
 def _fail(message: str, code: int = 2) -> int:
@@ -28,7 +29,7 @@ def _parse(args, config, quiet: bool = False):
     """``--docs`` parsed by the pipeline's parser, as ``--workers`` and ``--follow-symlinks`` say."""
     from ragsweep.evaluation.inputs import DocumentOptions
     from ragsweep.pipeline.corpus import parse_corpus
-    from ragsweep.pipeline.retrieval import check_parser
+    from ragsweep.pipeline.parsing import check_parser
 
     read = options_from(DocumentOptions, args)
     spec = check_parser(config, args.docs)
@@ -175,7 +176,8 @@ def cmd_retrieve(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from ragsweep.datasets.validate import parse_options, validate_dataset
+    from ragsweep.commands.validate import parse_options
+    from ragsweep.evaluation.dataset_check import validate_dataset
 
     problems = validate_dataset(args.dataset, **parse_options(args))
     for problem in problems:
@@ -214,13 +216,13 @@ def cmd_compare(args) -> int:
 
 
 def cmd_generate(args) -> int:
-    from ragsweep.generate.cli import run_generate_cli
+    from ragsweep.commands.generate import run_generate_cli
 
     return run_generate_cli(args)
 
 
 def _validate_arguments(p) -> None:
-    from ragsweep.datasets.validate import add_arguments
+    from ragsweep.commands.validate import add_arguments
 
     add_arguments(p)
 
@@ -282,7 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", help="also write the comparison as Markdown to this file")
     p.set_defaults(func=cmd_compare)
 
-    from ragsweep.generate.cli import add_arguments as generate_arguments
+    from ragsweep.commands.generate import add_arguments as generate_arguments
 
     p = sub.add_parser("generate", help="a verified test set from a documents folder (OpenAI-compatible LLM)")
     pipeline_args(p)
@@ -298,9 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "pathway_threads", None):  # before any pw.run, which reads it
         os.environ["PATHWAY_THREADS"] = str(args.pathway_threads)
     from ragsweep.pipeline.app_components import AppComponentError
-    from ragsweep.pipeline.config import ConfigError
     from ragsweep.pipeline.corpus import CorpusError
-    from ragsweep.pipeline.retrieval import StageError
 
     try:
         return int(args.func(args) or 0)

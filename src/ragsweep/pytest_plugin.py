@@ -42,6 +42,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field
 
+from ragsweep.core.cache_files import default_cache_dir
+from ragsweep.core.errors import RunError
+
 CACHE_ENV = "RAGSWEEP_CACHE_DIR"
 
 
@@ -195,7 +198,6 @@ class RagsweepEval:
             report = rebuild_report(stored)
             self._done(Evaluation(pipe, data, report, time.perf_counter() - started, cached=True))
             return report
-        from ragsweep.evaluation.runfolder import RunError
         from ragsweep.execution.base import ExecutorError
 
         try:  # ragsweep's own messages (caught below) name the file or option
@@ -220,7 +222,6 @@ class RagsweepEval:
 
     def _result_cache(self) -> Any:
         """The result cache, or None when it is off (ini, or the served-list cache turned off)."""
-        from ragsweep.pipeline.cache_files import default_cache_dir
         from ragsweep.pipeline.served_cache import enabled
         from ragsweep.pytest_results import ResultCache
 

@@ -46,7 +46,7 @@ from functools import lru_cache
 from itertools import chain
 
 from ragsweep.answer.base import IDK, Answer
-from ragsweep.pipeline.hits import Hit
+from ragsweep.core.hits import Hit
 
 DEFAULT_MIN_SCORE = 0.3
 DEFAULT_MAX_SENTENCES = 2

@@ -23,12 +23,12 @@ import re
 from collections.abc import Sequence
 
 from ragsweep.answer.base import IDK, Answer
+from ragsweep.answer.prompt import validate_template
 from ragsweep.answer.refusal import is_refusal as metric_refusal
+from ragsweep.core.hits import Hit
 from ragsweep.llm.client import LLMClient
 from ragsweep.llm.cost import CallEstimate, count_message_tokens
 from ragsweep.llm.settings import LLMSettings
-from ragsweep.pipeline.config import validate_template
-from ragsweep.pipeline.hits import Hit
 
 NOT_FOUND_RESPONSE = "No information found."
 

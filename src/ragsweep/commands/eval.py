@@ -26,6 +26,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ragsweep.core.errors import RunError, StageError
+from ragsweep.core.hits import Hit
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.answering import llm_call_lines, llm_calls, metric_temperature, prepare_answering
 from ragsweep.evaluation.inputs import AnswerOptions, RunInputs, load_inputs, option
@@ -34,7 +36,6 @@ from ragsweep.evaluation.records import AnswerCounts, AnswerErrors, CaseResult, 
 from ragsweep.evaluation.runfolder import (
     LAYOUT_VERSION,
     RunCaseFile,
-    RunError,
     RunFolder,
     file_hash,
     git_commit,
@@ -50,8 +51,7 @@ from ragsweep.metrics.uninformative import answerer_way, uninformative
 from ragsweep.pipeline.app_components import Spent, embedding_usage, usage_since
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
-from ragsweep.pipeline.hits import Hit
-from ragsweep.pipeline.retrieval import StageError, parse_documents, retrieve, serve, store_depths
+from ragsweep.pipeline.retrieval import parse_documents, retrieve, serve, store_depths
 from ragsweep.report import write_html
 
 DEFAULT_KS = (1, 3, 5, 10)

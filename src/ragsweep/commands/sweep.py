@@ -48,6 +48,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field
 
+from ragsweep.core.errors import ConfigError, RunError, StageError
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.answering import llm_call_lines, llm_calls, prepare_answering
 from ragsweep.evaluation.inputs import AnswerOptions, RunInputs, load_inputs, option
@@ -66,7 +67,6 @@ from ragsweep.evaluation.records import (
 )
 from ragsweep.evaluation.runfolder import (
     SWEEP_LAYOUT_VERSION,
-    RunError,
     RunFolder,
     git_commit,
     now,
@@ -77,9 +77,9 @@ from ragsweep.execution.base import Executor, ExecutorError
 from ragsweep.execution.local import LOCAL
 from ragsweep.execution.registry import check_executor, open_executor
 from ragsweep.metrics.registry import asked_budgets, at_k_families, at_own_k, best_of, lower_is_better, unknown_name
-from ragsweep.pipeline.config import ConfigError, PipelineConfig
+from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
-from ragsweep.pipeline.retrieval import Retrieved, StageError, parse_documents, store_depths
+from ragsweep.pipeline.retrieval import Retrieved, parse_documents, store_depths
 from ragsweep.report import write_html
 
 DEFAULT_KS = (1, 3, 5, 10)

@@ -2,11 +2,12 @@
 
 Public API::
 
-    from ragsweep.datasets import load_dataset, load_cases, validate_dataset
+    from ragsweep.datasets import load_dataset, load_cases
     ds = load_dataset("datasets/cuad", split="dev")   # Dataset(name, root, docs_dir, cases, relevance, ...)
-    problems = validate_dataset("datasets/cuad")       # [] when valid
     clean_query("What?!")      # the question as the query parser gets it ("" = nothing to search)
     unscopable_reason("a`b")  # why a doc id cannot be in a doc_scope (None = it can)
+
+A dataset checked against its parsed documents: :func:`ragsweep.evaluation.dataset_check.validate_dataset`.
 
 Importers (each also a CLI via ``python -m``): :mod:`.cuad`, :mod:`.pathway_tsv`,
 :mod:`.trec` (Cranfield); :mod:`.build` regenerates the shipped datasets.
@@ -26,17 +27,6 @@ from .loader import (
 from .pathway_limits import UNSCOPABLE_REASON, clean_query, unscopable_reason
 from .schema import Case, Dataset, Evidence, RelevanceConfig, RelevantId, list_doc_ids
 
-_LAZY = {"validate_dataset", "validate_cases_file", "validate_main"}
-
-
-def __getattr__(name: str):  # lazy, so ``python -m ragsweep.datasets.validate`` imports it once
-    if name in _LAZY:
-        from . import validate
-
-        return validate.main if name == "validate_main" else getattr(validate, name)
-    raise AttributeError(name)
-
-
 __all__ = [
     "UNSCOPABLE_REASON",
     "Case",
@@ -55,8 +45,5 @@ __all__ = [
     "read_cases_file",
     "resolve_doc_ids",
     "unscopable_reason",
-    "validate_cases_file",
-    "validate_dataset",
-    "validate_main",
     "write_cases",
 ]

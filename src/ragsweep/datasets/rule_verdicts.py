@@ -25,18 +25,14 @@ The rule (also written in ``datasets/cuad-judge-reference/README.md``):
 Build: :func:`select_cases` picks the decidable CUAD cases (no answers yet); a run of
 ``ragsweep eval --llm`` on them gives answers; :func:`label_records` turns each decided
 answer into a ``reference_verdict`` with ``source = "rule:<kind>-match (...)"``.
-``python -m ragsweep.datasets.rule_verdicts select|label`` does both steps.
+``python -m ragsweep.commands.rule_verdicts select|label`` does both steps.
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
-import json
 import re
-import sys
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from ragsweep.answer.base import Answer
@@ -428,37 +424,3 @@ def label_records(
         }
         out.append(row)
     return out, counts
-
-
-def _main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m ragsweep.datasets.rule_verdicts", description=__doc__.split("\n")[0])
-    sub = p.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("select", help="write the decidable CUAD cases (no verdicts yet)")
-    s.add_argument("--cuad", default="datasets/cuad/cases.jsonl")
-    s.add_argument("--out", required=True)
-    s.add_argument("--per-category", type=int)
-    s = sub.add_parser("label", help="add rule verdicts on a run's answers; keep the decided cases")
-    s.add_argument("--cases", required=True, help="the selected cases (cases.jsonl)")
-    s.add_argument("--run", required=True, help="a run folder of `ragsweep eval --llm` on those cases")
-    s.add_argument("--out", required=True)
-    args = p.parse_args(argv)
-    if args.cmd == "select":
-        rows = [json.loads(line) for line in Path(args.cuad).read_text(encoding="utf-8").splitlines() if line.strip()]
-        chosen = select_cases(rows, args.per_category)
-        Path(args.out).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in chosen), encoding="utf-8")
-        print(f"{len(chosen)} case(s) -> {args.out}")
-        return 0
-    cases = [json.loads(line) for line in Path(args.cases).read_text(encoding="utf-8").splitlines() if line.strip()]
-    from ragsweep.report.runs import Manifest, read_run
-
-    run = read_run(args.run)
-    llm = Manifest.of(run.manifest).llm
-    answers = {c.id: c.answer for c in run.cases if c.answer is not None}
-    labelled, counts = label_records(cases, answers, (llm.model if llm is not None else None) or "unknown model")
-    Path(args.out).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in labelled), encoding="utf-8")
-    print(json.dumps(counts), file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_main())

@@ -11,8 +11,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticUndefined
 
+from ragsweep.core.errors import ConfigError, RunError
 from ragsweep.datasets.schema import UNLOCATED_MODES, Case, Dataset, UnlocatedMode
-from ragsweep.evaluation.runfolder import RunError
 from ragsweep.execution.registry import EXECUTORS, ExecutorSettings
 from ragsweep.pipeline.config import PipelineConfig
 
@@ -131,14 +131,13 @@ def load_inputs(inputs: RunInputs) -> tuple[PipelineConfig, Dataset, list[Case]]
     """The pipeline config, the dataset (validated first) and the cases to evaluate."""
     from ragsweep.datasets.loader import DatasetError, load_dataset
     from ragsweep.datasets.pathway_limits import unscopable_reason
-    from ragsweep.pipeline.config import ConfigError
 
     try:
         config = PipelineConfig.load(inputs.pipeline, inputs.overrides)
     except ConfigError as err:
         raise RunError(str(err)) from err
     if inputs.validate_dataset and Path(inputs.dataset).is_dir():
-        from ragsweep.datasets.validate import validate_dataset
+        from ragsweep.evaluation.dataset_check import validate_dataset
 
         problems = validate_dataset(inputs.dataset)
         if problems:

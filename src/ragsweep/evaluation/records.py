@@ -32,11 +32,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, model_serializer
 
 from ragsweep.answer.base import Answer
+from ragsweep.core.hits import Hit, chunk_id, chunk_key
 from ragsweep.datasets.schema import Case, RelevanceConfig
 from ragsweep.metrics.judge import JudgeVerdict
 from ragsweep.metrics.registry import at_k_families, budget_names, leveled_names, ranking_metrics
 from ragsweep.metrics.relevance import UnlocatedSpan
-from ragsweep.pipeline.hits import Hit, chunk_id, chunk_key
 
 RECORD_VERSION = 2
 

@@ -29,8 +29,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from ragsweep.core.errors import RunError
+from ragsweep.core.hits import Hit, chunk_id
 from ragsweep.evaluation.records import RECORD_VERSION, CaseResult, RunResult, compact, expand_lines
-from ragsweep.pipeline.hits import chunk_id
 
 PACKAGES = (
     "ragsweep",
@@ -55,10 +56,6 @@ LAYOUT_VERSION = 3
 # 4: those lines are compact (records.compact, unsettled: chance/oracle and metrics without a value kept) and
 #    <sweep>/chunks.jsonl holds the text of each chunk any configuration served, once.
 SWEEP_LAYOUT_VERSION = 4
-
-
-class RunError(Exception):
-    pass
 
 
 def now() -> str:
@@ -469,7 +466,6 @@ class RunFolder:
     def load_served(self) -> Any:
         """What an interrupted run saved of retrieval: a ``Retrieved`` whose ``served`` are the lists
         (None without a chunk table)."""
-        from ragsweep.pipeline.hits import Hit
         from ragsweep.pipeline.retrieval import Retrieved
 
         rows = self.chunk_rows()

@@ -14,13 +14,12 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from ragsweep.core.offline import ensure_offline
 from ragsweep.pipeline.corpus import crashed
 
 
 def parse_document(parse: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
     """A task: one document parsed on a worker (offline, as every parse is); its outcome, pid and seconds."""
-    from ragsweep.pipeline.offline import ensure_offline
-
     ensure_offline()
     outcome = parse()
     return outcome, {"pid": os.getpid(), "seconds": outcome.seconds}

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragsweep.core.cache_files import default_cache_dir
 from ragsweep.datasets.schema import Case
 from ragsweep.execution.base import Executor, ExecutorError
 from ragsweep.execution.parse_tasks import ParseDispatch
@@ -37,8 +38,6 @@ FORWARDED_PREFIXES = ("RAGSWEEP_", "PATHWAY_")  # the knobs a worker must see as
 
 def worker_env() -> dict[str, str]:
     """What every worker's environment gets from the driver: the cache dir (absolute) and the knobs."""
-    from ragsweep.pipeline.cache_files import default_cache_dir
-
     env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_PREFIXES)}
     env["RAGSWEEP_CACHE_DIR"] = str(default_cache_dir().resolve())
     return env

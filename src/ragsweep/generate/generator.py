@@ -446,7 +446,7 @@ def prompts_text() -> dict[str, str]:
 
 def generate(options: GenerateOptions, client=None, embed: Callable | None = None, log=None) -> dict[str, Any]:
     """Generate and write a dataset folder (or, for a dry run, return the estimate)."""
-    from ragsweep.datasets.validate import validate_dataset
+    from ragsweep.evaluation.dataset_check import validate_dataset
     from ragsweep.evaluation.runfolder import now
     from ragsweep.generate.writer import assign_splits, case_id, to_case, write_dataset
 

@@ -103,6 +103,18 @@ class Provenance(TypedDict):
     docs: NotRequired[str]  # how ``docs/`` was made: set when the folder is written
 
 
+RAGAS_NOTE = """ragas 0.4.3's TestsetGenerator can be pointed at an OpenAI-compatible endpoint and a local
+embedder, but it was not used: (1) before the first question it builds a knowledge graph with
+LLM transforms on every chunk (summary, themes, named entities, a quality filter: 4 calls per
+chunk, plus headlines and summaries per long document), then personas and scenarios: thousands of
+calls for the 40 CUAD contracts, hours on a local model; (2) its reference contexts are whole
+chunks, not quotes with offsets, so nothing is located in the parsed text; (3) it has no check
+that the reference answer follows from the evidence, no near-duplicate removal and no
+unanswerable questions; (4) its sampling uses the global `random` module (no seed parameter);
+(5) its prompts require pydantic-schema JSON that small models often break, and a failed
+transform aborts the run."""
+
+
 def case_id(candidate: Candidate, taken: set[str]) -> str:
     digest = hashlib.sha1(f"{candidate.question}\0{'|'.join(candidate.doc_scope)}".encode()).hexdigest()[:10]
     base = f"gen-{candidate.kind.replace('_', '')}-{digest}"
@@ -227,8 +239,6 @@ def readme(name: str, cases: list[Case], dropped: list[Candidate], p: Provenance
     lines += ["", "## How a case is made and checked", "", VERIFICATION_TEXT, "", "## Prompts", ""]
     for title, text in p["prompts"].items():
         lines += [f"### {title}", "", "```text", text, "```", ""]
-    from ragsweep.generate import RAGAS_NOTE
-
     lines += ["## Fields", "", FIELDS_TEXT, "", "## Why not ragas' test-set generation", "", RAGAS_NOTE, ""]
     return "\n".join(lines)
 

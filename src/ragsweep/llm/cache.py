@@ -11,7 +11,7 @@ for it with an error; a body that big stored by an older ragsweep is a miss).
 A reply served from the cache carries the header ``x-ragsweep-cache: hit``;
 ``LLMClient`` turns it into ``cached=True``. Any cache failure degrades to a
 cache miss (a broken cache never fails a call); a corrupt cache file is moved aside
-and rebuilt (:mod:`ragsweep.pipeline.cache_files`). A stored body that is not a well-formed
+and rebuilt (:mod:`ragsweep.core.cache_files`). A stored body that is not a well-formed
 reply any more is a miss too.
 """
 
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import httpx
 
-from ragsweep.pipeline.cache_files import SQLiteCacheFile
+from ragsweep.core.cache_files import SQLiteCacheFile
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ def _well_formed(path: str, content: bytes, max_bytes: int | None = None) -> boo
 class ResponseCache:
     """sqlite file, thread-safe; ``get``/``put`` raw reply bodies by key.
 
-    The file heals itself (:class:`~ragsweep.pipeline.cache_files.SQLiteCacheFile`): a
+    The file heals itself (:class:`~ragsweep.core.cache_files.SQLiteCacheFile`): a
     truncated, garbled or non-SQLite file, found on open or mid-run, is moved aside as
     ``responses.sqlite.corrupt-<timestamp>`` with a warning naming it, and a fresh
     cache takes its place. Any other failure is a miss (reads) or a skipped write.

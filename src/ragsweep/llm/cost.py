@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ragsweep.pipeline.offline import ensure_offline
+from ragsweep.core.offline import ensure_offline
 
 # per-message overhead of the chat format (OpenAI cookbook: 3 per message + 3 for the reply)
 _TOKENS_PER_MESSAGE = 3

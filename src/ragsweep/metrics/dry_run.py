@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ragsweep.answer.llm import estimate_answer_calls
+from ragsweep.core.hits import Hit
 from ragsweep.llm.cost import CallEstimate, combine
 from ragsweep.llm.settings import LLMSettings
 from ragsweep.metrics.judge import estimate_judge_calls
 from ragsweep.metrics.ragas_llm import METRIC_NAMES, estimate_ragas_calls
-from ragsweep.pipeline.hits import Hit
 
 
 def estimate_llm_run(

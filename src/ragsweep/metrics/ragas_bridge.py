@@ -19,7 +19,7 @@ contexts, no answer) or when ragas fails / returns NaN on that input; callers co
 missing. An empty (but given) ``retrieved_contexts`` list scores 0.0 for both context metrics
 (nothing relevant was retrieved; ragas itself would raise on ``max([])`` for recall).
 
-ragas is imported lazily (after :func:`ragsweep.pipeline.offline.ensure_offline`) and the metric objects
+ragas is imported lazily (after :func:`ragsweep.core.offline.ensure_offline`) and the metric objects
 are built once per process. :func:`ragas_nonllm_scores_batch` scores many cases inside a single
 event loop (use it for a whole run); :func:`ragas_nonllm_scores` is the one-case sync form.
 """
@@ -34,9 +34,9 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from ragsweep.core.offline import ensure_offline
 from ragsweep.metrics import registry
 from ragsweep.metrics.registry import RAGAS_ANSWER_METRICS, RAGAS_ID_CONTEXT_METRICS, RAGAS_METRICS
-from ragsweep.pipeline.offline import ensure_offline
 
 log = logging.getLogger(__name__)
 

@@ -46,12 +46,12 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from ragsweep.answer.llm import is_refusal
+from ragsweep.core.offline import embedder_model_path, ensure_offline
 from ragsweep.llm.cache import shared_cache
 from ragsweep.llm.client import describe_error, make_async_openai
 from ragsweep.llm.cost import CallEstimate, count_tokens
 from ragsweep.llm.settings import LLMSettings
 from ragsweep.metrics.registry import RAGAS_LLM_METRICS
-from ragsweep.pipeline.offline import embedder_model_path, ensure_offline
 
 if TYPE_CHECKING:
     from ragas.prompt.metrics.base_prompt import BasePrompt

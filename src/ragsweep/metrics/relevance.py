@@ -120,9 +120,9 @@ from typing import Any, Literal, Union
 
 from pydantic import BaseModel
 
+from ragsweep.core.hits import Hit
 from ragsweep.datasets.schema import Case, RelevanceConfig
 from ragsweep.datasets.textnorm import normalize, normalize_map
-from ragsweep.pipeline.hits import Hit
 
 from .retrieval import Judgement, RankVerdict
 

@@ -10,10 +10,10 @@ from typing import Any
 
 from ragsweep.answer.base import Answer
 from ragsweep.answer.refusal import is_refusal
+from ragsweep.core.hits import Hit
 from ragsweep.datasets.schema import Case
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
-from ragsweep.pipeline.hits import Hit
 from ragsweep.pipeline.retrieval import parsed_scopes
 
 

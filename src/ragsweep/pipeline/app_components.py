@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pydantic import BaseModel
 
-from ragsweep.pipeline.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
+from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
 
 if TYPE_CHECKING:
     import tiktoken

@@ -23,6 +23,8 @@ from typing import Any
 
 from pathway.xpacks.llm.splitters import TokenCountSplitter
 
+from ragsweep.core.offline import ensure_offline
+
 CHUNK_HEADERS = ("none", "title", "title+heading")
 
 
@@ -199,8 +201,6 @@ class OffsetTokenCountSplitter(TokenCountSplitter):
 
 @functools.lru_cache(maxsize=4)
 def _tokenizer(encoding_name: str):
-    from ragsweep.pipeline.offline import ensure_offline
-
     ensure_offline()
     import tiktoken
 

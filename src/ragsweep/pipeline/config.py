@@ -68,7 +68,9 @@ from pydantic import (
     model_validator,
 )
 
-from ragsweep.pipeline.offline import ensure_offline
+from ragsweep.answer.prompt import validate_template
+from ragsweep.core.errors import ConfigError
+from ragsweep.core.offline import ensure_offline
 
 if TYPE_CHECKING:
     from pathway.internals.yaml_loader import Value, Variable
@@ -85,10 +87,6 @@ DEFAULT_TOP_K = 5
 NATIVE_PARSER = "ragsweep.pipeline.parsing.NativeParser"
 # what an app's DocumentStore parses with when it names no parser (Pathway's default)
 PATHWAY_DEFAULT_PARSER = "pathway.xpacks.llm.parsers.Utf8Parser"
-
-
-class ConfigError(Exception):
-    pass
 
 
 # a pipeline file as Pathway's loader gives it: ``$variables`` and top-level keys, each a YAML node
@@ -113,19 +111,6 @@ class BuiltPipeline:
 
 
 # ----------------------------------------------------------------- the knobs
-def validate_template(template: str) -> str:
-    """``$prompt_template`` as Pathway's ``RAGPromptTemplate`` takes it: ``{context}`` and ``{query}``, no other field."""
-    if "{context}" not in template or "{query}" not in template:
-        raise ValueError("prompt template must contain the {context} and {query} placeholders")
-    try:
-        template.format(context=" ", query=" ")
-    except (KeyError, IndexError, ValueError) as err:
-        raise ValueError(
-            f"prompt template may use only {{context}} and {{query}} (escape other braces as {{{{ }}}}): {err}"
-        ) from err
-    return template
-
-
 PositiveInt = Annotated[StrictInt, Field(ge=1)]
 PositiveNumber = Annotated[StrictFloat, Field(gt=0, allow_inf_nan=False)]  # ints are accepted as numbers
 
@@ -774,7 +759,12 @@ class PipelineConfig:
         label = configured.rsplit(".", 1)[-1]
         path = str(Path(self.path).resolve())
         return ParserSpec(
-            label=label, identity=identity, path=path, overrides=dict(self.overrides), class_path=configured
+            label=label,
+            identity=identity,
+            path=path,
+            overrides=dict(self.overrides),
+            class_path=configured,
+            build=built_parser,
         )
 
     def manifest(self) -> dict[str, Any]:
@@ -994,3 +984,10 @@ def parse_overrides(items: list[str] | None) -> dict[str, Any]:
         name, value = item.split("=", 1)
         out[name.strip().lstrip("$")] = yaml.safe_load(value)
     return out
+
+
+@functools.lru_cache(maxsize=8)
+def built_parser(path: str, overrides: tuple[tuple[str, Any], ...]) -> Any:
+    """The app's parser of a pipeline file, built once per process: what a parse task in another process
+    (:class:`ragsweep.pipeline.parsing.AppParse`) calls."""
+    return PipelineConfig.load(path, dict(overrides)).build_parser()

@@ -54,8 +54,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ragsweep.pipeline.cache_files import default_cache_dir, quarantine
-from ragsweep.pipeline.offline import ensure_offline
+from ragsweep.core.cache_files import default_cache_dir, quarantine
+from ragsweep.core.offline import ensure_offline
 
 log = logging.getLogger(__name__)
 

@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 from pathway.xpacks.llm.embedders import BaseEmbedder
 
+from ragsweep.core.offline import ensure_offline
 from ragsweep.pipeline.embedding_base import MissingModelError, attach_cache, embed_through_cache
-from ragsweep.pipeline.offline import ensure_offline
 
 USE_MULTILINGUAL = "use-multilingual"
 USE_DIMENSION = 512

@@ -49,10 +49,10 @@ from typing import Callable
 import numpy as np
 from pathway.xpacks.llm.embedders import BaseEmbedder
 
-from ragsweep.pipeline.cache_files import default_cache_dir
+from ragsweep.core.cache_files import default_cache_dir
+from ragsweep.core.offline import embedder_model_path, ensure_offline
 from ragsweep.pipeline.embedders_extra import USE_MULTILINGUAL, UseMultilingualEmbedder
 from ragsweep.pipeline.embedding_base import MissingModelError, attach_cache, embed_through_cache
-from ragsweep.pipeline.offline import embedder_model_path, ensure_offline
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 MPNET_MODEL = "all-mpnet-base-v2"

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ragsweep.pipeline.cache_files import SQLiteCacheFile, rows_for_keys
+from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim INTEGER, vec BLOB)",)
 
@@ -33,7 +33,7 @@ class MissingModelError(ImportError):
 class EmbeddingCache:
     """Vectors on disk keyed by embedder id and text; safe across threads.
 
-    The sqlite file heals itself (:class:`~ragsweep.pipeline.cache_files.SQLiteCacheFile`):
+    The sqlite file heals itself (:class:`~ragsweep.core.cache_files.SQLiteCacheFile`):
     a truncated, garbled or non-SQLite ``embeddings.sqlite``, found on open or on any
     later read or write, is moved aside as ``embeddings.sqlite.corrupt-<timestamp>`` with
     a warning naming it, and rebuilt; texts it held are embedded again. Any other failure
@@ -112,8 +112,6 @@ def embed_through_cache(embedder: Any, texts: list[str], encode: Callable[[list[
 def attach_cache(embedder: Any, cache_dir: Any) -> None:
     """Give an embedder its vector cache (``cache_dir`` False: none; None: the default folder) and
     zeroed counters, which :func:`embed_through_cache` keeps."""
-    from ragsweep.pipeline.cache_files import default_cache_dir
-
     cache_path = None
     if cache_dir is not False:
         root = Path(cache_dir) if isinstance(cache_dir, (str, Path)) else default_cache_dir()

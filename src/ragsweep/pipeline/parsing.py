@@ -28,13 +28,14 @@ import inspect
 import json
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from ragsweep.pipeline.corpus import Outline, convert, layout_models_available
-from ragsweep.pipeline.offline import embedder_model_path, ensure_offline
+from ragsweep.core.errors import ConfigError, StageError
+from ragsweep.core.offline import embedder_model_path, ensure_offline
+from ragsweep.pipeline.corpus import Outline, convert, join_elements, layout_models_available
 
 ensure_offline()
 
@@ -94,6 +95,19 @@ def _sniff(data: bytes) -> str:
 
 # ----------------------------------------------------------------- what parses, picklable
 
+ParserBuilder = Callable[[str, tuple[tuple[str, Any], ...]], Any]  # (pipeline file, overrides) -> the parser
+
+
+class ParserConfig(Protocol):
+    """What :func:`check_parser` needs of a :class:`~ragsweep.pipeline.config.PipelineConfig` (which builds
+    its parser with this module, so this module does not import it)."""
+
+    path: str
+
+    def parser_spec(self) -> ParserSpec: ...
+
+    def build_parser(self) -> Any: ...
+
 
 @dataclass(frozen=True)
 class ParserSpec:
@@ -109,6 +123,7 @@ class ParserSpec:
     overrides: dict[str, Any] = field(default_factory=dict)
     replaced: str | None = None  # the app's parser that ``--set parser=native`` replaced, if any
     class_path: str = ""
+    build: ParserBuilder | None = None  # the app's parser from ``path`` and ``overrides`` (None: native)
 
     @property
     def native(self) -> bool:
@@ -116,7 +131,10 @@ class ParserSpec:
 
     def parse_fn(self) -> Any:
         """What :func:`ragsweep.pipeline.corpus.parse_corpus` calls per document."""
-        return convert if self.native else AppParse(self.path, tuple(sorted(self.overrides.items())))
+        if self.native:
+            return convert
+        assert self.build is not None, "an app's parser spec names how to build it"
+        return AppParse(self.path, tuple(sorted(self.overrides.items())), self.build)
 
     def manifest(self) -> dict[str, Any]:
         """What a report says of the parse: by the app's parser, or by ragsweep in its place."""
@@ -129,6 +147,24 @@ class ParserSpec:
         return out
 
 
+def check_parser(config: ParserConfig, docs_dir: str | Path) -> ParserSpec:
+    """The configuration's parser spec, once its parser is known to run here: it builds (a missing package is
+    a :class:`StageError` naming it), and a Docling parser finds the models the folder's PDFs need."""
+    spec = config.parser_spec()
+    if spec.native:
+        return spec
+    try:
+        parser = config.build_parser()
+    except ConfigError as err:
+        raise StageError(str(err)) from None
+    folder = Path(docs_dir)
+    pdfs = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.suffix.lower() == ".pdf")
+    missing = missing_models(parser) if pdfs else []
+    if missing:
+        raise StageError(f"{config.path}: {pdf_refusal(spec.label, missing, pdfs)}")
+    return spec
+
+
 @dataclass(frozen=True)
 class AppParse:
     """One document through the app's parser (a parse function of :mod:`ragsweep.pipeline.corpus`): the
@@ -137,24 +173,16 @@ class AppParse:
 
     path: str
     overrides: tuple[tuple[str, Any], ...]
+    build: ParserBuilder  # a module-level function (picklable by name), cached per process
 
     def __call__(self, data: bytes, fmt: str, name: str, standard_pdf: bool) -> Any:
-        parser = _built_parser(self.path, self.overrides)
+        parser = self.build(self.path, self.overrides)
         try:
             raw = call_parser(parser, data)
         except Exception as err:  # the document is skipped here; the app's own server would stop on it
             raise AppParserFailure(f"{type(parser).__name__} raised {_one_line(err)}{SERVED_APP_ENDS}") from err
-        from ragsweep.pipeline.corpus import join_elements
-
         text, _ = join_elements(raw)
         return text, [], Outline(), raw
-
-
-@functools.lru_cache(maxsize=8)
-def _built_parser(path: str, overrides: tuple[tuple[str, Any], ...]) -> Any:
-    from ragsweep.pipeline.config import PipelineConfig
-
-    return PipelineConfig.load(path, dict(overrides)).build_parser()
 
 
 def call_parser(parser: Any, data: bytes) -> list[tuple[str, dict]]:

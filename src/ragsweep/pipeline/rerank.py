@@ -64,11 +64,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ragsweep.pipeline.config import ConfigError
+from ragsweep.core.errors import ConfigError
+from ragsweep.core.hits import Hit
+from ragsweep.core.offline import ensure_offline
 from ragsweep.pipeline.embedders_extra import USE_MULTILINGUAL, UseMultilingualEmbedder
 from ragsweep.pipeline.embedding import CachedSentenceTransformerEmbedder, MissingModelError
-from ragsweep.pipeline.hits import Hit
-from ragsweep.pipeline.offline import ensure_offline
 
 RERANKERS = ("encoder", "cross_encoder", "llm")
 Pair = tuple[str, str]  # (question, chunk text)

@@ -15,16 +15,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragsweep.core.errors import StageError
+from ragsweep.core.hits import Hit
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus, Dispatch
-from ragsweep.pipeline.hits import Hit
 
 Served = dict[str, dict[int, list[Hit]]]  # case id -> k -> the list served at k
-
-
-class StageError(Exception):
-    """A stage cannot go on (e.g. no document could be parsed)."""
 
 
 def parse_documents(
@@ -46,6 +43,8 @@ def parse_documents(
     if workers is not None:
         kwargs["workers"] = workers
     if config is not None:
+        from ragsweep.pipeline.parsing import check_parser  # why: parsing imports pathway
+
         spec = check_parser(config, dataset.docs_dir)
         kwargs.update(parse_fn=spec.parse_fn(), parser_id=spec.identity)
         if spec.replaced is not None:
@@ -56,29 +55,6 @@ def parse_documents(
     if not corpus.documents:
         raise StageError(f"{dataset.docs_dir}: no document could be parsed")
     return corpus
-
-
-def check_parser(config: PipelineConfig, docs_dir: Any) -> Any:
-    """The configuration's parser spec, once its parser is known to run here: it builds (a missing package is
-    a :class:`StageError` naming it), and a Docling parser finds the models the folder's PDFs need."""
-    from pathlib import Path
-
-    from ragsweep.pipeline.config import ConfigError
-    from ragsweep.pipeline.parsing import missing_models, pdf_refusal
-
-    spec = config.parser_spec()
-    if spec.native:
-        return spec
-    try:
-        parser = config.build_parser()
-    except ConfigError as err:
-        raise StageError(str(err)) from None
-    folder = Path(docs_dir)
-    pdfs = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.suffix.lower() == ".pdf")
-    missing = missing_models(parser) if pdfs else []
-    if missing:
-        raise StageError(f"{config.path}: {pdf_refusal(spec.label, missing, pdfs)}")
-    return spec
 
 
 @dataclass

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ragsweep.core.offline import ensure_offline
 from ragsweep.datasets.pathway_limits import unscopable_reason
-from ragsweep.pipeline.offline import ensure_offline
 
 ensure_offline()
 

@@ -25,7 +25,7 @@ change to a module the named classes import in turn: after editing such code, ru
 refreshes the cache. Each run folder's manifest says how many queries came from here.
 
 The cache is ``<cache dir>/served.sqlite`` (``RAGSWEEP_CACHE_DIR``); a damaged file is
-moved aside and the queries are asked again (:class:`ragsweep.pipeline.cache_files.SQLiteCacheFile`).
+moved aside and the queries are asked again (:class:`ragsweep.core.cache_files.SQLiteCacheFile`).
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING, Any, overload
 
 from pydantic import JsonValue
 
-from ragsweep.pipeline.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
-from ragsweep.pipeline.hits import chunk_id
+from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
+from ragsweep.core.hits import chunk_id
 
 if TYPE_CHECKING:
     import sqlite3

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ragsweep.core.offline import ensure_offline
 from ragsweep.datasets.pathway_limits import tantivy_safe
-from ragsweep.pipeline.offline import ensure_offline
 
 ensure_offline()
 

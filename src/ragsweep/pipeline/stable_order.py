@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ragsweep.pipeline.offline import ensure_offline
+from ragsweep.core.offline import ensure_offline
 
 ensure_offline()
 

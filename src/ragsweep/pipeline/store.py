@@ -20,12 +20,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ragsweep.core.hits import Hit
+from ragsweep.core.offline import ensure_offline
 from ragsweep.datasets.pathway_limits import unscopable_reason
 from ragsweep.pipeline.app_components import check_endpoint, run_with
 from ragsweep.pipeline.config import BuiltPipeline, PipelineConfig
-from ragsweep.pipeline.corpus import Corpus, ParsedDocument
-from ragsweep.pipeline.hits import Hit
-from ragsweep.pipeline.offline import ensure_offline
+from ragsweep.pipeline.corpus import Corpus, ParsedDocument, parse_corpus
 
 ensure_offline()
 
@@ -33,6 +33,7 @@ import pathway as pw  # noqa: E402
 
 from ragsweep.pipeline import served_cache  # noqa: E402
 from ragsweep.pipeline.chunking import split_header  # noqa: E402
+from ragsweep.pipeline.parsing import check_parser  # noqa: E402
 from ragsweep.pipeline.routing import doc_filter, serving_store  # noqa: E402
 from ragsweep.pipeline.served_cache import ServedCache  # noqa: E402
 from ragsweep.pipeline.serving import DocumentStore, safe_question  # noqa: E402
@@ -298,9 +299,6 @@ class RagStore:
         Bad files are skipped (see ``store.corpus.skipped``); a folder with no
         parsable document raises.
         """
-        from ragsweep.pipeline.corpus import parse_corpus
-        from ragsweep.pipeline.retrieval import check_parser
-
         config = pipeline if isinstance(pipeline, PipelineConfig) else PipelineConfig.load(pipeline, overrides)
         if overrides and isinstance(pipeline, PipelineConfig):
             config = config.with_overrides(overrides)

@@ -19,8 +19,8 @@ import json
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from ragsweep.core.hits import chunk_id
 from ragsweep.evaluation.records import CaseResult
-from ragsweep.pipeline.hits import chunk_id
 from ragsweep.report.runs import FAILURE_KINDS, case_failures, doc_label, natural_key, num, ordered
 from ragsweep.report.svg import esc, fmt
 

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ragsweep.core.hits import chunk_id
 from ragsweep.evaluation.records import ConfigResult, RunResult, SweepResult
 from ragsweep.report.runs import (
     Manifest,
@@ -260,8 +261,6 @@ def _log_config_chunks(client, run_id: str, cdir: Path, tables: dict[Path, dict[
     folder (``ragsweep compare`` takes them as they are). Lines with their texts (a sweep of layout
     3 or earlier) need none. ``tables``: the chunk tables read so far (each is read once per sweep)."""
     import tempfile
-
-    from ragsweep.pipeline.hits import chunk_id
 
     cases = cdir / "cases.jsonl"
     wanted: dict[str, None] = {}

@@ -1,0 +1,79 @@
+"""Validate a dataset folder or a cases file, collecting ALL problems (never stopping at the first).
+
+``ragsweep validate`` (and ``python -m ragsweep.commands.validate``): the checks of
+:mod:`ragsweep.evaluation.dataset_check`, printed one problem a line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ragsweep.argtypes import add_options, options_from
+from ragsweep.datasets.loader import cases_file_name, read_cases, read_settings
+from ragsweep.datasets.schema import list_doc_ids
+from ragsweep.evaluation.dataset_check import validate_cases_file, validate_dataset
+from ragsweep.evaluation.inputs import DocumentOptions
+
+
+def main(argv: Sequence[str] | None = None, out=None) -> int:
+    """``ragsweep validate --dataset D``: print every problem; exit code 0 when valid, 1 otherwise."""
+    out = out or sys.stdout
+    parser = argparse.ArgumentParser(prog="ragsweep validate", description=__doc__.splitlines()[0])
+    parser.add_argument("path", nargs="?", help="dataset folder (or a cases .jsonl file)")
+    add_arguments(parser, short=True)
+    args = parser.parse_args(argv)
+    target = args.dataset or args.path
+    if not target:
+        parser.error("give a dataset folder")
+    path = Path(target)
+    if path.is_file():  # a cases file: checked against the docs/ folder next to it, if any
+        settings, _ = read_settings(path.parent)
+        docs_dir = path.parent / settings.docs
+        doc_ids = set(list_doc_ids(docs_dir)) if docs_dir.is_dir() else None
+        problems = validate_cases_file(path, doc_ids, docs_dir=docs_dir if docs_dir.is_dir() else None)
+    else:
+        problems = validate_dataset(path, **parse_options(args))
+    for problem in problems:
+        print(problem, file=out)
+    if problems:
+        print(f"{len(problems)} problem(s) in {path}", file=out)
+        return 1
+    n = len(read_cases(path if path.is_file() else path / _cases_name(path))[0])
+    print(f"OK: {path} ({n} cases)", file=out)
+    return 0
+
+
+def add_arguments(parser: argparse.ArgumentParser, short: bool = False) -> None:
+    """``ragsweep validate``'s options (``--dataset``, ``--parse`` and the documents' options)."""
+    flags = ("--dataset", "-d") if short else ("--dataset",)
+    parser.add_argument(*flags, dest="dataset", required=not short, help="dataset folder (or a cases .jsonl file)")
+    parser.add_argument(
+        "--parse",
+        action="store_true",
+        help="parse the documents and locate every evidence span in them; each span found in no parsed text is a "
+        "problem, shown with the closest passage",
+    )
+    parser.add_argument(
+        "--pipeline",
+        help="with --parse: parse with this pipeline's parser (your app's, as it serves the text), not ragsweep's own",
+    )
+    add_options(parser, DocumentOptions)
+
+
+def parse_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keywords of :func:`validate_dataset` that ``args`` gives."""
+    pipeline = getattr(args, "pipeline", None)
+    return {"parse": bool(args.parse), "pipeline": pipeline, **options_from(DocumentOptions, args).model_dump()}
+
+
+def _cases_name(root: Path) -> str:
+    settings, _ = read_settings(root)
+    return cases_file_name(root, settings)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,15 @@
+"""The errors that end a command with a message (no traceback), raised at every layer."""
+
+from __future__ import annotations
+
+
+class ConfigError(Exception):
+    """A pipeline configuration ragsweep cannot run: a bad knob, a parser that cannot be built."""
+
+
+class RunError(Exception):
+    """A run cannot start or go on: bad inputs, a run folder in the way, a write that failed."""
+
+
+class StageError(Exception):
+    """A stage cannot go on (e.g. no document could be parsed)."""
