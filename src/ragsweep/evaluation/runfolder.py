@@ -189,7 +189,7 @@ def read_jsonl(path: Path, key: str = "id") -> list[dict[str, Any]]:
 
 
 def stored_chunk_id(doc_id: str, start: int, end: int, text: str, known: Mapping[str, str]) -> str:
-    """The id a chunk has in a chunk table: :func:`ragsweep.pipeline.hits.chunk_id` of its document and offsets,
+    """The id a chunk has in a chunk table: :func:`ragsweep.core.hits.chunk_id` of its document and offsets,
     or, where the table holds another text at those offsets (a sweep whose parser configurations make different
     texts of one document), that id plus a hash of its own text."""
     key = chunk_id(doc_id, start, end)

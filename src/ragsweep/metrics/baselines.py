@@ -157,7 +157,7 @@ from functools import lru_cache
 from typing import Any
 
 from . import registry
-from .retrieval import Judgement, PooledLevel, RankVerdict, parse_budget, parse_metric, per_case_value
+from .retrieval import Judgement, RankVerdict, parse_budget, parse_metric, per_case_value
 
 __all__ = [
     "Estimate",
@@ -257,7 +257,7 @@ def _leveled(base: str) -> registry.MetricSpec | None:
 def _pooled(base: str) -> bool:
     """Whether this module's closed forms and searches give ``base``'s levels (else its record's own)."""
     spec = _leveled(base)
-    return spec is not None and isinstance(spec.chance, PooledLevel)
+    return spec is not None and isinstance(spec.chance, registry.PooledLevel)
 
 
 def _resolve(metric: str, k: int | None) -> tuple[str, int]:
@@ -1164,6 +1164,7 @@ def _own_level(judgement: Judgement, base: str, k: int, extra_blank: int, which:
     if not judgement.scored:
         return Estimate(None, "registered")
     level = spec.chance if which == "chance" else spec.oracle
+    assert not isinstance(level, registry.PooledLevel)  # _pooled sent those to the closed forms
     value = level(judgement, k)
     return Estimate(None if value is None else float(value), "registered")
 

@@ -19,6 +19,17 @@ from functools import cache
 from typing import Any, Literal
 
 LevelFn = Callable[[Any, int], "float | None"]  # (the case's candidates as one Judgement, depth k) -> level
+
+
+@dataclass(frozen=True)
+class PooledLevel:
+    """A level :mod:`ragsweep.metrics.baselines` computes by its own closed forms and searches, which group a
+    case's candidates once for every metric leveled this way (the built-in retrieval metrics)."""
+
+    base: str
+    which: Literal["chance", "oracle"]
+
+
 Kind = Literal["at_k", "ranking", "answer", "set", "case", "judge", "ragas"]
 
 
@@ -47,8 +58,8 @@ class MetricSpec:
     order: float
     compute: Callable[..., Any] | None = None
     higher_is_better: bool = True
-    chance: LevelFn | None = None
-    oracle: LevelFn | None = None
+    chance: LevelFn | PooledLevel | None = None
+    oracle: LevelFn | PooledLevel | None = None
     budget: Callable[[Any, int], float] | None = None
     says_nothing_for: Mapping[str, str] = field(default_factory=dict)
     curve: bool = False

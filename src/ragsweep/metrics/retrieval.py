@@ -61,7 +61,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from . import registry
 
@@ -329,21 +329,6 @@ def per_case_value(j: Judgement, metric: str) -> float | int | None:
     return func(j, k)
 
 
-@dataclass(frozen=True)
-class PooledLevel:
-    """A chance or oracle level from the closed forms and searches of :mod:`.baselines`, which group
-    a case's candidates once for every metric leveled this way."""
-
-    base: str
-    which: Literal["chance", "oracle"]
-
-    def __call__(self, candidates: Judgement, k: int) -> float | None:
-        from . import baselines
-
-        level = baselines.chance if self.which == "chance" else baselines.oracle
-        return level(candidates, self.base, k)
-
-
 def _retrieval(
     name: str,
     compute: Callable[[Judgement, int], float | int | None],
@@ -357,8 +342,8 @@ def _retrieval(
             kind,
             order,
             compute,
-            chance=PooledLevel(name, "chance"),
-            oracle=PooledLevel(name, "oracle"),
+            chance=registry.PooledLevel(name, "chance"),
+            oracle=registry.PooledLevel(name, "oracle"),
             **more,
         )
     )
