@@ -178,7 +178,7 @@ def test_a_list_too_short_to_fill_the_budget_has_no_value_and_says_why():
 
 def test_eval_reports_budget_metrics_with_their_chance(tmp_path):
     import ragsweep
-    from ragsweep.commands.eval import RunError
+    from ragsweep.evaluation.runfolder import RunError
 
     options = dict(limit=3, ks=[1, 5, 16], progress=False)
     with pytest.raises(RunError, match="did you mean recall@1500tok"):
@@ -203,8 +203,9 @@ def test_eval_reports_budget_metrics_with_their_chance(tmp_path):
 
 
 def test_sweep_prints_and_stores_lift_over_chance(tmp_path, capsys):
-    from ragsweep.commands.eval import RunError
-    from ragsweep.commands.sweep import SweepOptions, run_sweep, sweep_table
+    from ragsweep.commands.sweep import SweepOptions, run_sweep
+    from ragsweep.evaluation.runfolder import RunError
+    from ragsweep.report.terminal import sweep_table
 
     grid = tmp_path / "g.yaml"
     grid.write_text(

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from ragsweep.cli import main
-from ragsweep.commands.eval import EvalOptions, RunError, run_eval
+from ragsweep.commands.eval import EvalOptions, run_eval
 from ragsweep.evaluation import loop as loop_module
+from ragsweep.evaluation.runfolder import RunError
 from ragsweep.pipeline import answering as answering_module
 from ragsweep.pipeline.hits import chunk_id
 
