@@ -27,7 +27,7 @@ PATHWAY = Path(sys.executable).parent / "pathway"
 CHILD = r"""
 import json, os, sys, time
 from ragsweep.commands.eval import DEFAULT_KS, EvalOptions
-from ragsweep.evaluation.inputs import load_inputs
+from ragsweep.commands.inputs import load_inputs
 from ragsweep.evaluation.loop import scored_ks
 from ragsweep.pipeline.retrieval import parse_documents, parsed_scopes
 from ragsweep.pipeline.store import Query, RagStore

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHILD = r"""
 import json, sys
 from ragsweep.commands.eval import DEFAULT_KS, EvalOptions
-from ragsweep.evaluation.inputs import load_inputs
+from ragsweep.commands.inputs import load_inputs
 from ragsweep.evaluation.loop import scored_ks
 from ragsweep.pipeline.retrieval import parse_documents, retrieve, serve, store_depths
 if __name__ == "__main__":

@@ -17,8 +17,8 @@ the manifest differs by design) equal as JSON text or not, and cases.jsonl byte 
     .venv/bin/python benchmarks/same_numbers.py --smoke                    # cuad-mini, 8 cases, vs HEAD
 
 Exit status 1 when anything differs. The replacement of retrieval is the one place that knows
-each revision's internals: ``ragsweep.evaluation.loop.retrieve`` now, ``ragsweep.stages.retrieve``
-before the evaluation loop was one module (issue 21).
+each revision's internals: every ragsweep module holding ``ragsweep.pipeline.retrieval.retrieve`` (the
+loop, the local executor) now, ``ragsweep.stages.retrieve`` before the evaluation loop was one module (issue 21).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Runs inside each revision: eval with retrieval replaced by the dumped lists.
 RUNNER = r"""
-import json, sys
+import importlib, json, pkgutil, sys
 dump, dataset, out, limit = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]) or None
 def lists(Hit, Retrieved):
     d = json.load(open(dump))
@@ -44,25 +44,42 @@ def lists(Hit, Retrieved):
         chunks = {doc: [Hit(**h) for h in hs] for doc, hs in d["chunks"].items()}
         return Retrieved(served=served, chunks_by_doc=chunks, n_chunks=d["n_chunks"])
     return fake_retrieve
+def replace_everywhere(original, fake):
+    # every module that imported the store's retrieve (the loop, an executor) calls the fake instead
+    import ragsweep
+    for info in pkgutil.walk_packages(ragsweep.__path__, "ragsweep."):
+        if info.name.split(".")[1] in ("execution", "evaluation", "commands"):
+            try:
+                importlib.import_module(info.name)
+            except ImportError:
+                pass
+    for name, module in list(sys.modules.items()):
+        if name.startswith("ragsweep") and getattr(module, "retrieve", None) is original:
+            module.retrieve = fake
 if __name__ == "__main__":
     try:  # the evaluation loop (issue 21 and later)
         import ragsweep.evaluation.loop as where
         from ragsweep.commands.eval import EvalOptions, run_eval
         from ragsweep.core.hits import Hit
-        from ragsweep.pipeline.retrieval import Retrieved
+        from ragsweep.pipeline.retrieval import Retrieved, retrieve as original
     except ImportError:  # before it: ragsweep.stages and ragsweep.run
         import ragsweep.stages as where
         from ragsweep.hits import Hit
         from ragsweep.run import EvalOptions, run_eval
-        from ragsweep.stages import Retrieved
-    where.retrieve = lists(Hit, Retrieved)
+        from ragsweep.stages import Retrieved, retrieve as original
+    fake = lists(Hit, Retrieved)
+    where.retrieve = fake
+    replace_everywhere(original, fake)
     run_eval(EvalOptions(dataset=dataset, out=out, name="run", progress=False, limit=limit))
 """
 
 DUMP = r"""
 import json, sys
 from ragsweep.commands.eval import EvalOptions
-from ragsweep.evaluation.inputs import load_inputs
+try:
+    from ragsweep.commands.inputs import load_inputs
+except ImportError:  # before the command modules loaded the inputs
+    from ragsweep.evaluation.inputs import load_inputs
 from ragsweep.evaluation.loop import scored_ks
 from ragsweep.pipeline.retrieval import parse_documents, retrieve, serve, store_depths
 if __name__ == "__main__":

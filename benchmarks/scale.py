@@ -70,11 +70,11 @@ SMOKE_CUAD = ROOT / "tests" / "fixtures" / "datasets" / "cuad_small"  # a releas
 # caller looks up at call time: e.g. `retrieve` as ragsweep.evaluation.loop imported it.
 WRAP_POINTS: tuple[tuple[str, str, str], ...] = (
     ("ragsweep.commands.eval", "load_inputs", "time:load_and_validate"),
-    ("ragsweep.commands.eval", "parse_documents", "mark:parse"),
+    ("ragsweep.evaluation.run", "parse_documents", "mark:parse"),
     ("ragsweep.execution.local", "retrieve", "mark:retrieve (split, embed, index, queries)"),
     ("ragsweep.evaluation.runfolder", "RunFolder.save_served", "time:save_chunks_and_hits"),
-    ("ragsweep.commands.eval", "evaluate_configuration", "mark:answer_and_score"),
-    ("ragsweep.commands.eval", "run_result", "mark:aggregate"),
+    ("ragsweep.evaluation.run", "evaluate_configuration", "mark:answer_and_score"),
+    ("ragsweep.evaluation.run", "run_result", "mark:aggregate"),
     ("ragsweep.commands.eval", "write_html", "time:report_html+mark:report_html"),
     ("ragsweep.commands.eval", "summary_table", "time:summary_table"),
     ("ragsweep.evaluation.runfolder", "RunFolder.write_json", "json"),

@@ -39,7 +39,7 @@ def internals():
 
     wanted = {
         "EvalOptions": "ragsweep.commands.eval",
-        "load_inputs": "ragsweep.evaluation.inputs",
+        "load_inputs": "ragsweep.commands.inputs",
         "Retrieved": "ragsweep.pipeline.retrieval",
         "prepare_answering": "ragsweep.evaluation.answering",
         "evaluate_configuration": "ragsweep.evaluation.loop",

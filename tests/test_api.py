@@ -42,6 +42,49 @@ def test_evaluate_takes_cases_built_in_python(tmp_path):
     assert out.run_dir and (Path(out.run_dir) / "cases.jsonl").is_file()
 
 
+def test_python_cases_are_evaluated_as_they_are_with_the_folders_numbers(monkeypatch):
+    """The caller's cases go to the run as objects: no temporary dataset folder, no dataset loaded from
+    a path, and the same numbers as the dataset folder gives for the same cases."""
+    import json
+    import tempfile
+
+    import ragsweep.datasets.loader as loader
+
+    from_folder = ragsweep.evaluate(PIPELINE, MINI, limit=8)
+    cases = load_dataset(MINI).cases[:8]
+
+    def no_temp(*args, **kwargs):
+        raise AssertionError("a temporary folder was made")
+
+    def no_folder(*args, **kwargs):
+        raise AssertionError("a dataset folder was loaded")
+
+    monkeypatch.setattr(tempfile, "TemporaryDirectory", no_temp)
+    monkeypatch.setattr(tempfile, "mkdtemp", no_temp)
+    monkeypatch.setattr(loader, "load_dataset", no_folder)
+    given = ragsweep.evaluate(PIPELINE, cases, docs=MINI / "docs")
+    assert [c.id for c in given.cases] == [c.id for c in from_folder.cases]
+    for section in ("metrics", "intervals", "baselines", "counts"):
+        assert json.dumps(given.model_dump(mode="json")[section], sort_keys=True) == json.dumps(
+            from_folder.model_dump(mode="json")[section], sort_keys=True
+        ), section
+    assert [c.line() for c in given.cases] == [c.line() for c in from_folder.cases]
+
+
+def test_a_pipeline_config_is_used_as_it_is(monkeypatch):
+    """A PipelineConfig given to evaluate() is not turned back into a path and loaded again."""
+    from ragsweep.pipeline.config import PipelineConfig
+
+    config = PipelineConfig.load(PIPELINE, {"top_k": 3})
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("the pipeline was loaded from its path again")
+
+    monkeypatch.setattr(PipelineConfig, "load", no_load)
+    report = ragsweep.evaluate(config, MINI, limit=3)
+    assert report.top_k == 3 and report.manifest["pipeline"]["hash"] == config.hash
+
+
 def test_assert_quality_failure_names_metric_ci_chance_and_worst_cases():
     with pytest.raises(QualityError) as info:
         assert_quality(PIPELINE, MINI, min={"recall@5": 1.01, "abstention_recall": 0.0}, sample=30, seed=1)

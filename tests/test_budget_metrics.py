@@ -203,8 +203,9 @@ def test_eval_reports_budget_metrics_with_their_chance(tmp_path):
 
 
 def test_sweep_prints_and_stores_lift_over_chance(tmp_path, capsys):
-    from ragsweep.commands.sweep import SweepOptions, run_sweep, sweep_table
+    from ragsweep.commands.sweep import SweepOptions, run_sweep
     from ragsweep.core.errors import RunError
+    from ragsweep.report.terminal import sweep_table
 
     grid = tmp_path / "g.yaml"
     grid.write_text(

@@ -162,7 +162,7 @@ def test_valid_knobs_and_free_extra_variables_load(tmp_path, default_pipeline):
     assert config.top_k == 5 and config.get("my_number") == -5
     assert PipelineConfig.load(path, parse_overrides(["top_k=7", "llm_max_retries=0"])).top_k == 7
     # every point of the shipped sweep grid is a valid configuration
-    from ragsweep.commands.sweep import SweepGrid
+    from ragsweep.evaluation.sweep import SweepGrid
 
     base = PipelineConfig.load(default_pipeline)
     for params in SweepGrid.load(ROOT / "pipelines" / "sweep.yaml").configurations():

@@ -262,7 +262,8 @@ def test_cache_hits_take_no_slot(fake_server, llm_settings, concurrency):
 
 
 def test_a_sweep_prints_its_llm_calls_and_failure_rate(fake_server, tmp_path, monkeypatch):
-    from ragsweep.commands.sweep import SweepOptions, run_sweep, sweep_table
+    from ragsweep.commands.sweep import SweepOptions, run_sweep
+    from ragsweep.report.terminal import sweep_table
 
     monkeypatch.setenv("OPENAI_BASE_URL", fake_server.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)

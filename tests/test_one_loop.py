@@ -7,9 +7,10 @@ from pathlib import Path
 
 import ragsweep
 from ragsweep.commands.eval import EvalOptions, run_eval
-from ragsweep.commands.sweep import SweepOptions, config_id, run_sweep
+from ragsweep.commands.sweep import SweepOptions, run_sweep
 from ragsweep.evaluation.records import CaseResult, RunResult
 from ragsweep.evaluation.runfolder import RunFolder
+from ragsweep.evaluation.sweep import config_id
 
 ROOT = Path(__file__).resolve().parent.parent
 PIPELINE = str(ROOT / "pipelines" / "default.yaml")
@@ -62,7 +63,7 @@ def test_eval_and_a_one_configuration_sweep_give_identical_case_results(tmp_path
     assert isinstance(result, RunResult) and result.answerer == "dataset"
     (only,) = sweep.configs
     assert only.id == config_id({"top_k": 5})
-    swept = RunFolder(sweep_dir, {}).read_results("configs", only.id, "cases.jsonl")
+    swept = RunFolder(sweep_dir).read_results("configs", only.id, "cases.jsonl")
     evaluated = {c.id: c for c in result.cases}
     assert len(evaluated) == len(swept) == N_CASES
     names = sorted({m for c in [*evaluated.values(), *swept.values()] for m in c.metrics})

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from ragsweep.commands.eval import summary_table
 from ragsweep.evaluation.records import CaseResult
 from ragsweep.evaluation.scoring import aggregate
 from ragsweep.metrics.stats import bootstrap_ci
 from ragsweep.report.html import write_html_report
 from ragsweep.report.runs import case_failures, read_run
+from ragsweep.report.terminal import summary_table
 from test_report_html import _expected_failures, _section, chromium, dump_dom  # noqa: F401 - the fixture
 
 RUNS = Path(__file__).parent / "fixtures" / "runs"

@@ -423,7 +423,7 @@ def test_a_bad_reranker_knob_is_named(overrides, message, monkeypatch):
 
 
 def test_the_reranker_is_a_sweep_axis():
-    from ragsweep.commands.sweep import SweepGrid
+    from ragsweep.evaluation.sweep import SweepGrid
 
     base = PipelineConfig.load(DEFAULT)
     grid = SweepGrid(

@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from ragsweep.commands.sweep import SweepGrid, SweepOptions, pareto_front, run_sweep
+from ragsweep.commands.sweep import SweepOptions, run_sweep
 from ragsweep.core.errors import RunError
+from ragsweep.evaluation.sweep import SweepGrid, pareto_front
 from ragsweep.report.runs import read_cases
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,8 +81,8 @@ def test_each_configuration_is_scored_on_what_it_serves(tmp_path):
 def test_sweep_chooses_on_dev_and_scores_the_choice_on_test(tmp_path):
     import json
 
-    from ragsweep.commands.sweep import sweep_table
     from ragsweep.datasets.loader import load_dataset
+    from ragsweep.report.terminal import sweep_table
 
     grid = tmp_path / "g.yaml"
     grid.write_text(
@@ -120,7 +121,7 @@ def test_sweep_chooses_on_dev_and_scores_the_choice_on_test(tmp_path):
 
 
 def test_sweep_without_split_says_best_was_chosen_on_the_reported_cases(tmp_path):
-    from ragsweep.commands.sweep import sweep_table
+    from ragsweep.report.terminal import sweep_table
 
     grid = tmp_path / "g.yaml"
     grid.write_text("grid:\n  top_k: [1, 3]\n  retriever_mode: [bm25]\nbaseline: {top_k: 1}\nobjectives: [recall@k]\n")

@@ -40,9 +40,9 @@ def test_a_typo_is_named_before_any_work(extra, expected, tmp_path, capsys):
 
 def test_a_known_floor_at_an_asked_depth_passes_the_check(tmp_path, capsys):
     """The check refuses only what cannot be reported: recall@7 is fine once 7 is a scored depth."""
-    from ragsweep.commands.eval import EvalOptions, check_floor_names
+    from ragsweep.evaluation.loop import scored_ks
+    from ragsweep.evaluation.run import check_floor_names
     from ragsweep.pipeline.config import PipelineConfig
 
     config = PipelineConfig.load(ROOT / "pipelines" / "default.yaml")
-    options = EvalOptions(pipeline="p", dataset="d", ks=[1, 7], floors={"recall@7": 0.5, "judge_correct": 0.5})
-    check_floor_names(options, config)
+    check_floor_names({"recall@7": 0.5, "judge_correct": 0.5}, scored_ks([1, 7], config.top_k), [])

@@ -183,8 +183,8 @@ def test_validate_parse_shows_the_closest_passage(dataset, capsys):
 
 
 def test_a_sweeps_unserved_depth_counts_each_case_once():
-    from ragsweep.commands.sweep import with_own_k
     from ragsweep.evaluation.records import Aggregate
+    from ragsweep.evaluation.sweep import with_own_k
 
     agg = Aggregate(counts={"recall@5": {"n": 2, "missing": 2, "unlocated": 1}})
     counts = with_own_k(agg, 5, [10]).counts

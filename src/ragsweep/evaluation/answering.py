@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragsweep.datasets.schema import Case
-from ragsweep.evaluation.inputs import AnswerOptions
 from ragsweep.evaluation.loop import Answering
+from ragsweep.evaluation.settings import AnswerSettings
 from ragsweep.pipeline.answering import make_answerer
 from ragsweep.pipeline.config import PipelineConfig
 
@@ -21,49 +21,49 @@ def llm_settings_of(config: PipelineConfig) -> Any:
 
 
 def prepare_answering(
-    config: PipelineConfig, options: AnswerOptions, cases: Sequence[Case], stage: dict[str, float], probe: bool = True
+    config: PipelineConfig, settings: AnswerSettings, cases: Sequence[Case], stage: dict[str, float], probe: bool = True
 ) -> tuple[Answering, dict[str, Any] | None]:
-    """The answering for ``options`` and, when judging with probes, the probes' result."""
-    answerer, llm_settings = make_answerer(config, options.use_llm)
+    """The answering ``settings`` ask for and, when judging with probes, the probes' result."""
+    answerer, llm_settings = make_answerer(config, settings.use_llm)
     answering = Answering(
-        answerer=answerer, llm_settings=llm_settings, use_given=not options.use_llm, ragas_nonllm=options.ragas_nonllm
+        answerer=answerer, llm_settings=llm_settings, use_given=not settings.use_llm, ragas_nonllm=settings.ragas_nonllm
     )
     probes = None
-    if options.judge:
+    if settings.judge:
         from ragsweep.metrics.judge import LLMJudge, probe_judge
 
         answering.judge = LLMJudge(
             llm_settings or llm_settings_of(config),
-            replicates=options.judge_replicates,
-            temperature=options.judge_temperature,
+            replicates=settings.judge_replicates,
+            temperature=settings.judge_temperature,
         )
-        if options.judge_probe and probe:
+        if settings.judge_probe and probe:
             started = time.perf_counter()
-            probes = probe_judge(answering.judge, list(cases), options.judge_probe)
+            probes = probe_judge(answering.judge, list(cases), settings.judge_probe)
             stage["judge_probe"] = time.perf_counter() - started
             print(
                 f"judge probes: {probes['passed']} of {probes['total']} right (decided by the LLM: "
                 f"{probes['llm_passed']} of {probes['llm_total']})",
                 file=sys.stderr,
             )
-    if options.ragas_llm:
+    if settings.ragas_llm:
         from ragsweep.metrics.ragas_llm import RagasLLMScorer
 
-        settings = llm_settings or llm_settings_of(config)
-        if options.judge_temperature is not None:
-            settings = settings.with_updates(temperature=options.judge_temperature)
-        answering.ragas_llm = RagasLLMScorer(settings, replicates=options.judge_replicates)
+        endpoint = llm_settings or llm_settings_of(config)
+        if settings.judge_temperature is not None:
+            endpoint = endpoint.with_updates(temperature=settings.judge_temperature)
+        answering.ragas_llm = RagasLLMScorer(endpoint, replicates=settings.judge_replicates)
     return answering, probes
 
 
-def metric_temperature(answering: Answering, options: AnswerOptions, config: PipelineConfig) -> float | None:
+def metric_temperature(answering: Answering, settings: AnswerSettings, config: PipelineConfig) -> float | None:
     """The LLM metrics' sampling temperature (None without LLM metrics)."""
-    if not options.llm_metrics:
+    if not settings.llm_metrics:
         return None
     if answering.judge is not None:
         return answering.judge.effective_temperature
-    if options.judge_temperature is not None:
-        return options.judge_temperature
+    if settings.judge_temperature is not None:
+        return settings.judge_temperature
     return (answering.llm_settings or llm_settings_of(config)).temperature
 
 
@@ -78,10 +78,3 @@ def llm_calls(answering: Answering) -> dict[str, dict[str, Any]]:
             if calls.calls:
                 out[name] = {**calls.model_dump(), "failure_rate": round(calls.failure_rate, 4)}
     return out
-
-
-def llm_call_lines(parts: dict[str, dict[str, Any]]) -> list[str]:
-    """The terminal lines of :func:`llm_calls` (or of a sweep's total)."""
-    from ragsweep.llm.client import LLMCalls
-
-    return [LLMCalls.model_validate(calls).line(f"LLM {name}") for name, calls in parts.items()]

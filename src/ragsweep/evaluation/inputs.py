@@ -1,20 +1,21 @@
-"""What every run starts from: the options naming a pipeline and a dataset, and the cases they select."""
+"""The options every run is asked with (each field a command-line option and a keyword of the Python API),
+and the cases a selection takes. The command modules turn the options into
+:mod:`ragsweep.evaluation.settings`; below them, no options object is passed."""
 
 from __future__ import annotations
 
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticUndefined
 
-from ragsweep.core.errors import ConfigError, RunError
-from ragsweep.datasets.schema import UNLOCATED_MODES, Case, Dataset, UnlocatedMode
+from ragsweep.core.errors import RunError
+from ragsweep.datasets.schema import UNLOCATED_MODES, Case, UnlocatedMode
+from ragsweep.evaluation.settings import Selection
 from ragsweep.execution.registry import EXECUTORS, ExecutorSettings
-from ragsweep.pipeline.config import PipelineConfig
 
 
 def option(default: Any = None, help: str = "", *, alias: str | None = None, **cli: Any) -> Any:
@@ -127,45 +128,25 @@ def stratified_sample(cases: Sequence[Case], n: int, seed: int) -> list[Case]:
     return [cases[i] for i in sorted(chosen)]
 
 
-def load_inputs(inputs: RunInputs) -> tuple[PipelineConfig, Dataset, list[Case]]:
-    """The pipeline config, the dataset (validated first) and the cases to evaluate."""
-    from ragsweep.datasets.loader import DatasetError, load_dataset
+def select_cases(cases: Sequence[Case], selection: Selection) -> list[Case]:
+    """The cases a run evaluates: each one the app could scope (else a warning names it), then
+    ``--sample``, then ``--limit``; an empty selection is an error."""
     from ragsweep.datasets.pathway_limits import unscopable_reason
 
-    try:
-        config = PipelineConfig.load(inputs.pipeline, inputs.overrides)
-    except ConfigError as err:
-        raise RunError(str(err)) from err
-    if inputs.validate_dataset and Path(inputs.dataset).is_dir():
-        from ragsweep.evaluation.dataset_check import validate_dataset
-
-        problems = validate_dataset(inputs.dataset)
-        if problems:
-            listed = "\n  ".join(str(p) for p in problems[:30])
-            more = f"\n  ... and {len(problems) - 30} more" if len(problems) > 30 else ""
-            raise RunError(
-                f"{inputs.dataset}: `ragsweep validate` finds {len(problems)} problem(s):\n  {listed}{more}\n"
-                "fix them, or run with --no-validate to evaluate anyway"
-            )
-    try:
-        dataset = load_dataset(inputs.dataset, split=inputs.split)
-    except DatasetError as err:
-        raise RunError(str(err)) from err
-    dataset.relevance = dataset.relevance.model_copy(update={"unlocated": inputs.unlocated})
-    cases = []
-    for case in dataset.cases:
+    chosen = []
+    for case in cases:
         reason = next((r for d in case.doc_scope or [] if (r := unscopable_reason(d))), None)
         if reason:
             print(f"warning: case {case.id} skipped: {reason}", file=sys.stderr)
         else:
-            cases.append(case)
-    if inputs.sample:
-        cases = stratified_sample(cases, inputs.sample, inputs.seed)
-    if inputs.limit:
-        cases = cases[: inputs.limit]
-    if not cases:
-        raise RunError(f"{inputs.dataset}: no case to evaluate (split={inputs.split}, limit={inputs.limit})")
-    return config, dataset, cases
+            chosen.append(case)
+    if selection.sample:
+        chosen = stratified_sample(chosen, selection.sample, selection.seed)
+    if selection.limit:
+        chosen = chosen[: selection.limit]
+    if not chosen:
+        raise RunError(f"{selection.dataset}: no case to evaluate (split={selection.split}, limit={selection.limit})")
+    return chosen
 
 
 class AnswerOptions(BaseModel):

@@ -27,7 +27,9 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from ragsweep.core.errors import RunError
 from ragsweep.core.hits import Hit, chunk_id
@@ -56,6 +58,16 @@ LAYOUT_VERSION = 3
 # 4: those lines are compact (records.compact, unsettled: chance/oracle and metrics without a value kept) and
 #    <sweep>/chunks.jsonl holds the text of each chunk any configuration served, once.
 SWEEP_LAYOUT_VERSION = 4
+
+
+class FolderState(BaseModel):
+    """What a run folder is, written to its state file when created (the eval's and the sweep's
+    are :mod:`ragsweep.evaluation.context`'s); a resume checks the saved one against this run's."""
+
+    layout: int
+
+
+StateT = TypeVar("StateT", bound=FolderState)
 
 
 def now() -> str:
@@ -344,7 +356,11 @@ class RunFolder:
     """
 
     def __init__(
-        self, path: Path | None, state: dict[str, Any], lock: RunLock | None = None, marker: str | None = None
+        self,
+        path: Path | None,
+        state: FolderState | None = None,
+        lock: RunLock | None = None,
+        marker: str | None = None,
     ):
         self.path = path
         self.state = state
@@ -359,7 +375,7 @@ class RunFolder:
         out: Path,
         *,
         marker: str,
-        state: dict[str, Any],
+        state: StateT,
         must_match: tuple[str, ...],
         default_name: str,
         name: str | None = None,
@@ -371,22 +387,24 @@ class RunFolder:
             lock = RunLock(path)
             try:
                 saved = json.loads((path / marker).read_text())
-                check_resumable(path, saved, state, must_match)
+                check_resumable(path, saved, state.model_dump(mode="json"), must_match)
             except BaseException:
                 lock.release()
                 raise
-            return cls(path, {**state, "started_at": saved.get("started_at", state.get("started_at"))}, lock)
+            if "started_at" in type(state).model_fields and saved.get("started_at") is not None:
+                state = state.model_copy(update={"started_at": saved["started_at"]})  # when the run began
+            return cls(path, state, lock)
         path = new_run_dir(out, name, default_name)
         if not create:  # a dry run leaves nothing behind
             return cls(None, state)
         make_dir(path)
         lock = RunLock(path)
-        write_json(path / marker, state)
+        write_json(path / marker, state.model_dump(mode="json"))
         return cls(path, state, lock, marker=marker)
 
     @classmethod
-    def none(cls, state: dict[str, Any] | None = None) -> RunFolder:
-        return cls(None, state or {})
+    def none(cls, state: FolderState | None = None) -> RunFolder:
+        return cls(None, state)
 
     def release(self) -> None:
         if self._lock is not None:

@@ -1,0 +1,619 @@
+"""A sweep, from objects: a grid of pipeline variables over one dataset's cases -> one scored
+configuration each (:class:`~ragsweep.evaluation.records.SweepResult`).
+
+Each configuration is scored on exactly what it serves:
+
+- every configuration walks the one evaluation loop
+  (:func:`ragsweep.evaluation.loop.evaluate_configuration`), as ``ragsweep eval`` does: the
+  same CaseResults for the same configuration; every depth k is asked of its DocumentStore as
+  its own query (a hybrid top-3 is not the prefix of a hybrid top-10); in the configuration's
+  aggregate a depth deeper than its top_k is reported as missing, since it does not serve it;
+- MRR, MAP, R-precision and the first relevant rank are over its own top_k
+  (``mrr@k`` etc. name the metrics at the configuration's own top_k);
+- "best" and the Pareto set respect each objective's direction (the registry's).
+
+No work is done twice: every document is parsed once for the whole sweep (and
+cached on disk by content); every distinct chunk text is embedded once per
+embedder (the SQLite cache of :mod:`ragsweep.pipeline.embedding`); one Pathway index per
+(chunking, retriever) answers every configuration's depths in one graph run.
+
+Each configuration's per-case results are written as soon as it is done, so an
+interrupted sweep resumes without recomputing a finished configuration. The sweep
+folder (layout :data:`~ragsweep.evaluation.runfolder.SWEEP_LAYOUT_VERSION`):
+
+- ``sweep-state.json``         what this sweep is (:class:`~ragsweep.evaluation.context.SweepState`)
+- ``chunks.jsonl``             the text of every chunk any configuration served, once (a chunk
+                               shared by several configurations is one line), appended before
+                               the case lines that refer to it
+- ``configs/<id>/cases.jsonl`` one compact :class:`~ragsweep.evaluation.records.CaseResult` per case
+                               (:func:`~ragsweep.evaluation.records.compact`: hits refer to the chunk table
+                               by doc id and offsets); read in full by
+                               :func:`ragsweep.report.runs.read_cases`
+- ``configs/<id>/result.json`` the configuration's aggregate, written last: it marks it done
+- ``sweep.json``, ``sweep.csv`` (``report.html`` is the report layer's, written by the caller)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import resource
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, Field
+
+from ragsweep.core.errors import ConfigError, RunError, StageError
+from ragsweep.datasets.schema import Case, Dataset
+from ragsweep.evaluation.answering import llm_calls, prepare_answering
+from ragsweep.evaluation.context import RunContext, SweepState
+from ragsweep.evaluation.loop import Answering, evaluate_configuration, scored_ks
+from ragsweep.evaluation.records import (
+    Aggregate,
+    CaseResult,
+    ConfigResult,
+    Count,
+    HoldoutConfig,
+    HoldoutVerdict,
+    SweepResult,
+    UnlocatedReport,
+    expand_lines,
+    own_k_name,
+)
+from ragsweep.evaluation.runfolder import RunFolder, git_commit, now, package_versions
+from ragsweep.evaluation.scoring import aggregate, unlocated_report
+from ragsweep.evaluation.settings import SweepSettings
+from ragsweep.execution.base import Executor
+from ragsweep.metrics.registry import asked_budgets, at_k_families, at_own_k, best_of, lower_is_better, unknown_name
+from ragsweep.pipeline.config import PipelineConfig
+from ragsweep.pipeline.corpus import Corpus
+from ragsweep.pipeline.retrieval import Retrieved, parse_documents, store_depths
+
+DEFAULT_KS = (1, 3, 5, 10)
+DEFAULT_OBJECTIVES = ("recall@k", "mrr@k", "ndcg@k")
+ALPHA = 0.05
+
+
+class SweepGrid(BaseModel):
+    """``pipelines/sweep.yaml``: ``grid`` axes, a ``baseline`` and ``objectives``.
+
+    An axis whose values are mappings sets several variables together, e.g.
+    ``chunking: [{min_tokens: 100, max_tokens: 200}, ...]``.
+    """
+
+    grid: dict[str, list[Any]]
+    baseline: dict[str, Any] = Field(default_factory=dict)
+    objectives: list[str] = Field(default_factory=lambda: list(DEFAULT_OBJECTIVES))
+    ks: list[int] = Field(default_factory=lambda: list(DEFAULT_KS))
+    # context-token budgets scored besides those the objectives name (recall@1500tok)
+    budgets: list[int] = Field(default_factory=list)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "SweepGrid":
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"grid file {str(p)!r} does not exist")
+        data = yaml.safe_load(p.read_text()) or {}
+        if "grid" not in data:
+            raise ConfigError(f"{p}: needs a top-level 'grid' mapping")
+        return cls(**data)
+
+    def configurations(self) -> list[dict[str, Any]]:
+        axes = list(self.grid.items())
+        combos = []
+        for values in itertools.product(*(v for _, v in axes)):
+            params: dict[str, Any] = {}
+            for (name, _), value in zip(axes, values):
+                if isinstance(value, dict):
+                    params.update(value)
+                else:
+                    params[name] = value
+            combos.append(params)
+        return combos
+
+
+def config_id(params: dict[str, Any]) -> str:
+    text = json.dumps(params, sort_keys=True)
+    readable = "-".join(f"{k}={v}" for k, v in sorted(params.items()))
+    return f"{readable[:80]}-{hashlib.sha256(text.encode()).hexdigest()[:6]}".replace("/", "_").replace(" ", "")
+
+
+def served_depths(ks: list[int], top_k: int) -> tuple[list[int], list[int]]:
+    """(depths a configuration serves and is scored at, reported depths it does not serve)."""
+    return sorted({k for k in ks if k <= top_k} | {top_k}), sorted(k for k in ks if k > top_k)
+
+
+def pareto_front(points: list[tuple[str, float, float]], higher_is_better: bool = True) -> list[str]:
+    """Ids not dominated on (quality, cost): cost lower is better, quality in its own direction."""
+    sign = 1.0 if higher_is_better else -1.0
+    pts = [(pid, sign * q, c) for pid, q, c in points]
+    front = []
+    for pid, q, c in pts:
+        dominated = any((q2 >= q and c2 <= c) and (q2 > q or c2 < c) for _, q2, c2 in pts)
+        if not dominated:
+            front.append(pid)
+    return front
+
+
+class Sweep(BaseModel):
+    """A loaded sweep: the grid's configurations by id, the baseline, objectives and depths."""
+
+    model_config = {"arbitrary_types_allowed": True}
+
+    grid: SweepGrid
+    objectives: list[str]
+    ks: list[int]
+    budgets: list[int] = Field(default_factory=list)
+    configs: dict[str, tuple[dict[str, Any], PipelineConfig]]
+    baseline_id: str
+
+
+def load_sweep(
+    grid_path: str,
+    base_config: PipelineConfig,
+    objectives: Sequence[str] | None = None,
+    ks: Sequence[int] | None = None,
+    budgets: Sequence[int] = (),
+) -> Sweep:
+    """The grid file's configurations over ``base_config``; ``objectives``, ``ks`` and ``budgets``
+    given here replace the grid's own."""
+    try:
+        grid = SweepGrid.load(grid_path)
+    except ConfigError as err:
+        raise RunError(str(err)) from err
+    combos = grid.configurations()
+    configs = {}
+    for params in combos:
+        try:
+            configs[config_id(params)] = (params, base_config.with_overrides(params))
+        except ConfigError as err:
+            raise RunError(f"{grid_path}: {err}") from err
+    matches = [p for p in combos if all(p.get(k) == v for k, v in grid.baseline.items())]
+    if not matches:
+        raise RunError(f"{grid_path}: the baseline {grid.baseline} is not a point of the grid")
+    chosen = list(objectives or grid.objectives)
+    depths_asked = sorted(set(ks or grid.ks))
+    all_budgets = sorted(set(budgets or grid.budgets) | set(asked_budgets(chosen)))
+    depths = set(depths_asked) | {cfg.top_k for _, cfg in configs.values()}
+    problems = [why for m in chosen if not m.endswith("@k") and (why := unknown_name(m, depths, all_budgets))]
+    if problems:
+        raise RunError(f"{grid_path}: objectives: " + "; ".join(problems))
+    return Sweep(
+        grid=grid,
+        objectives=chosen,
+        ks=depths_asked,
+        budgets=all_budgets,
+        configs=configs,
+        baseline_id=config_id(matches[0]),
+    )
+
+
+def choice_and_holdout(cases: Sequence[Case], split: str | None) -> tuple[list[Case], list[Case]]:
+    """(the cases the best configuration is chosen on, the held-out ones it is then scored on): with
+    both splits and none asked for, choose on dev and give the verdict on test."""
+    if split is None and {"dev", "test"} <= {c.split for c in cases}:
+        holdout = [c for c in cases if c.split == "test"]
+        chosen_on = [c for c in cases if c.split == "dev"]
+        print(
+            f"sweep: choosing on {len(chosen_on)} dev case(s); the choice is then scored on {len(holdout)} test "
+            "case(s)",
+            file=sys.stderr,
+        )
+        return chosen_on, holdout
+    return list(cases), []
+
+
+@dataclass
+class SweepRun:
+    """One sweep's inputs, as objects, and its open context."""
+
+    plan: Sweep
+    base_config: PipelineConfig
+    dataset: Dataset
+    cases: list[Case]
+    holdout: list[Case]
+    settings: SweepSettings
+    run: RunContext[SweepState]
+
+    @property
+    def folder(self) -> RunFolder:
+        return self.run.folder
+
+    @property
+    def executor(self) -> Executor:
+        return self.run.executor
+
+
+def run_sweep(sweep: SweepRun) -> SweepResult:
+    """Every configuration of the grid scored (a resumed sweep: those not done yet), then the
+    paired tests, best, Pareto set and the verdict on the held-out cases; sweep.json and sweep.csv written."""
+    started_at = now()
+    started = time.perf_counter()
+    corpora = parse_corpora(sweep)
+    corpus = corpus_for(corpora, sweep.base_config)
+    parse_seconds = time.perf_counter() - started
+    results = finished_configs(sweep.folder, sweep.plan)
+    embedded = run_groups(sweep, corpora, results)
+    result = finish_sweep(sweep.folder, sweep.plan, results)
+    result.unlocated = stored_unlocated(sweep.folder, sweep.plan.baseline_id, sweep.dataset.relevance.unlocated)
+    result.ks = sweep.plan.ks
+    result.budgets = sweep.plan.budgets
+    result.choice_split = "dev" if sweep.holdout else sweep.settings.selection.split
+    result.same_cases_for_choice_and_report = not sweep.holdout
+    if sweep.holdout:
+        result.verdict = score_on_holdout(result, sweep, corpora)
+    selection = sweep.settings.selection
+    result.manifest = {
+        "pipeline": sweep.base_config.manifest(),
+        "dataset": {
+            "path": selection.dataset,
+            "split": selection.split,
+            "limit": selection.limit,
+            "sample": selection.sample,
+            "seed": selection.seed,
+            "cases": len(sweep.cases),
+        },
+        "corpus": {
+            "hash": corpus.content_hash,
+            "documents": len(corpus.documents),
+            "pdf_pipeline": corpus.pdf_pipeline,
+        },
+        "parse_seconds": round(parse_seconds, 3),
+        "embedded_texts_this_run": embedded,
+        "executor": sweep.executor.describe(),
+        "packages": package_versions(),
+        "git_commit": git_commit(),
+        "timestamps": {"started": started_at, "finished": now()},
+    }
+    result.sweep_dir = str(sweep.folder.path)
+    sweep.folder.write_json("sweep.json", result.model_dump(mode="python"))
+    return result
+
+
+def parse_corpora(sweep: SweepRun) -> Corpora:
+    """The documents parsed once for the whole sweep, by each distinct parser configuration of the grid."""
+    settings = sweep.settings
+    corpora: Corpora = {}
+    try:
+        for cfg in [sweep.base_config, *(cfg for _, cfg in sweep.plan.configs.values())]:
+            if (identity := cfg.parser_spec().identity) not in corpora:
+                corpora[identity] = parse_documents(
+                    sweep.dataset, settings.progress, settings.parse.workers, settings.parse.follow_symlinks,
+                    sweep.executor.dispatch, cfg,
+                )  # fmt: skip
+    except StageError as err:
+        raise RunError(str(err)) from err
+    return corpora
+
+
+def finished_configs(folder: RunFolder, sweep: Sweep) -> dict[str, ConfigResult]:
+    """The configurations an interrupted sweep finished (their result.json is written last)."""
+    results: dict[str, ConfigResult] = {}
+    for cid in sweep.configs:
+        path = folder.file("configs", cid, "result.json")
+        if path is not None and path.exists():
+            try:
+                results[cid] = ConfigResult.model_validate_json(path.read_text())
+            except ValueError:
+                print(f"warning: {path} is unreadable: configuration computed again", file=sys.stderr)
+    if results:
+        print(f"resuming: {len(results)} configuration(s) already done", file=sys.stderr)
+    return results
+
+
+def stored_unlocated(folder: RunFolder, config: str, mode: str) -> UnlocatedReport:
+    """The unlocated cases, read from a configuration's case lines (finished in an earlier process too):
+    which evidence is found in no parsed document does not depend on the configuration."""
+    lines = expand_lines(folder.read_lines("configs", config, "cases.jsonl"), {})  # no hit text needed
+    return unlocated_report([CaseResult.model_validate(line) for line in lines], mode)
+
+
+# each parser configuration's corpus, by its identity (None: ragsweep's own parse)
+Corpora = dict[str | None, Corpus]
+
+
+def corpus_for(corpora: Corpora, config: PipelineConfig) -> Corpus:
+    """The documents as the configuration's parser parsed them."""
+    return corpora[config.parser_spec().identity]
+
+
+def run_groups(sweep: SweepRun, corpora: Corpora, results: dict[str, ConfigResult]) -> int:
+    """Every index group's configurations not in ``results`` yet; returns the texts embedded."""
+    groups: dict[str, list[str]] = defaultdict(list)  # one index per (chunking, retriever)
+    for cid, (_, cfg) in sweep.plan.configs.items():
+        groups[cfg.index_key].append(cid)
+    todos = {key: [cid for cid in members if cid not in results] for key, members in groups.items()}
+    # every group's index work is submitted before the first is gathered: on Ray the groups run side by side
+    pending = {key: submit_group(sweep, corpora, todo) for key, todo in todos.items() if todo}
+    embedded = 0
+    for n_group, (index_key, todo) in enumerate(todos.items(), start=1):
+        if todo:
+            embedded += run_group(sweep, corpora, results, todo, (n_group, len(groups)), pending[index_key])
+    return embedded
+
+
+def group_depths(sweep: Sweep, todo: list[str]) -> list[int]:
+    """Every depth the store is asked at for one index's configurations: any of them needs it."""
+    configs = [sweep.configs[cid][1] for cid in todo]
+    return sorted({k for cfg in configs for k in store_depths(cfg, scored_ks(sweep.ks, cfg.top_k))})
+
+
+def submit_group(sweep: SweepRun, corpora: Corpora, todo: list[str]) -> Callable[[], Retrieved]:
+    """One index's store work handed to the executor (started now on Ray); the call returned gives its lists."""
+    config = sweep.plan.configs[todo[0]][1]
+    settings = sweep.settings
+    return sweep.executor.submit(
+        config, corpus_for(corpora, config), sweep.cases, group_depths(sweep.plan, todo), settings.progress,
+        settings.fresh_retrieval,
+    )  # fmt: skip
+
+
+def run_group(
+    sweep: SweepRun,
+    corpora: Corpora,
+    results: dict[str, ConfigResult],
+    todo: list[str],
+    position: tuple[int, int],
+    retrieval: Callable[[], Retrieved],
+) -> int:
+    """One index's configurations: the store asked once at every depth any of them needs (``retrieval``,
+    from :func:`submit_group`), then each configuration through the evaluation loop on those lists.
+    Returns the texts embedded."""
+    plan, cases, folder = sweep.plan, sweep.cases, sweep.folder
+    depths = group_depths(plan, todo)
+    first_params, _ = plan.configs[todo[0]]
+    label = ", ".join(f"{k}={v}" for k, v in first_params.items() if k != "top_k")
+    print(
+        f"[{position[0]}/{position[1]}] index {label}: {len(cases)} questions at k in {depths} for "
+        f"{len(todo)} configuration(s)",
+        file=sys.stderr,
+    )
+    rss_before = _rss_mb()
+    started = time.perf_counter()
+    retrieved = retrieval()
+    group_seconds = time.perf_counter() - started
+    for cid in todo:
+        params, cfg = plan.configs[cid]
+        started = time.perf_counter()
+        sink = folder.case_file("configs", cid, "cases.jsonl", chunks=True)
+        sink.reset()
+        answering = sweep_answering(cfg, sweep.settings, cases)
+        evaluated = evaluate_configuration(
+            cfg, cases, corpus=corpus_for(corpora, cfg), ks=plan.ks, relevance=sweep.dataset.relevance,
+            answering=answering, sink=sink, retrieved=retrieved, progress=sweep.settings.progress,
+            budgets=plan.budgets,
+        )  # fmt: skip
+        sink.close()
+        result = config_result(cid, params, cfg, evaluated.results, plan, interval_metrics=plan.objectives)
+        result.llm_calls = llm_calls(answering)
+        result.seconds = round(group_seconds / len(todo) + time.perf_counter() - started, 3)
+        result.index_run_seconds = round(group_seconds, 3)
+        result.latency_ms_per_query = round(1000 * retrieved.seconds / max(1, len(cases) * len(depths)), 3)
+        result.chunks, result.embedded_texts = retrieved.n_chunks, retrieved.embedded_texts
+        result.rss_mb, result.rss_mb_before, result.peak_rss_mb = (
+            round(_rss_mb(), 1), round(rss_before, 1), round(_peak_rss_mb(), 1)
+        )  # fmt: skip
+        folder.write_json(f"configs/{cid}/result.json", result.model_dump(mode="python"))
+        results[cid] = result
+    return retrieved.embedded_texts
+
+
+def sweep_answering(config: PipelineConfig, settings: SweepSettings, cases: Sequence[Case]) -> Answering:
+    """Eval's answering when the sweep answers (``--answers``); retrieval only otherwise."""
+    if not settings.answers:
+        return Answering(answerer=None)
+    answering, _ = prepare_answering(config, settings.answer, cases, {}, probe=False)
+    return answering
+
+
+def config_result(
+    cid: str,
+    params: dict[str, Any],
+    config: PipelineConfig,
+    cases: list[CaseResult],
+    sweep: Sweep,
+    interval_metrics: Sequence[str],
+) -> ConfigResult:
+    """A configuration's aggregate: ``<family>@k`` at its own top_k beside every depth, and a depth
+    deeper than its top_k reported as missing (it does not serve it)."""
+    own, unserved = served_depths(sweep.ks, config.top_k)
+    names = [own_k_name(m, config.top_k) for m in [*interval_metrics, *(at_own_k(f) for f in at_k_families())]]
+    agg = with_own_k(aggregate(cases, interval_metrics=names), config.top_k, unserved)
+    return ConfigResult(
+        id=cid, params=params, config_hash=config.hash, index_key=config.index_key, top_k=config.top_k,
+        served_ks=own, unserved_ks=unserved, **dict(agg),
+    )  # fmt: skip
+
+
+def with_own_k(agg: Aggregate, top_k: int, unserved: Sequence[int]) -> Aggregate:
+    """``<family>@k`` = ``<family>@<top_k>`` (metric, counts, interval, chance/oracle); an unserved depth: None."""
+    for family in at_k_families():
+        own = f"{family}@{top_k}"
+        alias = at_own_k(family)
+        agg.metrics[alias] = agg.metrics.get(own)
+        if own in agg.counts:
+            agg.counts[alias] = agg.counts[own]
+        if own in agg.intervals:
+            agg.intervals[alias] = agg.intervals[own]
+        if own in agg.baselines:
+            agg.baselines[alias] = agg.baselines[own]
+        total = agg.counts[own].n + agg.counts[own].missing if own in agg.counts else 0  # unlocated among them
+        for k in unserved:
+            agg.metrics[f"{family}@{k}"] = None
+            agg.counts[f"{family}@{k}"] = Count(n=0, missing=total)
+            agg.intervals.pop(f"{family}@{k}", None)
+            agg.baselines.pop(f"{family}@{k}", None)
+    return agg
+
+
+def score_on_holdout(report: SweepResult, sweep_run: SweepRun, corpora: Corpora) -> HoldoutVerdict:
+    """The configuration chosen on dev (best on the first objective), and the baseline, scored on
+    the test cases, with a paired test between the two: the number to believe."""
+    from ragsweep.metrics.stats import paired_test, significant
+
+    sweep, holdout, settings = sweep_run.plan, sweep_run.holdout, sweep_run.settings
+    main = sweep.objectives[0]
+    chosen = report.best.get(main, sweep.baseline_id)
+    verdict = HoldoutVerdict(cases=len(holdout), objective=main, chosen=chosen, baseline=sweep.baseline_id)
+    per_case: dict[str, dict[str, float | None]] = {}
+    for cid in dict.fromkeys([chosen, sweep.baseline_id]):
+        params, cfg = sweep.configs[cid]
+        evaluated = evaluate_configuration(
+            cfg, holdout, corpus=corpus_for(corpora, cfg), ks=sweep.ks, relevance=sweep_run.dataset.relevance,
+            answering=sweep_answering(cfg, settings, holdout), progress=settings.progress,
+            fresh=settings.fresh_retrieval, budgets=sweep.budgets, executor=sweep_run.executor,
+        )  # fmt: skip
+        agg = config_result(cid, params, cfg, evaluated.results, sweep, interval_metrics=sweep.objectives)
+        verdict.configs[cid] = HoldoutConfig(
+            params=params,
+            metrics=agg.metrics,
+            intervals=agg.intervals,
+            counts=agg.counts,
+            baselines={m: agg.baselines[m] for m in sweep.objectives if m in agg.baselines},
+        )
+        per_case[cid] = {r.id: r.metric(main) for r in evaluated.results}
+    if chosen != sweep.baseline_id:
+        pairs = [(per_case[chosen][i], per_case[sweep.baseline_id][i]) for i in per_case[chosen]]
+        full = [(a, b) for a, b in pairs if a is not None and b is not None]
+        verdict.p_value = paired_test([a for a, _ in full], [b for _, b in full]) if full else None
+        verdict.significant = significant(verdict.p_value, ALPHA)
+    return verdict
+
+
+def finish_sweep(folder: RunFolder, sweep: Sweep, results: dict[str, ConfigResult]) -> SweepResult:
+    """Paired tests against the baseline (Holm across configurations), best, Pareto, CSV."""
+    from ragsweep.metrics.stats import holm, paired_test, significant
+
+    def per_case(cid: str) -> dict[str, dict[str, Any]]:
+        # the stored lines as they are: their metrics and top_k (a compact line keeps both) are all
+        # a paired test needs, without the chunk table or a CaseResult per line and configuration
+        return {row["id"]: row for row in folder.read_lines("configs", cid, "cases.jsonl")}
+
+    def case_value(row: dict[str, Any], name: str) -> float | None:
+        return row["metrics"].get(own_k_name(name, row["top_k"]))
+
+    base_cases = per_case(sweep.baseline_id)
+    baseline = results[sweep.baseline_id]
+    p_values: dict[str, dict[str, float | None]] = defaultdict(dict)
+    for cid in sweep.configs:
+        if cid == sweep.baseline_id:
+            continue
+        other = per_case(cid)
+        for name in sweep.objectives:
+            pairs = [(case_value(base_cases[i], name), case_value(other[i], name)) for i in base_cases if i in other]
+            full = [(a, b) for a, b in pairs if a is not None and b is not None]
+            p_values[name][cid] = paired_test([a for a, _ in full], [b for _, b in full]) if full else None
+    adjusted: dict[str, dict[str, float | None]] = {}
+    for metric, by_cid in p_values.items():
+        present = {cid: p for cid, p in by_cid.items() if p is not None}
+        adj = holm(present) if present else {}
+        adjusted[metric] = {cid: adj.get(cid) for cid in by_cid}
+    rows = []
+    for cid in sweep.configs:
+        row = results[cid].model_copy(deep=True)
+        for m in sweep.objectives:
+            row.p_values[m] = p_values[m].get(cid)
+            row.p_adjusted[m] = adjusted.get(m, {}).get(cid)
+            row.significant[m] = significant(row.p_adjusted[m], ALPHA)
+            value, base = row.metrics.get(m), baseline.metrics.get(m)
+            row.delta_vs_baseline[m] = None if value is None or base is None else value - base
+            row.chance_level[m], row.lift_over_chance[m] = lift_over_chance(row, m)
+        rows.append(row)
+    report = SweepResult(
+        baseline=sweep.baseline_id, grid=sweep.grid.grid, objectives=sweep.objectives, configs=rows,
+        directions={m: ("lower" if lower_is_better(m) else "higher") for m in sweep.objectives}, alpha=ALPHA,
+    )  # fmt: skip
+    report.best = best_configs(rows, sweep.objectives)
+    main_metric = sweep.objectives[0]
+    scored = [r for r in rows if r.metrics.get(main_metric) is not None]
+    report.pareto = pareto_front(
+        [(r.id, r.metrics[main_metric], r.latency_ms_per_query) for r in scored],  # type: ignore[misc]
+        higher_is_better=not lower_is_better(main_metric),
+    )
+    report.pareto_axes = [main_metric, "latency_ms_per_query"]
+    if folder.path is not None:
+        write_csv(folder.path / "sweep.csv", rows, sweep.objectives)
+    return report
+
+
+def lift_over_chance(row: ConfigResult, metric: str) -> tuple[float | None, float | None]:
+    """(chance level, value - chance) of ``metric``, both over the cases with a chance level
+    (the aggregate's baselines: a random order of each case's candidate chunks)."""
+    chance = row.level(metric, "chance")
+    value = row.baselines[metric]["pipeline"] if metric in row.baselines else None
+    if chance is None or value is None:
+        return None, None
+    return chance, float(value) - chance
+
+
+def best_configs(rows: list[ConfigResult], objectives: list[str]) -> dict[str, str]:
+    best = {}
+    for metric in objectives:
+        scored = sorted(  # ties: the faster configuration
+            (r for r in rows if r.metrics.get(metric) is not None), key=lambda r: r.latency_ms_per_query
+        )
+        pick = best_of([(r.id, r.metrics[metric]) for r in scored], metric)  # type: ignore[misc]
+        if pick:
+            best[metric] = pick
+    return best
+
+
+def write_csv(path: Path, rows: list[ConfigResult], objectives: list[str]) -> None:
+    import csv
+
+    params = sorted({k for r in rows for k in r.params})
+    metric_names = sorted({k for r in rows for k in r.metrics if "@k" in k or k in objectives})
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(
+            [
+                "id",
+                *params,
+                *metric_names,
+                *[f"{m}_{s}" for m in objectives for s in ("ci_low", "ci_high", "p", "p_holm", "significant")],
+                "seconds",
+                "latency_ms_per_query",
+                "peak_rss_mb",
+            ]
+        )
+        for r in rows:
+            w.writerow(
+                [
+                    r.id,
+                    *[r.params.get(p) for p in params],
+                    *[r.metrics.get(m) for m in metric_names],
+                    *[
+                        v
+                        for m in objectives
+                        for v in (
+                            *r.interval(m),
+                            r.p_values.get(m),
+                            r.p_adjusted.get(m),
+                            r.significant.get(m),
+                        )
+                    ],
+                    r.seconds,
+                    r.latency_ms_per_query,
+                    r.peak_rss_mb,
+                ]
+            )
+
+
+def _rss_mb() -> float:
+    try:
+        import psutil
+
+        return psutil.Process().memory_info().rss / 2**20
+    except ImportError:
+        return 0.0
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

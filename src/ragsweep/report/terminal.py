@@ -1,0 +1,175 @@
+"""What ragsweep prints on the terminal: eval's summary table, the sweep's table and its verdict on
+the held-out split, the notes under them (uninformative rows, unlocated cases, LLM calls) and the
+gate's lines. Plain functions from results to text; the command modules print them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ragsweep.evaluation.judge_report import format_judge_section, format_warnings
+from ragsweep.evaluation.records import ConfigResult, HoldoutVerdict, RunResult, SweepResult
+from ragsweep.evaluation.scoring import unlocated_lines
+from ragsweep.metrics.registry import REPEATS, lower_is_better, summary_metrics
+from ragsweep.metrics.uninformative import answerer_way, uninformative
+from ragsweep.pipeline.app_components import Spent
+
+
+def summary_table(result: RunResult) -> str:
+    """The terminal table at the served k: each metric with its CI and counts; retrieval metrics
+    with the chance level (random order of the case's candidate chunks) and the oracle (best order)."""
+    k = result.top_k
+    names = summary_metrics(k, result.budgets)
+    unlocated = bool(result.unlocated.none_located)  # a column saying how many of n/missing they are
+    lines = [
+        f"{'metric':<30} {'value':>8}  {'95% CI':<17} {'chance':>7} {'oracle':>7} {'n':>6} {'missing':>7}"
+        + (f" {'unlocated':>9}" if unlocated else "")
+    ]
+    for name in (n for n in names if n in result.metrics):
+        lines.append(_summary_line(result, name, unlocated))
+    header = (
+        f"answerer: {result.answerer}{'  (no LLM)' if result.no_llm else ''}   "
+        f"relevance rule: {result.relevance_rule}   cases: {result.n_cases}   top_k: {k}"
+    )
+    notes = [
+        "chance: expected value under a random order of the case's candidate chunks (its scoped "
+        "documents', or the corpus'); oracle: the best any order reaches"
+    ]
+    if "spent" in result.manifest:
+        notes.extend(Spent.model_validate(result.manifest["spent"]).lines())
+    notes.extend(llm_call_lines(result.manifest.get("llm_calls") or {}))
+    errors = result.answer_errors
+    if errors.n:
+        common = "; ".join(f"{n}x {msg}" for msg, n in list(errors.by_message.items())[:3])
+        notes.append(f"answer_error: {errors.n} of {result.n_cases} answers failed ({common})")
+    if result.answers.refused:
+        notes.append(f"refusals: {result.answers.refused} answer(s) were refusals, counted as abstaining")
+    notes.extend(unlocated_lines(result.unlocated, result.n_cases, table="eval"))
+    notes.extend(uninformative_notes(result, [n for n in names if n in result.metrics]))
+    warnings = format_warnings(result.judge)
+    judge_text = format_judge_section(result.judge)
+    return "\n".join([*([warnings] if warnings else []), header, *lines, *notes, *([judge_text] if judge_text else [])])
+
+
+UNINFORMATIVE_MARK = "†"
+
+
+def uninformative_notes(result: RunResult, names: list[str]) -> list[str]:
+    """Why each marked row says nothing about this run's answerer (metrics.uninformative)."""
+    why = [(name, reason) for name in names if (reason := uninformative(name, result.answerer))]
+    if not why:
+        return []
+    way = answerer_way(result.answerer)
+    return [f"{UNINFORMATIVE_MARK} no information here about the {result.answerer} answerer's answers ({way}):"] + [
+        f"  {name}: {reason}" for name, reason in why
+    ]
+
+
+def _summary_line(result: RunResult, name: str, unlocated: bool = False) -> str:
+    value = result.metrics[name]
+    # a name repeating another metric's mean (first_relevant_rank_mean) shows that metric's CI
+    low, high = result.interval(REPEATS[name] if name in REPEATS else name)
+    count = result.counts.get(name) or result.counts.get(name.split("_mean")[0].split("_median")[0])
+    ci_text = f"[{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
+    val = "n/a" if value is None else f"{value:.4f}"
+    chance, oracle = ("" if (v := result.level(name, which)) is None else f"{v:.3f}" for which in ("chance", "oracle"))
+    n, missing = (count.n, count.missing) if count is not None else ("", "")
+    shown = f"{name} {UNINFORMATIVE_MARK}" if uninformative(name, result.answerer) else name
+    line = f"{shown:<30} {val:>8}  {ci_text:<17} {chance:>7} {oracle:>7} {n:>6} {missing:>7}"
+    if unlocated:
+        left_out, in_n = (count.unlocated, count.unlocated_in_n) if count is not None else (None, None)
+        cell = f"{in_n} in n" if in_n else "" if left_out is None else str(left_out)
+        line += f" {cell:>9}"
+    return line
+
+
+def sweep_table(report: SweepResult) -> str:
+    objectives = report.objectives
+    heads = " ".join(f"{m:>16} {'chance':>7} {'lift':>7}" for m in objectives)
+    lines = [f"{'configuration':<62} {heads} {'ms/query':>9}"]
+    sign = 1 if lower_is_better(objectives[0]) else -1
+    for r in sorted(report.configs, key=lambda r: sign * (r.metrics.get(objectives[0]) or 0)):
+        cells = []
+        for m in objectives:
+            v = r.metrics.get(m)
+            mark = "*" if r.significant.get(m) else (" " if r.id != report.baseline else "=")
+            chance, lift = (r.chance_level[m], r.lift_over_chance[m]) if m in r.chance_level else (None, None)
+            cells.append(
+                f"{'n/a' if v is None else f'{v:.4f}'}{mark}".rjust(16)
+                + f" {'n/a' if chance is None else f'{chance:.4f}':>7} {'n/a' if lift is None else f'{lift:+.4f}':>7}"
+            )
+        label = ", ".join(f"{k}={v}" for k, v in r.params.items())
+        lines.append(f"{label[:62]:<62} " + " ".join(cells) + f" {r.latency_ms_per_query:>9.2f}")
+    lines.append(
+        f"= baseline; * differs from the baseline (paired randomization test, Holm-adjusted p <= {report.alpha})"
+    )
+    lines.append(
+        "chance: the objective under a random order of each case's candidate chunks; lift: value - chance "
+        "(over the cases with a chance level); @<N>tok: over the chunks of the deepest list that fit in N tokens"
+    )
+    lines.append("@k = at the configuration's own top_k; a depth deeper than a configuration's top_k is missing for it")
+    if report.same_cases_for_choice_and_report:
+        lines.append('note: "best" was chosen on the same cases it is reported on (no held-out split)')
+    lines.append(
+        "best: "
+        + ", ".join(f"{m}: {cid}" for m, cid in report.best.items())
+        + (" (chosen on the dev split)" if report.verdict else "")
+    )
+    if report.verdict:
+        lines += verdict_lines(report.verdict)
+    lines.append(f"Pareto set ({' vs '.join(report.pareto_axes)}): " + ", ".join(report.pareto))
+    lines += llm_call_lines(sweep_llm_calls(report.configs))
+    return "\n".join(lines)
+
+
+def sweep_llm_calls(configs: list[ConfigResult]) -> dict[str, dict[str, Any]]:
+    """Each LLM part's calls over the configurations (a resumed sweep's earlier ones from their result.json)."""
+    from ragsweep.llm.client import LLMCalls
+
+    parts: dict[str, list[LLMCalls]] = {}
+    for c in configs:
+        for name, calls in c.llm_calls.items():
+            parts.setdefault(name, []).append(LLMCalls.model_validate(calls))
+    return {f"{name} (over {len(v)} configurations)": LLMCalls.total(v).model_dump() for name, v in parts.items()}
+
+
+def verdict_lines(verdict: HoldoutVerdict) -> list[str]:
+    main = verdict.objective
+    lines = []
+    for cid, row in verdict.configs.items():
+        value, (low, high) = row.metrics.get(main), row.interval(main)
+        role = "chosen" if cid == verdict.chosen else "baseline"
+        text = "n/a" if value is None else f"{value:.4f}"
+        ci_text = "" if low is None or high is None else f" [{low:.3f}, {high:.3f}]"
+        lines.append(f"test split ({verdict.cases} cases), {role}: {cid}: {main} = {text}{ci_text}")
+    if verdict.chosen != verdict.baseline:
+        lines.append(
+            f"test split: chosen vs baseline p = {verdict.p_value}"
+            f"{' (significant)' if verdict.significant else ' (not significant)'}"
+        )
+    return lines
+
+
+def llm_call_lines(parts: dict[str, dict[str, Any]]) -> list[str]:
+    """The terminal lines of :func:`llm_calls` (or of a sweep's total)."""
+    from ragsweep.llm.client import LLMCalls
+
+    return [LLMCalls.model_validate(calls).line(f"LLM {name}") for name, calls in parts.items()]
+
+
+def no_answer_succeeded(result: RunResult) -> bool:
+    return result.n_cases > 0 and result.answer_errors.n >= result.n_cases
+
+
+def gate_passed_line(floors: Mapping[str, float], max_failure_rate: float | None) -> str | None:
+    """The line of a gate that passed (None: no gate was asked for)."""
+    if not floors and max_failure_rate is None:
+        return None
+    passed = [f"{k} >= {v}" for k, v in floors.items()]
+    rate = [f"LLM metric failures <= {max_failure_rate:g}"] if max_failure_rate is not None else []
+    return "gate passed: " + ", ".join(passed + rate)
+
+
+def sweep_unlocated_lines(report: SweepResult) -> list[str]:
+    """The sweep's unlocated cases, under its table."""
+    return unlocated_lines(report.unlocated, int(report.manifest["dataset"]["cases"]), table="sweep")
