@@ -14,7 +14,7 @@ import pytest
 import ragsweep
 from ragsweep.cli import main
 from ragsweep.datasets.schema import Case
-from ragsweep.execution.base import Executor, ExecutorError
+from ragsweep.execution.base import Executor, ExecutorError, IndexWork
 from ragsweep.execution.local import LocalExecutor
 from ragsweep.execution.registry import EXECUTORS, ExecutorSettings, register_executor
 from ragsweep.pipeline.config import PipelineConfig
@@ -36,17 +36,9 @@ class RecordingExecutor(LocalExecutor):
         self.asked: list[list[str]] = []
         self.closed = False
 
-    def submit(
-        self,
-        config: PipelineConfig,
-        corpus: Corpus,
-        cases: Sequence[Case],
-        ks: Iterable[int],
-        progress: bool,
-        fresh: bool,
-    ) -> Callable[[], Retrieved]:
-        self.asked.append([c.id for c in cases])
-        return super().submit(config, corpus, cases, ks, progress, fresh)
+    def submit(self, work: IndexWork) -> Callable[[], Retrieved]:
+        self.asked.append([c.id for c in work.cases])
+        return super().submit(work)
 
 
 @pytest.fixture

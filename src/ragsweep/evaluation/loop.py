@@ -19,7 +19,7 @@ from ragsweep.answer.base import Answer
 from ragsweep.datasets.pathway_limits import served_app_failure
 from ragsweep.datasets.schema import Case, RelevanceConfig
 from ragsweep.evaluation.records import CaseResult, build_case_result
-from ragsweep.execution.base import Executor
+from ragsweep.execution.base import Executor, IndexWork
 from ragsweep.execution.local import LOCAL
 from ragsweep.metrics.judge import JudgeVerdict
 from ragsweep.pipeline.config import PipelineConfig
@@ -162,7 +162,7 @@ def _serve(
     """What the index returned (asked now unless ``retrieved`` holds it) and the configuration's lists."""
     depths = scored_ks(ks, config.top_k)
     if retrieved is None:
-        retrieved = executor.retrieve(config, corpus, cases, store_depths(config, depths), progress, fresh)
+        retrieved = executor.retrieve(IndexWork(config, corpus, cases, store_depths(config, depths), progress, fresh))
     return retrieved, serve(config, retrieved, cases, depths)
 
 

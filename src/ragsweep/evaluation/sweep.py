@@ -70,7 +70,7 @@ from ragsweep.evaluation.records import (
 from ragsweep.evaluation.runfolder import RunFolder, git_commit, now, package_versions
 from ragsweep.evaluation.scoring import aggregate, unlocated_report
 from ragsweep.evaluation.settings import SweepSettings
-from ragsweep.execution.base import Executor
+from ragsweep.execution.base import Executor, IndexWork
 from ragsweep.metrics.registry import asked_budgets, at_k_families, at_own_k, best_of, lower_is_better, unknown_name
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
@@ -349,10 +349,10 @@ def submit_group(sweep: SweepRun, corpora: Corpora, todo: list[str]) -> Callable
     """One index's store work handed to the executor (started now on Ray); the call returned gives its lists."""
     config = sweep.plan.configs[todo[0]][1]
     settings = sweep.settings
+    depths = group_depths(sweep.plan, todo)
     return sweep.executor.submit(
-        config, corpus_for(corpora, config), sweep.cases, group_depths(sweep.plan, todo), settings.progress,
-        settings.fresh_retrieval,
-    )  # fmt: skip
+        IndexWork(config, corpus_for(corpora, config), sweep.cases, depths, settings.progress, settings.fresh_retrieval)
+    )
 
 
 def run_group(

@@ -8,7 +8,8 @@ in the driver. The executors a run can name are in :mod:`ragsweep.execution.regi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ragsweep.datasets.schema import Case
@@ -21,35 +22,32 @@ class ExecutorError(Exception):
     """An executor that cannot be opened or whose work failed; the message names the option at fault."""
 
 
+@dataclass(frozen=True)
+class IndexWork:
+    """One index group's store work: every case of ``cases`` asked at each depth of ``ks`` of the store
+    ``config`` builds over ``corpus`` (``fresh``: past the served-list cache)."""
+
+    config: PipelineConfig
+    corpus: Corpus
+    cases: Sequence[Case]
+    ks: Sequence[int]
+    progress: bool = False
+    fresh: bool = False
+
+
 class Executor:
     """Where a run's index work runs. A subclass defines ``submit``; ``retrieve`` is its result."""
 
     name: str
     dispatch: Dispatch | None = None  # where each document the parse cache lacks is parsed (None: here)
 
-    def submit(
-        self,
-        config: PipelineConfig,
-        corpus: Corpus,
-        cases: Sequence[Case],
-        ks: Iterable[int],
-        progress: bool,
-        fresh: bool,
-    ) -> Callable[[], Retrieved]:
+    def submit(self, work: IndexWork) -> Callable[[], Retrieved]:
         """What the store serves each case at each of ``ks``, started now (Ray) or when the call
         returned is made (local); the call gives it, in the cases' order."""
         raise NotImplementedError
 
-    def retrieve(
-        self,
-        config: PipelineConfig,
-        corpus: Corpus,
-        cases: Sequence[Case],
-        ks: Iterable[int],
-        progress: bool,
-        fresh: bool,
-    ) -> Retrieved:
-        return self.submit(config, corpus, cases, ks, progress, fresh)()
+    def retrieve(self, work: IndexWork) -> Retrieved:
+        return self.submit(work)()
 
     def describe(self) -> dict[str, Any]:
         """Where the run's index work ran (its manifest's ``executor``)."""

@@ -3,14 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from ragsweep.datasets.schema import Case
-from ragsweep.execution.base import Executor
+from ragsweep.execution.base import Executor, IndexWork
 from ragsweep.execution.registry import ExecutorSettings, register_executor
-from ragsweep.pipeline.config import PipelineConfig
-from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import Retrieved, retrieve
 
 
@@ -19,16 +16,9 @@ class LocalExecutor(Executor):
 
     name = "local"
 
-    def submit(
-        self,
-        config: PipelineConfig,
-        corpus: Corpus,
-        cases: Sequence[Case],
-        ks: Iterable[int],
-        progress: bool,
-        fresh: bool,
-    ) -> Callable[[], Retrieved]:
-        return lambda: retrieve(config, corpus, cases, ks, progress, fresh=fresh)  # one group at a time, in order
+    def submit(self, work: IndexWork) -> Callable[[], Retrieved]:
+        w = work  # one group at a time, in order
+        return lambda: retrieve(w.config, w.corpus, w.cases, w.ks, w.progress, fresh=w.fresh)
 
 
 LOCAL = LocalExecutor()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +24,7 @@ from typing import Any
 
 from ragsweep.core.cache_files import default_cache_dir
 from ragsweep.datasets.schema import Case
-from ragsweep.execution.base import Executor, ExecutorError
+from ragsweep.execution.base import Executor, ExecutorError, IndexWork
 from ragsweep.execution.parse_tasks import ParseDispatch
 from ragsweep.execution.registry import ExecutorSettings, register_executor
 from ragsweep.execution.shards import merge, split
@@ -135,17 +135,10 @@ class RayExecutor(Executor):
     def workers(self) -> int:
         return max(1, int(self._resource("CPU")))
 
-    def submit(
-        self,
-        config: PipelineConfig,
-        corpus: Corpus,
-        cases: Sequence[Case],
-        ks: Iterable[int],
-        progress: bool,
-        fresh: bool,
-    ) -> Callable[[], Retrieved]:
+    def submit(self, work: IndexWork) -> Callable[[], Retrieved]:
         """The group's tasks submitted now (its shards wait on Ray for the embed tasks they need);
         the call returned waits for them and merges the shards."""
+        config, corpus, cases, ks, fresh = work.config, work.corpus, work.cases, work.ks, work.fresh
         ref = ConfigRef.of(config)
         embeds, after = self._embed_ahead(ref, config, corpus)
         shards = split(list(cases), self.workers())
