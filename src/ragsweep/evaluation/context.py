@@ -111,9 +111,8 @@ def open_folder(state: S, where: Where) -> RunFolder:
     """The run folder (new, or the one to resume, checked against ``state``), locked; no folder without ``out``."""
     if where.out is None:
         return RunFolder.none(state)
-    kind = type(state)
     return RunFolder.open(
-        where.out, marker=getattr(kind, "MARKER"), state=state, must_match=getattr(kind, "RESUME_KEYS"),
+        where.out, marker=state.MARKER, state=state, must_match=state.RESUME_KEYS,
         default_name=where.default_name, name=where.name, resume=where.resume, create=where.create,
     )  # fmt: skip
 

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel
 
@@ -63,6 +63,9 @@ SWEEP_LAYOUT_VERSION = 4
 class FolderState(BaseModel):
     """What a run folder is, written to its state file when created (the eval's and the sweep's
     are :mod:`ragsweep.evaluation.context`'s); a resume checks the saved one against this run's."""
+
+    MARKER: ClassVar[str] = "state.json"  # the state file's name in the folder
+    RESUME_KEYS: ClassVar[tuple[str, ...]] = ()  # what a resume must match
 
     layout: int
 
