@@ -7,6 +7,22 @@ import os
 
 import pathway as pw
 
+# an app whose parser is CountingParser, its arguments after ``$parser`` (``{args}``), BM25 over small chunks
+APP = """
+$parser: !counting_parser.CountingParser
+{args}
+$splitter: !ragsweep.pipeline.chunking.OffsetTokenCountSplitter
+  min_tokens: 5
+  max_tokens: 40
+$retriever_mode: bm25
+$bm25: !pw.stdlib.indexing.TantivyBM25Factory {{}}
+"""
+
+
+def app_yaml(*args: str, extra: str = "") -> str:
+    """:data:`APP` with ``args`` (``"name: value"`` lines) as the parser's arguments, then ``extra``."""
+    return APP.format(args="\n".join(f"  {a}" for a in args)) + extra
+
 
 class CountingParser(pw.UDF):
     """Paragraphs of a UTF-8 file as elements, each with its number; ``upper`` changes what it returns,

@@ -4,18 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from counting_parser import app_yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 
-APP = """
-$parser: !counting_parser.CountingParser
-  upper: $upper
-$upper: false
-$splitter: !ragsweep.pipeline.chunking.OffsetTokenCountSplitter
-  min_tokens: 5
-  max_tokens: 40
-$retriever_mode: bm25
-$bm25: !pw.stdlib.indexing.TantivyBM25Factory {}
-"""
+APP = app_yaml("upper: $upper", extra="$upper: false\n")
 
 
 def test_a_second_run_parses_nothing_and_a_parser_argument_parses_again(tmp_path, monkeypatch):

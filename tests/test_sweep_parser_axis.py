@@ -9,22 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from counting_parser import app_yaml
 from ragsweep.report.runs import read_config_cases
 
 TESTS = Path(__file__).resolve().parent
 RAGSWEEP = Path(sys.executable).parent / "ragsweep"
 
-APP = """
-$parser: !counting_parser.CountingParser
-  upper: $upper
-$upper: false
-$splitter: !ragsweep.pipeline.chunking.OffsetTokenCountSplitter
-  min_tokens: 5
-  max_tokens: 40
-$retriever_mode: bm25
-$bm25: !pw.stdlib.indexing.TantivyBM25Factory {}
-$top_k: 1
-"""
+APP = app_yaml("upper: $upper", extra="$upper: false\n$top_k: 1\n")
 
 GRID = """
 grid:

@@ -8,18 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from counting_parser import app_yaml
+
 TESTS = Path(__file__).resolve().parent
 RAGSWEEP = Path(sys.executable).parent / "ragsweep"
 
-APP = """
-$parser: !counting_parser.CountingParser
-  first_only: true
-$splitter: !ragsweep.pipeline.chunking.OffsetTokenCountSplitter
-  min_tokens: 5
-  max_tokens: 40
-$retriever_mode: bm25
-$bm25: !pw.stdlib.indexing.TantivyBM25Factory {}
-"""
+APP = app_yaml("first_only: true")
 
 
 def _validate(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
