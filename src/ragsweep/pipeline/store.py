@@ -485,17 +485,7 @@ class RagStore:
 
         count_tokens = _token_counter()
         chunks = sorted(  # tokens: what the index holds and serves of the chunk, its header included
-            (
-                ChunkInfo(
-                    doc_id=row.doc_id,
-                    start=row.start,
-                    end=row.end,
-                    tokens=count_tokens(row.header + row.text),
-                    text=row.text,
-                    header=row.header,
-                )
-                for row in chunk_rows.values()
-            ),
+            (ChunkInfo(**row._asdict(), tokens=count_tokens(row.header + row.text)) for row in chunk_rows.values()),
             key=lambda c: (c.doc_id, c.start),
         )
         timings = {"split": OffsetTokenCountSplitter.seconds - split_before, "embed": getattr(embedder, "seconds", 0.0)}
