@@ -27,7 +27,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, cast
 
 import numpy as np
 from pydantic import BaseModel
@@ -222,6 +222,25 @@ def _count_tokens(text: str) -> int:
     return len(_encoding().encode_ordinary(text))
 
 
+class KeptEmbedder(Protocol):
+    """An app embedder once :func:`keep_and_cache` has put the cache and the counters in front of it."""
+
+    __wrapped__: Callable[..., Any]
+    failure: AppComponentError | None  # the first failure of the run, raised after ``pw.run``
+    usage: EmbedderUsage
+    component: str  # its label, as the manifest names it
+    embedded_count: int
+    seconds: float
+    on_progress: Callable[[int], object] | None
+
+    def not_cached(self, texts: list[str]) -> list[str]: ...
+
+
+def is_kept(embedder: object) -> TypeGuard[KeptEmbedder]:
+    """An app embedder :func:`keep_and_cache` has wrapped (ragsweep's own carry no ``usage``)."""
+    return hasattr(embedder, "usage")
+
+
 def is_app_embedder(embedder: object) -> bool:
     """A Pathway embedder of the app's (not one of ragsweep's, which cache themselves)."""
     return embedder is not None and not hasattr(embedder, "embedded_count") and hasattr(embedder, "__wrapped__")
@@ -230,28 +249,27 @@ def is_app_embedder(embedder: object) -> bool:
 PROBE_TEXT = "."  # what Pathway itself embeds to learn a dimension
 
 
-def check_endpoint(embedder: Any) -> None:
+def check_endpoint(embedder: object) -> None:
     """Embed one short text through an app embedder before ``pw.run`` (cached: one call ever per
     component), so an endpoint that is down, refuses the key or keeps rate-limiting is an
     :class:`AppComponentError` here, in Python, rather than a panic of Pathway's engine mid-run."""
-    if not hasattr(embedder, "usage"):
+    if not is_kept(embedder):
         return
     client = getattr(embedder, "client", None)
     result = embedder.__wrapped__([PROBE_TEXT])
     if asyncio.iscoroutine(result):
         asyncio.run(result)
         if hasattr(embedder, "client"):  # made on this probe's event loop, which is closed now: Pathway's makes its own
-            embedder.client = client
+            setattr(embedder, "client", client)  # noqa: B010 (an attribute KeptEmbedder does not declare)
 
 
-def estimate_embeddings(embedder: Any, texts: list[str], price_per_1k: float | None) -> EmbeddingSpend | None:
+def estimate_embeddings(embedder: object, texts: list[str], price_per_1k: float | None) -> EmbeddingSpend | None:
     """What embedding ``texts`` through an app embedder would send, without a call: the texts its
     vector cache lacks (each once), their tokens, and its calls (batches of its batch size, and the
     probe of :func:`check_endpoint` when that is not cached either)."""
-    lacking = getattr(embedder, "not_cached", None)
-    if lacking is None:
+    if not is_kept(embedder):
         return None
-    missing = lacking(list(dict.fromkeys([PROBE_TEXT, *texts])))
+    missing = embedder.not_cached(list(dict.fromkeys([PROBE_TEXT, *texts])))
     batch = int(getattr(embedder, "max_batch_size", None) or 1)
     probe = int(PROBE_TEXT in missing)
     rest = [t for t in missing if t != PROBE_TEXT]
@@ -270,7 +288,7 @@ class _DropComponentErrors(logging.Filter):
     """Once an app component has failed, Pathway's engine logs every row that failure reached (the
     row itself, each operator it flows into): the run ends with one message instead."""
 
-    def __init__(self, embedder: Any):
+    def __init__(self, embedder: KeptEmbedder):
         super().__init__()
         self.embedder = embedder
 
@@ -279,11 +297,11 @@ class _DropComponentErrors(logging.Filter):
 
 
 @contextlib.contextmanager
-def run_with(embedder: Any) -> Iterator[dict[str, Any]]:
+def run_with(embedder: object) -> Iterator[dict[str, bool]]:
     """Around a ``pw.run`` over an app embedder: the run's options (a row the embedder fails on does
     not end the run in a panic of Pathway's engine) and, after it, the embedder's failure raised as
     one :class:`AppComponentError`. Without an app embedder: nothing changes."""
-    if not hasattr(embedder, "usage"):
+    if not is_kept(embedder):
         yield {}
         return
     embedder.failure = None
@@ -343,12 +361,13 @@ def keep_and_cache(embedder: Any, label: str, identity: str, cache_dir: str | Pa
 
     embedder.__wrapped__ = wrapped
     embedder.func = embedder._wrap_function()
-    embedder.not_cached = cached.not_cached
-    embedder.usage = cached.usage
-    embedder.component = label
-    embedder.embedded_count = 0
-    embedder.seconds = 0.0
-    embedder.on_progress = None
+    kept = cast(KeptEmbedder, embedder)  # what the lines below make of it
+    kept.not_cached = cached.not_cached  # type: ignore[method-assign]
+    kept.usage = cached.usage
+    kept.component = label
+    kept.embedded_count = 0
+    kept.seconds = 0.0
+    kept.on_progress = None
 
 
 class _Plan:
@@ -364,7 +383,9 @@ class _CachedEmbedding:
     """The cache-then-call steps around one app embedder; its sync and async wrappers share them."""
 
     def __init__(self, embedder: Any, label: str, identity: str, cache: VectorCache):
-        self.embedder, self.label, self.identity, self.cache = embedder, label, identity, cache
+        # the embedder keep_and_cache is making a KeptEmbedder of (its counters set before any call)
+        self.embedder: KeptEmbedder = embedder
+        self.label, self.identity, self.cache = label, identity, cache
         self.usage = usage_of(label, identity)
         self.lock = threading.Lock()
         self.in_flight: dict[int, dict[str, asyncio.Future]] = {}  # per event loop: text key -> its vector

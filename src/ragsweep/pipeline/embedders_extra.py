@@ -19,14 +19,19 @@ sweep read.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from pathway.xpacks.llm.embedders import BaseEmbedder
 
 from ragsweep.core.offline import ensure_offline
 from ragsweep.pipeline.embedding_base import MissingModelError, attach_cache, embed_through_cache
+
+if TYPE_CHECKING:
+    from ragsweep.pipeline.embedding_base import EmbeddingCache
 
 USE_MULTILINGUAL = "use-multilingual"
 USE_DIMENSION = 512
@@ -68,6 +73,14 @@ class UseMultilingualEmbedder(BaseEmbedder):
         cache_dir: where ``embeddings.sqlite`` lives; ``None`` uses the ragsweep
             cache folder; ``False`` disables the cache.
     """
+
+    if TYPE_CHECKING:  # what attach_cache sets (see CachingEmbedder)
+        embedder_id: str
+        cache: EmbeddingCache
+        embedded_count: int
+        requested_count: int
+        seconds: float
+        on_progress: Callable[[int], object] | None
 
     def __init__(
         self,

@@ -44,7 +44,7 @@ import shutil
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 from pathway.xpacks.llm.embedders import BaseEmbedder
@@ -53,6 +53,9 @@ from ragsweep.core.cache_files import default_cache_dir
 from ragsweep.core.offline import embedder_model_path, ensure_offline
 from ragsweep.pipeline.embedders_extra import USE_MULTILINGUAL, UseMultilingualEmbedder
 from ragsweep.pipeline.embedding_base import MissingModelError, attach_cache, embed_through_cache
+
+if TYPE_CHECKING:
+    from ragsweep.pipeline.embedding_base import EmbeddingCache
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 MPNET_MODEL = "all-mpnet-base-v2"
@@ -455,6 +458,14 @@ class CachedSentenceTransformerEmbedder(BaseEmbedder):
     pipeline is built, never mid-run. The model itself is loaded on the first text that the
     cache does not hold, and the dimension of a registered model is known without loading it.
     """
+
+    if TYPE_CHECKING:  # what attach_cache sets (see CachingEmbedder)
+        embedder_id: str
+        cache: EmbeddingCache
+        embedded_count: int
+        requested_count: int
+        seconds: float
+        on_progress: Callable[[int], object] | None
 
     def __new__(cls, model: str = DEFAULT_MODEL, *args, **kwargs):
         spec = find_model(model) if isinstance(model, str) else None

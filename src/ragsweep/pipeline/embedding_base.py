@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -80,12 +80,25 @@ class EmbeddingCache:
             self._db.close()
 
 
+class CachingEmbedder(Protocol):
+    """One of ragsweep's embedders: its vector cache and the counters :func:`attach_cache` zeroes."""
+
+    embedder_id: str
+    cache: EmbeddingCache
+    embedded_count: int  # texts that really went through the model
+    requested_count: int
+    seconds: float
+    on_progress: Callable[[int], object] | None  # called with the texts of each call, for a progress bar
+
+
 # Pathway may call an embedder for several batches at once (one question asked at several depths
 # lands in several rows): one lock makes a text embedded by one call a cache hit for the next.
 EMBED_LOCK = threading.RLock()
 
 
-def embed_through_cache(embedder: Any, texts: list[str], encode: Callable[[list[str]], Any]) -> list[np.ndarray]:
+def embed_through_cache(
+    embedder: CachingEmbedder, texts: list[str], encode: Callable[[list[str]], Any]
+) -> list[np.ndarray]:
     """``texts``' vectors: from ``embedder.cache`` where it holds them, the rest by ``encode`` (each
     distinct text once) and stored; the embedder's counters, time and progress callback updated."""
     started = time.perf_counter()
@@ -109,7 +122,7 @@ def embed_through_cache(embedder: Any, texts: list[str], encode: Callable[[list[
     return [found[k] for k in keys]
 
 
-def attach_cache(embedder: Any, cache_dir: Any) -> None:
+def attach_cache(embedder: CachingEmbedder, cache_dir: str | Path | bool | None) -> None:
     """Give an embedder its vector cache (``cache_dir`` False: none; None: the default folder) and
     zeroed counters, which :func:`embed_through_cache` keeps."""
     cache_path = None

@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -38,8 +38,14 @@ from ragsweep.pipeline.routing import doc_filter, serving_store  # noqa: E402
 from ragsweep.pipeline.served_cache import ServedCache  # noqa: E402
 from ragsweep.pipeline.serving import DocumentStore, safe_question  # noqa: E402
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 DOCS_TIME = 2
 QUERIES_TIME = 4
+
+# One item of what the DocumentStore serves for a query: {"text", "metadata", "dist"} (JSON from Pathway).
+ServedItem = dict[str, Any]
 
 
 class ChunkInfo(BaseModel):
@@ -81,6 +87,37 @@ class Query:
     prefix_ks: tuple[int, ...] = ()
 
 
+class ChunkRow(NamedTuple):
+    """A chunk as the index holds it: where it is in its document, its text and its header."""
+
+    doc_id: str
+    start: int
+    end: int
+    text: str
+    header: str
+
+
+class _Ranked(NamedTuple):
+    """A served chunk with its score (the negated distance), in the order ranking sorts by."""
+
+    score: float
+    doc_id: str
+    start: int
+    end: int
+    text: str
+    header: str
+
+
+class ServedBatch(NamedTuple):
+    """What one or more Pathway runs served: each query's raw list (by position), the chunk
+    table, how many texts the embedder really embedded, and the split and embed seconds."""
+
+    answers: dict[int, list[ServedItem]]
+    chunks: list[ChunkInfo]
+    embedded_texts: int
+    timings: dict[str, float]
+
+
 @dataclass
 class StoreRun:
     hits: list[list[Hit]]
@@ -114,7 +151,7 @@ def scope_filter(doc_scope: list[str] | None) -> str | None:
     return doc_filter(doc_scope)
 
 
-def _token_counter():
+def _token_counter() -> Callable[[str], int]:
     import tiktoken
 
     enc = tiktoken.get_encoding("cl100k_base")
@@ -141,17 +178,17 @@ def prefix_exact(retriever_factory: Any) -> bool:
     return exact_index(retriever_factory)
 
 
-def _served_order(raw: list[dict] | None) -> list[dict]:
+def _served_order(raw: list[ServedItem] | None) -> list[ServedItem]:
     """The store's reply in the order it served it (DocumentStore sorts by distance, stably)."""
     return sorted(list(raw or []), key=lambda item: float(item.get("dist", 0.0)))
 
 
 def _rank_hits(
-    raw: list[dict], k: int, texts: dict[str, ParsedDocument], shared: dict[str, str] | None = None
+    raw: list[ServedItem], k: int, texts: dict[str, ParsedDocument], shared: dict[str, str] | None = None
 ) -> list[Hit]:
     """What the store served for k, in a deterministic order: score desc, then doc id,
     then offset. Only the order among exactly equal scores is ours; the set is Pathway's."""
-    rows = []
+    rows: list[_Ranked] = []
     for item in raw:
         meta = item.get("metadata") or {}
         doc_id = str(meta.get("doc_id") or meta.get("path") or "")
@@ -159,8 +196,8 @@ def _rank_hits(
         if shared is not None:  # one str per chunk text, however many lists it is in
             text, header = shared.setdefault(text, text), shared.setdefault(header, header)
         start, end = _offsets(meta, text, texts.get(doc_id))
-        rows.append((-float(item.get("dist", 0.0)), doc_id, start, end, text, header))
-    rows.sort(key=lambda r: (-r[0], r[1], r[2]))
+        rows.append(_Ranked(-float(item.get("dist", 0.0)), doc_id, start, end, text, header))
+    rows.sort(key=lambda r: (-r.score, r.doc_id, r.start))
     seen: set[tuple[str, int]] = set()
     hits: list[Hit] = []
     for score, doc_id, start, end, text, header in rows:
@@ -194,7 +231,7 @@ class _Cached:
     index_key: str | None
     keys: list[str]  # per query (empty without a cache)
     table_key: str
-    stored: dict[str, Any]  # query key -> served list, texts put back
+    stored: dict[str, list[ServedItem]]  # query key -> served list, texts put back
     stored_chunks: list[dict[str, Any]] | None  # the chunk table
     table_texts: dict[str, str] | None
     todo: list[int]  # the queries to ask of Pathway
@@ -221,7 +258,7 @@ def _read_cache(config: PipelineConfig, corpus: Corpus, queries: list[Query], ca
 
 
 def _store_served(
-    cache: ServedCache, cached: _Cached, part: list[int], answers: dict[int, Any], chunks: list[ChunkInfo]
+    cache: ServedCache, cached: _Cached, part: list[int], answers: dict[int, list[ServedItem]], chunks: list[ChunkInfo]
 ) -> None:
     """The chunk table once, then each list of ``part`` without the texts the table holds."""
     table = [c.model_dump() for c in chunks]
@@ -379,7 +416,7 @@ class RagStore:
         progress: bool,
         cached: _Cached,
         cache: ServedCache | None,
-    ) -> tuple[dict[int, Any], list[ChunkInfo], int, dict[str, float]]:
+    ) -> ServedBatch:
         """The queries the cache did not answer, asked of Pathway (the stored ones added as they
         are); what Pathway served is stored. Same result as :meth:`_serve`."""
         answers = {i: cached.stored[key] for i, key in enumerate(cached.keys) if key in cached.stored}
@@ -389,20 +426,17 @@ class RagStore:
         # in flight; every run indexes the same chunks (split and embeddings from the caches)
         for first in range(0, max(1, len(cached.todo)), queries_per_run()):
             part = cached.todo[first : first + queries_per_run()]
-            served, part_chunks, part_embedded, part_timings = self._serve([queries[i] for i in part], texts, progress)
-            answers.update({part[j]: value for j, value in served.items()})
-            chunks = chunks or part_chunks
-            embedded += part_embedded
-            timings = {name: timings[name] + part_timings[name] for name in timings}
+            batch = self._serve([queries[i] for i in part], texts, progress)
+            answers.update({part[j]: value for j, value in batch.answers.items()})
+            chunks = chunks or batch.chunks
+            embedded += batch.embedded_texts
+            timings = {name: timings[name] + batch.timings[name] for name in timings}
             if cached.index_key and cache is not None:
                 _store_served(cache, cached, part, answers, chunks)
-        return answers, chunks, embedded, timings
+        return ServedBatch(answers, chunks, embedded, timings)
 
-    def _serve(
-        self, queries: list[Query], texts: dict[str, ParsedDocument], progress: bool
-    ) -> tuple[dict[int, Any], list[ChunkInfo], int, dict[str, float]]:
-        """One Pathway run: the raw result of each query (by position), the chunk table,
-        how many texts the embedder really embedded, and the split and embed seconds."""
+    def _serve(self, queries: list[Query], texts: dict[str, ParsedDocument], progress: bool) -> ServedBatch:
+        """One Pathway run (see :class:`ServedBatch`)."""
         from ragsweep.pipeline.chunking import OffsetTokenCountSplitter
 
         pipeline = self.config.build()
@@ -412,18 +446,19 @@ class RagStore:
         split_before = OffsetTokenCountSplitter.seconds
         store, results = self._build_graph(pipeline, queries)
 
-        chunk_rows: dict[Any, tuple[str, int, int, str, str]] = {}
+        chunk_rows: dict[pw.Pointer, ChunkRow] = {}
 
         def on_chunk(key, row, time, is_addition):
             if is_addition:
                 meta = row["metadata"].as_dict() if hasattr(row["metadata"], "as_dict") else dict(row["metadata"])
                 doc_id = str(meta.get("doc_id") or meta.get("path"))
                 header, text = split_header(row["text"], meta)
-                chunk_rows[key] = (doc_id, *_offsets(meta, text, texts.get(doc_id)), text, header)
+                start, end = _offsets(meta, text, texts.get(doc_id))
+                chunk_rows[key] = ChunkRow(doc_id, start, end, text, header)
             else:
                 chunk_rows.pop(key, None)
 
-        answers: dict[int, Any] = {}
+        answers: dict[int, list[ServedItem]] = {}
 
         def on_result(key, row, time, is_addition):
             if is_addition:
@@ -450,14 +485,11 @@ class RagStore:
 
         count_tokens = _token_counter()
         chunks = sorted(  # tokens: what the index holds and serves of the chunk, its header included
-            (
-                ChunkInfo(doc_id=d, start=s, end=e, tokens=count_tokens(h + t), text=t, header=h)
-                for d, s, e, t, h in chunk_rows.values()
-            ),
+            (ChunkInfo(**row._asdict(), tokens=count_tokens(row.header + row.text)) for row in chunk_rows.values()),
             key=lambda c: (c.doc_id, c.start),
         )
         timings = {"split": OffsetTokenCountSplitter.seconds - split_before, "embed": getattr(embedder, "seconds", 0.0)}
-        return answers, chunks, getattr(embedder, "embedded_count", 0) - embedded_before, timings
+        return ServedBatch(answers, chunks, getattr(embedder, "embedded_count", 0) - embedded_before, timings)
 
     # ----------------------------------------------------------------- API
     def retrieve(
