@@ -71,8 +71,8 @@ def test_the_python_api_runs_on_an_executor_registered_here(recording):
     added = ragsweep.evaluate(PIPELINE, MINI, limit=LIMIT, executor="recording")
     [executor] = recording
     assert executor.asked == [[c.id for c in local.cases]] and executor.closed
-    assert added.manifest["executor"] == {"name": "recording"}
-    assert local.manifest["executor"] == {"name": "local"}
+    assert added.manifest.executor == {"name": "recording"}
+    assert local.manifest.executor == {"name": "local"}
     assert [c.model_dump() for c in added.cases] == [c.model_dump() for c in local.cases]
     assert added.metrics == local.metrics
 

@@ -31,7 +31,7 @@ def test_evaluate_returns_a_typed_report_and_writes_nothing(report, tmp_path, mo
     assert value is not None and low <= value <= high
     assert report.counts["recall@5"].n + report.counts["recall@5"].missing == 30
     assert 0 <= report.chance("recall@5") <= report.baselines["recall@5"]["oracle"] <= 1
-    assert report.manifest["pipeline"]["hash"]
+    assert report.manifest.pipeline["hash"]
 
 
 def test_evaluate_takes_cases_built_in_python(tmp_path):
@@ -82,7 +82,7 @@ def test_a_pipeline_config_is_used_as_it_is(monkeypatch):
 
     monkeypatch.setattr(PipelineConfig, "load", no_load)
     report = ragsweep.evaluate(config, MINI, limit=3)
-    assert report.top_k == 3 and report.manifest["pipeline"]["hash"] == config.hash
+    assert report.top_k == 3 and report.manifest.pipeline["hash"] == config.hash
 
 
 def test_assert_quality_failure_names_metric_ci_chance_and_worst_cases():

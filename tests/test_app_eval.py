@@ -161,10 +161,10 @@ def test_the_users_app_is_evaluated_as_it_serves(first_run):
         assert case.question in embedded, f"the question {case.question!r} was never embedded by the app's model"
 
     # what the run says it spent is what the endpoint received
-    spent = run.manifest["spent"]["embeddings"]
+    spent = run.manifest.model_dump()["spent"]["embeddings"]
     assert spent["components"] == ["$embedder"]
     assert spent["calls"] == len(embeddings) and spent["texts"] == len(_embedded_texts(first_run["log"]))
-    assert run.manifest["embedder"] == f"$embedder: OpenAIEmbedder({APP_EMBED_MODEL})"
+    assert run.manifest.embedder == f"$embedder: OpenAIEmbedder({APP_EMBED_MODEL})"
 
     per_doc = _chunks_per_doc(first_run["run_dir"])
     for case in run.cases:
@@ -186,9 +186,9 @@ def test_a_second_run_makes_no_embedding_call(first_run, monkeypatch):
     assert embedding_calls == [], f"{len(embedding_calls)} embedding request(s) on an unchanged re-run"
 
     first, second = read_run(first_run["run_dir"]), read_run(first_run["out"] / "second")
-    assert second.manifest["spent"]["embeddings"]["calls"] == 0
-    assert second.manifest["retrieval"]["asked_pathway"] > 0, second.manifest["retrieval"]
-    assert second.manifest["retrieval"]["from_served_cache"] == 0, second.manifest["retrieval"]
+    assert second.manifest.spent.embeddings.calls == 0
+    assert second.manifest.retrieval.asked_pathway > 0, second.manifest.retrieval
+    assert second.manifest.retrieval.from_served_cache == 0, second.manifest.retrieval
     assert _served(second) == _served(first), "the vector cache changed what the app serves"
 
 
@@ -201,7 +201,7 @@ def test_dry_run_estimates_the_embedding_calls_without_one(first_run, tmp_path, 
     assert _eval(tmp_path / "runs", "dry", "--dry-run", "--llm") == 0
     assert server.requests == 0, "a dry run called the endpoint"
     estimate = json.loads(capsys.readouterr().out)
-    spent = read_run(first_run["run_dir"]).manifest["spent"]["embeddings"]
+    spent = read_run(first_run["run_dir"]).manifest.model_dump()["spent"]["embeddings"]
     assert estimate["embeddings"]["texts"] == spent["texts"] and estimate["embeddings"]["tokens"] == spent["tokens"]
     assert estimate["answer"]["calls"] == LIMIT
     assert not (tmp_path / "runs" / "dry").exists()

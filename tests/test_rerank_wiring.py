@@ -28,7 +28,7 @@ def test_eval_with_a_reranker_scores_the_reranked_lists():
     scores = [h.rerank_score for h in case.hits]
     assert scores == sorted(scores, reverse=True)
     assert any(h.retrieval_rank != h.rank for c in report.cases for h in c.hits)  # the order really changed
-    assert report.manifest["stage_seconds"].get("rerank") is not None
+    assert report.manifest.stage_seconds.get("rerank") is not None
 
 
 def _hits(sweep_dir: Path, config_id: str) -> dict[str, list[dict[str, Any]]]:

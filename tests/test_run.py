@@ -71,7 +71,7 @@ def test_eval_writes_a_complete_run_folder(tmp_path):
         assert name in report.metrics
     assert "recall@5" in report.intervals
     assert set(report.groups) == {"type", "document"}
-    manifest = report.manifest
+    manifest = report.manifest.model_dump()
     for key in ("pipeline", "dataset", "corpus", "packages", "git_commit", "timestamps", "stage_seconds"):
         assert key in manifest
     assert manifest["pipeline"]["hash"] and manifest["corpus"]["hash"]

@@ -35,7 +35,8 @@ def test_llm_answers_judge_and_ragas_llm_end_to_end(fake_server, tmp_path, monke
         assert case["judge"] is not None and case["judge"]["is_correct"] is not None
         assert "ragas_llm_faithfulness" in case["metrics"] and "ragas_llm_answer_correctness" in case["metrics"]
     assert "judge_correct" in report.metrics and "ragas_llm_faithfulness" in report.metrics
-    assert report.manifest["llm"]["model"] == "fake-model" and report.manifest["llm"]["api_key_set"]
+    assert report.manifest.llm is not None
+    assert report.manifest.llm["model"] == "fake-model" and report.manifest.llm["api_key_set"]
     for path in run_dir.iterdir():
         assert SECRET not in path.read_text(errors="ignore"), f"the API key leaked into {path.name}"
 

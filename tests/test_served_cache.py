@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from ragsweep.commands.eval import EvalOptions, run_eval
+from ragsweep.evaluation.manifest import RetrievalCounts
 from ragsweep.pipeline import served_cache
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import parse_corpus
@@ -143,10 +144,10 @@ def test_eval_reports_cache_use_and_fresh_retrieval_asks_again(tmp_path, monkeyp
     _, cold = run_eval(EvalOptions(**base, name="cold"))
     _, warm = run_eval(EvalOptions(**base, name="warm"))
     _, fresh = run_eval(EvalOptions(**base, name="fresh", fresh_retrieval=True))
-    asked = cold.manifest["retrieval"]["queries"]
-    assert asked > 0 and cold.manifest["retrieval"]["from_served_cache"] == 0
-    assert warm.manifest["retrieval"] == {"queries": asked, "from_served_cache": asked, "asked_pathway": 0}
-    assert fresh.manifest["retrieval"]["from_served_cache"] == 0
+    asked = cold.manifest.retrieval.queries
+    assert asked > 0 and cold.manifest.retrieval.from_served_cache == 0
+    assert warm.manifest.retrieval == RetrievalCounts(queries=asked, from_served_cache=asked, asked_pathway=0)
+    assert fresh.manifest.retrieval.from_served_cache == 0
     assert warm.metrics == cold.metrics == fresh.metrics
     monkeypatch.setenv("RAGSWEEP_SERVED_CACHE", "0")
     assert ServedCache.default() is None
@@ -178,10 +179,10 @@ def test_evaluate_takes_the_served_cache_and_fresh_retrieval(tmp_path, monkeypat
     cold = evaluate(*args, limit=5, workers=1)
     warm = evaluate(*args, limit=5)
     fresh = evaluate(*args, limit=5, fresh_retrieval=True)
-    asked = cold.manifest["retrieval"]["queries"]
-    assert asked > 0 and cold.manifest["retrieval"]["asked_pathway"] == asked
-    assert warm.manifest["retrieval"] == {"queries": asked, "from_served_cache": asked, "asked_pathway": 0}
-    assert fresh.manifest["retrieval"] == {"queries": asked, "from_served_cache": 0, "asked_pathway": asked}
+    asked = cold.manifest.retrieval.queries
+    assert asked > 0 and cold.manifest.retrieval.asked_pathway == asked
+    assert warm.manifest.retrieval == RetrievalCounts(queries=asked, from_served_cache=asked, asked_pathway=0)
+    assert fresh.manifest.retrieval == RetrievalCounts(queries=asked, from_served_cache=0, asked_pathway=asked)
     assert warm.metrics == cold.metrics == fresh.metrics
 
 

@@ -116,7 +116,7 @@ def test_sweep_does_no_work_twice(tmp_path, counters):
     cases = list(load_dataset(str(DATASET)).cases)[:LIMIT]
     expected |= {sanitize_query(c.question) for c in cases}
     assert set(encoded) - {"."} == expected  # "." at most: a dimension probe
-    assert report.manifest["embedded_texts_this_run"] == sum(encoded.values())
+    assert report.manifest.embedded_texts_this_run == sum(encoded.values())
     counters["parsed"].clear()
 
     # ---- report files
@@ -135,7 +135,7 @@ def test_sweep_does_no_work_twice(tmp_path, counters):
     _, report2 = run_sweep(options(name="second"))
     assert sum(counters["parsed"].values()) == 0
     assert sum(encoded.values()) == encoded_before
-    assert report2.manifest["embedded_texts_this_run"] == 0
+    assert report2.manifest.embedded_texts_this_run == 0
     assert counters["runs"] - runs_before == 4
 
     # ---- resume: drop one finished configuration; only its index group reruns, nothing else is rewritten

@@ -298,7 +298,7 @@ class _Manifest(BaseModel):
 
 
 def _manifest(report: Any) -> _Manifest:
-    return _Manifest.model_validate(report.manifest)
+    return _Manifest.model_validate(report.manifest.model_dump())
 
 
 def _roots(pipe: Setting, data: Setting, options: dict[str, Any], report: Any) -> list[Path]:

@@ -34,6 +34,7 @@ from pydantic import BaseModel, Field, model_serializer
 from ragsweep.answer.base import Answer
 from ragsweep.core.hits import Hit, chunk_id, chunk_key
 from ragsweep.datasets.schema import Case, RelevanceConfig
+from ragsweep.evaluation.manifest import RunManifest, SweepManifest
 from ragsweep.metrics.judge import JudgeVerdict
 from ragsweep.metrics.registry import at_k_families, budget_names, leveled_names, ranking_metrics
 from ragsweep.metrics.relevance import UnlocatedSpan
@@ -184,7 +185,7 @@ class RunResult(Aggregate):
     unlocated: UnlocatedReport = Field(default_factory=UnlocatedReport)
     # how far the LLM metrics can be trusted (ragsweep.evaluation.judge_report.judge_section); None without them
     judge: dict[str, Any] | None = None
-    manifest: dict[str, Any] = Field(default_factory=dict)
+    manifest: RunManifest = Field(default_factory=RunManifest)
     cases: list[CaseResult] = Field(default_factory=list, exclude=True)
     run_dir: str | None = Field(default=None, exclude=True)
     seconds: float = Field(default=0.0, exclude=True)
@@ -271,7 +272,7 @@ class SweepResult(BaseModel):
     verdict: HoldoutVerdict | None = None
     # the cases whose evidence is found in no parsed document (the same in every configuration: one parse)
     unlocated: UnlocatedReport = Field(default_factory=UnlocatedReport)
-    manifest: dict[str, Any] = Field(default_factory=dict)
+    manifest: SweepManifest = Field(default_factory=SweepManifest)
     sweep_dir: str | None = Field(default=None, exclude=True)
 
     def config(self, config_id: str) -> ConfigResult:

@@ -32,6 +32,7 @@ from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.answering import llm_calls, metric_temperature, prepare_answering
 from ragsweep.evaluation.context import RunContext, RunState
 from ragsweep.evaluation.loop import Answering, Evaluated, evaluate_configuration, scored_ks
+from ragsweep.evaluation.manifest import CorpusManifest, DatasetManifest, RetrievalCounts, RunManifest, Timestamps
 from ragsweep.evaluation.records import AnswerCounts, AnswerErrors, CaseResult, RunResult, metric_names
 from ragsweep.evaluation.runfolder import RunCaseFile, RunFolder, git_commit, now, package_versions
 from ragsweep.evaluation.scoring import aggregate, unlocated_report
@@ -143,19 +144,19 @@ def _add_spent(
     """What the store was asked, what the app's endpoints spent, ragsweep's LLM calls, where it ran."""
     retrieved = evaluated.retrieved
     if retrieved is not None and retrieved.queries:  # resumed runs may have asked nothing in this process
-        result.manifest["retrieval"] = {
-            "queries": retrieved.queries,
-            "from_served_cache": retrieved.from_cache,
-            "asked_pathway": retrieved.queries - retrieved.from_cache,
-        }
+        result.manifest.retrieval = RetrievalCounts(
+            queries=retrieved.queries,
+            from_served_cache=retrieved.from_cache,
+            asked_pathway=retrieved.queries - retrieved.from_cache,
+        )
     usage = getattr(answering.answerer, "usage", None)
     spent = Spent(
         embeddings=usage_since(embedded_before, config.variables.embedding_price_per_1k),
         app_llm=usage() if usage is not None else None,
     )
-    result.manifest["spent"] = spent.model_dump()
-    result.manifest["llm_calls"] = llm_calls(answering)
-    result.manifest["executor"] = executor.describe()
+    result.manifest.spent = spent
+    result.manifest.llm_calls = llm_calls(answering)
+    result.manifest.executor = executor.describe()
 
 
 def write_run(folder: RunFolder, result: RunResult, complete: bool) -> None:
@@ -232,42 +233,42 @@ def manifest(
     answering: Answering,
     state: RunState,
     stage: dict[str, float],
-) -> dict[str, Any]:
+) -> RunManifest:
     """Everything needed to know what ran (secrets masked)."""
     selection = settings.selection
-    return {
-        "pipeline": {**config.manifest(), "text": config.public_text()},
-        "dataset": {
-            "path": selection.dataset,
-            "name": dataset.name,
-            "hash": state.dataset_hash,
-            "split": selection.split,
-            "limit": selection.limit,
-            "sample": selection.sample,
-            "seed": selection.seed,
-            "relevance": dataset.relevance.model_dump(),
-        },
-        "corpus": corpus_manifest(dataset, corpus),
-        "embedder": config.variables.embedder_model or config.embedder_description(),
-        "llm": answering.llm_settings.public_dict() if answering.llm_settings is not None else None,
-        "prompt": getattr(answering.answerer, "prompt_template", None),
-        "packages": package_versions(),
-        "git_commit": git_commit(),
-        "python": sys.version.split()[0],
-        "timestamps": {"started": state.started_at, "finished": now()},
-        "stage_seconds": {k: round(v, 3) for k, v in stage.items()},
-    }
+    return RunManifest(
+        pipeline={**config.manifest(), "text": config.public_text()},
+        dataset=DatasetManifest(
+            path=selection.dataset,
+            name=dataset.name,
+            hash=state.dataset_hash,
+            split=selection.split,
+            limit=selection.limit,
+            sample=selection.sample,
+            seed=selection.seed,
+            relevance=dataset.relevance.model_dump(),
+        ),
+        corpus=corpus_manifest(dataset, corpus),
+        embedder=config.variables.embedder_model or config.embedder_description(),
+        llm=answering.llm_settings.public_dict() if answering.llm_settings is not None else None,
+        prompt=getattr(answering.answerer, "prompt_template", None),
+        packages=package_versions(),
+        git_commit=git_commit(),
+        python=sys.version.split()[0],
+        timestamps=Timestamps(started=state.started_at, finished=now()),
+        stage_seconds={k: round(v, 3) for k, v in stage.items()},
+    )
 
 
-def corpus_manifest(dataset: Dataset, corpus: Corpus) -> dict[str, Any]:
-    return {
-        "docs_dir": str(dataset.docs_dir),
-        "hash": corpus.content_hash,
-        "documents": len(corpus.documents),
-        "skipped": [s.model_dump() for s in corpus.skipped],
-        "pdf_pipeline": corpus.pdf_pipeline,
-        "parsers": sorted({d.parser for d in corpus.documents}),
-        "parse_warnings": {
+def corpus_manifest(dataset: Dataset, corpus: Corpus) -> CorpusManifest:
+    return CorpusManifest(
+        docs_dir=str(dataset.docs_dir),
+        hash=corpus.content_hash,
+        documents=len(corpus.documents),
+        skipped=[s.model_dump() for s in corpus.skipped],
+        pdf_pipeline=corpus.pdf_pipeline,
+        parsers=sorted({d.parser for d in corpus.documents}),
+        parse_warnings={
             d.doc_id: list(getattr(d, "warnings", None) or []) for d in corpus.documents if getattr(d, "warnings", None)
         },
-    }
+    )

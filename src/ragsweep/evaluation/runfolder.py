@@ -213,7 +213,7 @@ def stored_chunk_id(doc_id: str, start: int, end: int, text: str, known: Mapping
     return f"{key}~{hashlib.sha256(text.encode('utf-8')).hexdigest()[:12]}"
 
 
-def append_chunks(path: Path, hits: Iterable[Any], known: dict[str, str]) -> int:
+def append_chunks(path: Path, hits: Iterable[Hit], known: dict[str, str]) -> int:
     """Append to a chunk table (``chunks.jsonl``: one chunk a line, ``{id, doc_id, start, end, text}``, the id
     :func:`stored_chunk_id`) each chunk of ``hits`` not in ``known`` (id -> text), and add it there; return how
     many lines were written. ``hits``: anything with ``doc_id``, ``start``, ``end`` and ``text`` (a Hit, a
@@ -446,7 +446,7 @@ class RunFolder:
             self._chunk_rows = self.read_lines("chunks.jsonl")
         return self._chunk_rows
 
-    def append_chunks(self, hits: Iterable[Any]) -> None:
+    def append_chunks(self, hits: Iterable[Hit]) -> None:
         """Add to the folder's chunk table every chunk of ``hits`` it does not hold yet."""
         if self.path is None:
             return
@@ -465,7 +465,7 @@ class RunFolder:
                 hit["chunk"] = key
         return line
 
-    def write_chunk_table(self, hits: Iterable[Any]) -> None:
+    def write_chunk_table(self, hits: Iterable[Hit]) -> None:
         """The chunk table anew (an eval's: every chunk of the index, the candidates of chance/oracle)."""
         if self.path is None:
             return
@@ -539,7 +539,7 @@ class CaseFile:
     def served(self, served: Any, retrieved: Any) -> None:
         pass
 
-    def write(self, result: Any) -> None:
+    def write(self, result: CaseResult) -> None:
         if self.path is None:
             return
         if self.chunks:
@@ -549,10 +549,10 @@ class CaseFile:
             self._writer = JsonlWriter(self.path)
         self._writer.write(compact(self._line(result)))
 
-    def _line(self, result: Any) -> dict[str, Any]:
+    def _line(self, result: CaseResult) -> dict[str, Any]:
         return self.folder.refer_chunks(result.line()) if self.chunks else result.line()
 
-    def rewrite(self, results: Iterable[Any], settled: bool = False) -> None:
+    def rewrite(self, results: Iterable[CaseResult], settled: bool = False) -> None:
         """The file again from ``results`` (an atomic replace); ``settled``: see ``records.compact``."""
         if self.path is None:
             return

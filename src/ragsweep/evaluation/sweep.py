@@ -55,6 +55,7 @@ from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.answering import llm_calls, prepare_answering
 from ragsweep.evaluation.context import RunContext, SweepState
 from ragsweep.evaluation.loop import Answering, evaluate_configuration, scored_ks
+from ragsweep.evaluation.manifest import CorpusManifest, DatasetManifest, SweepManifest, Timestamps
 from ragsweep.evaluation.records import (
     Aggregate,
     CaseResult,
@@ -250,28 +251,28 @@ def run_sweep(sweep: SweepRun) -> SweepResult:
     if sweep.holdout:
         result.verdict = score_on_holdout(result, sweep, corpora)
     selection = sweep.settings.selection
-    result.manifest = {
-        "pipeline": sweep.base_config.manifest(),
-        "dataset": {
-            "path": selection.dataset,
-            "split": selection.split,
-            "limit": selection.limit,
-            "sample": selection.sample,
-            "seed": selection.seed,
-            "cases": len(sweep.cases),
-        },
-        "corpus": {
-            "hash": corpus.content_hash,
-            "documents": len(corpus.documents),
-            "pdf_pipeline": corpus.pdf_pipeline,
-        },
-        "parse_seconds": round(parse_seconds, 3),
-        "embedded_texts_this_run": embedded,
-        "executor": sweep.executor.describe(),
-        "packages": package_versions(),
-        "git_commit": git_commit(),
-        "timestamps": {"started": started_at, "finished": now()},
-    }
+    result.manifest = SweepManifest(
+        pipeline=sweep.base_config.manifest(),
+        dataset=DatasetManifest(
+            path=selection.dataset,
+            split=selection.split,
+            limit=selection.limit,
+            sample=selection.sample,
+            seed=selection.seed,
+            cases=len(sweep.cases),
+        ),
+        corpus=CorpusManifest(
+            hash=corpus.content_hash,
+            documents=len(corpus.documents),
+            pdf_pipeline=corpus.pdf_pipeline,
+        ),
+        parse_seconds=round(parse_seconds, 3),
+        embedded_texts_this_run=embedded,
+        executor=sweep.executor.describe(),
+        packages=package_versions(),
+        git_commit=git_commit(),
+        timestamps=Timestamps(started=started_at, finished=now()),
+    )
     result.sweep_dir = str(sweep.folder.path)
     sweep.folder.write_json("sweep.json", result.model_dump(mode="python"))
     return result

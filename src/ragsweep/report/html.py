@@ -508,7 +508,7 @@ def _eval_page(run_dir: Path) -> str:
 def _served_app_html(run: RunResult) -> str:
     """Where the scored run departs from the app it stands for: documents parsed by ragsweep in place of the
     app's parser (``--set parser=native``), and questions the app's own server cannot take."""
-    parse = ((run.manifest or {}).get("pipeline") or {}).get("parser") or {}
+    parse = run.manifest.pipeline.get("parser") or {}
     parts = []
     if parse.get("replaced"):
         parts.append(f'<p class="warning"><b>{esc(parse.get("note", ""))}</b></p>')

@@ -402,9 +402,9 @@ class Manifest(BaseModel):
     git_commit: str | None = None
 
     @classmethod
-    def of(cls, manifest: Mapping[str, Any] | None) -> Manifest:
+    def of(cls, manifest: Mapping[str, Any] | BaseModel | None) -> Manifest:
         """The manifest's known parts; a part of an unexpected shape is left out, never an error."""
-        data = dict(manifest or {})
+        data = manifest.model_dump() if isinstance(manifest, BaseModel) else dict(manifest or {})
         try:
             return cls.model_validate(data)
         except ValidationError as err:

@@ -8,11 +8,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from ragsweep.evaluation.judge_report import format_judge_section, format_warnings
+from ragsweep.evaluation.manifest import DatasetManifest
 from ragsweep.evaluation.records import ConfigResult, HoldoutVerdict, RunResult, SweepResult
 from ragsweep.evaluation.scoring import unlocated_lines
 from ragsweep.metrics.registry import REPEATS, lower_is_better, summary_metrics
 from ragsweep.metrics.uninformative import answerer_way, uninformative
-from ragsweep.pipeline.app_components import Spent
 
 
 def summary_table(result: RunResult) -> str:
@@ -35,9 +35,9 @@ def summary_table(result: RunResult) -> str:
         "chance: expected value under a random order of the case's candidate chunks (its scoped "
         "documents', or the corpus'); oracle: the best any order reaches"
     ]
-    if "spent" in result.manifest:
-        notes.extend(Spent.model_validate(result.manifest["spent"]).lines())
-    notes.extend(llm_call_lines(result.manifest.get("llm_calls") or {}))
+    if result.manifest.spent is not None:
+        notes.extend(result.manifest.spent.lines())
+    notes.extend(llm_call_lines(result.manifest.llm_calls))
     errors = result.answer_errors
     if errors.n:
         common = "; ".join(f"{n}x {msg}" for msg, n in list(errors.by_message.items())[:3])
@@ -172,4 +172,6 @@ def gate_passed_line(floors: Mapping[str, float], max_failure_rate: float | None
 
 def sweep_unlocated_lines(report: SweepResult) -> list[str]:
     """The sweep's unlocated cases, under its table."""
-    return unlocated_lines(report.unlocated, int(report.manifest["dataset"]["cases"]), table="sweep")
+    return unlocated_lines(
+        report.unlocated, int((report.manifest.dataset or DatasetManifest()).cases or 0), table="sweep"
+    )
