@@ -607,15 +607,9 @@ def _excess_walk(
     still uncovered, and the expected gain of the remaining ranks."""
     disc = [0.0] + [1.0 / math.log2(r + 1) for r in range(1, depth + 1)]  # disc[rank]
     excess, nodes, exceeded = 0.0, 0, False
-    gains_of: _Memo[int, list[tuple[float, int]]] = _Memo(
-        lambda covered: _marginal_gains(covered, grade, masks, members)
-    )
-    left_of: _Memo[int, float] = _Memo(
-        lambda covered: sum([grade[i] for i in range(len(grade)) if not covered >> i & 1])
-    )
-    more_of: _Memo[tuple[int, int], float] = _Memo(
-        lambda key: _expected_more(n, depth, key[0], key[1], grade, cover_count)
-    )
+    gains_of = _Memo[int, list[tuple[float, int]]](lambda covered: _marginal_gains(covered, grade, masks, members))
+    left_of = _Memo[int, float](lambda covered: sum([grade[i] for i in range(len(grade)) if not covered >> i & 1]))
+    more_of = _Memo[tuple[int, int], float](lambda key: _expected_more(n, depth, key[0], key[1], grade, cover_count))
 
     def walk(level: int, covered: int, dcg: float, prob: float, counts: list[int]) -> None:
         nonlocal excess, nodes, exceeded
