@@ -63,6 +63,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from difflib import SequenceMatcher
 from functools import lru_cache
+from typing import Literal
 
 from ragsweep.answer.base import Answer
 from ragsweep.answer.refusal import is_refusal
@@ -220,11 +221,19 @@ _FACT_TOKEN_RE = re.compile(
 )
 
 
-def _date_tokens(month: str, day: str | None, year: str | None) -> list[tuple] | None:
+# the tokens a fact and an answer are compared by, tagged by their first item
+WordToken = tuple[Literal["w"], str]  # (tag, word)
+NumberToken = tuple[Literal["n"], str, str, bool]  # (tag, digits, currency, percent)
+MonthToken = tuple[Literal["mon"], int]  # (tag, month 1-12)
+YearToken = tuple[Literal["y"], int, bool]  # (tag, year, two_digit)
+FactToken = WordToken | NumberToken | MonthToken | YearToken
+
+
+def _date_tokens(month: str, day: str | None, year: str | None) -> list[FactToken] | None:
     m = _MONTH_NUMBERS.get(month) if not month.isdigit() else int(month)
     if m is None or not 1 <= m <= 12:
         return None
-    out: list[tuple] = [("mon", m)]
+    out: list[FactToken] = [("mon", m)]
     if day is not None:
         d = int(day)
         if not 1 <= d <= 31:
@@ -235,7 +244,7 @@ def _date_tokens(month: str, day: str | None, year: str | None) -> list[tuple] |
     return out
 
 
-def fact_tokens(text: str) -> list[tuple]:
+def fact_tokens(text: str) -> list[FactToken]:
     """The tokens :func:`fact_found` compares (see the module docstring, "Expected facts").
 
     ``("w", word)`` (a hyphen between letters removed; articles dropped),
@@ -246,10 +255,10 @@ def fact_tokens(text: str) -> list[tuple]:
 
 
 @lru_cache(maxsize=1024)
-def _fact_tokens(text: str) -> tuple[tuple, ...]:
+def _fact_tokens(text: str) -> tuple[FactToken, ...]:
     from .relevance import normalize
 
-    out: list[tuple] = []
+    out: list[FactToken] = []
     for m in _FACT_TOKEN_RE.finditer(normalize(text)):
         word = m["word"]
         if word is not None:
@@ -262,7 +271,7 @@ def _fact_tokens(text: str) -> tuple[tuple, ...]:
             currency = _CURRENCIES.get(m["cur"] or m["cur2"] or "", "")
             out.append(("n", num.replace(",", ""), currency, bool(m["pct"])))
             continue
-        toks: Sequence[tuple] | None = None
+        toks: Sequence[FactToken] | None = None
         for p in "abcdef":
             month = m[f"{p}_m"]
             if month is not None:
@@ -274,7 +283,7 @@ def _fact_tokens(text: str) -> tuple[tuple, ...]:
     return tuple(out)
 
 
-def _year_of(tok: tuple) -> tuple[int, bool] | None:
+def _year_of(tok: FactToken) -> tuple[int, bool] | None:
     if tok[0] == "y":
         return tok[1], tok[2]
     if tok[0] == "n" and not tok[2] and not tok[3] and tok[1].isdigit() and len(tok[1]) in (2, 4):
@@ -282,13 +291,13 @@ def _year_of(tok: tuple) -> tuple[int, bool] | None:
     return None
 
 
-def _month_of(tok: tuple) -> int | None:
+def _month_of(tok: FactToken) -> int | None:
     if tok[0] == "mon":
         return tok[1]
     return _MONTH_NUMBERS.get(tok[1]) if tok[0] == "w" else None
 
 
-def _tokens_equal(a: tuple, b: tuple) -> bool:
+def _tokens_equal(a: FactToken, b: FactToken) -> bool:
     if a == b:
         return True
     if a[0] == "mon" or b[0] == "mon":  # a month of a date equals its name as a word
@@ -306,7 +315,7 @@ def _tokens_equal(a: tuple, b: tuple) -> bool:
     return (yb[0] % 100 == ya[0]) if ya[1] else (ya[0] % 100 == yb[0])
 
 
-def _is_exact(tok: tuple) -> bool:
+def _is_exact(tok: FactToken) -> bool:
     """Numbers, amounts, percentages, dates and month names: never matched fuzzily."""
     return tok[0] != "w" or tok[1] in _EXACT_MONTH_WORDS
 
@@ -327,7 +336,7 @@ def fact_found(fact: str, answer: str, threshold: float = DEFAULT_FACT_THRESHOLD
     for i in range(len(atoks) - n + 1):
         if all(_tokens_equal(f, a) for f, a in zip(ftoks, atoks[i : i + n])):
             return True
-    fwords = " ".join(t[1] for t in ftoks if not _is_exact(t))
+    fwords = " ".join(t[1] for t in ftoks if t[0] == "w" and not _is_exact(t))  # only words are not exact
     if not fwords:  # only numbers and dates: no fuzzy matching
         return False
     from rapidfuzz import fuzz, process

@@ -154,7 +154,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from . import registry
 from .retrieval import Judgement, RankVerdict, parse_budget, parse_metric, per_case_value
@@ -214,7 +214,9 @@ class _Pool:
     items: dict[str, int]
     cover_count: dict[str, int]  # c_j
     rel_cover_count: dict[str, int]  # a_j
-    cache: dict[Any, Any] = field(default_factory=dict)
+    # the best-cover oracles by (family, depth, target, budget), and the budget levels by budget
+    cover_cache: dict[tuple[object, ...], tuple[float, str]] = field(default_factory=dict)
+    budget_cache: dict[int, tuple[dict[str, Estimate], dict[str, Estimate]]] = field(default_factory=dict)
 
 
 def _pool(j: Judgement, extra_blank: int = 0) -> _Pool:
@@ -480,20 +482,20 @@ def _search_cover(
 
 def _max_dcg(p: _Pool, k: int, target: float, budget: int) -> tuple[float, str]:
     key = ("max_dcg", k, target, budget)
-    if key not in p.cache:
+    if key not in p.cover_cache:
         ids, masks = _cover_sets(p)
         weights = [float(p.items[i]) for i in ids]
-        p.cache[key] = _best_cover(masks, weights, _depth(p, "ndcg", k), True, target, budget)
-    return p.cache[key]
+        p.cover_cache[key] = _best_cover(masks, weights, _depth(p, "ndcg", k), True, target, budget)
+    return p.cover_cache[key]
 
 
 def _max_cover(p: _Pool, depth: int, budget: int) -> tuple[float, str]:
     key = ("max_cover", depth, budget)
-    if key not in p.cache:
+    if key not in p.cover_cache:
         ids, masks = _cover_sets(p)
         total = float(sum(1 for i in ids if p.cover_count[i] > 0))
-        p.cache[key] = _best_cover(masks, [1.0] * len(ids), depth, False, total, budget)
-    return p.cache[key]
+        p.cover_cache[key] = _best_cover(masks, [1.0] * len(ids), depth, False, total, budget)
+    return p.cover_cache[key]
 
 
 @lru_cache(maxsize=65536)
@@ -571,14 +573,18 @@ def _cap_excess(
         return None
 
 
-class _Memo(dict):
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+class _Memo(dict[_K, _V]):
     """A dict that computes a missing value once, with ``compute(key)``."""
 
-    def __init__(self, compute: Callable[[Any], Any]):
+    def __init__(self, compute: Callable[[_K], _V]):
         super().__init__()
         self.compute = compute
 
-    def __missing__(self, key: Any) -> Any:
+    def __missing__(self, key: _K) -> _V:
         value = self[key] = self.compute(key)
         return value
 
@@ -601,9 +607,9 @@ def _excess_walk(
     still uncovered, and the expected gain of the remaining ranks."""
     disc = [0.0] + [1.0 / math.log2(r + 1) for r in range(1, depth + 1)]  # disc[rank]
     excess, nodes, exceeded = 0.0, 0, False
-    gains_of = _Memo(lambda covered: _marginal_gains(covered, grade, masks, members))
-    left_of = _Memo(lambda covered: sum([grade[i] for i in range(len(grade)) if not covered >> i & 1]))
-    more_of = _Memo(lambda key: _expected_more(n, depth, key[0], key[1], grade, cover_count))
+    gains_of = _Memo[int, list[tuple[float, int]]](lambda covered: _marginal_gains(covered, grade, masks, members))
+    left_of = _Memo[int, float](lambda covered: sum([grade[i] for i in range(len(grade)) if not covered >> i & 1]))
+    more_of = _Memo[tuple[int, int], float](lambda key: _expected_more(n, depth, key[0], key[1], grade, cover_count))
 
     def walk(level: int, covered: int, dcg: float, prob: float, counts: list[int]) -> None:
         nonlocal excess, nodes, exceeded
@@ -992,12 +998,12 @@ def _budget_levels(
 ) -> tuple[dict[str, Estimate], dict[str, Estimate]]:
     """Chance and oracle estimates of every token-budget family at ``budget`` (cached on the pool:
     one enumeration or one set of samples serves them all)."""
-    key = ("budget", budget)
-    if key not in p.cache:
+    key = budget
+    if key not in p.budget_cache:
         j = p.judgement
         if not j.scored:
             none = {name: Estimate(None, "closed_form") for name in _BUDGETED}
-            p.cache[key] = (none, none)
+            p.budget_cache[key] = (none, none)
         else:
             c = _budget_chunks(j, extra_blank)
             values, method, errors = _budget_chance(c, budget, j.case_id, samples, seed, exact_nodes)
@@ -1005,8 +1011,8 @@ def _budget_levels(
             chance_est = {name: Estimate(values[name], method, errors[name], n) for name in values}
             best, how = _budget_oracle(c, budget, nodes)
             oracle_est = {"recall": Estimate(best["recall"], how), "hit_rate": Estimate(best["hit_rate"], "exact")}
-            p.cache[key] = (chance_est, oracle_est)
-    return p.cache[key]
+            p.budget_cache[key] = (chance_est, oracle_est)
+    return p.budget_cache[key]
 
 
 # --------------------------------------------------------------------------- public API

@@ -32,14 +32,14 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
 
 from pydantic import BaseModel
 
 from ragsweep.answer.llm import is_refusal
 from ragsweep.datasets.schema import ReferenceVerdict
-from ragsweep.llm.client import ChatResult, LLMClient
+from ragsweep.llm.client import ChatResult, LLMClient, Messages
 from ragsweep.llm.cost import CallEstimate, count_message_tokens
 from ragsweep.llm.replies import as_verdict, json_objects
 from ragsweep.llm.settings import LLMSettings
@@ -193,7 +193,15 @@ def _label(item: JudgeItem) -> str:
     return label
 
 
-def judge_messages(item: JudgeItem) -> list[dict]:
+class _ChatKwargs(TypedDict, total=False):
+    """What a judge passes to every chat call besides the messages."""
+
+    json_mode: bool
+    max_tokens: int
+    temperature: float
+
+
+def judge_messages(item: JudgeItem) -> Messages:
     return [
         {"role": "system", "content": JUDGE_SYSTEM_PROMPT},
         {
@@ -205,7 +213,7 @@ def judge_messages(item: JudgeItem) -> list[dict]:
     ]
 
 
-def repair_messages(messages: list[dict], reply: str, error: str) -> list[dict]:
+def repair_messages(messages: Messages, reply: str, error: str) -> Messages:
     """The original request, the unreadable reply, and the parse error: asked once."""
     return [
         *messages,
@@ -313,8 +321,8 @@ class LLMJudge:
             return JudgeVerdict(error=f"unparsable judge reply: {err}", failure="unparsable", **base)
         return JudgeVerdict(is_correct=verdict, reason=reason, **base)
 
-    def _chat_kwargs(self) -> dict:
-        kwargs: dict[str, Any] = {
+    def _chat_kwargs(self) -> _ChatKwargs:
+        kwargs: _ChatKwargs = {
             "json_mode": self.settings.json_mode,
             "max_tokens": min(self.settings.max_tokens, _JUDGE_MAX_TOKENS),
         }
@@ -322,7 +330,7 @@ class LLMJudge:
             kwargs["temperature"] = self.temperature
         return kwargs
 
-    def _ask(self, batch: list[list[dict]], replicate: int) -> list[JudgeVerdict]:
+    def _ask(self, batch: list[Messages], replicate: int) -> list[JudgeVerdict]:
         """One replicate of a batch of requests, each unparsable reply re-asked once."""
         seed = replicate_seed(replicate)
         results = self.client.chat_batch(batch, seed=seed, **self._chat_kwargs())
@@ -427,9 +435,9 @@ class LLMJudge:
             out[i].reference_check = reference_check(ref, v, same_answer=i not in where)
         return out
 
-    def judge_batch(self, items: Sequence[dict]) -> list[JudgeVerdict]:
+    def judge_batch(self, items: Sequence[Mapping[str, object]]) -> list[JudgeVerdict]:
         """Same as :meth:`judge_items` with plain dicts of JudgeItem fields."""
-        return self.judge_items([JudgeItem(**d) for d in items])
+        return self.judge_items([JudgeItem.model_validate(d) for d in items])
 
 
 def apply_judge_scores(results: Sequence[Any], verdicts: Sequence[JudgeVerdict | None]) -> None:

@@ -32,8 +32,11 @@ import statistics
 from collections import Counter
 from collections.abc import Hashable, Sequence
 from statistics import NormalDist
+from typing import cast
 
 Number = float | int
+# ppi_mean's result: counts, means, and [low, high] intervals (None where not computable)
+PpiEstimate = dict[str, float | int | list[float] | None]
 
 
 def _z(confidence: float) -> float:
@@ -128,12 +131,12 @@ def krippendorff_alpha(units: Sequence[Sequence[Number | Hashable]], level: str 
     if n < 2:
         return None
 
-    def disagreement(values: Sequence) -> float:
+    def disagreement(values: Sequence[Number | Hashable]) -> float:
         """sum over ordered pairs i != j of delta(v_i, v_j), in O(len(values))."""
         m = len(values)
         if level == "nominal":
             return float(m * m - sum(c * c for c in Counter(values).values()))
-        xs = [float(v) for v in values]
+        xs = [float(cast(Number, v)) for v in values]  # the interval level's values are numbers
         s, s2 = sum(xs), sum(x * x for x in xs)
         return 2.0 * m * s2 - 2.0 * s * s
 
@@ -296,7 +299,7 @@ def ppi_mean(
     reference_labelled: Sequence[float],
     confidence: float = 0.95,
     bounds: tuple[float, float] | None = None,
-) -> dict[str, float | int | list[float] | None]:
+) -> PpiEstimate:
     """Prediction-powered estimate of a mean, with its CI.
 
     Angelopoulos, A. N., Bates, S., Fannjiang, C., Jordan, M. I. & Zrnic, T. (2023).
@@ -320,7 +323,7 @@ def ppi_mean(
     f_all = [float(x) for x in judge_all]
     pairs = [(float(f), float(y)) for f, y in zip(judge_labelled, reference_labelled)]
     z = _z(confidence)
-    out: dict[str, float | int | list[float] | None] = {
+    out: PpiEstimate = {
         "N": len(f_all),
         "n": len(pairs),
         "confidence": confidence,
@@ -374,12 +377,13 @@ def _rectified(
     return out
 
 
-def _clip(out: dict, bounds: tuple[float, float] | None) -> dict:
+def _clip(out: PpiEstimate, bounds: tuple[float, float] | None) -> PpiEstimate:
     """:func:`ppi_mean`'s intervals clipped to ``bounds`` (each of its keys is always there)."""
     if bounds is not None:
         for key in ("judge_ci", "ci", "reference_ci"):
-            if out[key]:
-                out[key] = [min(max(v, bounds[0]), bounds[1]) for v in out[key]]
+            ci = out[key]
+            if isinstance(ci, list) and ci:
+                out[key] = [min(max(v, bounds[0]), bounds[1]) for v in ci]
     return out
 
 

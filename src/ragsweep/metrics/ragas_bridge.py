@@ -30,9 +30,9 @@ import asyncio
 import logging
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol, TypedDict, TypeVar
 
 from ragsweep.core.offline import ensure_offline
 from ragsweep.metrics import registry
@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 METRIC_NAMES = RAGAS_METRICS  # the keys of ragas_nonllm_scores, declared in the registry
 
 _LOCK = threading.Lock()
+_T = TypeVar("_T")
 _METRICS: dict[str, Any] | None = None
 
 
@@ -87,7 +88,7 @@ def _nonblank(values: Sequence[str] | None) -> list[str] | None:
     return [v for v in values if v is not None and v.strip()]
 
 
-async def _safe(name: str, coro) -> float | None:
+async def _safe(name: str, coro: Awaitable[object]) -> float | None:
     try:
         return _clean(await coro)
     except Exception as exc:  # one bad input must not kill a 1600-case run
@@ -128,11 +129,17 @@ async def ragas_nonllm_ascores(
     return out
 
 
-async def _value(coro) -> Any:
+class _Scored(Protocol):
+    """What a ragas metric's ``ascore`` returns."""
+
+    value: object
+
+
+async def _value(coro: Awaitable[_Scored]) -> object:
     return (await coro).value
 
 
-def _run(coro_factory):
+def _run(coro_factory: Callable[[], Coroutine[object, object, _T]]) -> _T:
     """Run a coroutine to completion from sync code, even if a loop is already running here."""
     try:
         asyncio.get_running_loop()
@@ -160,7 +167,17 @@ def ragas_nonllm_scores(
     return _run(lambda: ragas_nonllm_ascores(question, answer, retrieved_contexts, reference, reference_contexts))
 
 
-def ragas_nonllm_scores_batch(rows: Sequence[dict[str, Any]]) -> list[dict[str, float | None]]:
+class RagasRow(TypedDict, total=False):
+    """The keyword arguments of :func:`ragas_nonllm_scores` for one case."""
+
+    question: str | None
+    answer: str | None
+    retrieved_contexts: Sequence[str] | None
+    reference: str | None
+    reference_contexts: Sequence[str] | None
+
+
+def ragas_nonllm_scores_batch(rows: Sequence[RagasRow]) -> list[dict[str, float | None]]:
     """:func:`ragas_nonllm_scores` over many cases in one event loop.
 
     Each row is a dict with the keyword arguments of :func:`ragas_nonllm_scores`

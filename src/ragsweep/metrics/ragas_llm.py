@@ -40,7 +40,8 @@ import asyncio
 import logging
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -54,6 +55,8 @@ from ragsweep.llm.settings import LLMSettings
 from ragsweep.metrics.registry import RAGAS_LLM_METRICS
 
 if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+    from ragas.embeddings.huggingface_provider import HuggingFaceEmbeddings
     from ragas.prompt.metrics.base_prompt import BasePrompt
 
 log = logging.getLogger(__name__)
@@ -130,11 +133,11 @@ def applicability(case: RagasCase, metric: str) -> MetricScore | None:
 
 
 # ------------------------------------------------------------------ embeddings
-_MINILM = None
+_MINILM: HuggingFaceEmbeddings | None = None
 _MINILM_LOCK = threading.Lock()
 
 
-def minilm_embeddings():
+def minilm_embeddings() -> HuggingFaceEmbeddings:
     """ragas' HuggingFaceEmbeddings over the offline all-MiniLM-L6-v2 (one per process)."""
     global _MINILM
     with _MINILM_LOCK:
@@ -182,7 +185,7 @@ class RagasLLMScorer:
     def _needs_embeddings(self) -> bool:
         return ANSWER_RELEVANCY in self.metrics or (ANSWER_CORRECTNESS in self.metrics and self.weights[1] > 0)
 
-    def _build(self, client) -> dict[str, Any]:
+    def _build(self, client: AsyncOpenAI) -> dict[str, Any]:
         """ragas metric objects bound to this event loop's client."""
         ensure_offline()
         from ragas.llms import llm_factory
@@ -277,16 +280,16 @@ class RagasLLMScorer:
         finally:
             await client.close()
 
-    def score_batch(self, cases: Sequence[RagasCase | dict]) -> list[dict[str, MetricScore]]:
+    def score_batch(self, cases: Sequence[RagasCase | Mapping[str, object]]) -> list[dict[str, MetricScore]]:
         """Scores in input order; bounded by ``settings.concurrency`` metric computations at a time."""
-        items = [c if isinstance(c, RagasCase) else RagasCase(**c) for c in cases]
+        items = [c if isinstance(c, RagasCase) else RagasCase.model_validate(c) for c in cases]
         cache = shared_cache(self.settings.cache_path()) if self.settings.cache else None
         # `is not None`, never the cache's truthiness: that would query (and could trip on) the file
         before = (cache.hits, cache.misses) if cache is not None else (0, 0)
         if self.replicates == 1:
             result = _run(lambda: self.ascore_batch(items))
         else:
-            runs = []
+            runs: list[list[dict[str, MetricScore]]] = []
             for r in range(self.replicates):
                 one = RagasLLMScorer(
                     self.settings,
@@ -296,7 +299,7 @@ class RagasLLMScorer:
                     self.strictness,
                     seed=None if r == 0 else r,
                 )
-                runs.append(_run(lambda one=one: one.ascore_batch(items)))
+                runs.append(_run(partial(one.ascore_batch, items)))
             result = [
                 {name: combine_replicates([run[i][name] for run in runs]) for name in self.metrics}
                 for i in range(len(items))
@@ -343,7 +346,7 @@ def _prompt_tokens(kind: str, model: str, **inputs: Any) -> int:
     from ragas.metrics.collections.context_recall import util as cr
     from ragas.metrics.collections.faithfulness import util as fa
 
-    table: dict[str, tuple[type[BasePrompt], type[BaseModel], type[BaseModel]]] = {
+    table: dict[str, tuple[type[BasePrompt[Any, Any]], type[BaseModel], type[BaseModel]]] = {
         "statements": (fa.StatementGeneratorPrompt, fa.StatementGeneratorInput, fa.StatementGeneratorOutput),
         "nli": (fa.NLIStatementPrompt, fa.NLIStatementInput, fa.NLIStatementOutput),
         "classify": (ac.CorrectnessClassifierPrompt, ac.CorrectnessClassifierInput, ac.ClassificationWithReason),

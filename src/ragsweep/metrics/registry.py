@@ -341,7 +341,7 @@ def at_own_k(family: str) -> str:
     return f"{family}@k"
 
 
-def metric_sort_key(name: str) -> tuple:
+def metric_sort_key(name: str) -> tuple[int, int, int, str]:
     if (budget := split_budget(name)) is not None:
         fam = budget[0]
         budgeted, at_k = budget_families(), at_k_families()

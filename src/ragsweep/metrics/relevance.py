@@ -181,7 +181,7 @@ def _find_bounded(hay: str, needle: str, limit: int, start: int = 0) -> list[int
 
 
 @lru_cache(maxsize=256)
-def _alnum_map(text: str) -> tuple[str, array]:
+def _alnum_map(text: str) -> tuple[str, array[int]]:
     """Letters and digits of the normalised document, with their positions in it."""
     ntext = normalize_map(text)[0]
     pos = array("l", (k for k, c in enumerate(ntext) if c.isalnum()))

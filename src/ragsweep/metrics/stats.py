@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Literal, overload
+from typing import Literal, cast, overload
 
 import numpy as np
 from scipy import stats
@@ -28,7 +28,8 @@ Number = float | int | None
 
 def _clean(values: Sequence[Number]) -> np.ndarray:
     arr = np.array([np.nan if v is None else float(v) for v in values], dtype=float)
-    return arr[~np.isnan(arr)]
+    kept: np.ndarray = arr[~np.isnan(arr)]
+    return kept
 
 
 def _clean_pairs(a: Sequence[Number], b: Sequence[Number]) -> tuple[np.ndarray, np.ndarray]:
@@ -41,7 +42,8 @@ def _clean_pairs(a: Sequence[Number], b: Sequence[Number]) -> tuple[np.ndarray, 
 
 
 def _mean(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.mean(x, axis=axis)
+    out: np.ndarray = np.mean(x, axis=axis)
+    return out
 
 
 def bootstrap_ci(
@@ -205,7 +207,8 @@ def paired_bootstrap_ci(
 
 
 def _mean_diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.mean(x - y, axis=axis)
+    out: np.ndarray = np.mean(x - y, axis=axis)
+    return out
 
 
 def paired_test(
@@ -274,20 +277,26 @@ def holm(
 
 
 @overload
-def significant(adjusted_p: float | None, alpha: float = 0.05) -> bool: ...
-@overload
 def significant(adjusted_p: Mapping[str, float | None], alpha: float = 0.05) -> dict[str, bool]: ...
 @overload
 def significant(adjusted_p: Sequence[float | None], alpha: float = 0.05) -> list[bool]: ...
-def significant(adjusted_p, alpha=0.05):
+@overload
+def significant(adjusted_p: float | None, alpha: float = 0.05) -> bool: ...
+def significant(
+    adjusted_p: float | None | Mapping[str, float | None] | Sequence[float | None], alpha: float = 0.05
+) -> bool | dict[str, bool] | list[bool]:
     """``p <= alpha`` for one (adjusted) p-value, or element-wise over a dict/list.
 
     A missing p-value (``None``/NaN) is never significant.
     """
     if isinstance(adjusted_p, Mapping):
-        return {k: significant(v, alpha) for k, v in adjusted_p.items()}
+        return {k: _significant(v, alpha) for k, v in adjusted_p.items()}
     if isinstance(adjusted_p, (list, tuple)):
-        return [significant(v, alpha) for v in adjusted_p]
+        return [_significant(v, alpha) for v in adjusted_p]
+    return _significant(cast(float | None, adjusted_p), alpha)  # one p-value: the containers were handled above
+
+
+def _significant(adjusted_p: float | None, alpha: float) -> bool:
     if adjusted_p is None:
         return False
     p = float(adjusted_p)
