@@ -49,7 +49,7 @@ def main() -> int:
         started = time.perf_counter()
         report = ragsweep.evaluate(args.pipeline, args.dataset, limit=args.limit)
         wall = time.perf_counter() - started
-        stages = dict(report.manifest.get("stage_seconds", {}))
+        stages = dict(report.manifest.stage_seconds)
         label = ("cold caches" if args.cold else "first call, warm caches") if i == 0 else f"call {i + 1}"
         rows.append((label, wall, stages, len(report.cases), report.metrics.get(f"recall@{report.top_k}")))
     print(f"dataset {args.dataset}; importing ragsweep.api: {imported:.2f} s")

@@ -179,6 +179,7 @@ def parse_only(pipeline: Path, docs: Path) -> dict[str, Any]:
 
 def run_variant(name: str, pipeline: Path, dataset: Path, cache_root: Path, extra: dict[str, Any]) -> dict[str, Any]:
     import ragsweep
+    from ragsweep.evaluation.manifest import CorpusManifest
 
     cache = cache_root / f"cache-{name.replace(' ', '-')}"
     cache.mkdir()
@@ -204,12 +205,12 @@ def run_variant(name: str, pipeline: Path, dataset: Path, cache_root: Path, extr
             row["parse_error"] = f"{type(err2).__name__}: {err2}"
         return row
     row["wall_s"] = time.perf_counter() - started
-    corpus_info = report.manifest.get("corpus", {})
-    row["parsed"] = corpus_info.get("documents")
-    row["skipped"] = len(corpus_info.get("skipped") or [])
-    row["skip_reasons"] = [f"{s.get('doc_id')}: {s.get('reason')}" for s in corpus_info.get("skipped") or []]
-    row["parse_s"] = report.manifest.get("stage_seconds", {}).get("parse")
-    row["parser"] = report.manifest.get("pipeline", {}).get("parser", {}).get("parser")
+    corpus_info = report.manifest.corpus or CorpusManifest()
+    row["parsed"] = corpus_info.documents
+    row["skipped"] = len(corpus_info.skipped or [])
+    row["skip_reasons"] = [f"{s.get('doc_id')}: {s.get('reason')}" for s in corpus_info.skipped or []]
+    row["parse_s"] = report.manifest.stage_seconds.get("parse")
+    row["parser"] = report.manifest.pipeline.get("parser", {}).get("parser")
     row["elements"] = _elements(pipeline, dataset / "docs")
     enc = _tokens()
     chunks = [json.loads(line) for line in (Path(report.run_dir or out) / "chunks.jsonl").read_text().splitlines()]

@@ -40,7 +40,8 @@ ROOT = Path(__file__).resolve().parent.parent
 TEST_FILE = 'def test_rag_quality(ragsweep_eval):\n    ragsweep_eval.assert_quality(min={"recall@5": 0.5})\n'
 EVALUATE = (
     "import json, sys, ragsweep; r = ragsweep.evaluate(sys.argv[1], sys.argv[2]);"
-    " print('STAGES ' + json.dumps(r.manifest['stage_seconds']))"
+    " m = r.manifest; m = m if isinstance(m, dict) else m.model_dump();"  # a --base revision may hold a dict
+    " print('STAGES ' + json.dumps(m['stage_seconds']))"
 )
 # packages a warm run is checked for: each is named with its import seconds, or "not imported"
 WATCHED = ("pathway", "scipy", "ragas", "langchain_openai", "openai", "torch", "sentence_transformers",
