@@ -5,10 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
+
+from pydantic import Field
 
 from ragsweep.argtypes import add_options, bounded, options_from
 from ragsweep.evaluation.inputs import DocumentOptions
+from ragsweep.evaluation.settings import ParseSettings
 from ragsweep.generate.propose import KINDS
+from ragsweep.generate.settings import DEFAULT_DEDUPE_THRESHOLD, GenerateSettings
+from ragsweep.pipeline.config import parse_overrides
 
 
 def _types(text: str) -> list[str]:
@@ -72,33 +78,66 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_options(p, DocumentOptions)
 
 
-def run_generate_cli(args) -> int:
+class GenerateOptions(DocumentOptions):
+    """``ragsweep generate``'s options, one field each: :meth:`settings` is what the generator takes."""
+
+    docs: str | None = None  # the documents folder (default with --from-failures: the run's)
+    out: str
+    n: int = Field(default=200, ge=1)
+    types: list[str] = Field(default_factory=lambda: list(KINDS))
+    seed: int = 0
+    pipeline: str = "pipelines/default.yaml"
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    dry_run: bool = False
+    from_failures: str | None = None
+    dedupe_threshold: float = Field(default=DEFAULT_DEDUPE_THRESHOLD, gt=0, le=1)
+    test_fraction: float = Field(default=0.5, ge=0, le=1)
+    oversample: float = Field(default=1.5, ge=1)
+    max_rounds: int = Field(default=10, ge=1)
+    check_k: int | None = Field(default=None, ge=1)  # chunks retrieved for the unanswerable check (default: top_k)
+    link_docs: bool = False
+    force: bool = False
+    progress: bool = True
+    command: str = "ragsweep generate"
+
+    def settings(self) -> GenerateSettings:
+        parse = ParseSettings(workers=self.workers, follow_symlinks=self.follow_symlinks)
+        return GenerateSettings(**self.model_dump(exclude={"workers", "follow_symlinks"}), parse=parse)
+
+
+def options_of(args: argparse.Namespace) -> GenerateOptions:
+    return GenerateOptions(
+        docs=args.docs,
+        out=args.out,
+        n=args.n,
+        types=args.types,
+        seed=args.seed,
+        pipeline=args.pipeline,
+        overrides=parse_overrides(getattr(args, "set", None)),
+        dry_run=args.dry_run,
+        from_failures=args.from_failures,
+        dedupe_threshold=args.dedupe_threshold,
+        test_fraction=args.test_fraction,
+        oversample=max(1.0, args.oversample),
+        max_rounds=args.max_rounds,
+        check_k=args.check_k,
+        link_docs=args.link_docs,
+        force=args.force,
+        **options_from(DocumentOptions, args).model_dump(),
+        command="ragsweep " + " ".join(sys.argv[1:]),
+    )
+
+
+def run_generate_cli(args: argparse.Namespace) -> int:
+    # deferred: the generator and the run reader load the records and the metrics (~0.15 s); --help must not
     from ragsweep.generate.failures import FailuresError
-    from ragsweep.generate.generator import GenerateError, GenerateOptions, generate
-    from ragsweep.pipeline.config import parse_overrides
+
+    # deferred: the generator loads the pipeline store and the run records; --help must not
+    from ragsweep.generate.generator import GenerateError, generate
 
     try:
-        options = GenerateOptions(
-            docs=args.docs,
-            out=args.out,
-            n=args.n,
-            types=args.types,
-            seed=args.seed,
-            pipeline=args.pipeline,
-            overrides=parse_overrides(getattr(args, "set", None)),
-            dry_run=args.dry_run,
-            from_failures=args.from_failures,
-            dedupe_threshold=args.dedupe_threshold,
-            test_fraction=args.test_fraction,
-            oversample=max(1.0, args.oversample),
-            max_rounds=args.max_rounds,
-            check_k=args.check_k,
-            link_docs=args.link_docs,
-            force=args.force,
-            **options_from(DocumentOptions, args).model_dump(),
-            command="ragsweep " + " ".join(sys.argv[1:]),
-        )
-        result = generate(options)
+        options = options_of(args)
+        result = generate(options.settings())
     except (GenerateError, FailuresError) as err:
         print(f"ragsweep: error: {err}", file=sys.stderr)
         return 2

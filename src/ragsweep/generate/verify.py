@@ -35,6 +35,7 @@ import numpy as np
 from pydantic import BaseModel, PlainValidator
 
 from ragsweep.generate.propose import Candidate, Span
+from ragsweep.generate.settings import DEFAULT_DEDUPE_THRESHOLD
 from ragsweep.llm.replies import Flag, Text, read_object
 from ragsweep.metrics.relevance import locate_spans, normalize
 
@@ -53,7 +54,6 @@ class Passage(Protocol):
 
 MIN_QUOTE_CHARS = 8
 ACCEPTED_METHODS = ("exact", "alnum")
-DEFAULT_DEDUPE_THRESHOLD = 0.9
 
 CHECK_SYSTEM = "You check test questions for a document search system. You reply with one JSON object and nothing else."
 
