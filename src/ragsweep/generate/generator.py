@@ -22,17 +22,23 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import Any, TypedDict
 
+from ragsweep.datasets.loader import load_dataset
+from ragsweep.evaluation.dataset_check import validate_dataset
+from ragsweep.evaluation.runfolder import now
 from ragsweep.generate import failures as failures_mod
 from ragsweep.generate import propose, verify
+from ragsweep.generate.estimate import estimate_generation
 from ragsweep.generate.propose import KINDS, Candidate
 from ragsweep.generate.sampling import ChunkSampler, SourceChunk, split_corpus, usable
 from ragsweep.generate.settings import GenerateSettings
-
-if TYPE_CHECKING:
-    from ragsweep.generate.writer import FailuresRun, Provenance, StepUsage
-    from ragsweep.llm.client import ChatResult
+from ragsweep.generate.writer import FailuresRun, Provenance, StepUsage, assign_splits, case_id, to_case, write_dataset
+from ragsweep.llm.client import ChatResult, LLMClient, Messages, error_kind, transient
+from ragsweep.llm.settings import LLMSettings
+from ragsweep.pipeline.config import PipelineConfig
+from ragsweep.pipeline.corpus import parse_corpus
+from ragsweep.pipeline.store import RagStore
 
 GENERATOR = "ragsweep's own generator (ragsweep.generate)"
 MAX_ASKS = 2  # a candidate whose call failed at the endpoint goes through the steps at most this often
@@ -95,9 +101,6 @@ class Generator:
     """One generation: the corpus, its chunks, the sampler, the LLM client and the store."""
 
     def __init__(self, settings: GenerateSettings, client=None, embed: Callable | None = None, log=None):
-        from ragsweep.llm.settings import LLMSettings
-        from ragsweep.pipeline.config import PipelineConfig
-
         self.settings = settings
         self.log = log or (lambda msg: print(msg, file=sys.stderr))
         bad = [t for t in settings.types if t not in KINDS]
@@ -117,8 +120,6 @@ class Generator:
         if not docs:
             raise GenerateError("give --docs DIR (or --from-failures RUN_DIR of a run whose documents folder exists)")
         self.docs_dir = Path(docs)
-        from ragsweep.pipeline.corpus import parse_corpus
-
         self.corpus = parse_corpus(
             self.docs_dir,
             progress=settings.progress,
@@ -159,8 +160,6 @@ class Generator:
         }
         dataset = sources.dataset.path
         if dataset and Path(dataset).is_dir():
-            from ragsweep.datasets.loader import load_dataset
-
             try:
                 self.existing = [(c.question, c.doc_scope) for c in load_dataset(dataset).cases]
             except Exception as err:  # noqa: BLE001 - dedupe against it is a courtesy, not a need
@@ -170,16 +169,12 @@ class Generator:
     @property
     def client(self):
         if self._client is None:
-            from ragsweep.llm.client import LLMClient
-
             self._client = LLMClient(self.llm)
         return self._client
 
     @property
     def store(self):
         if self._store is None:
-            from ragsweep.pipeline.store import RagStore
-
             self._store = RagStore(self.config, self.corpus)
         return self._store
 
@@ -258,10 +253,8 @@ class Generator:
         return batch
 
     # ------------------------------------------------------------------ steps
-    def _ask(self, step: str, batch: list[list[dict[str, str]]]) -> list[ChatResult]:
+    def _ask(self, step: str, batch: list[Messages]) -> list[ChatResult]:
         """One step's calls, counted for the usage table and the round's failures."""
-        from ragsweep.llm.client import error_kind
-
         replies = self.client.chat_batch(batch, json_mode=True)
         self.usage.add(step, replies)
         self.round_calls += len(replies)
@@ -325,8 +318,6 @@ class Generator:
         return quotas(self.settings.n, self.settings.types)
 
     def dry_run(self) -> dict[str, Any]:
-        from ragsweep.generate.estimate import estimate_generation
-
         need = self.requested()
         batch = self.draw(need)
         est = estimate_generation(batch, self.llm, self.check_k, self.settings.max_rounds)
@@ -359,8 +350,6 @@ class Generator:
 
     def run(self) -> tuple[list[Candidate], list[Candidate], RunSummary]:
         """(kept, dropped, summary)."""
-        from ragsweep.llm.client import transient
-
         need_total = self.requested()
         quota = {"*": self.settings.n} if self.seeds else dict(need_total)
         kept: list[Candidate] = []
@@ -423,10 +412,6 @@ def prompts_text() -> dict[str, str]:
 
 def generate(settings: GenerateSettings, client=None, embed: Callable | None = None, log=None) -> dict[str, Any]:
     """Generate and write a dataset folder (or, for a dry run, return the estimate)."""
-    from ragsweep.evaluation.dataset_check import validate_dataset
-    from ragsweep.evaluation.runfolder import now
-    from ragsweep.generate.writer import assign_splits, case_id, to_case, write_dataset
-
     out = Path(settings.out)
     if not settings.dry_run and out.exists() and any(out.iterdir()) and not settings.force:
         raise GenerateError(f"{out} exists and is not empty (use --force to replace it)")
@@ -468,8 +453,6 @@ def _provenance(
     t0: float,
 ) -> Provenance:
     """What generation.json and the README say about a generation (finished: now)."""
-    from ragsweep.evaluation.runfolder import now
-
     settings = gen.settings
     kinds = list(settings.types)
     return {

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any
+from typing import Literal, TypedDict
 
 from pydantic import BaseModel
 
 from ragsweep.core.offline import ensure_offline
+from ragsweep.llm.settings import LLMSettings
 
 # per-message overhead of the chat format (OpenAI cookbook: 3 per message + 3 for the reply)
 _TOKENS_PER_MESSAGE = 3
@@ -40,7 +41,14 @@ def count_tokens(text: str, model: str) -> int:
     return len(_encoding(model).encode(text or "", disallowed_special=()))
 
 
-def count_message_tokens(messages: Sequence[dict[str, Any]], model: str) -> int:
+class Message(TypedDict):
+    """One message of a chat request."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+def count_message_tokens(messages: Sequence[Message], model: str) -> int:
     total = _TOKENS_PER_REPLY
     for message in messages:
         total += _TOKENS_PER_MESSAGE
@@ -50,7 +58,7 @@ def count_message_tokens(messages: Sequence[dict[str, Any]], model: str) -> int:
     return total
 
 
-def cost_usd(prompt_tokens: int, completion_tokens: int, settings: Any) -> float:
+def cost_usd(prompt_tokens: int, completion_tokens: int, settings: LLMSettings) -> float:
     return (
         prompt_tokens / 1000.0 * settings.price_per_1k_prompt
         + completion_tokens / 1000.0 * settings.price_per_1k_completion
@@ -78,7 +86,7 @@ class CallEstimate(BaseModel):
         self.prompt_tokens += prompt_tokens
         self.completion_tokens += completion_tokens
 
-    def priced(self, settings: Any) -> "CallEstimate":
+    def priced(self, settings: LLMSettings) -> "CallEstimate":
         self.cost_usd = round(cost_usd(self.prompt_tokens, self.completion_tokens, settings), 6)
         return self
 

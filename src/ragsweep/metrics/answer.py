@@ -98,6 +98,7 @@ def answer_tokens(text: str, language: str = "en") -> list[str]:
     normalised = normalize_answer(text or "")
     if language == "en":
         return normalised.split()
+    # deferred: the CJK tokenizer imports pathway (~1 s); English answers are scored without it
     from ragsweep.pipeline.cjk import tokenize
 
     return tokenize(normalised, language)
