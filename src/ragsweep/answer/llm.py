@@ -26,7 +26,7 @@ from ragsweep.answer.base import IDK, Answer
 from ragsweep.answer.prompt import validate_template
 from ragsweep.answer.refusal import is_refusal as metric_refusal
 from ragsweep.core.hits import Hit
-from ragsweep.llm.client import LLMClient, Messages
+from ragsweep.llm.client import ChatResult, LLMClient, Messages
 from ragsweep.llm.cost import CallEstimate, count_message_tokens
 from ragsweep.llm.settings import LLMSettings
 
@@ -206,7 +206,7 @@ class LLMAnswerer:
     def messages(self, question: str, hits: Sequence[Hit]) -> Messages:
         return build_messages(question, hits, self.prompt_template, self.chunk_format)
 
-    def _to_answer(self, result, n_hits: int) -> Answer:
+    def _to_answer(self, result: ChatResult, n_hits: int) -> Answer:
         if result.error:
             return Answer(
                 text="",

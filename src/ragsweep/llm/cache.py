@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -100,7 +101,7 @@ class ResponseCache:
         return body
 
     def put(self, key: str, url: str, body: bytes) -> None:
-        def write(conn):
+        def write(conn: sqlite3.Connection) -> None:
             conn.execute(
                 "INSERT OR REPLACE INTO replies (key, url, body, created) VALUES (?, ?, ?, ?)",
                 (key, url, body, time.time()),

@@ -28,7 +28,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import NotRequired, TypedDict
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 import httpx
 from pydantic import BaseModel, Field
@@ -46,6 +46,9 @@ from ragsweep.llm.endpoint import (
 )
 from ragsweep.llm.redact import mask, register_secret
 from ragsweep.llm.settings import LLMSettings
+
+if TYPE_CHECKING:
+    import openai
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +93,7 @@ def _http_timeout(settings: LLMSettings) -> httpx.Timeout:
     return httpx.Timeout(settings.timeout, connect=min(settings.timeout, 10.0))
 
 
-def make_openai(settings: LLMSettings, limit: AdaptiveLimit | None = None):
+def make_openai(settings: LLMSettings, limit: AdaptiveLimit | None = None) -> openai.OpenAI:
     """A sync ``openai.OpenAI`` for these settings: its requests through ``limit`` (a new one when
     None) and the reply cap, the cache above them if enabled."""
     import openai
@@ -110,7 +113,7 @@ def make_openai(settings: LLMSettings, limit: AdaptiveLimit | None = None):
     )
 
 
-def make_async_openai(settings: LLMSettings):
+def make_async_openai(settings: LLMSettings) -> openai.AsyncOpenAI:
     """An ``openai.AsyncOpenAI`` for these settings. Create one per event loop."""
     import openai
 
@@ -221,13 +224,13 @@ def error_kind(error: str) -> str:
 class LLMClient:
     def __init__(self, settings: LLMSettings):
         self.settings = settings
-        self._client = None
+        self._client: openai.OpenAI | None = None
         self.limit = AdaptiveLimit(settings.concurrency, settings.timeout)  # shared by every call of this client
         self._calls = LLMCalls()
         self._lock = threading.Lock()
 
     @property
-    def client(self):
+    def client(self) -> openai.OpenAI:
         if self._client is None:
             self._client = make_openai(self.settings, self.limit)
         return self._client
@@ -294,7 +297,8 @@ class LLMClient:
 
     def _call(self, params: ChatParams) -> ChatResult:
         try:
-            raw = self.client.chat.completions.with_raw_response.create(**params)
+            # openai's message and format parameters are unions of TypedDicts with wider items than ours
+            raw = self.client.chat.completions.with_raw_response.create(**params)  # type: ignore[arg-type]
             cached = raw.headers.get(CACHE_HEADER) == "hit"
             attempts = int(getattr(raw, "retries_taken", 0)) + 1
             completion = raw.parse()

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Literal, TypedDict
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from pydantic import BaseModel
 
 from ragsweep.core.offline import ensure_offline
 from ragsweep.llm.settings import LLMSettings
+
+if TYPE_CHECKING:
+    import tiktoken
 
 # per-message overhead of the chat format (OpenAI cookbook: 3 per message + 3 for the reply)
 _TOKENS_PER_MESSAGE = 3
@@ -23,8 +26,9 @@ _TOKENS_PER_REPLY = 3
 
 
 @functools.lru_cache(maxsize=16)
-def _encoding(model: str):
+def _encoding(model: str) -> tiktoken.Encoding:
     ensure_offline()
+    # deferred: tiktoken loads its encodings (~0.3 s); only token counting needs it
     import tiktoken
 
     try:
