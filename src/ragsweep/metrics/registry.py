@@ -16,9 +16,12 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-LevelFn = Callable[[Any, int], "float | None"]  # (the case's candidates as one Judgement, depth k) -> level
+if TYPE_CHECKING:
+    from ragsweep.metrics.retrieval import Judgement
+
+LevelFn = Callable[["Judgement", int], "float | None"]  # (the case's candidates as one Judgement, depth k) -> level
 
 
 @dataclass(frozen=True)
@@ -56,11 +59,11 @@ class MetricSpec:
     name: str
     kind: Kind
     order: float
-    compute: Callable[..., Any] | None = None
+    compute: Callable[..., float | None] | None = None
     higher_is_better: bool = True
     chance: LevelFn | PooledLevel | None = None
     oracle: LevelFn | PooledLevel | None = None
-    budget: Callable[[Any, int], float] | None = None
+    budget: Callable[[Judgement, int], float] | None = None
     says_nothing_for: Mapping[str, str] = field(default_factory=dict)
     curve: bool = False
     headline: float | None = None

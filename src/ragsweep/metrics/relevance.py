@@ -116,7 +116,7 @@ import unicodedata
 from array import array
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any, Literal, Union
+from typing import TYPE_CHECKING, Literal, Union
 
 from pydantic import BaseModel
 
@@ -124,7 +124,10 @@ from ragsweep.core.hits import Hit
 from ragsweep.datasets.schema import Case, RelevanceConfig
 from ragsweep.datasets.textnorm import normalize, normalize_map
 
-from .retrieval import Judgement, RankVerdict
+from .retrieval import Judgement, RankVerdict, RelevanceDetail
+
+if TYPE_CHECKING:
+    from rapidfuzz.distance import ScoreAlignment
 
 __all__ = [
     "ParsedTexts",
@@ -214,7 +217,7 @@ def _fuzzy(text: str, nspan: str, min_score: float) -> tuple[int, int] | None:
     ntext = normalize_map(text)[0]
     want = _numbers(nspan)
 
-    def accept(al: Any, offset: int) -> tuple[float, int, int] | None:
+    def accept(al: ScoreAlignment | None, offset: int) -> tuple[float, int, int] | None:
         if al is None or al.dest_end <= al.dest_start:
             return None
         s, e = _snap(ntext, offset + al.dest_start, offset + al.dest_end)
@@ -417,7 +420,7 @@ def _word_overlap_covers(case: Case, ranked: Sequence[Hit], cfg: RelevanceConfig
 
 
 def _offset_covers(
-    case: Case, ranked: Sequence[Hit], cfg: RelevanceConfig, parsed_texts: ParsedTexts, detail: dict[str, Any]
+    case: Case, ranked: Sequence[Hit], cfg: RelevanceConfig, parsed_texts: ParsedTexts, detail: RelevanceDetail
 ) -> list[tuple[frozenset[str], bool]]:
     """``evidence_offsets``: the spans each hit covers; ``detail["located"]`` = how each span was found."""
     allowed = _allowed(case)
@@ -571,7 +574,7 @@ def mark_hits(
     cfg = _config(rule)
     ranked = sorted(hits, key=lambda h: h.rank)
     applied = _applied_rule(case, cfg)
-    detail: dict[str, Any] = {}
+    detail: RelevanceDetail = {}
     items: dict[str, int]
     if applied == "doc_id":
         items, covers_list = _doc_id_covers(case, ranked)

@@ -61,9 +61,12 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from . import registry
+
+if TYPE_CHECKING:
+    from .relevance import UnlocatedSpan
 
 __all__ = [
     "RankVerdict",
@@ -98,6 +101,14 @@ class RankVerdict:
     tokens: int | None = None  # the chunk's length in tokens (the token-budget metrics need it)
 
 
+class RelevanceDetail(TypedDict, total=False):
+    """What the relevance rule found besides the verdicts (:func:`ragsweep.metrics.relevance.judge`)."""
+
+    located: dict[str, str]  # evidence_offsets: how each span was found in each document ("e0@doc": method)
+    unlocated: list[UnlocatedSpan]  # the evidence found in no parsed document
+    none_located: bool  # none of it was found: the case is excluded unless unlocated="zero"
+
+
 @dataclass
 class Judgement:
     """One case's judged ranking."""
@@ -109,7 +120,7 @@ class Judgement:
     cited: list[int] | None = None
     # why the case is not scored: "unanswerable" | "no relevance information" | "unlocated evidence"
     excluded: str | None = None
-    detail: dict[str, Any] = field(default_factory=dict)  # e.g. how each evidence span was located
+    detail: RelevanceDetail = field(default_factory=RelevanceDetail)
 
     @property
     def scored(self) -> bool:
@@ -329,12 +340,22 @@ def per_case_value(j: Judgement, metric: str) -> float | int | None:
     return func(j, k)
 
 
+class _SpecOptions(TypedDict, total=False):
+    """The :class:`~ragsweep.metrics.registry.MetricSpec` fields a retrieval metric may set besides its levels."""
+
+    budget: Callable[[Judgement, int], float]
+    curve: bool
+    headline: float
+    higher_is_better: bool
+    scored: bool
+
+
 def _retrieval(
     name: str,
     compute: Callable[[Judgement, int], float | int | None],
     order: float,
     kind: registry.Kind = "at_k",
-    **more: Any,
+    **more: Unpack[_SpecOptions],
 ) -> None:
     registry.register(
         registry.MetricSpec(
