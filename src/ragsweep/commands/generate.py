@@ -133,17 +133,17 @@ def run_generate_cli(args: argparse.Namespace) -> int:
     from ragsweep.generate.failures import FailuresError
 
     # deferred: the generator loads the pipeline store and the run records; --help must not
-    from ragsweep.generate.generator import GenerateError, generate
+    from ragsweep.generate.generator import GenerateError, estimate, generate_dataset
 
     try:
         options = options_of(args)
-        result = generate(options.settings())
+        if options.dry_run:
+            print(json.dumps(estimate(options.settings()), indent=2))
+            return 0
+        result = generate_dataset(options.settings())
     except (GenerateError, FailuresError) as err:
         print(f"ragsweep: error: {err}", file=sys.stderr)
         return 2
-    if options.dry_run:
-        print(json.dumps(result, indent=2))
-        return 0
     print(f"{result['out']}: {result['cases']} cases {result['kept']} (requested {result['requested']})")
     print(
         f"proposed {result['proposed']}; dropped {result['dropped'] or 'none'}"
@@ -155,7 +155,7 @@ def run_generate_cli(args: argparse.Namespace) -> int:
         f"LLM: {u['calls']} calls ({u['cached']} from cache, {u['errors']} failed: {rate:.1%}), "
         f"{u['prompt_tokens']} prompt + {u['completion_tokens']} completion tokens, ${u['cost_usd']:.4f}"
     )
-    calls = result.get("llm_calls")
+    calls = result["llm_calls"]
     if calls:
         print(f"  {'failed: ' + calls['why'] + '; ' if calls['why'] else ''}{calls['endpoint_line']}")
     print(f"stopped after {result['rounds']} round(s): {result['stopped']}")

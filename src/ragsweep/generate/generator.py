@@ -22,8 +22,12 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
+import numpy as np
+from pydantic import JsonValue
+
+from ragsweep.core.hits import Hit
 from ragsweep.datasets.loader import load_dataset
 from ragsweep.evaluation.dataset_check import validate_dataset
 from ragsweep.evaluation.runfolder import now
@@ -33,7 +37,16 @@ from ragsweep.generate.estimate import estimate_generation
 from ragsweep.generate.propose import KINDS, Candidate
 from ragsweep.generate.sampling import ChunkSampler, SourceChunk, split_corpus, usable
 from ragsweep.generate.settings import GenerateSettings
-from ragsweep.generate.writer import FailuresRun, Provenance, StepUsage, assign_splits, case_id, to_case, write_dataset
+from ragsweep.generate.writer import (
+    FailuresRun,
+    LLMCallsSummary,
+    Provenance,
+    StepUsage,
+    assign_splits,
+    case_id,
+    to_case,
+    write_dataset,
+)
 from ragsweep.llm.client import ChatResult, LLMClient, Messages, error_kind, transient
 from ragsweep.llm.settings import LLMSettings
 from ragsweep.pipeline.config import PipelineConfig
@@ -52,6 +65,43 @@ def quotas(n: int, types: Sequence[str]) -> dict[str, int]:
     """``n`` split evenly over the kinds, the remainder to the first ones named."""
     base, extra = divmod(n, len(types))
     return {t: base + (1 if i < extra else 0) for i, t in enumerate(types)}
+
+
+Embed = Callable[[list[str]], np.ndarray]  # questions -> their vectors, one row each
+Log = Callable[[str], None]
+
+
+class DryRun(TypedDict):
+    """What ``--dry-run`` prints: the corpus, the LLM and the estimated calls of each step."""
+
+    dry_run: bool
+    requested: dict[str, int]
+    documents: int
+    chunks: int
+    usable_chunks: int
+    llm: dict[str, JsonValue]
+    propose: dict[str, JsonValue]  # CallEstimate, dumped
+    support: dict[str, JsonValue]
+    answerability: dict[str, JsonValue]
+    total: dict[str, JsonValue]
+
+
+class Generated(TypedDict):
+    """What a generation did, for the command's summary."""
+
+    out: str
+    cases: int
+    kept: dict[str, int]
+    requested: dict[str, int]
+    proposed: dict[str, int]
+    dropped: dict[str, int]
+    surplus: int
+    short: dict[str, int]
+    stopped: str
+    rounds: int
+    usage: StepUsage
+    llm_calls: LLMCallsSummary | None
+    problems: list[str]
 
 
 class RunSummary(TypedDict):
@@ -100,7 +150,13 @@ class Usage:
 class Generator:
     """One generation: the corpus, its chunks, the sampler, the LLM client and the store."""
 
-    def __init__(self, settings: GenerateSettings, client=None, embed: Callable | None = None, log=None):
+    def __init__(
+        self,
+        settings: GenerateSettings,
+        client: LLMClient | None = None,
+        embed: Embed | None = None,
+        log: Log | None = None,
+    ):
         self.settings = settings
         self.log = log or (lambda msg: print(msg, file=sys.stderr))
         bad = [t for t in settings.types if t not in KINDS]
@@ -218,20 +274,21 @@ class Generator:
             own = set(seed.doc_scope or seed.relevant_docs)
             other_docs.append([d for d in all_docs if d not in own] or all_docs)
         ask = [i for i, s in enumerate(picks) if s.kind != "unanswerable"]
-        hits_of: dict[int, list] = {}
+        hits_of: list[list[Hit]] = [[] for _ in picks]  # an unanswerable seed retrieves nothing
         if ask:
             found = self.store.retrieve(
                 [picks[i].question for i in ask],
                 k=max(10, 2 * self.check_k),
                 doc_scopes=[other_docs[i] for i in ask],
             )
-            hits_of = dict(zip(ask, found))
+            for i, hits in zip(ask, found):
+                hits_of[i] = hits
         batch: list[Candidate] = []
         for i, seed in enumerate(picks):
             kind = seed.kind
             hint = seed.model_copy(update={"run": self.run_info["run"] if self.run_info else None})
             want = 2 if kind == "multi_hop" else 1
-            ranked = [SourceChunk(h.doc_id, h.start, h.end, h.text) for h in hits_of.get(i, [])]
+            ranked = [SourceChunk(h.doc_id, h.start, h.end, h.text) for h in hits_of[i]]
             sampler = self.samplers[kind]
             ranked = [c for c in ranked if usable(c) and c.key not in sampler.used]
             sources: list[SourceChunk] = ranked[:1]
@@ -298,14 +355,17 @@ class Generator:
                 verify.read_answered(c, h, r)
 
     # ------------------------------------------------------------------ run
-    def llm_calls(self) -> dict[str, Any] | None:
-        """The client's calls, failure rate and what the endpoint did (None for a client without stats)."""
-        stats = getattr(self._client, "stats", None) if self._client is not None else None
-        if stats is None:
+    def llm_calls(self) -> LLMCallsSummary | None:
+        """The client's calls, failure rate and what the endpoint did (None when no call was made)."""
+        if self._client is None:
             return None
-        calls = stats()
+        calls = self._client.stats()
         return {
-            **calls.model_dump(),
+            "calls": calls.calls,
+            "failed": calls.failed,
+            "cached": calls.cached,
+            "errors": dict(calls.errors),
+            "endpoint": calls.endpoint.model_dump(),
             "failure_rate": round(calls.failure_rate, 4),
             "why": calls.why(),
             "endpoint_line": calls.endpoint.line(),
@@ -317,7 +377,7 @@ class Generator:
             return {k: kinds[k] for k in self.settings.types}
         return quotas(self.settings.n, self.settings.types)
 
-    def dry_run(self) -> dict[str, Any]:
+    def dry_run(self) -> DryRun:
         need = self.requested()
         batch = self.draw(need)
         est = estimate_generation(batch, self.llm, self.check_k, self.settings.max_rounds)
@@ -328,7 +388,10 @@ class Generator:
             "chunks": len(self.chunks),
             "usable_chunks": sum(map(usable, self.chunks)),
             "llm": self.llm.public_dict(),
-            **{k: v.model_dump() for k, v in est.items()},
+            "propose": est["propose"].model_dump(),
+            "support": est["support"].model_dump(),
+            "answerability": est["answerability"].model_dump(),
+            "total": est["total"].model_dump(),
         }
 
     def _slot(self, c: Candidate) -> str:
@@ -410,16 +473,32 @@ def prompts_text() -> dict[str, str]:
     }
 
 
-def generate(settings: GenerateSettings, client=None, embed: Callable | None = None, log=None) -> dict[str, Any]:
+def generate(
+    settings: GenerateSettings, client: LLMClient | None = None, embed: Embed | None = None, log: Log | None = None
+) -> Generated | DryRun:
     """Generate and write a dataset folder (or, for a dry run, return the estimate)."""
+    if settings.dry_run:
+        return estimate(settings, client, embed, log)
+    return generate_dataset(settings, client, embed, log)
+
+
+def estimate(
+    settings: GenerateSettings, client: LLMClient | None = None, embed: Embed | None = None, log: Log | None = None
+) -> DryRun:
+    """The calls and tokens a generation would take, nothing sent."""
+    return Generator(settings, client=client, embed=embed, log=log).dry_run()
+
+
+def generate_dataset(
+    settings: GenerateSettings, client: LLMClient | None = None, embed: Embed | None = None, log: Log | None = None
+) -> Generated:
+    """Generate and write a dataset folder."""
     out = Path(settings.out)
-    if not settings.dry_run and out.exists() and any(out.iterdir()) and not settings.force:
+    if out.exists() and any(out.iterdir()) and not settings.force:
         raise GenerateError(f"{out} exists and is not empty (use --force to replace it)")
     started = now()
     t0 = time.perf_counter()
     gen = Generator(settings, client=client, embed=embed, log=log)
-    if settings.dry_run:
-        return gen.dry_run()
     kept, dropped, summary = gen.run()
     splits = assign_splits(kept, settings.seed, settings.test_fraction)
     taken: set[str] = set()
@@ -465,7 +544,7 @@ def _provenance(
         "corpus": {
             "documents": len(gen.corpus.documents),
             "hash": gen.corpus.content_hash,
-            "skipped": [s.model_dump() for s in gen.corpus.skipped],
+            "skipped": [{"doc_id": s.doc_id, "reason": s.reason} for s in gen.corpus.skipped],
             "pdf_pipeline": gen.corpus.pdf_pipeline,
         },
         "pipeline": {"path": settings.pipeline, "hash": gen.config.hash, "overrides": settings.overrides},

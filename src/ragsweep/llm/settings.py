@@ -114,10 +114,10 @@ class LLMSettings(BaseModel):
                 if env.get(var):
                     data["model"] = env[var]
                     break
-        if not data.get("api_key"):
-            key_env = data.get("api_key_env")
-            data["api_key"] = env.get(key_env if isinstance(key_env, str) else "OPENAI_API_KEY", "")
-        return cls.model_validate(data)
+        settings = cls.model_validate(data)
+        if settings.api_key.get_secret_value():
+            return settings
+        return settings.with_updates(api_key=env.get(settings.api_key_env, ""))
 
     # ------------------------------------------------------------ views
     def api_key_value(self) -> str:

@@ -16,12 +16,9 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Literal
+from typing import Any, Literal
 
-if TYPE_CHECKING:
-    from ragsweep.metrics.retrieval import Judgement
-
-LevelFn = Callable[["Judgement", int], "float | None"]  # (the case's candidates as one Judgement, depth k) -> level
+LevelFn = Callable[[Any, int], "float | None"]  # (the case's candidates as one Judgement, depth k) -> level
 
 
 @dataclass(frozen=True)
@@ -63,7 +60,7 @@ class MetricSpec:
     higher_is_better: bool = True
     chance: LevelFn | PooledLevel | None = None
     oracle: LevelFn | PooledLevel | None = None
-    budget: Callable[[Judgement, int], float] | None = None
+    budget: Callable[[Any, int], float] | None = None
     says_nothing_for: Mapping[str, str] = field(default_factory=dict)
     curve: bool = False
     headline: float | None = None

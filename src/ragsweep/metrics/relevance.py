@@ -116,15 +116,13 @@ import unicodedata
 from array import array
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Literal, Union
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Union
 
 from ragsweep.core.hits import Hit
 from ragsweep.datasets.schema import Case, RelevanceConfig
 from ragsweep.datasets.textnorm import normalize, normalize_map
 
-from .retrieval import Judgement, RankVerdict, RelevanceDetail
+from .retrieval import Judgement, RankVerdict, RelevanceDetail, UnlocatedSpan
 
 if TYPE_CHECKING:
     from rapidfuzz.distance import ScoreAlignment
@@ -449,23 +447,6 @@ def _offset_covers(
         covers_list.append((frozenset(covered), bool(covered)))
     detail["located"] = {f"e{i}@{d}": how for (i, d), (how, _) in located.items()}
     return covers_list
-
-
-class UnlocatedSpan(BaseModel):
-    """An evidence span found in no parsed document it may come from (under ``doc_id``: a relevant
-    document with no parsed text, ``text`` empty)."""
-
-    index: int  # its place in the case's evidence (doc_id: in its relevant documents)
-    text: str
-    doc_id: str | None  # the document it names; None: any of the case's scope (or of the corpus)
-    reason: Literal["not in the parsed text", "document not parsed"]
-    searched: list[str] = []  # the parsed documents of its doc_id or scope it was looked for in; []: every one
-
-    def shown(self, limit: int = 60) -> str:
-        """The span as reports quote it, or "relevant document" for a document judged by id."""
-        if not self.text:
-            return "relevant document"
-        return repr(self.text if len(self.text) <= limit else self.text[: limit - 3] + "...")
 
 
 def _doc_ids(parsed_texts: ParsedTexts) -> list[str] | None:

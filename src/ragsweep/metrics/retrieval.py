@@ -61,12 +61,11 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypedDict, Unpack
+from typing import Literal, TypedDict, Unpack
+
+from pydantic import BaseModel
 
 from . import registry
-
-if TYPE_CHECKING:
-    from .relevance import UnlocatedSpan
 
 __all__ = [
     "RankVerdict",
@@ -99,6 +98,23 @@ class RankVerdict:
     grade: int = 0  # highest grade among the covered items, 0 if none
     doc_id: str | None = None
     tokens: int | None = None  # the chunk's length in tokens (the token-budget metrics need it)
+
+
+class UnlocatedSpan(BaseModel):
+    """An evidence span found in no parsed document it may come from (under ``doc_id``: a relevant
+    document with no parsed text, ``text`` empty)."""
+
+    index: int  # its place in the case's evidence (doc_id: in its relevant documents)
+    text: str
+    doc_id: str | None  # the document it names; None: any of the case's scope (or of the corpus)
+    reason: Literal["not in the parsed text", "document not parsed"]
+    searched: list[str] = []  # the parsed documents of its doc_id or scope it was looked for in; []: every one
+
+    def shown(self, limit: int = 60) -> str:
+        """The span as reports quote it, or "relevant document" for a document judged by id."""
+        if not self.text:
+            return "relevant document"
+        return repr(self.text if len(self.text) <= limit else self.text[: limit - 3] + "...")
 
 
 class RelevanceDetail(TypedDict, total=False):
