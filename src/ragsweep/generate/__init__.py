@@ -19,7 +19,7 @@ __all__ = ["GenerateError", "GenerateSettings", "generate"]
 
 def __getattr__(name):  # lazy: `ragsweep --help` builds the generate subparser without loading the generator
     if name == "GenerateSettings":
-        # deferred: as below
+        # deferred: the settings load the dataset schema; importing one module of the package must not
         from ragsweep.generate import settings
 
         return settings.GenerateSettings

@@ -49,7 +49,7 @@ def split_corpus(corpus, config) -> list[SourceChunk]:
     # deferred: the splitter imports pathway (~1 s); `ragsweep generate --help` reads this module
     from ragsweep.pipeline.chunking import split_header
 
-    # deferred: as the splitter (pathway)
+    # deferred: the store imports pathway (~1 s); `ragsweep generate --help` reads this module
     from ragsweep.pipeline.store import outline_metadata
 
     splitter = config.build().splitter
