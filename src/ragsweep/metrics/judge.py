@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 import statistics
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, TypedDict
+from typing import Protocol, TypedDict
 
 from pydantic import BaseModel
 from typing_extensions import TypedDict as ModelDict
@@ -579,7 +579,32 @@ def probe_items(cases: Sequence[ProbeCase], n_cases: int = 3) -> list[tuple[str,
     return out
 
 
-def probe_judge(judge: "LLMJudge", cases: Sequence[ProbeCase], n_cases: int = 3) -> dict[str, Any]:
+class ProbeRow(TypedDict):
+    """One probe: the answer asked about, the verdict it should get and the one it got."""
+
+    case: str
+    probe: str  # correct, correct_in_sentence, wrong, i_dont_know, ...
+    answer: str
+    expected: bool
+    got: bool | None
+    method: str
+    ok: bool
+    reason: str
+    error: str | None
+
+
+class ProbeReport(TypedDict):
+    """:func:`probe_judge`'s result (``llm_``: the probes the model decided, not the code's rules)."""
+
+    total: int
+    passed: int
+    llm_total: int
+    llm_passed: int
+    failed: list[ProbeRow]
+    probes: list[ProbeRow]
+
+
+def probe_judge(judge: "LLMJudge", cases: Sequence[ProbeCase], n_cases: int = 3) -> ProbeReport:
     """Ask the judge (one replicate) about answers whose verdict is known; say which it got right.
 
     ``llm`` counts only probes the model decided (the others are decided by the
@@ -588,7 +613,7 @@ def probe_judge(judge: "LLMJudge", cases: Sequence[ProbeCase], n_cases: int = 3)
     probes = probe_items(cases, n_cases)
     single = LLMJudge(judge.settings, judge.client, replicates=1, temperature=judge.temperature, repair=judge.repair)
     verdicts = single.judge_items([item for _, _, item, _ in probes]) if probes else []
-    rows = []
+    rows: list[ProbeRow] = []
     for (case_id, probe, item, expected), v in zip(probes, verdicts):
         rows.append(
             {
