@@ -5,9 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
-
-from pydantic import Field
 
 from ragsweep.argtypes import add_options, bounded, options_from
 from ragsweep.evaluation.inputs import DocumentOptions
@@ -47,8 +44,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--dedupe-threshold",
         type=bounded(float, 0, 1, name="a cosine similarity"),
-        default=0.9,
-        help="cosine similarity from which a question is a near-duplicate (default 0.9)",
+        default=DEFAULT_DEDUPE_THRESHOLD,
+        help=f"cosine similarity from which a question is a near-duplicate (default {DEFAULT_DEDUPE_THRESHOLD})",
     )
     p.add_argument(
         "--test-fraction",
@@ -78,35 +75,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_options(p, DocumentOptions)
 
 
-class GenerateOptions(DocumentOptions):
-    """``ragsweep generate``'s options, one field each: :meth:`settings` is what the generator takes."""
-
-    docs: str | None = None  # the documents folder (default with --from-failures: the run's)
-    out: str
-    n: int = Field(default=200, ge=1)
-    types: list[str] = Field(default_factory=lambda: list(KINDS))
-    seed: int = 0
-    pipeline: str = "pipelines/default.yaml"
-    overrides: dict[str, Any] = Field(default_factory=dict)
-    dry_run: bool = False
-    from_failures: str | None = None
-    dedupe_threshold: float = Field(default=DEFAULT_DEDUPE_THRESHOLD, gt=0, le=1)
-    test_fraction: float = Field(default=0.5, ge=0, le=1)
-    oversample: float = Field(default=1.5, ge=1)
-    max_rounds: int = Field(default=10, ge=1)
-    check_k: int | None = Field(default=None, ge=1)  # chunks retrieved for the unanswerable check (default: top_k)
-    link_docs: bool = False
-    force: bool = False
-    progress: bool = True
-    command: str = "ragsweep generate"
-
-    def settings(self) -> GenerateSettings:
-        parse = ParseSettings(workers=self.workers, follow_symlinks=self.follow_symlinks)
-        return GenerateSettings(**self.model_dump(exclude={"workers", "follow_symlinks"}), parse=parse)
-
-
-def options_of(args: argparse.Namespace) -> GenerateOptions:
-    return GenerateOptions(
+def settings_of(args: argparse.Namespace) -> GenerateSettings:
+    """The generator's settings from the parsed options (the documents options as every command reads them)."""
+    documents = options_from(DocumentOptions, args)
+    return GenerateSettings(
         docs=args.docs,
         out=args.out,
         n=args.n,
@@ -114,6 +86,7 @@ def options_of(args: argparse.Namespace) -> GenerateOptions:
         seed=args.seed,
         pipeline=args.pipeline,
         overrides=parse_overrides(getattr(args, "set", None)),
+        parse=ParseSettings(workers=documents.workers, follow_symlinks=documents.follow_symlinks),
         dry_run=args.dry_run,
         from_failures=args.from_failures,
         dedupe_threshold=args.dedupe_threshold,
@@ -123,7 +96,6 @@ def options_of(args: argparse.Namespace) -> GenerateOptions:
         check_k=args.check_k,
         link_docs=args.link_docs,
         force=args.force,
-        **options_from(DocumentOptions, args).model_dump(),
         command="ragsweep " + " ".join(sys.argv[1:]),
     )
 
@@ -136,11 +108,11 @@ def run_generate_cli(args: argparse.Namespace) -> int:
     from ragsweep.generate.generator import GenerateError, estimate, generate_dataset
 
     try:
-        options = options_of(args)
-        if options.dry_run:
-            print(json.dumps(estimate(options.settings()), indent=2))
+        settings = settings_of(args)
+        if settings.dry_run:
+            print(json.dumps(estimate(settings), indent=2))
             return 0
-        result = generate_dataset(options.settings())
+        result = generate_dataset(settings)
     except (GenerateError, FailuresError) as err:
         print(f"ragsweep: error: {err}", file=sys.stderr)
         return 2
