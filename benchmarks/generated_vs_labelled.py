@@ -165,7 +165,8 @@ def compare(args: argparse.Namespace, argv: list[str] | None) -> int:
     from scipy.stats import kendalltau
 
     from ragsweep.datasets.schema import list_doc_ids
-    from ragsweep.generate.generator import GenerateOptions, generate
+    from ragsweep.generate.generator import generate
+    from ragsweep.generate.settings import GenerateSettings
     from ragsweep.pipeline.config import parse_overrides
 
     labelled = Path(args.labelled)
@@ -194,7 +195,7 @@ def compare(args: argparse.Namespace, argv: list[str] | None) -> int:
         generated = work / "generated"
         t = time.perf_counter()
         gen_result = generate(
-            GenerateOptions(
+            GenerateSettings(
                 docs=str(subset / "docs"),
                 out=str(generated),
                 n=args.n,

@@ -23,7 +23,8 @@ import pytest
 from fake_openai import FakeOpenAI
 from ragsweep.datasets.loader import load_dataset
 from ragsweep.evaluation.dataset_check import validate_dataset
-from ragsweep.generate.generator import GenerateOptions, generate
+from ragsweep.generate.generator import generate
+from ragsweep.generate.settings import GenerateSettings
 from ragsweep.llm.client import LLMClient
 from ragsweep.llm.cost import count_message_tokens
 from ragsweep.llm.settings import LLMSettings
@@ -156,7 +157,7 @@ def _docs(root: Path, files: dict[str, str]) -> Path:
     return docs
 
 
-def _options(docs: Path, out: Path, **kw) -> GenerateOptions:
+def _options(docs: Path, out: Path, **kw) -> GenerateSettings:
     base = dict(
         docs=str(docs) if docs else None,
         out=str(out),
@@ -166,7 +167,7 @@ def _options(docs: Path, out: Path, **kw) -> GenerateOptions:
         max_rounds=1,
         oversample=1.0,
     )
-    return GenerateOptions(**{**base, **kw})
+    return GenerateSettings(**{**base, **kw})
 
 
 def _cases(out: Path) -> list[dict]:

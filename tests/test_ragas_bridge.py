@@ -12,6 +12,7 @@ ensure_offline()
 
 from ragsweep.metrics.ragas_bridge import (  # noqa: E402
     METRIC_NAMES,
+    RagasRow,
     ragas_nonllm_ascores,
     ragas_nonllm_scores,
     ragas_nonllm_scores_batch,
@@ -75,14 +76,14 @@ def test_empty_retrieval_scores_zero():
 
 def test_batch_and_async_agree_with_single():
     rows = [
-        {
-            "question": QUESTION,
-            "answer": ANSWER,
-            "retrieved_contexts": [LAW, NOISE],
-            "reference": REFERENCE,
-            "reference_contexts": [LAW],
-        },
-        {"question": QUESTION, "answer": ANSWER},
+        RagasRow(
+            question=QUESTION,
+            answer=ANSWER,
+            retrieved_contexts=[LAW, NOISE],
+            reference=REFERENCE,
+            reference_contexts=[LAW],
+        ),
+        RagasRow(question=QUESTION, answer=ANSWER),
     ]
     batch = ragas_nonllm_scores_batch(rows)
     assert batch[0] == ragas_nonllm_scores(QUESTION, ANSWER, [LAW, NOISE], REFERENCE, [LAW])

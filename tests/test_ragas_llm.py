@@ -125,7 +125,9 @@ def test_nan_and_exceptions_become_recorded_none(llm_settings):
     scorer = RagasLLMScorer(llm_settings, metrics=[FAITHFULNESS])
 
     async def run(stub):
-        return await scorer._one(stub, FAITHFULNESS, GOOD, asyncio.Semaphore(1))
+        return await scorer._one(
+            lambda case: stub.ascore(question=case.question), FAITHFULNESS, GOOD, asyncio.Semaphore(1)
+        )
 
     nan = asyncio.run(run(Stub(value=float("nan"))))
     assert nan.value is None and "NaN" in nan.reason

@@ -294,7 +294,7 @@ def _merge_headings(sentences: list[str]) -> list[str]:
 
 
 @lru_cache(maxsize=8192)
-def chunk_sentences(text: str) -> tuple[tuple[str, str, Counter, int], ...]:
+def chunk_sentences(text: str) -> tuple[tuple[str, str, Counter[str], int], ...]:
     """A chunk's sentences, each with its lower-cased form, its term counts and their total.
 
     Memoised by text: one chunk is served to many questions (every category asked of a
@@ -331,7 +331,7 @@ class _Candidate:
     text: str
     chunk: int  # 1-based position in hits
     position: int  # order of appearance over all chunks
-    terms: Counter
+    terms: Counter[str]
     length: int  # number of terms
     matched: tuple[str, ...]  # the question's terms found in it
     score: float = 0.0

@@ -26,7 +26,7 @@ from ragsweep.answer.base import IDK, Answer
 from ragsweep.answer.prompt import validate_template
 from ragsweep.answer.refusal import is_refusal as metric_refusal
 from ragsweep.core.hits import Hit
-from ragsweep.llm.client import LLMClient
+from ragsweep.llm.client import ChatResult, LLMClient, Messages
 from ragsweep.llm.cost import CallEstimate, count_message_tokens
 from ragsweep.llm.settings import LLMSettings
 
@@ -124,7 +124,7 @@ def render_prompt(
     return template.format(context=format_context(hits, chunk_format), query=question)
 
 
-def build_messages(question: str, hits: Sequence[Hit], template: str, chunk_format: str) -> list[dict]:
+def build_messages(question: str, hits: Sequence[Hit], template: str, chunk_format: str) -> Messages:
     return [{"role": "user", "content": render_prompt(question, hits, template, chunk_format)}]
 
 
@@ -203,10 +203,10 @@ class LLMAnswerer:
     def __repr__(self) -> str:
         return f"LLMAnswerer({self.settings})"
 
-    def messages(self, question: str, hits: Sequence[Hit]) -> list[dict]:
+    def messages(self, question: str, hits: Sequence[Hit]) -> Messages:
         return build_messages(question, hits, self.prompt_template, self.chunk_format)
 
-    def _to_answer(self, result, n_hits: int) -> Answer:
+    def _to_answer(self, result: ChatResult, n_hits: int) -> Answer:
         if result.error:
             return Answer(
                 text="",

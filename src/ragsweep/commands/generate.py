@@ -8,7 +8,10 @@ import sys
 
 from ragsweep.argtypes import add_options, bounded, options_from
 from ragsweep.evaluation.inputs import DocumentOptions
+from ragsweep.evaluation.settings import ParseSettings
 from ragsweep.generate.propose import KINDS
+from ragsweep.generate.settings import DEFAULT_DEDUPE_THRESHOLD, GenerateSettings
+from ragsweep.pipeline.config import parse_overrides
 
 
 def _types(text: str) -> list[str]:
@@ -41,8 +44,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--dedupe-threshold",
         type=bounded(float, 0, 1, name="a cosine similarity"),
-        default=0.9,
-        help="cosine similarity from which a question is a near-duplicate (default 0.9)",
+        default=DEFAULT_DEDUPE_THRESHOLD,
+        help=f"cosine similarity from which a question is a near-duplicate (default {DEFAULT_DEDUPE_THRESHOLD})",
     )
     p.add_argument(
         "--test-fraction",
@@ -72,39 +75,47 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_options(p, DocumentOptions)
 
 
-def run_generate_cli(args) -> int:
+def settings_of(args: argparse.Namespace) -> GenerateSettings:
+    """The generator's settings from the parsed options (the documents options as every command reads them)."""
+    documents = options_from(DocumentOptions, args)
+    return GenerateSettings(
+        docs=args.docs,
+        out=args.out,
+        n=args.n,
+        types=args.types,
+        seed=args.seed,
+        pipeline=args.pipeline,
+        overrides=parse_overrides(getattr(args, "set", None)),
+        parse=ParseSettings(workers=documents.workers, follow_symlinks=documents.follow_symlinks),
+        dry_run=args.dry_run,
+        from_failures=args.from_failures,
+        dedupe_threshold=args.dedupe_threshold,
+        test_fraction=args.test_fraction,
+        oversample=max(1.0, args.oversample),
+        max_rounds=args.max_rounds,
+        check_k=args.check_k,
+        link_docs=args.link_docs,
+        force=args.force,
+        command="ragsweep " + " ".join(sys.argv[1:]),
+    )
+
+
+def run_generate_cli(args: argparse.Namespace) -> int:
+    # deferred: the generator and the run reader load the records and the metrics (~0.15 s); --help must not
     from ragsweep.generate.failures import FailuresError
-    from ragsweep.generate.generator import GenerateError, GenerateOptions, generate
-    from ragsweep.pipeline.config import parse_overrides
+
+    # deferred: the generator loads the pipeline store and the run records; --help must not
+    from ragsweep.generate.generator import GenerateError, estimate, generate_dataset
 
     try:
-        options = GenerateOptions(
-            docs=args.docs,
-            out=args.out,
-            n=args.n,
-            types=args.types,
-            seed=args.seed,
-            pipeline=args.pipeline,
-            overrides=parse_overrides(getattr(args, "set", None)),
-            dry_run=args.dry_run,
-            from_failures=args.from_failures,
-            dedupe_threshold=args.dedupe_threshold,
-            test_fraction=args.test_fraction,
-            oversample=max(1.0, args.oversample),
-            max_rounds=args.max_rounds,
-            check_k=args.check_k,
-            link_docs=args.link_docs,
-            force=args.force,
-            **options_from(DocumentOptions, args).model_dump(),
-            command="ragsweep " + " ".join(sys.argv[1:]),
-        )
-        result = generate(options)
+        settings = settings_of(args)
+        if settings.dry_run:
+            print(json.dumps(estimate(settings), indent=2))
+            return 0
+        result = generate_dataset(settings)
     except (GenerateError, FailuresError) as err:
         print(f"ragsweep: error: {err}", file=sys.stderr)
         return 2
-    if options.dry_run:
-        print(json.dumps(result, indent=2))
-        return 0
     print(f"{result['out']}: {result['cases']} cases {result['kept']} (requested {result['requested']})")
     print(
         f"proposed {result['proposed']}; dropped {result['dropped'] or 'none'}"
@@ -116,7 +127,7 @@ def run_generate_cli(args) -> int:
         f"LLM: {u['calls']} calls ({u['cached']} from cache, {u['errors']} failed: {rate:.1%}), "
         f"{u['prompt_tokens']} prompt + {u['completion_tokens']} completion tokens, ${u['cost_usd']:.4f}"
     )
-    calls = result.get("llm_calls")
+    calls = result["llm_calls"]
     if calls:
         print(f"  {'failed: ' + calls['why'] + '; ' if calls['why'] else ''}{calls['endpoint_line']}")
     print(f"stopped after {result['rounds']} round(s): {result['stopped']}")

@@ -116,10 +116,12 @@ def _inode(path: Path) -> int | None:
         return None
 
 
-def rows_for_keys(conn: sqlite3.Connection, select: str, keys: Sequence[str], batch: int = 500) -> list[tuple]:
+def rows_for_keys(
+    conn: sqlite3.Connection, select: str, keys: Sequence[str], batch: int = 500
+) -> list[tuple[Any, ...]]:
     """The rows of ``select`` (``SELECT key, ... FROM table``) whose key is one of ``keys``, asked
     ``batch`` keys at a time (SQLite limits the number of bound variables in one statement)."""
-    rows: list[tuple] = []
+    rows: list[tuple[Any, ...]] = []
     for i in range(0, len(keys), batch):
         part = list(keys[i : i + batch])
         rows.extend(conn.execute(f"{select} WHERE key IN ({','.join('?' * len(part))})", part).fetchall())

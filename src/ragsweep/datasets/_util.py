@@ -6,6 +6,7 @@ import hashlib
 import re
 import shutil
 import unicodedata
+from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -20,6 +21,11 @@ def contract_key(name: str) -> str:
     stem = unicodedata.normalize("NFKD", name.strip()).lower()
     stem = re.sub(r"\.(pdf|txt|docx)[\s'\"]*$", "", stem)
     return re.sub(r"[^0-9a-z]", "", stem)
+
+
+def csv_rows(header: list[str], rows: Iterable[list[str]]) -> list[dict[str, str]]:
+    """Each non-empty row by column name; a row cut short has "" in its missing cells."""
+    return [dict(zip(header, [*r, *[""] * (len(header) - len(r))])) for r in rows if r]
 
 
 def split_for(key: str, dev_fraction: float = 0.5) -> str:

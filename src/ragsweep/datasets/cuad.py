@@ -31,7 +31,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._util import contract_key, copy_doc, index_files, short_hash, slug, split_for
+from ._util import contract_key, copy_doc, csv_rows, index_files, short_hash, slug, split_for
 from .cuad_naming import contract_parties, contract_question, contract_title
 from .loader import write_cases
 from .schema import Case
@@ -87,7 +87,7 @@ def read_master(master_csv: str | Path) -> tuple[list[tuple[str, str]], list[dic
     with open(master_csv, encoding="utf-8-sig", newline="") as fh:
         reader = csv.reader(fh)
         header = next(reader)
-        rows = [dict(zip(header, r)) for r in reader if r]
+        rows = csv_rows(header, reader)
     pairs = []
     for clause, answer in zip(header[1::2], header[2::2]):
         if not answer.replace(" ", "").lower().startswith(clause.replace(" ", "").lower()):
@@ -141,7 +141,7 @@ def cuad_cases(
             if cat is None:
                 raise ValueError(f"category {clause_col!r} has no description")
             pieces = split_excerpts(row[clause_col])
-            answer = row.get(answer_col, "").strip() or None
+            answer = row[answer_col].strip() or None
             question, named = cat["question"], {}
             scope: list[str] | None = [doc_id]
             if naming is not None:

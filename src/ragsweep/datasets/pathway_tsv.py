@@ -27,7 +27,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._util import contract_key, copy_doc, index_files, short_hash, slug, split_for
+from ._util import contract_key, copy_doc, csv_rows, index_files, short_hash, slug, split_for
 from .loader import write_cases
 from .schema import Case
 
@@ -67,7 +67,7 @@ def read_labeled(tsv: str | Path) -> tuple[list[str], list[dict[str, str]]]:
     with open(tsv, encoding="utf-8", newline="") as fh:
         reader = csv.reader(fh, delimiter="\t")
         header = next(reader)
-        rows = [dict(zip(header, r)) for r in reader if r]
+        rows = csv_rows(header, reader)
     return header, rows
 
 
@@ -91,11 +91,11 @@ def pathway_cases(
             continue
         doc_id = doc_ids[key] if doc_ids is not None else filename
         for cat in cats:
-            cell = row.get(cat, "").strip()
+            cell = row[cat].strip()
             spans = [str(s) for s in ast.literal_eval(cell)] if cell else []
             spans = [s for s in spans if s.strip()]
             ans_col = _answer_column(header, cat)
-            answer = (row.get(ans_col, "") if ans_col else "").strip() or None
+            answer = (row[ans_col] if ans_col else "").strip() or None
             meta = {"contract": filename, "category": cat}
             if cat in PATHWAY_ANSWER_QUESTIONS:
                 meta["answer_question"] = PATHWAY_ANSWER_QUESTIONS[cat]

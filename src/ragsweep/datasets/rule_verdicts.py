@@ -32,10 +32,13 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TypeVar
+
+from pydantic import JsonValue
 
 from ragsweep.answer.base import Answer
+from ragsweep.answer.llm import is_refusal
 from ragsweep.datasets.schema import Case
 
 RULE_SOURCE = "rule:{kind}-match (datasets/cuad-judge-reference/README.md)"
@@ -333,12 +336,14 @@ def reference_period(label: str) -> float | None:
 
 # ----------------------------------------------------------------- the rule
 
+T = TypeVar("T")
+R = TypeVar("R")
 
-def _decide(found: Iterable[Any], reference: Any, same) -> bool | None:
-    found = list(found)
-    if not found:
-        return None
+
+def _decide(found: Iterable[T], reference: R, same: Callable[[T, R], bool]) -> bool | None:
     hits = [same(v, reference) for v in found]
+    if not hits:
+        return None
     if all(hits):
         return True
     if not any(hits):
@@ -374,8 +379,10 @@ def decidable_reference(kind: str, reference: str | None) -> bool:
 
 # ----------------------------------------------------------------- building the set
 
+CaseRow = dict[str, JsonValue]  # one line of a canonical cases file, kept as written
 
-def select_cases(rows: Sequence[dict[str, Any]], per_category: int | None = None) -> list[dict[str, Any]]:
+
+def select_cases(rows: Sequence[CaseRow], per_category: int | None = None) -> list[CaseRow]:
     """The answerable CUAD cases of :data:`CATEGORIES` whose label the rule can read (the first
     ``per_category`` of each, in the dataset's order). ``rows``: the lines of a canonical cases
     file, each read as a :class:`~ragsweep.datasets.schema.Case` and kept as it is."""
@@ -385,23 +392,23 @@ def select_cases(rows: Sequence[dict[str, Any]], per_category: int | None = None
         kind = CATEGORIES.get(case.type or "")
         if kind is None or case.unanswerable or not decidable_reference(kind, case.reference_answer):
             continue
-        if per_category is not None and taken[row["type"]] >= per_category:
+        if per_category is not None and taken[case.type or ""] >= per_category:
             continue
-        taken[row["type"]] += 1
+        taken[case.type or ""] += 1
         out.append(dict(row))
     return out
 
 
 def label_records(
-    cases: Sequence[dict[str, Any]], answers: Mapping[str, Answer], model: str
-) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    cases: Sequence[CaseRow], answers: Mapping[str, Answer], model: str
+) -> tuple[list[CaseRow], dict[str, int]]:
     """Each case whose run answer (``answers``: the run's, by case id) the rule decides, with its
     ``reference_verdict``; and counts."""
-    from ragsweep.answer.llm import is_refusal
-
-    out, counts = [], {"cases": len(cases), "no_answer": 0, "refusal": 0, "undecided": 0, "correct": 0, "wrong": 0}
-    for case in cases:
-        answer = answers.get(case["id"])
+    out: list[CaseRow] = []
+    counts = {"cases": len(cases), "no_answer": 0, "refusal": 0, "undecided": 0, "correct": 0, "wrong": 0}
+    for row in cases:
+        case = Case.model_validate(row)
+        answer = answers.get(case.id)
         text = answer.text.strip() if answer is not None else ""
         if answer is None or answer.error or not text:
             counts["no_answer"] += 1
@@ -409,18 +416,21 @@ def label_records(
         if answer.abstained or is_refusal(text):
             counts["refusal"] += 1
             continue
-        kind = CATEGORIES[case["type"]]
-        verdict = rule_verdict(kind, text, case["reference_answer"])
+        kind = CATEGORIES[case.type or ""]
+        verdict = rule_verdict(kind, text, case.reference_answer or "")
         if verdict is None:
             counts["undecided"] += 1
             continue
         counts["correct" if verdict else "wrong"] += 1
-        row = dict(case)
-        row["reference_verdict"] = {
-            "answer": text,
-            "is_correct": verdict,
-            "source": RULE_SOURCE.format(kind=kind),
-            "note": f"answer by {model}; rule-based, not a human label",
-        }
-        out.append(row)
+        out.append(
+            {
+                **row,
+                "reference_verdict": {
+                    "answer": text,
+                    "is_correct": verdict,
+                    "source": RULE_SOURCE.format(kind=kind),
+                    "note": f"answer by {model}; rule-based, not a human label",
+                },
+            }
+        )
     return out, counts

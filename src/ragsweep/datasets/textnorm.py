@@ -42,6 +42,9 @@ _CHAR_MAP = {
 }
 
 
+_CHAR_TABLE = str.maketrans(_CHAR_MAP)
+
+
 def _joins_previous(ch: str) -> bool:
     """A combining mark (or a Hangul vowel/final jamo) belongs to the character before it."""
     return unicodedata.category(ch)[0] == "M" or 0x1160 <= ord(ch) <= 0x11FF
@@ -49,11 +52,11 @@ def _joins_previous(ch: str) -> bool:
 
 def _fold(chars: str) -> str:
     """Quotes/dashes mapped, NFKC, casefold, NFKC (one character and its combining marks)."""
-    s = "".join(_CHAR_MAP.get(c, c) for c in chars)
+    s = chars.translate(_CHAR_TABLE)
     if not s:
         return s
     s = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", s).casefold())
-    s = "".join(_CHAR_MAP.get(c, c) for c in s)
+    s = s.translate(_CHAR_TABLE)
     if any(c.isspace() for c in s):  # e.g. NFKC("¨") = " \u0308"
         s = "".join(c for c in s if not c.isspace())
     return s

@@ -29,8 +29,12 @@ from .schema import Case
 _FIELD_RE = re.compile(r"^\.([A-Z])(?:\s+(.*))?$")
 
 
+SMART_FIELDS = ("T", "A", "B", "W")  # title, authors, bibliography, words (the body); "" when a record has none
+
+
 def parse_dotted(path: str | Path) -> list[dict[str, str]]:
-    """Parse SMART-style ``.I/.T/.A/.B/.W`` records; returns ``[{"I": .., "T": .., "W": ..}, ...]``."""
+    """Parse SMART-style ``.I/.T/.A/.B/.W`` records; returns ``[{"I": .., "T": .., "A": .., "B": .., "W": ..}, ...]``
+    (every one of :data:`SMART_FIELDS`, and any other field a record has)."""
     records: list[dict[str, str]] = []
     current: dict[str, list[str]] | None = None
     field: str | None = None
@@ -41,7 +45,7 @@ def parse_dotted(path: str | Path) -> list[dict[str, str]]:
             if tag == "I":
                 if current is not None:
                     records.append({k: "\n".join(v).strip() for k, v in current.items()})
-                current = {"I": [rest.strip()]}
+                current = {"I": [rest.strip()], **{tag: [] for tag in SMART_FIELDS}}
                 field = None
             else:
                 field = tag
@@ -115,8 +119,8 @@ def topics_qrels_cases(
 
 
 def cranfield_doc_text(record: dict[str, str]) -> str:
-    title = record.get("T", "").strip()
-    body = record.get("W", "").strip()
+    title = record["T"].strip()
+    body = record["W"].strip()
     return f"{title}\n\n{body}\n" if body else f"{title}\n"
 
 
@@ -129,7 +133,7 @@ def import_cranfield(source: str | Path, out_dir: str | Path, write_docs: bool =
         for rec in docs:
             (out / "docs" / f"{int(rec['I'])}.txt").write_text(cranfield_doc_text(rec), encoding="utf-8")
     queries = parse_dotted(src / "cran.qry")
-    topics = [(str(n), q.get("W", "")) for n, q in enumerate(queries, start=1)]
+    topics = [(str(n), q["W"]) for n, q in enumerate(queries, start=1)]
     qry_number = {str(n): q["I"] for n, q in enumerate(queries, start=1)}
     cases = topics_qrels_cases(
         topics,

@@ -5,13 +5,16 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragsweep.datasets.schema import Case
 from ragsweep.evaluation.loop import Answering
 from ragsweep.evaluation.settings import AnswerSettings
 from ragsweep.pipeline.answering import make_answerer
 from ragsweep.pipeline.config import PipelineConfig
+
+if TYPE_CHECKING:
+    from ragsweep.metrics.judge import ProbeReport
 
 
 def llm_settings_of(config: PipelineConfig) -> Any:
@@ -22,7 +25,7 @@ def llm_settings_of(config: PipelineConfig) -> Any:
 
 def prepare_answering(
     config: PipelineConfig, settings: AnswerSettings, cases: Sequence[Case], stage: dict[str, float], probe: bool = True
-) -> tuple[Answering, dict[str, Any] | None]:
+) -> tuple[Answering, ProbeReport | None]:
     """The answering ``settings`` ask for and, when judging with probes, the probes' result."""
     answerer, llm_settings = make_answerer(config, settings.use_llm)
     answering = Answering(

@@ -37,7 +37,7 @@ from ragsweep.datasets.schema import Case, RelevanceConfig
 from ragsweep.evaluation.manifest import RunManifest, SweepManifest
 from ragsweep.metrics.judge import JudgeVerdict
 from ragsweep.metrics.registry import at_k_families, budget_names, leveled_names, ranking_metrics
-from ragsweep.metrics.relevance import UnlocatedSpan
+from ragsweep.metrics.retrieval import UnlocatedSpan
 
 RECORD_VERSION = 2
 

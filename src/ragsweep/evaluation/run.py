@@ -25,7 +25,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ragsweep.core.errors import RunError, StageError
 from ragsweep.datasets.schema import Case, Dataset
@@ -44,6 +44,9 @@ from ragsweep.pipeline.app_components import Spent, embedding_usage, usage_since
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import parse_documents
+
+if TYPE_CHECKING:
+    from ragsweep.metrics.judge import ProbeReport
 
 T = TypeVar("T")
 
@@ -179,7 +182,7 @@ def run_result(
     config: PipelineConfig,
     settings: RunSettings,
     answering: Answering,
-    probes: dict[str, Any] | None,
+    probes: ProbeReport | None,
 ) -> RunResult:
     """report.json's body (without the manifest): the one aggregator over the cases, the answers'
     outcome, and how far the LLM metrics can be trusted (:mod:`ragsweep.evaluation.judge_report`)."""

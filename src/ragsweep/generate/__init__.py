@@ -14,11 +14,17 @@ Why not ragas' ``TestsetGenerator``: see ``README.md`` ("Generated test sets") a
 :data:`ragsweep.generate.writer.RAGAS_NOTE`.
 """
 
-__all__ = ["GenerateError", "GenerateOptions", "generate"]
+__all__ = ["GenerateError", "GenerateSettings", "generate"]
 
 
 def __getattr__(name):  # lazy: `ragsweep --help` builds the generate subparser without loading the generator
-    if name in ("GenerateError", "GenerateOptions", "generate"):
+    if name == "GenerateSettings":
+        # deferred: the settings load the dataset schema; importing one module of the package must not
+        from ragsweep.generate import settings
+
+        return settings.GenerateSettings
+    if name in ("GenerateError", "generate"):
+        # deferred: the generator loads the pipeline's corpus and the run records; the subparser must not
         from ragsweep.generate import generator
 
         return getattr(generator, name)

@@ -22,19 +22,36 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TypedDict
 
-from pydantic import Field
+import numpy as np
+from pydantic import JsonValue
 
-from ragsweep.evaluation.inputs import DocumentOptions
+from ragsweep.core.hits import Hit
+from ragsweep.datasets.loader import load_dataset
+from ragsweep.evaluation.dataset_check import validate_dataset
+from ragsweep.evaluation.runfolder import now
 from ragsweep.generate import failures as failures_mod
 from ragsweep.generate import propose, verify
+from ragsweep.generate.estimate import estimate_generation
 from ragsweep.generate.propose import KINDS, Candidate
 from ragsweep.generate.sampling import ChunkSampler, SourceChunk, split_corpus, usable
-
-if TYPE_CHECKING:
-    from ragsweep.generate.writer import FailuresRun, Provenance, StepUsage
-    from ragsweep.llm.client import ChatResult
+from ragsweep.generate.settings import GenerateSettings
+from ragsweep.generate.writer import (
+    FailuresRun,
+    LLMCallsSummary,
+    Provenance,
+    StepUsage,
+    assign_splits,
+    case_id,
+    to_case,
+    write_dataset,
+)
+from ragsweep.llm.client import ChatResult, LLMClient, Messages, error_kind, transient
+from ragsweep.llm.settings import LLMSettings
+from ragsweep.pipeline.config import PipelineConfig
+from ragsweep.pipeline.corpus import parse_corpus
+from ragsweep.pipeline.store import RagStore
 
 GENERATOR = "ragsweep's own generator (ragsweep.generate)"
 MAX_ASKS = 2  # a candidate whose call failed at the endpoint goes through the steps at most this often
@@ -44,31 +61,47 @@ class GenerateError(Exception):
     pass
 
 
-class GenerateOptions(DocumentOptions):
-    docs: str | None = None  # the documents folder (default with --from-failures: the run's)
-    out: str
-    n: int = Field(default=200, ge=1)
-    types: list[str] = Field(default_factory=lambda: list(KINDS))
-    seed: int = 0
-    pipeline: str = "pipelines/default.yaml"
-    overrides: dict[str, Any] = Field(default_factory=dict)
-    dry_run: bool = False
-    from_failures: str | None = None
-    dedupe_threshold: float = Field(default=verify.DEFAULT_DEDUPE_THRESHOLD, gt=0, le=1)
-    test_fraction: float = Field(default=0.5, ge=0, le=1)
-    oversample: float = Field(default=1.5, ge=1)
-    max_rounds: int = Field(default=10, ge=1)
-    check_k: int | None = Field(default=None, ge=1)  # chunks retrieved for the unanswerable check (default: top_k)
-    link_docs: bool = False
-    force: bool = False
-    progress: bool = True
-    command: str = "ragsweep generate"
-
-
 def quotas(n: int, types: Sequence[str]) -> dict[str, int]:
     """``n`` split evenly over the kinds, the remainder to the first ones named."""
     base, extra = divmod(n, len(types))
     return {t: base + (1 if i < extra else 0) for i, t in enumerate(types)}
+
+
+Embed = Callable[[list[str]], np.ndarray]  # questions -> their vectors, one row each
+Log = Callable[[str], None]
+
+
+class DryRun(TypedDict):
+    """What ``--dry-run`` prints: the corpus, the LLM and the estimated calls of each step."""
+
+    dry_run: bool
+    requested: dict[str, int]
+    documents: int
+    chunks: int
+    usable_chunks: int
+    llm: dict[str, JsonValue]
+    propose: dict[str, JsonValue]  # CallEstimate, dumped
+    support: dict[str, JsonValue]
+    answerability: dict[str, JsonValue]
+    total: dict[str, JsonValue]
+
+
+class Generated(TypedDict):
+    """What a generation did, for the command's summary."""
+
+    out: str
+    cases: int
+    kept: dict[str, int]
+    requested: dict[str, int]
+    proposed: dict[str, int]
+    dropped: dict[str, int]
+    surplus: int
+    short: dict[str, int]
+    stopped: str
+    rounds: int
+    usage: StepUsage
+    llm_calls: LLMCallsSummary | None
+    problems: list[str]
 
 
 class RunSummary(TypedDict):
@@ -117,36 +150,37 @@ class Usage:
 class Generator:
     """One generation: the corpus, its chunks, the sampler, the LLM client and the store."""
 
-    def __init__(self, options: GenerateOptions, client=None, embed: Callable | None = None, log=None):
-        from ragsweep.llm.settings import LLMSettings
-        from ragsweep.pipeline.config import PipelineConfig
-
-        self.options = options
+    def __init__(
+        self,
+        settings: GenerateSettings,
+        client: LLMClient | None = None,
+        embed: Embed | None = None,
+        log: Log | None = None,
+    ):
+        self.settings = settings
         self.log = log or (lambda msg: print(msg, file=sys.stderr))
-        bad = [t for t in options.types if t not in KINDS]
-        if bad or not options.types:
+        bad = [t for t in settings.types if t not in KINDS]
+        if bad or not settings.types:
             raise GenerateError(f"--types: unknown kind(s) {bad}; expected some of {', '.join(KINDS)}")
-        self.config = PipelineConfig.load(options.pipeline, options.overrides)
-        self.settings = client.settings if client is not None else LLMSettings.from_mapping(self.config.scalars())
+        self.config = PipelineConfig.load(settings.pipeline, settings.overrides)
+        self.llm = client.settings if client is not None else LLMSettings.from_mapping(self.config.scalars())
         self._client = client
         self.embed = embed or verify.default_embed
-        self.check_k = options.check_k or self.config.top_k
+        self.check_k = settings.check_k or self.config.top_k
         self.seeds: list[failures_mod.Seed] = []
         self.existing: list[tuple[str, list[str] | None]] = []
         self.run_info: FailuresRun | None = None
-        docs = options.docs
-        if options.from_failures:
-            docs = self._read_failures(options.from_failures, docs)
+        docs = settings.docs
+        if settings.from_failures:
+            docs = self._read_failures(settings.from_failures, docs)
         if not docs:
             raise GenerateError("give --docs DIR (or --from-failures RUN_DIR of a run whose documents folder exists)")
         self.docs_dir = Path(docs)
-        from ragsweep.pipeline.corpus import parse_corpus
-
         self.corpus = parse_corpus(
             self.docs_dir,
-            progress=options.progress,
-            workers=options.workers or None,
-            follow_symlinks=options.follow_symlinks,
+            progress=settings.progress,
+            workers=settings.parse.workers or None,
+            follow_symlinks=settings.parse.follow_symlinks,
         )
         for skipped in self.corpus.skipped:
             self.log(f"skipped document {skipped.doc_id}: {skipped.reason}")
@@ -155,7 +189,7 @@ class Generator:
         self.texts = {d.doc_id: d.text for d in self.corpus.documents}
         self.chunks = split_corpus(self.corpus, self.config)
         # one sampler per kind: a passage is the source of at most one question of each kind
-        self.samplers = {kind: ChunkSampler(self.chunks, f"{options.seed}:{kind}") for kind in KINDS}
+        self.samplers = {kind: ChunkSampler(self.chunks, f"{settings.seed}:{kind}") for kind in KINDS}
         self._store = None
         self._order = 0
         self._seed_cursor = 0
@@ -168,7 +202,7 @@ class Generator:
     def _read_failures(self, run_dir: str, docs: str | None) -> str | None:
         records, sources = failures_mod.read_run(run_dir)
         seeds = failures_mod.failed_seeds(records)
-        wanted = set(self.options.types)
+        wanted = set(self.settings.types)
         self.seeds = [s for s in seeds if s.kind in wanted]
         if not self.seeds:
             raise GenerateError(
@@ -182,8 +216,6 @@ class Generator:
         }
         dataset = sources.dataset.path
         if dataset and Path(dataset).is_dir():
-            from ragsweep.datasets.loader import load_dataset
-
             try:
                 self.existing = [(c.question, c.doc_scope) for c in load_dataset(dataset).cases]
             except Exception as err:  # noqa: BLE001 - dedupe against it is a courtesy, not a need
@@ -193,16 +225,12 @@ class Generator:
     @property
     def client(self):
         if self._client is None:
-            from ragsweep.llm.client import LLMClient
-
-            self._client = LLMClient(self.settings)
+            self._client = LLMClient(self.llm)
         return self._client
 
     @property
     def store(self):
         if self._store is None:
-            from ragsweep.pipeline.store import RagStore
-
             self._store = RagStore(self.config, self.corpus)
         return self._store
 
@@ -218,7 +246,7 @@ class Generator:
         """Fresh candidates for what each kind still needs (x oversample)."""
         if self.seeds:
             return self._draw_from_failures(sum(need.values()))
-        left = {kind: math.ceil(missing * self.options.oversample) for kind, missing in need.items() if missing > 0}
+        left = {kind: math.ceil(missing * self.settings.oversample) for kind, missing in need.items() if missing > 0}
         batch: list[Candidate] = []
         while any(left.values()):
             for kind in list(left):
@@ -237,7 +265,7 @@ class Generator:
         return batch
 
     def _draw_from_failures(self, missing: int) -> list[Candidate]:
-        n = math.ceil(missing * self.options.oversample)
+        n = math.ceil(missing * self.settings.oversample)
         picks = [self.seeds[(self._seed_cursor + i) % len(self.seeds)] for i in range(n)]
         self._seed_cursor += n
         all_docs = sorted(self.texts)
@@ -246,20 +274,21 @@ class Generator:
             own = set(seed.doc_scope or seed.relevant_docs)
             other_docs.append([d for d in all_docs if d not in own] or all_docs)
         ask = [i for i, s in enumerate(picks) if s.kind != "unanswerable"]
-        hits_of: dict[int, list] = {}
+        hits_of: list[list[Hit]] = [[] for _ in picks]  # an unanswerable seed retrieves nothing
         if ask:
             found = self.store.retrieve(
                 [picks[i].question for i in ask],
                 k=max(10, 2 * self.check_k),
                 doc_scopes=[other_docs[i] for i in ask],
             )
-            hits_of = dict(zip(ask, found))
+            for i, hits in zip(ask, found):
+                hits_of[i] = hits
         batch: list[Candidate] = []
         for i, seed in enumerate(picks):
             kind = seed.kind
             hint = seed.model_copy(update={"run": self.run_info["run"] if self.run_info else None})
             want = 2 if kind == "multi_hop" else 1
-            ranked = [SourceChunk(h.doc_id, h.start, h.end, h.text) for h in hits_of.get(i, [])]
+            ranked = [SourceChunk(h.doc_id, h.start, h.end, h.text) for h in hits_of[i]]
             sampler = self.samplers[kind]
             ranked = [c for c in ranked if usable(c) and c.key not in sampler.used]
             sources: list[SourceChunk] = ranked[:1]
@@ -281,10 +310,8 @@ class Generator:
         return batch
 
     # ------------------------------------------------------------------ steps
-    def _ask(self, step: str, batch: list[list[dict[str, str]]]) -> list[ChatResult]:
+    def _ask(self, step: str, batch: list[Messages]) -> list[ChatResult]:
         """One step's calls, counted for the usage table and the round's failures."""
-        from ragsweep.llm.client import error_kind
-
         replies = self.client.chat_batch(batch, json_mode=True)
         self.usage.add(step, replies)
         self.round_calls += len(replies)
@@ -296,7 +323,7 @@ class Generator:
         return replies
 
     def verify_batch(self, batch: list[Candidate], accepted: list[Candidate]) -> None:
-        o = self.options
+        o = self.settings
         for c in batch:
             if c.asks == 1:
                 self.proposed[c.kind] += 1
@@ -328,14 +355,17 @@ class Generator:
                 verify.read_answered(c, h, r)
 
     # ------------------------------------------------------------------ run
-    def llm_calls(self) -> dict[str, Any] | None:
-        """The client's calls, failure rate and what the endpoint did (None for a client without stats)."""
-        stats = getattr(self._client, "stats", None) if self._client is not None else None
-        if stats is None:
+    def llm_calls(self) -> LLMCallsSummary | None:
+        """The client's calls, failure rate and what the endpoint did (None when no call was made)."""
+        if self._client is None:
             return None
-        calls = stats()
+        calls = self._client.stats()
         return {
-            **calls.model_dump(),
+            "calls": calls.calls,
+            "failed": calls.failed,
+            "cached": calls.cached,
+            "errors": dict(calls.errors),
+            "endpoint": calls.endpoint.model_dump(),
             "failure_rate": round(calls.failure_rate, 4),
             "why": calls.why(),
             "endpoint_line": calls.endpoint.line(),
@@ -343,24 +373,25 @@ class Generator:
 
     def requested(self) -> dict[str, int]:
         if self.seeds:
-            kinds = Counter(self.seeds[i % len(self.seeds)].kind for i in range(self.options.n))
-            return {k: kinds[k] for k in self.options.types}
-        return quotas(self.options.n, self.options.types)
+            kinds = Counter(self.seeds[i % len(self.seeds)].kind for i in range(self.settings.n))
+            return {k: kinds[k] for k in self.settings.types}
+        return quotas(self.settings.n, self.settings.types)
 
-    def dry_run(self) -> dict[str, Any]:
-        from ragsweep.generate.estimate import estimate_generation
-
+    def dry_run(self) -> DryRun:
         need = self.requested()
         batch = self.draw(need)
-        est = estimate_generation(batch, self.settings, self.check_k, self.options.max_rounds)
+        est = estimate_generation(batch, self.llm, self.check_k, self.settings.max_rounds)
         return {
             "dry_run": True,
             "requested": need,
             "documents": len(self.corpus.documents),
             "chunks": len(self.chunks),
             "usable_chunks": sum(map(usable, self.chunks)),
-            "llm": self.settings.public_dict(),
-            **{k: v.model_dump() for k, v in est.items()},
+            "llm": self.llm.public_dict(),
+            "propose": est["propose"].model_dump(),
+            "support": est["support"].model_dump(),
+            "answerability": est["answerability"].model_dump(),
+            "total": est["total"].model_dump(),
         }
 
     def _slot(self, c: Candidate) -> str:
@@ -382,15 +413,13 @@ class Generator:
 
     def run(self) -> tuple[list[Candidate], list[Candidate], RunSummary]:
         """(kept, dropped, summary)."""
-        from ragsweep.llm.client import transient
-
         need_total = self.requested()
-        quota = {"*": self.options.n} if self.seeds else dict(need_total)
+        quota = {"*": self.settings.n} if self.seeds else dict(need_total)
         kept: list[Candidate] = []
         dropped: list[Candidate] = []
         waiting: list[Candidate] = []  # their call failed at the endpoint: asked again next round
         surplus, rounds, stopped = 0, 0, ""
-        for round_no in range(1, self.options.max_rounds + 1):
+        for round_no in range(1, self.settings.max_rounds + 1):
             have = Counter(self._slot(c) for c in kept)
             if all(have[k] >= q for k, q in quota.items()):
                 break
@@ -420,7 +449,7 @@ class Generator:
         short = {k: q - sum(1 for c in kept if self._slot(c) == k) for k, q in quota.items()}
         short = {k: v for k, v in short.items() if v > 0}
         if short and not stopped:
-            stopped = f"--max-rounds {self.options.max_rounds} reached"
+            stopped = f"--max-rounds {self.settings.max_rounds} reached"
         summary: RunSummary = {
             "surplus": surplus,
             "short": short,
@@ -444,28 +473,38 @@ def prompts_text() -> dict[str, str]:
     }
 
 
-def generate(options: GenerateOptions, client=None, embed: Callable | None = None, log=None) -> dict[str, Any]:
+def generate(
+    settings: GenerateSettings, client: LLMClient | None = None, embed: Embed | None = None, log: Log | None = None
+) -> Generated | DryRun:
     """Generate and write a dataset folder (or, for a dry run, return the estimate)."""
-    from ragsweep.evaluation.dataset_check import validate_dataset
-    from ragsweep.evaluation.runfolder import now
-    from ragsweep.generate.writer import assign_splits, case_id, to_case, write_dataset
+    if settings.dry_run:
+        return estimate(settings, client, embed, log)
+    return generate_dataset(settings, client, embed, log)
 
-    out = Path(options.out)
-    if not options.dry_run and out.exists() and any(out.iterdir()) and not options.force:
+
+def estimate(
+    settings: GenerateSettings, client: LLMClient | None = None, embed: Embed | None = None, log: Log | None = None
+) -> DryRun:
+    """The calls and tokens a generation would take, nothing sent."""
+    return Generator(settings, client=client, embed=embed, log=log).dry_run()
+
+
+def generate_dataset(
+    settings: GenerateSettings, client: LLMClient | None = None, embed: Embed | None = None, log: Log | None = None
+) -> Generated:
+    """Generate and write a dataset folder."""
+    out = Path(settings.out)
+    if out.exists() and any(out.iterdir()) and not settings.force:
         raise GenerateError(f"{out} exists and is not empty (use --force to replace it)")
     started = now()
     t0 = time.perf_counter()
-    gen = Generator(options, client=client, embed=embed, log=log)
-    if options.dry_run:
-        return gen.dry_run()
+    gen = Generator(settings, client=client, embed=embed, log=log)
     kept, dropped, summary = gen.run()
-    splits = assign_splits(kept, options.seed, options.test_fraction)
+    splits = assign_splits(kept, settings.seed, settings.test_fraction)
     taken: set[str] = set()
-    cases = [
-        to_case(c, case_id(c, taken), splits[c.order], gen.settings.model) for c in sorted(kept, key=lambda c: c.order)
-    ]
+    cases = [to_case(c, case_id(c, taken), splits[c.order], gen.llm.model) for c in sorted(kept, key=lambda c: c.order)]
     provenance = _provenance(gen, kept, dropped, summary, started, t0)
-    write_dataset(out, cases, dropped, gen.docs_dir, options.link_docs, provenance)
+    write_dataset(out, cases, dropped, gen.docs_dir, settings.link_docs, provenance)
     problems = validate_dataset(out)
     return {
         "out": str(out),
@@ -493,13 +532,11 @@ def _provenance(
     t0: float,
 ) -> Provenance:
     """What generation.json and the README say about a generation (finished: now)."""
-    from ragsweep.evaluation.runfolder import now
-
-    options = gen.options
-    kinds = list(options.types)
+    settings = gen.settings
+    kinds = list(settings.types)
     return {
         "generator": GENERATOR,
-        "command": options.command,
+        "command": settings.command,
         "started": started,
         "finished": now(),
         "seconds": round(time.perf_counter() - t0, 1),
@@ -507,13 +544,13 @@ def _provenance(
         "corpus": {
             "documents": len(gen.corpus.documents),
             "hash": gen.corpus.content_hash,
-            "skipped": [s.model_dump() for s in gen.corpus.skipped],
+            "skipped": [{"doc_id": s.doc_id, "reason": s.reason} for s in gen.corpus.skipped],
             "pdf_pipeline": gen.corpus.pdf_pipeline,
         },
-        "pipeline": {"path": options.pipeline, "hash": gen.config.hash, "overrides": options.overrides},
+        "pipeline": {"path": settings.pipeline, "hash": gen.config.hash, "overrides": settings.overrides},
         "chunks": {"total": len(gen.chunks), "usable": sum(map(usable, gen.chunks))},
-        "llm": gen.settings.public_dict(),
-        "seed": options.seed,
+        "llm": gen.llm.public_dict(),
+        "seed": settings.seed,
         "types": kinds,
         "requested": summary["requested"],
         "proposed": {k: gen.proposed[k] for k in kinds},
@@ -523,11 +560,11 @@ def _provenance(
         "short": summary["short"],
         "stopped": summary["stopped"],
         "rounds": summary["rounds"],
-        "dedupe_threshold": options.dedupe_threshold,
+        "dedupe_threshold": settings.dedupe_threshold,
         "check_k": gen.check_k,
-        "test_fraction": options.test_fraction,
-        "oversample": options.oversample,
-        "max_rounds": options.max_rounds,
+        "test_fraction": settings.test_fraction,
+        "oversample": settings.oversample,
+        "max_rounds": settings.max_rounds,
         "usage": gen.usage.table(),
         "llm_calls": gen.llm_calls(),
         "prompts": prompts_text(),

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from ragsweep.datasets.pathway_limits import clean_query
 from ragsweep.generate.sampling import SourceChunk
+from ragsweep.llm.client import Messages
 from ragsweep.llm.replies import Strings, Text, read_object
 
 if TYPE_CHECKING:
@@ -177,7 +178,7 @@ def _hint(candidate: Candidate) -> str:
     )
 
 
-def messages(candidate: Candidate) -> list[dict[str, str]]:
+def messages(candidate: Candidate) -> Messages:
     """The proposal prompt of a candidate (its kind's template, its passages)."""
     hint = _hint(candidate)
     if candidate.kind == "multi_hop":

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections import defaultdict
 from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass
 
@@ -45,7 +46,10 @@ class SourceChunk:
 
 def split_corpus(corpus, config) -> list[SourceChunk]:
     """Every chunk the pipeline's splitter makes of every parsed document, in document order."""
+    # deferred: the splitter imports pathway (~1 s); `ragsweep generate --help` reads this module
     from ragsweep.pipeline.chunking import split_header
+
+    # deferred: the store imports pathway (~1 s); `ragsweep generate --help` reads this module
     from ragsweep.pipeline.store import outline_metadata
 
     splitter = config.build().splitter
@@ -90,7 +94,7 @@ class ChunkSampler:
         self.rng = random.Random(seed)
         self.docs = by_document(chunks)
         # each document's chunks in a seeded random order; documents in a seeded order
-        self.queues: dict[str, list[SourceChunk]] = {}
+        self.queues: defaultdict[str, list[SourceChunk]] = defaultdict(list)  # a document without chunks: none
         for doc_id in sorted(self.docs):
             queue = list(self.docs[doc_id])
             self.rng.shuffle(queue)
@@ -105,7 +109,7 @@ class ChunkSampler:
         return sum(1 for q in self.queues.values() for c in q if c.key not in self.used)
 
     def _pop(self, doc_id: str, avoid: Set[tuple[str, int]] = frozenset()) -> SourceChunk | None:
-        queue = self.queues.get(doc_id, [])
+        queue = self.queues[doc_id]
         for i, chunk in enumerate(queue):
             if chunk.key not in self.used and chunk.key not in avoid:
                 del queue[i]
@@ -178,6 +182,5 @@ class ChunkSampler:
         if chunk.key in self.used:
             return False
         self.used.add(chunk.key)
-        queue = self.queues.get(chunk.doc_id, [])
-        self.queues[chunk.doc_id] = [c for c in queue if c.key != chunk.key]
+        self.queues[chunk.doc_id] = [c for c in self.queues[chunk.doc_id] if c.key != chunk.key]
         return True

@@ -29,17 +29,16 @@ that did not happen is not a pass.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Annotated, Protocol
+from typing import Annotated, Protocol
 
 import numpy as np
 from pydantic import BaseModel, PlainValidator
 
 from ragsweep.generate.propose import Candidate, Span
+from ragsweep.generate.settings import DEFAULT_DEDUPE_THRESHOLD
+from ragsweep.llm.client import ChatResult, Messages
 from ragsweep.llm.replies import Flag, Text, read_object
 from ragsweep.metrics.relevance import locate_spans, normalize
-
-if TYPE_CHECKING:
-    from ragsweep.llm.client import ChatResult
 
 
 class Passage(Protocol):
@@ -53,7 +52,6 @@ class Passage(Protocol):
 
 MIN_QUOTE_CHARS = 8
 ACCEPTED_METHODS = ("exact", "alnum")
-DEFAULT_DEDUPE_THRESHOLD = 0.9
 
 CHECK_SYSTEM = "You check test questions for a document search system. You reply with one JSON object and nothing else."
 
@@ -133,6 +131,7 @@ def merge_spans(spans: list[Span], texts: dict[str, str]) -> list[Span]:
 
 # ------------------------------------------------------------------ 3. near-duplicates
 def default_embed(texts: list[str]) -> np.ndarray:
+    # deferred: imports sentence_transformers and torch (seconds); only a run without its own embedder needs it
     from ragsweep.pipeline.embedding import CachedSentenceTransformerEmbedder
 
     return np.asarray(CachedSentenceTransformerEmbedder().embed(list(texts)), dtype=np.float32)
@@ -173,7 +172,7 @@ def drop_near_duplicates(
 
 
 # ------------------------------------------------------------------ 4. answer follows from the evidence
-def support_messages(candidate: Candidate) -> list[dict[str, str]]:
+def support_messages(candidate: Candidate) -> Messages:
     evidence = "\n".join(f"[{i}] {' '.join(e['text'].split())}" for i, e in enumerate(candidate.evidence, start=1))
     user = SUPPORT_PROMPT.format(evidence=evidence, question=candidate.question, answer=candidate.answer)
     return [{"role": "system", "content": CHECK_SYSTEM}, {"role": "user", "content": user}]
@@ -201,7 +200,7 @@ def read_support(candidate: Candidate, reply: ChatResult) -> None:
 
 
 # ------------------------------------------------------------------ 5. unanswerable against the corpus
-def answered_messages(candidate: Candidate, hits: Sequence[Passage]) -> list[dict[str, str]]:
+def answered_messages(candidate: Candidate, hits: Sequence[Passage]) -> Messages:
     passages = "\n\n".join(f"[{i}] {' '.join(h.text.split())}" for i, h in enumerate(hits, start=1))
     user = ANSWERED_PROMPT.format(passages=passages or "(no passage found)", question=candidate.question)
     return [{"role": "system", "content": CHECK_SYSTEM}, {"role": "user", "content": user}]

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
 import yaml
+from pydantic import JsonValue
 
 from ragsweep.datasets.schema import Case, Evidence
 from ragsweep.generate.failures import FROM_FAILURE
@@ -55,10 +56,28 @@ class FailuresRun(TypedDict):
     failures: dict[str, int]
 
 
+class SkippedPart(TypedDict):
+    doc_id: str
+    reason: str
+
+
+class LLMCallsSummary(TypedDict):
+    """The client's calls (``LLMCalls``), its failure rate and what the endpoint did."""
+
+    calls: int
+    failed: int
+    cached: int
+    errors: dict[str, int]
+    endpoint: dict[str, JsonValue]  # EndpointStats, dumped
+    failure_rate: float
+    why: str
+    endpoint_line: str
+
+
 class CorpusPart(TypedDict):
     documents: int
     hash: str
-    skipped: list[dict[str, Any]]
+    skipped: list[SkippedPart]
     pdf_pipeline: str
 
 
@@ -80,7 +99,7 @@ class Provenance(TypedDict):
     corpus: CorpusPart
     pipeline: PipelinePart
     chunks: dict[str, int]  # total, usable
-    llm: dict[str, Any]  # LLMSettings.public_dict()
+    llm: dict[str, JsonValue]  # LLMSettings.public_dict()
     seed: int
     types: list[str]
     requested: dict[str, int]
@@ -97,7 +116,7 @@ class Provenance(TypedDict):
     oversample: float
     max_rounds: int
     usage: dict[str, StepUsage]
-    llm_calls: dict[str, Any] | None
+    llm_calls: LLMCallsSummary | None
     prompts: dict[str, str]
     from_failures: FailuresRun | None
     docs: NotRequired[str]  # how ``docs/`` was made: set when the folder is written

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -53,20 +54,18 @@ def _well_formed(path: str, content: bytes, max_bytes: int | None = None) -> boo
         data = json.loads(content)
     except (ValueError, UnicodeDecodeError):
         return False
-    if not isinstance(data, dict):
-        return False
     if path.endswith("/embeddings"):
-        return isinstance(data.get("data"), list) and bool(data["data"])
-    choices = data.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        match data:
+            case {"data": [_, *_]}:
+                return True
         return False
-    if isinstance(choices[0].get("text"), str):  # legacy /completions
-        return True
-    message = choices[0].get("message")
-    if not isinstance(message, dict):
-        return False
-    # text, or OpenAI's refusal shape (content null, refusal set): a reply worth keeping
-    return isinstance(message.get("content"), str) or isinstance(message.get("refusal"), str)
+    match data:
+        case {"choices": [{"text": str()}, *_]}:  # legacy /completions
+            return True
+        # text, or OpenAI's refusal shape (content null, refusal set): a reply worth keeping
+        case {"choices": [{"message": {"content": str()}}, *_]} | {"choices": [{"message": {"refusal": str()}}, *_]}:
+            return True
+    return False
 
 
 class ResponseCache:
@@ -102,7 +101,7 @@ class ResponseCache:
         return body
 
     def put(self, key: str, url: str, body: bytes) -> None:
-        def write(conn):
+        def write(conn: sqlite3.Connection) -> None:
             conn.execute(
                 "INSERT OR REPLACE INTO replies (key, url, body, created) VALUES (?, ?, ?, ?)",
                 (key, url, body, time.time()),

@@ -28,13 +28,13 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 import httpx
 from pydantic import BaseModel, Field
 
 from ragsweep.llm.cache import CACHE_HEADER, AsyncCachingTransport, CachingTransport, shared_cache
-from ragsweep.llm.cost import cost_usd, count_message_tokens, count_tokens
+from ragsweep.llm.cost import Message, cost_usd, count_message_tokens, count_tokens
 from ragsweep.llm.endpoint import (
     ERROR_HEADER,
     MAX_TIMEOUT_FACTOR,
@@ -47,9 +47,27 @@ from ragsweep.llm.endpoint import (
 from ragsweep.llm.redact import mask, register_secret
 from ragsweep.llm.settings import LLMSettings
 
+if TYPE_CHECKING:
+    import openai
+
 log = logging.getLogger(__name__)
 
-Messages = list[dict[str, Any]]
+Messages = list[Message]
+
+
+class ResponseFormat(TypedDict):
+    type: str
+
+
+class ChatParams(TypedDict):
+    """The keyword arguments of one ``chat.completions.create`` call (what the cache key hashes)."""
+
+    model: str
+    messages: Messages
+    temperature: float
+    max_tokens: int
+    response_format: NotRequired[ResponseFormat]
+    seed: NotRequired[int]
 
 
 class ChatResult(BaseModel):
@@ -75,7 +93,7 @@ def _http_timeout(settings: LLMSettings) -> httpx.Timeout:
     return httpx.Timeout(settings.timeout, connect=min(settings.timeout, 10.0))
 
 
-def make_openai(settings: LLMSettings, limit: AdaptiveLimit | None = None):
+def make_openai(settings: LLMSettings, limit: AdaptiveLimit | None = None) -> openai.OpenAI:
     """A sync ``openai.OpenAI`` for these settings: its requests through ``limit`` (a new one when
     None) and the reply cap, the cache above them if enabled."""
     import openai
@@ -95,7 +113,7 @@ def make_openai(settings: LLMSettings, limit: AdaptiveLimit | None = None):
     )
 
 
-def make_async_openai(settings: LLMSettings):
+def make_async_openai(settings: LLMSettings) -> openai.AsyncOpenAI:
     """An ``openai.AsyncOpenAI`` for these settings. Create one per event loop."""
     import openai
 
@@ -138,7 +156,7 @@ def describe_error(err: BaseException, settings: LLMSettings | None = None) -> s
     return mask(text)
 
 
-def _usage(usage: Any) -> tuple[int, int] | None:
+def _usage(usage: object) -> tuple[int, int] | None:
     """(prompt, completion) tokens of a reply's ``usage``; None when absent or not counts (then tiktoken)."""
     try:
         prompt, completion = (
@@ -206,13 +224,13 @@ def error_kind(error: str) -> str:
 class LLMClient:
     def __init__(self, settings: LLMSettings):
         self.settings = settings
-        self._client = None
+        self._client: openai.OpenAI | None = None
         self.limit = AdaptiveLimit(settings.concurrency, settings.timeout)  # shared by every call of this client
         self._calls = LLMCalls()
         self._lock = threading.Lock()
 
     @property
-    def client(self):
+    def client(self) -> openai.OpenAI:
         if self._client is None:
             self._client = make_openai(self.settings, self.limit)
         return self._client
@@ -246,7 +264,7 @@ class LLMClient:
         """One call. ``seed`` is sent as OpenAI's ``seed`` (and so is part of the cache key):
         the judge's replicates 2..N carry one each, so each replicate is its own request."""
         s = self.settings
-        params: dict[str, Any] = {
+        params: ChatParams = {
             "model": s.model,
             "messages": messages,
             "temperature": s.temperature if temperature is None else temperature,
@@ -277,9 +295,10 @@ class LLMClient:
         self._count(result)
         return result
 
-    def _call(self, params: dict[str, Any]) -> ChatResult:
+    def _call(self, params: ChatParams) -> ChatResult:
         try:
-            raw = self.client.chat.completions.with_raw_response.create(**params)
+            # openai's message and format parameters are unions of TypedDicts with wider items than ours
+            raw = self.client.chat.completions.with_raw_response.create(**params)  # type: ignore[arg-type]
             cached = raw.headers.get(CACHE_HEADER) == "hit"
             attempts = int(getattr(raw, "retries_taken", 0)) + 1
             completion = raw.parse()
@@ -316,14 +335,26 @@ class LLMClient:
         return result
 
     # ------------------------------------------------------------------ batches
-    def chat_batch(self, batch: Sequence[Messages], **kwargs: Any) -> list[ChatResult]:
+    def chat_batch(
+        self,
+        batch: Sequence[Messages],
+        *,
+        json_mode: bool = False,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
+    ) -> list[ChatResult]:
         """Many calls, at most ``settings.concurrency`` at a time; results in input order."""
+
+        def one(messages: Messages) -> ChatResult:
+            return self.chat(messages, json_mode=json_mode, max_tokens=max_tokens, temperature=temperature, seed=seed)
+
         if not batch:
             return []
         if self.settings.concurrency == 1 or len(batch) == 1:
-            return [self.chat(m, **kwargs) for m in batch]
+            return [one(m) for m in batch]
         with ThreadPoolExecutor(max_workers=self.settings.concurrency, thread_name_prefix="llm") as pool:
-            return list(pool.map(lambda m: self.chat(m, **kwargs), batch))
+            return list(pool.map(one, batch))
 
     def close(self) -> None:
         if self._client is not None:

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from pydantic import BaseModel
 
 from ragsweep.core.offline import ensure_offline
+from ragsweep.llm.settings import LLMSettings
+
+if TYPE_CHECKING:
+    import tiktoken
 
 # per-message overhead of the chat format (OpenAI cookbook: 3 per message + 3 for the reply)
 _TOKENS_PER_MESSAGE = 3
@@ -22,8 +26,9 @@ _TOKENS_PER_REPLY = 3
 
 
 @functools.lru_cache(maxsize=16)
-def _encoding(model: str):
+def _encoding(model: str) -> tiktoken.Encoding:
     ensure_offline()
+    # deferred: tiktoken loads its encodings (~0.3 s); only token counting needs it
     import tiktoken
 
     try:
@@ -40,7 +45,14 @@ def count_tokens(text: str, model: str) -> int:
     return len(_encoding(model).encode(text or "", disallowed_special=()))
 
 
-def count_message_tokens(messages: Sequence[dict[str, Any]], model: str) -> int:
+class Message(TypedDict):
+    """One message of a chat request."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+def count_message_tokens(messages: Sequence[Message], model: str) -> int:
     total = _TOKENS_PER_REPLY
     for message in messages:
         total += _TOKENS_PER_MESSAGE
@@ -50,7 +62,7 @@ def count_message_tokens(messages: Sequence[dict[str, Any]], model: str) -> int:
     return total
 
 
-def cost_usd(prompt_tokens: int, completion_tokens: int, settings: Any) -> float:
+def cost_usd(prompt_tokens: int, completion_tokens: int, settings: LLMSettings) -> float:
     return (
         prompt_tokens / 1000.0 * settings.price_per_1k_prompt
         + completion_tokens / 1000.0 * settings.price_per_1k_completion
@@ -78,7 +90,7 @@ class CallEstimate(BaseModel):
         self.prompt_tokens += prompt_tokens
         self.completion_tokens += completion_tokens
 
-    def priced(self, settings: Any) -> "CallEstimate":
+    def priced(self, settings: LLMSettings) -> "CallEstimate":
         self.cost_usd = round(cost_usd(self.prompt_tokens, self.completion_tokens, settings), 6)
         return self
 

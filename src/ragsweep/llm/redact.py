@@ -117,7 +117,7 @@ def install() -> None:
         previous = logging.getLogRecordFactory()
         if not getattr(previous, "ragsweep_masking", False):  # again if someone replaced ours
 
-            def masking_factory(*args, **kwargs):
+            def masking_factory(*args: object, **kwargs: object) -> logging.LogRecord:
                 return mask_record(previous(*args, **kwargs))
 
             masking_factory.ragsweep_masking = True  # type: ignore[attr-defined]

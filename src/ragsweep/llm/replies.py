@@ -21,9 +21,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, TypeVar
 
-from pydantic import BaseModel, PlainValidator
+from pydantic import BaseModel, JsonValue, PlainValidator
 
 __all__ = [
     "Flag",
@@ -49,7 +49,7 @@ _CORRECT = frozenset({"correct", "right"})
 _INCORRECT = frozenset({"incorrect", "wrong"})
 
 
-def json_objects(text: str | None) -> Iterator[dict[str, Any]]:
+def json_objects(text: str | None) -> Iterator[dict[str, JsonValue]]:
     """Every JSON object of a reply (those in code fences first, then the whole text), keys lower-cased.
 
     An object nested in another is yielded after it; a ``{`` that starts no valid JSON is skipped,
@@ -69,7 +69,7 @@ def json_objects(text: str | None) -> Iterator[dict[str, Any]]:
                 yield {str(k).strip().lower(): v for k, v in obj.items()}
 
 
-def first_object(text: str | None) -> dict[str, Any] | None:
+def first_object(text: str | None) -> dict[str, JsonValue] | None:
     """The first JSON object of a reply (fenced blocks first), keys lower-cased; None if there is none."""
     return next(json_objects(text), None)
 
@@ -78,7 +78,7 @@ def _words(value: str) -> str:
     return " ".join(value.strip().strip(".!").lower().split())
 
 
-def as_bool(value: Any) -> bool | None:
+def as_bool(value: object) -> bool | None:
     """``True``/``False`` for a JSON boolean, 0/1, or ``"true"``/``"yes"``/``"y"``/``"1"`` and their
     opposites (any case, a trailing period allowed); None for anything else."""
     if isinstance(value, bool):
@@ -94,7 +94,7 @@ def as_bool(value: Any) -> bool | None:
     return None
 
 
-def as_verdict(value: Any) -> bool | None:
+def as_verdict(value: object) -> bool | None:
     """A correctness verdict: what :func:`as_bool` reads, or the words ``correct``/``right`` (True),
     ``incorrect``/``wrong`` (False) and their negation with ``not`` ("not correct": False).
 
@@ -115,7 +115,7 @@ def as_verdict(value: Any) -> bool | None:
     return None
 
 
-def as_text(value: Any) -> str:
+def as_text(value: object) -> str:
     """A string with its whitespace collapsed (a number as its text); ``""`` for anything else."""
     if isinstance(value, str):
         return " ".join(value.split())
@@ -124,7 +124,7 @@ def as_text(value: Any) -> str:
     return ""
 
 
-def as_strings(value: Any) -> list[str]:
+def as_strings(value: object) -> list[str]:
     """A list of distinct non-empty strings from a string or a list (``{"quote"|"text": ...}`` items
     read; other items ignored)."""
     if isinstance(value, str):

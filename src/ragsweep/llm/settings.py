@@ -23,9 +23,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, SecretStr, field_validator
 
 from ragsweep.core.cache_files import default_cache_dir
+from ragsweep.llm.redact import register_secret
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -63,8 +64,6 @@ class LLMSettings(BaseModel):
     embedding_model: str = "text-embedding-3-small"
 
     def model_post_init(self, __context: Any) -> None:
-        from ragsweep.llm.redact import register_secret
-
         register_secret(self.api_key.get_secret_value())
 
     @field_validator("base_url")
@@ -83,7 +82,7 @@ class LLMSettings(BaseModel):
     @classmethod
     def from_mapping(
         cls,
-        values: Mapping[str, Any] | None = None,
+        values: Mapping[str, object] | None = None,
         env: Mapping[str, str] | None = None,
         prefix: str = "llm_",
     ) -> "LLMSettings":
@@ -98,7 +97,7 @@ class LLMSettings(BaseModel):
         env = os.environ if env is None else env
         fields = set(cls.model_fields)
         values = values or {}
-        data: dict[str, Any] = {}
+        data: dict[str, object] = {}
         nested = values.get("llm") if prefix else None
         if isinstance(nested, Mapping):
             data.update({k: v for k, v in nested.items() if k in fields and v is not None})
@@ -115,17 +114,17 @@ class LLMSettings(BaseModel):
                 if env.get(var):
                     data["model"] = env[var]
                     break
-        if not data.get("api_key"):
-            key_env = data.get("api_key_env", "OPENAI_API_KEY")
-            data["api_key"] = env.get(key_env, "")
-        return cls(**data)
+        settings = cls.model_validate(data)
+        if settings.api_key.get_secret_value():
+            return settings
+        return settings.with_updates(api_key=env.get(settings.api_key_env, ""))
 
     # ------------------------------------------------------------ views
     def api_key_value(self) -> str:
         """The key for the client only. Endpoints without auth get a placeholder."""
         return self.api_key.get_secret_value() or "no-key"
 
-    def public_dict(self) -> dict[str, Any]:
+    def public_dict(self) -> dict[str, JsonValue]:
         """Everything but the secret, for manifests and reports."""
         out = self.model_dump(exclude={"api_key"})
         out["api_key_set"] = bool(self.api_key.get_secret_value())
@@ -139,7 +138,7 @@ class LLMSettings(BaseModel):
     def cache_path(self) -> Path:
         return Path(self.cache_dir) / "responses.sqlite"
 
-    def with_updates(self, **changes: Any) -> "LLMSettings":
+    def with_updates(self, **changes: object) -> "LLMSettings":
         # validated (model_copy would not: a str api_key, concurrency=0), and the new key registered
         return type(self).model_validate({**self.model_dump(), **changes})
 

@@ -67,6 +67,7 @@ from typing import Literal
 
 from ragsweep.answer.base import Answer
 from ragsweep.answer.refusal import is_refusal
+from ragsweep.datasets.textnorm import normalize
 from ragsweep.metrics import registry
 
 # ----------------------------------------------------------------------------- SQuAD
@@ -98,6 +99,7 @@ def answer_tokens(text: str, language: str = "en") -> list[str]:
     normalised = normalize_answer(text or "")
     if language == "en":
         return normalised.split()
+    # deferred: the CJK tokenizer imports pathway (~1 s); English answers are scored without it
     from ragsweep.pipeline.cjk import tokenize
 
     return tokenize(normalised, language)
@@ -256,8 +258,6 @@ def fact_tokens(text: str) -> list[FactToken]:
 
 @lru_cache(maxsize=1024)
 def _fact_tokens(text: str) -> tuple[FactToken, ...]:
-    from .relevance import normalize
-
     out: list[FactToken] = []
     for m in _FACT_TOKEN_RE.finditer(normalize(text)):
         word = m["word"]

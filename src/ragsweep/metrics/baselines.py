@@ -154,7 +154,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import NotRequired, TypedDict, TypeVar
 
 from . import registry
 from .retrieval import Judgement, RankVerdict, parse_budget, parse_metric, per_case_value
@@ -1187,6 +1187,29 @@ def oracle(
     return oracle_estimate(judgement, metric, k, extra_blank=extra_blank, budget=budget).value
 
 
+class BaselineMeans(TypedDict):
+    """The mean level of each metric over the scored cases (:meth:`Baselines.means`)."""
+
+    chance: dict[str, float | None]
+    oracle: dict[str, float | None]
+    chance_stderr: dict[str, float | None]  # from sampling alone; None: no case has a value
+
+
+class CaseLevels(TypedDict):
+    chance: dict[str, float | None]
+    oracle: dict[str, float | None]
+
+
+class BaselinesSummary(BaselineMeans):
+    """:meth:`Baselines.as_dict`: the means, how they were computed, and each case's levels if asked."""
+
+    metrics: list[str]
+    methods: dict[str, dict[str, int]]
+    n_scored: int
+    excluded: dict[str, int]  # reason -> cases
+    per_case: NotRequired[dict[str, CaseLevels]]
+
+
 @dataclass
 class Baselines:
     """Per-case chance and oracle levels for a list of metrics (see :func:`case_baselines`)."""
@@ -1198,25 +1221,28 @@ class Baselines:
     methods: dict[str, dict[str, int]]  # metric -> {"chance:closed_form": n, "oracle:exact": n, ...}
     excluded: dict[str, list[str]]  # reason -> case ids (not scored, as in aggregate)
 
-    def means(self) -> dict[str, dict[str, float | None]]:
+    def means(self) -> BaselineMeans:
         """``{"chance": {metric: mean}, "oracle": {...}, "chance_stderr": {...}}`` over the
         scored cases with a value (first_relevant_rank: the cases where one can be found).
         ``chance_stderr`` is the standard error of the mean from sampling alone
         (sqrt(sum se_i^2) / n; 0 when every case was exact)."""
-        out: dict[str, dict[str, float | None]] = {"chance": {}, "oracle": {}, "chance_stderr": {}}
+        out: BaselineMeans = {"chance": {}, "oracle": {}, "chance_stderr": {}}
         for metric in self.metrics:
-            for which, table in (("chance", self.chance), ("oracle", self.oracle)):
-                vals = [row[metric] for row in table.values() if row.get(metric) is not None]
-                out[which][metric] = math.fsum(vals) / len(vals) if vals else None  # type: ignore[arg-type]
+            for mean, table in ((out["chance"], self.chance), (out["oracle"], self.oracle)):
+                vals = [v for row in table.values() if (v := row.get(metric)) is not None]  # no oracle row: not asked
+                mean[metric] = math.fsum(vals) / len(vals) if vals else None
             n_c = sum(1 for row in self.chance.values() if row[metric] is not None)
             var = math.fsum(row.get(metric, 0.0) ** 2 for row in self.chance_stderr.values())
             out["chance_stderr"][metric] = math.sqrt(var) / n_c if n_c else None
         return out
 
-    def as_dict(self, per_case: bool = False) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def as_dict(self, per_case: bool = False) -> BaselinesSummary:
+        means = self.means()
+        out: BaselinesSummary = {
             "metrics": self.metrics,
-            **self.means(),
+            "chance": means["chance"],
+            "oracle": means["oracle"],
+            "chance_stderr": means["chance_stderr"],
             "methods": self.methods,
             "n_scored": len(self.chance),
             "excluded": {k: len(v) for k, v in self.excluded.items()},

@@ -33,9 +33,10 @@ from __future__ import annotations
 import re
 import statistics
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from typing import Protocol, TypedDict
 
 from pydantic import BaseModel
+from typing_extensions import TypedDict as ModelDict
 
 from ragsweep.answer.llm import is_refusal
 from ragsweep.datasets.schema import ReferenceVerdict
@@ -89,6 +90,21 @@ class ReplicateVerdict(BaseModel):
     raw: str = ""
 
 
+class ReferenceCheck(ModelDict):
+    """The judge against a case's reference verdict (:func:`reference_check`), as cases.jsonl holds it."""
+
+    source: str
+    reference: float | None  # the reference's verdict as a number (reference_value)
+    reference_is_correct: bool | None
+    judge: float | None  # the judge's score on the same answer
+    judge_is_correct: bool | None
+    judge_method: str
+    judge_sd: float | None
+    judge_error: str | None
+    answer_is_run_answer: bool
+    answer: str | None  # the reference's own answer (None: the run's, judged already)
+
+
 class JudgeVerdict(BaseModel):
     is_correct: bool | None = None  # with replicates: the majority (None on a tie)
     reason: str = ""
@@ -104,7 +120,7 @@ class JudgeVerdict(BaseModel):
     sd: float | None = None  # their sample standard deviation (two or more valid replicates)
     n_replicates: int = 1  # replicates asked
     replicates: list[ReplicateVerdict] = []  # each replicate, when more than one was asked
-    reference_check: dict[str, Any] | None = None  # the judge against the case's reference verdict
+    reference_check: ReferenceCheck | None = None  # the judge against the case's reference verdict
 
 
 def failure_kind(error: str | None) -> str | None:
@@ -440,14 +456,6 @@ class LLMJudge:
         return self.judge_items([JudgeItem.model_validate(d) for d in items])
 
 
-def apply_judge_scores(results: Sequence[Any], verdicts: Sequence[JudgeVerdict | None]) -> None:
-    """Set each scored case's ``judge_correct`` to its verdict's ``score``: the mean of its
-    replicate verdicts (equal to the verdict itself with one replicate)."""
-    for result, verdict in zip(results, verdicts):
-        if verdict is not None and "judge_correct" in result.metrics:
-            result.metrics["judge_correct"] = verdict.score
-
-
 def reference_value(ref: ReferenceVerdict) -> float | None:
     """A reference verdict as a number: ``is_correct`` (1.0 / 0.0), else ``score``."""
     if ref.is_correct is not None:
@@ -457,7 +465,7 @@ def reference_value(ref: ReferenceVerdict) -> float | None:
     return None
 
 
-def reference_check(ref: ReferenceVerdict, verdict: JudgeVerdict, same_answer: bool) -> dict[str, Any]:
+def reference_check(ref: ReferenceVerdict, verdict: JudgeVerdict, same_answer: bool) -> ReferenceCheck:
     """What the report compares: the reference's verdict beside the judge's on the same answer."""
     return {
         "source": ref.source,
@@ -474,6 +482,21 @@ def reference_check(ref: ReferenceVerdict, verdict: JudgeVerdict, same_answer: b
 
 
 # ----------------------------------------------------------------- sanity probes
+class ProbeCase(Protocol):
+    """What a probe reads of a case (:class:`~ragsweep.datasets.schema.Case` has it)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def question(self) -> str: ...
+    @property
+    def reference_answer(self) -> str | None: ...
+    @property
+    def unanswerable(self) -> bool: ...
+    @property
+    def type(self) -> str | None: ...
+
+
 _IDK = "I don't know."
 
 
@@ -481,9 +504,9 @@ def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z0-9]+", (text or "").lower()) if len(w) > 2}
 
 
-def _probe_cases(answerable: Sequence[Any], n_cases: int) -> list[Any]:
+def _probe_cases(answerable: Sequence[ProbeCase], n_cases: int) -> list[ProbeCase]:
     """Up to ``n_cases`` of the answerable cases: one per question type first, then the rest in order."""
-    chosen: list[Any] = []
+    chosen: list[ProbeCase] = []
     types: set[str] = set()
     for c in answerable:
         if len(chosen) < n_cases and (c.type or "") not in types:
@@ -497,7 +520,7 @@ def _probe_cases(answerable: Sequence[Any], n_cases: int) -> list[Any]:
     return chosen
 
 
-def _wrong_for(case: Any, answerable: Sequence[Any]) -> str | None:
+def _wrong_for(case: ProbeCase, answerable: Sequence[ProbeCase]) -> str | None:
     """Another case's reference answer sharing no word with ``case``'s (None when there is none)."""
     mine = _words(case.reference_answer or "")
     for other in answerable:
@@ -507,10 +530,10 @@ def _wrong_for(case: Any, answerable: Sequence[Any]) -> str | None:
     return None
 
 
-def _answerable_probes(c: Any, answerable: Sequence[Any]) -> list[tuple[str, str, JudgeItem, bool]]:
+def _answerable_probes(c: ProbeCase, answerable: Sequence[ProbeCase]) -> list[tuple[str, str, JudgeItem, bool]]:
     """An answerable case's probes: its reference (correct), inside a sentence (correct), another
     case's unrelated reference (wrong), "I don't know." (wrong)."""
-    ref = c.reference_answer.strip()
+    ref = (c.reference_answer or "").strip()
     base = dict(question=c.question, reference=ref, expected_facts=list(getattr(c, "expected_facts", []) or []))
     out = [
         (c.id, "correct", JudgeItem(answer=ref, **base), True),
@@ -528,7 +551,7 @@ def _answerable_probes(c: Any, answerable: Sequence[Any]) -> list[tuple[str, str
     return out
 
 
-def probe_items(cases: Sequence[Any], n_cases: int = 3) -> list[tuple[str, str, JudgeItem, bool]]:
+def probe_items(cases: Sequence[ProbeCase], n_cases: int = 3) -> list[tuple[str, str, JudgeItem, bool]]:
     """``(case id, probe, item, expected verdict)`` for a few cases whose right verdict is known.
 
     For up to ``n_cases`` answerable cases with a reference answer (distinct question types
@@ -549,14 +572,39 @@ def probe_items(cases: Sequence[Any], n_cases: int = 3) -> list[tuple[str, str, 
             (
                 unanswerable.id,
                 "confident_unanswerable",
-                JudgeItem(answer=chosen[0].reference_answer.strip(), **base),
+                JudgeItem(answer=(chosen[0].reference_answer or "").strip(), **base),
                 False,
             )
         )
     return out
 
 
-def probe_judge(judge: "LLMJudge", cases: Sequence[Any], n_cases: int = 3) -> dict[str, Any]:
+class ProbeRow(TypedDict):
+    """One probe: the answer asked about, the verdict it should get and the one it got."""
+
+    case: str
+    probe: str  # correct, correct_in_sentence, wrong, i_dont_know, ...
+    answer: str
+    expected: bool
+    got: bool | None
+    method: str
+    ok: bool
+    reason: str
+    error: str | None
+
+
+class ProbeReport(TypedDict):
+    """:func:`probe_judge`'s result (``llm_``: the probes the model decided, not the code's rules)."""
+
+    total: int
+    passed: int
+    llm_total: int
+    llm_passed: int
+    failed: list[ProbeRow]
+    probes: list[ProbeRow]
+
+
+def probe_judge(judge: "LLMJudge", cases: Sequence[ProbeCase], n_cases: int = 3) -> ProbeReport:
     """Ask the judge (one replicate) about answers whose verdict is known; say which it got right.
 
     ``llm`` counts only probes the model decided (the others are decided by the
@@ -565,7 +613,7 @@ def probe_judge(judge: "LLMJudge", cases: Sequence[Any], n_cases: int = 3) -> di
     probes = probe_items(cases, n_cases)
     single = LLMJudge(judge.settings, judge.client, replicates=1, temperature=judge.temperature, repair=judge.repair)
     verdicts = single.judge_items([item for _, _, item, _ in probes]) if probes else []
-    rows = []
+    rows: list[ProbeRow] = []
     for (case_id, probe, item, expected), v in zip(probes, verdicts):
         rows.append(
             {

@@ -32,11 +32,14 @@ import math
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol, TypedDict, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, Protocol, SupportsFloat, TypeGuard, TypeVar
 
 from ragsweep.core.offline import ensure_offline
 from ragsweep.metrics import registry
 from ragsweep.metrics.registry import RAGAS_ANSWER_METRICS, RAGAS_ID_CONTEXT_METRICS, RAGAS_METRICS
+
+if TYPE_CHECKING:
+    from ragas.dataset_schema import SingleTurnSample
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +47,36 @@ METRIC_NAMES = RAGAS_METRICS  # the keys of ragas_nonllm_scores, declared in the
 
 _LOCK = threading.Lock()
 _T = TypeVar("_T")
-_METRICS: dict[str, Any] | None = None
 
 
-def _metrics() -> dict[str, Any]:
+class _Scored(Protocol):
+    """What a ragas metric's ``ascore`` returns."""
+
+    @property
+    def value(self) -> SupportsFloat | None: ...
+
+
+class _ContextMetric(Protocol):
+    """ragas' legacy single-turn metrics: a sample's retrieved contexts against its reference contexts."""
+
+    def single_turn_ascore(self, sample: SingleTurnSample) -> Awaitable[float]: ...
+
+
+class _AnswerMetric(Protocol):
+    """ragas' collections metrics: a response against its reference."""
+
+    def ascore(self, *, reference: str, response: str) -> Awaitable[_Scored]: ...
+
+
+class _Metrics(NamedTuple):
+    context: dict[str, _ContextMetric]
+    answer: dict[str, _AnswerMetric]
+
+
+_METRICS: _Metrics | None = None
+
+
+def _metrics() -> _Metrics:
     """Build ragas metric objects once per process."""
     global _METRICS
     if _METRICS is None:
@@ -61,24 +90,28 @@ def _metrics() -> dict[str, Any]:
                 from ragas.metrics._context_recall import NonLLMContextRecall
                 from ragas.metrics.collections import BleuScore, NonLLMStringSimilarity, RougeScore
 
-                _METRICS = {
-                    "ragas_context_precision": NonLLMContextPrecisionWithReference(),
-                    "ragas_context_recall": NonLLMContextRecall(),
-                    "ragas_string_similarity": NonLLMStringSimilarity(),
-                    "ragas_bleu": BleuScore(),
-                    "ragas_rouge": RougeScore(rouge_type="rougeL", mode="fmeasure"),
-                }
+                _METRICS = _Metrics(
+                    context={
+                        "ragas_context_precision": NonLLMContextPrecisionWithReference(),
+                        "ragas_context_recall": NonLLMContextRecall(),
+                    },
+                    answer={
+                        "ragas_string_similarity": NonLLMStringSimilarity(),
+                        "ragas_bleu": BleuScore(),
+                        "ragas_rouge": RougeScore(rouge_type="rougeL", mode="fmeasure"),
+                    },
+                )
     return _METRICS
 
 
-def _clean(value: Any) -> float | None:
+def _clean(value: SupportsFloat | None) -> float | None:
     if value is None:
         return None
     value = float(value)
     return None if math.isnan(value) else value
 
 
-def _has_text(value: str | None) -> bool:
+def _has_text(value: str | None) -> TypeGuard[str]:
     return value is not None and bool(value.strip())
 
 
@@ -88,7 +121,7 @@ def _nonblank(values: Sequence[str] | None) -> list[str] | None:
     return [v for v in values if v is not None and v.strip()]
 
 
-async def _safe(name: str, coro: Awaitable[object]) -> float | None:
+async def _safe(name: str, coro: Awaitable[SupportsFloat | None]) -> float | None:
     try:
         return _clean(await coro)
     except Exception as exc:  # one bad input must not kill a 1600-case run
@@ -119,23 +152,16 @@ async def ragas_nonllm_ascores(
             sample = SingleTurnSample(
                 user_input=question or None, retrieved_contexts=retrieved, reference_contexts=refs
             )
-            for key in ("ragas_context_precision", "ragas_context_recall"):
-                out[key] = await _safe(key, m[key].single_turn_ascore(sample))
+            for key, metric in m.context.items():
+                out[key] = await _safe(key, metric.single_turn_ascore(sample))
 
     if answer is not None and _has_text(reference):
-        for key in ("ragas_string_similarity", "ragas_bleu", "ragas_rouge"):
-            result = await _safe(key, _value(m[key].ascore(reference=reference, response=answer)))
-            out[key] = result
+        for key, scorer in m.answer.items():
+            out[key] = await _safe(key, _value(scorer.ascore(reference=reference, response=answer)))
     return out
 
 
-class _Scored(Protocol):
-    """What a ragas metric's ``ascore`` returns."""
-
-    value: object
-
-
-async def _value(coro: Awaitable[_Scored]) -> object:
+async def _value(coro: Awaitable[_Scored]) -> SupportsFloat | None:
     return (await coro).value
 
 
@@ -167,22 +193,20 @@ def ragas_nonllm_scores(
     return _run(lambda: ragas_nonllm_ascores(question, answer, retrieved_contexts, reference, reference_contexts))
 
 
-class RagasRow(TypedDict, total=False):
-    """The keyword arguments of :func:`ragas_nonllm_scores` for one case."""
+class RagasRow(NamedTuple):
+    """The arguments of :func:`ragas_nonllm_scores` for one case (a missing one: None)."""
 
-    question: str | None
-    answer: str | None
-    retrieved_contexts: Sequence[str] | None
-    reference: str | None
-    reference_contexts: Sequence[str] | None
+    question: str | None = None
+    answer: str | None = None
+    retrieved_contexts: Sequence[str] | None = None
+    reference: str | None = None
+    reference_contexts: Sequence[str] | None = None
 
 
 def ragas_nonllm_scores_batch(rows: Sequence[RagasRow]) -> list[dict[str, float | None]]:
     """:func:`ragas_nonllm_scores` over many cases in one event loop.
 
-    Each row is a dict with the keyword arguments of :func:`ragas_nonllm_scores`
-    (``question``, ``answer``, ``retrieved_contexts``, ``reference``, ``reference_contexts``;
-    missing keys mean ``None``). Results are in row order.
+    Each row holds the arguments of :func:`ragas_nonllm_scores`. Results are in row order.
     """
 
     async def _all() -> list[dict[str, float | None]]:
@@ -190,11 +214,7 @@ def ragas_nonllm_scores_batch(rows: Sequence[RagasRow]) -> list[dict[str, float 
         for row in rows:
             results.append(
                 await ragas_nonllm_ascores(
-                    row.get("question"),
-                    row.get("answer"),
-                    row.get("retrieved_contexts"),
-                    row.get("reference"),
-                    row.get("reference_contexts"),
+                    row.question, row.answer, row.retrieved_contexts, row.reference, row.reference_contexts
                 )
             )
         return results
@@ -244,7 +264,7 @@ def ragas_answer_scores_batch(pairs: Sequence[tuple[str | None, str | None]]) ->
             out: dict[str, float | None] = dict.fromkeys(ANSWER_METRIC_NAMES)
             if answer is not None and _has_text(reference):
                 for key in ANSWER_METRIC_NAMES:
-                    out[key] = await _safe(key, _value(m[key].ascore(reference=reference, response=answer)))
+                    out[key] = await _safe(key, _value(m.answer[key].ascore(reference=reference, response=answer)))
             results.append(out)
         return results
 

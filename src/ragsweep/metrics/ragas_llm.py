@@ -40,7 +40,7 @@ import asyncio
 import logging
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +56,10 @@ from ragsweep.metrics.registry import RAGAS_LLM_METRICS
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
+    from ragas.embeddings.base import BaseRagasEmbedding
     from ragas.embeddings.huggingface_provider import HuggingFaceEmbeddings
+    from ragas.llms.base import InstructorBaseRagasLLM
+    from ragas.metrics.result import MetricResult
     from ragas.prompt.metrics.base_prompt import BasePrompt
 
 log = logging.getLogger(__name__)
@@ -98,6 +101,13 @@ class RagasCase(BaseModel):
     reference: str = ""  # reference answer ("" for unanswerable cases)
     abstained: bool | None = None  # None -> detected from the answer text
     answer_error: str | None = None
+
+
+_Scorer = Callable[[RagasCase], Awaitable["MetricResult"]]  # one ragas metric, asked about one case
+
+
+def _ctx(case: RagasCase) -> list[str]:
+    return [c for c in case.contexts if c.strip()]
 
 
 def _na(reason: str) -> MetricScore:
@@ -159,7 +169,7 @@ class RagasLLMScorer:
         self,
         settings: LLMSettings,
         metrics: Sequence[str] = METRIC_NAMES,
-        embeddings: Any | None = None,
+        embeddings: BaseRagasEmbedding | None = None,
         answer_correctness_weights: tuple[float, float] = (0.75, 0.25),
         relevancy_strictness: int = 3,
         replicates: int = 1,
@@ -185,28 +195,21 @@ class RagasLLMScorer:
     def _needs_embeddings(self) -> bool:
         return ANSWER_RELEVANCY in self.metrics or (ANSWER_CORRECTNESS in self.metrics and self.weights[1] > 0)
 
-    def _build(self, client: AsyncOpenAI) -> dict[str, Any]:
-        """ragas metric objects bound to this event loop's client."""
+    def _build(self, client: AsyncOpenAI) -> dict[str, _Scorer]:
+        """Each asked metric as a scorer of one case, bound to this event loop's client."""
         ensure_offline()
         from ragas.llms import llm_factory
-        from ragas.metrics.collections import (
-            AnswerCorrectness,
-            AnswerRelevancy,
-            ContextPrecision,
-            ContextRecall,
-            Faithfulness,
-        )
 
-        seed: dict[str, Any] = {"seed": self.seed} if self.seed is not None else {}  # passed through to the request
-        llm = llm_factory(
+        make_llm = partial(
+            llm_factory,
             self.settings.model,
             client=client,
             temperature=self.settings.temperature,
             max_tokens=max(self.settings.max_tokens, _RAGAS_MAX_TOKENS),
             max_retries=_INSTRUCTOR_REASKS,  # instructor: re-asks after an unparsable reply
-            **seed,
         )
-        emb = None
+        llm = make_llm() if self.seed is None else make_llm(seed=self.seed)  # the seed goes with the request
+        emb: BaseRagasEmbedding | None = None
         if self._needs_embeddings():
             if self._embeddings is not None:
                 emb = self._embeddings
@@ -216,41 +219,43 @@ class RagasLLMScorer:
                 emb = OpenAIEmbeddings(client=client, model=self.settings.embedding_model)
             else:
                 emb = minilm_embeddings()
-        built: dict[str, Any] = {}
-        for name in self.metrics:
-            if name == FAITHFULNESS:
-                built[name] = Faithfulness(llm=llm)
-            elif name == ANSWER_CORRECTNESS:
-                built[name] = AnswerCorrectness(llm=llm, embeddings=emb, weights=self.weights)
-            elif name == CONTEXT_PRECISION:
-                built[name] = ContextPrecision(llm=llm)
-            elif name == CONTEXT_RECALL:
-                built[name] = ContextRecall(llm=llm)
-            elif name == ANSWER_RELEVANCY:
-                assert emb is not None  # _needs_embeddings() holds whenever answer relevancy is asked for
-                built[name] = AnswerRelevancy(llm=llm, embeddings=emb, strictness=self.strictness)
-        return built
+        return {name: self._scorer(name, llm, emb) for name in self.metrics}
 
-    @staticmethod
-    def _kwargs(name: str, case: RagasCase) -> dict[str, Any]:
-        ctx = [c for c in case.contexts if c.strip()]
+    def _scorer(self, name: str, llm: InstructorBaseRagasLLM, emb: BaseRagasEmbedding | None) -> _Scorer:
+        """ragas' metric ``name`` and the arguments its ``ascore`` takes from a case."""
+        from ragas.metrics.collections import (
+            AnswerCorrectness,
+            AnswerRelevancy,
+            ContextPrecision,
+            ContextRecall,
+            Faithfulness,
+        )
+
         if name == FAITHFULNESS:
-            return dict(user_input=case.question, response=case.answer, retrieved_contexts=ctx)
+            faithfulness = Faithfulness(llm=llm)
+            return lambda c: faithfulness.ascore(user_input=c.question, response=c.answer, retrieved_contexts=_ctx(c))
         if name == ANSWER_CORRECTNESS:
-            return dict(user_input=case.question, response=case.answer, reference=case.reference)
-        if name in (CONTEXT_PRECISION, CONTEXT_RECALL):
-            return dict(user_input=case.question, reference=case.reference, retrieved_contexts=ctx)
-        return dict(user_input=case.question, response=case.answer)  # answer relevancy
+            correctness = AnswerCorrectness(llm=llm, embeddings=emb, weights=self.weights)
+            return lambda c: correctness.ascore(user_input=c.question, response=c.answer, reference=c.reference)
+        if name == CONTEXT_PRECISION:
+            precision = ContextPrecision(llm=llm)
+            return lambda c: precision.ascore(user_input=c.question, reference=c.reference, retrieved_contexts=_ctx(c))
+        if name == CONTEXT_RECALL:
+            recall = ContextRecall(llm=llm)
+            return lambda c: recall.ascore(user_input=c.question, reference=c.reference, retrieved_contexts=_ctx(c))
+        assert emb is not None  # _needs_embeddings() holds whenever answer relevancy is asked for
+        relevancy = AnswerRelevancy(llm=llm, embeddings=emb, strictness=self.strictness)
+        return lambda c: relevancy.ascore(user_input=c.question, response=c.answer)
 
-    async def _one(self, metric: Any, name: str, case: RagasCase, sem: asyncio.Semaphore) -> MetricScore:
+    async def _one(self, scorer: _Scorer, name: str, case: RagasCase, sem: asyncio.Semaphore) -> MetricScore:
         async with sem:
             try:
-                result = await metric.ascore(**self._kwargs(name, case))
+                result = await scorer(case)
             except Exception as err:  # noqa: BLE001 - recorded per case
                 cause = err.__cause__ or err
                 log.debug("ragas %s failed", name, exc_info=True)
                 return MetricScore(error=describe_error(cause, self.settings))
-        value = getattr(result, "value", result)
+        value = result.value
         try:
             value = float(value)
         except (TypeError, ValueError):
@@ -337,7 +342,7 @@ class RagasLLMScorer:
 _PROMPT_OVERHEAD: dict[str, int] = {}
 
 
-def _prompt_tokens(kind: str, model: str, **inputs: Any) -> int:
+def _prompt_tokens(kind: str, model: str, **inputs: str | list[str]) -> int:
     """Tokens of ragas' real prompt for these inputs (+ instructor's JSON-schema message)."""
     ensure_offline()
     from ragas.metrics.collections.answer_correctness import util as ac

@@ -56,7 +56,7 @@ class MetricSpec:
     name: str
     kind: Kind
     order: float
-    compute: Callable[..., Any] | None = None
+    compute: Callable[..., float | None] | None = None
     higher_is_better: bool = True
     chance: LevelFn | PooledLevel | None = None
     oracle: LevelFn | PooledLevel | None = None

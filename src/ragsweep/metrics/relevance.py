@@ -116,15 +116,16 @@ import unicodedata
 from array import array
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any, Literal, Union
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Union
 
 from ragsweep.core.hits import Hit
 from ragsweep.datasets.schema import Case, RelevanceConfig
 from ragsweep.datasets.textnorm import normalize, normalize_map
 
-from .retrieval import Judgement, RankVerdict
+from .retrieval import Judgement, RankVerdict, RelevanceDetail, UnlocatedSpan
+
+if TYPE_CHECKING:
+    from rapidfuzz.distance import ScoreAlignment
 
 __all__ = [
     "ParsedTexts",
@@ -214,7 +215,7 @@ def _fuzzy(text: str, nspan: str, min_score: float) -> tuple[int, int] | None:
     ntext = normalize_map(text)[0]
     want = _numbers(nspan)
 
-    def accept(al: Any, offset: int) -> tuple[float, int, int] | None:
+    def accept(al: ScoreAlignment | None, offset: int) -> tuple[float, int, int] | None:
         if al is None or al.dest_end <= al.dest_start:
             return None
         s, e = _snap(ntext, offset + al.dest_start, offset + al.dest_end)
@@ -417,7 +418,7 @@ def _word_overlap_covers(case: Case, ranked: Sequence[Hit], cfg: RelevanceConfig
 
 
 def _offset_covers(
-    case: Case, ranked: Sequence[Hit], cfg: RelevanceConfig, parsed_texts: ParsedTexts, detail: dict[str, Any]
+    case: Case, ranked: Sequence[Hit], cfg: RelevanceConfig, parsed_texts: ParsedTexts, detail: RelevanceDetail
 ) -> list[tuple[frozenset[str], bool]]:
     """``evidence_offsets``: the spans each hit covers; ``detail["located"]`` = how each span was found."""
     allowed = _allowed(case)
@@ -446,23 +447,6 @@ def _offset_covers(
         covers_list.append((frozenset(covered), bool(covered)))
     detail["located"] = {f"e{i}@{d}": how for (i, d), (how, _) in located.items()}
     return covers_list
-
-
-class UnlocatedSpan(BaseModel):
-    """An evidence span found in no parsed document it may come from (under ``doc_id``: a relevant
-    document with no parsed text, ``text`` empty)."""
-
-    index: int  # its place in the case's evidence (doc_id: in its relevant documents)
-    text: str
-    doc_id: str | None  # the document it names; None: any of the case's scope (or of the corpus)
-    reason: Literal["not in the parsed text", "document not parsed"]
-    searched: list[str] = []  # the parsed documents of its doc_id or scope it was looked for in; []: every one
-
-    def shown(self, limit: int = 60) -> str:
-        """The span as reports quote it, or "relevant document" for a document judged by id."""
-        if not self.text:
-            return "relevant document"
-        return repr(self.text if len(self.text) <= limit else self.text[: limit - 3] + "...")
 
 
 def _doc_ids(parsed_texts: ParsedTexts) -> list[str] | None:
@@ -571,7 +555,7 @@ def mark_hits(
     cfg = _config(rule)
     ranked = sorted(hits, key=lambda h: h.rank)
     applied = _applied_rule(case, cfg)
-    detail: dict[str, Any] = {}
+    detail: RelevanceDetail = {}
     items: dict[str, int]
     if applied == "doc_id":
         items, covers_list = _doc_id_covers(case, ranked)

@@ -61,7 +61,9 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal, TypedDict, Unpack
+
+from pydantic import BaseModel
 
 from . import registry
 
@@ -98,6 +100,31 @@ class RankVerdict:
     tokens: int | None = None  # the chunk's length in tokens (the token-budget metrics need it)
 
 
+class UnlocatedSpan(BaseModel):
+    """An evidence span found in no parsed document it may come from (under ``doc_id``: a relevant
+    document with no parsed text, ``text`` empty)."""
+
+    index: int  # its place in the case's evidence (doc_id: in its relevant documents)
+    text: str
+    doc_id: str | None  # the document it names; None: any of the case's scope (or of the corpus)
+    reason: Literal["not in the parsed text", "document not parsed"]
+    searched: list[str] = []  # the parsed documents of its doc_id or scope it was looked for in; []: every one
+
+    def shown(self, limit: int = 60) -> str:
+        """The span as reports quote it, or "relevant document" for a document judged by id."""
+        if not self.text:
+            return "relevant document"
+        return repr(self.text if len(self.text) <= limit else self.text[: limit - 3] + "...")
+
+
+class RelevanceDetail(TypedDict, total=False):
+    """What the relevance rule found besides the verdicts (:func:`ragsweep.metrics.relevance.judge`)."""
+
+    located: dict[str, str]  # evidence_offsets: how each span was found in each document ("e0@doc": method)
+    unlocated: list[UnlocatedSpan]  # the evidence found in no parsed document
+    none_located: bool  # none of it was found: the case is excluded unless unlocated="zero"
+
+
 @dataclass
 class Judgement:
     """One case's judged ranking."""
@@ -109,7 +136,7 @@ class Judgement:
     cited: list[int] | None = None
     # why the case is not scored: "unanswerable" | "no relevance information" | "unlocated evidence"
     excluded: str | None = None
-    detail: dict[str, Any] = field(default_factory=dict)  # e.g. how each evidence span was located
+    detail: RelevanceDetail = field(default_factory=RelevanceDetail)
 
     @property
     def scored(self) -> bool:
@@ -329,12 +356,22 @@ def per_case_value(j: Judgement, metric: str) -> float | int | None:
     return func(j, k)
 
 
+class _SpecOptions(TypedDict, total=False):
+    """The :class:`~ragsweep.metrics.registry.MetricSpec` fields a retrieval metric may set besides its levels."""
+
+    budget: Callable[[Judgement, int], float]
+    curve: bool
+    headline: float
+    higher_is_better: bool
+    scored: bool
+
+
 def _retrieval(
     name: str,
     compute: Callable[[Judgement, int], float | int | None],
     order: float,
     kind: registry.Kind = "at_k",
-    **more: Any,
+    **more: Unpack[_SpecOptions],
 ) -> None:
     registry.register(
         registry.MetricSpec(

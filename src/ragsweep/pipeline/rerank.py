@@ -60,7 +60,7 @@ import time
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -69,6 +69,9 @@ from ragsweep.core.hits import Hit
 from ragsweep.core.offline import ensure_offline
 from ragsweep.pipeline.embedders_extra import USE_MULTILINGUAL, UseMultilingualEmbedder
 from ragsweep.pipeline.embedding import CachedSentenceTransformerEmbedder, MissingModelError
+
+if TYPE_CHECKING:
+    from ragsweep.llm.client import Messages
 
 RERANKERS = ("encoder", "cross_encoder", "llm")
 Pair = tuple[str, str]  # (question, chunk text)
@@ -258,7 +261,7 @@ class LLMReranker(Reranker):
 
     def score_pairs(self, pairs: Sequence[Pair]) -> list[float | None]:
         unique = list(dict.fromkeys(pairs))
-        messages = [[{"role": "user", "content": rerank_prompt(q, d)}] for q, d in unique]
+        messages: list[Messages] = [[{"role": "user", "content": rerank_prompt(q, d)}] for q, d in unique]
         results = self.client.chat_batch(messages, temperature=0.0)
         scores: dict[Pair, float | None] = {}
         failed: list[str] = []
