@@ -10,6 +10,7 @@ from typing import Any
 from ragsweep.datasets.schema import Case
 from ragsweep.evaluation.loop import Answering
 from ragsweep.evaluation.settings import AnswerSettings
+from ragsweep.evaluation.trust import Probes
 from ragsweep.pipeline.answering import make_answerer
 from ragsweep.pipeline.config import PipelineConfig
 
@@ -22,7 +23,7 @@ def llm_settings_of(config: PipelineConfig) -> Any:
 
 def prepare_answering(
     config: PipelineConfig, settings: AnswerSettings, cases: Sequence[Case], stage: dict[str, float], probe: bool = True
-) -> tuple[Answering, dict[str, Any] | None]:
+) -> tuple[Answering, Probes | None]:
     """The answering ``settings`` ask for and, when judging with probes, the probes' result."""
     answerer, llm_settings = make_answerer(config, settings.use_llm)
     answering = Answering(
@@ -39,11 +40,11 @@ def prepare_answering(
         )
         if settings.judge_probe and probe:
             started = time.perf_counter()
-            probes = probe_judge(answering.judge, list(cases), settings.judge_probe)
+            probes = Probes.model_validate(probe_judge(answering.judge, list(cases), settings.judge_probe))
             stage["judge_probe"] = time.perf_counter() - started
             print(
-                f"judge probes: {probes['passed']} of {probes['total']} right (decided by the LLM: "
-                f"{probes['llm_passed']} of {probes['llm_total']})",
+                f"judge probes: {probes.passed} of {probes.total} right (decided by the LLM: "
+                f"{probes.llm_passed} of {probes.llm_total})",
                 file=sys.stderr,
             )
     if settings.ragas_llm:

@@ -18,10 +18,13 @@ from typing import Any, Protocol
 from ragsweep.answer.base import Answer
 from ragsweep.datasets.pathway_limits import served_app_failure
 from ragsweep.datasets.schema import Case, RelevanceConfig
-from ragsweep.evaluation.records import CaseResult, build_case_result
+from ragsweep.evaluation.case_scoring import build_case_result
+from ragsweep.evaluation.records import CaseResult
 from ragsweep.execution.base import Executor, IndexWork
 from ragsweep.execution.local import LOCAL
-from ragsweep.metrics.judge import JudgeVerdict
+from ragsweep.llm.settings import LLMSettings
+from ragsweep.metrics.judge import JudgeVerdict, LLMJudge
+from ragsweep.metrics.ragas_llm import RagasLLMScorer
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import Retrieved, Served, serve, store_depths
@@ -46,11 +49,11 @@ class Answering:
     """
 
     answerer: Any | None
-    llm_settings: Any | None = None
+    llm_settings: LLMSettings | None = None
     use_given: bool = True
-    judge: Any | None = None
+    judge: LLMJudge | None = None
     ragas_nonllm: bool = True  # ragas' string similarity, BLEU and ROUGE on the answers
-    ragas_llm: Any | None = None
+    ragas_llm: RagasLLMScorer | None = None
 
     @property
     def name(self) -> str:
@@ -209,7 +212,7 @@ def _answers(
     return answer_or_given(answering.answerer, cases, hits, use_given=answering.use_given, prepared=prepared)
 
 
-def judge_answers(judge: Any, cases: Sequence[Case], answers: Sequence[Answer]) -> list[JudgeVerdict]:
+def judge_answers(judge: LLMJudge, cases: Sequence[Case], answers: Sequence[Answer]) -> list[JudgeVerdict]:
     items = [
         {
             "question": c.question,
@@ -241,7 +244,7 @@ def score(
     language: str = "en",
     budgets: Sequence[int] = (),
 ) -> list[CaseResult]:
-    """One :class:`CaseResult` per case (:func:`ragsweep.evaluation.records.build_case_result`).
+    """One :class:`CaseResult` per case (:func:`ragsweep.evaluation.case_scoring.build_case_result`).
 
     ``retrieved`` gives each case its candidate chunks (chance, oracle, ID-based context
     metrics). ``ragas_answer_metrics`` adds ragas' string similarity, BLEU and ROUGE,

@@ -10,7 +10,7 @@ back or an options object. What it writes to the run folder (nothing without one
 - ``hits.jsonl``   every served list (each case at each depth), written as soon as retrieval ends
                    (removed once every case is in cases.jsonl)
 - ``cases.jsonl``  one :class:`~ragsweep.evaluation.records.CaseResult` per line, saved as computed, stored
-                   compact (:func:`~ragsweep.evaluation.records.compact`); once report.json is written, the
+                   compact (:func:`~ragsweep.evaluation.storage.compact`); once report.json is written, the
                    lines lose their chance/oracle values and metrics without a value
 - ``report.json``  the :class:`~ragsweep.evaluation.records.RunResult`: aggregate metrics, intervals,
                    chance/oracle, groups and the manifest
@@ -33,10 +33,12 @@ from ragsweep.evaluation.answering import llm_calls, metric_temperature, prepare
 from ragsweep.evaluation.context import RunContext, RunState
 from ragsweep.evaluation.loop import Answering, Evaluated, evaluate_configuration, scored_ks
 from ragsweep.evaluation.manifest import CorpusManifest, DatasetManifest, RetrievalCounts, RunManifest, Timestamps
-from ragsweep.evaluation.records import AnswerCounts, AnswerErrors, CaseResult, RunResult, metric_names
+from ragsweep.evaluation.records import AnswerCounts, AnswerErrors, CaseResult, RunResult
 from ragsweep.evaluation.runfolder import RunCaseFile, RunFolder, git_commit, now, package_versions
 from ragsweep.evaluation.scoring import aggregate, unlocated_report
 from ragsweep.evaluation.settings import ParseSettings, RunSettings
+from ragsweep.evaluation.storage import metric_names
+from ragsweep.evaluation.trust import Probes
 from ragsweep.execution.base import Executor
 from ragsweep.execution.local import LOCAL
 from ragsweep.metrics.registry import unknown_name
@@ -179,7 +181,7 @@ def run_result(
     config: PipelineConfig,
     settings: RunSettings,
     answering: Answering,
-    probes: dict[str, Any] | None,
+    probes: Probes | None,
 ) -> RunResult:
     """report.json's body (without the manifest): the one aggregator over the cases, the answers'
     outcome, and how far the LLM metrics can be trusted (:mod:`ragsweep.evaluation.judge_report`)."""

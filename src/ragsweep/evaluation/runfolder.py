@@ -33,7 +33,8 @@ from pydantic import BaseModel
 
 from ragsweep.core.errors import RunError
 from ragsweep.core.hits import Hit, chunk_id
-from ragsweep.evaluation.records import RECORD_VERSION, CaseResult, RunResult, compact, expand_lines
+from ragsweep.evaluation.records import RECORD_VERSION, CaseResult, RunResult
+from ragsweep.evaluation.storage import compact, expand_lines
 
 PACKAGES = (
     "ragsweep",
@@ -50,12 +51,12 @@ PACKAGES = (
     "scipy",
 )
 # 2: cases.jsonl holds CaseResult lines; hits.jsonl holds every served depth.
-# 3: cases.jsonl lines are compact (records.compact: hit texts in chunks.jsonl, no defaults, no
+# 3: cases.jsonl lines are compact (storage.compact: hit texts in chunks.jsonl, no defaults, no
 #    metric without a value, no per-case chance/oracle once report.json holds their means).
 LAYOUT_VERSION = 3
 # A sweep folder's layout (its sweep-state.json "layout"). Up to 3 a sweep wrote the eval number while its
 # configs/<id>/cases.jsonl held full CaseResult lines (every hit's text once per case per configuration).
-# 4: those lines are compact (records.compact, unsettled: chance/oracle and metrics without a value kept) and
+# 4: those lines are compact (storage.compact, unsettled: chance/oracle and metrics without a value kept) and
 #    <sweep>/chunks.jsonl holds the text of each chunk any configuration served, once.
 SWEEP_LAYOUT_VERSION = 4
 
@@ -158,7 +159,7 @@ class JsonlWriter:
     def __enter__(self) -> "JsonlWriter":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -528,7 +529,7 @@ class RunFolder:
 
 
 class CaseFile:
-    """Compact case lines (:func:`ragsweep.evaluation.records.compact`), each saved as computed."""
+    """Compact case lines (:func:`ragsweep.evaluation.storage.compact`), each saved as computed."""
 
     def __init__(self, folder: RunFolder, path: Path | None, chunks: bool = False):
         self.folder = folder
@@ -553,7 +554,7 @@ class CaseFile:
         return self.folder.refer_chunks(result.line()) if self.chunks else result.line()
 
     def rewrite(self, results: Iterable[CaseResult], settled: bool = False) -> None:
-        """The file again from ``results`` (an atomic replace); ``settled``: see ``records.compact``."""
+        """The file again from ``results`` (an atomic replace); ``settled``: see ``storage.compact``."""
         if self.path is None:
             return
         self.close()

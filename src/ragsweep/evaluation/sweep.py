@@ -26,7 +26,7 @@ folder (layout :data:`~ragsweep.evaluation.runfolder.SWEEP_LAYOUT_VERSION`):
                                shared by several configurations is one line), appended before
                                the case lines that refer to it
 - ``configs/<id>/cases.jsonl`` one compact :class:`~ragsweep.evaluation.records.CaseResult` per case
-                               (:func:`~ragsweep.evaluation.records.compact`: hits refer to the chunk table
+                               (:func:`~ragsweep.evaluation.storage.compact`: hits refer to the chunk table
                                by doc id and offsets); read in full by
                                :func:`ragsweep.report.runs.read_cases`
 - ``configs/<id>/result.json`` the configuration's aggregate, written last: it marks it done
@@ -65,12 +65,12 @@ from ragsweep.evaluation.records import (
     HoldoutVerdict,
     SweepResult,
     UnlocatedReport,
-    expand_lines,
     own_k_name,
 )
 from ragsweep.evaluation.runfolder import RunFolder, git_commit, now, package_versions
 from ragsweep.evaluation.scoring import aggregate, unlocated_report
 from ragsweep.evaluation.settings import SweepSettings
+from ragsweep.evaluation.storage import expand_lines
 from ragsweep.execution.base import Executor, IndexWork
 from ragsweep.metrics.registry import asked_budgets, at_k_families, at_own_k, best_of, lower_is_better, unknown_name
 from ragsweep.pipeline.config import PipelineConfig
@@ -498,7 +498,8 @@ def finish_sweep(folder: RunFolder, sweep: Sweep, results: dict[str, ConfigResul
         return {row["id"]: row for row in folder.read_lines("configs", cid, "cases.jsonl")}
 
     def case_value(row: dict[str, Any], name: str) -> float | None:
-        return row["metrics"].get(own_k_name(name, row["top_k"]))
+        metrics: dict[str, float | None] = row["metrics"]
+        return metrics.get(own_k_name(name, row["top_k"]))
 
     base_cases = per_case(sweep.baseline_id)
     baseline = results[sweep.baseline_id]
@@ -611,7 +612,7 @@ def _rss_mb() -> float:
     try:
         import psutil
 
-        return psutil.Process().memory_info().rss / 2**20
+        return float(psutil.Process().memory_info().rss) / 2**20
     except ImportError:
         return 0.0
 

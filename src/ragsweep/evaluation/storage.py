@@ -1,0 +1,133 @@
+"""The stored line of a case: what a run folder writes for a :class:`CaseResult` and reads back.
+
+:func:`compact` leaves out each hit's text (the run's ``chunks.jsonl`` holds it once) and every
+field at its default; :func:`expand_lines` puts them back, in :meth:`CaseResult.line`'s shape,
+for lines of every layout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import cache
+from typing import Any
+
+from pydantic import BaseModel
+
+from ragsweep.answer.base import Answer
+from ragsweep.core.hits import chunk_id
+from ragsweep.evaluation.records import RECORD_VERSION, CaseResult, JudgedHit
+
+
+def compact(line: dict[str, Any], *, settled: bool = False) -> dict[str, Any]:
+    """The line a run folder stores for a :meth:`CaseResult.line` (read back by :func:`expand_lines`).
+
+    Left out: each hit's text (the run's ``chunks.jsonl`` holds it once, keyed by the
+    :func:`chunk_id` of the hit's ``doc_id``, ``start`` and ``end``, or by its ``chunk`` id where the
+    line has one) and every field at its
+    default (None, false, 0, empty) in the case, its hits and its answer; ``version`` is
+    always kept. ``settled``: ``report.json`` holds the run's aggregate, so the case's chance
+    and oracle values (their means are there) and its metrics without a value (the list of
+    metrics is there, ``case_metrics``) are left out too.
+    """
+    out = _without_defaults(line, CaseResult)
+    if out.get("hits"):
+        out["hits"] = [
+            _without_defaults({k: v for k, v in hit.items() if k != "text"}, JudgedHit) for hit in out["hits"]
+        ]
+    if out.get("answer"):
+        out["answer"] = _without_defaults(out["answer"], Answer)
+    if settled:
+        out.pop("chance", None)
+        out.pop("oracle", None)
+        out["metrics"] = {name: value for name, value in out.get("metrics", {}).items() if value is not None}
+        if not out["metrics"]:
+            del out["metrics"]
+    out["version"] = line.get("version", RECORD_VERSION)
+    return out
+
+
+def expand_lines(
+    lines: Sequence[dict[str, Any]], chunk_texts: Mapping[str, str], names: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """Stored lines of one run back in the shape of :meth:`CaseResult.line`: defaults filled
+    in, each hit's text put back from the chunk table, and in each line every metric of
+    ``names`` (report.json's ``case_metrics``) or of any line, None where the case
+    has no value. Lines of older layouts (hit texts inline, or a ``chunk`` id per hit; every
+    field written) come back the same way."""
+    every = _merged_order([names, *(line.get("metrics") or {} for line in lines)])
+    return [_expand(line, chunk_texts, every) for line in lines]
+
+
+def metric_names(cases: Sequence[CaseResult]) -> list[str]:
+    """Every metric of the cases, in the order the cases give them."""
+    return _merged_order(case.metrics for case in cases)
+
+
+@cache
+def _fields(model: type[BaseModel]) -> tuple[tuple[str, bool, Any, Callable[..., Any] | None], ...]:
+    """(name, has a default, default, default factory) of each field but ``version``, in order."""
+    return tuple(
+        (name, not field.is_required() and name != "version", field.default, field.default_factory)
+        for name, field in model.model_fields.items()
+    )
+
+
+def _defaults(model: type[BaseModel]) -> dict[str, Any]:
+    """Fresh default values (a new list or dict each call)."""
+    return {name: factory() if factory else default for name, has, default, factory in _fields(model) if has}
+
+
+def _same(value: Any, default: Any) -> bool:
+    return value is None if default is None else type(value) is type(default) and value == default
+
+
+def _without_defaults(record: Mapping[str, Any], model: type[BaseModel]) -> dict[str, Any]:
+    defaults = _defaults(model)
+    return {k: v for k, v in record.items() if not (k in defaults and _same(v, defaults[k]))}
+
+
+def _with_defaults(record: Mapping[str, Any], model: type[BaseModel]) -> dict[str, Any]:
+    """The record with the model's defaults filled in, in the model's field order (other keys after)."""
+    out = {}
+    for name, has, default, factory in _fields(model):
+        if name in record:
+            out[name] = record[name]
+        elif has:
+            out[name] = factory() if factory else default
+    out.update((k, v) for k, v in record.items() if k not in out)
+    return out
+
+
+def _expand(line: dict[str, Any], chunk_texts: Mapping[str, str], names: Sequence[str]) -> dict[str, Any]:
+    out = _with_defaults(line, CaseResult)
+    out["hits"] = [_expand_hit(hit, chunk_texts) for hit in out["hits"]]
+    if out["answer"] is not None:
+        out["answer"] = _with_defaults(out["answer"], Answer)
+    metrics = out["metrics"]
+    out["metrics"] = {name: metrics.get(name) for name in names}
+    return out
+
+
+def _expand_hit(hit: dict[str, Any], chunk_texts: Mapping[str, str]) -> dict[str, Any]:
+    out = _with_defaults({k: v for k, v in hit.items() if k != "chunk"}, JudgedHit)
+    if "text" not in out:
+        out["text"] = chunk_texts.get(hit.get("chunk") or chunk_id(hit["doc_id"], hit["start"], hit["end"]), "")
+    return out
+
+
+def _merged_order(sequences: Iterable[Iterable[str]]) -> list[str]:
+    """Every name of the sequences once; a name first seen in a later sequence goes right
+    after the name it follows there (so sequences missing some names keep the full order)."""
+    merged: list[str] = []
+    seen: set[str] = set()
+    for sequence in sequences:
+        sequence = list(sequence)
+        if seen.issuperset(sequence):
+            continue
+        previous = None
+        for name in sequence:
+            if name not in seen:
+                merged.insert(merged.index(previous) + 1 if previous is not None else 0, name)
+                seen.add(name)
+            previous = name
+    return merged
