@@ -11,13 +11,14 @@ from ragsweep.datasets.schema import Case
 from ragsweep.evaluation.loop import Answering
 from ragsweep.evaluation.settings import AnswerSettings
 from ragsweep.evaluation.trust import Probes
+from ragsweep.llm.settings import LLMSettings
+from ragsweep.metrics.judge import LLMJudge, probe_judge
+from ragsweep.metrics.ragas_llm import RagasLLMScorer
 from ragsweep.pipeline.answering import make_answerer
 from ragsweep.pipeline.config import PipelineConfig
 
 
-def llm_settings_of(config: PipelineConfig) -> Any:
-    from ragsweep.llm.settings import LLMSettings
-
+def llm_settings_of(config: PipelineConfig) -> LLMSettings:
     return LLMSettings.from_mapping(config.scalars())
 
 
@@ -31,8 +32,6 @@ def prepare_answering(
     )
     probes = None
     if settings.judge:
-        from ragsweep.metrics.judge import LLMJudge, probe_judge
-
         answering.judge = LLMJudge(
             llm_settings or llm_settings_of(config),
             replicates=settings.judge_replicates,
@@ -48,8 +47,6 @@ def prepare_answering(
                 file=sys.stderr,
             )
     if settings.ragas_llm:
-        from ragsweep.metrics.ragas_llm import RagasLLMScorer
-
         endpoint = llm_settings or llm_settings_of(config)
         if settings.judge_temperature is not None:
             endpoint = endpoint.with_updates(temperature=settings.judge_temperature)

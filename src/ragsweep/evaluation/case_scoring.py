@@ -218,6 +218,7 @@ def _budget_metrics(
 def with_tokens(judgement: Judgement, hits: Sequence[Hit]) -> Judgement:
     """The judgement with each rank's chunk length in tokens as served (its header included: the
     context a model reads), ``hits`` in the judgement's order."""
+    # deferred: pipeline.chunking imports pathway (~1.5 s); the API import and --help must not
     from ragsweep.pipeline.chunking import chunk_tokens
 
     judged = [replace(jh, tokens=chunk_tokens(h.served_text)) for jh, h in zip(judgement.hits, hits, strict=True)]

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import field_validator
 
 from ragsweep.core.errors import RunError
+from ragsweep.datasets.pathway_limits import unscopable_reason
 from ragsweep.datasets.schema import UNLOCATED_MODES, Case, UnlocatedMode
 from ragsweep.evaluation.settings import AnswerSettings, ParseSettings, Selection, option
 from ragsweep.execution.registry import EXECUTORS, ExecutorSettings
@@ -103,8 +104,6 @@ def stratified_sample(cases: Sequence[Case], n: int, seed: int) -> list[Case]:
 def select_cases(cases: Sequence[Case], selection: Selection) -> list[Case]:
     """The cases a run evaluates: each one the app could scope (else a warning names it), then
     ``--sample``, then ``--limit``; an empty selection is an error."""
-    from ragsweep.datasets.pathway_limits import unscopable_reason
-
     chosen = []
     for case in cases:
         reason = next((r for d in case.doc_scope or [] if (r := unscopable_reason(d))), None)

@@ -24,7 +24,9 @@ from ragsweep.execution.base import Executor, IndexWork
 from ragsweep.execution.local import LOCAL
 from ragsweep.llm.settings import LLMSettings
 from ragsweep.metrics.judge import JudgeVerdict, LLMJudge
-from ragsweep.metrics.ragas_llm import RagasLLMScorer
+from ragsweep.metrics.ragas_bridge import ragas_answer_scores_batch
+from ragsweep.metrics.ragas_llm import RagasCase, RagasLLMScorer
+from ragsweep.pipeline.answering import answer_or_given, app_answers
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import Retrieved, Served, serve, store_depths
@@ -181,8 +183,6 @@ def _answer_and_score(
     budgets: Sequence[int] = (),
 ) -> Iterable[CaseResult]:
     """Each case answered, judged and scored, in batches; yielded as soon as it is scored."""
-    from ragsweep.pipeline.answering import app_answers
-
     texts = {d.doc_id: d.text for d in corpus.documents}
     language = config.variables.language or "en"
     tantivy = _queries_tantivy(config)
@@ -205,8 +205,6 @@ def _answer_and_score(
 def _answers(
     answering: Answering, cases: Sequence[Case], hits: Sequence[Sequence[Any]], prepared: dict[str, Answer]
 ) -> list[Answer] | None:
-    from ragsweep.pipeline.answering import answer_or_given
-
     if answering.answerer is None:
         return None
     return answer_or_given(answering.answerer, cases, hits, use_given=answering.use_given, prepared=prepared)
@@ -270,8 +268,6 @@ def score(
             )  # fmt: skip
         )
     if ragas_answer_metrics:
-        from ragsweep.metrics.ragas_bridge import ragas_answer_scores_batch
-
         pairs = [
             (None if r.answer is None or r.answer.abstained else r.answer.text, r.reference_answer) for r in results
         ]
@@ -285,6 +281,7 @@ SERVED_APP = "served_app"
 
 
 def _queries_tantivy(config: PipelineConfig) -> bool:
+    # deferred: pipeline.serving imports pathway (~2 s); the loop module is imported by light paths
     from ragsweep.pipeline.serving import uses_tantivy
 
     return uses_tantivy(config.build().retriever_factory)
@@ -324,8 +321,6 @@ def score_ragas_llm(scorer: Any, cases: Sequence[Case], done: dict[str, CaseResu
     """ragas' LLM metrics for the answered cases without them; with replicates, each metric's value
     is the mean of its replicates and the result keeps every replicate value under
     ``llm_replicates``. True when anything was scored."""
-    from ragsweep.metrics.ragas_llm import RagasCase
-
     todo = [
         done[c.id]
         for c in cases

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_serializer
+from pydantic import BaseModel, Field, JsonValue, SerializerFunctionWrapHandler, model_serializer
 
 from ragsweep.answer.base import Answer
 from ragsweep.core.hits import Hit
@@ -21,6 +21,8 @@ from ragsweep.metrics.judge import JudgeVerdict
 from ragsweep.metrics.relevance import UnlocatedSpan
 
 RECORD_VERSION = 2
+
+JsonObject = dict[str, JsonValue]  # a record as JSON: a stored line, a row of a file a run wrote
 
 
 class JudgedHit(Hit):
@@ -56,7 +58,7 @@ class CaseResult(BaseModel):
     llm_replicates: dict[str, list[float | None]] = Field(default_factory=dict)  # LLM metric -> each replicate
     version: int = RECORD_VERSION
 
-    def line(self) -> dict[str, Any]:
+    def line(self) -> JsonObject:
         return self.model_dump(mode="json")
 
     def metric(self, name: str) -> float | None:
@@ -88,7 +90,7 @@ class Count(BaseModel):
     unlocated_in_n: int | None = None
 
     @model_serializer(mode="wrap")
-    def _without_unset(self, handler: Any) -> dict[str, Any]:
+    def _without_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         return {k: v for k, v in handler(self).items() if v is not None}
 
 
@@ -189,7 +191,7 @@ class ConfigResult(Aggregate):
     """One configuration of a sweep (``configs/<id>/result.json``, then a row of sweep.json)."""
 
     id: str
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: JsonObject = Field(default_factory=dict)
     config_hash: str = ""
     index_key: str = ""
     top_k: int
@@ -216,7 +218,7 @@ class ConfigResult(Aggregate):
 
 
 class HoldoutConfig(Aggregate):
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: JsonObject = Field(default_factory=dict)
 
 
 class HoldoutVerdict(BaseModel):
@@ -237,7 +239,7 @@ class SweepResult(BaseModel):
     per objective, the Pareto set, and the held-out verdict when the dataset has a test split."""
 
     baseline: str
-    grid: dict[str, list[Any]]
+    grid: dict[str, list[JsonValue]]
     objectives: list[str]
     configs: list[ConfigResult]
     directions: dict[str, str] = Field(default_factory=dict)

@@ -31,6 +31,7 @@ from ragsweep.core.errors import RunError, StageError
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.answering import llm_calls, metric_temperature, prepare_answering
 from ragsweep.evaluation.context import RunContext, RunState
+from ragsweep.evaluation.judge_report import judge_section
 from ragsweep.evaluation.loop import Answering, Evaluated, evaluate_configuration, scored_ks
 from ragsweep.evaluation.manifest import CorpusManifest, DatasetManifest, RetrievalCounts, RunManifest, Timestamps
 from ragsweep.evaluation.records import AnswerCounts, AnswerErrors, CaseResult, RunResult
@@ -185,8 +186,6 @@ def run_result(
 ) -> RunResult:
     """report.json's body (without the manifest): the one aggregator over the cases, the answers'
     outcome, and how far the LLM metrics can be trusted (:mod:`ragsweep.evaluation.judge_report`)."""
-    from ragsweep.evaluation.judge_report import judge_section
-
     answer = settings.answer
     rules = sorted({c.relevance_rule for c in cases if c.relevance_rule})
     judge = judge_section(

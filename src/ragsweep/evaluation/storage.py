@@ -11,14 +11,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, JsonValue
 
 from ragsweep.answer.base import Answer
 from ragsweep.core.hits import chunk_id
-from ragsweep.evaluation.records import RECORD_VERSION, CaseResult, JudgedHit
+from ragsweep.evaluation.records import RECORD_VERSION, CaseResult, JsonObject, JudgedHit
 
 
-def compact(line: dict[str, Any], *, settled: bool = False) -> dict[str, Any]:
+def compact(line: JsonObject, *, settled: bool = False) -> JsonObject:
     """The line a run folder stores for a :meth:`CaseResult.line` (read back by :func:`expand_lines`).
 
     Left out: each hit's text (the run's ``chunks.jsonl`` holds it once, keyed by the
@@ -30,31 +30,35 @@ def compact(line: dict[str, Any], *, settled: bool = False) -> dict[str, Any]:
     metrics is there, ``case_metrics``) are left out too.
     """
     out = _without_defaults(line, CaseResult)
-    if out.get("hits"):
+    hits = out.get("hits")
+    if hits:
         out["hits"] = [
-            _without_defaults({k: v for k, v in hit.items() if k != "text"}, JudgedHit) for hit in out["hits"]
+            _without_defaults({k: v for k, v in _object(hit).items() if k != "text"}, JudgedHit) for hit in _list(hits)
         ]
-    if out.get("answer"):
-        out["answer"] = _without_defaults(out["answer"], Answer)
+    answer = out.get("answer")
+    if answer:
+        out["answer"] = _without_defaults(_object(answer), Answer)
     if settled:
         out.pop("chance", None)
         out.pop("oracle", None)
-        out["metrics"] = {name: value for name, value in out.get("metrics", {}).items() if value is not None}
-        if not out["metrics"]:
-            del out["metrics"]
+        valued: JsonObject = {k: v for k, v in _object(out.get("metrics", {})).items() if v is not None}
+        if valued:
+            out["metrics"] = valued
+        else:
+            out.pop("metrics", None)
     out["version"] = line.get("version", RECORD_VERSION)
     return out
 
 
 def expand_lines(
-    lines: Sequence[dict[str, Any]], chunk_texts: Mapping[str, str], names: Sequence[str] = ()
-) -> list[dict[str, Any]]:
+    lines: Sequence[JsonObject], chunk_texts: Mapping[str, str], names: Sequence[str] = ()
+) -> list[JsonObject]:
     """Stored lines of one run back in the shape of :meth:`CaseResult.line`: defaults filled
     in, each hit's text put back from the chunk table, and in each line every metric of
     ``names`` (report.json's ``case_metrics``) or of any line, None where the case
     has no value. Lines of older layouts (hit texts inline, or a ``chunk`` id per hit; every
     field written) come back the same way."""
-    every = _merged_order([names, *(line.get("metrics") or {} for line in lines)])
+    every = _merged_order([names, *(_object(line.get("metrics") or {}) for line in lines)])
     return [_expand(line, chunk_texts, every) for line in lines]
 
 
@@ -81,14 +85,14 @@ def _same(value: Any, default: Any) -> bool:
     return value is None if default is None else type(value) is type(default) and value == default
 
 
-def _without_defaults(record: Mapping[str, Any], model: type[BaseModel]) -> dict[str, Any]:
+def _without_defaults(record: Mapping[str, JsonValue], model: type[BaseModel]) -> JsonObject:
     defaults = _defaults(model)
     return {k: v for k, v in record.items() if not (k in defaults and _same(v, defaults[k]))}
 
 
-def _with_defaults(record: Mapping[str, Any], model: type[BaseModel]) -> dict[str, Any]:
+def _with_defaults(record: Mapping[str, JsonValue], model: type[BaseModel]) -> JsonObject:
     """The record with the model's defaults filled in, in the model's field order (other keys after)."""
-    out = {}
+    out: JsonObject = {}
     for name, has, default, factory in _fields(model):
         if name in record:
             out[name] = record[name]
@@ -98,21 +102,43 @@ def _with_defaults(record: Mapping[str, Any], model: type[BaseModel]) -> dict[st
     return out
 
 
-def _expand(line: dict[str, Any], chunk_texts: Mapping[str, str], names: Sequence[str]) -> dict[str, Any]:
+def _expand(line: JsonObject, chunk_texts: Mapping[str, str], names: Sequence[str]) -> JsonObject:
     out = _with_defaults(line, CaseResult)
-    out["hits"] = [_expand_hit(hit, chunk_texts) for hit in out["hits"]]
+    out["hits"] = [_expand_hit(_object(hit), chunk_texts) for hit in _list(out["hits"])]
     if out["answer"] is not None:
-        out["answer"] = _with_defaults(out["answer"], Answer)
-    metrics = out["metrics"]
+        out["answer"] = _with_defaults(_object(out["answer"]), Answer)
+    metrics = _object(out["metrics"])
     out["metrics"] = {name: metrics.get(name) for name in names}
     return out
 
 
-def _expand_hit(hit: dict[str, Any], chunk_texts: Mapping[str, str]) -> dict[str, Any]:
+def _expand_hit(hit: JsonObject, chunk_texts: Mapping[str, str]) -> JsonObject:
     out = _with_defaults({k: v for k, v in hit.items() if k != "chunk"}, JudgedHit)
     if "text" not in out:
-        out["text"] = chunk_texts.get(hit.get("chunk") or chunk_id(hit["doc_id"], hit["start"], hit["end"]), "")
+        stored = hit.get("chunk")
+        key = stored if isinstance(stored, str) and stored else _chunk_id_of(hit)
+        out["text"] = chunk_texts.get(key, "")
     return out
+
+
+def _chunk_id_of(hit: JsonObject) -> str:
+    """The chunk table's id of a stored hit: its document and offsets."""
+    doc_id, start, end = hit["doc_id"], hit["start"], hit["end"]
+    if not (isinstance(doc_id, str) and isinstance(start, int) and isinstance(end, int)):
+        raise ValueError(f"a stored hit without its document and offsets: {hit!r}")
+    return chunk_id(doc_id, start, end)
+
+
+def _object(value: JsonValue) -> JsonObject:
+    if not isinstance(value, dict):
+        raise ValueError(f"a stored line holds {value!r} where an object belongs")
+    return value
+
+
+def _list(value: JsonValue) -> list[JsonValue]:
+    if not isinstance(value, list):
+        raise ValueError(f"a stored line holds {value!r} where a list belongs")
+    return value
 
 
 def _merged_order(sequences: Iterable[Iterable[str]]) -> list[str]:
