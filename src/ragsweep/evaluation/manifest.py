@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 from pydantic.functional_validators import ModelWrapValidatorHandler
 
 from ragsweep.pipeline.app_components import Spent
@@ -33,7 +41,7 @@ class AsSet(BaseModel):
             return handler({k: v for k, v in data.items() if k not in bad})
 
     @model_serializer(mode="wrap")
-    def _only_set(self, handler: Any) -> dict[str, Any]:
+    def _only_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         kept = self.model_fields_set | set(self.model_extra or {})
         return {k: v for k, v in handler(self).items() if k in kept}
 
