@@ -5,7 +5,7 @@ a ranked list of :class:`~ragsweep.core.hits.Hit` (the run sorted by score, desc
 keep the run's order, which ranx leaves undefined), judged by
 :func:`ragsweep.metrics.relevance.mark_hits` (rule ``doc_id``) and scored by
 :func:`ragsweep.metrics.retrieval.per_case_value`, as
-:func:`ragsweep.evaluation.records.build_case_result` does. A mean is taken over the cases that
+:func:`ragsweep.evaluation.case_scoring.build_case_result` does. A mean is taken over the cases that
 have a value, as the run's aggregate does (a case without a relevant document has none).
 """
 

@@ -10,7 +10,7 @@ import pytest
 from ragsweep.argtypes import budgets
 from ragsweep.core.hits import Hit
 from ragsweep.datasets.schema import Case, RelevanceConfig
-from ragsweep.evaluation.records import build_case_result
+from ragsweep.evaluation.case_scoring import build_case_result
 from ragsweep.metrics.baselines import case_baselines, chance_estimate, oracle_estimate
 from ragsweep.metrics.registry import ordered, spec, summary_metrics, unknown_name
 from ragsweep.metrics.retrieval import Judgement, RankVerdict, per_case_value

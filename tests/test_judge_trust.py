@@ -16,6 +16,7 @@ from fake_openai import fake_server, llm_settings  # noqa: F401 - pytest fixture
 from ragsweep.datasets.schema import Case
 from ragsweep.evaluation.judge_report import failure_gate, judge_section
 from ragsweep.evaluation.records import CaseResult
+from ragsweep.evaluation.trust import JudgeSection, Probes, ScoreAgreement, VerdictAgreement
 from ragsweep.metrics import judge_stats as js
 from ragsweep.metrics.judge import JudgeItem, LLMJudge, estimate_judge_calls, probe_judge
 
@@ -156,15 +157,18 @@ def test_replicates_disagree_and_self_agreement_is_computed(fake_server, llm_set
         CaseResult(id=f"c{i}", question="", top_k=1, judge=v, metrics={"judge_correct": v.score})
         for i, v in enumerate(verdicts)
     ]
-    block = judge_section(cases, replicates=3, temperature=0.0)["metrics"]["judge_correct"]
-    sa = block["self_agreement"]
-    assert sa["agreement_rate"] == pytest.approx(2 / 3) and sa["fleiss_kappa"] == pytest.approx(1 / 3)
-    assert sa["krippendorff_alpha"] == pytest.approx(7 / 18)
-    assert sa["flip_share"] == 0.5 and sa["flipped"] == ["c0", "c3"] and sa["cases"] == 4
-    assert block["llm_judged"] == 4 and block["rule_decided"] == 1
+    section = judge_section(cases, replicates=3, temperature=0.0)
+    assert section is not None
+    block = section.metrics["judge_correct"]
+    sa = block.self_agreement
+    assert isinstance(sa, VerdictAgreement)
+    assert sa.agreement_rate == pytest.approx(2 / 3) and sa.fleiss_kappa == pytest.approx(1 / 3)
+    assert sa.krippendorff_alpha == pytest.approx(7 / 18)
+    assert sa.flip_share == 0.5 and sa.flipped == ["c0", "c3"] and sa.cases == 4
+    assert block.llm_judged == 4 and block.rule_decided == 1
     # noise over all 5 cases, the rule case without noise: means 2/3, 1, 0, 1/3, 1 (mean 0.6);
     # var = (1/225 + 36/225 + 81/225 + 16/225 + 36/225) / 4 = 170/900; noise = (1/9 + 1/9) / 5 = 2/45
-    assert block["noise"]["variance_share"] == pytest.approx((2 / 45) / (170 / 900))
+    assert block.noise is not None and block.noise.variance_share == pytest.approx((2 / 45) / (170 / 900))
 
 
 def test_garbage_then_valid_json_after_repair(fake_server, llm_settings):  # noqa: F811
@@ -226,8 +230,8 @@ def test_probes_catch_a_judge_that_says_yes_to_everything(fake_server, llm_setti
     yes_man = [c.model_copy(update={"question": "#replicates:T " + c.question}) for c in cases]
     bad = probe_judge(LLMJudge(llm_settings), yes_man, n_cases=2)
     assert bad["llm_passed"] == 4 and [p["probe"] for p in bad["failed"]] == ["wrong", "wrong"]
-    section = judge_section([], probes=bad)
-    assert section["warnings"] and "judge probes: 2 of 10 wrong" in section["warnings"][0]
+    section = judge_section([], probes=Probes.model_validate(bad))
+    assert section is not None and section.warnings and "judge probes: 2 of 10 wrong" in section.warnings[0]
 
 
 def test_estimate_counts_replicates(llm_settings):  # noqa: F811
@@ -334,7 +338,7 @@ def test_eval_with_replicates_reference_verdicts_and_the_failure_gate(
     out, err = capsys.readouterr()
     assert code == 0 and "WARNING" not in out and "LLM metric failures <= 0.3" in out
     assert fake_server.chat_requests() == calls  # every replicate and repair came from the cache
-    assert failure_gate(report["judge"], 0.25) == []
+    assert failure_gate(JudgeSection.model_validate(report["judge"]), 0.25) == []
 
 
 def test_ragas_llm_replicates_are_separate_requests_and_reported(fake_server, llm_settings):  # noqa: F811
@@ -393,12 +397,14 @@ def test_ragas_llm_replicates_are_separate_requests_and_reported(fake_server, ll
         ),
     ]
     block = ragas_metric_sections(cases)[FAITHFULNESS]
-    assert block["failures"] == {**block["failures"], "attempted": 3, "failed": 1, "reasons": {"timeout": 1}}
-    sa = block["self_agreement"]
+    f = block.failures
+    assert (f.attempted, f.failed, f.reasons) == (3, 1, {"timeout": 1})
+    sa = block.self_agreement
+    assert isinstance(sa, ScoreAgreement)
     # SDs: sqrt(0.125) and 0 -> mean sqrt(0.125)/2; pooled sqrt(0.0625); interval alpha: n = 4 values
     # D_o = (2 * 0.25 / 1 + 0) / 4 = 0.125; D_e = (2*4*1.25 - 2*1.5^2) / 12 = 5.5/12 -> alpha = 1 - 0.125 * 12/5.5
-    assert sa["mean_sd"] == pytest.approx(math.sqrt(0.125) / 2) and sa["pooled_sd"] == pytest.approx(0.25)
-    assert sa["krippendorff_alpha"] == pytest.approx(1 - 0.125 * 12 / 5.5) and sa["varying"] == ["a"]
+    assert sa.mean_sd == pytest.approx(math.sqrt(0.125) / 2) and sa.pooled_sd == pytest.approx(0.25)
+    assert sa.krippendorff_alpha == pytest.approx(1 - 0.125 * 12 / 5.5) and sa.varying == ["a"]
 
 
 def test_dry_run_counts_every_judge_replicate():

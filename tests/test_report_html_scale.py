@@ -25,7 +25,8 @@ import pytest
 from fake_openai import fake_server  # noqa: F401 - pytest fixture
 from ragsweep.answer.base import Answer
 from ragsweep.core.hits import chunk_id
-from ragsweep.evaluation.records import CaseResult, JudgedHit, compact
+from ragsweep.evaluation.records import CaseResult, JudgedHit
+from ragsweep.evaluation.storage import compact
 from ragsweep.metrics.judge import JudgeVerdict
 from ragsweep.report import drilldown
 from ragsweep.report.html import write_html_report

@@ -15,8 +15,9 @@ import pytest
 from ragsweep.answer.base import Answer
 from ragsweep.core.errors import RunError
 from ragsweep.core.hits import chunk_id
-from ragsweep.evaluation.records import CaseResult, JudgedHit, compact, expand_lines
+from ragsweep.evaluation.records import CaseResult, JudgedHit
 from ragsweep.evaluation.runfolder import LAYOUT_VERSION, check_resumable
+from ragsweep.evaluation.storage import compact, expand_lines
 from ragsweep.report.compare import compare_runs
 from ragsweep.report.runs import RunFolderError, read_cases, read_run
 

@@ -11,13 +11,12 @@ from pathlib import Path
 
 import pytest
 
-import ragsweep.evaluation.records as records_module
 import ragsweep.evaluation.runfolder as runfolder_module
 from ragsweep.commands.sweep import SweepOptions, run_sweep
 from ragsweep.core.errors import RunError
 from ragsweep.core.hits import chunk_id
-from ragsweep.evaluation.records import expand_lines
 from ragsweep.evaluation.runfolder import SWEEP_LAYOUT_VERSION, JsonlWriter
+from ragsweep.evaluation.storage import expand_lines
 from ragsweep.report.compare import compare_runs
 from ragsweep.report.html import write_html_report
 from ragsweep.report.runs import RunFolderError, read_cases, read_chunk_texts

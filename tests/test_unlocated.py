@@ -13,7 +13,7 @@ import ragsweep
 from ragsweep.cli import main
 from ragsweep.core.hits import Hit
 from ragsweep.datasets.schema import Case, RelevanceConfig
-from ragsweep.evaluation.records import build_case_result
+from ragsweep.evaluation.case_scoring import build_case_result
 from ragsweep.evaluation.scoring import aggregate
 from ragsweep.metrics.relevance import UNLOCATED, mark_hits, unlocated_evidence
 from ragsweep.report.runs import read_sweep

@@ -5,7 +5,7 @@
 >>> report.metrics["recall@5"], report.interval("recall@5"), report.baselines["recall@5"]["chance"]
 >>> judged = ragsweep.evaluate("pipelines/default.yaml", "datasets/cuad-mini", llm=True, judge=True,
 ...                            judge_replicates=3, max_failure_rate=0.05)
->>> judged.self_agreement("judge_correct")["krippendorff_alpha"], judged.judge["warnings"]
+>>> judged.self_agreement("judge_correct").krippendorff_alpha, judged.judge.warnings
 
 The same run as ``ragsweep eval`` (:func:`ragsweep.evaluation.run.evaluate`: parse -> retrieve -> answer ->
 score), with the same options (:class:`~ragsweep.commands.eval.EvalOptions`) turned into the same objects; the

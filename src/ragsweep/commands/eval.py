@@ -19,12 +19,12 @@ from ragsweep.commands.inputs import answer_settings, dataset_hash, load_inputs,
 from ragsweep.core.errors import RunError
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.context import RunState, Where, open_run, run_state
-from ragsweep.evaluation.inputs import AnswerOptions, RunInputs, option
+from ragsweep.evaluation.inputs import AnswerOptions, RunInputs
 from ragsweep.evaluation.loop import scored_ks
 from ragsweep.evaluation.records import RunResult
 from ragsweep.evaluation.run import check_floor_names, evaluate, parse_corpus
 from ragsweep.evaluation.scoring import quality_failures
-from ragsweep.evaluation.settings import RunSettings
+from ragsweep.evaluation.settings import RunSettings, option
 from ragsweep.execution.base import Executor, ExecutorError
 from ragsweep.execution.registry import ExecutorSettings, check_executor, open_executor
 from ragsweep.pipeline.config import PipelineConfig

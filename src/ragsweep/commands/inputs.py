@@ -41,7 +41,7 @@ def answer_settings(options: AnswerOptions) -> AnswerSettings:
 
 
 def parse_settings(options: DocumentOptions) -> ParseSettings:
-    return ParseSettings(workers=options.workers, follow_symlinks=options.follow_symlinks)
+    return ParseSettings(**options.model_dump(include=set(ParseSettings.model_fields)))
 
 
 def load_inputs(inputs: RunInputs) -> tuple[PipelineConfig, Dataset, list[Case]]:

@@ -17,9 +17,9 @@ from ragsweep.commands.inputs import answer_settings, load_inputs, parse_setting
 from ragsweep.core.errors import RunError
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.context import Where, open_run, sweep_state
-from ragsweep.evaluation.inputs import AnswerOptions, RunInputs, option
+from ragsweep.evaluation.inputs import AnswerOptions, RunInputs
 from ragsweep.evaluation.records import SweepResult
-from ragsweep.evaluation.settings import SweepSettings
+from ragsweep.evaluation.settings import SweepSettings, option
 from ragsweep.evaluation.sweep import SweepRun, choice_and_holdout, load_sweep
 from ragsweep.evaluation.sweep import run_sweep as sweep_core
 from ragsweep.execution.base import Executor, ExecutorError

@@ -5,27 +5,26 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ragsweep.datasets.schema import Case
 from ragsweep.evaluation.loop import Answering
 from ragsweep.evaluation.settings import AnswerSettings
+from ragsweep.evaluation.trust import Probes
+from ragsweep.llm.settings import LLMSettings
+from ragsweep.metrics.judge import LLMJudge, probe_judge
+from ragsweep.metrics.ragas_llm import RagasLLMScorer
 from ragsweep.pipeline.answering import make_answerer
 from ragsweep.pipeline.config import PipelineConfig
 
-if TYPE_CHECKING:
-    from ragsweep.metrics.judge import ProbeReport
 
-
-def llm_settings_of(config: PipelineConfig) -> Any:
-    from ragsweep.llm.settings import LLMSettings
-
+def llm_settings_of(config: PipelineConfig) -> LLMSettings:
     return LLMSettings.from_mapping(config.scalars())
 
 
 def prepare_answering(
     config: PipelineConfig, settings: AnswerSettings, cases: Sequence[Case], stage: dict[str, float], probe: bool = True
-) -> tuple[Answering, ProbeReport | None]:
+) -> tuple[Answering, Probes | None]:
     """The answering ``settings`` ask for and, when judging with probes, the probes' result."""
     answerer, llm_settings = make_answerer(config, settings.use_llm)
     answering = Answering(
@@ -33,8 +32,6 @@ def prepare_answering(
     )
     probes = None
     if settings.judge:
-        from ragsweep.metrics.judge import LLMJudge, probe_judge
-
         answering.judge = LLMJudge(
             llm_settings or llm_settings_of(config),
             replicates=settings.judge_replicates,
@@ -42,16 +39,14 @@ def prepare_answering(
         )
         if settings.judge_probe and probe:
             started = time.perf_counter()
-            probes = probe_judge(answering.judge, list(cases), settings.judge_probe)
+            probes = Probes.model_validate(probe_judge(answering.judge, list(cases), settings.judge_probe))
             stage["judge_probe"] = time.perf_counter() - started
             print(
-                f"judge probes: {probes['passed']} of {probes['total']} right (decided by the LLM: "
-                f"{probes['llm_passed']} of {probes['llm_total']})",
+                f"judge probes: {probes.passed} of {probes.total} right (decided by the LLM: "
+                f"{probes.llm_passed} of {probes.llm_total})",
                 file=sys.stderr,
             )
     if settings.ragas_llm:
-        from ragsweep.metrics.ragas_llm import RagasLLMScorer
-
         endpoint = llm_settings or llm_settings_of(config)
         if settings.judge_temperature is not None:
             endpoint = endpoint.with_updates(temperature=settings.judge_temperature)

@@ -44,7 +44,8 @@ def parsed_texts(
     parser (the app's, headings and all, as it serves them), else by ragsweep's own."""
     chosen: dict[str, Any] = {}
     if pipeline is not None:
-        from ragsweep.pipeline.parsing import check_parser  # why: parsing imports pathway
+        # deferred: pipeline.parsing imports pathway (~1.5 s); validate without --parse must not
+        from ragsweep.pipeline.parsing import check_parser
 
         spec = check_parser(PipelineConfig.load(pipeline), docs_dir)
         chosen = {"parse_fn": spec.parse_fn(), "parser_id": spec.identity}

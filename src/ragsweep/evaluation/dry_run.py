@@ -9,6 +9,9 @@ from ragsweep.core.hits import Hit
 from ragsweep.datasets.schema import Case
 from ragsweep.evaluation.loop import scored_ks
 from ragsweep.evaluation.settings import RunSettings
+from ragsweep.metrics.dry_run import estimate_llm_run
+from ragsweep.pipeline.answering import make_answerer
+from ragsweep.pipeline.app_components import estimate_embeddings
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import retrieve, serve, store_depths
@@ -20,8 +23,6 @@ def dry_run_report(
     """What the run would cost at its endpoints, without a single call: the app embedder's texts
     that its cache lacks, and the LLM part (the prompts hold the served chunks, or, when retrieval
     would itself call the app's embedder, an upper bound: each case's longest chunks)."""
-    from ragsweep.pipeline.answering import make_answerer
-    from ragsweep.pipeline.app_components import estimate_embeddings
 
     answerer, llm_settings = make_answerer(config, settings.answer.use_llm)
     pipeline = config.build()
@@ -33,7 +34,6 @@ def dry_run_report(
         out["embeddings"] = embeddings.model_dump()
     if llm_settings is None:
         return {**out, "llm_calls": 0, "note": "no LLM configured: extractive answers, no LLM call"}
-    from ragsweep.metrics.dry_run import estimate_llm_run
 
     if embeddings is None:
         depths = scored_ks(settings.ks, config.top_k)
@@ -60,6 +60,7 @@ def dry_run_report(
 def split_corpus(splitter: Any, corpus: Corpus) -> dict[str, list[str]]:
     """Each document's chunk texts, as the app's splitter cuts them (no embedding, no index), with
     the header a ``$chunk_header`` splitter makes of the document's metadata."""
+    # deferred: pipeline.store imports pathway (~3 s); a dry run without a splitter must not
     from ragsweep.pipeline.store import outline_metadata
 
     def pieces(doc: Any) -> Any:  # element by element, as the DocumentStore hands them to the splitter

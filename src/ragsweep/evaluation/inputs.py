@@ -9,45 +9,18 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-from pydantic_core import PydanticUndefined
+from pydantic import field_validator
 
 from ragsweep.core.errors import RunError
+from ragsweep.datasets.pathway_limits import unscopable_reason
 from ragsweep.datasets.schema import UNLOCATED_MODES, Case, UnlocatedMode
-from ragsweep.evaluation.settings import Selection
+from ragsweep.evaluation.settings import AnswerSettings, ParseSettings, Selection, option
 from ragsweep.execution.registry import EXECUTORS, ExecutorSettings
 
 
-def option(default: Any = None, help: str = "", *, alias: str | None = None, **cli: Any) -> Any:
-    """A field that is also a command-line option and a keyword of the Python API: defined once.
-
-    ``help`` is the option's help text (a field without it is not on the command line).
-    ``alias``: the API keyword when it differs from the field's name (``llm`` for ``use_llm``).
-    ``cli``: how the command line spells it: ``flag`` (default ``--field-name``), ``metavar``,
-    ``what`` (what a number is, for the range message), ``choices``, ``const`` (an optional
-    value), ``parse`` (``depths``, ``append``, ``assignments``, ``floors``). Range constraints
-    (``ge``, ``le``) are pydantic's and the command line's alike.
-    """
-    constraints = {k: cli.pop(k) for k in ("ge", "le", "default_factory") if k in cli}
-    if "default_factory" in constraints:
-        default = PydanticUndefined
-    return Field(default, description=help or None, alias=alias, json_schema_extra=cli or None, **constraints)
-
-
-class DocumentOptions(BaseModel):
-    """How a documents folder is read: the same for every command that parses one (index,
-    retrieve, validate --parse, eval, sweep, generate) and for the Python API."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    workers: int | None = option(
-        None, "processes parsing the documents the parse cache does not hold (default: the number of cores, at most "
-        "one per 8 documents; 1: no worker process)", ge=1, metavar="N", what="a whole number of processes",
-    )  # fmt: skip
-    follow_symlinks: bool = option(
-        False, "index the targets of symlinks that lead outside the documents folder (by default each is "
-        "skipped with a warning naming it)",
-    )  # fmt: skip
+class DocumentOptions(ParseSettings):
+    """How a documents folder is read (index, retrieve, validate --parse, eval, sweep, generate and the
+    API): the options are the parse settings, declared once there."""
 
 
 class RunInputs(DocumentOptions):
@@ -131,8 +104,6 @@ def stratified_sample(cases: Sequence[Case], n: int, seed: int) -> list[Case]:
 def select_cases(cases: Sequence[Case], selection: Selection) -> list[Case]:
     """The cases a run evaluates: each one the app could scope (else a warning names it), then
     ``--sample``, then ``--limit``; an empty selection is an error."""
-    from ragsweep.datasets.pathway_limits import unscopable_reason
-
     chosen = []
     for case in cases:
         reason = next((r for d in case.doc_scope or [] if (r := unscopable_reason(d))), None)
@@ -149,33 +120,5 @@ def select_cases(cases: Sequence[Case], selection: Selection) -> list[Case]:
     return chosen
 
 
-class AnswerOptions(BaseModel):
-    """How answers are produced, judged and scored: the same for eval, sweep and the Python API."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    use_llm: bool = option(False, "answer with the configured OpenAI-compatible endpoint", alias="llm", flag="--llm")
-    judge: bool = option(False, "LLM judge of answer correctness")
-    ragas_llm: bool = option(False, "ragas LLM metrics on the same endpoint")
-    # ragas' string similarity, BLEU and ROUGE on the answers (the API leaves them out by default: ragas' import is slow)
-    ragas_nonllm: bool = option(True, alias="ragas")
-    judge_replicates: int = option(
-        1, "compute each LLM metric (--judge, --ragas-llm) N times per case (each its own request and cache entry); "
-        "the report gives self-agreement, verdict flips and the judge-noise share of the CI", ge=1, metavar="N",
-    )  # fmt: skip
-    judge_temperature: float | None = option(
-        None, "the sampling temperature of the LLM metrics (judge, ragas LLM); default: the pipeline's "
-        "$llm_temperature", ge=0, le=2, metavar="T", what="a temperature",
-    )  # fmt: skip
-    judge_probe: int = option(
-        3, "with --judge, before the run: feed the judge known-correct, known-wrong and \"I don't know\" answers "
-        "for N cases and report what it got right (0: off)", ge=0, metavar="N",
-    )  # fmt: skip
-    max_failure_rate: float | None = option(
-        None, "CI gate: fail when an LLM metric (judge, ragas LLM) failed on more than this share of its cases, "
-        "e.g. 0.05", ge=0, le=1, metavar="R", what="a share",
-    )  # fmt: skip
-
-    @property
-    def llm_metrics(self) -> bool:
-        return self.judge or self.ragas_llm
+class AnswerOptions(AnswerSettings):
+    """How answers are produced, judged and scored: the options are the answer settings, declared once there."""

@@ -14,8 +14,8 @@ report and compare read the same thing. Per LLM metric (``judge_correct``, and e
 - ``reference``       with reference verdicts in the dataset: Cohen's kappa, confusion matrix,
                       and a prediction-powered estimate beside the raw judge mean.
 
-:func:`judge_section` writes the section as a dict (report.json's shape); :class:`JudgeSection`
-reads one back (:meth:`JudgeSection.of`) for the terminal, the gate and report.html.
+:func:`judge_section` builds the section, a :class:`JudgeSection`: what report.json holds, and
+what the terminal, the gate and report.html read.
 
 Formulas: :mod:`ragsweep.metrics.judge_stats`.
 """
@@ -26,157 +26,27 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from ragsweep.evaluation.records import CaseResult
+from ragsweep.evaluation.trust import (
+    DEFAULT_WARN_RATE,
+    Disagreement,
+    Example,
+    Failures,
+    JudgeSection,
+    MetricTrust,
+    Noise,
+    Ppi,
+    Probes,
+    ReferenceAgreement,
+    ScoreAgreement,
+    VerdictAgreement,
+)
 from ragsweep.metrics import judge_stats as js
 from ragsweep.metrics.judge import JudgeVerdict, ReplicateVerdict, failure_kind
 
 JUDGE_METRIC = "judge_correct"
-DEFAULT_WARN_RATE = 0.05  # a metric failing on more than this share of its cases is flagged at the top
-
-
-# ----------------------------------------------------------------- the section, read back
-
-
-class Example(BaseModel):
-    id: str
-    error: str = ""
-
-
-class Failures(BaseModel):
-    attempted: int = 0
-    failed: int = 0
-    rate: float | None = None
-    reasons: dict[str, int] = Field(default_factory=dict)
-    examples: list[Example] = Field(default_factory=list)
-    # the judge's (kind "verdict") only
-    replicate_calls: int = 0
-    replicate_calls_failed: int = 0
-    replicate_reasons: dict[str, int] = Field(default_factory=dict)
-    repaired: int = 0
-    not_judged_answer_failed: int = 0
-
-
-class SelfAgreement(BaseModel):
-    cases: int = 0
-    # verdicts (the judge)
-    agreement_rate: float | None = None
-    fleiss_kappa: float | None = None
-    flip_share: float | None = None
-    flipped: list[str] = Field(default_factory=list)
-    # both
-    krippendorff_alpha: float | None = None
-    mean_sd: float | None = None
-    pooled_sd: float | None = None
-    # scores (ragas)
-    max_sd: float | None = None
-    varying: list[str] = Field(default_factory=list)
-    varying_share: float | None = None
-    note: str = ""
-
-
-class Noise(BaseModel):
-    cases: int | None = None
-    variance_share: float | None = None
-    width_share: float | None = None
-    single_replicate_variance_share: float | None = None
-    ci_half_width: float | None = None
-    ci_half_width_noise_free: float | None = None
-
-
-class Confusion(BaseModel):
-    tp: int = 0
-    fn: int = 0
-    fp: int = 0
-    tn: int = 0
-
-
-class Ppi(BaseModel):
-    N: int | None = None
-    n: int | None = None
-    judge_mean: float | None = None
-    judge_ci: list[float] | None = None
-    estimate: float | None = None
-    ci: list[float] | None = None
-    reference_mean: float | None = None
-    reference_ci: list[float] | None = None
-
-
-class Disagreement(BaseModel):
-    id: str
-    reference: bool | None = None
-    judge: bool | None = None
-    source: Any = None
-
-
-class ReferenceAgreement(BaseModel):
-    labelled: int = 0
-    sources: dict[str, int] = Field(default_factory=dict)
-    labelled_answer_is_run_answer: int = 0
-    not_judged: int = 0
-    n: int = 0
-    agreement: float | None = None
-    cohen_kappa: float | None = None
-    confusion: Confusion = Field(default_factory=Confusion)
-    disagreements: list[Disagreement] = Field(default_factory=list)
-    ppi: Ppi = Field(default_factory=Ppi)
-    note: str = ""
-
-
-class MetricTrust(BaseModel):
-    """One LLM metric's block of the section."""
-
-    kind: str = ""  # "verdict" (judge_correct) | "score" (ragas_llm_*)
-    replicates: int = 1
-    cases: int = 0
-    llm_judged: int = 0
-    rule_decided: int = 0
-    failures: Failures = Field(default_factory=Failures)
-    self_agreement: SelfAgreement | None = None
-    noise: Noise | None = None
-    reference: ReferenceAgreement | None = None
-
-
-class Probe(BaseModel):
-    case: str | None = None
-    probe: str | None = None
-    answer: str | None = None
-    expected: bool | None = None
-    got: bool | None = None
-    method: str | None = None
-    ok: bool = False
-    reason: str | None = None
-    error: str | None = None
-
-
-class Probes(BaseModel):
-    """:func:`ragsweep.metrics.judge.probe_judge`'s result."""
-
-    total: int = 0
-    passed: int = 0
-    llm_total: int = 0
-    llm_passed: int = 0
-    failed: list[Probe] = Field(default_factory=list)
-    probes: list[Probe] = Field(default_factory=list)
-
-
-class JudgeSection(BaseModel):
-    """report.json's ``judge`` section (``RunResult.judge``), read back."""
-
-    replicates: int = 1
-    temperature: float | None = None
-    failure_threshold: float = DEFAULT_WARN_RATE
-    metrics: dict[str, MetricTrust] = Field(default_factory=dict)
-    probes: Probes | None = None
-    warnings: list[str] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)
-
-    @classmethod
-    def of(cls, section: JudgeSection | Mapping[str, Any] | None) -> JudgeSection | None:
-        if section is None or isinstance(section, JudgeSection):
-            return section
-        return cls.model_validate(section)
 
 
 # ----------------------------------------------------------------- the section, built from the cases
@@ -188,14 +58,14 @@ def _replicate_verdicts(judge: JudgeVerdict) -> list[bool]:
     return [] if judge.is_correct is None else [bool(judge.is_correct)]
 
 
-def _failure_block(attempted: int, failed_reasons: list[str], examples: list[dict[str, str]]) -> dict[str, Any]:
-    return {
-        "attempted": attempted,
-        "failed": len(failed_reasons),
-        "rate": (len(failed_reasons) / attempted) if attempted else None,
-        "reasons": dict(Counter(failed_reasons).most_common()),
-        "examples": examples[:5],
-    }
+def _failure_block(attempted: int, failed_reasons: list[str], examples: list[Example]) -> Failures:
+    return Failures(
+        attempted=attempted,
+        failed=len(failed_reasons),
+        rate=(len(failed_reasons) / attempted) if attempted else None,
+        reasons=dict(Counter(failed_reasons).most_common()),
+        examples=examples[:5],
+    )
 
 
 def _judged(cases: Sequence[CaseResult]) -> list[tuple[CaseResult, JudgeVerdict]]:
@@ -205,7 +75,7 @@ def _judged(cases: Sequence[CaseResult]) -> list[tuple[CaseResult, JudgeVerdict]
 _Judged = list[tuple[CaseResult, JudgeVerdict]]
 
 
-def _verdict_failures(llm: _Judged, skipped: _Judged) -> dict[str, Any]:
+def _verdict_failures(llm: _Judged, skipped: _Judged) -> Failures:
     """The judge's failures: LLM-judged cases without a verdict by reason, failed replicate
     calls, repaired replies, cases not judged because their answer failed."""
     failed = [(c, j) for c, j in llm if j.score is None and j.is_correct is None]
@@ -215,37 +85,37 @@ def _verdict_failures(llm: _Judged, skipped: _Judged) -> dict[str, Any]:
     failures = _failure_block(
         len(llm),
         [j.failure or failure_kind(j.error) or "other" for _, j in failed],
-        [{"id": c.id, "error": str(j.error)[:300]} for c, j in failed],
+        [Example(id=c.id, error=str(j.error)[:300]) for c, j in failed],
     )
-    failures["replicate_calls"] = len(reps)
-    failures["replicate_calls_failed"] = sum(1 for rep in reps if rep.is_correct is None)
-    failures["replicate_reasons"] = dict(
+    failures.replicate_calls = len(reps)
+    failures.replicate_calls_failed = sum(1 for rep in reps if rep.is_correct is None)
+    failures.replicate_reasons = dict(
         Counter(rep.failure or failure_kind(rep.error) or "other" for rep in reps if rep.is_correct is None)
     )
-    failures["repaired"] = sum(1 for rep in reps if rep.repaired)
-    failures["not_judged_answer_failed"] = len(skipped)
+    failures.repaired = sum(1 for rep in reps if rep.repaired)
+    failures.not_judged_answer_failed = len(skipped)
     return failures
 
 
-def _verdict_self_agreement(llm: _Judged) -> dict[str, Any]:
+def _verdict_self_agreement(llm: _Judged) -> VerdictAgreement:
     """Agreement of the LLM-judged cases' replicate verdicts."""
     units = [_replicate_verdicts(j) for _, j in llm]
     share, flipped = js.flip_share(units)
     sd = js.intra_case_sd([[float(v) for v in u] for u in units])
-    return {
-        "cases": sum(1 for u in units if len(u) >= 2),
-        "agreement_rate": js.pairwise_agreement(units),
-        "krippendorff_alpha": js.krippendorff_alpha(units, "nominal"),
-        "fleiss_kappa": js.fleiss_kappa(units),
-        "flip_share": share,
-        "flipped": [llm[i][0].id for i in flipped],
-        "mean_sd": sd["mean_sd"],
-        "pooled_sd": sd["pooled_sd"],
-        "note": 'over LLM-judged cases only (cases decided by the "I don\'t know" rule never vary)',
-    }
+    return VerdictAgreement(
+        cases=sum(1 for u in units if len(u) >= 2),
+        agreement_rate=js.pairwise_agreement(units),
+        krippendorff_alpha=js.krippendorff_alpha(units, "nominal"),
+        fleiss_kappa=js.fleiss_kappa(units),
+        flip_share=share,
+        flipped=[llm[i][0].id for i in flipped],
+        mean_sd=sd["mean_sd"],
+        pooled_sd=sd["pooled_sd"],
+        note='over LLM-judged cases only (cases decided by the "I don\'t know" rule never vary)',
+    )
 
 
-def _verdict_noise(judged: _Judged, confidence: float) -> dict[str, Any]:
+def _verdict_noise(judged: _Judged, confidence: float) -> Noise:
     """The judge-noise share of ``judge_correct``'s CI: LLM-judged cases by their replicate
     verdicts, rule-decided ones as deterministic."""
     noise_units: list[list[float]] = []
@@ -259,10 +129,10 @@ def _verdict_noise(judged: _Judged, confidence: float) -> dict[str, Any]:
         elif j.score is not None or j.is_correct is not None:
             noise_units.append([float(j.score if j.score is not None else bool(j.is_correct))])
             deterministic.append(True)
-    return js.noise_share(noise_units, deterministic, confidence)
+    return Noise.model_validate(js.noise_share(noise_units, deterministic, confidence))
 
 
-def judge_metric_section(cases: Sequence[CaseResult], confidence: float = 0.95) -> dict[str, Any] | None:
+def judge_metric_section(cases: Sequence[CaseResult], confidence: float = 0.95) -> MetricTrust | None:
     """The ``judge_correct`` block; None when no case was judged."""
     judged = _judged(cases)
     if not judged:
@@ -271,20 +141,20 @@ def judge_metric_section(cases: Sequence[CaseResult], confidence: float = 0.95) 
     rule = [(c, j) for c, j in judged if j.method == "rule"]
     skipped = [(c, j) for c, j in judged if j.method == "skipped"]
     asked = max((int(j.n_replicates or 1) for _, j in llm), default=1)
-    out: dict[str, Any] = {
-        "kind": "verdict",
-        "replicates": asked,
-        "cases": len(judged),
-        "llm_judged": len(llm),
-        "rule_decided": len(rule),
-        "failures": _verdict_failures(llm, skipped),
-    }
+    out = MetricTrust(
+        kind="verdict",
+        replicates=asked,
+        cases=len(judged),
+        llm_judged=len(llm),
+        rule_decided=len(rule),
+        failures=_verdict_failures(llm, skipped),
+    )
     if asked > 1:
-        out["self_agreement"] = _verdict_self_agreement(llm)
-        out["noise"] = _verdict_noise(judged, confidence)
+        out.self_agreement = _verdict_self_agreement(llm)
+        out.noise = _verdict_noise(judged, confidence)
     ref = reference_section(cases, confidence)
     if ref is not None:
-        out["reference"] = ref
+        out.reference = ref
     return out
 
 
@@ -299,7 +169,20 @@ class _ReferenceCheck(BaseModel):
     answer_is_run_answer: bool = False
 
 
-def reference_section(cases: Sequence[CaseResult], confidence: float = 0.95) -> dict[str, Any] | None:
+def _ppi_note(same: int, labelled: int) -> str:
+    differ = labelled - same
+    return (
+        "PPI: judge mean over every judged case + mean(reference - judge) on the labelled answers; "
+        "valid when the labelled answers are a random sample of the judged ones"
+        + (
+            ""
+            if differ == 0
+            else f"; {differ} labelled answer(s) differ from this run's answers and were judged separately"
+        )
+    )
+
+
+def reference_section(cases: Sequence[CaseResult], confidence: float = 0.95) -> ReferenceAgreement | None:
     """The judge against the dataset's reference verdicts, and the PPI-corrected mean."""
     checks = [(c.id, _ReferenceCheck.model_validate(j.reference_check)) for c, j in _judged(cases) if j.reference_check]
     if not checks:
@@ -315,31 +198,24 @@ def reference_section(cases: Sequence[CaseResult], confidence: float = 0.95) -> 
     ppi = js.ppi_mean(judge_all, [f for f, _ in labelled], [y for _, y in labelled], confidence, bounds=(0.0, 1.0))
     same = sum(1 for _, ch in checks if ch.answer_is_run_answer)
     disagreements = [
-        {"id": i, "reference": ch.reference_is_correct, "judge": ch.judge_is_correct, "source": ch.source}
+        Disagreement(id=i, reference=ch.reference_is_correct, judge=ch.judge_is_correct, source=ch.source)
         for i, ch in checks
         if ch.reference_is_correct is not None
         and ch.judge_is_correct is not None
         and ch.reference_is_correct != ch.judge_is_correct
     ]
-    return {
-        "labelled": len(checks),
-        "sources": dict(Counter(str(ch.source) for _, ch in checks)),
-        "labelled_answer_is_run_answer": same,
-        "not_judged": sum(1 for _, ch in checks if ch.judge is None),
-        **agreement,
-        "disagreements": disagreements[:20],
-        "ppi": ppi,
-        "note": (
-            "PPI: judge mean over every judged case + mean(reference - judge) on the labelled answers; "
-            "valid when the labelled answers are a random sample of the judged ones"
-            + (
-                ""
-                if same == len(checks)
-                else f"; {len(checks) - same} labelled answer(s) differ from this run's answers and were "
-                "judged separately"
-            )
-        ),
-    }
+    return ReferenceAgreement.model_validate(
+        {
+            "labelled": len(checks),
+            "sources": dict(Counter(str(ch.source) for _, ch in checks)),
+            "labelled_answer_is_run_answer": same,
+            "not_judged": sum(1 for _, ch in checks if ch.judge is None),
+            **agreement,
+            "disagreements": disagreements[:20],
+            "ppi": Ppi.model_validate(ppi),
+            "note": _ppi_note(same, len(checks)),
+        }
+    )
 
 
 def _ragas_kind(note: str) -> str:
@@ -354,8 +230,11 @@ def _replicate_values(case: CaseResult, name: str) -> list[float | None]:
     return case.llm_replicates[name] if name in case.llm_replicates else []
 
 
-def score_self_agreement(cases: Sequence[CaseResult], name: str, confidence: float = 0.95) -> dict[str, Any]:
-    """Self-agreement of a score metric over its replicates (``case.llm_replicates[name]``)."""
+def score_self_agreement(
+    cases: Sequence[CaseResult], name: str, confidence: float = 0.95
+) -> tuple[ScoreAgreement, Noise]:
+    """Self-agreement of a score metric over its replicates (``case.llm_replicates[name]``), and
+    the judge-noise share of its CI."""
     units, ids = [], []
     for c in cases:
         valid = [float(v) for v in _replicate_values(c, name) if v is not None]
@@ -364,46 +243,65 @@ def score_self_agreement(cases: Sequence[CaseResult], name: str, confidence: flo
             ids.append(c.id)
     sd = js.intra_case_sd(units)
     spread = [(i, max(u) - min(u)) for i, u in zip(ids, units) if len(u) >= 2]
-    return {
-        "self_agreement": {
-            "cases": sum(1 for u in units if len(u) >= 2),
-            "mean_sd": sd["mean_sd"],
-            "pooled_sd": sd["pooled_sd"],
-            "max_sd": sd["max_sd"],
-            "krippendorff_alpha": js.krippendorff_alpha(units, "interval"),
-            "varying": [i for i, d in spread if d > 1e-9],
-            "varying_share": (sum(1 for _, d in spread if d > 1e-9) / len(spread)) if spread else None,
-        },
-        "noise": js.noise_share(units, None, confidence),
-    }
+    agreement = ScoreAgreement(
+        cases=sum(1 for u in units if len(u) >= 2),
+        mean_sd=sd["mean_sd"],
+        pooled_sd=sd["pooled_sd"],
+        max_sd=sd["max_sd"],
+        krippendorff_alpha=js.krippendorff_alpha(units, "interval"),
+        varying=[i for i, d in spread if d > 1e-9],
+        varying_share=(sum(1 for _, d in spread if d > 1e-9) / len(spread)) if spread else None,
+    )
+    return agreement, Noise.model_validate(js.noise_share(units, None, confidence))
 
 
-def ragas_metric_sections(cases: Sequence[CaseResult]) -> dict[str, dict[str, Any]]:
-    """Failures per ``ragas_llm_*`` metric (a value of None with a note that is not "not applicable");
-    with replicates, the intra-case SD, Krippendorff's alpha (interval) and the noise share."""
+def _ragas_failures(cases: Sequence[CaseResult], name: str) -> Failures:
+    """A ``ragas_llm_*`` metric's failures: a value of None with a note that is not "not applicable"."""
+    attempted, reasons, examples = 0, [], []
+    for c in cases:
+        if name not in c.metrics:
+            continue
+        note = c.notes[name] if name in c.notes else ""
+        if c.metrics[name] is not None:
+            attempted += 1
+        elif note and not note.startswith("not applicable"):
+            attempted += 1
+            reasons.append(_ragas_kind(note))
+            examples.append(Example(id=c.id, error=note[:300]))
+    return _failure_block(attempted, reasons, examples)
+
+
+def ragas_metric_sections(cases: Sequence[CaseResult]) -> dict[str, MetricTrust]:
+    """Failures per ``ragas_llm_*`` metric; with replicates, the intra-case SD, Krippendorff's
+    alpha (interval) and the noise share."""
     names = sorted({n for c in cases for n in c.metrics if n.startswith("ragas_llm_")})
     out = {}
     for name in names:
-        attempted, reasons, examples = 0, [], []
-        for c in cases:
-            if name not in c.metrics:
-                continue
-            note = c.notes[name] if name in c.notes else ""
-            if c.metrics[name] is not None:
-                attempted += 1
-            elif note and not note.startswith("not applicable"):
-                attempted += 1
-                reasons.append(_ragas_kind(note))
-                examples.append({"id": c.id, "error": note[:300]})
         asked = max((len(_replicate_values(c, name)) for c in cases), default=0)
-        out[name] = {
-            "kind": "score",
-            "replicates": max(asked, 1),
-            "failures": _failure_block(attempted, reasons, examples),
-        }
+        block = MetricTrust(kind="score", replicates=max(asked, 1), failures=_ragas_failures(cases, name))
         if asked > 1:
-            out[name].update(score_self_agreement(cases, name))
+            block.self_agreement, block.noise = score_self_agreement(cases, name)
+        out[name] = block
     return out
+
+
+def _warnings(metrics: Mapping[str, MetricTrust], probes: Probes | None, threshold: float) -> list[str]:
+    """A metric failing on more than ``threshold`` of its cases; probes the judge got wrong."""
+    warnings = []
+    for name, block in metrics.items():
+        f = block.failures
+        if f.rate is not None and f.rate > threshold:
+            why = ", ".join(f"{n}x {k}" for k, n in f.reasons.items())
+            warnings.append(
+                f"{name} failed on {f.failed} of {f.attempted} cases ({f.rate:.1%} > {threshold:.1%}): {why}"
+            )
+    if probes is not None and probes.total and probes.passed < probes.total:
+        wrong = "; ".join(
+            f"{p.case} {p.probe}: expected {p.expected}, got {p.got}" + (f" ({p.error})" if p.error else "")
+            for p in probes.failed[:4]
+        )
+        warnings.append(f"judge probes: {probes.total - probes.passed} of {probes.total} wrong ({wrong})")
+    return warnings
 
 
 def judge_section(
@@ -411,13 +309,13 @@ def judge_section(
     *,
     replicates: int = 1,
     temperature: float | None = None,
-    probes: Mapping[str, Any] | None = None,
+    probes: Probes | None = None,
     max_failure_rate: float | None = None,
     confidence: float = 0.95,
-) -> dict[str, Any] | None:
+) -> JudgeSection | None:
     """report.json's ``judge`` section (``RunResult.judge``); None when the run has no LLM metric
     and no probe. ``probes``: :func:`ragsweep.metrics.judge.probe_judge`'s result."""
-    metrics: dict[str, Any] = {}
+    metrics: dict[str, MetricTrust] = {}
     jm = judge_metric_section(cases, confidence)
     if jm is not None:
         metrics[JUDGE_METRIC] = jm
@@ -425,41 +323,26 @@ def judge_section(
     if not metrics and not probes:
         return None
     threshold = DEFAULT_WARN_RATE if max_failure_rate is None else max_failure_rate
-    warnings = []
-    for name, block in metrics.items():
-        f = block["failures"]
-        if f["rate"] is not None and f["rate"] > threshold:
-            why = ", ".join(f"{n}x {k}" for k, n in f["reasons"].items())
-            warnings.append(
-                f"{name} failed on {f['failed']} of {f['attempted']} cases ({f['rate']:.1%} > {threshold:.1%}): {why}"
-            )
-    read = Probes.model_validate(probes) if probes else None
-    if read is not None and read.total and read.passed < read.total:
-        wrong = "; ".join(
-            f"{p.case} {p.probe}: expected {p.expected}, got {p.got}" + (f" ({p.error})" if p.error else "")
-            for p in read.failed[:4]
-        )
-        warnings.append(f"judge probes: {read.total - read.passed} of {read.total} wrong ({wrong})")
     notes = []
     if replicates > 1 and temperature == 0:
         notes.append(
             "judge replicates at temperature 0: they measure only the endpoint's own "
             "nondeterminism (--judge-temperature sets the judge's)"
         )
-    return {
-        "replicates": replicates,
-        "temperature": temperature,
-        "failure_threshold": threshold,
-        "metrics": metrics,
-        "probes": dict(probes) if probes is not None else None,
-        "warnings": warnings,
-        "notes": notes,
-    }
+    return JudgeSection(
+        replicates=replicates,
+        temperature=temperature,
+        failure_threshold=threshold,
+        metrics=metrics,
+        probes=probes,
+        warnings=_warnings(metrics, probes, threshold),
+        notes=notes,
+    )
 
 
-def failure_gate(section: JudgeSection | Mapping[str, Any] | None, max_failure_rate: float | None) -> list[str]:
+def failure_gate(section: JudgeSection | None, max_failure_rate: float | None) -> list[str]:
     """One line per LLM metric whose failure rate exceeds ``max_failure_rate``."""
-    read = JudgeSection.of(section)
+    read = section
     if read is None or max_failure_rate is None:
         return []
     out = []
@@ -479,11 +362,11 @@ def failure_gate(section: JudgeSection | Mapping[str, Any] | None, max_failure_r
 _PAD = " " * 4  # a metric's lines below its first
 
 
-def _f(value: Any, spec: str = ".3f") -> str:
+def _f(value: float | None, spec: str = ".3f") -> str:
     return "n/a" if value is None else format(value, spec)
 
 
-def _ci(ci: Any) -> str:
+def _ci(ci: list[float] | None) -> str:
     return "" if not ci else f" [{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
@@ -505,9 +388,9 @@ def _metric_head(name: str, block: MetricTrust) -> str:
 
 def _self_agreement_lines(block: MetricTrust) -> list[str]:
     sa = block.self_agreement
-    if not sa:
+    if sa is None:
         return []
-    if block.kind == "score":
+    if isinstance(sa, ScoreAgreement):
         return [
             f"{_PAD}self-agreement over {sa.cases} case(s) x {block.replicates} replicates: "
             f"intra-case SD {_f(sa.mean_sd)} (pooled {_f(sa.pooled_sd)}, max {_f(sa.max_sd)}), "
@@ -569,9 +452,8 @@ def _probe_lines(probes: Probes | None) -> list[str]:
     return lines
 
 
-def format_judge_section(section: JudgeSection | Mapping[str, Any] | None) -> str:
+def format_judge_section(read: JudgeSection | None) -> str:
     """The judge section as terminal lines ("" when there is none)."""
-    read = JudgeSection.of(section) if section else None
     if read is None:
         return ""
     lines = [
@@ -588,9 +470,8 @@ def format_judge_section(section: JudgeSection | Mapping[str, Any] | None) -> st
     return "\n".join(lines)
 
 
-def format_warnings(section: JudgeSection | Mapping[str, Any] | None) -> str:
+def format_warnings(read: JudgeSection | None) -> str:
     """The lines printed above the summary table."""
-    read = JudgeSection.of(section) if section else None
     if read is None or not read.warnings:
         return ""
     return "\n".join("WARNING: " + w for w in read.warnings)

@@ -18,10 +18,15 @@ from typing import Any, Protocol
 from ragsweep.answer.base import Answer
 from ragsweep.datasets.pathway_limits import served_app_failure
 from ragsweep.datasets.schema import Case, RelevanceConfig
-from ragsweep.evaluation.records import CaseResult, build_case_result
+from ragsweep.evaluation.case_scoring import build_case_result
+from ragsweep.evaluation.records import CaseResult
 from ragsweep.execution.base import Executor, IndexWork
 from ragsweep.execution.local import LOCAL
-from ragsweep.metrics.judge import JudgeVerdict
+from ragsweep.llm.settings import LLMSettings
+from ragsweep.metrics.judge import JudgeVerdict, LLMJudge
+from ragsweep.metrics.ragas_bridge import ragas_answer_scores_batch
+from ragsweep.metrics.ragas_llm import RagasCase, RagasLLMScorer
+from ragsweep.pipeline.answering import answer_or_given, app_answers
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import Retrieved, Served, serve, store_depths
@@ -46,11 +51,11 @@ class Answering:
     """
 
     answerer: Any | None
-    llm_settings: Any | None = None
+    llm_settings: LLMSettings | None = None
     use_given: bool = True
-    judge: Any | None = None
+    judge: LLMJudge | None = None
     ragas_nonllm: bool = True  # ragas' string similarity, BLEU and ROUGE on the answers
-    ragas_llm: Any | None = None
+    ragas_llm: RagasLLMScorer | None = None
 
     @property
     def name(self) -> str:
@@ -178,8 +183,6 @@ def _answer_and_score(
     budgets: Sequence[int] = (),
 ) -> Iterable[CaseResult]:
     """Each case answered, judged and scored, in batches; yielded as soon as it is scored."""
-    from ragsweep.pipeline.answering import app_answers
-
     texts = {d.doc_id: d.text for d in corpus.documents}
     language = config.variables.language or "en"
     tantivy = _queries_tantivy(config)
@@ -202,14 +205,12 @@ def _answer_and_score(
 def _answers(
     answering: Answering, cases: Sequence[Case], hits: Sequence[Sequence[Any]], prepared: dict[str, Answer]
 ) -> list[Answer] | None:
-    from ragsweep.pipeline.answering import answer_or_given
-
     if answering.answerer is None:
         return None
     return answer_or_given(answering.answerer, cases, hits, use_given=answering.use_given, prepared=prepared)
 
 
-def judge_answers(judge: Any, cases: Sequence[Case], answers: Sequence[Answer]) -> list[JudgeVerdict]:
+def judge_answers(judge: LLMJudge, cases: Sequence[Case], answers: Sequence[Answer]) -> list[JudgeVerdict]:
     items = [
         {
             "question": c.question,
@@ -241,7 +242,7 @@ def score(
     language: str = "en",
     budgets: Sequence[int] = (),
 ) -> list[CaseResult]:
-    """One :class:`CaseResult` per case (:func:`ragsweep.evaluation.records.build_case_result`).
+    """One :class:`CaseResult` per case (:func:`ragsweep.evaluation.case_scoring.build_case_result`).
 
     ``retrieved`` gives each case its candidate chunks (chance, oracle, ID-based context
     metrics). ``ragas_answer_metrics`` adds ragas' string similarity, BLEU and ROUGE,
@@ -267,8 +268,6 @@ def score(
             )  # fmt: skip
         )
     if ragas_answer_metrics:
-        from ragsweep.metrics.ragas_bridge import ragas_answer_scores_batch
-
         pairs = [
             (None if r.answer is None or r.answer.abstained else r.answer.text, r.reference_answer) for r in results
         ]
@@ -282,6 +281,7 @@ SERVED_APP = "served_app"
 
 
 def _queries_tantivy(config: PipelineConfig) -> bool:
+    # deferred: pipeline.serving imports pathway (~2 s); the loop module is imported by light paths
     from ragsweep.pipeline.serving import uses_tantivy
 
     return uses_tantivy(config.build().retriever_factory)
@@ -321,8 +321,6 @@ def score_ragas_llm(scorer: Any, cases: Sequence[Case], done: dict[str, CaseResu
     """ragas' LLM metrics for the answered cases without them; with replicates, each metric's value
     is the mean of its replicates and the result keeps every replicate value under
     ``llm_replicates``. True when anything was scored."""
-    from ragsweep.metrics.ragas_llm import RagasCase
-
     todo = [
         done[c.id]
         for c in cases

@@ -10,13 +10,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 from pydantic.functional_validators import ModelWrapValidatorHandler
 
 from ragsweep.pipeline.app_components import Spent
 
 
-class _AsSet(BaseModel):
+class AsSet(BaseModel):
     """Serialises only the fields that were set (and any unknown keys), in declaration order."""
 
     model_config = ConfigDict(extra="allow")
@@ -33,12 +41,12 @@ class _AsSet(BaseModel):
             return handler({k: v for k, v in data.items() if k not in bad})
 
     @model_serializer(mode="wrap")
-    def _only_set(self, handler: Any) -> dict[str, Any]:
+    def _only_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         kept = self.model_fields_set | set(self.model_extra or {})
         return {k: v for k, v in handler(self).items() if k in kept}
 
 
-class DatasetManifest(_AsSet):
+class DatasetManifest(AsSet):
     path: str | None = None
     name: str | None = None
     hash: str | None = None
@@ -50,7 +58,7 @@ class DatasetManifest(_AsSet):
     cases: int | None = None  # a sweep's: how many cases it ran
 
 
-class CorpusManifest(_AsSet):
+class CorpusManifest(AsSet):
     docs_dir: str | None = None
     hash: str | None = None
     documents: int | None = None
@@ -60,12 +68,12 @@ class CorpusManifest(_AsSet):
     parse_warnings: dict[str, list[str]] | None = None
 
 
-class Timestamps(_AsSet):
+class Timestamps(AsSet):
     started: str | None = None
     finished: str | None = None
 
 
-class RetrievalCounts(_AsSet):
+class RetrievalCounts(AsSet):
     """What the store was asked in this process, and how much of it the served cache answered."""
 
     queries: int = 0
@@ -73,7 +81,7 @@ class RetrievalCounts(_AsSet):
     asked_pathway: int = 0
 
 
-class RunManifest(_AsSet):
+class RunManifest(AsSet):
     """Everything needed to know what an eval run ran (secrets masked)."""
 
     pipeline: dict[str, Any] = Field(default_factory=dict)  # PipelineConfig.manifest() and its public text
@@ -93,7 +101,7 @@ class RunManifest(_AsSet):
     executor: dict[str, Any] | None = None  # Executor.describe()
 
 
-class SweepManifest(_AsSet):
+class SweepManifest(AsSet):
     """What a sweep ran: its base pipeline, the cases, the corpus parsed once, where it ran."""
 
     pipeline: dict[str, Any] = Field(default_factory=dict)

@@ -10,7 +10,7 @@ back or an options object. What it writes to the run folder (nothing without one
 - ``hits.jsonl``   every served list (each case at each depth), written as soon as retrieval ends
                    (removed once every case is in cases.jsonl)
 - ``cases.jsonl``  one :class:`~ragsweep.evaluation.records.CaseResult` per line, saved as computed, stored
-                   compact (:func:`~ragsweep.evaluation.records.compact`); once report.json is written, the
+                   compact (:func:`~ragsweep.evaluation.storage.compact`); once report.json is written, the
                    lines lose their chance/oracle values and metrics without a value
 - ``report.json``  the :class:`~ragsweep.evaluation.records.RunResult`: aggregate metrics, intervals,
                    chance/oracle, groups and the manifest
@@ -25,18 +25,21 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from ragsweep.core.errors import RunError, StageError
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.answering import llm_calls, metric_temperature, prepare_answering
 from ragsweep.evaluation.context import RunContext, RunState
+from ragsweep.evaluation.judge_report import judge_section
 from ragsweep.evaluation.loop import Answering, Evaluated, evaluate_configuration, scored_ks
 from ragsweep.evaluation.manifest import CorpusManifest, DatasetManifest, RetrievalCounts, RunManifest, Timestamps
-from ragsweep.evaluation.records import AnswerCounts, AnswerErrors, CaseResult, RunResult, metric_names
+from ragsweep.evaluation.records import AnswerCounts, AnswerErrors, CaseResult, RunResult
 from ragsweep.evaluation.runfolder import RunCaseFile, RunFolder, git_commit, now, package_versions
 from ragsweep.evaluation.scoring import aggregate, unlocated_report
 from ragsweep.evaluation.settings import ParseSettings, RunSettings
+from ragsweep.evaluation.storage import metric_names
+from ragsweep.evaluation.trust import Probes
 from ragsweep.execution.base import Executor
 from ragsweep.execution.local import LOCAL
 from ragsweep.metrics.registry import unknown_name
@@ -44,9 +47,6 @@ from ragsweep.pipeline.app_components import Spent, embedding_usage, usage_since
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import parse_documents
-
-if TYPE_CHECKING:
-    from ragsweep.metrics.judge import ProbeReport
 
 T = TypeVar("T")
 
@@ -182,12 +182,10 @@ def run_result(
     config: PipelineConfig,
     settings: RunSettings,
     answering: Answering,
-    probes: ProbeReport | None,
+    probes: Probes | None,
 ) -> RunResult:
     """report.json's body (without the manifest): the one aggregator over the cases, the answers'
     outcome, and how far the LLM metrics can be trusted (:mod:`ragsweep.evaluation.judge_report`)."""
-    from ragsweep.evaluation.judge_report import judge_section
-
     answer = settings.answer
     rules = sorted({c.relevance_rule for c in cases if c.relevance_rule})
     judge = judge_section(

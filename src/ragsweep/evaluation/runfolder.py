@@ -27,13 +27,15 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypedDict, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, JsonValue
 
 from ragsweep.core.errors import RunError
 from ragsweep.core.hits import Hit, chunk_id
-from ragsweep.evaluation.records import RECORD_VERSION, CaseResult, RunResult, compact, expand_lines
+from ragsweep.evaluation.records import RECORD_VERSION, CaseResult, JsonObject, RunResult
+from ragsweep.evaluation.storage import compact, expand_lines
+from ragsweep.pipeline.retrieval import Retrieved, Served
 
 PACKAGES = (
     "ragsweep",
@@ -50,12 +52,12 @@ PACKAGES = (
     "scipy",
 )
 # 2: cases.jsonl holds CaseResult lines; hits.jsonl holds every served depth.
-# 3: cases.jsonl lines are compact (records.compact: hit texts in chunks.jsonl, no defaults, no
+# 3: cases.jsonl lines are compact (storage.compact: hit texts in chunks.jsonl, no defaults, no
 #    metric without a value, no per-case chance/oracle once report.json holds their means).
 LAYOUT_VERSION = 3
 # A sweep folder's layout (its sweep-state.json "layout"). Up to 3 a sweep wrote the eval number while its
 # configs/<id>/cases.jsonl held full CaseResult lines (every hit's text once per case per configuration).
-# 4: those lines are compact (records.compact, unsettled: chance/oracle and metrics without a value kept) and
+# 4: those lines are compact (storage.compact, unsettled: chance/oracle and metrics without a value kept) and
 #    <sweep>/chunks.jsonl holds the text of each chunk any configuration served, once.
 SWEEP_LAYOUT_VERSION = 4
 
@@ -134,7 +136,7 @@ class JsonlWriter:
         except OSError as err:
             raise _write_error(path, err, "Nothing was lost.") from err
 
-    def write(self, record: dict[str, Any]) -> None:
+    def write(self, record: JsonObject | ChunkRow) -> None:
         try:
             self.fh.write(json.dumps(record, ensure_ascii=False) + "\n")
             self.fh.flush()
@@ -158,11 +160,11 @@ class JsonlWriter:
     def __enter__(self) -> "JsonlWriter":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def read_jsonl(path: Path, key: str = "id") -> list[dict[str, Any]]:
+def read_jsonl(path: Path, key: str = "id") -> list[JsonObject]:
     """Every valid line of a JSONL file an interrupted run wrote.
 
     A torn or corrupt line, anywhere in the file, is dropped and the good lines
@@ -172,7 +174,7 @@ def read_jsonl(path: Path, key: str = "id") -> list[dict[str, Any]]:
     """
     if not path.exists():
         return []
-    good: dict[Any, dict[str, Any]] = {}
+    good: dict[JsonValue, JsonObject] = {}
     bad: list[tuple[int, bytes]] = []
     raw_lines = path.read_bytes().splitlines(keepends=True)
     for number, raw in enumerate(raw_lines, start=1):
@@ -203,6 +205,30 @@ def read_jsonl(path: Path, key: str = "id") -> list[dict[str, Any]]:
     return list(good.values())
 
 
+class ChunkRow(TypedDict):
+    """One line of a chunk table (``chunks.jsonl``)."""
+
+    id: str
+    doc_id: str
+    start: int
+    end: int
+    text: str
+
+
+def chunk_row(row: JsonObject) -> ChunkRow:
+    """A chunk table's line as read back (its fields checked)."""
+    key, doc_id, start, end, text = row["id"], row["doc_id"], row["start"], row["end"], row["text"]
+    if not (
+        isinstance(key, str)
+        and isinstance(doc_id, str)
+        and isinstance(start, int)
+        and isinstance(end, int)
+        and isinstance(text, str)
+    ):
+        raise RunError(f"a chunk table line is not {{id, doc_id, start, end, text}}: {row!r}")
+    return ChunkRow(id=key, doc_id=doc_id, start=start, end=end, text=text)
+
+
 def stored_chunk_id(doc_id: str, start: int, end: int, text: str, known: Mapping[str, str]) -> str:
     """The id a chunk has in a chunk table: :func:`ragsweep.core.hits.chunk_id` of its document and offsets,
     or, where the table holds another text at those offsets (a sweep whose parser configurations make different
@@ -225,7 +251,7 @@ def append_chunks(path: Path, hits: Iterable[Hit], known: dict[str, str]) -> int
             key = stored_chunk_id(hit.doc_id, hit.start, hit.end, hit.text, known)
             if key in known:
                 continue
-            writer.write({"id": key, "doc_id": hit.doc_id, "start": hit.start, "end": hit.end, "text": hit.text})
+            writer.write(ChunkRow(id=key, doc_id=hit.doc_id, start=hit.start, end=hit.end, text=hit.text))
             known[key] = hit.text
             written += 1
     return written
@@ -317,8 +343,10 @@ def find_resume_dir(out: Path, resume: str, marker: str) -> Path:
     return run_dir
 
 
-def check_resumable(run_dir: Path, saved: dict[str, Any], now_state: dict[str, Any], keys: tuple[str, ...]) -> None:
+def check_resumable(run_dir: Path, saved: JsonObject, now_state: JsonObject, keys: tuple[str, ...]) -> None:
     then, layout = saved.get("layout", 1), now_state.get("layout", LAYOUT_VERSION)
+    if not isinstance(then, int) or not isinstance(layout, int):
+        raise RunError(f"--resume {run_dir}: its state names no run-folder layout; start a new run")
     if then != layout:
         by = (
             ("an older ragsweep", "compare and report.html still read it")
@@ -370,7 +398,7 @@ class RunFolder:
         self._lock = lock
         self._marker = marker  # set when this process created the folder (a new run, not a resumed one)
         self._known_chunks: dict[str, str] | None = None
-        self._chunk_rows: list[dict[str, Any]] | None = None
+        self._chunk_rows: list[ChunkRow] | None = None
 
     @classmethod
     def open(
@@ -432,7 +460,7 @@ class RunFolder:
     def file(self, *parts: str) -> Path | None:
         return None if self.path is None else self.path.joinpath(*parts)
 
-    def read_lines(self, *parts: str) -> list[dict[str, Any]]:
+    def read_lines(self, *parts: str) -> list[JsonObject]:
         path = self.file(*parts)
         return read_jsonl(path) if path is not None else []
 
@@ -440,10 +468,10 @@ class RunFolder:
         if self.path is not None:
             write_json(self.path / name, data)
 
-    def chunk_rows(self) -> list[dict[str, Any]]:
+    def chunk_rows(self) -> list[ChunkRow]:
         """The folder's chunk table, read once (a resume needs it for the saved lists and the cases)."""
         if self._chunk_rows is None:
-            self._chunk_rows = self.read_lines("chunks.jsonl")
+            self._chunk_rows = [chunk_row(row) for row in self.read_lines("chunks.jsonl")]
         return self._chunk_rows
 
     def append_chunks(self, hits: Iterable[Hit]) -> None:
@@ -455,14 +483,18 @@ class RunFolder:
         self._chunk_rows = None
         append_chunks(self.path / "chunks.jsonl", hits, self._known_chunks)
 
-    def refer_chunks(self, line: dict[str, Any]) -> dict[str, Any]:
-        """``line`` (a :meth:`CaseResult.line` whose hits are in the chunk table) with a ``chunk`` id on each hit
-        stored under another id than its document and offsets (:func:`stored_chunk_id`)."""
+    def refer_chunks(self, result: CaseResult) -> JsonObject:
+        """``result``'s line (its hits are in the chunk table) with a ``chunk`` id on each hit stored
+        under another id than its document and offsets (:func:`stored_chunk_id`)."""
         known = self._known_chunks or {}
-        for hit in line["hits"]:
-            key = stored_chunk_id(hit["doc_id"], hit["start"], hit["end"], hit["text"], known)
-            if key != chunk_id(hit["doc_id"], hit["start"], hit["end"]):
-                hit["chunk"] = key
+        line = result.line()
+        stored_hits = line["hits"]
+        if not isinstance(stored_hits, list):
+            return line
+        for hit, stored in zip(result.hits, stored_hits, strict=True):
+            key = stored_chunk_id(hit.doc_id, hit.start, hit.end, hit.text, known)
+            if key != chunk_id(hit.doc_id, hit.start, hit.end) and isinstance(stored, dict):
+                stored["chunk"] = key
         return line
 
     def write_chunk_table(self, hits: Iterable[Hit]) -> None:
@@ -473,7 +505,7 @@ class RunFolder:
         self._known_chunks, self._chunk_rows = {}, None
         append_chunks(self.path / "chunks.jsonl", hits, self._known_chunks)
 
-    def save_served(self, served: Any, retrieved: Any) -> None:
+    def save_served(self, served: Served, retrieved: Retrieved) -> None:
         """The index's chunk table, then every served list (chunk ids, not texts): what a resume
         needs to skip retrieval (``hits.jsonl``, removed once every case is done)."""
         if self.path is None:
@@ -481,14 +513,12 @@ class RunFolder:
         self.write_chunk_table(h for hits in retrieved.chunks_by_doc.values() for h in hits)
         with JsonlWriter(self.path / "hits.jsonl") as writer:
             for case_id, by_k in served.items():
-                lists = {str(k): [h.model_dump(exclude={"text"}) for h in hits] for k, hits in by_k.items()}
+                lists: JsonObject = {str(k): [h.model_dump(exclude={"text"}) for h in hits] for k, hits in by_k.items()}
                 writer.write({"id": case_id, "served": lists})
 
-    def load_served(self) -> Any:
+    def load_served(self) -> Retrieved | None:
         """What an interrupted run saved of retrieval: a ``Retrieved`` whose ``served`` are the lists
         (None without a chunk table)."""
-        from ragsweep.pipeline.retrieval import Retrieved
-
         rows = self.chunk_rows()
         if not rows:
             return None
@@ -499,17 +529,21 @@ class RunFolder:
             by_doc.setdefault(row["doc_id"], []).append(hit)
             texts[row["id"]] = row["text"]
         served = {}
-        for row in self.read_lines("hits.jsonl"):
+        for saved in self.read_lines("hits.jsonl"):
             try:
-                served[row["id"]] = {
-                    int(k): [Hit(**h, text=texts[chunk_id(h["doc_id"], h["start"], h["end"])]) for h in hits]
-                    for k, hits in row["served"].items()
+                lists = _SavedLists.model_validate(saved)
+                served[lists.id] = {
+                    k: [
+                        Hit(**h.model_dump(exclude={"text"}), text=texts[chunk_id(h.doc_id, h.start, h.end)])
+                        for h in hits
+                    ]
+                    for k, hits in lists.served.items()
                 }
             except (KeyError, TypeError, ValueError):
                 continue
         return Retrieved(served=served, chunks_by_doc=by_doc, n_chunks=len(rows))
 
-    def read_results(self, *parts: str) -> dict[str, Any]:
+    def read_results(self, *parts: str) -> dict[str, CaseResult]:
         """The valid case lines of a cases file, as CaseResults by id (a torn or corrupt line is set
         aside by :func:`read_jsonl`; a line of another record version is computed again)."""
         rows = self.read_lines(*parts)
@@ -519,7 +553,8 @@ class RunFolder:
         report = self.path / "report.json"
         names = RunResult.model_validate_json(report.read_text()).case_metrics if report.is_file() else []
         lines = [line for line in expand_lines(rows, texts, names) if line.get("version") == RECORD_VERSION]
-        return {line["id"]: CaseResult.model_validate(line) for line in lines}
+        results = [CaseResult.model_validate(line) for line in lines]
+        return {result.id: result for result in results}
 
     def case_file(self, *parts: str, chunks: bool = False) -> CaseFile:
         """A sink for one configuration's results (``parts``: the cases file's path in the folder);
@@ -527,8 +562,19 @@ class RunFolder:
         return CaseFile(self, self.file(*parts), chunks=chunks)
 
 
+class _SavedHit(Hit):
+    text: str = ""  # a saved list's hit has none: its text is in the chunk table
+
+
+class _SavedLists(BaseModel):
+    """A line of ``hits.jsonl``: the lists served to one case, by depth."""
+
+    id: str
+    served: dict[int, list[_SavedHit]]
+
+
 class CaseFile:
-    """Compact case lines (:func:`ragsweep.evaluation.records.compact`), each saved as computed."""
+    """Compact case lines (:func:`ragsweep.evaluation.storage.compact`), each saved as computed."""
 
     def __init__(self, folder: RunFolder, path: Path | None, chunks: bool = False):
         self.folder = folder
@@ -536,7 +582,7 @@ class CaseFile:
         self.chunks = chunks
         self._writer: JsonlWriter | None = None
 
-    def served(self, served: Any, retrieved: Any) -> None:
+    def served(self, served: Served, retrieved: Retrieved) -> None:
         pass
 
     def write(self, result: CaseResult) -> None:
@@ -549,11 +595,11 @@ class CaseFile:
             self._writer = JsonlWriter(self.path)
         self._writer.write(compact(self._line(result)))
 
-    def _line(self, result: CaseResult) -> dict[str, Any]:
-        return self.folder.refer_chunks(result.line()) if self.chunks else result.line()
+    def _line(self, result: CaseResult) -> JsonObject:
+        return self.folder.refer_chunks(result) if self.chunks else result.line()
 
     def rewrite(self, results: Iterable[CaseResult], settled: bool = False) -> None:
-        """The file again from ``results`` (an atomic replace); ``settled``: see ``records.compact``."""
+        """The file again from ``results`` (an atomic replace); ``settled``: see ``storage.compact``."""
         if self.path is None:
             return
         self.close()
@@ -578,5 +624,5 @@ class CaseFile:
 class RunCaseFile(CaseFile):
     """An eval run's cases file: the served lists are saved too, so a resume skips retrieval."""
 
-    def served(self, served: Any, retrieved: Any) -> None:
+    def served(self, served: Served, retrieved: Retrieved) -> None:
         self.folder.save_served(served, retrieved)

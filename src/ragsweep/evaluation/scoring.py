@@ -16,7 +16,9 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ragsweep.evaluation.records import Aggregate, CaseResult, Count, RunResult, UnlocatedCase, UnlocatedReport
+from ragsweep.metrics.answer import aggregate_abstention
 from ragsweep.metrics.registry import judged_by_relevance, set_metrics
+from ragsweep.pipeline.corpus import shown_name
 
 
 def _float(value: Any) -> float | None:
@@ -43,6 +45,7 @@ def aggregate(
     ``interval_metrics`` limits the bootstrap to those names (a sweep needs
     intervals for its objectives, not for every metric of every configuration).
     """
+    # deferred: metrics.stats imports scipy (~1.5 s); the API import and the gate must not
     from ragsweep.metrics.stats import abstention_f1_ci, bootstrap_ci
 
     names = list(dict.fromkeys(name for case in cases for name in case.metrics))
@@ -146,8 +149,6 @@ def unlocated_lines(report: UnlocatedReport, n_cases: int, table: str = "eval", 
 
 
 def _unlocated_line(case: UnlocatedCase) -> str:
-    from ragsweep.pipeline.corpus import shown_name
-
     span = case.spans[0]
     where = shown_name(span.doc_id) if span.doc_id else "its documents"
     more = f" (+{len(case.spans) - 1} more)" if len(case.spans) > 1 else ""
@@ -160,8 +161,6 @@ def _abstention(
     """Abstention precision/recall over the answered cases; "abstained" as the answer metrics
     decided it (the answerer's flag or a refusal-style text). Returns the (abstained,
     unanswerable) pairs; each rate's n is the cases it is a share of."""
-    from ragsweep.metrics.answer import aggregate_abstention
-
     pairs = [
         (bool(case.metrics.get("abstained", case.answer.abstained)), case.unanswerable)
         for case in cases

@@ -2,29 +2,63 @@
 which cases were selected, the depths and budgets, the unlocated mode.
 
 The command line and the Python API build these from their options (``ragsweep.commands``); nothing
-below the command modules sees an options object.
+below the command modules sees an options object. :class:`AnswerSettings` is declared once, with each
+field's option (:func:`option`): the answer options are these settings.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import PydanticUndefined
 
 from ragsweep.datasets.schema import UnlocatedMode
 
 
+def option(default: Any = None, help: str = "", *, alias: str | None = None, **cli: Any) -> Any:
+    """A field that is also a command-line option and a keyword of the Python API: defined once.
+
+    ``help`` is the option's help text (a field without it is not on the command line).
+    ``alias``: the API keyword when it differs from the field's name (``llm`` for ``use_llm``).
+    ``cli``: how the command line spells it: ``flag`` (default ``--field-name``), ``metavar``,
+    ``what`` (what a number is, for the range message), ``choices``, ``const`` (an optional
+    value), ``parse`` (``depths``, ``append``, ``assignments``, ``floors``). Range constraints
+    (``ge``, ``le``) are pydantic's and the command line's alike.
+    """
+    constraints = {k: cli.pop(k) for k in ("ge", "le", "default_factory") if k in cli}
+    if "default_factory" in constraints:
+        default = PydanticUndefined
+    return Field(default, description=help or None, alias=alias, json_schema_extra=cli or None, **constraints)
+
+
 class AnswerSettings(BaseModel):
-    """How answers are produced, judged and scored."""
+    """How answers are produced, judged and scored: the same for eval, sweep and the Python API (each field
+    an option of both commands and a keyword of the API, and what the run takes)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    use_llm: bool = False  # answer with the configured endpoint (else extractive, or the dataset's given answers)
-    judge: bool = False
-    ragas_llm: bool = False
-    ragas_nonllm: bool = True  # ragas' string similarity, BLEU and ROUGE on the answers
-    judge_replicates: int = 1
-    judge_temperature: float | None = None  # None: the pipeline's $llm_temperature
-    judge_probe: int = 3  # cases fed to the judge with known answers before the run (0: none)
-    max_failure_rate: float | None = None
+    use_llm: bool = option(False, "answer with the configured OpenAI-compatible endpoint", alias="llm", flag="--llm")
+    judge: bool = option(False, "LLM judge of answer correctness")
+    ragas_llm: bool = option(False, "ragas LLM metrics on the same endpoint")
+    # ragas' string similarity, BLEU and ROUGE on the answers (the API leaves them out by default: ragas' import is slow)
+    ragas_nonllm: bool = option(True, alias="ragas")
+    judge_replicates: int = option(
+        1, "compute each LLM metric (--judge, --ragas-llm) N times per case (each its own request and cache entry); "
+        "the report gives self-agreement, verdict flips and the judge-noise share of the CI", ge=1, metavar="N",
+    )  # fmt: skip
+    judge_temperature: float | None = option(
+        None, "the sampling temperature of the LLM metrics (judge, ragas LLM); default: the pipeline's "
+        "$llm_temperature", ge=0, le=2, metavar="T", what="a temperature",
+    )  # fmt: skip
+    judge_probe: int = option(
+        3, "with --judge, before the run: feed the judge known-correct, known-wrong and \"I don't know\" answers "
+        "for N cases and report what it got right (0: off)", ge=0, metavar="N",
+    )  # fmt: skip
+    max_failure_rate: float | None = option(
+        None, "CI gate: fail when an LLM metric (judge, ragas LLM) failed on more than this share of its cases, "
+        "e.g. 0.05", ge=0, le=1, metavar="R", what="a share",
+    )  # fmt: skip
 
     @property
     def llm_metrics(self) -> bool:
@@ -44,12 +78,19 @@ class Selection(BaseModel):
 
 
 class ParseSettings(BaseModel):
-    """How the documents folder is parsed."""
+    """How the documents folder is parsed: the same for every command that parses one (index,
+    retrieve, validate --parse, eval, sweep, generate) and for the Python API."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    workers: int | None = None
-    follow_symlinks: bool = False
+    workers: int | None = option(
+        None, "processes parsing the documents the parse cache does not hold (default: the number of cores, at most "
+        "one per 8 documents; 1: no worker process)", ge=1, metavar="N", what="a whole number of processes",
+    )  # fmt: skip
+    follow_symlinks: bool = option(
+        False, "index the targets of symlinks that lead outside the documents folder (by default each is "
+        "skipped with a warning naming it)",
+    )  # fmt: skip
 
 
 class RunSettings(BaseModel):

@@ -26,7 +26,7 @@ folder (layout :data:`~ragsweep.evaluation.runfolder.SWEEP_LAYOUT_VERSION`):
                                shared by several configurations is one line), appended before
                                the case lines that refer to it
 - ``configs/<id>/cases.jsonl`` one compact :class:`~ragsweep.evaluation.records.CaseResult` per case
-                               (:func:`~ragsweep.evaluation.records.compact`: hits refer to the chunk table
+                               (:func:`~ragsweep.evaluation.storage.compact`: hits refer to the chunk table
                                by doc id and offsets); read in full by
                                :func:`ragsweep.report.runs.read_cases`
 - ``configs/<id>/result.json`` the configuration's aggregate, written last: it marks it done
@@ -45,10 +45,9 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, JsonValue
 
 from ragsweep.core.errors import ConfigError, RunError, StageError
 from ragsweep.datasets.schema import Case, Dataset
@@ -63,14 +62,15 @@ from ragsweep.evaluation.records import (
     Count,
     HoldoutConfig,
     HoldoutVerdict,
+    JsonObject,
     SweepResult,
     UnlocatedReport,
-    expand_lines,
     own_k_name,
 )
 from ragsweep.evaluation.runfolder import RunFolder, git_commit, now, package_versions
 from ragsweep.evaluation.scoring import aggregate, unlocated_report
 from ragsweep.evaluation.settings import SweepSettings
+from ragsweep.evaluation.storage import expand_lines
 from ragsweep.execution.base import Executor, IndexWork
 from ragsweep.metrics.registry import asked_budgets, at_k_families, at_own_k, best_of, lower_is_better, unknown_name
 from ragsweep.pipeline.config import PipelineConfig
@@ -89,8 +89,8 @@ class SweepGrid(BaseModel):
     ``chunking: [{min_tokens: 100, max_tokens: 200}, ...]``.
     """
 
-    grid: dict[str, list[Any]]
-    baseline: dict[str, Any] = Field(default_factory=dict)
+    grid: dict[str, list[JsonValue]]
+    baseline: JsonObject = Field(default_factory=dict)
     objectives: list[str] = Field(default_factory=lambda: list(DEFAULT_OBJECTIVES))
     ks: list[int] = Field(default_factory=lambda: list(DEFAULT_KS))
     # context-token budgets scored besides those the objectives name (recall@1500tok)
@@ -106,11 +106,11 @@ class SweepGrid(BaseModel):
             raise ConfigError(f"{p}: needs a top-level 'grid' mapping")
         return cls(**data)
 
-    def configurations(self) -> list[dict[str, Any]]:
+    def configurations(self) -> list[JsonObject]:
         axes = list(self.grid.items())
         combos = []
         for values in itertools.product(*(v for _, v in axes)):
-            params: dict[str, Any] = {}
+            params: JsonObject = {}
             for (name, _), value in zip(axes, values):
                 if isinstance(value, dict):
                     params.update(value)
@@ -120,7 +120,7 @@ class SweepGrid(BaseModel):
         return combos
 
 
-def config_id(params: dict[str, Any]) -> str:
+def config_id(params: JsonObject) -> str:
     text = json.dumps(params, sort_keys=True)
     readable = "-".join(f"{k}={v}" for k, v in sorted(params.items()))
     return f"{readable[:80]}-{hashlib.sha256(text.encode()).hexdigest()[:6]}".replace("/", "_").replace(" ", "")
@@ -152,7 +152,7 @@ class Sweep(BaseModel):
     objectives: list[str]
     ks: list[int]
     budgets: list[int] = Field(default_factory=list)
-    configs: dict[str, tuple[dict[str, Any], PipelineConfig]]
+    configs: dict[str, tuple[JsonObject, PipelineConfig]]
     baseline_id: str
 
 
@@ -416,7 +416,7 @@ def sweep_answering(config: PipelineConfig, settings: SweepSettings, cases: Sequ
 
 def config_result(
     cid: str,
-    params: dict[str, Any],
+    params: JsonObject,
     config: PipelineConfig,
     cases: list[CaseResult],
     sweep: Sweep,
@@ -457,6 +457,7 @@ def with_own_k(agg: Aggregate, top_k: int, unserved: Sequence[int]) -> Aggregate
 def score_on_holdout(report: SweepResult, sweep_run: SweepRun, corpora: Corpora) -> HoldoutVerdict:
     """The configuration chosen on dev (best on the first objective), and the baseline, scored on
     the test cases, with a paired test between the two: the number to believe."""
+    # deferred: metrics.stats imports scipy (~1 s); --help and the API import must not
     from ragsweep.metrics.stats import paired_test, significant
 
     sweep, holdout, settings = sweep_run.plan, sweep_run.holdout, sweep_run.settings
@@ -488,17 +489,27 @@ def score_on_holdout(report: SweepResult, sweep_run: SweepRun, corpora: Corpora)
     return verdict
 
 
+class _StoredScores(BaseModel):
+    """What a paired test reads of a stored case line."""
+
+    id: str
+    top_k: int
+    metrics: dict[str, float | None] = Field(default_factory=dict)
+
+
 def finish_sweep(folder: RunFolder, sweep: Sweep, results: dict[str, ConfigResult]) -> SweepResult:
     """Paired tests against the baseline (Holm across configurations), best, Pareto, CSV."""
+    # deferred: metrics.stats imports scipy (~1 s); --help and the API import must not
     from ragsweep.metrics.stats import holm, paired_test, significant
 
-    def per_case(cid: str) -> dict[str, dict[str, Any]]:
+    def per_case(cid: str) -> dict[str, _StoredScores]:
         # the stored lines as they are: their metrics and top_k (a compact line keeps both) are all
         # a paired test needs, without the chunk table or a CaseResult per line and configuration
-        return {row["id"]: row for row in folder.read_lines("configs", cid, "cases.jsonl")}
+        rows = [_StoredScores.model_validate(row) for row in folder.read_lines("configs", cid, "cases.jsonl")]
+        return {row.id: row for row in rows}
 
-    def case_value(row: dict[str, Any], name: str) -> float | None:
-        return row["metrics"].get(own_k_name(name, row["top_k"]))
+    def case_value(row: _StoredScores, name: str) -> float | None:
+        return row.metrics.get(own_k_name(name, row.top_k))
 
     base_cases = per_case(sweep.baseline_id)
     baseline = results[sweep.baseline_id]
@@ -611,7 +622,7 @@ def _rss_mb() -> float:
     try:
         import psutil
 
-        return psutil.Process().memory_info().rss / 2**20
+        return float(psutil.Process().memory_info().rss) / 2**20
     except ImportError:
         return 0.0
 

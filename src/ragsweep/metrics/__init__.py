@@ -9,5 +9,5 @@
   :mod:`.stats` — intervals and paired tests;
 * :mod:`.registry` — the one list of metric names, families and their order.
 
-This is the path :func:`ragsweep.evaluation.records.build_case_result` takes; there is no second one.
+This is the path :func:`ragsweep.evaluation.case_scoring.build_case_result` takes; there is no second one.
 """

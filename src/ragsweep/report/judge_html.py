@@ -9,27 +9,23 @@ metric or probe has no such block, and the page no such section.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from typing import Any
 
-from ragsweep.evaluation.judge_report import JudgeSection, MetricTrust, Probes, ReferenceAgreement
+from ragsweep.evaluation.trust import JudgeSection, MetricTrust, Probes, ReferenceAgreement, ScoreAgreement
 from ragsweep.report.svg import esc, fmt
 
 MAX_IDS = 12  # case ids listed in a cell (flips, varying cases) before "… n more"
 
-Section = JudgeSection | Mapping[str, Any] | None
 
-
-def judge_warnings_html(section: Section, link: bool = True) -> str:
+def judge_warnings_html(read: JudgeSection | None, link: bool = True) -> str:
     """The warnings (a metric failing too often, wrong probes), also at the top of the page."""
-    read = JudgeSection.of(section)
     warnings = read.warnings if read is not None else []
     more = ' (<a href="#judge">LLM judge</a>)' if link else ""
     return "".join(f'<p class="warning"><span class="badge warn">warning</span> {esc(w)}{more}</p>' for w in warnings)
 
 
-def judge_html(section: Section) -> str:
-    read = JudgeSection.of(section)
+def judge_html(read: JudgeSection | None) -> str:
     if read is None:
         return ""
     metrics = read.metrics
@@ -102,9 +98,9 @@ def _self_agreement(metrics: dict[str, MetricTrust]) -> str:
     rows = []
     for name, block in metrics.items():
         sa = block.self_agreement
-        if not sa:
+        if sa is None:
             continue
-        if block.kind == "score":
+        if isinstance(sa, ScoreAgreement):
             rows.append(
                 [
                     esc(name),

@@ -122,11 +122,11 @@ def read_chunk_texts(folder: Path) -> dict[str, str]:
 
 
 def expand_cases(lines: list[dict], folder: Path, names: Sequence[str] | None = None) -> list[dict]:
-    """Stored case lines in full (:func:`ragsweep.evaluation.records.expand_lines`): hit texts from the
+    """Stored case lines in full (:func:`ragsweep.evaluation.storage.expand_lines`): hit texts from the
     chunk table (the folder's own, or a sweep configuration's, :func:`chunk_table_paths`; a
     layout-1 eval folder or a sweep of layout 3 or earlier, with the text in every hit, needs
     none), the metrics named by ``names`` (default: the folder's report.json's ``case_metrics``)."""
-    from ragsweep.evaluation.records import expand_lines
+    from ragsweep.evaluation.storage import expand_lines
 
     needs_table = any("text" not in h for c in lines for h in c.get("hits") or [])
     texts = read_chunk_texts(folder) if needs_table else {}
