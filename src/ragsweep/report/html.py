@@ -22,7 +22,7 @@ from ragsweep.evaluation.records import (
     SweepResult,
     UnlocatedReport,
 )
-from ragsweep.metrics.registry import REPEATS, at_k_families, curve_families, headline
+from ragsweep.metrics.registry import REPEATS, at_k_families, curve_families, headline, metric_sort_key
 from ragsweep.metrics.stats import bootstrap_ci
 from ragsweep.metrics.uninformative import answerer_way, uninformative
 from ragsweep.report import svg
@@ -118,7 +118,7 @@ def _chips(d: dict | None) -> str:
     return "".join(f'<span class="chip">{esc(k)}={esc(_short(v))}</span>' for k, v in d.items())
 
 
-def _short(v: Any, n: int = 120) -> str:
+def _short(v: object, n: int = 120) -> str:
     s = v if isinstance(v, str) else str(v)
     return s if len(s) <= n else s[: n - 1] + "…"
 
@@ -128,14 +128,14 @@ def _value(result: Aggregate, metric: str) -> float | None:
     return num(result.metrics.get(metric))
 
 
-def _n_missing(result: Aggregate, metric: str, unknown: str = "") -> tuple[Any, Any]:
+def _n_missing(result: Aggregate, metric: str, unknown: str = "") -> tuple[int | str, int | str]:
     """(cases with a value, cases without) of ``metric``; each says how many of them are cases
     whose evidence occurs in no parsed document (left out, or scored 0 with --unlocated zero)."""
     count = result.counts.get(metric)
     if count is None:
         return unknown, unknown
-    n: Any = count.n
-    missing: Any = count.missing
+    n: int | str = count.n
+    missing: int | str = count.missing
     if count.unlocated_in_n:
         n = f"{n} ({count.unlocated_in_n} unlocated, scored 0)"
     if count.unlocated:
@@ -240,8 +240,6 @@ def _metric_row(agg: Aggregate, name: str, why_not: str | None = None) -> str:
 def _metrics_table(agg: Aggregate, names: Sequence[str], answerer: str | None = None) -> str:
     """A table of the metrics ``names`` (in order), under a header row per group of metrics; a metric
     that says nothing about ``answerer``'s answers is marked, with why under the table."""
-    from ragsweep.metrics.registry import metric_sort_key
-
     rows, group = [], None
     groups = {1: "Retrieval", 2: "Answer", 3: "ragas", 4: "LLM judge", 5: "Other"}
     for name in names:
@@ -508,12 +506,12 @@ def _eval_page(run_dir: Path) -> str:
 def _served_app_html(run: RunResult) -> str:
     """Where the scored run departs from the app it stands for: documents parsed by ragsweep in place of the
     app's parser (``--set parser=native``), and questions the app's own server cannot take."""
-    parse = run.manifest.pipeline.get("parser") or {}
+    parse = Manifest.of(run.manifest).pipeline.parser
     parts = []
-    if parse.get("replaced"):
-        parts.append(f'<p class="warning"><b>{esc(parse.get("note", ""))}</b></p>')
-    elif parse.get("by") == "app":
-        parts.append(f'<p class="note">documents parsed by the app\'s parser: {esc(parse.get("parser", ""))}</p>')
+    if parse.replaced:
+        parts.append(f'<p class="warning"><b>{esc(parse.note)}</b></p>')
+    elif parse.by == "app":
+        parts.append(f'<p class="note">documents parsed by the app\'s parser: {esc(parse.parser)}</p>')
     failed = [c for c in run.cases if "served_app" in c.notes]
     if failed:
         first = ", ".join(esc(c.id) for c in failed[:5])
@@ -636,7 +634,7 @@ def _sig_mark(cfg: ConfigResult, base: ConfigResult | None, metric: str) -> tupl
     return f' <span class="sig-down" title="{esc(title)}">▼*</span>', "▼"
 
 
-def _label(v: Any) -> str:
+def _label(v: object) -> str:
     return "" if v is None else str(v)
 
 
@@ -660,7 +658,7 @@ _Cell = tuple[str, str]
 
 
 def _cell_configs(
-    configs: Sequence[ConfigResult], metric: str, axes: _Axes, where: tuple[Any, Any, Any]
+    configs: Sequence[ConfigResult], metric: str, axes: _Axes, where: tuple[object, object, object]
 ) -> list[tuple[float, ConfigResult]]:
     """(value, configuration) of each configuration with a value of ``metric`` at one cell
     (``where``: its row, column and panel values)."""
@@ -677,7 +675,7 @@ def _cell_configs(
 
 
 def _heat_panel(
-    sweep: SweepResult, metric: str, axes: _Axes, pv: Any, ys: list, xs: list, base: ConfigResult | None
+    sweep: SweepResult, metric: str, axes: _Axes, pv: object, ys: list, xs: list, base: ConfigResult | None
 ) -> tuple[dict[_Cell, tuple[float | None, str]], dict[_Cell, str], dict[_Cell, str]]:
     """(cells, marks, outline) of the panel ``pv``: each cell shows its best configuration,
     marked when it differs significantly from the baseline, outlined when it is a best one or
@@ -740,7 +738,7 @@ def _sweep_heatmaps(sweep: SweepResult, metric: str) -> str:
     return f'<div class="figs">{"".join(figs)}</div>'
 
 
-def _short_plain(cid: Any, n: int = 22) -> str:
+def _short_plain(cid: str, n: int = 22) -> str:
     """A config id as shown: whole when short; else its last '-' part when that looks like a hash
     (ids may spell out every parameter, which the table shows anyway); else its tail."""
     s = str(cid)
@@ -752,7 +750,7 @@ def _short_plain(cid: Any, n: int = 22) -> str:
     return "…" + s[-(n - 1) :]
 
 
-def _short_id(cid: Any, n: int = 22) -> str:
+def _short_id(cid: str, n: int = 22) -> str:
     short = _short_plain(cid, n)
     return esc(short) if short == str(cid) else f'<span title="{esc(cid)}">{esc(short)}</span>'
 
@@ -764,7 +762,7 @@ def _param_columns(configs: Sequence[ConfigResult]) -> list[str]:
     return varying + [n for n in names if n not in varying]
 
 
-def _grid_value(v: Any) -> str:
+def _grid_value(v: object) -> str:
     if isinstance(v, dict):
         return ", ".join(f"{k}={x}" for k, x in v.items())
     return str(v)
