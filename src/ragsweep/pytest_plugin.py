@@ -220,7 +220,7 @@ class RagsweepEval:
 
     @staticmethod
     def _evaluate_now(pipe: Setting, data: Setting, options: dict[str, Any]) -> RunResult:
-        # deferred: the evaluation imports Pathway, scipy and the pipeline's own classes
+        # deferred: ragsweep.api imports the run machinery (numpy, yaml); a session served from the result cache must not
         from ragsweep.api import evaluate
 
         return evaluate(pipe.path, data.path, **options)

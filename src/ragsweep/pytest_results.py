@@ -135,7 +135,7 @@ class ResultCache:
         try:
             entry = json.loads((self.folder / f"{key}.json").read_text(encoding="utf-8"))
             inputs = entry["inputs"]
-            if entry.get("format") != FORMAT or inputs["env"] != env_hash(
+            if entry["format"] != FORMAT or inputs["env"] != env_hash(
                 Path(inputs["pipeline"]).read_text(encoding="utf-8")
             ):
                 return None

@@ -36,6 +36,7 @@ from ragsweep.report.runs import (
     failing_text,
     has_values,
     lower_is_better,
+    mean_of,
     natural_key,
     num,
     ordered,
@@ -123,11 +124,6 @@ def _short(v: object, n: int = 120) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def _value(result: Aggregate, metric: str) -> float | None:
-    """An aggregate's mean of ``metric`` (None when missing)."""
-    return num(result.metrics.get(metric))
-
-
 def _n_missing(result: Aggregate, metric: str, unknown: str = "") -> tuple[int | str, int | str]:
     """(cases with a value, cases without) of ``metric``; each says how many of them are cases
     whose evidence occurs in no parsed document (left out, or scored 0 with --unlocated zero)."""
@@ -186,7 +182,7 @@ def _interval(agg: Aggregate, name: str) -> tuple[float | None, float | None]:
 
 def _at_k_cell(agg: Aggregate, name: str) -> str:
     """One cell of the family x k matrix: the mean, its interval, its n in the tooltip."""
-    v = _value(agg, name)
+    v = mean_of(agg, name)
     lo, hi = _interval(agg, name)
     n, missing = _n_missing(agg, name, "?")
     tip = f' title="{esc(name)}: n={esc(n)}, missing={esc(missing)}"'
@@ -291,7 +287,7 @@ def _curve_series(agg: Aggregate) -> tuple[list[str], dict]:
         for k in ks:
             name = f"{fam}@{k}"
             lo, hi = agg.interval(name)
-            pts.append((_value(agg, name), num(lo), num(hi)))
+            pts.append((mean_of(agg, name), num(lo), num(hi)))
         if any(p[0] is not None for p in pts):
             series[fam] = pts
     return [str(k) for k in ks], series
@@ -448,7 +444,7 @@ class Section:
 
 def _summary_html(run: RunResult) -> str:
     k, answerer = run.top_k, run.answerer
-    summary = _headline(run.metrics, k, answerer) + _summary_table(run, k, answerer)
+    summary = _headline(run, k, answerer) + _summary_table(run, k, answerer)
     return _served_app_html(run) + judge_warnings_html(run.judge) + summary
 
 
@@ -550,14 +546,10 @@ def _unlocated_html(report: UnlocatedReport, counted: str = "beside n and missin
     )
 
 
-def _headline(metrics: dict[str, float | None], k: int | None, answerer: str | None = None) -> str:
+def _headline(run: RunResult, k: int | None, answerer: str | None = None) -> str:
     """The run's key numbers at the depth the pipeline serves (none that says nothing about ``answerer``)."""
     picks = [m.format(k=k) for m in headline() if (k is not None or "{k}" not in m) and not uninformative(m, answerer)]
-    chips = [
-        f'<span class="chip"><b>{esc(m)}</b> {fmt(num(metrics[m]))}</span>'
-        for m in picks
-        if num(metrics.get(m)) is not None
-    ]
+    chips = [f'<span class="chip"><b>{esc(m)}</b> {fmt(v)}</span>' for m in picks if (v := mean_of(run, m)) is not None]
     if not chips:
         return ""
     served = f'<span class="ci-text">at k = {esc(k)}, the depth the pipeline serves</span>' if k is not None else ""
@@ -623,15 +615,20 @@ def _sig_mark(cfg: ConfigResult, base: ConfigResult | None, metric: str) -> tupl
     """(html mark, plain mark) for a configuration's metric vs the baseline."""
     if not cfg.significant.get(metric) or base is None:
         return "", ""
-    a, b = _value(cfg, metric), _value(base, metric)
+    a, b = mean_of(cfg, metric), mean_of(base, metric)
     if a is None or b is None or a == b:
         return "", ""
     better = (a > b) != lower_is_better(metric)
-    p = num(cfg.p_adjusted.get(metric))
+    p = _p_adjusted(cfg, metric)
     title = f"significantly {'better' if better else 'worse'} than the baseline (Holm-adjusted p = {fmt(p, 4)})"
     if better:
         return f' <span class="sig-up" title="{esc(title)}">▲*</span>', "▲"
     return f' <span class="sig-down" title="{esc(title)}">▼*</span>', "▼"
+
+
+def _p_adjusted(cfg: ConfigResult, metric: str) -> float | None:
+    """The Holm-adjusted p-value of a configuration's ``metric`` against the baseline (None: not tested)."""
+    return num(cfg.p_adjusted.get(metric))
 
 
 def _label(v: object) -> str:
@@ -644,7 +641,7 @@ def _find(sweep: SweepResult, config_id: str | None) -> ConfigResult | None:
 
 def _heat_range(configs: Sequence[ConfigResult], metric: str) -> tuple[float, float] | None:
     """The colour scale's (vmin, vmax) over every configuration's value; None when none has one."""
-    values = [v for c in configs if (v := _value(c, metric)) is not None]
+    values = [v for c in configs if (v := mean_of(c, metric)) is not None]
     if not values:
         return None
     vmin, vmax = min(values), max(values)
@@ -670,7 +667,7 @@ def _cell_configs(
         if _param(c, y) == yv
         and (x is None or _param(c, x) == xv)
         and (panel is None or _param(c, panel) == pv)
-        and (v := _value(c, metric)) is not None
+        and (v := mean_of(c, metric)) is not None
     ]
 
 
@@ -762,7 +759,7 @@ def _param_columns(configs: Sequence[ConfigResult]) -> list[str]:
     return varying + [n for n in names if n not in varying]
 
 
-def _grid_value(v: object) -> str:
+def _gridmean_of(v: object) -> str:
     if isinstance(v, dict):
         return ", ".join(f"{k}={x}" for k, x in v.items())
     return str(v)
@@ -796,11 +793,11 @@ def _sweep_table(sweep: SweepResult, metrics: list[str]) -> str:
         cells = [f'<td>{"".join(flags)}</td><td class="cid" data-v="{esc(cid)}">{_short_id(cid)}</td>']
         cells += [f'<td data-v="{esc(_param(c, g))}">{esc(_param(c, g))}</td>' for g in grid]
         for m in metrics:
-            v = _value(c, m)
+            v = mean_of(c, m)
             lo, hi = (num(x) for x in c.interval(m))
             ci = f'<br><span class="ci-text">[{fmt(lo)}, {fmt(hi)}]</span>' if lo is not None else ""
             mark, _ = _sig_mark(c, base, m)
-            p = num(c.p_adjusted.get(m))
+            p = _p_adjusted(c, m)
             title = f' title="Holm-adjusted p vs baseline = {fmt(p, 4)}"' if p is not None else ""
             cells.append(f'<td class="num" data-v="{"" if v is None else v}"{title}>{fmt(v)}{mark}{ci}</td>')
         for value, d in ((c.seconds, 1), (c.latency_ms_per_query, 1), (c.peak_rss_mb, 0)):
@@ -856,7 +853,7 @@ def _sweep_overview(sweep: SweepResult, focus_id: str | None, focus: ConfigResul
             (
                 "grid",
                 "".join(
-                    f'<span class="chip">{esc(g)} ∈ {{{esc(" | ".join(_grid_value(v) for v in vals))}}}</span>'
+                    f'<span class="chip">{esc(g)} ∈ {{{esc(" | ".join(_gridmean_of(v) for v in vals))}}}</span>'
                     for g, vals in sweep.grid.items()
                 ),
             ),

@@ -35,6 +35,7 @@ from pydantic import (
 )
 
 from ragsweep.evaluation.records import (
+    Aggregate,
     AnswerCounts,
     AnswerErrors,
     CaseResult,
@@ -453,6 +454,11 @@ def num(value: object) -> float | None:
     except (TypeError, ValueError):
         return None
     return None if math.isnan(v) else v
+
+
+def mean_of(result: Aggregate, metric: str) -> float | None:
+    """A result's mean of ``metric`` as the reports show it (None when missing or NaN)."""
+    return num(result.metrics.get(metric))
 
 
 def case_ks(cases: Iterable[CaseResult]) -> list[int]:

@@ -13,6 +13,7 @@ from ragsweep.evaluation.scoring import unlocated_lines
 from ragsweep.llm.client import LLMCalls
 from ragsweep.metrics.registry import REPEATS, lower_is_better, summary_metrics
 from ragsweep.metrics.uninformative import answerer_way, uninformative
+from ragsweep.report.runs import mean_of
 
 
 def summary_table(result: RunResult) -> str:
@@ -96,10 +97,10 @@ def sweep_table(report: SweepResult) -> str:
     width = max(fewest, min(width, TERMINAL_COLUMNS - len(heads) - 12))  # 12: the spaces and ms/query
     lines = [f"{'configuration':<{width}} {heads} {'ms/query':>9}"]
     sign = 1 if lower_is_better(objectives[0]) else -1
-    for r in sorted(report.configs, key=lambda r: sign * (r.metrics.get(objectives[0]) or 0)):
+    for r in sorted(report.configs, key=lambda r: sign * (mean_of(r, objectives[0]) or 0)):
         cells = []
         for m in objectives:
-            v = r.metrics.get(m)
+            v = mean_of(r, m)
             mark = "*" if r.significant.get(m) else (" " if r.id != report.baseline else "=")
             chance, lift = (r.chance_level[m], r.lift_over_chance[m]) if m in r.chance_level else (None, None)
             cells.append(
@@ -143,7 +144,7 @@ def verdict_lines(verdict: HoldoutVerdict) -> list[str]:
     main = verdict.objective
     lines = []
     for cid, row in verdict.configs.items():
-        value, (low, high) = row.metrics.get(main), row.interval(main)
+        value, (low, high) = mean_of(row, main), row.interval(main)
         role = "chosen" if cid == verdict.chosen else "baseline"
         text = "n/a" if value is None else f"{value:.4f}"
         ci_text = "" if low is None or high is None else f" [{low:.3f}, {high:.3f}]"
