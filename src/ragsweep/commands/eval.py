@@ -32,7 +32,6 @@ from ragsweep.execution.base import Executor, ExecutorError
 from ragsweep.execution.registry import ExecutorSettings, check_executor, open_executor
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.report import write_html
-from ragsweep.report.mlflow_log import log_to_mlflow
 from ragsweep.report.terminal import gate_passed_line, no_answer_succeeded, summary_table
 
 DEFAULT_KS = (1, 3, 5, 10)
@@ -136,6 +135,9 @@ def run_eval_cli(options: EvalOptions, args: argparse.Namespace) -> int:
     assert run_dir is not None
     print(summary_table(result))
     if args.mlflow:
+        # deferred: the MLflow logger builds the run-folder readers (~12 ms); --help must not
+        from ragsweep.report.mlflow_log import log_to_mlflow
+
         print(f"MLflow run: {log_to_mlflow(run_dir, tracking_uri=args.mlflow_uri, pipeline_path=options.pipeline)}")
     html = run_dir / "report.html"
     print(f"\nreport: {run_dir / 'report.json'}" + (f"  {html}" if html.exists() else ""))

@@ -26,7 +26,6 @@ from ragsweep.execution.base import Executor, ExecutorError
 from ragsweep.execution.registry import check_executor
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.report import write_html
-from ragsweep.report.mlflow_log import log_to_mlflow
 from ragsweep.report.terminal import sweep_table, sweep_unlocated_lines
 
 
@@ -104,6 +103,9 @@ def run_sweep_cli(options: SweepOptions, args: argparse.Namespace) -> int:
     for line in sweep_unlocated_lines(report):
         print(line)
     if args.mlflow:
+        # deferred: the MLflow logger builds the run-folder readers (~12 ms); --help must not
+        from ragsweep.report.mlflow_log import log_to_mlflow
+
         print(f"MLflow run: {log_to_mlflow(sweep_dir, tracking_uri=args.mlflow_uri, pipeline_path=options.pipeline)}")
     print(f"\nsweep: {sweep_dir / 'sweep.json'}  {sweep_dir / 'sweep.csv'}")
     return 0

@@ -36,7 +36,6 @@ from ragsweep.report.runs import (
     failing_text,
     has_values,
     lower_is_better,
-    mean_of,
     natural_key,
     num,
     ordered,
@@ -47,6 +46,7 @@ from ragsweep.report.runs import (
     split_at_k,
 )
 from ragsweep.report.svg import esc, fmt
+from ragsweep.report.values import mean_of
 
 MAX_HEATMAP_DOCS = 40  # document rows of the document x type heatmap
 GROUP_CI_RESAMPLES = 1000  # bootstrap resamples for per-type intervals

@@ -33,7 +33,6 @@ from ragsweep.evaluation.records import ConfigResult, RunResult, SweepResult
 from ragsweep.report.runs import (
     Manifest,
     RunFolderError,
-    mean_of,
     num,
     read_chunk_rows,
     read_lines,
@@ -41,6 +40,7 @@ from ragsweep.report.runs import (
     read_sweep,
     run_kind,
 )
+from ragsweep.report.values import mean_of
 
 _BAD_KEY = re.compile(r"[^/\w.\- :]")
 _MAX_PARAM_VALUE = 6000

@@ -17,7 +17,6 @@ table). A line written before lines carried their ``top_k`` gets the depth its f
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -35,7 +34,6 @@ from pydantic import (
 )
 
 from ragsweep.evaluation.records import (
-    Aggregate,
     AnswerCounts,
     AnswerErrors,
     CaseResult,
@@ -52,6 +50,7 @@ from ragsweep.metrics.registry import (  # noqa: F401 - the one registry, re-exp
     ordered,
     split_at_k,
 )
+from ragsweep.report.values import num
 
 
 class RunFolderError(FileNotFoundError):
@@ -443,22 +442,6 @@ class Manifest(_Lenient):
 
 
 # ----------------------------------------------------------------------------- conventions
-
-
-def num(value: object) -> float | None:
-    """A metric value as float, or None for missing / NaN / non-numeric."""
-    if value is None or isinstance(value, str):
-        return None
-    try:
-        v = float(value)  # type: ignore[arg-type]  # anything float() takes; the rest is None
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(v) else v
-
-
-def mean_of(result: Aggregate, metric: str) -> float | None:
-    """A result's mean of ``metric`` as the reports show it (None when missing or NaN)."""
-    return num(result.metrics.get(metric))
 
 
 def case_ks(cases: Iterable[CaseResult]) -> list[int]:

@@ -13,7 +13,7 @@ from ragsweep.evaluation.scoring import unlocated_lines
 from ragsweep.llm.client import LLMCalls
 from ragsweep.metrics.registry import REPEATS, lower_is_better, summary_metrics
 from ragsweep.metrics.uninformative import answerer_way, uninformative
-from ragsweep.report.runs import mean_of
+from ragsweep.report.values import mean_of
 
 
 def summary_table(result: RunResult) -> str:
