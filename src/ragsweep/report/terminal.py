@@ -90,7 +90,8 @@ LABEL_COLUMNS = (20, 62)  # the fewest and the most columns of a sweep table's c
 
 def sweep_table(report: SweepResult) -> str:
     objectives = report.objectives
-    heads = " ".join(f"{m:>16} {'chance':>7} {'lift':>7}" for m in objectives)
+    value_width = {m: max(9, len(m)) for m in objectives}  # a value and its mark, under the objective's name
+    heads = " ".join(f"{m:>{value_width[m]}} {'chance':>7} {'lift':>7}" for m in objectives)
     labels = {r.id: ", ".join(f"{k}={v}" for k, v in r.params.items()) for r in report.configs}
     fewest, most = LABEL_COLUMNS
     width = min(most, max([len("configuration"), *map(len, labels.values())]))
@@ -104,7 +105,7 @@ def sweep_table(report: SweepResult) -> str:
             mark = "*" if r.significant.get(m) else (" " if r.id != report.baseline else "=")
             chance, lift = (r.chance_level[m], r.lift_over_chance[m]) if m in r.chance_level else (None, None)
             cells.append(
-                f"{'n/a' if v is None else f'{v:.4f}'}{mark}".rjust(16)
+                f"{'n/a' if v is None else f'{v:.4f}'}{mark}".rjust(value_width[m])
                 + f" {'n/a' if chance is None else f'{chance:.4f}':>7} {'n/a' if lift is None else f'{lift:+.4f}':>7}"
             )
         label = labels[r.id] if len(labels[r.id]) <= width else labels[r.id][: width - 1] + "…"
