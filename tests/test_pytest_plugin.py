@@ -135,7 +135,7 @@ def test_bad_settings_are_named_without_a_traceback(tmp_path):
 
 def test_result_cache_entry_is_used_only_while_every_input_is_unchanged(tmp_path, monkeypatch):
     from ragsweep.evaluation.records import RunResult
-    from ragsweep.pytest_results import ResultCache, entry_key, env_hash, module_stats, rebuild_report
+    from ragsweep.pytest_results import ResultCache, entry_key, env_hash, module_stats
 
     pipeline = tmp_path / "rag.yaml"
     pipeline.write_text("$top_k: 5\n$llm_model: $MY_MODEL\n")
@@ -158,7 +158,7 @@ def test_result_cache_entry_is_used_only_while_every_input_is_unchanged(tmp_path
     report = RunResult(n_cases=7, metrics={"recall@5": 0.75}, manifest={"timestamps": {"finished": "then"}})
     cache.store(key, pipeline, env_hash(pipeline.read_text()), [pipeline, dataset], modules, report)
     hit = cache.load(key)
-    assert hit is not None and rebuild_report(hit).model_dump() == report.model_dump()
+    assert hit is not None and hit.model_dump() == report.model_dump() and hit.cases == report.cases
 
     def changed(edit, undo) -> bool:
         edit()

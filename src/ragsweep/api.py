@@ -15,17 +15,31 @@ is given.
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
+from ragsweep.commands.eval import EvalOptions, evaluate_into, executor_of, run_name, run_settings, where_of
+from ragsweep.commands.inputs import cases_dataset, cases_hash, dataset_hash, load_config, load_folder, selection_of
+from ragsweep.commands.sweep import Plan, SweepOptions, sweep_into, sweep_name, sweep_settings
+from ragsweep.core.errors import RunError
+from ragsweep.datasets.loader import DatasetError, load_cases
 from ragsweep.datasets.schema import Case, Dataset
-from ragsweep.evaluation.inputs import RunInputs
+from ragsweep.evaluation.context import Where, run_state
+from ragsweep.evaluation.inputs import RunInputs, select_cases
+from ragsweep.evaluation.loop import scored_ks
 from ragsweep.evaluation.records import RunResult, SweepResult
+from ragsweep.evaluation.run import check_floor_names
+from ragsweep.evaluation.runfolder import file_hash
+from ragsweep.execution.registry import check_executor
 from ragsweep.pipeline.config import PipelineConfig
+
+if TYPE_CHECKING:
+    from ragsweep.report.compare import Comparison
 
 Report = RunResult  # what evaluate() returns: report.json's content with its cases
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
@@ -37,8 +51,6 @@ PYTHON_CASES = "(cases given in Python)"  # what the state and manifest name as 
 def _options(model: type[OptionsT], pipeline: str | Path | PipelineConfig, options: dict[str, Any]) -> OptionsT:
     """``model`` (EvalOptions, SweepOptions) from the API's keywords: the option fields by name or
     API alias (``llm``, ``validate``, ``ragas``, ``min``); an unknown keyword is an error naming it."""
-    from pydantic import ValidationError
-
     shown = pipeline.path if isinstance(pipeline, PipelineConfig) else str(pipeline)
     field_of = {f.alias: name for name, f in model.model_fields.items() if f.alias}  # llm -> use_llm ...
     given = {field_of.get(k, k): v for k, v in options.items()}
@@ -53,9 +65,6 @@ def _dataset(
 ) -> tuple[Dataset, list[Case], str]:
     """The dataset, its selected cases and the cases' hash: a dataset folder loaded here, a cases file
     read here, or the caller's own cases used as they are (over ``docs``)."""
-    from ragsweep.commands.inputs import cases_dataset, cases_hash, dataset_hash, load_folder, selection_of
-    from ragsweep.evaluation.inputs import select_cases
-
     if isinstance(dataset, (str, Path)) and not Path(dataset).is_file():
         loaded = load_folder(dataset, options.split, validate=options.validate_dataset, unlocated=options.unlocated)
         return loaded, select_cases(loaded.cases, selection_of(options)), dataset_hash(loaded)
@@ -63,10 +72,6 @@ def _dataset(
         what = f"{dataset} is a cases file" if isinstance(dataset, (str, Path)) else "cases built in Python need docs="
         raise ValueError(f"{what}: give docs= (the documents folder) too")
     if isinstance(dataset, (str, Path)):
-        from ragsweep.core.errors import RunError
-        from ragsweep.datasets.loader import DatasetError, load_cases
-        from ragsweep.evaluation.runfolder import file_hash
-
         try:
             given = load_cases(Path(dataset))
         except DatasetError as err:
@@ -99,12 +104,6 @@ def evaluate(
     name (``llm``, ``validate``, ``ragas``). Unlike the command, ``ragas`` (ragas' string similarity,
     BLEU and ROUGE; importing ragas costs seconds) and ``progress`` are off unless asked for.
     """
-    from ragsweep.commands.eval import EvalOptions, evaluate_into, executor_of, run_name, run_settings, where_of
-    from ragsweep.commands.inputs import load_config
-    from ragsweep.evaluation.context import Where, run_state
-    from ragsweep.evaluation.loop import scored_ks
-    from ragsweep.evaluation.run import check_floor_names
-
     started = time.perf_counter()
     label = str(dataset) if isinstance(dataset, (str, Path)) else PYTHON_CASES
     opts = _options(EvalOptions, pipeline, {**options, "dataset": label, "out": str(out or "runs")})
@@ -137,13 +136,6 @@ def sweep(
     A sweep keeps per-configuration results on disk to be resumable: without ``out`` it
     writes them to a temporary folder that is removed afterwards.
     """
-    import tempfile
-
-    from ragsweep.commands.eval import executor_of, where_of
-    from ragsweep.commands.inputs import load_config
-    from ragsweep.commands.sweep import Plan, SweepOptions, sweep_into, sweep_name, sweep_settings
-    from ragsweep.execution.registry import check_executor
-
     tmp = tempfile.TemporaryDirectory(prefix="ragsweep-sweep-") if out is None else None
     out_dir = tmp.name if tmp is not None else str(out)
     try:
@@ -161,8 +153,9 @@ def sweep(
             tmp.cleanup()
 
 
-def compare(a: "RunResult | str | Path", b: "RunResult | str | Path", alpha: float = 0.05) -> Any:
+def compare(a: RunResult | str | Path, b: RunResult | str | Path, alpha: float = 0.05) -> Comparison:
     """Paired comparison of two evaluations (results from :func:`evaluate`, in memory, or run folders)."""
+    # deferred: the paired tests import scipy (~0.3 s); evaluate() and sweep() must not
     from ragsweep.report.compare import compare_runs
 
     return compare_runs(a, b, alpha=alpha)

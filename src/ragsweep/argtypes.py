@@ -10,10 +10,14 @@ from __future__ import annotations
 import argparse
 import typing
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
+
+from ragsweep.evaluation.scoring import parse_floors
+from ragsweep.pipeline.config import parse_overrides
 
 Number = TypeVar("Number", int, float)
 Options = TypeVar("Options", bound=BaseModel)
@@ -84,13 +88,28 @@ def _whole_numbers(text: str, flag: str, example: str, what: str) -> list[int]:
     return sorted(set(numbers))
 
 
-def _bounds(field: Any) -> tuple[Any, Any]:
+class CliHints(BaseModel):
+    """How the command line spells a field (the ``cli`` keywords of :func:`ragsweep.evaluation.inputs.option`)."""
+
+    flag: str | None = None
+    metavar: str | None = None
+    what: str | None = None  # what a number is, for the range message
+    choices: list[str] | None = None
+    const: str | None = None
+    parse: Literal["depths", "budgets", "append", "assignments", "floors"] | None = None
+
+    @classmethod
+    def of(cls, field: FieldInfo) -> CliHints:
+        return cls.model_validate(field.json_schema_extra or {})
+
+
+def _bounds(field: FieldInfo) -> tuple[float | None, float | None]:
     low = next((m.ge for m in field.metadata if hasattr(m, "ge")), None)
     high = next((m.le for m in field.metadata if hasattr(m, "le")), None)
     return low, high
 
 
-def _number_kind(annotation: Any) -> type | None:
+def _number_kind(annotation: object) -> type[int] | type[float] | None:
     kinds = {a for a in typing.get_args(annotation) or (annotation,) if a in (int, float)}
     return float if float in kinds else int if int in kinds else None
 
@@ -101,12 +120,11 @@ def add_options(parser: argparse.ArgumentParser, model: type[BaseModel]) -> None
     for name, field in model.model_fields.items():
         if not field.description:
             continue
-        cli: dict[str, Any] = dict(field.json_schema_extra or {})  # type: ignore[arg-type]
-        flag = cli.get("flag") or "--" + name.replace("_", "-")
-        kwargs: dict[str, Any] = {"dest": name, "help": field.description, "default": None}
-        if "metavar" in cli:
-            kwargs["metavar"] = cli["metavar"]
-        parse = cli.get("parse")
+        cli = CliHints.of(field)
+        parse = cli.parse
+        kwargs: dict[str, Any] = {"dest": name, "help": field.description, "default": None}  # argparse's keywords
+        if cli.metavar is not None:
+            kwargs["metavar"] = cli.metavar
         if field.is_required():
             kwargs["required"] = True
         if field.annotation is bool:
@@ -119,28 +137,25 @@ def add_options(parser: argparse.ArgumentParser, model: type[BaseModel]) -> None
             kwargs["action"] = "append"
         elif (kind := _number_kind(field.annotation)) is not None:
             low, high = _bounds(field)
-            kwargs["type"] = bounded(kind, low, high, name=cli.get("what"))  # type: ignore[arg-type]
-        if "choices" in cli:
-            kwargs["choices"] = list(cli["choices"])
-        if "const" in cli:
-            kwargs.update(nargs="?", const=cli["const"])
+            kwargs["type"] = bounded(kind, low, high, name=cli.what)  # type: ignore[arg-type]
+        if cli.choices is not None:
+            kwargs["choices"] = cli.choices
+        if cli.const is not None:
+            kwargs.update(nargs="?", const=cli.const)
         if field.default not in (None, PydanticUndefined) and field.annotation is not bool and not parse:
             kwargs["help"] += f" (default {field.default})"
-        parser.add_argument(flag, **kwargs)
+        parser.add_argument(cli.flag or "--" + name.replace("_", "-"), **kwargs)
 
 
 def options_from(model: type[Options], args: argparse.Namespace) -> Options:
     """The options ``args`` gives (an option not given keeps the model's default). A ``NAME=VALUE``
     list becomes its mapping; a bad one raises ValueError naming the option."""
-    from ragsweep.evaluation.scoring import parse_floors
-    from ragsweep.pipeline.config import parse_overrides
-
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}  # validated by the model
     for name, field in model.model_fields.items():
         value = getattr(args, name, None)
         if not field.description or value is None:
             continue
-        parse = (field.json_schema_extra or {}).get("parse")  # type: ignore[union-attr]
+        parse = CliHints.of(field).parse
         values[name] = (
             parse_overrides(value) if parse == "assignments" else parse_floors(value) if parse == "floors" else value
         )

@@ -10,8 +10,19 @@ import sys
 import time
 
 from ragsweep.argtypes import add_options, bounded, options_from
+from ragsweep.commands.eval import EvalOptions, run_eval_cli
+from ragsweep.commands.generate import add_arguments as generate_arguments
+from ragsweep.commands.generate import run_generate_cli
+from ragsweep.commands.sweep import SweepOptions, run_sweep_cli
+from ragsweep.commands.validate import add_arguments as validate_arguments
+from ragsweep.commands.validate import parse_options
 from ragsweep.core.errors import ConfigError, StageError
 from ragsweep.core.offline import ensure_offline
+from ragsweep.evaluation.dataset_check import validate_dataset
+from ragsweep.evaluation.inputs import DocumentOptions
+from ragsweep.pipeline.app_components import AppComponentError
+from ragsweep.pipeline.config import PipelineConfig, parse_overrides
+from ragsweep.pipeline.corpus import CorpusError, parse_corpus, shown_name
 
 
 def _fail(message: str, code: int = 2) -> int:
@@ -20,15 +31,12 @@ def _fail(message: str, code: int = 2) -> int:
 
 
 def _load_config(args):
-    from ragsweep.pipeline.config import PipelineConfig, parse_overrides
-
     return PipelineConfig.load(args.pipeline, parse_overrides(getattr(args, "set", None)))
 
 
 def _parse(args, config, quiet: bool = False):
     """``--docs`` parsed by the pipeline's parser, as ``--workers`` and ``--follow-symlinks`` say."""
-    from ragsweep.evaluation.inputs import DocumentOptions
-    from ragsweep.pipeline.corpus import parse_corpus
+    # deferred: imports Pathway (~1 s); --help must not
     from ragsweep.pipeline.parsing import check_parser
 
     read = options_from(DocumentOptions, args)
@@ -40,8 +48,6 @@ def _parse(args, config, quiet: bool = False):
 
 
 def _document_options(p) -> None:
-    from ragsweep.evaluation.inputs import DocumentOptions
-
     add_options(p, DocumentOptions)
 
 
@@ -57,8 +63,6 @@ def _pathway_threads_option(p) -> None:
 
 def _print_parse_notes(corpus, file=None) -> None:
     """The skipped documents and the parse warnings (``file`` None: stdout)."""
-    from ragsweep.pipeline.corpus import shown_name
-
     for skipped in corpus.skipped:
         print(f"skipped {shown_name(skipped.doc_id)}: {skipped.reason}", file=file)
     for doc_id, warnings in corpus.warnings.items():
@@ -67,6 +71,7 @@ def _print_parse_notes(corpus, file=None) -> None:
 
 
 def cmd_index(args) -> int:
+    # deferred: imports Pathway (~1 s); --help must not
     from ragsweep.pipeline.store import RagStore
 
     config = _load_config(args)
@@ -127,8 +132,6 @@ def _print_index(report: dict, corpus, stats, window: tuple[int, int]) -> None:
         f"documents: {len(corpus.documents)} parsed ({report['parsed_from_cache']} from cache), "
         f"{len(corpus.skipped)} skipped; PDF pipeline: {corpus.pdf_pipeline}"
     )
-    from ragsweep.pipeline.corpus import shown_name
-
     names = {d.doc_id: shown_name(d.doc_id) for d in corpus.documents}  # a newline in a name stays one line
     width = max(len(name) for name in names.values())
     for doc in corpus.documents:
@@ -150,6 +153,7 @@ def _print_index(report: dict, corpus, stats, window: tuple[int, int]) -> None:
 
 
 def cmd_retrieve(args) -> int:
+    # deferred: imports Pathway (~1 s); --help must not
     from ragsweep.pipeline.store import RagStore
 
     config = _load_config(args)
@@ -165,8 +169,6 @@ def cmd_retrieve(args) -> int:
     if args.json:
         print(json.dumps([[h.model_dump() for h in hits] for hits in hits_per_question], indent=2))
         return 0
-    from ragsweep.pipeline.corpus import shown_name
-
     for question, hits in zip(args.question, hits_per_question):
         print(f"Q: {question}")
         for h in hits:
@@ -176,9 +178,6 @@ def cmd_retrieve(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from ragsweep.commands.validate import parse_options
-    from ragsweep.evaluation.dataset_check import validate_dataset
-
     problems = validate_dataset(args.dataset, **parse_options(args))
     for problem in problems:
         print(problem)
@@ -190,8 +189,6 @@ def cmd_validate(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from ragsweep.commands.eval import EvalOptions, run_eval_cli
-
     try:
         options = options_from(EvalOptions, args)
     except ValueError as err:  # a bad --min or --set (pydantic's ValidationError is one too)
@@ -200,8 +197,6 @@ def cmd_eval(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from ragsweep.commands.sweep import SweepOptions, run_sweep_cli
-
     try:
         options = options_from(SweepOptions, args)
     except ValueError as err:
@@ -210,21 +205,14 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_compare(args) -> int:
+    # deferred: the paired tests import scipy (~0.3 s); --help must not
     from ragsweep.report.compare import run_compare_cli
 
     return run_compare_cli(args)
 
 
 def cmd_generate(args) -> int:
-    from ragsweep.commands.generate import run_generate_cli
-
     return run_generate_cli(args)
-
-
-def _validate_arguments(p) -> None:
-    from ragsweep.commands.validate import add_arguments
-
-    add_arguments(p)
 
 
 def _mlflow_options(p) -> None:
@@ -260,11 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_retrieve)
 
     p = sub.add_parser("validate", help="list every problem of a dataset")
-    _validate_arguments(p)
+    validate_arguments(p)
     p.set_defaults(func=cmd_validate)
-
-    from ragsweep.commands.eval import EvalOptions
-    from ragsweep.commands.sweep import SweepOptions
 
     p = sub.add_parser("eval", help="evaluate a pipeline on a dataset; write a run folder")
     add_options(p, EvalOptions)
@@ -284,8 +269,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", help="also write the comparison as Markdown to this file")
     p.set_defaults(func=cmd_compare)
 
-    from ragsweep.commands.generate import add_arguments as generate_arguments
-
     p = sub.add_parser("generate", help="a verified test set from a documents folder (OpenAI-compatible LLM)")
     pipeline_args(p)
     generate_arguments(p)
@@ -299,9 +282,6 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "pathway_threads", None):  # before any pw.run, which reads it
         os.environ["PATHWAY_THREADS"] = str(args.pathway_threads)
-    from ragsweep.pipeline.app_components import AppComponentError
-    from ragsweep.pipeline.corpus import CorpusError
-
     try:
         return int(args.func(args) or 0)
     except (ConfigError, CorpusError, AppComponentError, StageError, FileNotFoundError) as err:

@@ -27,23 +27,28 @@ evaluates each (pipeline, dataset, options) once. Between sessions, an evaluatio
 are all unchanged (files, code, environment: :mod:`ragsweep.pytest_results`) comes back from the
 result cache; any other is evaluated, with the parse, embedding and served-list caches.
 
-This module imports only pytest and the standard library: pytest loads it in every session of
-the environment, and ragsweep itself is imported only when a test asks for ``ragsweep_eval``.
+This module imports only pytest, pydantic and ragsweep's lightest modules: pytest loads it in every
+session of the environment, and the rest of ragsweep is imported only when a test asks for ``ragsweep_eval``.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from pydantic import BaseModel, Field
 
 from ragsweep.core.cache_files import default_cache_dir
 from ragsweep.core.errors import RunError
+from ragsweep.pipeline.served_cache import enabled as served_cache_enabled
+from ragsweep.pytest_results import ResultCache, entry_key, env_hash, module_stats
+
+if TYPE_CHECKING:
+    from ragsweep.evaluation.records import RunResult
 
 CACHE_ENV = "RAGSWEEP_CACHE_DIR"
 
@@ -146,7 +151,7 @@ class Evaluation:
 
     pipeline: Setting
     dataset: Setting
-    report: Any
+    report: RunResult
     seconds: float
     cached: bool = False  # from the result cache (ragsweep.pytest_results)
 
@@ -159,7 +164,7 @@ class RagsweepEval:
     config: pytest.Config
     pipeline: Setting | None
     dataset: Setting | None
-    reports: dict[str, Any] = field(default_factory=dict)
+    reports: dict[str, RunResult] = field(default_factory=dict)
 
     def _resolve(self, name: str, given: str | Path | None) -> Setting:
         setting = self.pipeline if name == "pipeline" else self.dataset
@@ -178,7 +183,9 @@ class RagsweepEval:
             pytest.fail(f"ragsweep: {setting.source}: {setting.given}: {what} ({setting.path})", pytrace=False)
         return setting
 
-    def report(self, *, pipeline: str | Path | None = None, dataset: str | Path | None = None, **options: Any) -> Any:
+    def report(
+        self, *, pipeline: str | Path | None = None, dataset: str | Path | None = None, **options: Any
+    ) -> RunResult:
         """The :class:`ragsweep.Report` of the pipeline on the dataset (``options``: those of
         :func:`ragsweep.evaluate`), evaluated at most once per session for the same arguments."""
         pipe, data = self._resolve("pipeline", pipeline), self._resolve("dataset", dataset)
@@ -187,17 +194,17 @@ class RagsweepEval:
             self.reports[key] = self._evaluate(pipe, data, options)
         return self.reports[key]
 
-    def _evaluate(self, pipe: Setting, data: Setting, options: dict[str, Any]) -> Any:
+    def _evaluate(self, pipe: Setting, data: Setting, options: dict[str, Any]) -> RunResult:
         _use_cache_dir(self.config)
         started = time.perf_counter()
-        results, key, env = self._result_cache(), _entry_key(pipe, data, options), _env_hash(pipe)
+        results = self._result_cache()
+        key = entry_key(pipe.path, data.path, options)
+        env = env_hash(pipe.path.read_text(encoding="utf-8"))
         stored = results.load(key) if results is not None and not self.config.getoption("--ragsweep-fresh") else None
         if stored is not None:
-            from ragsweep.pytest_results import rebuild_report
-
-            report = rebuild_report(stored)
-            self._done(Evaluation(pipe, data, report, time.perf_counter() - started, cached=True))
-            return report
+            self._done(Evaluation(pipe, data, stored, time.perf_counter() - started, cached=True))
+            return stored
+        # deferred: imports the pipeline's config (yaml); a session served from the result cache must not
         from ragsweep.execution.base import ExecutorError
 
         try:  # ragsweep's own messages (caught below) name the file or option
@@ -212,7 +219,8 @@ class RagsweepEval:
         pytest.fail(error, pytrace=False)  # outside the except: no chained traceback under the message
 
     @staticmethod
-    def _evaluate_now(pipe: Setting, data: Setting, options: dict[str, Any]) -> Any:
+    def _evaluate_now(pipe: Setting, data: Setting, options: dict[str, Any]) -> RunResult:
+        # deferred: ragsweep.api imports the run machinery (numpy, yaml); a session served from the result cache must not
         from ragsweep.api import evaluate
 
         return evaluate(pipe.path, data.path, **options)
@@ -220,18 +228,13 @@ class RagsweepEval:
     def _done(self, evaluation: Evaluation) -> None:
         self.config.stash[_EVALUATIONS].append(evaluation)
 
-    def _result_cache(self) -> Any:
+    def _result_cache(self) -> ResultCache | None:
         """The result cache, or None when it is off (ini, or the served-list cache turned off)."""
-        from ragsweep.pipeline.served_cache import enabled
-        from ragsweep.pytest_results import ResultCache
-
-        if not self.config.getini("ragsweep_result_cache") or not enabled():
+        if not self.config.getini("ragsweep_result_cache") or not served_cache_enabled():
             return None
         return ResultCache(default_cache_dir() / "pytest-results")
 
     def _module_stats(self) -> dict[str, list[int]]:
-        from ragsweep.pytest_results import module_stats
-
         # the session's test files and conftest.py: editing a test's floors must not discard the entry
         return module_stats([*self.config.getini("python_files"), "conftest.py"])
 
@@ -246,66 +249,34 @@ class RagsweepEval:
         *,
         pipeline: str | Path | None = None,
         dataset: str | Path | None = None,
+        max_failure_rate: float | None = None,
         **options: Any,
-    ) -> Any:
-        """Fail the test when a metric is below its floor (see :meth:`floors`); returns the report."""
+    ) -> RunResult:
+        """Fail the test when a metric is below its floor (see :meth:`floors`), or an LLM metric failed
+        on more than ``max_failure_rate`` of its cases; returns the report."""
+        # deferred: the quality check imports the scoring (numpy); a session that never checks must not
         from ragsweep.testing import QualityError, check_quality
 
         floors = self.floors(min)
         if not floors:
             pytest.fail("ragsweep: no floors: give min={...}, set ragsweep_min or pass --ragsweep-min", pytrace=False)
+        if max_failure_rate is not None:  # an option of the evaluation too
+            options["max_failure_rate"] = max_failure_rate
         report = self.report(pipeline=pipeline, dataset=dataset, **options)
         try:
-            return check_quality(report, min=floors, max_failure_rate=options.get("max_failure_rate"))
+            return check_quality(report, min=floors, max_failure_rate=max_failure_rate)
         except QualityError as err:
             failed = str(err)
         pipe, data = self._resolve("pipeline", pipeline), self._resolve("dataset", dataset)
         pytest.fail(f"ragsweep: {pipe.given} on {data.given}: {failed}", pytrace=False)
 
 
-def _entry_key(pipe: Setting, data: Setting, options: dict[str, Any]) -> str:
-    from ragsweep.pytest_results import entry_key
-
-    return entry_key(pipe.path, data.path, options)
-
-
-def _env_hash(pipe: Setting) -> str:
-    from ragsweep.pytest_results import env_hash
-
-    return env_hash(pipe.path.read_text(encoding="utf-8"))
-
-
-class _Corpus(BaseModel):
-    docs_dir: str | None = None
-
-
-class _Retrieval(BaseModel):
-    queries: int = 0
-    from_served_cache: int = 0
-
-
-class _Timestamps(BaseModel):
-    finished: str | None = None
-
-
-class _Manifest(BaseModel):
-    """What the plugin reads of a report's manifest (``ragsweep eval`` writes it): where the
-    documents were, when it finished, how many served lists came from the cache."""
-
-    corpus: _Corpus = Field(default_factory=_Corpus)
-    retrieval: _Retrieval = Field(default_factory=_Retrieval)
-    timestamps: _Timestamps = Field(default_factory=_Timestamps)
-
-
-def _manifest(report: Any) -> _Manifest:
-    return _Manifest.model_validate(report.manifest.model_dump())
-
-
-def _roots(pipe: Setting, data: Setting, options: dict[str, Any], report: Any) -> list[Path]:
+def _roots(pipe: Setting, data: Setting, options: Mapping[str, object], report: RunResult) -> list[Path]:
     """The files an evaluation read: the pipeline, the dataset, the documents folder it parsed."""
     roots = [pipe.path, data.path]
-    for docs in (_manifest(report).corpus.docs_dir, options.get("docs")):
-        if docs and Path(docs).exists():
+    corpus = report.manifest.corpus
+    for docs in (corpus.docs_dir if corpus is not None else None, options.get("docs")):
+        if isinstance(docs, (str, Path)) and docs and Path(docs).exists():
             roots.append(Path(docs))
     return roots
 
@@ -321,10 +292,10 @@ def ragsweep_eval(pytestconfig: pytest.Config) -> RagsweepEval:
     return RagsweepEval(pytestconfig, _setting(pytestconfig, "pipeline"), _setting(pytestconfig, "dataset"))
 
 
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     for done in config.stash.get(_EVALUATIONS, []):
         head = f"ragsweep: {done.pipeline.given} on {done.dataset.given}: {len(done.report.cases)} cases"
-        manifest = _manifest(done.report)
+        manifest = done.report.manifest
         if done.cached:
             finished = manifest.timestamps.finished
             terminalreporter.write_line(
@@ -333,7 +304,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             )
             continue
         retrieval = manifest.retrieval
+        served, queries = (retrieval.from_served_cache, retrieval.queries) if retrieval is not None else (0, 0)
         terminalreporter.write_line(
-            f"{head} in {done.seconds:.1f} s ({retrieval.from_served_cache} of {retrieval.queries}"
+            f"{head} in {done.seconds:.1f} s ({served} of {queries}"
             f" served lists from the cache in {os.environ.get(CACHE_ENV)})"
         )

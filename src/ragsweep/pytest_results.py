@@ -31,9 +31,12 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ragsweep.evaluation.records import RunResult
 
 FORMAT = 1
 ENV_PREFIXES = (
@@ -51,7 +54,7 @@ ENV_PREFIXES = (
 _UPPER_VARIABLE = re.compile(r"\$([A-Z][A-Z0-9_]*)\b")
 
 
-def entry_key(pipeline: Path, dataset: Path, options: dict[str, Any]) -> str:
+def entry_key(pipeline: Path, dataset: Path, options: Mapping[str, object]) -> str:
     """What names an entry: the evaluation asked for, by whom (which Python)."""
     what = [FORMAT, str(pipeline.resolve()), str(dataset.resolve()), repr(sorted(options.items()))]
     what += [sys.executable, sys.version]
@@ -123,12 +126,16 @@ class ResultCache:
     def __init__(self, folder: Path):
         self.folder = folder
 
-    def load(self, key: str) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
-        """The stored report and cases (as JSON) when every recorded input is unchanged, else None."""
+    def load(self, key: str) -> RunResult | None:
+        """The stored report with its cases, as :func:`ragsweep.evaluate` returned it, when every
+        recorded input is unchanged, else None."""
+        # deferred: the typed results import numpy and the scoring; pytest loads this module in every session
+        from ragsweep.evaluation.records import CaseResult, RunResult
+
         try:
             entry = json.loads((self.folder / f"{key}.json").read_text(encoding="utf-8"))
             inputs = entry["inputs"]
-            if entry.get("format") != FORMAT or inputs["env"] != env_hash(
+            if entry["format"] != FORMAT or inputs["env"] != env_hash(
                 Path(inputs["pipeline"]).read_text(encoding="utf-8")
             ):
                 return None
@@ -136,12 +143,20 @@ class ResultCache:
                 return None
             if not _stats_unchanged(inputs["modules"]):
                 return None
-            return entry["report"], entry["cases"]
-        except (OSError, ValueError, KeyError, TypeError):  # missing, torn or foreign: a miss
+            report = RunResult.model_validate(entry["report"])
+            report.cases = [CaseResult.model_validate(c) for c in entry["cases"]]
+            return report
+        except (OSError, ValueError, KeyError, TypeError):  # missing, torn or foreign (a ValidationError too): a miss
             return None
 
     def store(
-        self, key: str, pipeline: Path, env: str, roots: Sequence[Path], modules: dict[str, list[int]], report: Any
+        self,
+        key: str,
+        pipeline: Path,
+        env: str,
+        roots: Sequence[Path],
+        modules: dict[str, list[int]],
+        report: RunResult,
     ) -> None:
         """Keep ``report`` (a RunResult with its cases) with its inputs; a write that fails is skipped.
         ``env``: :func:`env_hash` taken before the evaluation, which sets offline variables itself."""
@@ -166,13 +181,3 @@ class ResultCache:
             os.replace(tmp, path)  # whole or not at all: a reader never sees half an entry
         except OSError:
             tmp.unlink(missing_ok=True)
-
-
-def rebuild_report(stored: tuple[dict[str, Any], list[dict[str, Any]]]) -> Any:
-    """A stored entry back as the RunResult :func:`ragsweep.evaluate` returned."""
-    from ragsweep.evaluation.records import CaseResult, RunResult
-
-    report_json, cases_json = stored
-    report = RunResult.model_validate(report_json)
-    report.cases = [CaseResult.model_validate(c) for c in cases_json]
-    return report

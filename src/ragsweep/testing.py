@@ -17,10 +17,17 @@ that failed on more than that share of its cases fails the test too, as ``ragswe
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from ragsweep.evaluation.judge_report import failure_gate
 from ragsweep.evaluation.records import RunResult as Report  # what ragsweep.evaluate() returns
 from ragsweep.evaluation.scoring import quality_failures
+
+if TYPE_CHECKING:
+    from ragsweep.datasets.schema import Case
+    from ragsweep.pipeline.config import PipelineConfig
 
 
 class QualityError(AssertionError):
@@ -35,8 +42,6 @@ def check_quality(report: Report, *, min: dict[str, float], max_failure_rate: fl
     """Raise :class:`QualityError` when a metric of an evaluated ``report`` is below its floor (or
     an LLM metric failed on more than ``max_failure_rate`` of its cases); return the report
     otherwise. :func:`assert_quality` and the pytest plugin's ``ragsweep_eval`` fixture both end here."""
-    from ragsweep.evaluation.judge_report import failure_gate
-
     failures = quality_failures(report, min) + failure_gate(report.judge, max_failure_rate)
     if failures:
         raise QualityError(
@@ -45,11 +50,21 @@ def check_quality(report: Report, *, min: dict[str, float], max_failure_rate: fl
     return report
 
 
-def assert_quality(pipeline: Any, dataset: Any, *, min: dict[str, float], **evaluate_kwargs: Any) -> Report:  # noqa: A002
+def assert_quality(
+    pipeline: str | Path | PipelineConfig,
+    dataset: str | Path | Sequence[Case],
+    *,
+    min: dict[str, float],  # noqa: A002
+    max_failure_rate: float | None = None,
+    **evaluate_kwargs: Any,
+) -> Report:
     """Evaluate and raise :class:`QualityError` (an AssertionError) when a metric is below its
     floor, or an LLM metric failed on more than ``max_failure_rate`` of its cases; returns the
-    report otherwise. ``evaluate_kwargs`` go to :func:`ragsweep.evaluate`."""
-    from ragsweep.api import evaluate  # the pipeline's imports wait for a test that evaluates
+    report otherwise. ``max_failure_rate`` and ``evaluate_kwargs`` go to :func:`ragsweep.evaluate`."""
+    # deferred: ragsweep.api imports the run machinery; the plugin's warm path imports this module (check_quality)
+    from ragsweep.api import evaluate
 
+    if max_failure_rate is not None:
+        evaluate_kwargs["max_failure_rate"] = max_failure_rate
     report = evaluate(pipeline, dataset, **evaluate_kwargs)
-    return check_quality(report, min=min, max_failure_rate=evaluate_kwargs.get("max_failure_rate"))
+    return check_quality(report, min=min, max_failure_rate=max_failure_rate)

@@ -7,6 +7,7 @@ against a second process) and computes only what is missing.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -19,7 +20,9 @@ from ragsweep.commands.inputs import answer_settings, dataset_hash, load_inputs,
 from ragsweep.core.errors import RunError
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.context import RunState, Where, open_run, run_state
+from ragsweep.evaluation.dry_run import dry_run_report
 from ragsweep.evaluation.inputs import AnswerOptions, RunInputs
+from ragsweep.evaluation.judge_report import failure_gate
 from ragsweep.evaluation.loop import scored_ks
 from ragsweep.evaluation.records import RunResult
 from ragsweep.evaluation.run import check_floor_names, evaluate, parse_corpus
@@ -114,14 +117,12 @@ def dry_run(
     where: Where,
 ) -> dict[str, Any]:
     """What the run would cost, parsed here (no executor), leaving no folder behind."""
-    from ragsweep.evaluation.dry_run import dry_run_report
-
     with open_run(state, where, open_executor(ExecutorSettings())) as run:
         corpus = parse_corpus(dataset, settings.parse, settings.progress, run.executor, config)
         return dry_run_report(settings, config, corpus, cases)
 
 
-def run_eval_cli(options: EvalOptions, args: Any) -> int:
+def run_eval_cli(options: EvalOptions, args: argparse.Namespace) -> int:
     """The command: run, print the summary, log to MLflow when asked, then the gate's exit code."""
     try:
         run_dir, result = run_eval(options)
@@ -134,6 +135,7 @@ def run_eval_cli(options: EvalOptions, args: Any) -> int:
     assert run_dir is not None
     print(summary_table(result))
     if args.mlflow:
+        # deferred: the MLflow logger builds the run-folder readers (~12 ms); --help must not
         from ragsweep.report.mlflow_log import log_to_mlflow
 
         print(f"MLflow run: {log_to_mlflow(run_dir, tracking_uri=args.mlflow_uri, pipeline_path=options.pipeline)}")
@@ -144,8 +146,6 @@ def run_eval_cli(options: EvalOptions, args: Any) -> int:
 
 def gate(result: RunResult, floors: dict[str, float], max_failure_rate: float | None) -> int:
     """The CI gate: 1 when no answer succeeded, a metric is below its floor or an LLM metric failed too often."""
-    from ragsweep.evaluation.judge_report import failure_gate
-
     if no_answer_succeeded(result):
         print("ragsweep: error: no answer succeeded (every case has an answer_error); see cases.jsonl", file=sys.stderr)
         return 1

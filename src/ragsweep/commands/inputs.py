@@ -12,8 +12,19 @@ from pathlib import Path
 from typing import Any
 
 from ragsweep.core.errors import ConfigError, RunError
-from ragsweep.datasets.schema import Case, Dataset, UnlocatedMode
+from ragsweep.datasets.loader import (
+    DatasetError,
+    Problem,
+    case_to_json,
+    load_dataset,
+    relevance_from_settings,
+    resolve_doc_ids,
+)
+from ragsweep.datasets.schema import Case, Dataset, DatasetSettings, UnlocatedMode, list_doc_ids
+from ragsweep.datasets.validate import validate_cases, validate_offsets
+from ragsweep.evaluation.dataset_check import parsed_texts, validate_dataset
 from ragsweep.evaluation.inputs import AnswerOptions, DocumentOptions, RunInputs, select_cases
+from ragsweep.evaluation.runfolder import file_hash
 from ragsweep.evaluation.settings import AnswerSettings, ParseSettings, Selection
 from ragsweep.pipeline.config import PipelineConfig
 
@@ -53,11 +64,7 @@ def load_inputs(inputs: RunInputs) -> tuple[PipelineConfig, Dataset, list[Case]]
 
 def load_folder(path: str | Path, split: str | None, *, validate: bool, unlocated: UnlocatedMode) -> Dataset:
     """A dataset folder, validated first (``validate``), with the run's unlocated mode."""
-    from ragsweep.datasets.loader import DatasetError, load_dataset
-
     if validate and Path(path).is_dir():
-        from ragsweep.evaluation.dataset_check import validate_dataset
-
         refuse_problems(str(path), [str(p) for p in validate_dataset(path)], "run with --no-validate")
     try:
         dataset = load_dataset(path, split=split)
@@ -83,11 +90,6 @@ def cases_dataset(
     """A :class:`Dataset` of cases given as objects (the caller's own, or a cases file's) over a documents
     folder, checked as a dataset folder's are: each case's documents exist, references by file stem are
     resolved, evidence offsets match the parsed text. The caller's cases are not changed."""
-    from ragsweep.datasets.loader import Problem, relevance_from_settings, resolve_doc_ids
-    from ragsweep.datasets.schema import DatasetSettings, list_doc_ids
-    from ragsweep.datasets.validate import validate_cases, validate_offsets
-    from ragsweep.evaluation.dataset_check import parsed_texts
-
     docs_dir = Path(docs)
     if not docs_dir.is_dir():
         raise RunError(f"{docs_dir}: documents folder not found")
@@ -114,15 +116,11 @@ def cases_dataset(
 
 def dataset_hash(dataset: Dataset) -> str:
     """A dataset folder's cases file hash ("unknown" without one)."""
-    from ragsweep.evaluation.runfolder import file_hash
-
     cases_file = dataset.cases_file or dataset.root / "cases.jsonl"
     return file_hash(cases_file) if cases_file.is_file() else "unknown"
 
 
 def cases_hash(cases: Sequence[Case]) -> str:
     """The hash of cases given as objects: that of a cases.jsonl holding them."""
-    from ragsweep.datasets.loader import case_to_json
-
     text = "".join(json.dumps(case_to_json(c), ensure_ascii=False) + "\n" for c in cases)
     return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -3,12 +3,12 @@ in one :class:`~ragsweep.evaluation.context.RunContext` -> report.html -> the te
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -93,7 +93,7 @@ def sweep_into(
     return run.path, result
 
 
-def run_sweep_cli(options: SweepOptions, args: Any) -> int:
+def run_sweep_cli(options: SweepOptions, args: argparse.Namespace) -> int:
     try:
         sweep_dir, report = run_sweep(options)
     except (RunError, ExecutorError) as err:
@@ -103,6 +103,7 @@ def run_sweep_cli(options: SweepOptions, args: Any) -> int:
     for line in sweep_unlocated_lines(report):
         print(line)
     if args.mlflow:
+        # deferred: the MLflow logger builds the run-folder readers (~12 ms); --help must not
         from ragsweep.report.mlflow_log import log_to_mlflow
 
         print(f"MLflow run: {log_to_mlflow(sweep_dir, tracking_uri=args.mlflow_uri, pipeline_path=options.pipeline)}")

@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from ragsweep.argtypes import add_options, options_from
 from ragsweep.datasets.loader import cases_file_name, read_cases, read_settings
@@ -64,10 +64,22 @@ def add_arguments(parser: argparse.ArgumentParser, short: bool = False) -> None:
     add_options(parser, DocumentOptions)
 
 
-def parse_options(args: argparse.Namespace) -> dict[str, Any]:
+class ValidateKeywords(TypedDict):
+    """The keywords of :func:`validate_dataset` besides the folder."""
+
+    parse: bool
+    pipeline: str | None
+    workers: int | None
+    follow_symlinks: bool
+
+
+def parse_options(args: argparse.Namespace) -> ValidateKeywords:
     """The keywords of :func:`validate_dataset` that ``args`` gives."""
+    read = options_from(DocumentOptions, args)
     pipeline = getattr(args, "pipeline", None)
-    return {"parse": bool(args.parse), "pipeline": pipeline, **options_from(DocumentOptions, args).model_dump()}
+    return ValidateKeywords(
+        parse=bool(args.parse), pipeline=pipeline, workers=read.workers, follow_symlinks=read.follow_symlinks
+    )
 
 
 def _cases_name(root: Path) -> str:

@@ -3,6 +3,8 @@ readers that give a folder as typed results (``read_run``, ``read_sweep``, ``rea
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -25,10 +27,9 @@ _LAZY = {
 }
 
 
-def write_html(run_dir) -> None:
+def write_html(run_dir: Path) -> None:
     """report.html beside report.json / sweep.json; a failure here warns and loses nothing computed."""
-    import sys
-
+    # deferred: report.html imports scipy (~0.3 s); --help and the Python API import this module
     from ragsweep.report.html import write_html_report
 
     try:

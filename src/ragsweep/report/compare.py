@@ -20,6 +20,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -39,6 +40,9 @@ from ragsweep.report.runs import (
 ABSTAINED = "abstained"
 
 
+Verdict = Literal["better", "worse", ""]  # "": no significant difference
+
+
 class MetricDelta(BaseModel):
     metric: str
     n: int = Field(description="cases with a value in both runs")
@@ -53,7 +57,7 @@ class MetricDelta(BaseModel):
     lower_is_better: bool = False
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Verdict:
         """'better' / 'worse' when significant, else ''."""
         if not self.significant or self.delta is None or self.delta == 0:
             return ""
@@ -294,7 +298,7 @@ def _p(v: float | None) -> str:
 
 def _row_cells(r: MetricDelta) -> list[str]:
     ci = f"[{_f(r.ci_low, signed=True)}, {_f(r.ci_high, signed=True)}]" if r.ci_low is not None else "–"
-    mark = {"better": "better *", "worse": "worse *"}.get(r.verdict, "")
+    mark = {"better": "better *", "worse": "worse *", "": ""}[r.verdict]
     name = r.metric + (" ↓" if r.lower_is_better else "")
     return [
         name,
@@ -415,7 +419,7 @@ def render_markdown(comparison: Comparison, max_flips: int = 50) -> str:
     for r in c.metrics:
         cells = _row_cells(r)
         cells[0] = f"`{r.metric}`" + (" ↓" if r.lower_is_better else "")
-        cells[-1] = {"better": "✅ better", "worse": "❌ worse"}.get(r.verdict, "")
+        cells[-1] = {"better": "✅ better", "worse": "❌ worse", "": ""}[r.verdict]
         if r.verdict:
             cells[4] = f"**{cells[4]}**"
         out.append("| " + " | ".join(cells) + " |")

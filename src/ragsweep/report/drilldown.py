@@ -17,7 +17,7 @@ import base64
 import gzip
 import json
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple, TypedDict
 
 from ragsweep.core.hits import chunk_id
 from ragsweep.evaluation.records import CaseResult
@@ -36,28 +36,28 @@ class AnswerView(NamedTuple):
     answerer: str
     abstained: bool
     error: str | None
-    cited: list[Any]
+    cited: list[int]
 
 
 class HitView(NamedTuple):
     chunk: int  # its chunk's position in the chunk table
-    rank: Any
+    rank: int
     score: float | int | None  # rounded as shown
     relevant: bool
-    grade: Any
+    grade: int
 
 
 class ChunkView(NamedTuple):
-    doc_id: Any
-    start: Any
-    end: Any
+    doc_id: str
+    start: int
+    end: int
     text: str  # cut one character after the most the page shows of it
 
 
 class CaseView(NamedTuple):
     """What the drilldown shows of one case (a JSON array in the page's data, in this order)."""
 
-    id: Any
+    id: str
     type: str
     question: str
     docs: str
@@ -74,6 +74,16 @@ class Drilldown(NamedTuple):
     metrics: list[str]
     chunks: list[ChunkView]
     cases: list[CaseView]
+
+
+class PageData(TypedDict):
+    """The drilldown as the page's script reads it (:func:`page_data`)."""
+
+    metrics: list[str]
+    chunks: dict[str, list[object]]  # a field of ChunkView -> its column
+    cases: dict[str, list[object]]  # a field of CaseView -> its column
+    kinds: dict[str, str]
+    limits: list[int]
 
 
 def drilldown_html(cases: Sequence[CaseResult], k: int | None) -> str:
@@ -98,7 +108,8 @@ def build_drilldown(cases: Sequence[CaseResult]) -> Drilldown:
     """Every case's view; each chunk once, its text cut one character past the most a case shows."""
     metrics = ordered({m for c in cases for m in c.metrics})
     position: dict[str, int] = {}
-    rows: list[list[Any]] = []  # doc_id, start, end, whole text, shown as relevant somewhere
+    rows: list[ChunkView] = []  # each text whole
+    relevant: list[bool] = []  # each row: shown as relevant somewhere
     views = []
     for case in cases:
         hits = []
@@ -106,18 +117,19 @@ def build_drilldown(cases: Sequence[CaseResult]) -> Drilldown:
             key = chunk_id(h.doc_id, h.start, h.end)
             if key not in position:
                 position[key] = len(rows)
-                rows.append([h.doc_id, h.start, h.end, h.text, False])
-            rows[position[key]][4] |= h.relevant
+                rows.append(ChunkView(h.doc_id, h.start, h.end, h.text))
+                relevant.append(False)
+            relevant[position[key]] |= h.relevant
             hits.append(HitView(position[key], h.rank, shown(h.score), h.relevant, h.grade))
         views.append(_case_view(case, metrics, hits))
     chunks = [
-        ChunkView(doc, start, end, text[: (HIT_TEXT_CHARS if relevant else OTHER_HIT_TEXT_CHARS) + 1])
-        for doc, start, end, text, relevant in rows
+        row._replace(text=row.text[: (HIT_TEXT_CHARS if shown_relevant else OTHER_HIT_TEXT_CHARS) + 1])
+        for row, shown_relevant in zip(rows, relevant)
     ]
     return Drilldown(metrics, chunks, views)
 
 
-def shown(value: Any) -> float | int | None:
+def shown(value: float | None) -> float | int | None:
     """A number as the page shows it (:func:`svg.fmt`: 3 decimals, none from 100 on), so the
     page's script, given this, prints the same digits; integral values as integers."""
     v = num(value)
@@ -140,7 +152,7 @@ def _spread(items: list[int], n: int) -> list[int]:
     return [items[i * len(items) // n] for i in range(n)]
 
 
-def page_data(view: Drilldown) -> dict[str, Any]:
+def page_data(view: Drilldown) -> PageData:
     """What the page's script reads: the drilldown and how it is shown. Cases and chunks go
     column by column (a list per field), which gzip packs a quarter smaller than row by row."""
     return {
@@ -152,11 +164,11 @@ def page_data(view: Drilldown) -> dict[str, Any]:
     }
 
 
-def _columns(rows: Sequence[tuple], fields: tuple[str, ...]) -> dict[str, list[Any]]:
+def _columns(rows: Sequence[tuple[object, ...]], fields: tuple[str, ...]) -> dict[str, list[object]]:
     return {field: [row[i] for row in rows] for i, field in enumerate(fields)}
 
 
-def pack(data: Any) -> str:
+def pack(data: str | PageData) -> str:
     """JSON, gzip, base64: what the page's script opens with DecompressionStream("gzip")."""
     text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     return base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)).decode("ascii")

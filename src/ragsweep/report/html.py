@@ -22,7 +22,7 @@ from ragsweep.evaluation.records import (
     SweepResult,
     UnlocatedReport,
 )
-from ragsweep.metrics.registry import REPEATS, at_k_families, curve_families, headline
+from ragsweep.metrics.registry import REPEATS, at_k_families, curve_families, headline, metric_sort_key
 from ragsweep.metrics.stats import bootstrap_ci
 from ragsweep.metrics.uninformative import answerer_way, uninformative
 from ragsweep.report import svg
@@ -46,6 +46,7 @@ from ragsweep.report.runs import (
     split_at_k,
 )
 from ragsweep.report.svg import esc, fmt
+from ragsweep.report.values import mean_of
 
 MAX_HEATMAP_DOCS = 40  # document rows of the document x type heatmap
 GROUP_CI_RESAMPLES = 1000  # bootstrap resamples for per-type intervals
@@ -118,24 +119,19 @@ def _chips(d: dict | None) -> str:
     return "".join(f'<span class="chip">{esc(k)}={esc(_short(v))}</span>' for k, v in d.items())
 
 
-def _short(v: Any, n: int = 120) -> str:
+def _short(v: object, n: int = 120) -> str:
     s = v if isinstance(v, str) else str(v)
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def _value(result: Aggregate, metric: str) -> float | None:
-    """An aggregate's mean of ``metric`` (None when missing)."""
-    return num(result.metrics.get(metric))
-
-
-def _n_missing(result: Aggregate, metric: str, unknown: str = "") -> tuple[Any, Any]:
+def _n_missing(result: Aggregate, metric: str, unknown: str = "") -> tuple[int | str, int | str]:
     """(cases with a value, cases without) of ``metric``; each says how many of them are cases
     whose evidence occurs in no parsed document (left out, or scored 0 with --unlocated zero)."""
     count = result.counts.get(metric)
     if count is None:
         return unknown, unknown
-    n: Any = count.n
-    missing: Any = count.missing
+    n: int | str = count.n
+    missing: int | str = count.missing
     if count.unlocated_in_n:
         n = f"{n} ({count.unlocated_in_n} unlocated, scored 0)"
     if count.unlocated:
@@ -186,7 +182,7 @@ def _interval(agg: Aggregate, name: str) -> tuple[float | None, float | None]:
 
 def _at_k_cell(agg: Aggregate, name: str) -> str:
     """One cell of the family x k matrix: the mean, its interval, its n in the tooltip."""
-    v = _value(agg, name)
+    v = mean_of(agg, name)
     lo, hi = _interval(agg, name)
     n, missing = _n_missing(agg, name, "?")
     tip = f' title="{esc(name)}: n={esc(n)}, missing={esc(missing)}"'
@@ -240,8 +236,6 @@ def _metric_row(agg: Aggregate, name: str, why_not: str | None = None) -> str:
 def _metrics_table(agg: Aggregate, names: Sequence[str], answerer: str | None = None) -> str:
     """A table of the metrics ``names`` (in order), under a header row per group of metrics; a metric
     that says nothing about ``answerer``'s answers is marked, with why under the table."""
-    from ragsweep.metrics.registry import metric_sort_key
-
     rows, group = [], None
     groups = {1: "Retrieval", 2: "Answer", 3: "ragas", 4: "LLM judge", 5: "Other"}
     for name in names:
@@ -293,7 +287,7 @@ def _curve_series(agg: Aggregate) -> tuple[list[str], dict]:
         for k in ks:
             name = f"{fam}@{k}"
             lo, hi = agg.interval(name)
-            pts.append((_value(agg, name), num(lo), num(hi)))
+            pts.append((mean_of(agg, name), num(lo), num(hi)))
         if any(p[0] is not None for p in pts):
             series[fam] = pts
     return [str(k) for k in ks], series
@@ -450,7 +444,7 @@ class Section:
 
 def _summary_html(run: RunResult) -> str:
     k, answerer = run.top_k, run.answerer
-    summary = _headline(run.metrics, k, answerer) + _summary_table(run, k, answerer)
+    summary = _headline(run, k, answerer) + _summary_table(run, k, answerer)
     return _served_app_html(run) + judge_warnings_html(run.judge) + summary
 
 
@@ -508,12 +502,12 @@ def _eval_page(run_dir: Path) -> str:
 def _served_app_html(run: RunResult) -> str:
     """Where the scored run departs from the app it stands for: documents parsed by ragsweep in place of the
     app's parser (``--set parser=native``), and questions the app's own server cannot take."""
-    parse = run.manifest.pipeline.get("parser") or {}
+    parse = Manifest.of(run.manifest).pipeline.parser
     parts = []
-    if parse.get("replaced"):
-        parts.append(f'<p class="warning"><b>{esc(parse.get("note", ""))}</b></p>')
-    elif parse.get("by") == "app":
-        parts.append(f'<p class="note">documents parsed by the app\'s parser: {esc(parse.get("parser", ""))}</p>')
+    if parse.replaced:
+        parts.append(f'<p class="warning"><b>{esc(parse.note)}</b></p>')
+    elif parse.by == "app":
+        parts.append(f'<p class="note">documents parsed by the app\'s parser: {esc(parse.parser)}</p>')
     failed = [c for c in run.cases if "served_app" in c.notes]
     if failed:
         first = ", ".join(esc(c.id) for c in failed[:5])
@@ -552,14 +546,10 @@ def _unlocated_html(report: UnlocatedReport, counted: str = "beside n and missin
     )
 
 
-def _headline(metrics: dict[str, float | None], k: int | None, answerer: str | None = None) -> str:
+def _headline(run: RunResult, k: int | None, answerer: str | None = None) -> str:
     """The run's key numbers at the depth the pipeline serves (none that says nothing about ``answerer``)."""
     picks = [m.format(k=k) for m in headline() if (k is not None or "{k}" not in m) and not uninformative(m, answerer)]
-    chips = [
-        f'<span class="chip"><b>{esc(m)}</b> {fmt(num(metrics[m]))}</span>'
-        for m in picks
-        if num(metrics.get(m)) is not None
-    ]
+    chips = [f'<span class="chip"><b>{esc(m)}</b> {fmt(v)}</span>' for m in picks if (v := mean_of(run, m)) is not None]
     if not chips:
         return ""
     served = f'<span class="ci-text">at k = {esc(k)}, the depth the pipeline serves</span>' if k is not None else ""
@@ -625,18 +615,23 @@ def _sig_mark(cfg: ConfigResult, base: ConfigResult | None, metric: str) -> tupl
     """(html mark, plain mark) for a configuration's metric vs the baseline."""
     if not cfg.significant.get(metric) or base is None:
         return "", ""
-    a, b = _value(cfg, metric), _value(base, metric)
+    a, b = mean_of(cfg, metric), mean_of(base, metric)
     if a is None or b is None or a == b:
         return "", ""
     better = (a > b) != lower_is_better(metric)
-    p = num(cfg.p_adjusted.get(metric))
+    p = _p_adjusted(cfg, metric)
     title = f"significantly {'better' if better else 'worse'} than the baseline (Holm-adjusted p = {fmt(p, 4)})"
     if better:
         return f' <span class="sig-up" title="{esc(title)}">▲*</span>', "▲"
     return f' <span class="sig-down" title="{esc(title)}">▼*</span>', "▼"
 
 
-def _label(v: Any) -> str:
+def _p_adjusted(cfg: ConfigResult, metric: str) -> float | None:
+    """The Holm-adjusted p-value of a configuration's ``metric`` against the baseline (None: not tested)."""
+    return num(cfg.p_adjusted.get(metric))
+
+
+def _label(v: object) -> str:
     return "" if v is None else str(v)
 
 
@@ -646,7 +641,7 @@ def _find(sweep: SweepResult, config_id: str | None) -> ConfigResult | None:
 
 def _heat_range(configs: Sequence[ConfigResult], metric: str) -> tuple[float, float] | None:
     """The colour scale's (vmin, vmax) over every configuration's value; None when none has one."""
-    values = [v for c in configs if (v := _value(c, metric)) is not None]
+    values = [v for c in configs if (v := mean_of(c, metric)) is not None]
     if not values:
         return None
     vmin, vmax = min(values), max(values)
@@ -660,7 +655,7 @@ _Cell = tuple[str, str]
 
 
 def _cell_configs(
-    configs: Sequence[ConfigResult], metric: str, axes: _Axes, where: tuple[Any, Any, Any]
+    configs: Sequence[ConfigResult], metric: str, axes: _Axes, where: tuple[object, object, object]
 ) -> list[tuple[float, ConfigResult]]:
     """(value, configuration) of each configuration with a value of ``metric`` at one cell
     (``where``: its row, column and panel values)."""
@@ -672,12 +667,12 @@ def _cell_configs(
         if _param(c, y) == yv
         and (x is None or _param(c, x) == xv)
         and (panel is None or _param(c, panel) == pv)
-        and (v := _value(c, metric)) is not None
+        and (v := mean_of(c, metric)) is not None
     ]
 
 
 def _heat_panel(
-    sweep: SweepResult, metric: str, axes: _Axes, pv: Any, ys: list, xs: list, base: ConfigResult | None
+    sweep: SweepResult, metric: str, axes: _Axes, pv: object, ys: list, xs: list, base: ConfigResult | None
 ) -> tuple[dict[_Cell, tuple[float | None, str]], dict[_Cell, str], dict[_Cell, str]]:
     """(cells, marks, outline) of the panel ``pv``: each cell shows its best configuration,
     marked when it differs significantly from the baseline, outlined when it is a best one or
@@ -740,7 +735,7 @@ def _sweep_heatmaps(sweep: SweepResult, metric: str) -> str:
     return f'<div class="figs">{"".join(figs)}</div>'
 
 
-def _short_plain(cid: Any, n: int = 22) -> str:
+def _short_plain(cid: str, n: int = 22) -> str:
     """A config id as shown: whole when short; else its last '-' part when that looks like a hash
     (ids may spell out every parameter, which the table shows anyway); else its tail."""
     s = str(cid)
@@ -752,7 +747,7 @@ def _short_plain(cid: Any, n: int = 22) -> str:
     return "…" + s[-(n - 1) :]
 
 
-def _short_id(cid: Any, n: int = 22) -> str:
+def _short_id(cid: str, n: int = 22) -> str:
     short = _short_plain(cid, n)
     return esc(short) if short == str(cid) else f'<span title="{esc(cid)}">{esc(short)}</span>'
 
@@ -764,7 +759,7 @@ def _param_columns(configs: Sequence[ConfigResult]) -> list[str]:
     return varying + [n for n in names if n not in varying]
 
 
-def _grid_value(v: Any) -> str:
+def _gridmean_of(v: object) -> str:
     if isinstance(v, dict):
         return ", ".join(f"{k}={x}" for k, x in v.items())
     return str(v)
@@ -798,11 +793,11 @@ def _sweep_table(sweep: SweepResult, metrics: list[str]) -> str:
         cells = [f'<td>{"".join(flags)}</td><td class="cid" data-v="{esc(cid)}">{_short_id(cid)}</td>']
         cells += [f'<td data-v="{esc(_param(c, g))}">{esc(_param(c, g))}</td>' for g in grid]
         for m in metrics:
-            v = _value(c, m)
+            v = mean_of(c, m)
             lo, hi = (num(x) for x in c.interval(m))
             ci = f'<br><span class="ci-text">[{fmt(lo)}, {fmt(hi)}]</span>' if lo is not None else ""
             mark, _ = _sig_mark(c, base, m)
-            p = num(c.p_adjusted.get(m))
+            p = _p_adjusted(c, m)
             title = f' title="Holm-adjusted p vs baseline = {fmt(p, 4)}"' if p is not None else ""
             cells.append(f'<td class="num" data-v="{"" if v is None else v}"{title}>{fmt(v)}{mark}{ci}</td>')
         for value, d in ((c.seconds, 1), (c.latency_ms_per_query, 1), (c.peak_rss_mb, 0)):
@@ -858,7 +853,7 @@ def _sweep_overview(sweep: SweepResult, focus_id: str | None, focus: ConfigResul
             (
                 "grid",
                 "".join(
-                    f'<span class="chip">{esc(g)} ∈ {{{esc(" | ".join(_grid_value(v) for v in vals))}}}</span>'
+                    f'<span class="chip">{esc(g)} ∈ {{{esc(" | ".join(_gridmean_of(v) for v in vals))}}}</span>'
                     for g, vals in sweep.grid.items()
                 ),
             ),

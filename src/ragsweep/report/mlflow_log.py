@@ -27,7 +27,6 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from ragsweep.core.hits import chunk_id
 from ragsweep.evaluation.records import ConfigResult, RunResult, SweepResult
@@ -41,6 +40,7 @@ from ragsweep.report.runs import (
     read_sweep,
     run_kind,
 )
+from ragsweep.report.values import mean_of
 
 _BAD_KEY = re.compile(r"[^/\w.\- :]")
 _MAX_PARAM_VALUE = 6000
@@ -67,7 +67,7 @@ def default_tracking_uri(run_dir: Path) -> str:
     return (Path(run_dir).resolve().parent / "mlruns").as_uri()
 
 
-def _flatten(prefix: str, value: Any, out: dict[str, str]) -> None:
+def _flatten(prefix: str, value: object, out: dict[str, str]) -> None:
     if isinstance(value, Mapping):
         for k, v in value.items():
             _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
@@ -114,7 +114,7 @@ def _eval_params(run: RunResult) -> dict[str, str]:
 
 
 def _metric_dict(
-    metrics: Mapping[str, Any], intervals: Mapping[str, Sequence[Any]] | None = None, prefix: str = ""
+    metrics: Mapping[str, object], intervals: Mapping[str, Sequence[float | None]] | None = None, prefix: str = ""
 ) -> dict[str, float]:
     out: dict[str, float] = {}
     for name, value in metrics.items():
@@ -305,7 +305,7 @@ def _sweep_best_metrics(sweep: SweepResult) -> dict[str, float]:
     metrics = {}
     for obj, cid in sweep.best.items():
         cfg = next((c for c in sweep.configs if c.id == cid), None)
-        v = num(cfg.metrics.get(obj)) if cfg is not None else None
+        v = mean_of(cfg, obj) if cfg is not None else None
         if v is not None:
             metrics[mlflow_key(f"best.{obj}")] = v
     return metrics

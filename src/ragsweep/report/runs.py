@@ -17,14 +17,21 @@ table). A line written before lines carried their ``top_k`` gets the depth its f
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    Field,
+    JsonValue,
+    StrictInt,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    model_validator,
+)
 
 from ragsweep.evaluation.records import (
     AnswerCounts,
@@ -34,6 +41,8 @@ from ragsweep.evaluation.records import (
     RunResult,
     SweepResult,
 )
+from ragsweep.evaluation.scoring import aggregate
+from ragsweep.evaluation.storage import expand_lines
 from ragsweep.metrics.registry import (  # noqa: F401 - the one registry, re-exported for the reports
     at_k_families,
     lower_is_better,
@@ -41,6 +50,7 @@ from ragsweep.metrics.registry import (  # noqa: F401 - the one registry, re-exp
     ordered,
     split_at_k,
 )
+from ragsweep.report.values import num
 
 
 class RunFolderError(FileNotFoundError):
@@ -50,7 +60,7 @@ class RunFolderError(FileNotFoundError):
 # ----------------------------------------------------------------------------- files
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: Path) -> JsonValue:
     if not path.is_file():
         raise RunFolderError(f"{path}: no such file")
     try:
@@ -126,8 +136,6 @@ def expand_cases(lines: list[dict], folder: Path, names: Sequence[str] | None = 
     chunk table (the folder's own, or a sweep configuration's, :func:`chunk_table_paths`; a
     layout-1 eval folder or a sweep of layout 3 or earlier, with the text in every hit, needs
     none), the metrics named by ``names`` (default: the folder's report.json's ``case_metrics``)."""
-    from ragsweep.evaluation.storage import expand_lines
-
     needs_table = any("text" not in h for c in lines for h in c.get("hits") or [])
     texts = read_chunk_texts(folder) if needs_table else {}
     if needs_table and not texts:
@@ -150,43 +158,59 @@ def _invalid(path: Path, err: ValidationError, what: str) -> RunFolderError:
     return RunFolderError(f"{path}: not {what} ({where}: {first['msg']}; {err.error_count()} error(s))")
 
 
-def _depth(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
+class _Lenient(BaseModel):
+    """A model read leniently from folders older than the typed results: a part of another shape
+    (at any level) says nothing here and is left out, never an error; not an object: all defaults."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _leave_out_bad_parts(cls, data: object, handler: ValidatorFunctionWrapHandler) -> _Lenient:
+        if not isinstance(data, Mapping):
+            return handler({})
+        try:
+            return handler(data)
+        except ValidationError as err:
+            bad = {str(e["loc"][0]) for e in err.errors() if e["loc"]}
+            return handler({k: v for k, v in data.items() if k not in bad})
 
 
-class _Recorded(BaseModel):
+class _Depth(_Lenient):
+    top_k: StrictInt | None = None  # a bool, a float or a string is no depth
+
+
+class _RecordedPipeline(_Lenient):
+    variables: _Depth = Field(default_factory=_Depth)
+
+
+class _RecordedManifest(_Lenient):
+    pipeline: _RecordedPipeline = Field(default_factory=_RecordedPipeline)
+
+
+class _Recorded(_Depth):
     """What a report.json, a result.json or sweep.json (and each of its rows) records of the depth
-    a configuration served, and a report.json of the metrics its case lines hold (``case_metrics``),
-    read leniently: folders older than the typed results."""
+    a configuration served, and a report.json of the metrics its case lines hold (``case_metrics``)."""
 
-    id: Any = None
-    top_k: Any = None
+    id: str | int | None = None
     case_metrics: list[str] = Field(default_factory=list)
-    params: dict[str, Any] = Field(default_factory=dict)
-    manifest: dict[str, Any] = Field(default_factory=dict)
-    configs: list[Any] = Field(default_factory=list)
+    params: _Depth = Field(default_factory=_Depth)
+    manifest: _RecordedManifest = Field(default_factory=_RecordedManifest)
+    configs: list[_Recorded] = Field(default_factory=list)
 
     @classmethod
-    def of(cls, data: Any) -> _Recorded:
-        if not isinstance(data, Mapping):
-            return cls()
-        try:
-            return cls.model_validate(data)
-        except ValidationError as err:  # a part of another shape says nothing here
-            bad = {str(e["loc"][0]) for e in err.errors() if e["loc"]}
-            return cls.model_validate({k: v for k, v in data.items() if k not in bad})
+    def of(cls, data: JsonValue) -> _Recorded:
+        return cls.model_validate(data)
 
     def depth(self) -> int | None:
         """Its own ``top_k``, else its parameters', else the pipeline's of its manifest."""
-        variables = Manifest.of(self.manifest).pipeline.variables
-        for value in (self.top_k, self.params.get("top_k"), variables.get("top_k")):
-            if (k := _depth(value)) is not None:
-                return k
+        variables = self.manifest.pipeline.variables
+        for value in (self.top_k, self.params.top_k, variables.top_k):
+            if value is not None and value >= 1:
+                return value
         return None
 
     def row(self, config_id: str) -> _Recorded | None:
         """A sweep's row of a configuration."""
-        return next((r for r in map(_Recorded.of, self.configs) if str(r.id) == config_id), None)
+        return next((r for r in self.configs if str(r.id) == config_id), None)
 
 
 def stored_top_k(folder: Path) -> int | None:
@@ -219,7 +243,7 @@ def _line_top_k(line: Mapping[str, Any]) -> int:
     return max(ks, default=1)
 
 
-def _without_aliases(values: Mapping[str, Any]) -> dict[str, Any]:
+def _without_aliases(values: dict[str, float | None]) -> dict[str, float | None]:
     aliases = {f"{family}@k" for family in at_k_families()}  # what sweep lines up to layout 3 carried
     return {name: v for name, v in values.items() if name not in aliases}
 
@@ -233,13 +257,12 @@ def case_results(lines: Sequence[Mapping[str, Any]], path: Path, top_k: int | No
         record = dict(line)
         if "top_k" not in record:
             record["top_k"] = top_k if top_k is not None else _line_top_k(record)
-        for key in ("metrics", "chance", "oracle"):
-            if isinstance(record.get(key), Mapping):
-                record[key] = _without_aliases(record[key])
         try:
-            out.append(CaseResult.model_validate(record))
+            case = CaseResult.model_validate(record)
         except ValidationError as err:
             raise _invalid(Path(f"{path}:{n}"), err, "a case record") from err
+        case.metrics, case.chance, case.oracle = (_without_aliases(v) for v in (case.metrics, case.chance, case.oracle))
+        out.append(case)
     return out
 
 
@@ -305,8 +328,6 @@ def read_run(folder: str | Path) -> RunResult:
 
 def _aggregate_run(cases: list[CaseResult]) -> RunResult:
     """The report an interrupted run would have written, from its cases alone (no manifest)."""
-    from ragsweep.evaluation.scoring import aggregate
-
     errors = [c for c in cases if c.answer is not None and c.answer.error]
     answered = [c for c in cases if c.answer is not None]
     top_k = _fallback_top_k(cases)
@@ -341,10 +362,12 @@ def read_sweep(folder: str | Path) -> SweepResult:
     data = read_json(path)
     if not isinstance(data, dict):
         raise RunFolderError(f"{path}: not a sweep (a JSON object)")
-    base_k = _Recorded.of(data).depth()  # the pipeline's, from the sweep's manifest
+    recorded = _Recorded.of(data)
+    base_k = recorded.depth()  # the pipeline's, from the sweep's manifest
+    stored = data.get("configs")
     rows = [
-        {**row, "top_k": _Recorded.of(row).depth() or base_k} if isinstance(row, dict) and "top_k" not in row else row
-        for row in data.get("configs") or []
+        {**row, "top_k": typed.depth() or base_k} if isinstance(row, dict) and "top_k" not in row else row
+        for row, typed in zip(stored if isinstance(stored, list) else [], recorded.configs)
     ]
     try:
         sweep = SweepResult.model_validate({**data, "configs": rows})
@@ -379,51 +402,46 @@ def run_kind(run_dir: Path) -> Literal["eval", "sweep"]:
 # ----------------------------------------------------------------------------- the manifest, as reports show it
 
 
-class PipelineManifest(BaseModel):
+class ParserManifest(_Lenient):
+    """How the run's documents were parsed (``ParserSpec.manifest``)."""
+
+    parser: str = ""
+    by: str | None = None  # "app": the app's own parser; "ragsweep"
+    replaced: str | None = None  # the app's parser that ragsweep's stood in for (``--set parser=native``)
+    note: str = ""
+
+
+class PipelineManifest(_Lenient):
     path: str | None = None
     hash: str | None = None
-    overrides: dict[str, Any] | None = None
-    variables: dict[str, Any] = Field(default_factory=dict)
+    overrides: dict[str, JsonValue] | None = None
+    variables: dict[str, JsonValue] = Field(default_factory=dict)
+    parser: ParserManifest = Field(default_factory=ParserManifest)
 
 
-class LLMManifest(BaseModel):
+class LLMManifest(_Lenient):
     model: str | None = None  # the answering model (``LLMSettings.public_dict``)
 
 
-class Manifest(BaseModel):
-    """The part of a run's manifest (``RunResult.manifest``, ``SweepResult.manifest``) reports show."""
+class Manifest(_Lenient):
+    """The part of a run's manifest (``RunResult.manifest``, ``SweepResult.manifest``) reports show;
+    a part of an unexpected shape is left out, never an error."""
 
     pipeline: PipelineManifest = Field(default_factory=PipelineManifest)
     llm: LLMManifest | None = None
-    dataset: dict[str, Any] | str | None = None
-    corpus: dict[str, Any] | str | None = None
-    timestamps: dict[str, Any] = Field(default_factory=dict)
-    stage_seconds: dict[str, Any] = Field(default_factory=dict)
+    dataset: dict[str, JsonValue] | str | None = None
+    corpus: dict[str, JsonValue] | str | None = None
+    timestamps: dict[str, JsonValue] = Field(default_factory=dict)
+    stage_seconds: dict[str, JsonValue] = Field(default_factory=dict)
     git_commit: str | None = None
 
     @classmethod
-    def of(cls, manifest: Mapping[str, Any] | BaseModel | None) -> Manifest:
-        """The manifest's known parts; a part of an unexpected shape is left out, never an error."""
-        data = manifest.model_dump() if isinstance(manifest, BaseModel) else dict(manifest or {})
-        try:
-            return cls.model_validate(data)
-        except ValidationError as err:
-            bad = {str(e["loc"][0]) for e in err.errors() if e["loc"]}
-            return cls.model_validate({k: v for k, v in data.items() if k not in bad})
+    def of(cls, manifest: BaseModel | None) -> Manifest:
+        """The manifest of a result (its known parts)."""
+        return cls.model_validate(manifest.model_dump(mode="json") if manifest is not None else {})
 
 
 # ----------------------------------------------------------------------------- conventions
-
-
-def num(value: Any) -> float | None:
-    """A metric value as float, or None for missing / NaN / non-numeric."""
-    if value is None or isinstance(value, str):
-        return None
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(v) else v
 
 
 def case_ks(cases: Iterable[CaseResult]) -> list[int]:
@@ -502,7 +520,7 @@ def case_failures(case: CaseResult) -> list[str]:
     return kinds
 
 
-def natural_key(label: Any) -> list:
+def natural_key(label: object) -> list[int | str]:
     """Sort key: 'type 2' before 'type 10'."""
     return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", str(label))]
 

@@ -5,14 +5,15 @@ gate's lines. Plain functions from results to text; the command modules print th
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from ragsweep.evaluation.judge_report import format_judge_section, format_warnings
 from ragsweep.evaluation.manifest import DatasetManifest
 from ragsweep.evaluation.records import ConfigResult, HoldoutVerdict, RunResult, SweepResult
 from ragsweep.evaluation.scoring import unlocated_lines
+from ragsweep.llm.client import LLMCalls
 from ragsweep.metrics.registry import REPEATS, lower_is_better, summary_metrics
 from ragsweep.metrics.uninformative import answerer_way, uninformative
+from ragsweep.report.values import mean_of
 
 
 def summary_table(result: RunResult) -> str:
@@ -83,23 +84,32 @@ def _summary_line(result: RunResult, name: str, unlocated: bool = False) -> str:
     return line
 
 
+TERMINAL_COLUMNS = 120  # what a table fits in when it can
+LABEL_COLUMNS = (20, 62)  # the fewest and the most columns of a sweep table's configuration label
+
+
 def sweep_table(report: SweepResult) -> str:
     objectives = report.objectives
-    heads = " ".join(f"{m:>16} {'chance':>7} {'lift':>7}" for m in objectives)
-    lines = [f"{'configuration':<62} {heads} {'ms/query':>9}"]
+    value_width = {m: max(9, len(m)) for m in objectives}  # a value and its mark, under the objective's name
+    heads = " ".join(f"{m:>{value_width[m]}} {'chance':>7} {'lift':>7}" for m in objectives)
+    labels = {r.id: ", ".join(f"{k}={v}" for k, v in r.params.items()) for r in report.configs}
+    fewest, most = LABEL_COLUMNS
+    width = min(most, max([len("configuration"), *map(len, labels.values())]))
+    width = max(fewest, min(width, TERMINAL_COLUMNS - len(heads) - 12))  # 12: the spaces and ms/query
+    lines = [f"{'configuration':<{width}} {heads} {'ms/query':>9}"]
     sign = 1 if lower_is_better(objectives[0]) else -1
-    for r in sorted(report.configs, key=lambda r: sign * (r.metrics.get(objectives[0]) or 0)):
+    for r in sorted(report.configs, key=lambda r: sign * (mean_of(r, objectives[0]) or 0)):
         cells = []
         for m in objectives:
-            v = r.metrics.get(m)
+            v = mean_of(r, m)
             mark = "*" if r.significant.get(m) else (" " if r.id != report.baseline else "=")
             chance, lift = (r.chance_level[m], r.lift_over_chance[m]) if m in r.chance_level else (None, None)
             cells.append(
-                f"{'n/a' if v is None else f'{v:.4f}'}{mark}".rjust(16)
+                f"{'n/a' if v is None else f'{v:.4f}'}{mark}".rjust(value_width[m])
                 + f" {'n/a' if chance is None else f'{chance:.4f}':>7} {'n/a' if lift is None else f'{lift:+.4f}':>7}"
             )
-        label = ", ".join(f"{k}={v}" for k, v in r.params.items())
-        lines.append(f"{label[:62]:<62} " + " ".join(cells) + f" {r.latency_ms_per_query:>9.2f}")
+        label = labels[r.id] if len(labels[r.id]) <= width else labels[r.id][: width - 1] + "…"
+        lines.append(f"{label:<{width}} " + " ".join(cells) + f" {r.latency_ms_per_query:>9.2f}")
     lines.append(
         f"= baseline; * differs from the baseline (paired randomization test, Holm-adjusted p <= {report.alpha})"
     )
@@ -122,22 +132,20 @@ def sweep_table(report: SweepResult) -> str:
     return "\n".join(lines)
 
 
-def sweep_llm_calls(configs: list[ConfigResult]) -> dict[str, dict[str, Any]]:
+def sweep_llm_calls(configs: list[ConfigResult]) -> dict[str, LLMCalls]:
     """Each LLM part's calls over the configurations (a resumed sweep's earlier ones from their result.json)."""
-    from ragsweep.llm.client import LLMCalls
-
     parts: dict[str, list[LLMCalls]] = {}
     for c in configs:
         for name, calls in c.llm_calls.items():
             parts.setdefault(name, []).append(LLMCalls.model_validate(calls))
-    return {f"{name} (over {len(v)} configurations)": LLMCalls.total(v).model_dump() for name, v in parts.items()}
+    return {f"{name} (over {len(v)} configurations)": LLMCalls.total(v) for name, v in parts.items()}
 
 
 def verdict_lines(verdict: HoldoutVerdict) -> list[str]:
     main = verdict.objective
     lines = []
     for cid, row in verdict.configs.items():
-        value, (low, high) = row.metrics.get(main), row.interval(main)
+        value, (low, high) = mean_of(row, main), row.interval(main)
         role = "chosen" if cid == verdict.chosen else "baseline"
         text = "n/a" if value is None else f"{value:.4f}"
         ci_text = "" if low is None or high is None else f" [{low:.3f}, {high:.3f}]"
@@ -150,10 +158,8 @@ def verdict_lines(verdict: HoldoutVerdict) -> list[str]:
     return lines
 
 
-def llm_call_lines(parts: dict[str, dict[str, Any]]) -> list[str]:
-    """The terminal lines of :func:`llm_calls` (or of a sweep's total)."""
-    from ragsweep.llm.client import LLMCalls
-
+def llm_call_lines(parts: Mapping[str, LLMCalls | Mapping[str, object]]) -> list[str]:
+    """The terminal lines of each LLM part's calls (an eval's, as its manifest stores them, or a sweep's total)."""
     return [LLMCalls.model_validate(calls).line(f"LLM {name}") for name, calls in parts.items()]
 
 
