@@ -8,8 +8,8 @@ import pytest
 
 import ragsweep
 from ragsweep.datasets.loader import load_dataset
-from ragsweep.evaluation.inputs import stratified_sample
 from ragsweep.evaluation.records import CaseResult
+from ragsweep.evaluation.selection import stratified_sample
 from ragsweep.testing import QualityError, assert_quality
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -111,7 +111,7 @@ def test_sweep_chooses_on_dev_and_scores_the_choice_on_test(tmp_path):
         and i
         in {
             c.id
-            for c in __import__("ragsweep.evaluation.inputs", fromlist=["x"]).stratified_sample(
+            for c in __import__("ragsweep.evaluation.selection", fromlist=["x"]).stratified_sample(
                 list(load_dataset(ROOT / "datasets" / "cuad-mini").cases), 40, 3
             )
         }

@@ -25,16 +25,17 @@ from pydantic import BaseModel, ValidationError
 
 from ragsweep.commands.eval import EvalOptions, evaluate_into, executor_of, run_name, run_settings, where_of
 from ragsweep.commands.inputs import cases_dataset, cases_hash, dataset_hash, load_config, load_folder, selection_of
+from ragsweep.commands.options import RunInputs
 from ragsweep.commands.sweep import Plan, SweepOptions, sweep_into, sweep_name, sweep_settings
 from ragsweep.core.errors import RunError
 from ragsweep.datasets.loader import DatasetError, load_cases
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.context import Where, run_state
-from ragsweep.evaluation.inputs import RunInputs, select_cases
 from ragsweep.evaluation.loop import scored_ks
 from ragsweep.evaluation.records import RunResult, SweepResult
 from ragsweep.evaluation.run import check_floor_names
 from ragsweep.evaluation.runfolder import file_hash
+from ragsweep.evaluation.selection import select_cases
 from ragsweep.execution.registry import check_executor
 from ragsweep.pipeline.config import PipelineConfig
 

@@ -89,7 +89,7 @@ def _whole_numbers(text: str, flag: str, example: str, what: str) -> list[int]:
 
 
 class CliHints(BaseModel):
-    """How the command line spells a field (the ``cli`` keywords of :func:`ragsweep.evaluation.inputs.option`)."""
+    """How the command line spells a field (the ``cli`` keywords of :func:`ragsweep.evaluation.settings.option`)."""
 
     flag: str | None = None
     metavar: str | None = None
@@ -116,7 +116,7 @@ def _number_kind(annotation: object) -> type[int] | type[float] | None:
 
 def add_options(parser: argparse.ArgumentParser, model: type[BaseModel]) -> None:
     """One command-line option per field of ``model`` that has a help text (its description):
-    the flag, type, range and default come from the field (:func:`ragsweep.evaluation.inputs.option`)."""
+    the flag, type, range and default come from the field (:func:`ragsweep.evaluation.settings.option`)."""
     for name, field in model.model_fields.items():
         if not field.description:
             continue

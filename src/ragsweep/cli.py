@@ -13,13 +13,13 @@ from ragsweep.argtypes import add_options, bounded, options_from
 from ragsweep.commands.eval import EvalOptions, run_eval_cli
 from ragsweep.commands.generate import add_arguments as generate_arguments
 from ragsweep.commands.generate import run_generate_cli
+from ragsweep.commands.options import DocumentOptions
 from ragsweep.commands.sweep import SweepOptions, run_sweep_cli
 from ragsweep.commands.validate import add_arguments as validate_arguments
 from ragsweep.commands.validate import parse_options
 from ragsweep.core.errors import ConfigError, StageError
 from ragsweep.core.offline import ensure_offline
 from ragsweep.evaluation.dataset_check import validate_dataset
-from ragsweep.evaluation.inputs import DocumentOptions
 from ragsweep.pipeline.app_components import AppComponentError
 from ragsweep.pipeline.config import PipelineConfig, parse_overrides
 from ragsweep.pipeline.corpus import CorpusError, parse_corpus, shown_name

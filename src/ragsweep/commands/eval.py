@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from ragsweep.commands.inputs import answer_settings, dataset_hash, load_inputs, parse_settings, selection_of
+from ragsweep.commands.options import AnswerOptions, RunInputs
 from ragsweep.core.errors import RunError
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.context import RunState, Where, open_run, run_state
 from ragsweep.evaluation.dry_run import dry_run_report
-from ragsweep.evaluation.inputs import AnswerOptions, RunInputs
 from ragsweep.evaluation.judge_report import failure_gate
 from ragsweep.evaluation.loop import scored_ks
 from ragsweep.evaluation.records import RunResult

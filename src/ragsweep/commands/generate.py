@@ -7,7 +7,7 @@ import json
 import sys
 
 from ragsweep.argtypes import add_options, bounded, options_from
-from ragsweep.evaluation.inputs import DocumentOptions
+from ragsweep.commands.options import DocumentOptions
 from ragsweep.evaluation.settings import ParseSettings
 from ragsweep.generate.propose import KINDS
 from ragsweep.generate.settings import DEFAULT_DEDUPE_THRESHOLD, GenerateSettings

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ragsweep.commands.options import AnswerOptions, DocumentOptions, RunInputs
 from ragsweep.core.errors import ConfigError, RunError
 from ragsweep.datasets.loader import (
     DatasetError,
@@ -23,8 +24,8 @@ from ragsweep.datasets.loader import (
 from ragsweep.datasets.schema import Case, Dataset, DatasetSettings, UnlocatedMode, list_doc_ids
 from ragsweep.datasets.validate import validate_cases, validate_offsets
 from ragsweep.evaluation.dataset_check import parsed_texts, validate_dataset
-from ragsweep.evaluation.inputs import AnswerOptions, DocumentOptions, RunInputs, select_cases
 from ragsweep.evaluation.runfolder import file_hash
+from ragsweep.evaluation.selection import select_cases
 from ragsweep.evaluation.settings import AnswerSettings, ParseSettings, Selection
 from ragsweep.pipeline.config import PipelineConfig
 

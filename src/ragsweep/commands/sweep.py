@@ -14,10 +14,10 @@ from pydantic import BaseModel, Field
 
 from ragsweep.commands.eval import executor_of, where_of
 from ragsweep.commands.inputs import answer_settings, load_inputs, parse_settings, selection_of
+from ragsweep.commands.options import AnswerOptions, RunInputs
 from ragsweep.core.errors import RunError
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.context import Where, open_run, sweep_state
-from ragsweep.evaluation.inputs import AnswerOptions, RunInputs
 from ragsweep.evaluation.records import SweepResult
 from ragsweep.evaluation.settings import SweepSettings, option
 from ragsweep.evaluation.sweep import SweepRun, choice_and_holdout, load_sweep

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import TypedDict
 
 from ragsweep.argtypes import add_options, options_from
+from ragsweep.commands.options import DocumentOptions
 from ragsweep.datasets.loader import cases_file_name, read_cases, read_settings
 from ragsweep.datasets.schema import list_doc_ids
 from ragsweep.evaluation.dataset_check import validate_cases_file, validate_dataset
-from ragsweep.evaluation.inputs import DocumentOptions
 
 
 def main(argv: Sequence[str] | None = None, out=None) -> int:

@@ -1,20 +1,15 @@
-"""The options every run is asked with (each field a command-line option and a keyword of the Python API),
-and the cases a selection takes. The command modules turn the options into
-:mod:`ragsweep.evaluation.settings`; below them, no options object is passed."""
+"""The options every run is asked with: each field a command-line option and a keyword of the Python API,
+declared once. Only the interfaces hold them: :mod:`ragsweep.commands.inputs` turns them into the objects
+a run takes (:mod:`ragsweep.evaluation.settings`)."""
 
 from __future__ import annotations
 
-import sys
-from collections import defaultdict
-from collections.abc import Sequence
 from typing import Any
 
 from pydantic import field_validator
 
-from ragsweep.core.errors import RunError
-from ragsweep.datasets.pathway_limits import unscopable_reason
-from ragsweep.datasets.schema import UNLOCATED_MODES, Case, UnlocatedMode
-from ragsweep.evaluation.settings import AnswerSettings, ParseSettings, Selection, option
+from ragsweep.datasets.schema import UNLOCATED_MODES, UnlocatedMode
+from ragsweep.evaluation.settings import AnswerSettings, ParseSettings, option
 from ragsweep.execution.registry import EXECUTORS, ExecutorSettings
 
 
@@ -78,46 +73,6 @@ class RunInputs(DocumentOptions):
     def executor_settings(self) -> ExecutorSettings:
         """Where the run's index work runs, as the executor reads it."""
         return ExecutorSettings(name=self.executor, ray_address=self.ray_address)
-
-
-def stratified_sample(cases: Sequence[Case], n: int, seed: int) -> list[Case]:
-    """``n`` cases drawn at random, each question type in proportion to its share
-    (largest remainders), reproducible for a seed; the dataset's order is kept."""
-    import random
-
-    if n >= len(cases):
-        return list(cases)
-    by_type: dict[str, list[int]] = defaultdict(list)
-    for i, case in enumerate(cases):
-        by_type[case.type or "(none)"].append(i)
-    quotas = {t: n * len(ix) / len(cases) for t, ix in by_type.items()}
-    take = {t: int(q) for t, q in quotas.items()}
-    for t in sorted(quotas, key=lambda t: (-(quotas[t] - take[t]), t))[: n - sum(take.values())]:
-        take[t] += 1
-    rng = random.Random(seed)
-    chosen: set[int] = set()
-    for t in sorted(by_type):
-        chosen.update(rng.sample(by_type[t], take[t]))
-    return [cases[i] for i in sorted(chosen)]
-
-
-def select_cases(cases: Sequence[Case], selection: Selection) -> list[Case]:
-    """The cases a run evaluates: each one the app could scope (else a warning names it), then
-    ``--sample``, then ``--limit``; an empty selection is an error."""
-    chosen = []
-    for case in cases:
-        reason = next((r for d in case.doc_scope or [] if (r := unscopable_reason(d))), None)
-        if reason:
-            print(f"warning: case {case.id} skipped: {reason}", file=sys.stderr)
-        else:
-            chosen.append(case)
-    if selection.sample:
-        chosen = stratified_sample(chosen, selection.sample, selection.seed)
-    if selection.limit:
-        chosen = chosen[: selection.limit]
-    if not chosen:
-        raise RunError(f"{selection.dataset}: no case to evaluate (split={selection.split}, limit={selection.limit})")
-    return chosen
 
 
 class AnswerOptions(AnswerSettings):
