@@ -71,6 +71,7 @@ from pydantic import (
 from ragsweep.answer.prompt import validate_template
 from ragsweep.core.errors import ConfigError
 from ragsweep.core.offline import ensure_offline
+from ragsweep.pipeline.scalars import Overrides, Scalar
 
 if TYPE_CHECKING:
     from pathway.internals.yaml_loader import Value, Variable
@@ -94,10 +95,6 @@ PATHWAY_DEFAULT_PARSER = "pathway.xpacks.llm.parsers.Utf8Parser"
 # a pipeline file as Pathway's loader gives it: ``$variables`` and top-level keys, each a YAML node
 # (a Value, a Variable, a constant, or a dict / list of nodes); Pathway types the nodes as ``object``
 RawConfig: TypeAlias = "dict[str | Variable, object]"
-# a plain ``$variable``: what ``--set NAME=VALUE`` may replace
-Scalar: TypeAlias = str | int | float | bool | None
-# ``--set`` values, a sweep's parameters: each replaces a plain ``$variable``
-Overrides: TypeAlias = dict[str, Scalar]
 # the JSON-able form of a YAML node the hashes are computed from
 Canonical: TypeAlias = "str | int | float | bool | None | list[Canonical] | dict[str, Canonical]"
 

@@ -55,6 +55,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ragsweep.core.cache_files import default_cache_dir, quarantine
+from ragsweep.core.hits import ChunkMetadata, chunk_span
 from ragsweep.core.offline import ensure_offline
 
 log = logging.getLogger(__name__)
@@ -161,12 +162,13 @@ class ParsedDocument(BaseModel):
             return [(self.text, {})]
         return [(e.text, dict(e.metadata)) for e in self.elements]
 
-    def chunk_offsets(self, chunk: str, metadata: dict[str, Any]) -> tuple[int, int]:
+    def chunk_offsets(self, chunk: str, metadata: ChunkMetadata) -> tuple[int, int]:
         """Where a chunk the splitter cut lies in :attr:`text`: its ``start``/``end`` (a splitter of
         ragsweep's gives them within the element it cut) moved to the element's place, else the
         chunk found in the text (Pathway's own splitters record none); ``(0, 0)`` when not found."""
-        if "start" in metadata and "end" in metadata:
-            start, end = int(metadata["start"]), int(metadata["end"])
+        span = chunk_span(metadata)
+        if span is not None:
+            start, end = span
             for element in self.elements:
                 if self.text[element.start + start : element.start + end] == chunk:
                     return element.start + start, element.start + end
@@ -727,7 +729,7 @@ class _Job:
 
 
 @dataclass
-class _Outcome:
+class ParseOutcome:
     """What parsing one document gave: its text, warnings, outline and elements, or an error."""
 
     text: str | None
@@ -741,25 +743,25 @@ class _Outcome:
 # A parse handed elsewhere (``ragsweep.execution``: one Ray task per document): given the document's id
 # and its parse (a picklable call that never raises), start it and return what waits for its outcome.
 # The waiting call returns :func:`crashed` when the process that parsed it died every time it tried.
-Dispatch = Callable[[str, Callable[[], "_Outcome"]], Callable[[], "_Outcome"]]
+Dispatch = Callable[[str, Callable[[], "ParseOutcome"]], Callable[[], "ParseOutcome"]]
 
 
-def crashed() -> _Outcome:
+def crashed() -> ParseOutcome:
     """The outcome of a document whose parser process died on it."""
-    return _Outcome(None, [], CRASHED, 0.0)
+    return ParseOutcome(None, [], CRASHED, 0.0)
 
 
-def _parse_job(parse_fn: ParseFn, data: bytes, fmt: str, doc_id: str, standard_pdf: bool) -> _Outcome:
+def _parse_job(parse_fn: ParseFn, data: bytes, fmt: str, doc_id: str, standard_pdf: bool) -> ParseOutcome:
     """Parse one document (in this process or in a worker); never raises."""
     started = time.perf_counter()
     try:
         out = parse_fn(data, fmt, doc_id, standard_pdf)
     except Exception as err:  # one bad document must never sink the run
-        return _Outcome(None, [], f"parse failed: {err}", time.perf_counter() - started)
+        return ParseOutcome(None, [], f"parse failed: {err}", time.perf_counter() - started)
     text, warnings, *rest = (out, ()) if isinstance(out, str) else out
     outline = rest[0] if rest and isinstance(rest[0], Outline) else Outline()
     elements = join_elements(rest[1])[1] if len(rest) > 1 and isinstance(rest[1], list) else []
-    return _Outcome(text, [str(w) for w in warnings], None, time.perf_counter() - started, outline, elements)
+    return ParseOutcome(text, [str(w) for w in warnings], None, time.perf_counter() - started, outline, elements)
 
 
 def _warnings_key(key: str) -> str:
@@ -778,7 +780,7 @@ def _elements_key(key: str) -> str:
 APP_PARSER_PREFIX = "app:"
 
 
-def _cached(cache: ParseCache, key: str, parser: str) -> _Outcome | None:
+def _cached(cache: ParseCache, key: str, parser: str) -> ParseOutcome | None:
     """A parsed text, its warnings, outline and elements from the cache; None unless all are there (a
     plain text file has no outline to miss, ragsweep's own parse no elements)."""
     text = cache.get(key)
@@ -797,10 +799,10 @@ def _cached(cache: ParseCache, key: str, parser: str) -> _Outcome | None:
         return None
     if not isinstance(warnings, list):
         return None
-    return _Outcome(text, [str(w) for w in warnings], None, 0.0, found, elements)
+    return ParseOutcome(text, [str(w) for w in warnings], None, 0.0, found, elements)
 
 
-def _cache_put(cache: ParseCache, key: str, outcome: _Outcome) -> None:
+def _cache_put(cache: ParseCache, key: str, outcome: ParseOutcome) -> None:
     # first: a text is only used with its warnings, outline and elements
     cache.put(_warnings_key(key), json.dumps(outcome.warnings))
     cache.put(_outline_key(key), outcome.outline.model_dump_json())
@@ -913,7 +915,7 @@ class _Slots:
         self.slots[index] = SkippedDocument(doc_id=doc_id, reason=reason)
         self.tick(1)
 
-    def keep(self, job: _Job, outcome: _Outcome, cached: bool) -> None:
+    def keep(self, job: _Job, outcome: ParseOutcome, cached: bool) -> None:
         """A parsed document in its slot (its warnings and seconds those of ``outcome``)."""
         if not outcome.text:
             self.skip(job.index, job.doc_id, _no_text(outcome.warnings))
@@ -933,7 +935,7 @@ class _Slots:
         )
         self.tick(1)
 
-    def parsed(self, job: _Job, outcome: _Outcome) -> None:
+    def parsed(self, job: _Job, outcome: ParseOutcome) -> None:
         """What the :class:`_Runner` gives back for a job."""
         if outcome.error is not None:
             # the file's own warnings (a PDF that looks cut short) explain the failure
@@ -1026,12 +1028,12 @@ class _Runner:
         parse_fn: ParseFn,
         standard_pdf: bool,
         workers: int,
-        done: Callable[[_Job, _Outcome], None],
+        done: Callable[[_Job, ParseOutcome], None],
         dispatch: Dispatch | None = None,
     ):
         self.parse_fn = parse_fn
         self.dispatch = dispatch
-        self.dispatched: list[tuple[_Job, Callable[[], _Outcome]]] = []
+        self.dispatched: list[tuple[_Job, Callable[[], ParseOutcome]]] = []
         self.standard_pdf = standard_pdf
         self.workers = workers
         self.done = done
@@ -1129,7 +1131,7 @@ class _Runner:
                 broken = True
                 continue
             except Exception as err:  # e.g. a result that could not be sent back
-                outcome = _Outcome(None, [], f"parse failed: {err}", 0.0)
+                outcome = ParseOutcome(None, [], f"parse failed: {err}", 0.0)
             job.data = b""
             self.done(job, outcome)
         if broken:
@@ -1164,11 +1166,11 @@ class _Runner:
                 try:
                     outcome = future.result()
                 except BrokenProcessPool:
-                    outcome = _Outcome(None, [], CRASHED, 0.0)
+                    outcome = ParseOutcome(None, [], CRASHED, 0.0)
                     pool.shutdown(wait=True)
                     pool = None
                 except Exception as err:
-                    outcome = _Outcome(None, [], f"parse failed: {err}", 0.0)
+                    outcome = ParseOutcome(None, [], f"parse failed: {err}", 0.0)
                 job.data = b""
                 self.done(job, outcome)
             self.suspects = []

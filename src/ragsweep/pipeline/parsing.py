@@ -40,7 +40,7 @@ from ragsweep.pipeline.corpus import Outline, ParseFn, convert, join_elements, l
 if TYPE_CHECKING:
     from docling_core.transforms.chunker.tokenizer.huggingface import HuggingFaceTokenizer
 
-    from ragsweep.pipeline.config import Overrides, Scalar
+    from ragsweep.pipeline.scalars import Overrides, Scalar
 
 ensure_offline()
 

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, overload
 from pydantic import JsonValue
 
 from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
-from ragsweep.core.hits import chunk_id
+from ragsweep.core.hits import chunk_id, chunk_source, chunk_span
 
 if TYPE_CHECKING:
     import sqlite3
@@ -154,11 +154,13 @@ def chunks_key(index_key: str) -> str:
 UNRESOLVED = object()  # a stored list whose chunk texts the stored chunk table cannot give back: a miss
 
 
-def _chunk_of(item: Any) -> str | None:
+def _chunk_of(item: JsonValue) -> str | None:
+    """The chunk id of a stored item (None: not a chunk with offsets)."""
     meta = item.get("metadata") if isinstance(item, dict) else None
-    if not isinstance(meta, dict) or "start" not in meta or "end" not in meta:
+    if not isinstance(meta, dict):
         return None
-    return chunk_id(str(meta.get("doc_id") or meta.get("path") or ""), meta["start"], meta["end"])
+    span = chunk_span(meta)
+    return None if span is None else chunk_id(chunk_source(meta), *span)
 
 
 @overload

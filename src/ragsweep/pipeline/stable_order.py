@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ragsweep.core.hits import ChunkMetadata, chunk_source
 from ragsweep.core.offline import ensure_offline
 
 ensure_offline()
@@ -62,10 +63,10 @@ def first_depth(k: int) -> int:
     return 2 * int(k) + 8
 
 
-def tie_key(text: str, metadata: Any) -> TieKey:
+def tie_key(text: str, metadata: pw.Json | ChunkMetadata | None) -> TieKey:
     """(document id or path, start offset or -1, text when there is no offset)."""
     meta = metadata.as_dict() if isinstance(metadata, pw.Json) else dict(metadata or {})
-    doc = str(meta.get("doc_id") or meta.get("path") or "")
+    doc = chunk_source(meta)
     start = meta.get("start")
     if isinstance(start, int) and not isinstance(start, bool):
         return (doc, start, "")  # (document, offset) is one chunk: the text adds nothing
