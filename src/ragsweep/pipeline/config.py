@@ -307,10 +307,10 @@ def _show(name: str, value: object) -> str:
 def _knob_errors(path: str, values: dict[str, object], err: ValidationError) -> list[str]:
     messages = []
     for e in err.errors():
-        if not e["loc"]:  # the model validator: a relation between knobs
+        if not e["loc"]:  # the model validator: both bounds are set, the lower one above the upper one
             messages.append(
-                f"{path}: $min_tokens = {_show('min_tokens', values.get('min_tokens'))} > "
-                f"$max_tokens = {_show('max_tokens', values.get('max_tokens'))}: "
+                f"{path}: $min_tokens = {_show('min_tokens', values['min_tokens'])} > "
+                f"$max_tokens = {_show('max_tokens', values['max_tokens'])}: "
                 "$min_tokens must be <= $max_tokens"
             )
             continue

@@ -48,7 +48,7 @@ instead ranks such chunks last (``rerank_score = None``). Replies already receiv
 the LLM cache, so a re-run only asks again for the failed ones.
 
 >>> reranker = build_reranker(config)                 # None when $reranker is null
->>> hits = store.retrieve([q], k=config.get("rerank_candidates"))[0]
+>>> hits = store.retrieve([q], k=config.variables.rerank_candidates)[0]
 >>> rerank_hits(q, hits, reranker, top_k=config.top_k)
 """
 

@@ -198,7 +198,7 @@ def expand_list(value: Any, texts: Mapping[str, str] | None) -> Any:
     (:data:`UNRESOLVED` when the table lacks one); a list stored whole comes back as it is."""
     if not isinstance(value, dict) or "text_from_table" not in value:
         return value
-    items = list(value.get("items") or [])
+    items = list(value["items"])  # compact_list writes both keys
     for n in value["text_from_table"]:
         text = texts.get(_chunk_of(items[n]) or "") if texts is not None and 0 <= n < len(items) else None
         if text is None:
