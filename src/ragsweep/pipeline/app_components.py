@@ -33,6 +33,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
+from ragsweep.llm.client import describe_error
 
 if TYPE_CHECKING:
     import tiktoken
@@ -72,8 +73,6 @@ def _advice(err: BaseException) -> str:
 
 def describe_failure(label: str, name: str, component: object, err: BaseException) -> str:
     """One line: ``$embedder: OpenAIEmbedder at http://...: connection error ...; what to do``."""
-    from ragsweep.llm.client import describe_error
-
     return f"{label}: {name} at {endpoint_of(component)}: {describe_error(err)}; {_advice(err)}"
 
 

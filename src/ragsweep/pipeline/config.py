@@ -198,6 +198,7 @@ class PipelineVariables(BaseModel):
     @classmethod
     def _embedder_model(cls, v: str | None) -> str | None:
         if v is not None:  # a registered model or a local folder; whether it is installed is checked at build
+            # deferred: embedding imports pathway (~1 s); importing config (the API, the CLI) must not
             from ragsweep.pipeline.embedding import check_model_name
 
             check_model_name(v)
@@ -586,6 +587,7 @@ class PipelineConfig:
                 raise ConfigError(f"{self.path}: {failure}") from err
         splitter = cast("BaseSplitter | None", resolved.get("splitter"))
         if splitter is None:
+            # deferred: chunking imports pathway (~1 s); importing config (the API, the CLI) must not
             from ragsweep.pipeline.chunking import OffsetTokenCountSplitter
 
             splitter = OffsetTokenCountSplitter()
@@ -615,6 +617,7 @@ class PipelineConfig:
 
     def _build_failure(self, err: Exception, found: tuple[str, object] | None, what: str) -> str:
         """What failed while building: the app's component named when it is the one (no API key...)."""
+        # deferred: app_components pulls numpy and httpx (~170 ms); the pytest plugin's warm path imports config
         from ragsweep.pipeline.app_components import describe_failure
 
         node = found[1] if found is not None else None
@@ -705,6 +708,7 @@ class PipelineConfig:
         ragsweep's vector cache keyed by what decides its vectors: its class and arguments."""
         from pathway.internals.yaml_loader import Value
 
+        # deferred: app_components pulls numpy and httpx (~170 ms); the pytest plugin's warm path imports config
         from ragsweep.pipeline.app_components import NOT_IDENTITY, is_app_embedder, keep_and_cache
 
         found = self.embedder_ref()
@@ -750,6 +754,7 @@ class PipelineConfig:
         Docling's chunker tokenizer from the bundled MiniLM package (:mod:`ragsweep.pipeline.parsing`)."""
         from pathway.internals.yaml_loader import Resolver, Value
 
+        # deferred: parsing imports pathway (~1 s); importing config (the API, the CLI) must not
         from ragsweep.pipeline.parsing import NativeParser, offline_parser_models
 
         node = self._parser_node()
@@ -776,6 +781,7 @@ class PipelineConfig:
         None for ragsweep's own parse) and how another process builds it again."""
         from pathway.internals.yaml_loader import Value
 
+        # deferred: parsing imports pathway (~1 s); importing config (the API, the CLI) must not
         from ragsweep.pipeline.parsing import NOT_OUTPUT, ParserSpec
 
         node = self._parser_node()

@@ -67,8 +67,10 @@ import numpy as np
 from ragsweep.core.errors import ConfigError
 from ragsweep.core.hits import Hit
 from ragsweep.core.offline import ensure_offline
+from ragsweep.llm.client import LLMClient
+from ragsweep.llm.settings import LLMSettings
 from ragsweep.pipeline.embedders_extra import USE_MULTILINGUAL, UseMultilingualEmbedder
-from ragsweep.pipeline.embedding import CachedSentenceTransformerEmbedder, MissingModelError
+from ragsweep.pipeline.embedding import DEFAULT_MODEL, CachedSentenceTransformerEmbedder, MissingModelError, find_model
 
 RERANKERS = ("encoder", "cross_encoder", "llm")
 Pair = tuple[str, str]  # (question, chunk text)
@@ -236,8 +238,6 @@ class LLMReranker(Reranker):
     kind = "llm"
 
     def __init__(self, settings, on_error: Literal["raise", "lowest"] = "raise", client=None):
-        from ragsweep.llm.client import LLMClient
-
         if on_error not in ("raise", "lowest"):
             raise ValueError("on_error must be 'raise' or 'lowest'")
         self.settings = settings
@@ -326,8 +326,6 @@ def build_reranker(config, *, on_error: Literal["raise", "lowest"] = "raise") ->
     model = config.variables.reranker_model
     try:
         if kind == "encoder":
-            from ragsweep.pipeline.embedding import DEFAULT_MODEL
-
             if encoder_repeats_knn(config):
                 _warn_once(
                     f"{config.path}: $reranker = encoder re-scores with the KNN index's own embedder "
@@ -345,8 +343,6 @@ def build_reranker(config, *, on_error: Literal["raise", "lowest"] = "raise") ->
                     f"({NO_BUNDLED_CROSS_ENCODER}, so ragsweep bundles none)"
                 )
             return CrossEncoderReranker(model)
-        from ragsweep.llm.settings import LLMSettings
-
         settings = LLMSettings.from_mapping(config.scalars())
         if model:
             settings = settings.with_updates(model=model)
@@ -356,8 +352,6 @@ def build_reranker(config, *, on_error: Literal["raise", "lowest"] = "raise") ->
 
 
 def _same_model(a: str, b: str) -> bool:
-    from ragsweep.pipeline.embedding import find_model
-
     found_a, found_b = find_model(a), find_model(b)
     if found_a is not None or found_b is not None:
         return found_a is found_b
@@ -370,8 +364,6 @@ def encoder_repeats_knn(config) -> bool:
     Its score is then the index's own cosine, so it returns knn's order (the KNN index's order of
     exact ties aside): reranking cannot change what is served.
     """
-    from ragsweep.pipeline.embedding import DEFAULT_MODEL
-
     description = config.embedder_description() or ""
     ours = ("CachedSentenceTransformerEmbedder", "UseMultilingualEmbedder")
     if config.variables.reranker != "encoder" or config.retriever_mode != "knn" or not description.endswith(ours):

@@ -44,6 +44,7 @@ from pydantic import JsonValue
 
 from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
 from ragsweep.core.hits import chunk_id, chunk_source, chunk_span
+from ragsweep.pipeline.config import yaml_nodes
 
 if TYPE_CHECKING:
     import sqlite3
@@ -106,8 +107,6 @@ def _component_sources(config) -> dict[str, str]:
     another checkout, or a cache copied to another machine, gives the same key."""
     from pathway.internals.yaml_loader import Value
 
-    from ragsweep.pipeline.config import yaml_nodes
-
     sources: dict[str, str] = {}
     for node in yaml_nodes(config.raw):
         if isinstance(node, Value) and node.constructor is not None:
@@ -122,6 +121,7 @@ def _component_sources(config) -> dict[str, str]:
 
 @lru_cache(maxsize=1)
 def _environment_fingerprint() -> str:
+    # deferred: embedding imports pathway (~1 s); the pytest plugin's warm path reads this module
     from ragsweep.pipeline.embedding import cuda_available
 
     parts = [f"{p}={_package_version(p)}" for p in _PACKAGES]

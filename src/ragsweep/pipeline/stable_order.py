@@ -52,6 +52,8 @@ from pathway.stdlib.indexing.hybrid_index import HybridIndexFactory as _PathwayH
 from pathway.stdlib.indexing.nearest_neighbors import BruteForceKnnFactory  # noqa: E402
 from pathway.stdlib.indexing.retrievers import InnerIndexFactory  # noqa: E402
 
+from ragsweep.pipeline.fusion import HybridIndexFactory  # noqa: E402
+
 TIE_TOLERANCE = 1e-6  # relative (absolute below 1): scores this close are equal
 TieKey = tuple[str, int, str]
 Reply = list[tuple[pw.Pointer, float]]
@@ -203,8 +205,6 @@ def stable_factory(factory: Any) -> Any:
     ragsweep's) as ragsweep's tie-breaking fusion over its wrapped sub-retrievers (never wrapped
     itself: RRF over deeper lists is another answer); a factory that is not an ``InnerIndexFactory``
     (ragsweep cannot see its matches) as it is."""
-    from ragsweep.pipeline.fusion import HybridIndexFactory
-
     if isinstance(factory, StableOrderFactory):
         return factory
     if isinstance(factory, _PathwayHybridFactory):

@@ -32,17 +32,19 @@ ensure_offline()
 import pathway as pw  # noqa: E402
 
 from ragsweep.pipeline import served_cache  # noqa: E402
-from ragsweep.pipeline.chunking import split_header  # noqa: E402
+from ragsweep.pipeline.chunking import OffsetTokenCountSplitter, split_header  # noqa: E402
 from ragsweep.pipeline.parsing import check_parser  # noqa: E402
 from ragsweep.pipeline.routing import doc_filter, serving_store  # noqa: E402
 from ragsweep.pipeline.served_cache import ServedCache  # noqa: E402
 from ragsweep.pipeline.serving import DocumentStore, ServedItem, safe_question  # noqa: E402
+from ragsweep.pipeline.stable_order import exact_index  # noqa: E402
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 DOCS_TIME = 2
 QUERIES_TIME = 4
+
 
 class ChunkInfo(BaseModel):
     """One indexed chunk: its own text, the header indexed with it, and the tokens of both."""
@@ -169,8 +171,6 @@ def prefix_exact(retriever_factory: Any) -> bool:
     retriever's top-k is not the prefix of RRF over a deeper top-k), for approximate indexes
     (USearch, LSH: a deeper search may find other neighbours) and for factories ragsweep
     cannot see inside: each depth is then asked on its own."""
-    from ragsweep.pipeline.stable_order import exact_index
-
     return exact_index(retriever_factory)
 
 
@@ -433,8 +433,6 @@ class RagStore:
 
     def _serve(self, queries: list[Query], texts: dict[str, ParsedDocument], progress: bool) -> ServedBatch:
         """One Pathway run (see :class:`ServedBatch`)."""
-        from ragsweep.pipeline.chunking import OffsetTokenCountSplitter
-
         pipeline = self.config.build()
         embedder = pipeline.embedder
         check_endpoint(embedder)
