@@ -115,16 +115,21 @@ class RayExecutor(Executor):
         return cls(owns_connection=True)
 
     def close(self) -> None:
-        self._resources = self._ray.cluster_resources()
+        self._resources = self._cluster_resources()
         if self._owns:
             self._ray.shutdown()
 
     def describe(self) -> ExecutorInfo:
-        resources = self._resources or (self._ray.cluster_resources() if self._ray.is_initialized() else {})
+        resources = self._resources or (self._cluster_resources() if self._ray.is_initialized() else {})
         return {"name": self.name, "resources": resources, "tasks": self.tasks}
 
+    def _cluster_resources(self) -> dict[str, float]:
+        """The cluster's CPUs, GPUs, memory... (Ray's function carries no annotations)."""
+        resources: dict[str, float] = self._ray.cluster_resources()  # type: ignore[no-untyped-call]
+        return resources
+
     def _resource(self, name: str) -> float:
-        resources = self._ray.cluster_resources()
+        resources = self._cluster_resources()
         return float(resources[name]) if name in resources else 0.0
 
     def workers(self) -> int:
