@@ -1003,7 +1003,7 @@ def _not_canonical(obj: object) -> NoReturn:
 
 
 def _find_embedder(factory: object) -> BaseEmbedder | None:
-    embedder = getattr(factory, "embedder", None)
+    embedder: BaseEmbedder | None = getattr(factory, "embedder", None)  # a retriever factory's, if it has one
     if embedder is not None:
         return embedder
     for inner in getattr(factory, "retriever_factories", []) or []:

@@ -19,7 +19,7 @@ from ragsweep.core.errors import StageError
 from ragsweep.core.hits import Hit
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.pipeline.config import PipelineConfig
-from ragsweep.pipeline.corpus import Corpus, Dispatch, parse_corpus, shown_name
+from ragsweep.pipeline.corpus import Corpus, Dispatch, ParseFn, convert, parse_corpus, shown_name
 from ragsweep.pipeline.served_cache import ServedCache
 
 Served = dict[str, dict[int, list[Hit]]]  # case id -> k -> the list served at k
@@ -38,18 +38,25 @@ def parse_documents(
     :func:`~ragsweep.pipeline.corpus.parse_corpus` (``dispatch``: where each cache miss is parsed, e.g. a
     Ray task); skipped files are named on stderr. An app parser that cannot parse the folder's PDFs here
     (Docling's models missing) stops the stage before any document is parsed."""
-    kwargs: dict = {"progress": progress, "follow_symlinks": follow_symlinks, "dispatch": dispatch}
-    if workers is not None:
-        kwargs["workers"] = workers
+    parse_fn: ParseFn = convert
+    parser_id: str | None = None
     if config is not None:
         # deferred: parsing imports pathway (~1 s); importing retrieval (the API, via answering) must not
         from ragsweep.pipeline.parsing import check_parser
 
         spec = check_parser(config, dataset.docs_dir)
-        kwargs.update(parse_fn=spec.parse_fn(), parser_id=spec.identity)
+        parse_fn, parser_id = spec.parse_fn(), spec.identity
         if spec.replaced is not None:
             print(f"parse: {spec.manifest()['note']}", file=sys.stderr)
-    corpus = parse_corpus(dataset.docs_dir, **kwargs)
+    corpus = parse_corpus(
+        dataset.docs_dir,
+        parse_fn=parse_fn,
+        progress=progress,
+        workers=workers,
+        follow_symlinks=follow_symlinks,
+        dispatch=dispatch,
+        parser_id=parser_id,
+    )
     for skipped in corpus.skipped:
         print(f"skipped document {shown_name(skipped.doc_id)}: {skipped.reason}", file=sys.stderr)
     if not corpus.documents:

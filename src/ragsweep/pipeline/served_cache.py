@@ -44,7 +44,8 @@ from pydantic import JsonValue
 
 from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
 from ragsweep.core.hits import chunk_id, chunk_source, chunk_span
-from ragsweep.pipeline.config import yaml_nodes
+from ragsweep.pipeline.config import PipelineConfig, yaml_nodes
+from ragsweep.pipeline.corpus import Corpus
 
 if TYPE_CHECKING:
     import sqlite3
@@ -101,7 +102,7 @@ def _module_file(name: str) -> str | None:
         return None
 
 
-def _component_sources(config) -> dict[str, str]:
+def _component_sources(config: PipelineConfig) -> dict[str, str]:
     """The source file of every constructor the pipeline's YAML names, by module name. The key
     takes the module's name and its file's content, never the file's path: the same code in
     another checkout, or a cache copied to another machine, gives the same key."""
@@ -130,7 +131,7 @@ def _environment_fingerprint() -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
-def index_fingerprint(config, corpus) -> str:
+def index_fingerprint(config: PipelineConfig, corpus: Corpus) -> str:
     """What every query of one index shares: corpus, index definition, code."""
     components = [f"{module}:{_file_hash(path)}" for module, path in _component_sources(config).items()]
     # the outline (titles, headings: what chunk headers are made of) only where a document has one
@@ -214,7 +215,8 @@ def _pack(value: JsonValue) -> bytes:
 def _unpack(blob: bytes) -> JsonValue:
     """The stored value, or None for a row that does not decode (a miss)."""
     try:
-        return json.loads(zlib.decompress(blob))
+        value: JsonValue = json.loads(zlib.decompress(blob))
+        return value
     except (zlib.error, TypeError, ValueError):
         return None
 
