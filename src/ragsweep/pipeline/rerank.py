@@ -60,7 +60,7 @@ import time
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, SupportsFloat, TypedDict
 
 import numpy as np
 
@@ -69,8 +69,10 @@ from ragsweep.core.hits import Hit
 from ragsweep.core.offline import ensure_offline
 from ragsweep.llm.client import LLMClient
 from ragsweep.llm.settings import LLMSettings
+from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.embedders_extra import USE_MULTILINGUAL, UseMultilingualEmbedder
-from ragsweep.pipeline.embedding import DEFAULT_MODEL, CachedSentenceTransformerEmbedder, MissingModelError, find_model
+from ragsweep.pipeline.embedding import DEFAULT_MODEL, CachedSentenceTransformerEmbedder, find_model
+from ragsweep.pipeline.embedding_base import MissingModelError
 
 RERANKERS = ("encoder", "cross_encoder", "llm")
 Pair = tuple[str, str]  # (question, chunk text)
@@ -98,6 +100,15 @@ class RerankError(RuntimeError):
 # ------------------------------------------------------------------ rerankers
 
 
+class RerankerInfo(TypedDict, total=False):
+    """What a manifest records of a reranker, in this key order (``base_url``, ``on_error``: an LLM's)."""
+
+    reranker: str
+    model: str
+    base_url: str | None
+    on_error: str
+
+
 class Reranker:
     """Scores (question, chunk text) pairs, larger is better, many pairs per call."""
 
@@ -108,7 +119,7 @@ class Reranker:
     def score_pairs(self, pairs: Sequence[Pair]) -> list[float | None]:
         raise NotImplementedError
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> RerankerInfo:
         """What a manifest records of this reranker."""
         return {"reranker": self.kind, "model": self.model}
 
@@ -116,7 +127,7 @@ class Reranker:
         return f"{type(self).__name__}(model={self.model!r})"
 
 
-def _as_float32_score(value: Any) -> float:
+def _as_float32_score(value: SupportsFloat) -> float:
     return float(np.float32(value))
 
 
@@ -161,7 +172,7 @@ class EncoderReranker(Reranker):
 
 
 @lru_cache(maxsize=4)
-def load_cross_encoder(path: str):
+def load_cross_encoder(path: str):  # sentence-transformers' CrossEncoder
     ensure_offline()
     from sentence_transformers import CrossEncoder
 
@@ -217,14 +228,16 @@ def rerank_prompt(question: str, text: str) -> str:
     """Pathway's ``prompts.prompt_rerank`` (the ``LLMReranker`` default), the very function."""
     from pathway.xpacks.llm import prompts
 
-    return prompts.prompt_rerank.__wrapped__(text, question)
+    prompt: str = prompts.prompt_rerank.__wrapped__(text, question)
+    return prompt
 
 
 def parse_rerank_reply(text: str) -> float:
     """Pathway's ``prompts.parse_score_json``: ``{"score": <int>}`` -> float; ValueError otherwise."""
     from pathway.xpacks.llm import prompts
 
-    return prompts.parse_score_json.__wrapped__(text)
+    score: float = prompts.parse_score_json.__wrapped__(text)
+    return score
 
 
 class LLMReranker(Reranker):
@@ -237,7 +250,9 @@ class LLMReranker(Reranker):
 
     kind = "llm"
 
-    def __init__(self, settings, on_error: Literal["raise", "lowest"] = "raise", client=None):
+    def __init__(
+        self, settings: LLMSettings, on_error: Literal["raise", "lowest"] = "raise", client: LLMClient | None = None
+    ):
         if on_error not in ("raise", "lowest"):
             raise ValueError("on_error must be 'raise' or 'lowest'")
         self.settings = settings
@@ -248,7 +263,7 @@ class LLMReranker(Reranker):
         self.cost_usd = 0.0
         self.failures: list[str] = []
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> RerankerInfo:
         return {
             "reranker": self.kind,
             "model": self.model,
@@ -289,7 +304,7 @@ class LLMReranker(Reranker):
 # ------------------------------------------------------------------ from a pipeline config
 
 
-def check_rerank_knobs(config) -> tuple[str | None, int | None]:
+def check_rerank_knobs(config: PipelineConfig) -> tuple[str | None, int | None]:
     """``($reranker, $rerank_candidates)`` of a config, checked against its top-k."""
     kind = config.variables.reranker
     candidates = config.variables.rerank_candidates
@@ -313,7 +328,7 @@ def check_rerank_knobs(config) -> tuple[str | None, int | None]:
     return kind, candidates
 
 
-def build_reranker(config, *, on_error: Literal["raise", "lowest"] = "raise") -> Reranker | None:
+def build_reranker(config: PipelineConfig, *, on_error: Literal["raise", "lowest"] = "raise") -> Reranker | None:
     """The reranker a pipeline config asks for (``None`` when ``$reranker`` is null).
 
     Raises :class:`RerankerConfigError` for an inconsistent configuration and
@@ -358,7 +373,7 @@ def _same_model(a: str, b: str) -> bool:
     return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
 
 
-def encoder_repeats_knn(config) -> bool:
+def encoder_repeats_knn(config: PipelineConfig) -> bool:
     """Whether ``$reranker = encoder`` would score with the embedder of the knn-only index it reranks.
 
     Its score is then the index's own cosine, so it returns knn's order (the KNN index's order of
@@ -377,7 +392,7 @@ def _warn_once(message: str) -> None:
     log.warning(message)  # a sweep builds the reranker once per configuration: say it once
 
 
-def rerank_candidates(config) -> int | None:
+def rerank_candidates(config: PipelineConfig) -> int | None:
     """How many chunks to ask the store for before reranking: ``$rerank_candidates`` when a
     reranker is configured, else ``None`` (the store is asked for each depth as before)."""
     kind, candidates = check_rerank_knobs(config)
@@ -441,7 +456,7 @@ def rerank_at_depths(
 
 
 def rerank_served(
-    config,
+    config: PipelineConfig,
     questions: Mapping[str, str],
     candidates: Mapping[str, Sequence[Hit]],
     depths: Sequence[int],
