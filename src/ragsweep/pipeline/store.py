@@ -26,6 +26,7 @@ from ragsweep.datasets.pathway_limits import unscopable_reason
 from ragsweep.pipeline.app_components import check_endpoint, run_with
 from ragsweep.pipeline.config import BuiltPipeline, PipelineConfig
 from ragsweep.pipeline.corpus import Corpus, ParsedDocument, parse_corpus
+from ragsweep.pipeline.scalars import Overrides
 
 ensure_offline()
 
@@ -325,7 +326,7 @@ class RagStore:
 
     @classmethod
     def from_folder(
-        cls, pipeline: "str | Path | PipelineConfig", docs_dir: "str | Path", overrides: dict[str, Any] | None = None
+        cls, pipeline: "str | Path | PipelineConfig", docs_dir: "str | Path", overrides: Overrides | None = None
     ) -> "RagStore":
         """A store from a pipeline config (path or object) and a documents folder.
 
