@@ -50,13 +50,17 @@ from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from io import BytesIO
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from pydantic import BaseModel
+from pydantic import BaseModel, JsonValue
 
 from ragsweep.core.cache_files import default_cache_dir, quarantine
 from ragsweep.core.hits import ChunkMetadata, chunk_span
 from ragsweep.core.offline import ensure_offline
+
+if TYPE_CHECKING:
+    from docling.document_converter import DocumentConverter
+    from docling_core.types.doc.document import DoclingDocument
 
 log = logging.getLogger(__name__)
 
@@ -80,13 +84,15 @@ class Outline(BaseModel):
     headings: list[tuple[int, str]] = []
 
 
+# one element an app's parser gives: its text and its metadata (JSON values, as Pathway's Json carries them)
+Element: TypeAlias = "tuple[str, dict[str, JsonValue]]"
 # what a parse function returns: the text, or the text and its warnings (and its outline, and the
 # elements an app's parser cut the document into: :class:`ParsedElement`)
 ParseOutput = (
     str
     | tuple[str, Sequence[str]]
     | tuple[str, Sequence[str], Outline]
-    | tuple[str, Sequence[str], Outline, "list[tuple[str, dict]]"]
+    | tuple[str, Sequence[str], Outline, "list[Element]"]
 )
 ParseFn = Callable[[bytes, str, str, bool], ParseOutput]
 
@@ -123,7 +129,7 @@ class ParsedElement(BaseModel):
     end: int
 
 
-def join_elements(raw: Sequence[tuple[str, dict]]) -> tuple[str, list[ParsedElement]]:
+def join_elements(raw: Sequence[Element]) -> tuple[str, list[ParsedElement]]:
     """A document's parsed text (each element's text in NFKC, as the splitter reads it, joined by
     :data:`ELEMENT_SEPARATOR`) and its elements located in it."""
     parts: list[str] = []
@@ -376,7 +382,7 @@ def layout_models_available() -> bool:
 
 
 @lru_cache(maxsize=2)
-def _converter(standard_pdf: bool):
+def _converter(standard_pdf: bool) -> DocumentConverter:
     ensure_offline()
     from docling.datamodel.base_models import InputFormat
     from docling.datamodel.pipeline_options import NativePdfPipelineOptions, PdfPipelineOptions
@@ -453,11 +459,11 @@ def docling_convert(data: bytes, fmt: str, name: str, standard_pdf: bool) -> tup
     return text, problems, docling_outline(result.document, text)
 
 
-def docling_outline(document, text: str) -> Outline:
+def docling_outline(document: DoclingDocument, text: str) -> Outline:
     """The title and section headings of a Docling document, located in its parsed ``text``:
     every item's text is searched from where the previous one was found (the export keeps
     the items' order), so a heading is never placed at an earlier mention of its words."""
-    from docling_core.types.doc import DocItemLabel
+    from docling_core.types.doc.labels import DocItemLabel
 
     outline = Outline()
     cursor = 0
@@ -468,9 +474,10 @@ def docling_outline(document, text: str) -> Outline:
         if pos < 0:  # a table, or an item the export renders otherwise
             continue
         cursor = pos + len(needle)
-        if item.label == DocItemLabel.TITLE and outline.title is None:
+        label = getattr(item, "label", None)  # a DocItem's (what carries text)
+        if label == DocItemLabel.TITLE and outline.title is None:
             outline.title = needle
-        elif item.label == DocItemLabel.SECTION_HEADER:
+        elif label == DocItemLabel.SECTION_HEADER:
             outline.headings.append((pos, needle))
     return outline
 
@@ -484,7 +491,7 @@ _PAGE_PREFIX = re.compile(r"^(page failed to parse[.:]?\s*)?(error rendering pag
 _LONG_HEX = re.compile(r"\b([0-9a-f]{12})[0-9a-f]{28,}\b")
 
 
-def conversion_problems(errors: Iterable, page_count: int = 0) -> list[str]:
+def conversion_problems(errors: Iterable[object], page_count: int = 0) -> list[str]:
     """Docling's error items as short, readable warnings.
 
     Page failures become one line naming the pages (``pages 2-4, 9 of 10 failed
@@ -1038,7 +1045,7 @@ class _Runner:
         self.workers = workers
         self.done = done
         self.waiting: list[_Job] = []
-        self.running: dict[Future, _Job] = {}
+        self.running: dict[Future[ParseOutcome], _Job] = {}
         self.suspects: list[_Job] = []  # in flight when a worker died
         self.pool: ProcessPoolExecutor | None = None
         self.pool_started = False
