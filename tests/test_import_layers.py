@@ -203,3 +203,50 @@ def test_the_checks_catch_what_they_are_for(tmp_path: Path) -> None:
     a_b = Edge("ragsweep.llm.a", "ragsweep.llm.b", fake, 1)
     b_a = Edge("ragsweep.llm.b", "ragsweep.llm.a", fake, 2)
     assert find_cycles([a_b, b_a, Edge("ragsweep.llm.b", "ragsweep.core.x", fake, 3)]) == [[a_b, b_a]]
+
+
+DEFERRED = "# deferred:"
+
+
+def undeclared_deferred_imports(path: Path, root: Path = SRC.parent) -> list[str]:
+    """ragsweep imports inside a function without a ``# deferred: <reason>`` comment on the line
+    above (a block of imports shares the comment above its first) or at the end of the line: an
+    import that dodges nothing belongs at module level."""
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    found = []
+    for func in ast.walk(ast.parse(text, str(path))):
+        if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(func):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] if not node.level else ["ragsweep"]
+            if not any(n == "ragsweep" or n.startswith("ragsweep.") for n in names):
+                continue
+            above = node.lineno - 2  # 0-based index of the line above
+            while above >= 0 and lines[above].strip().startswith(("from ", "import ")):
+                above -= 1
+            own = lines[node.lineno - 1]
+            if DEFERRED not in own and not (above >= 0 and lines[above].strip().startswith(DEFERRED)):
+                found.append(f"{path.relative_to(root)}:{node.lineno}: {own.strip()}")
+    return sorted(set(found))
+
+
+def test_imports_inside_functions_say_what_they_defer() -> None:
+    offenders = [line for path in sorted(PACKAGE.rglob("*.py")) for line in undeclared_deferred_imports(path)]
+    assert not offenders, (
+        f"ragsweep imports inside functions with no `{DEFERRED} <reason>` comment above them (lift them to "
+        "module level unless they defer a heavy dependency):\n" + "\n".join(offenders)
+    )
+
+
+def test_the_deferred_check_catches_a_bare_import(tmp_path: Path) -> None:
+    module = tmp_path / "ragsweep" / "m.py"
+    module.parent.mkdir()
+    module.write_text(
+        "def f():\n    from ragsweep.core import hits\n\n"
+        "def g():\n    # deferred: imports pathway\n    from ragsweep.pipeline import store\n"
+        "    from ragsweep.pipeline import serving\n"
+    )
+    assert undeclared_deferred_imports(module, tmp_path) == ["ragsweep/m.py:2: from ragsweep.core import hits"]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from collections.abc import Mapping
+from typing import TypeAlias
+
+from pydantic import BaseModel, Field, JsonValue
 
 
 class Hit(BaseModel):
@@ -45,6 +48,31 @@ def chunk_id(doc_id: str, start: int, end: int) -> str:
     """A chunk's identity within a run: its document and character offsets (the key of the
     run folder's chunk table)."""
     return f"{doc_id}#{start}-{end}"
+
+
+# a chunk's metadata as Pathway carries it, JSON values: ``doc_id`` (else ``path``), ``start``, ``end``,
+# ``header``, and whatever the app's parser put there
+ChunkMetadata: TypeAlias = Mapping[str, JsonValue]
+
+
+def chunk_source(metadata: ChunkMetadata) -> str:
+    """The document a served chunk's metadata names: its ``doc_id`` (ragsweep's DocumentStore), else its
+    ``path`` (an app reading a folder), else ``""``."""
+    return str(metadata.get("doc_id") or metadata.get("path") or "")
+
+
+def chunk_span(metadata: ChunkMetadata) -> tuple[int, int] | None:
+    """The ``start``/``end`` offsets a splitter of ragsweep's records in a chunk's metadata (None: it
+    records none, as Pathway's own splitters)."""
+    if "start" not in metadata or "end" not in metadata:
+        return None
+    return _offset(metadata["start"]), _offset(metadata["end"])
+
+
+def _offset(value: JsonValue) -> int:
+    if isinstance(value, (int, float, str)):  # an int, as the splitter wrote it
+        return int(value)
+    raise TypeError(f"a chunk offset is a number, not {type(value).__name__}")
 
 
 def chunk_key(hit: Hit) -> str:

@@ -159,7 +159,7 @@ def _add_spent(
     )
     result.manifest.spent = spent
     result.manifest.llm_calls = llm_calls(answering)
-    result.manifest.executor = executor.describe()
+    result.manifest.executor = dict(executor.describe())
 
 
 def write_run(folder: RunFolder, result: RunResult, complete: bool) -> None:

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, Field, JsonValue
+from pydantic import BaseModel, Field, ValidationError
 
 from ragsweep.core.errors import ConfigError, RunError, StageError
 from ragsweep.datasets.schema import Case, Dataset
@@ -62,7 +62,6 @@ from ragsweep.evaluation.records import (
     Count,
     HoldoutConfig,
     HoldoutVerdict,
-    JsonObject,
     SweepResult,
     UnlocatedReport,
     own_k_name,
@@ -76,6 +75,7 @@ from ragsweep.metrics.registry import asked_budgets, at_k_families, at_own_k, be
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import Retrieved, parse_documents, store_depths
+from ragsweep.pipeline.scalars import Overrides, Scalar
 
 DEFAULT_KS = (1, 3, 5, 10)
 DEFAULT_OBJECTIVES = ("recall@k", "mrr@k", "ndcg@k")
@@ -89,8 +89,8 @@ class SweepGrid(BaseModel):
     ``chunking: [{min_tokens: 100, max_tokens: 200}, ...]``.
     """
 
-    grid: dict[str, list[JsonValue]]
-    baseline: JsonObject = Field(default_factory=dict)
+    grid: dict[str, list[Scalar | dict[str, Scalar]]]  # each value replaces a plain $variable (or several)
+    baseline: Overrides = Field(default_factory=dict)
     objectives: list[str] = Field(default_factory=lambda: list(DEFAULT_OBJECTIVES))
     ks: list[int] = Field(default_factory=lambda: list(DEFAULT_KS))
     # context-token budgets scored besides those the objectives name (recall@1500tok)
@@ -104,13 +104,17 @@ class SweepGrid(BaseModel):
         data = yaml.safe_load(p.read_text()) or {}
         if "grid" not in data:
             raise ConfigError(f"{p}: needs a top-level 'grid' mapping")
-        return cls(**data)
+        try:
+            return cls(**data)
+        except ValidationError as err:
+            shown = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors()[:3])
+            raise ConfigError(f"{p}: {shown} (a grid value is a scalar, or a mapping of scalars)") from err
 
-    def configurations(self) -> list[JsonObject]:
+    def configurations(self) -> list[Overrides]:
         axes = list(self.grid.items())
         combos = []
         for values in itertools.product(*(v for _, v in axes)):
-            params: JsonObject = {}
+            params: Overrides = {}
             for (name, _), value in zip(axes, values):
                 if isinstance(value, dict):
                     params.update(value)
@@ -120,7 +124,7 @@ class SweepGrid(BaseModel):
         return combos
 
 
-def config_id(params: JsonObject) -> str:
+def config_id(params: Overrides) -> str:
     text = json.dumps(params, sort_keys=True)
     readable = "-".join(f"{k}={v}" for k, v in sorted(params.items()))
     return f"{readable[:80]}-{hashlib.sha256(text.encode()).hexdigest()[:6]}".replace("/", "_").replace(" ", "")
@@ -152,7 +156,7 @@ class Sweep(BaseModel):
     objectives: list[str]
     ks: list[int]
     budgets: list[int] = Field(default_factory=list)
-    configs: dict[str, tuple[JsonObject, PipelineConfig]]
+    configs: dict[str, tuple[Overrides, PipelineConfig]]
     baseline_id: str
 
 
@@ -416,7 +420,7 @@ def sweep_answering(config: PipelineConfig, settings: SweepSettings, cases: Sequ
 
 def config_result(
     cid: str,
-    params: JsonObject,
+    params: Overrides,
     config: PipelineConfig,
     cases: list[CaseResult],
     sweep: Sweep,

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Literal, Required, TypedDict
 
 from ragsweep.datasets.schema import Case
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus, Dispatch
 from ragsweep.pipeline.retrieval import Retrieved
+from ragsweep.pipeline.scalars import Overrides
 
 
 class ExecutorError(Exception):
@@ -35,6 +37,81 @@ class IndexWork:
     fresh: bool = False
 
 
+@dataclass(frozen=True)
+class ConfigRef:
+    """A configuration as a worker loads it: its file (absolute) and overrides. The loaded
+    components cannot be pickled; the hash checks that the worker read the driver's file."""
+
+    path: str
+    overrides: Overrides
+    hash: str
+
+    @classmethod
+    def of(cls, config: PipelineConfig) -> ConfigRef:
+        return cls(str(Path(config.path).resolve()), dict(config.overrides), config.hash)
+
+    def load(self) -> PipelineConfig:
+        config = PipelineConfig.load(self.path, self.overrides)
+        if config.hash != self.hash:
+            raise RuntimeError(
+                f"{self.path} on this node is not the driver's (config hash {config.hash} != {self.hash})"
+            )
+        return config
+
+
+class ParseTaskInfo(TypedDict):
+    """What a parse task says of itself: the worker's pid and the seconds the parse took."""
+
+    pid: int
+    seconds: float
+
+
+class EmbedTaskInfo(TypedDict):
+    """An embed task: its texts, seconds, whether it was its process's first (``load``: the seconds
+    the pipeline and the model took to load)."""
+
+    pid: int
+    texts: int
+    seconds: float
+    first: bool
+    load: float
+
+
+class RetrieveTaskInfo(TypedDict):
+    """A retrieve task: its shard's cases, its seconds and the store's split and embed seconds."""
+
+    pid: int
+    cases: int
+    seconds: float
+    split: float
+    embed: float
+
+
+class ParseTask(ParseTaskInfo):
+    stage: Literal["parse"]
+    doc_id: str
+
+
+class EmbedTask(EmbedTaskInfo):
+    stage: Literal["embed"]
+
+
+class RetrieveTask(RetrieveTaskInfo):
+    stage: Literal["retrieve"]
+
+
+# one task an executor ran, as its manifest lists it (``stage`` first, then the task's own fields)
+TaskRecord = ParseTask | EmbedTask | RetrieveTask
+
+
+class ExecutorInfo(TypedDict, total=False):
+    """Where a run's index work ran (its manifest's ``executor``), in this key order."""
+
+    name: Required[str]
+    resources: dict[str, float]  # the cluster's CPUs, GPUs, memory...
+    tasks: list[TaskRecord]
+
+
 class Executor:
     """Where a run's index work runs. A subclass defines ``submit``; ``retrieve`` is its result."""
 
@@ -49,6 +126,6 @@ class Executor:
     def retrieve(self, work: IndexWork) -> Retrieved:
         return self.submit(work)()
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> ExecutorInfo:
         """Where the run's index work ran (its manifest's ``executor``)."""
         return {"name": self.name}

@@ -6,25 +6,34 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import Protocol, runtime_checkable
 
-from ragsweep.pipeline.config import PipelineConfig
+from ragsweep.execution.base import ConfigRef, EmbedTaskInfo
+from ragsweep.pipeline.config import BuiltPipeline, PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
+from ragsweep.pipeline.embedding_base import EmbeddingCache
 
 
-def _cached_embedder(pipeline: Any) -> Any | None:
+@runtime_checkable
+class _AheadEmbedder(Protocol):
+    """An embedder whose vectors an embed task can put in the shared cache ahead of the store: one of
+    ragsweep's, which embeds through its vector cache (an app's embedder keeps its own cache)."""
+
+    embedder_id: str
+    cache: EmbeddingCache
+
+    def embed(self, texts: list[str]) -> object: ...
+
+
+def _cached_embedder(pipeline: BuiltPipeline) -> _AheadEmbedder | None:
     """The pipeline's embedder when it embeds through ragsweep's vector cache (else None: nothing to do ahead)."""
     embedder = pipeline.embedder
-    if embedder is None or not all(hasattr(embedder, a) for a in ("embed", "cache", "embedder_id")):
-        return None
-    return embedder
+    return embedder if isinstance(embedder, _AheadEmbedder) else None
 
 
 def texts_to_embed(config: PipelineConfig, corpus: Corpus) -> tuple[str, list[str]]:
     """The group's embedder and the distinct chunk texts of ``corpus`` as its splitter cuts them that have
     no cached vector yet."""
-    from ragsweep.pipeline.embedding_base import EmbeddingCache
-
     pipeline = config.build()
     embedder = _cached_embedder(pipeline)
     split = getattr(pipeline.splitter, "__wrapped__", None)
@@ -40,7 +49,7 @@ def texts_to_embed(config: PipelineConfig, corpus: Corpus) -> tuple[str, list[st
 _EMBEDDED_HERE: list[bool] = []  # not empty once this worker process ran an embed task (its model loaded)
 
 
-def embed_batch(ref: Any, texts: list[str]) -> dict[str, Any]:
+def embed_batch(ref: ConfigRef, texts: list[str]) -> EmbedTaskInfo:
     """A task: ``texts`` embedded into the shared cache (on a worker); its pid, texts and seconds, whether it
     was this process's first, and the seconds it took to build the pipeline and load the model (a cost per
     worker, not per text)."""

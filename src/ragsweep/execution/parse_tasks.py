@@ -12,13 +12,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ragsweep.core.offline import ensure_offline
-from ragsweep.pipeline.corpus import crashed
+from ragsweep.execution.base import ParseTask, ParseTaskInfo, TaskRecord
+from ragsweep.pipeline.corpus import ParseOutcome, crashed
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from ray import ObjectRef
 
 
-def parse_document(parse: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
+def parse_document(parse: Callable[[], ParseOutcome]) -> tuple[ParseOutcome, ParseTaskInfo]:
     """A task: one document parsed on a worker (offline, as every parse is); its outcome, pid and seconds."""
     ensure_offline()
     outcome = parse()
@@ -28,22 +34,23 @@ def parse_document(parse: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
 class ParseDispatch:
     """What :func:`~ragsweep.pipeline.corpus.parse_corpus` hands each document to: a Ray task each."""
 
-    def __init__(self, ray: Any, max_retries: int, tasks: list[dict[str, Any]]):
-        self._ray = ray
+    def __init__(self, ray: ModuleType, max_retries: int, tasks: list[TaskRecord]):
+        self._ray = ray  # the ray module, imported by the executor that opened the cluster
         self._task = ray.remote(parse_document).options(num_cpus=1, max_retries=max_retries)
         self._tasks = tasks  # the executor's record of every task
 
-    def __call__(self, doc_id: str, parse: Callable[[], Any]) -> Callable[[], Any]:
+    def __call__(self, doc_id: str, parse: Callable[[], ParseOutcome]) -> Callable[[], ParseOutcome]:
         ref = self._task.remote(parse)
         return lambda: self._outcome(doc_id, ref)
 
-    def _outcome(self, doc_id: str, ref: Any) -> Any:
-        from ray import get as ray_get
-
+    def _outcome(self, doc_id: str, ref: ObjectRef[tuple[ParseOutcome, ParseTaskInfo]]) -> ParseOutcome:
+        fetch = self._ray.get  # the object store's fetch, not a mapping's lookup
         try:
-            outcome, info = ray_get(ref)
+            found: tuple[ParseOutcome, ParseTaskInfo] = fetch(ref)
         except (self._ray.exceptions.WorkerCrashedError, self._ray.exceptions.OutOfMemoryError):
             # every try died (a crash in native code, or out of memory): this document alone is skipped
             return crashed()
-        self._tasks.append({"stage": "parse", "doc_id": doc_id, **info})
+        outcome, info = found
+        record: ParseTask = {"stage": "parse", "doc_id": doc_id, **info}
+        self._tasks.append(record)
         return outcome

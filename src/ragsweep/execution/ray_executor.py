@@ -18,22 +18,36 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from ragsweep.core.cache_files import default_cache_dir
 from ragsweep.datasets.schema import Case
-from ragsweep.execution.base import Executor, ExecutorError, IndexWork
+from ragsweep.execution.base import (
+    ConfigRef,
+    EmbedTask,
+    EmbedTaskInfo,
+    Executor,
+    ExecutorError,
+    ExecutorInfo,
+    IndexWork,
+    RetrieveTask,
+    RetrieveTaskInfo,
+    TaskRecord,
+)
+from ragsweep.execution.embed_tasks import embed_batch, texts_to_embed
 from ragsweep.execution.parse_tasks import ParseDispatch
 from ragsweep.execution.registry import ExecutorSettings, register_executor
 from ragsweep.execution.shards import merge, split
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus, Dispatch
-from ragsweep.pipeline.retrieval import Retrieved
+from ragsweep.pipeline.retrieval import Retrieved, retrieve
+
+if TYPE_CHECKING:
+    from ray import ObjectRef
 
 MAX_RETRIES = 3  # a task whose worker process died is run again this many times
 FORWARDED_PREFIXES = ("RAGSWEEP_", "PATHWAY_")  # the knobs a worker must see as the driver does
+_T = TypeVar("_T")
 
 
 def worker_env() -> dict[str, str]:
@@ -43,34 +57,12 @@ def worker_env() -> dict[str, str]:
     return env
 
 
-@dataclass(frozen=True)
-class ConfigRef:
-    """A configuration as a worker loads it: its file (absolute) and overrides. The loaded
-    components cannot be pickled; the hash checks that the worker read the driver's file."""
-
-    path: str
-    overrides: dict[str, Any]
-    hash: str
-
-    @classmethod
-    def of(cls, config: PipelineConfig) -> "ConfigRef":
-        return cls(str(Path(config.path).resolve()), dict(config.overrides), config.hash)
-
-    def load(self) -> PipelineConfig:
-        config = PipelineConfig.load(self.path, self.overrides)
-        if config.hash != self.hash:
-            raise RuntimeError(
-                f"{self.path} on this node is not the driver's (config hash {config.hash} != {self.hash})"
-            )
-        return config
-
-
-def retrieve_shard(ref: ConfigRef, corpus: Corpus, cases: list[Case], ks: list[int], fresh: bool, *after: Any) -> Any:
+def retrieve_shard(
+    ref: ConfigRef, corpus: Corpus, cases: list[Case], ks: list[int], fresh: bool, *after: EmbedTaskInfo
+) -> tuple[Retrieved, RetrieveTaskInfo]:
     """A task: one index group's store asked for a shard of cases (on a worker). Returns the
     :class:`Retrieved` and the worker's pid and seconds (the per-task times a benchmark reads).
     ``after``: the embed tasks' results, which Ray waits for before it starts this task."""
-    from ragsweep.pipeline.retrieval import retrieve
-
     started = time.perf_counter()
     retrieved = retrieve(ref.load(), corpus, cases, ks, progress=False, fresh=fresh)
     seconds = time.perf_counter() - started
@@ -95,10 +87,11 @@ class RayExecutor(Executor):
         self._ray = ray
         self._owns = owns_connection
         self._remote = ray.remote(retrieve_shard)
-        self._corpus: tuple[str, Any] | None = None  # the corpus in the object store, by content hash
-        self._embedding: dict[tuple[str, str], Any] = {}  # (embedder, text) -> the embed task embedding it
+        self._corpus: tuple[str, ObjectRef[Corpus]] | None = None  # the corpus in the object store, by content hash
+        # (embedder, text) -> the embed task embedding it
+        self._embedding: dict[tuple[str, str], ObjectRef[EmbedTaskInfo]] = {}
         self._resources: dict[str, float] = {}  # the cluster's CPUs, GPUs, memory when the run ended
-        self.tasks: list[dict[str, Any]] = []  # every task's stage, pid and seconds, in the order they came back
+        self.tasks: list[TaskRecord] = []  # every task's stage, pid and seconds, in the order they came back
         # a parse task per document the parse cache lacks
         self.dispatch: Dispatch = ParseDispatch(ray, MAX_RETRIES, self.tasks)
 
@@ -110,26 +103,33 @@ class RayExecutor(Executor):
             raise ExecutorError("--executor ray: Ray is not installed (pip install 'ragsweep[ray]')") from None
         if ray.is_initialized():  # a caller (a test, a notebook) already connected: keep its connection
             return cls(owns_connection=False)
-        kwargs: dict[str, Any] = {"runtime_env": {"env_vars": worker_env()}, "log_to_driver": False}
-        if address is None:
-            kwargs["include_dashboard"] = False
         try:
-            ray.init(address=address, **kwargs)
+            ray.init(
+                address=address,
+                runtime_env={"env_vars": worker_env()},
+                log_to_driver=False,
+                include_dashboard=False if address is None else None,  # a local cluster: no dashboard; else Ray's
+            )
         except (ConnectionError, RuntimeError, ValueError) as err:
             raise ExecutorError(f"--ray-address {address}: cannot connect to a Ray cluster: {err}") from None
         return cls(owns_connection=True)
 
     def close(self) -> None:
-        self._resources = self._ray.cluster_resources()
+        self._resources = self._cluster_resources()
         if self._owns:
             self._ray.shutdown()
 
-    def describe(self) -> dict[str, Any]:
-        resources = self._resources or (self._ray.cluster_resources() if self._ray.is_initialized() else {})
+    def describe(self) -> ExecutorInfo:
+        resources = self._resources or (self._cluster_resources() if self._ray.is_initialized() else {})
         return {"name": self.name, "resources": resources, "tasks": self.tasks}
 
+    def _cluster_resources(self) -> dict[str, float]:
+        """The cluster's CPUs, GPUs, memory... (Ray's function carries no annotations)."""
+        resources: dict[str, float] = self._ray.cluster_resources()  # type: ignore[no-untyped-call]
+        return resources
+
     def _resource(self, name: str) -> float:
-        resources = self._ray.cluster_resources()
+        resources = self._cluster_resources()
         return float(resources[name]) if name in resources else 0.0
 
     def workers(self) -> int:
@@ -148,20 +148,20 @@ class RayExecutor(Executor):
         print(f"ray: {len(cases)} case(s) in {len(shards)} task(s)", file=sys.stderr)
 
         def gather() -> Retrieved:
-            self.tasks.extend({"stage": "embed", **info} for info in self._get(embeds))
+            self.tasks.extend(_embed_record(info) for info in self._get(embeds))
             outcomes = self._get(refs)
-            self.tasks.extend({"stage": "retrieve", **info} for _, info in outcomes)
+            self.tasks.extend(_retrieve_record(info) for _, info in outcomes)
             return merge([c.id for c in cases], [part for part, _ in outcomes])
 
         return gather
 
-    def _embed_ahead(self, ref: ConfigRef, config: PipelineConfig, corpus: Corpus) -> tuple[list[Any], list[Any]]:
+    def _embed_ahead(
+        self, ref: ConfigRef, config: PipelineConfig, corpus: Corpus
+    ) -> tuple[list[ObjectRef[EmbedTaskInfo]], list[ObjectRef[EmbedTaskInfo]]]:
         """The group's chunk texts the shared cache lacks, embedded once, one batch per worker (a GPU
         each when the embedder may use one and the cluster has one). Returns this group's new embed tasks,
         and every embed task its shards must wait for (a text an earlier group's task is embedding is
         not embedded twice)."""
-        from ragsweep.execution.embed_tasks import embed_batch, texts_to_embed
-
         embedder_id, missing = texts_to_embed(config, corpus)
         known = [self._embedding[(embedder_id, t)] for t in missing if (embedder_id, t) in self._embedding]
         earlier = list({id(r): r for r in known}.values())
@@ -178,19 +178,27 @@ class RayExecutor(Executor):
         self._embedding.update({(embedder_id, t): r for r, b in zip(refs, batches) for t in b})
         return refs, [*refs, *earlier]
 
-    def _get(self, refs: list[Any]) -> list[Any]:
+    def _get(self, refs: list[ObjectRef[_T]]) -> list[_T]:
         try:
             fetch = self._ray.get  # the object store's fetch, not a mapping's lookup
             return fetch(refs)
         except self._ray.exceptions.RayTaskError as err:  # raised in a task: its own message, not Ray's trace
             raise ExecutorError(f"--executor ray: a task failed: {type(err.cause).__name__}: {err.cause}") from None
 
-    def _corpus_ref(self, corpus: Corpus) -> Any:
+    def _corpus_ref(self, corpus: Corpus) -> ObjectRef[Corpus]:
         """The corpus put once into the object store (a sweep asks for every index group with it)."""
         key = corpus.content_hash
         if self._corpus is None or self._corpus[0] != key:
             self._corpus = (key, self._ray.put(corpus))
         return self._corpus[1]
+
+
+def _embed_record(info: EmbedTaskInfo) -> EmbedTask:
+    return {"stage": "embed", **info}
+
+
+def _retrieve_record(info: RetrieveTaskInfo) -> RetrieveTask:
+    return {"stage": "retrieve", **info}
 
 
 @contextmanager

@@ -9,9 +9,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragsweep.answer.base import Answer
+from ragsweep.answer.extractive import ExtractiveAnswerer
+from ragsweep.answer.llm import LLMAnswerer
 from ragsweep.answer.refusal import is_refusal
 from ragsweep.core.hits import Hit
 from ragsweep.datasets.schema import Case
+from ragsweep.llm.settings import LLMSettings
+from ragsweep.pipeline.app_answerer import AppAnswerer
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import parsed_scopes
@@ -21,18 +25,10 @@ def make_answerer(config: PipelineConfig, use_llm: bool) -> tuple[Any, Any]:
     """With ``--llm``, the app's own question answerer when the pipeline declares one; else
     ragsweep's LLM answerer when asked for (or configured), else the extractive one."""
     if use_llm and config.question_answerer_ref() is not None:
-        from ragsweep.llm.settings import LLMSettings
-        from ragsweep.pipeline.app_answerer import AppAnswerer
-
         return AppAnswerer(config), LLMSettings.from_mapping(config.scalars())
     if use_llm or config.variables.llm_model:
-        from ragsweep.answer.llm import LLMAnswerer
-        from ragsweep.llm.settings import LLMSettings
-
         settings = LLMSettings.from_mapping(config.scalars())
         return LLMAnswerer(settings, prompt_template=config.variables.prompt_template), settings
-    from ragsweep.answer.extractive import ExtractiveAnswerer
-
     return ExtractiveAnswerer(), None
 
 

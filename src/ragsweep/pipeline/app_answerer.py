@@ -26,8 +26,11 @@ from pydantic import BaseModel, Field
 from ragsweep.answer.base import IDK, Answer
 from ragsweep.answer.refusal import is_refusal
 from ragsweep.datasets.schema import Case
+from ragsweep.llm.cache import CACHE_HEADER
+from ragsweep.llm.client import describe_error, make_async_openai
+from ragsweep.llm.cost import cost_usd, count_message_tokens
 from ragsweep.llm.settings import LLMSettings
-from ragsweep.pipeline.app_components import LLMSpend
+from ragsweep.pipeline.app_components import AppComponentError, LLMSpend, check_endpoint, describe_failure, run_with
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 
@@ -77,18 +80,12 @@ class RecordingChatClient:
         self._clients: dict[int, Any] = {}
 
     def _client(self) -> Any:
-        from ragsweep.llm.client import make_async_openai
-
         loop = id(asyncio.get_running_loop())
         if loop not in self._clients:
             self._clients[loop] = make_async_openai(self.settings)
         return self._clients[loop]
 
     async def create(self, **params: Any) -> Any:
-        from ragsweep.llm.cache import CACHE_HEADER
-        from ragsweep.llm.client import describe_error
-        from ragsweep.llm.cost import cost_usd, count_message_tokens
-
         messages = params["messages"]  # what OpenAIChat always sends
         record = CallRecord(prompt=_user_text(messages))
         try:
@@ -168,8 +165,6 @@ class AppAnswerer:
 
     def _llm_down(self, call: CallRecord) -> Exception:
         """Every call failed: the app's LLM cannot answer (endpoint down, key refused), one message naming it."""
-        from ragsweep.pipeline.app_components import AppComponentError, describe_failure
-
         label, name = self.config.question_answerer_llm()
         assert call.failure is not None and self.settings is not None
         endpoint = SimpleNamespace(kwargs={"base_url": self.settings.base_url})
@@ -191,7 +186,7 @@ class AppAnswerer:
     def _run(self, questions: list[str], scopes: list[list[str] | None]) -> list[AppReply | None]:
         import pathway as pw
 
-        from ragsweep.pipeline.app_components import check_endpoint, run_with
+        # deferred: store imports pathway (~1 s); importing this module (the API, via answering) must not
         from ragsweep.pipeline.store import QUERIES_TIME, document_store, scope_filter
 
         if self.corpus is None:

@@ -25,14 +25,15 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, TypeVar, cast
 
 import numpy as np
 from pydantic import BaseModel
 
 from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
+from ragsweep.llm.client import describe_error
 
 if TYPE_CHECKING:
     import tiktoken
@@ -72,8 +73,6 @@ def _advice(err: BaseException) -> str:
 
 def describe_failure(label: str, name: str, component: object, err: BaseException) -> str:
     """One line: ``$embedder: OpenAIEmbedder at http://...: connection error ...; what to do``."""
-    from ragsweep.llm.client import describe_error
-
     return f"{label}: {name} at {endpoint_of(component)}: {describe_error(err)}; {_advice(err)}"
 
 
@@ -370,10 +369,13 @@ def keep_and_cache(embedder: Any, label: str, identity: str, cache_dir: str | Pa
     kept.on_progress = None
 
 
+_T = TypeVar("_T")
+
+
 class _Plan:
     """One call: what was asked, what the cache holds, what goes to the endpoint."""
 
-    def __init__(self, inputs: Any, keys: list[str], found: dict[str, Any], missing: list[str], request: Any):
+    def __init__(self, inputs: Any, keys: list[str], found: dict[str, np.ndarray], missing: list[str], request: Any):
         self.inputs, self.keys, self.found, self.missing, self.request = inputs, keys, found, missing, request
         self.computed: Any = None
         self.started = time.perf_counter()
@@ -388,12 +390,13 @@ class _CachedEmbedding:
         self.label, self.identity, self.cache = label, identity, cache
         self.usage = usage_of(label, identity)
         self.lock = threading.Lock()
-        self.in_flight: dict[int, dict[str, asyncio.Future]] = {}  # per event loop: text key -> its vector
+        # per event loop: text key -> its vector
+        self.in_flight: dict[int, dict[str, asyncio.Future[np.ndarray]]] = {}
 
     def key(self, kind: str, text: str) -> str:
         return hashlib.sha256(f"{self.identity}\0{kind}\0{text}".encode()).hexdigest()
 
-    def share(self, plan: _Plan) -> dict[str, asyncio.Future]:
+    def share(self, plan: _Plan) -> dict[str, asyncio.Future[np.ndarray]]:
         """Texts that another call on this event loop is embedding right now are awaited from it, not
         asked again (Pathway sends one question asked at several depths in several batches at once);
         the plan keeps the rest, which this call announces for the others."""
@@ -401,7 +404,7 @@ class _CachedEmbedding:
             return {}
         loop = asyncio.get_running_loop()
         in_flight = self.in_flight.setdefault(id(loop), {})  # release() finds it there
-        waiting: dict[str, asyncio.Future] = {}
+        waiting: dict[str, asyncio.Future[np.ndarray]] = {}
         mine = []
         for text in plan.missing:
             key = self.key("text", text)
@@ -446,13 +449,13 @@ class _CachedEmbedding:
         missing = list(dict.fromkeys(t for t, k in zip(texts, keys, strict=True) if k not in found))
         return _Plan(texts, keys, found, missing, missing)
 
-    async def guard(self, pending: Any) -> Any:
+    async def guard(self, pending: Awaitable[_T]) -> _T:
         try:
             return await pending
         except Exception as err:
             raise self.failed(err) from err
 
-    def guard_sync(self, call: Callable[[], Any]) -> Any:
+    def guard_sync(self, call: Callable[[], _T]) -> _T:
         try:
             return call()
         except Exception as err:

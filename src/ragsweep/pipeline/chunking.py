@@ -23,6 +23,7 @@ from typing import Any
 
 from pathway.xpacks.llm.splitters import TokenCountSplitter
 
+from ragsweep.core.hits import ChunkMetadata
 from ragsweep.core.offline import ensure_offline
 
 CHUNK_HEADERS = ("none", "title", "title+heading")
@@ -54,7 +55,7 @@ def _one_line(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).split())
 
 
-def split_header(text: str, metadata: dict[str, Any]) -> tuple[str, str]:
+def split_header(text: str, metadata: ChunkMetadata) -> tuple[str, str]:
     """A served chunk's text as (header, the document's own text): the header is the chunk
     metadata's ``header`` when the text starts with it (a splitter without headers: ``""``)."""
     header = str(metadata["header"]) if "header" in metadata else ""

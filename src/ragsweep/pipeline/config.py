@@ -51,7 +51,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn, TypeAlias, TypeGuard, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Literal, NoReturn, TypeAlias, TypedDict, TypeGuard, cast
 
 import yaml
 from pydantic import (
@@ -71,15 +71,18 @@ from pydantic import (
 from ragsweep.answer.prompt import validate_template
 from ragsweep.core.errors import ConfigError
 from ragsweep.core.offline import ensure_offline
+from ragsweep.pipeline.scalars import Overrides, Scalar
 
 if TYPE_CHECKING:
     from pathway.internals.yaml_loader import Value, Variable
     from pathway.stdlib.indexing import AbstractRetrieverFactory
     from pathway.xpacks.llm.embedders import BaseEmbedder
+    from pathway.xpacks.llm.question_answering import BaseQuestionAnswerer
     from pathway.xpacks.llm.splitters import BaseSplitter
     from pydantic_core import CoreSchema
 
-    from ragsweep.pipeline.parsing import ParserSpec
+    from ragsweep.pipeline.parsing import ParserManifest, ParserSpec
+    from ragsweep.pipeline.serving import DocumentStore
 
 RETRIEVER_MODES = ("bm25", "knn", "hybrid")
 DEFAULT_TOP_K = 5
@@ -92,11 +95,8 @@ PATHWAY_DEFAULT_PARSER = "pathway.xpacks.llm.parsers.Utf8Parser"
 # a pipeline file as Pathway's loader gives it: ``$variables`` and top-level keys, each a YAML node
 # (a Value, a Variable, a constant, or a dict / list of nodes); Pathway types the nodes as ``object``
 RawConfig: TypeAlias = "dict[str | Variable, object]"
-# a plain ``$variable``: what ``--set NAME=VALUE`` may replace
-Scalar: TypeAlias = str | int | float | bool | None
 # the JSON-able form of a YAML node the hashes are computed from
 Canonical: TypeAlias = "str | int | float | bool | None | list[Canonical] | dict[str, Canonical]"
-_V = TypeVar("_V")
 
 
 @dataclass
@@ -108,6 +108,23 @@ class BuiltPipeline:
     embedder: BaseEmbedder | None
     params: dict[str, Scalar]
     route_docs: int | None = None  # $route_docs: a first stage ranks documents (ragsweep.pipeline.routing)
+
+
+# where a top-k that is not ``$top_k`` comes from (``question_answerer.search_topk``...); "from" is
+# a keyword, hence the functional form
+TopKSource = TypedDict("TopKSource", {"value": int, "from": str})
+
+
+class PipelineManifest(TypedDict, total=False):
+    """What a report records of a pipeline (``report.json``'s ``manifest.pipeline``), in this key order."""
+
+    path: str
+    hash: str
+    overrides: dict[str, Scalar]
+    variables: dict[str, Scalar]
+    retriever_mode: str | None
+    top_k: TopKSource  # only when the top-k is not ``$top_k``
+    parser: ParserManifest
 
 
 # ----------------------------------------------------------------- the knobs
@@ -181,6 +198,7 @@ class PipelineVariables(BaseModel):
     @classmethod
     def _embedder_model(cls, v: str | None) -> str | None:
         if v is not None:  # a registered model or a local folder; whether it is installed is checked at build
+            # deferred: embedding imports pathway (~1 s); importing config (the API, the CLI) must not
             from ragsweep.pipeline.embedding import check_model_name
 
             check_model_name(v)
@@ -290,10 +308,10 @@ def _show(name: str, value: object) -> str:
 def _knob_errors(path: str, values: dict[str, object], err: ValidationError) -> list[str]:
     messages = []
     for e in err.errors():
-        if not e["loc"]:  # the model validator: a relation between knobs
+        if not e["loc"]:  # the model validator: both bounds are set, the lower one above the upper one
             messages.append(
-                f"{path}: $min_tokens = {_show('min_tokens', values.get('min_tokens'))} > "
-                f"$max_tokens = {_show('max_tokens', values.get('max_tokens'))}: "
+                f"{path}: $min_tokens = {_show('min_tokens', values['min_tokens'])} > "
+                f"$max_tokens = {_show('max_tokens', values['max_tokens'])}: "
                 "$min_tokens must be <= $max_tokens"
             )
             continue
@@ -307,7 +325,7 @@ def _knob_errors(path: str, values: dict[str, object], err: ValidationError) -> 
 class PipelineConfig:
     path: str
     raw: RawConfig = field(repr=False)
-    overrides: dict[str, Any] = field(default_factory=dict)
+    overrides: Overrides = field(default_factory=dict)
     # the knobs ragsweep reads, typed and checked once (set by with_overrides, which load calls)
     variables: PipelineVariables = field(default_factory=PipelineVariables, repr=False)
     # the app's parser node that ``--set parser=native`` replaced (what reports name)
@@ -323,7 +341,7 @@ class PipelineConfig:
 
     # ------------------------------------------------------------- loading
     @classmethod
-    def load(cls, path: str | Path, overrides: dict[str, Any] | None = None) -> "PipelineConfig":
+    def load(cls, path: str | Path, overrides: Overrides | None = None) -> "PipelineConfig":
         ensure_offline()
         p = Path(path)
         if not p.is_file():
@@ -337,7 +355,7 @@ class PipelineConfig:
         config = cls(path=str(p), raw=raw)
         return config.with_overrides(overrides or {})
 
-    def with_overrides(self, overrides: dict[str, Any]) -> "PipelineConfig":
+    def with_overrides(self, overrides: Overrides) -> "PipelineConfig":
         """A new config with some scalar variables replaced, checked (:meth:`validate`).
 
         ``top_k`` and ``route_docs`` may be set on a file that has neither (an app config whose
@@ -349,6 +367,8 @@ class PipelineConfig:
         replaced = self.replaced_parser
         for name, value in overrides.items():
             var = Variable(name)
+            if not _is_scalar(value):
+                raise ConfigError(f"{self.path}: ${name} = {_show(name, value)}: an override is a scalar")
             if name == "parser":  # the one component an override may replace: by ragsweep's own parse
                 if value != "native":
                     raise ConfigError(
@@ -396,7 +416,22 @@ class PipelineConfig:
 
         return {k.name: v for k, v in self.raw.items() if isinstance(k, Variable) and _is_scalar(v)}
 
-    def get(self, name: str, default: Any = None) -> Any:
+    def _variable(self, name: str) -> object:
+        """``$name``'s YAML node after overrides (None when the file has no such variable)."""
+        from pathway.internals.yaml_loader import Variable
+
+        return self.raw.get(Variable(name))
+
+    def _follow(self, ref: object, label: str) -> tuple[str, object]:
+        """A node and the name it goes by: a ``$variable`` reference as ``$name`` and its definition,
+        any other node as ``label`` and itself."""
+        from pathway.internals.yaml_loader import Variable
+
+        if isinstance(ref, Variable):
+            return f"${ref.name}", self.raw.get(ref)
+        return label, ref
+
+    def get(self, name: str, default: Scalar = None) -> Scalar:
         value = self.scalars().get(name, default)
         return default if value is None else value
 
@@ -415,7 +450,7 @@ class PipelineConfig:
         from pathway.internals.yaml_loader import Value, Variable
 
         for name in ("top_k", "search_topk"):
-            if self.raw.get(Variable(name)) is not None:
+            if self._variable(name) is not None:
                 return f"${name}", self.raw[Variable(name)]
         components = [
             (str(k), v)
@@ -424,10 +459,8 @@ class PipelineConfig:
         ]
         for key, node in components:  # a question answerer's search_topk: ...
             ref = node.kwargs.get("search_topk")
-            if isinstance(ref, Variable):
-                return f"${ref.name}", self.raw.get(ref)
             if ref is not None:
-                return f"{key}.search_topk", ref
+                return self._follow(ref, f"{key}.search_topk")
         for key, node in components:  # ... else its default, what the app would use
             default = _parameter_default(node.constructor, "search_topk")
             if default is not None:
@@ -524,7 +557,7 @@ class PipelineConfig:
             factory_ref = store.kwargs.get("retriever_factory")
             if factory_ref is None:
                 raise ConfigError(f"{self.path}: $document_store has no retriever_factory")
-            splitter_ref = store.kwargs.get("splitter", self.raw.get(Variable("splitter")))
+            splitter_ref = store.kwargs.get("splitter", self._variable("splitter"))
         else:
             factory_ref = Variable(target)
             splitter_ref = Variable("splitter") if Variable("splitter") in self.raw else None
@@ -554,6 +587,7 @@ class PipelineConfig:
                 raise ConfigError(f"{self.path}: {failure}") from err
         splitter = cast("BaseSplitter | None", resolved.get("splitter"))
         if splitter is None:
+            # deferred: chunking imports pathway (~1 s); importing config (the API, the CLI) must not
             from ragsweep.pipeline.chunking import OffsetTokenCountSplitter
 
             splitter = OffsetTokenCountSplitter()
@@ -583,6 +617,7 @@ class PipelineConfig:
 
     def _build_failure(self, err: Exception, found: tuple[str, object] | None, what: str) -> str:
         """What failed while building: the app's component named when it is the one (no API key...)."""
+        # deferred: app_components pulls numpy and httpx (~170 ms); the pytest plugin's warm path imports config
         from ragsweep.pipeline.app_components import describe_failure
 
         node = found[1] if found is not None else None
@@ -606,10 +641,7 @@ class PipelineConfig:
 
     def _llm_ref(self, label: str, node: Value) -> tuple[str, object]:
         """The question answerer's LLM: the name it goes by (``$llm``) and its YAML node."""
-        from pathway.internals.yaml_loader import Variable
-
-        llm = node.kwargs.get("llm")
-        return (f"${llm.name}", self.raw.get(llm)) if isinstance(llm, Variable) else (f"{label}.llm", llm)
+        return self._follow(node.kwargs.get("llm"), f"{label}.llm")
 
     def question_answerer_llm(self) -> tuple[str, str]:
         """``("$llm", "OpenAIChat")``: how the app's question answerer's LLM is known, for messages."""
@@ -620,11 +652,12 @@ class PipelineConfig:
         constructor = getattr(node, "constructor", None)
         return label, _callable_path(constructor).rsplit(".", 1)[-1] if constructor is not None else "LLM"
 
-    def build_question_answerer(self, indexer: Any) -> Any:
+    def build_question_answerer(self, indexer: DocumentStore) -> BaseQuestionAnswerer:
         """The app's question answerer built from its YAML (its class and every argument it takes:
         ``llm``, ``prompt_template``, ``search_topk``, ``reranker``...), ``indexer`` in place of the
         app's document store: the DocumentStore ragsweep built over the dataset's documents."""
         from pathway.internals.yaml_loader import Resolver
+        from pathway.xpacks.llm.question_answering import BaseQuestionAnswerer
 
         found = self.question_answerer_ref()
         if found is None:
@@ -639,21 +672,24 @@ class PipelineConfig:
                 with Resolver() as resolver:
                     arguments = resolver.resolve(doc)["arguments"]
                 assert isinstance(arguments, dict) and node.constructor is not None  # question_answerer_ref's
-                return node.constructor(indexer=indexer, **arguments)
+                built = node.constructor(indexer=indexer, **arguments)
             except Exception as err:  # its LLM's constructor (no API key), a bad argument...
                 raise ConfigError(f"{self.path}: {self._build_failure(err, llm_found, label)}") from err
+        if not isinstance(built, BaseQuestionAnswerer):  # what ragsweep asks it: answer_query, its schema
+            raise ConfigError(
+                f"{self.path}: {label} builds a {_type_path(type(built))}, not a Pathway question answerer"
+            )
+        return built
 
     def embedder_ref(self) -> tuple[str, object] | None:
         """The YAML node of the embedder the retriever uses and the name it goes by (``$embedder``)."""
-        from pathway.internals.yaml_loader import Value, Variable
+        from pathway.internals.yaml_loader import Value
 
         factory_ref, _ = self._component_refs()
         for node in yaml_nodes(factory_ref, self.raw):
             if isinstance(node, Value) and node.constructor is not None and "embedder" in node.kwargs:
-                ref = node.kwargs["embedder"]
-                if isinstance(ref, Variable):
-                    return f"${ref.name}", self.raw.get(ref)
-                return f"{_callable_path(node.constructor).rsplit('.', 1)[-1]}.embedder", ref
+                label = f"{_callable_path(node.constructor).rsplit('.', 1)[-1]}.embedder"
+                return self._follow(node.kwargs["embedder"], label)
         return None
 
     def embedder_description(self) -> str | None:
@@ -672,6 +708,7 @@ class PipelineConfig:
         ragsweep's vector cache keyed by what decides its vectors: its class and arguments."""
         from pathway.internals.yaml_loader import Value
 
+        # deferred: app_components pulls numpy and httpx (~170 ms); the pytest plugin's warm path imports config
         from ragsweep.pipeline.app_components import NOT_IDENTITY, is_app_embedder, keep_and_cache
 
         found = self.embedder_ref()
@@ -688,15 +725,14 @@ class PipelineConfig:
     def _parser_node(self) -> object:
         """The YAML node of the parser the app's DocumentStore parses with (its ``parser``, else ``$parser``),
         ``"native"`` after ``--set parser=native``, or None when the file names none."""
-        from pathway.internals.yaml_loader import Value, Variable
+        from pathway.internals.yaml_loader import Value
 
-        if self.raw.get(Variable("parser")) == "native":
+        if self._variable("parser") == "native":
             return "native"
         store = self._document_store()
         if isinstance(store, Value) and store.constructor is not None and "parser" in store.kwargs:
-            ref = store.kwargs["parser"]
-            return self.raw.get(ref) if isinstance(ref, Variable) else ref
-        return self.raw.get(Variable("parser"))
+            return self._follow(store.kwargs["parser"], "parser")[1]
+        return self._variable("parser")
 
     def configured_parser(self) -> str:
         """The import path of the parser the app's DocumentStore runs: the one the file names, else
@@ -718,6 +754,7 @@ class PipelineConfig:
         Docling's chunker tokenizer from the bundled MiniLM package (:mod:`ragsweep.pipeline.parsing`)."""
         from pathway.internals.yaml_loader import Resolver, Value
 
+        # deferred: parsing imports pathway (~1 s); importing config (the API, the CLI) must not
         from ragsweep.pipeline.parsing import NativeParser, offline_parser_models
 
         node = self._parser_node()
@@ -744,6 +781,7 @@ class PipelineConfig:
         None for ragsweep's own parse) and how another process builds it again."""
         from pathway.internals.yaml_loader import Value
 
+        # deferred: parsing imports pathway (~1 s); importing config (the API, the CLI) must not
         from ragsweep.pipeline.parsing import NOT_OUTPUT, ParserSpec
 
         node = self._parser_node()
@@ -767,17 +805,17 @@ class PipelineConfig:
             build=built_parser,
         )
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> PipelineManifest:
         """What a report records of this config; secrets are masked."""
-        out = {
-            "path": self.path,
-            "hash": self.hash,
-            "overrides": redact(self.overrides),
-            "variables": redact(self.scalars()),
-            "retriever_mode": self.retriever_mode,
-        }
+        out = PipelineManifest(
+            path=self.path,
+            hash=self.hash,
+            overrides=redact(self.overrides),
+            variables=redact(self.scalars()),
+            retriever_mode=self.retriever_mode,
+        )
         label, _ = self._top_k_source()
-        if label not in (None, "$top_k"):
+        if label is not None and label != "$top_k":
             out["top_k"] = {"value": self.top_k, "from": label}
         out["parser"] = self.parser_spec().manifest()
         return out
@@ -795,7 +833,7 @@ _SECRET_LINE = re.compile(
 _ADDRESS = re.compile(r"\bat 0x[0-9a-fA-F]{4,}")
 
 
-def redact(values: Mapping[str, _V]) -> dict[str, _V | str]:
+def redact(values: Mapping[str, Scalar]) -> dict[str, Scalar]:
     """Mask the values of keys that name a secret (``llm_api_key``, ``secret``...)."""
     return {k: ("***" if _SECRET_NAME.search(k) and v not in (None, "") else v) for k, v in values.items()}
 
@@ -965,7 +1003,7 @@ def _not_canonical(obj: object) -> NoReturn:
 
 
 def _find_embedder(factory: object) -> BaseEmbedder | None:
-    embedder = getattr(factory, "embedder", None)
+    embedder: BaseEmbedder | None = getattr(factory, "embedder", None)  # a retriever factory's, if it has one
     if embedder is not None:
         return embedder
     for inner in getattr(factory, "retriever_factories", []) or []:
@@ -975,19 +1013,22 @@ def _find_embedder(factory: object) -> BaseEmbedder | None:
     return None
 
 
-def parse_overrides(items: list[str] | None) -> dict[str, Any]:
+def parse_overrides(items: list[str] | None) -> Overrides:
     """``["max_tokens=400", "retriever_mode=bm25"]`` -> typed dict (YAML scalars)."""
-    out: dict[str, Any] = {}
+    out: Overrides = {}
     for item in items or []:
         if "=" not in item:
             raise ConfigError(f"override {item!r} is not NAME=VALUE")
-        name, value = item.split("=", 1)
-        out[name.strip().lstrip("$")] = yaml.safe_load(value)
+        name, text = item.split("=", 1)
+        value = yaml.safe_load(text)
+        if not _is_scalar(value):
+            raise ConfigError(f"override {item!r}: the value is not a scalar (a string, number, boolean or null)")
+        out[name.strip().lstrip("$")] = value
     return out
 
 
 @functools.lru_cache(maxsize=8)
-def built_parser(path: str, overrides: tuple[tuple[str, Any], ...]) -> Any:
+def built_parser(path: str, overrides: tuple[tuple[str, Scalar], ...]) -> object:
     """The app's parser of a pipeline file, built once per process: what a parse task in another process
     (:class:`ragsweep.pipeline.parsing.AppParse`) calls."""
     return PipelineConfig.load(path, dict(overrides)).build_parser()

@@ -50,12 +50,17 @@ from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from io import BytesIO
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from pydantic import BaseModel
+from pydantic import BaseModel, JsonValue
 
 from ragsweep.core.cache_files import default_cache_dir, quarantine
+from ragsweep.core.hits import ChunkMetadata, chunk_span
 from ragsweep.core.offline import ensure_offline
+
+if TYPE_CHECKING:
+    from docling.document_converter import DocumentConverter
+    from docling_core.types.doc.document import DoclingDocument
 
 log = logging.getLogger(__name__)
 
@@ -79,13 +84,15 @@ class Outline(BaseModel):
     headings: list[tuple[int, str]] = []
 
 
+# one element an app's parser gives: its text and its metadata (JSON values, as Pathway's Json carries them)
+Element: TypeAlias = "tuple[str, dict[str, JsonValue]]"
 # what a parse function returns: the text, or the text and its warnings (and its outline, and the
 # elements an app's parser cut the document into: :class:`ParsedElement`)
 ParseOutput = (
     str
     | tuple[str, Sequence[str]]
     | tuple[str, Sequence[str], Outline]
-    | tuple[str, Sequence[str], Outline, "list[tuple[str, dict]]"]
+    | tuple[str, Sequence[str], Outline, "list[Element]"]
 )
 ParseFn = Callable[[bytes, str, str, bool], ParseOutput]
 
@@ -122,7 +129,7 @@ class ParsedElement(BaseModel):
     end: int
 
 
-def join_elements(raw: Sequence[tuple[str, dict]]) -> tuple[str, list[ParsedElement]]:
+def join_elements(raw: Sequence[Element]) -> tuple[str, list[ParsedElement]]:
     """A document's parsed text (each element's text in NFKC, as the splitter reads it, joined by
     :data:`ELEMENT_SEPARATOR`) and its elements located in it."""
     parts: list[str] = []
@@ -161,12 +168,13 @@ class ParsedDocument(BaseModel):
             return [(self.text, {})]
         return [(e.text, dict(e.metadata)) for e in self.elements]
 
-    def chunk_offsets(self, chunk: str, metadata: dict[str, Any]) -> tuple[int, int]:
+    def chunk_offsets(self, chunk: str, metadata: ChunkMetadata) -> tuple[int, int]:
         """Where a chunk the splitter cut lies in :attr:`text`: its ``start``/``end`` (a splitter of
         ragsweep's gives them within the element it cut) moved to the element's place, else the
         chunk found in the text (Pathway's own splitters record none); ``(0, 0)`` when not found."""
-        if "start" in metadata and "end" in metadata:
-            start, end = int(metadata["start"]), int(metadata["end"])
+        span = chunk_span(metadata)
+        if span is not None:
+            start, end = span
             for element in self.elements:
                 if self.text[element.start + start : element.start + end] == chunk:
                     return element.start + start, element.start + end
@@ -374,7 +382,7 @@ def layout_models_available() -> bool:
 
 
 @lru_cache(maxsize=2)
-def _converter(standard_pdf: bool):
+def _converter(standard_pdf: bool) -> DocumentConverter:
     ensure_offline()
     from docling.datamodel.base_models import InputFormat
     from docling.datamodel.pipeline_options import NativePdfPipelineOptions, PdfPipelineOptions
@@ -451,11 +459,11 @@ def docling_convert(data: bytes, fmt: str, name: str, standard_pdf: bool) -> tup
     return text, problems, docling_outline(result.document, text)
 
 
-def docling_outline(document, text: str) -> Outline:
+def docling_outline(document: DoclingDocument, text: str) -> Outline:
     """The title and section headings of a Docling document, located in its parsed ``text``:
     every item's text is searched from where the previous one was found (the export keeps
     the items' order), so a heading is never placed at an earlier mention of its words."""
-    from docling_core.types.doc import DocItemLabel
+    from docling_core.types.doc.labels import DocItemLabel
 
     outline = Outline()
     cursor = 0
@@ -466,9 +474,10 @@ def docling_outline(document, text: str) -> Outline:
         if pos < 0:  # a table, or an item the export renders otherwise
             continue
         cursor = pos + len(needle)
-        if item.label == DocItemLabel.TITLE and outline.title is None:
+        label = getattr(item, "label", None)  # a DocItem's (what carries text)
+        if label == DocItemLabel.TITLE and outline.title is None:
             outline.title = needle
-        elif item.label == DocItemLabel.SECTION_HEADER:
+        elif label == DocItemLabel.SECTION_HEADER:
             outline.headings.append((pos, needle))
     return outline
 
@@ -482,7 +491,7 @@ _PAGE_PREFIX = re.compile(r"^(page failed to parse[.:]?\s*)?(error rendering pag
 _LONG_HEX = re.compile(r"\b([0-9a-f]{12})[0-9a-f]{28,}\b")
 
 
-def conversion_problems(errors: Iterable, page_count: int = 0) -> list[str]:
+def conversion_problems(errors: Iterable[object], page_count: int = 0) -> list[str]:
     """Docling's error items as short, readable warnings.
 
     Page failures become one line naming the pages (``pages 2-4, 9 of 10 failed
@@ -727,7 +736,7 @@ class _Job:
 
 
 @dataclass
-class _Outcome:
+class ParseOutcome:
     """What parsing one document gave: its text, warnings, outline and elements, or an error."""
 
     text: str | None
@@ -741,25 +750,25 @@ class _Outcome:
 # A parse handed elsewhere (``ragsweep.execution``: one Ray task per document): given the document's id
 # and its parse (a picklable call that never raises), start it and return what waits for its outcome.
 # The waiting call returns :func:`crashed` when the process that parsed it died every time it tried.
-Dispatch = Callable[[str, Callable[[], "_Outcome"]], Callable[[], "_Outcome"]]
+Dispatch = Callable[[str, Callable[[], "ParseOutcome"]], Callable[[], "ParseOutcome"]]
 
 
-def crashed() -> _Outcome:
+def crashed() -> ParseOutcome:
     """The outcome of a document whose parser process died on it."""
-    return _Outcome(None, [], CRASHED, 0.0)
+    return ParseOutcome(None, [], CRASHED, 0.0)
 
 
-def _parse_job(parse_fn: ParseFn, data: bytes, fmt: str, doc_id: str, standard_pdf: bool) -> _Outcome:
+def _parse_job(parse_fn: ParseFn, data: bytes, fmt: str, doc_id: str, standard_pdf: bool) -> ParseOutcome:
     """Parse one document (in this process or in a worker); never raises."""
     started = time.perf_counter()
     try:
         out = parse_fn(data, fmt, doc_id, standard_pdf)
     except Exception as err:  # one bad document must never sink the run
-        return _Outcome(None, [], f"parse failed: {err}", time.perf_counter() - started)
+        return ParseOutcome(None, [], f"parse failed: {err}", time.perf_counter() - started)
     text, warnings, *rest = (out, ()) if isinstance(out, str) else out
     outline = rest[0] if rest and isinstance(rest[0], Outline) else Outline()
     elements = join_elements(rest[1])[1] if len(rest) > 1 and isinstance(rest[1], list) else []
-    return _Outcome(text, [str(w) for w in warnings], None, time.perf_counter() - started, outline, elements)
+    return ParseOutcome(text, [str(w) for w in warnings], None, time.perf_counter() - started, outline, elements)
 
 
 def _warnings_key(key: str) -> str:
@@ -778,7 +787,7 @@ def _elements_key(key: str) -> str:
 APP_PARSER_PREFIX = "app:"
 
 
-def _cached(cache: ParseCache, key: str, parser: str) -> _Outcome | None:
+def _cached(cache: ParseCache, key: str, parser: str) -> ParseOutcome | None:
     """A parsed text, its warnings, outline and elements from the cache; None unless all are there (a
     plain text file has no outline to miss, ragsweep's own parse no elements)."""
     text = cache.get(key)
@@ -797,10 +806,10 @@ def _cached(cache: ParseCache, key: str, parser: str) -> _Outcome | None:
         return None
     if not isinstance(warnings, list):
         return None
-    return _Outcome(text, [str(w) for w in warnings], None, 0.0, found, elements)
+    return ParseOutcome(text, [str(w) for w in warnings], None, 0.0, found, elements)
 
 
-def _cache_put(cache: ParseCache, key: str, outcome: _Outcome) -> None:
+def _cache_put(cache: ParseCache, key: str, outcome: ParseOutcome) -> None:
     # first: a text is only used with its warnings, outline and elements
     cache.put(_warnings_key(key), json.dumps(outcome.warnings))
     cache.put(_outline_key(key), outcome.outline.model_dump_json())
@@ -913,7 +922,7 @@ class _Slots:
         self.slots[index] = SkippedDocument(doc_id=doc_id, reason=reason)
         self.tick(1)
 
-    def keep(self, job: _Job, outcome: _Outcome, cached: bool) -> None:
+    def keep(self, job: _Job, outcome: ParseOutcome, cached: bool) -> None:
         """A parsed document in its slot (its warnings and seconds those of ``outcome``)."""
         if not outcome.text:
             self.skip(job.index, job.doc_id, _no_text(outcome.warnings))
@@ -933,7 +942,7 @@ class _Slots:
         )
         self.tick(1)
 
-    def parsed(self, job: _Job, outcome: _Outcome) -> None:
+    def parsed(self, job: _Job, outcome: ParseOutcome) -> None:
         """What the :class:`_Runner` gives back for a job."""
         if outcome.error is not None:
             # the file's own warnings (a PDF that looks cut short) explain the failure
@@ -1026,17 +1035,17 @@ class _Runner:
         parse_fn: ParseFn,
         standard_pdf: bool,
         workers: int,
-        done: Callable[[_Job, _Outcome], None],
+        done: Callable[[_Job, ParseOutcome], None],
         dispatch: Dispatch | None = None,
     ):
         self.parse_fn = parse_fn
         self.dispatch = dispatch
-        self.dispatched: list[tuple[_Job, Callable[[], _Outcome]]] = []
+        self.dispatched: list[tuple[_Job, Callable[[], ParseOutcome]]] = []
         self.standard_pdf = standard_pdf
         self.workers = workers
         self.done = done
         self.waiting: list[_Job] = []
-        self.running: dict[Future, _Job] = {}
+        self.running: dict[Future[ParseOutcome], _Job] = {}
         self.suspects: list[_Job] = []  # in flight when a worker died
         self.pool: ProcessPoolExecutor | None = None
         self.pool_started = False
@@ -1129,7 +1138,7 @@ class _Runner:
                 broken = True
                 continue
             except Exception as err:  # e.g. a result that could not be sent back
-                outcome = _Outcome(None, [], f"parse failed: {err}", 0.0)
+                outcome = ParseOutcome(None, [], f"parse failed: {err}", 0.0)
             job.data = b""
             self.done(job, outcome)
         if broken:
@@ -1164,11 +1173,11 @@ class _Runner:
                 try:
                     outcome = future.result()
                 except BrokenProcessPool:
-                    outcome = _Outcome(None, [], CRASHED, 0.0)
+                    outcome = ParseOutcome(None, [], CRASHED, 0.0)
                     pool.shutdown(wait=True)
                     pool = None
                 except Exception as err:
-                    outcome = _Outcome(None, [], f"parse failed: {err}", 0.0)
+                    outcome = ParseOutcome(None, [], f"parse failed: {err}", 0.0)
                 job.data = b""
                 self.done(job, outcome)
             self.suspects = []

@@ -9,6 +9,7 @@ this module; it imports neither, so the two embedder modules import in one direc
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -55,7 +56,7 @@ class EmbeddingCache:
         if self._db is None or not keys:
             return {}
 
-        def read(conn) -> dict[str, np.ndarray]:
+        def read(conn: sqlite3.Connection) -> dict[str, np.ndarray]:
             found: dict[str, np.ndarray] = {}
             for key, dim, blob in rows_for_keys(conn, "SELECT key, dim, vec FROM vectors", keys):
                 if isinstance(blob, bytes) and len(blob) == 4 * (dim or 0) and dim:  # a damaged row is a miss
@@ -69,7 +70,7 @@ class EmbeddingCache:
             return
         rows = [(k, len(v), np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()]
 
-        def write(conn) -> None:
+        def write(conn: sqlite3.Connection) -> None:
             conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
             conn.commit()
 

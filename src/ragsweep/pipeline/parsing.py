@@ -28,14 +28,19 @@ import inspect
 import json
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Required, TypeAlias, TypedDict, TypeVar
 
 from ragsweep.core.errors import ConfigError, StageError
 from ragsweep.core.offline import embedder_model_path, ensure_offline
-from ragsweep.pipeline.corpus import Outline, convert, join_elements, layout_models_available
+from ragsweep.pipeline.corpus import Outline, ParseFn, convert, join_elements, layout_models_available
+
+if TYPE_CHECKING:
+    from docling_core.transforms.chunker.tokenizer.huggingface import HuggingFaceTokenizer
+
+    from ragsweep.pipeline.scalars import Overrides, Scalar
 
 ensure_offline()
 
@@ -71,10 +76,12 @@ class NativeParser(pw.UDF):
     DOCX zip, HTML by its opening tag; anything else is text), so serve ``.md`` files with their own parser.
     """
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: Any) -> None:  # Pathway's UDF options (cache_strategy...), passed on as they are
         super().__init__(**kwargs)
 
-    def parse_file(self, data: bytes, fmt: str, name: str, standard_pdf: bool) -> Any:
+    def parse_file(
+        self, data: bytes, fmt: str, name: str, standard_pdf: bool
+    ) -> tuple[str, list[str]] | tuple[str, list[str], Outline]:
         return convert(data, fmt, name, standard_pdf)
 
     def __wrapped__(self, contents: bytes) -> list[tuple[str, dict]]:
@@ -95,7 +102,16 @@ def _sniff(data: bytes) -> str:
 
 # ----------------------------------------------------------------- what parses, picklable
 
-ParserBuilder = Callable[[str, tuple[tuple[str, Any], ...]], Any]  # (pipeline file, overrides) -> the parser
+# (pipeline file, overrides) -> the parser
+ParserBuilder: TypeAlias = "Callable[[str, tuple[tuple[str, Scalar], ...]], object]"
+_T = TypeVar("_T")
+
+# what a report says of the parse (``manifest.pipeline.parser``), in this key order; "class" is a keyword
+ParserManifest = TypedDict(
+    "ParserManifest",
+    {"parser": Required[str], "by": Required[str], "class": str, "replaced": str, "note": str},
+    total=False,
+)
 
 
 class ParserConfig(Protocol):
@@ -106,7 +122,7 @@ class ParserConfig(Protocol):
 
     def parser_spec(self) -> ParserSpec: ...
 
-    def build_parser(self) -> Any: ...
+    def build_parser(self) -> object: ...
 
 
 @dataclass(frozen=True)
@@ -120,7 +136,7 @@ class ParserSpec:
     label: str  # what reports name it by: "DoclingParser", "ragsweep native parse"
     identity: str | None
     path: str = ""
-    overrides: dict[str, Any] = field(default_factory=dict)
+    overrides: Overrides = field(default_factory=dict)
     replaced: str | None = None  # the app's parser that ``--set parser=native`` replaced, if any
     class_path: str = ""
     build: ParserBuilder | None = None  # the app's parser from ``path`` and ``overrides`` (None: native)
@@ -129,16 +145,16 @@ class ParserSpec:
     def native(self) -> bool:
         return self.identity is None
 
-    def parse_fn(self) -> Any:
+    def parse_fn(self) -> ParseFn:
         """What :func:`ragsweep.pipeline.corpus.parse_corpus` calls per document."""
         if self.native:
             return convert
         assert self.build is not None, "an app's parser spec names how to build it"
         return AppParse(self.path, tuple(sorted(self.overrides.items())), self.build)
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> ParserManifest:
         """What a report says of the parse: by the app's parser, or by ragsweep in its place."""
-        out: dict[str, Any] = {"parser": self.label, "by": "ragsweep" if self.native else "app"}
+        out: ParserManifest = {"parser": self.label, "by": "ragsweep" if self.native else "app"}
         if self.class_path:
             out["class"] = self.class_path
         if self.replaced is not None:
@@ -172,10 +188,12 @@ class AppParse:
     tasks as the file's path and overrides."""
 
     path: str
-    overrides: tuple[tuple[str, Any], ...]
+    overrides: tuple[tuple[str, Scalar], ...]
     build: ParserBuilder  # a module-level function (picklable by name), cached per process
 
-    def __call__(self, data: bytes, fmt: str, name: str, standard_pdf: bool) -> Any:
+    def __call__(
+        self, data: bytes, fmt: str, name: str, standard_pdf: bool
+    ) -> tuple[str, list[str], Outline, list[tuple[str, dict]]]:
         parser = self.build(self.path, self.overrides)
         try:
             raw = call_parser(parser, data)
@@ -185,12 +203,14 @@ class AppParse:
         return text, [], Outline(), raw
 
 
-def call_parser(parser: Any, data: bytes) -> list[tuple[str, dict]]:
+def call_parser(parser: object, data: bytes) -> list[tuple[str, dict]]:
     """``parser`` on one document's bytes as Pathway's DocumentStore calls it (``__wrapped__``, awaited
     when it is a coroutine); its elements as (text, metadata) pairs, checked."""
     fn = getattr(parser, "__wrapped__", parser)
+    if not callable(fn):
+        raise ValueError(f"the parser ({type(parser).__name__}) is not callable")
     out = fn(data)
-    if inspect.isawaitable(out):
+    if inspect.iscoroutine(out):  # what asyncio.run takes (any other awaitable it refuses)
         out = _run(out)
     if not isinstance(out, (list, tuple)):
         raise ValueError(f"the parser returned {type(out).__name__}, not a list of (text, metadata) pairs")
@@ -203,33 +223,34 @@ def call_parser(parser: Any, data: bytes) -> list[tuple[str, dict]]:
     return elements
 
 
-def _run(coro: Any) -> Any:
+def _run(coro: Coroutine[object, object, _T]) -> _T:
     """A coroutine run to its end, from inside a running event loop too (on a thread of its own)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
-    box: dict[str, Any] = {}
+    values: list[_T] = []
+    errors: list[BaseException] = []
 
     def target() -> None:
         try:
-            box["value"] = asyncio.run(coro)
+            values.append(asyncio.run(coro))
         except BaseException as err:  # noqa: BLE001 - re-raised on the caller's thread
-            box["error"] = err
+            errors.append(err)
 
     thread = threading.Thread(target=target)
     thread.start()
     thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    if errors:
+        raise errors[0]
+    return values[0]
 
 
 # ----------------------------------------------------------------- offline models
 
 
 @functools.cache
-def bundled_tokenizer() -> Any:
+def bundled_tokenizer() -> HuggingFaceTokenizer:
     """all-MiniLM-L6-v2's tokenizer from the bundled MiniLM package, as Docling's ``HybridChunker`` takes
     it (``sentence-transformers/all-MiniLM-L6-v2`` by default, from the hub), its max tokens from the
     package's ``sentence_bert_config.json``."""
@@ -257,7 +278,7 @@ def offline_parser_models() -> Iterator[None]:
         huggingface.get_default_tokenizer = original
 
 
-def docling_pdf_needs(parser: Any) -> list[str]:
+def docling_pdf_needs(parser: object) -> list[str]:
     """The Docling models an app's ``DoclingParser`` needs for a PDF: the layout model always (Docling's
     standard PDF pipeline), TableFormer when it parses tables (``do_table_structure``)."""
     needs = ["the layout model (docling-project/docling-layout-heron)"]
@@ -267,7 +288,9 @@ def docling_pdf_needs(parser: Any) -> list[str]:
     return needs
 
 
-def _pdf_options(parser: Any) -> Any:
+def _pdf_options(parser: object) -> object:
+    """A Docling parser's PDF pipeline options (None for any other parser), read by attribute: Docling's
+    option classes differ between its versions."""
     converter = getattr(parser, "converter", None)
     for option in (getattr(converter, "format_to_options", None) or {}).values():
         options = getattr(option, "pipeline_options", None)
@@ -276,7 +299,7 @@ def _pdf_options(parser: Any) -> Any:
     return None
 
 
-def missing_models(parser: Any) -> list[str]:
+def missing_models(parser: object) -> list[str]:
     """What the parser lacks on this machine to parse a PDF (``[]``: nothing, or not a Docling parser)."""
     if type(parser).__name__ != "DoclingParser":
         return []
@@ -289,14 +312,14 @@ def missing_models(parser: Any) -> list[str]:
     return missing
 
 
-def _layout_available(artifacts: Any) -> bool:
+def _layout_available(artifacts: object) -> bool:
     """Docling's layout model in the artifacts folder (``docling-project--docling-layout-heron``) or the HF cache."""
     if artifacts and (Path(str(artifacts)) / "docling-project--docling-layout-heron" / "model.safetensors").is_file():
         return True
     return layout_models_available()
 
 
-def _tableformer_available(artifacts: Any) -> bool:
+def _tableformer_available(artifacts: object) -> bool:
     """TableFormer's weights where Docling looks for them, and the package that runs them (docling-ibm-models)."""
     import importlib.util
 

@@ -48,7 +48,7 @@ instead ranks such chunks last (``rerank_score = None``). Replies already receiv
 the LLM cache, so a re-run only asks again for the failed ones.
 
 >>> reranker = build_reranker(config)                 # None when $reranker is null
->>> hits = store.retrieve([q], k=config.get("rerank_candidates"))[0]
+>>> hits = store.retrieve([q], k=config.variables.rerank_candidates)[0]
 >>> rerank_hits(q, hits, reranker, top_k=config.top_k)
 """
 
@@ -60,18 +60,19 @@ import time
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Literal, SupportsFloat, TypedDict
 
 import numpy as np
 
 from ragsweep.core.errors import ConfigError
 from ragsweep.core.hits import Hit
 from ragsweep.core.offline import ensure_offline
+from ragsweep.llm.client import LLMClient, Messages
+from ragsweep.llm.settings import LLMSettings
+from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.embedders_extra import USE_MULTILINGUAL, UseMultilingualEmbedder
-from ragsweep.pipeline.embedding import CachedSentenceTransformerEmbedder, MissingModelError
-
-if TYPE_CHECKING:
-    from ragsweep.llm.client import Messages
+from ragsweep.pipeline.embedding import DEFAULT_MODEL, CachedSentenceTransformerEmbedder, find_model
+from ragsweep.pipeline.embedding_base import MissingModelError
 
 RERANKERS = ("encoder", "cross_encoder", "llm")
 Pair = tuple[str, str]  # (question, chunk text)
@@ -99,6 +100,15 @@ class RerankError(RuntimeError):
 # ------------------------------------------------------------------ rerankers
 
 
+class RerankerInfo(TypedDict, total=False):
+    """What a manifest records of a reranker, in this key order (``base_url``, ``on_error``: an LLM's)."""
+
+    reranker: str
+    model: str
+    base_url: str | None
+    on_error: str
+
+
 class Reranker:
     """Scores (question, chunk text) pairs, larger is better, many pairs per call."""
 
@@ -109,7 +119,7 @@ class Reranker:
     def score_pairs(self, pairs: Sequence[Pair]) -> list[float | None]:
         raise NotImplementedError
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> RerankerInfo:
         """What a manifest records of this reranker."""
         return {"reranker": self.kind, "model": self.model}
 
@@ -117,7 +127,7 @@ class Reranker:
         return f"{type(self).__name__}(model={self.model!r})"
 
 
-def _as_float32_score(value: Any) -> float:
+def _as_float32_score(value: SupportsFloat) -> float:
     return float(np.float32(value))
 
 
@@ -162,7 +172,7 @@ class EncoderReranker(Reranker):
 
 
 @lru_cache(maxsize=4)
-def load_cross_encoder(path: str):
+def load_cross_encoder(path: str):  # sentence-transformers' CrossEncoder
     ensure_offline()
     from sentence_transformers import CrossEncoder
 
@@ -218,14 +228,16 @@ def rerank_prompt(question: str, text: str) -> str:
     """Pathway's ``prompts.prompt_rerank`` (the ``LLMReranker`` default), the very function."""
     from pathway.xpacks.llm import prompts
 
-    return prompts.prompt_rerank.__wrapped__(text, question)
+    prompt: str = prompts.prompt_rerank.__wrapped__(text, question)
+    return prompt
 
 
 def parse_rerank_reply(text: str) -> float:
     """Pathway's ``prompts.parse_score_json``: ``{"score": <int>}`` -> float; ValueError otherwise."""
     from pathway.xpacks.llm import prompts
 
-    return prompts.parse_score_json.__wrapped__(text)
+    score: float = prompts.parse_score_json.__wrapped__(text)
+    return score
 
 
 class LLMReranker(Reranker):
@@ -238,9 +250,9 @@ class LLMReranker(Reranker):
 
     kind = "llm"
 
-    def __init__(self, settings, on_error: Literal["raise", "lowest"] = "raise", client=None):
-        from ragsweep.llm.client import LLMClient
-
+    def __init__(
+        self, settings: LLMSettings, on_error: Literal["raise", "lowest"] = "raise", client: LLMClient | None = None
+    ):
         if on_error not in ("raise", "lowest"):
             raise ValueError("on_error must be 'raise' or 'lowest'")
         self.settings = settings
@@ -251,7 +263,7 @@ class LLMReranker(Reranker):
         self.cost_usd = 0.0
         self.failures: list[str] = []
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> RerankerInfo:
         return {
             "reranker": self.kind,
             "model": self.model,
@@ -292,7 +304,7 @@ class LLMReranker(Reranker):
 # ------------------------------------------------------------------ from a pipeline config
 
 
-def check_rerank_knobs(config) -> tuple[str | None, int | None]:
+def check_rerank_knobs(config: PipelineConfig) -> tuple[str | None, int | None]:
     """``($reranker, $rerank_candidates)`` of a config, checked against its top-k."""
     kind = config.variables.reranker
     candidates = config.variables.rerank_candidates
@@ -316,7 +328,7 @@ def check_rerank_knobs(config) -> tuple[str | None, int | None]:
     return kind, candidates
 
 
-def build_reranker(config, *, on_error: Literal["raise", "lowest"] = "raise") -> Reranker | None:
+def build_reranker(config: PipelineConfig, *, on_error: Literal["raise", "lowest"] = "raise") -> Reranker | None:
     """The reranker a pipeline config asks for (``None`` when ``$reranker`` is null).
 
     Raises :class:`RerankerConfigError` for an inconsistent configuration and
@@ -329,8 +341,6 @@ def build_reranker(config, *, on_error: Literal["raise", "lowest"] = "raise") ->
     model = config.variables.reranker_model
     try:
         if kind == "encoder":
-            from ragsweep.pipeline.embedding import DEFAULT_MODEL
-
             if encoder_repeats_knn(config):
                 _warn_once(
                     f"{config.path}: $reranker = encoder re-scores with the KNN index's own embedder "
@@ -348,8 +358,6 @@ def build_reranker(config, *, on_error: Literal["raise", "lowest"] = "raise") ->
                     f"({NO_BUNDLED_CROSS_ENCODER}, so ragsweep bundles none)"
                 )
             return CrossEncoderReranker(model)
-        from ragsweep.llm.settings import LLMSettings
-
         settings = LLMSettings.from_mapping(config.scalars())
         if model:
             settings = settings.with_updates(model=model)
@@ -359,22 +367,18 @@ def build_reranker(config, *, on_error: Literal["raise", "lowest"] = "raise") ->
 
 
 def _same_model(a: str, b: str) -> bool:
-    from ragsweep.pipeline.embedding import find_model
-
     found_a, found_b = find_model(a), find_model(b)
     if found_a is not None or found_b is not None:
         return found_a is found_b
     return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
 
 
-def encoder_repeats_knn(config) -> bool:
+def encoder_repeats_knn(config: PipelineConfig) -> bool:
     """Whether ``$reranker = encoder`` would score with the embedder of the knn-only index it reranks.
 
     Its score is then the index's own cosine, so it returns knn's order (the KNN index's order of
     exact ties aside): reranking cannot change what is served.
     """
-    from ragsweep.pipeline.embedding import DEFAULT_MODEL
-
     description = config.embedder_description() or ""
     ours = ("CachedSentenceTransformerEmbedder", "UseMultilingualEmbedder")
     if config.variables.reranker != "encoder" or config.retriever_mode != "knn" or not description.endswith(ours):
@@ -388,7 +392,7 @@ def _warn_once(message: str) -> None:
     log.warning(message)  # a sweep builds the reranker once per configuration: say it once
 
 
-def rerank_candidates(config) -> int | None:
+def rerank_candidates(config: PipelineConfig) -> int | None:
     """How many chunks to ask the store for before reranking: ``$rerank_candidates`` when a
     reranker is configured, else ``None`` (the store is asked for each depth as before)."""
     kind, candidates = check_rerank_knobs(config)
@@ -452,7 +456,7 @@ def rerank_at_depths(
 
 
 def rerank_served(
-    config,
+    config: PipelineConfig,
     questions: Mapping[str, str],
     candidates: Mapping[str, Sequence[Hit]],
     depths: Sequence[int],

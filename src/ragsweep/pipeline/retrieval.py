@@ -19,7 +19,8 @@ from ragsweep.core.errors import StageError
 from ragsweep.core.hits import Hit
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.pipeline.config import PipelineConfig
-from ragsweep.pipeline.corpus import Corpus, Dispatch
+from ragsweep.pipeline.corpus import Corpus, Dispatch, ParseFn, convert, parse_corpus, shown_name
+from ragsweep.pipeline.served_cache import ServedCache
 
 Served = dict[str, dict[int, list[Hit]]]  # case id -> k -> the list served at k
 
@@ -37,19 +38,25 @@ def parse_documents(
     :func:`~ragsweep.pipeline.corpus.parse_corpus` (``dispatch``: where each cache miss is parsed, e.g. a
     Ray task); skipped files are named on stderr. An app parser that cannot parse the folder's PDFs here
     (Docling's models missing) stops the stage before any document is parsed."""
-    from ragsweep.pipeline.corpus import parse_corpus, shown_name
-
-    kwargs: dict = {"progress": progress, "follow_symlinks": follow_symlinks, "dispatch": dispatch}
-    if workers is not None:
-        kwargs["workers"] = workers
+    parse_fn: ParseFn = convert
+    parser_id: str | None = None
     if config is not None:
-        from ragsweep.pipeline.parsing import check_parser  # why: parsing imports pathway
+        # deferred: parsing imports pathway (~1 s); importing retrieval (the API, via answering) must not
+        from ragsweep.pipeline.parsing import check_parser
 
         spec = check_parser(config, dataset.docs_dir)
-        kwargs.update(parse_fn=spec.parse_fn(), parser_id=spec.identity)
+        parse_fn, parser_id = spec.parse_fn(), spec.identity
         if spec.replaced is not None:
             print(f"parse: {spec.manifest()['note']}", file=sys.stderr)
-    corpus = parse_corpus(dataset.docs_dir, **kwargs)
+    corpus = parse_corpus(
+        dataset.docs_dir,
+        parse_fn=parse_fn,
+        progress=progress,
+        workers=workers,
+        follow_symlinks=follow_symlinks,
+        dispatch=dispatch,
+        parser_id=parser_id,
+    )
     for skipped in corpus.skipped:
         print(f"skipped document {shown_name(skipped.doc_id)}: {skipped.reason}", file=sys.stderr)
     if not corpus.documents:
@@ -103,6 +110,7 @@ def retrieve(
     comes from the served-list cache (:mod:`ragsweep.pipeline.served_cache`); ``fresh=True``
     asks Pathway every query again.
     """
+    # deferred: store imports pathway (~1 s); importing retrieval (the API, via answering) must not
     from ragsweep.pipeline.store import Query, RagStore, prefix_exact, queries_per_run
 
     depths = sorted(set(ks))
@@ -156,8 +164,6 @@ def _warn_unscoped(cases: Sequence[Case], scopes: Sequence[list[str] | None]) ->
 
 def _run_store(store: Any, queries: list[Any], progress: bool, fresh: bool) -> Any:
     """The store's answers to ``queries``: from the served-list cache where it holds them (unless ``fresh``)."""
-    from ragsweep.pipeline.served_cache import ServedCache
-
     cache = None if fresh else ServedCache.default()
     try:
         run = store.run(queries, progress=progress, cache=cache)
@@ -175,6 +181,7 @@ def _run_store(store: Any, queries: list[Any], progress: bool, fresh: bool) -> A
 
 def store_depths(config: PipelineConfig, depths: Iterable[int]) -> list[int]:
     """What a configuration asks of its store to serve ``depths``: its reranker's candidates, or the depths."""
+    # deferred: rerank imports pathway (~1 s); importing retrieval (the API, via answering) must not
     from ragsweep.pipeline.rerank import rerank_candidates
 
     n_candidates = rerank_candidates(config)
@@ -185,6 +192,7 @@ def serve(config: PipelineConfig, retrieved: Retrieved, cases: Sequence[Case], d
     """Each case's list at each of ``depths`` for ``config``, from what its index returned
     (``retrieved``, asked at :func:`store_depths`): the top k of its reranked candidates when it
     has a reranker, else the store's own list at k."""
+    # deferred: rerank imports pathway (~1 s); importing retrieval (the API, via answering) must not
     from ragsweep.pipeline.rerank import build_reranker, rerank_at_depths, rerank_candidates
 
     n_candidates = rerank_candidates(config)

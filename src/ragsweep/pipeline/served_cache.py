@@ -43,7 +43,9 @@ from typing import TYPE_CHECKING, Any, overload
 from pydantic import JsonValue
 
 from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
-from ragsweep.core.hits import chunk_id
+from ragsweep.core.hits import chunk_id, chunk_source, chunk_span
+from ragsweep.pipeline.config import PipelineConfig, yaml_nodes
+from ragsweep.pipeline.corpus import Corpus
 
 if TYPE_CHECKING:
     import sqlite3
@@ -100,13 +102,11 @@ def _module_file(name: str) -> str | None:
         return None
 
 
-def _component_sources(config) -> dict[str, str]:
+def _component_sources(config: PipelineConfig) -> dict[str, str]:
     """The source file of every constructor the pipeline's YAML names, by module name. The key
     takes the module's name and its file's content, never the file's path: the same code in
     another checkout, or a cache copied to another machine, gives the same key."""
     from pathway.internals.yaml_loader import Value
-
-    from ragsweep.pipeline.config import yaml_nodes
 
     sources: dict[str, str] = {}
     for node in yaml_nodes(config.raw):
@@ -122,6 +122,7 @@ def _component_sources(config) -> dict[str, str]:
 
 @lru_cache(maxsize=1)
 def _environment_fingerprint() -> str:
+    # deferred: embedding imports pathway (~1 s); the pytest plugin's warm path reads this module
     from ragsweep.pipeline.embedding import cuda_available
 
     parts = [f"{p}={_package_version(p)}" for p in _PACKAGES]
@@ -130,7 +131,7 @@ def _environment_fingerprint() -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
-def index_fingerprint(config, corpus) -> str:
+def index_fingerprint(config: PipelineConfig, corpus: Corpus) -> str:
     """What every query of one index shares: corpus, index definition, code."""
     components = [f"{module}:{_file_hash(path)}" for module, path in _component_sources(config).items()]
     # the outline (titles, headings: what chunk headers are made of) only where a document has one
@@ -154,11 +155,13 @@ def chunks_key(index_key: str) -> str:
 UNRESOLVED = object()  # a stored list whose chunk texts the stored chunk table cannot give back: a miss
 
 
-def _chunk_of(item: Any) -> str | None:
+def _chunk_of(item: JsonValue) -> str | None:
+    """The chunk id of a stored item (None: not a chunk with offsets)."""
     meta = item.get("metadata") if isinstance(item, dict) else None
-    if not isinstance(meta, dict) or "start" not in meta or "end" not in meta:
+    if not isinstance(meta, dict):
         return None
-    return chunk_id(str(meta.get("doc_id") or meta.get("path") or ""), meta["start"], meta["end"])
+    span = chunk_span(meta)
+    return None if span is None else chunk_id(chunk_source(meta), *span)
 
 
 @overload
@@ -196,7 +199,7 @@ def expand_list(value: Any, texts: Mapping[str, str] | None) -> Any:
     (:data:`UNRESOLVED` when the table lacks one); a list stored whole comes back as it is."""
     if not isinstance(value, dict) or "text_from_table" not in value:
         return value
-    items = list(value.get("items") or [])
+    items = list(value["items"])  # compact_list writes both keys
     for n in value["text_from_table"]:
         text = texts.get(_chunk_of(items[n]) or "") if texts is not None and 0 <= n < len(items) else None
         if text is None:
@@ -212,7 +215,8 @@ def _pack(value: JsonValue) -> bytes:
 def _unpack(blob: bytes) -> JsonValue:
     """The stored value, or None for a row that does not decode (a miss)."""
     try:
-        return json.loads(zlib.decompress(blob))
+        value: JsonValue = json.loads(zlib.decompress(blob))
+        return value
     except (zlib.error, TypeError, ValueError):
         return None
 

@@ -20,8 +20,9 @@ The in-process store (:mod:`ragsweep.pipeline.store`) builds this class, and
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
+from ragsweep.core.hits import ChunkMetadata
 from ragsweep.core.offline import ensure_offline
 from ragsweep.datasets.pathway_limits import tantivy_safe
 
@@ -86,14 +87,24 @@ def _piece_metadata(piece: Any) -> pw.Json:
     return pw.Json(meta.as_dict() if isinstance(meta, pw.Json) else dict(meta))
 
 
+class ServedItem(TypedDict):
+    """One item of what the DocumentStore serves for a query (Pathway's JSON): a chunk's text (its
+    header first), its metadata and its distance (the negated score)."""
+
+    text: str
+    metadata: ChunkMetadata
+    dist: float
+
+
 def in_served_order(result: pw.Json) -> pw.Json:
     """A reply's items by (distance, then the stable tie key of their chunk)."""
-    items: list[Any] = sorted(result.as_list(), key=_served_key)
+    items = list(result.as_list())  # ServedItem dicts (Pathway types the list loosely)
+    items.sort(key=_served_key)
     return pw.Json(items)
 
 
-def _served_key(item: Any) -> tuple[float, tuple[str, int, str]]:
-    return float(item["dist"]), tie_key(str(item.get("text", "")), item.get("metadata"))
+def _served_key(item: ServedItem) -> tuple[float, tuple[str, int, str]]:
+    return float(item["dist"]), tie_key(str(item["text"]), item["metadata"])
 
 
 def safe_question(text: str) -> str:

@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ragsweep.core.hits import ChunkMetadata, chunk_source
 from ragsweep.core.offline import ensure_offline
 
 ensure_offline()
@@ -51,6 +52,8 @@ from pathway.stdlib.indexing.hybrid_index import HybridIndexFactory as _PathwayH
 from pathway.stdlib.indexing.nearest_neighbors import BruteForceKnnFactory  # noqa: E402
 from pathway.stdlib.indexing.retrievers import InnerIndexFactory  # noqa: E402
 
+from ragsweep.pipeline.fusion import HybridIndexFactory  # noqa: E402
+
 TIE_TOLERANCE = 1e-6  # relative (absolute below 1): scores this close are equal
 TieKey = tuple[str, int, str]
 Reply = list[tuple[pw.Pointer, float]]
@@ -62,10 +65,10 @@ def first_depth(k: int) -> int:
     return 2 * int(k) + 8
 
 
-def tie_key(text: str, metadata: Any) -> TieKey:
+def tie_key(text: str, metadata: pw.Json | ChunkMetadata | None) -> TieKey:
     """(document id or path, start offset or -1, text when there is no offset)."""
     meta = metadata.as_dict() if isinstance(metadata, pw.Json) else dict(metadata or {})
-    doc = str(meta.get("doc_id") or meta.get("path") or "")
+    doc = chunk_source(meta)
     start = meta.get("start")
     if isinstance(start, int) and not isinstance(start, bool):
         return (doc, start, "")  # (document, offset) is one chunk: the text adds nothing
@@ -202,8 +205,6 @@ def stable_factory(factory: Any) -> Any:
     ragsweep's) as ragsweep's tie-breaking fusion over its wrapped sub-retrievers (never wrapped
     itself: RRF over deeper lists is another answer); a factory that is not an ``InnerIndexFactory``
     (ragsweep cannot see its matches) as it is."""
-    from ragsweep.pipeline.fusion import HybridIndexFactory
-
     if isinstance(factory, StableOrderFactory):
         return factory
     if isinstance(factory, _PathwayHybridFactory):

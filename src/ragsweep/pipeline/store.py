@@ -20,32 +20,31 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
-from ragsweep.core.hits import Hit
+from ragsweep.core.hits import ChunkMetadata, Hit, chunk_source, chunk_span
 from ragsweep.core.offline import ensure_offline
 from ragsweep.datasets.pathway_limits import unscopable_reason
 from ragsweep.pipeline.app_components import check_endpoint, run_with
 from ragsweep.pipeline.config import BuiltPipeline, PipelineConfig
 from ragsweep.pipeline.corpus import Corpus, ParsedDocument, parse_corpus
+from ragsweep.pipeline.scalars import Overrides
 
 ensure_offline()
 
 import pathway as pw  # noqa: E402
 
 from ragsweep.pipeline import served_cache  # noqa: E402
-from ragsweep.pipeline.chunking import split_header  # noqa: E402
+from ragsweep.pipeline.chunking import OffsetTokenCountSplitter, split_header  # noqa: E402
 from ragsweep.pipeline.parsing import check_parser  # noqa: E402
 from ragsweep.pipeline.routing import doc_filter, serving_store  # noqa: E402
 from ragsweep.pipeline.served_cache import ServedCache  # noqa: E402
-from ragsweep.pipeline.serving import DocumentStore, safe_question  # noqa: E402
+from ragsweep.pipeline.serving import DocumentStore, ServedItem, safe_question  # noqa: E402
+from ragsweep.pipeline.stable_order import exact_index  # noqa: E402
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 DOCS_TIME = 2
 QUERIES_TIME = 4
-
-# One item of what the DocumentStore serves for a query: {"text", "metadata", "dist"} (JSON from Pathway).
-ServedItem = dict[str, Any]
 
 
 class ChunkInfo(BaseModel):
@@ -158,11 +157,11 @@ def _token_counter() -> Callable[[str], int]:
     return lambda text: len(enc.encode_ordinary(text))
 
 
-def _offsets(meta: dict, chunk: str, doc: ParsedDocument | None) -> tuple[int, int]:
+def _offsets(meta: ChunkMetadata, chunk: str, doc: ParsedDocument | None) -> tuple[int, int]:
     """Chunk offsets in the document's parsed text (:meth:`ParsedDocument.chunk_offsets`)."""
     if doc is not None:
         return doc.chunk_offsets(chunk, meta)
-    return (int(meta["start"]), int(meta["end"])) if "start" in meta and "end" in meta else (0, 0)
+    return chunk_span(meta) or (0, 0)
 
 
 def prefix_exact(retriever_factory: Any) -> bool:
@@ -173,14 +172,12 @@ def prefix_exact(retriever_factory: Any) -> bool:
     retriever's top-k is not the prefix of RRF over a deeper top-k), for approximate indexes
     (USearch, LSH: a deeper search may find other neighbours) and for factories ragsweep
     cannot see inside: each depth is then asked on its own."""
-    from ragsweep.pipeline.stable_order import exact_index
-
     return exact_index(retriever_factory)
 
 
 def _served_order(raw: list[ServedItem] | None) -> list[ServedItem]:
     """The store's reply in the order it served it (DocumentStore sorts by distance, stably)."""
-    return sorted(list(raw or []), key=lambda item: float(item.get("dist", 0.0)))
+    return sorted(list(raw or []), key=lambda item: float(item["dist"]))
 
 
 def _rank_hits(
@@ -190,13 +187,13 @@ def _rank_hits(
     then offset. Only the order among exactly equal scores is ours; the set is Pathway's."""
     rows: list[_Ranked] = []
     for item in raw:
-        meta = item.get("metadata") or {}
-        doc_id = str(meta.get("doc_id") or meta.get("path") or "")
-        header, text = split_header(str(item.get("text", "")), meta)
+        meta = item["metadata"] or {}
+        doc_id = chunk_source(meta)
+        header, text = split_header(str(item["text"]), meta)
         if shared is not None:  # one str per chunk text, however many lists it is in
             text, header = shared.setdefault(text, text), shared.setdefault(header, header)
         start, end = _offsets(meta, text, texts.get(doc_id))
-        rows.append(_Ranked(-float(item.get("dist", 0.0)), doc_id, start, end, text, header))
+        rows.append(_Ranked(-float(item["dist"]), doc_id, start, end, text, header))
     rows.sort(key=lambda r: (-r.score, r.doc_id, r.start))
     seen: set[tuple[str, int]] = set()
     hits: list[Hit] = []
@@ -329,7 +326,7 @@ class RagStore:
 
     @classmethod
     def from_folder(
-        cls, pipeline: "str | Path | PipelineConfig", docs_dir: "str | Path", overrides: dict[str, Any] | None = None
+        cls, pipeline: "str | Path | PipelineConfig", docs_dir: "str | Path", overrides: Overrides | None = None
     ) -> "RagStore":
         """A store from a pipeline config (path or object) and a documents folder.
 
@@ -437,8 +434,6 @@ class RagStore:
 
     def _serve(self, queries: list[Query], texts: dict[str, ParsedDocument], progress: bool) -> ServedBatch:
         """One Pathway run (see :class:`ServedBatch`)."""
-        from ragsweep.pipeline.chunking import OffsetTokenCountSplitter
-
         pipeline = self.config.build()
         embedder = pipeline.embedder
         check_endpoint(embedder)
@@ -451,7 +446,7 @@ class RagStore:
         def on_chunk(key, row, time, is_addition):
             if is_addition:
                 meta = row["metadata"].as_dict() if hasattr(row["metadata"], "as_dict") else dict(row["metadata"])
-                doc_id = str(meta.get("doc_id") or meta.get("path"))
+                doc_id = chunk_source(meta)
                 header, text = split_header(row["text"], meta)
                 start, end = _offsets(meta, text, texts.get(doc_id))
                 chunk_rows[key] = ChunkRow(doc_id, start, end, text, header)
