@@ -17,6 +17,7 @@ from ragsweep.commands.options import DocumentOptions
 from ragsweep.commands.sweep import SweepOptions, run_sweep_cli
 from ragsweep.commands.validate import add_arguments as validate_arguments
 from ragsweep.commands.validate import parse_options
+from ragsweep.commands.watch import WatchOptions, run_watch
 from ragsweep.core.errors import ConfigError, StageError
 from ragsweep.core.offline import ensure_offline
 from ragsweep.evaluation.dataset_check import validate_dataset
@@ -196,6 +197,14 @@ def cmd_eval(args) -> int:
     return run_eval_cli(options, args)
 
 
+def cmd_watch(args) -> int:
+    try:
+        options = options_from(WatchOptions, args)
+    except ValueError as err:
+        return _fail(str(err))
+    return run_watch(options)
+
+
 def cmd_sweep(args) -> int:
     try:
         options = options_from(SweepOptions, args)
@@ -256,6 +265,11 @@ def build_parser() -> argparse.ArgumentParser:
     _mlflow_options(p)
     _pathway_threads_option(p)
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("watch", help="evaluate, then again on every change of the documents folder: what moved")
+    add_options(p, WatchOptions)
+    _pathway_threads_option(p)
+    p.set_defaults(func=cmd_watch)
 
     p = sub.add_parser("sweep", help="grid search over pipeline variables")
     add_options(p, SweepOptions)

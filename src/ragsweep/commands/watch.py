@@ -1,0 +1,317 @@
+"""`ragsweep watch`: the numbers follow the documents folder.
+
+One long-lived process: it evaluates the dataset as `ragsweep eval` does, then looks at the documents
+folder every ``--poll`` seconds; once a change (a file added, modified, deleted or renamed) has settled
+(the folder looked the same twice in a row), it evaluates again and says what moved: the documents,
+how many cases' served lists or numbers changed, each watched metric before -> after with the paired
+95% CI of the difference, and the cases that went from hit to miss and back.
+
+Each evaluation is `ragsweep eval`'s own (its parse, embedding and served-list caches, so only what a
+change touched is parsed and embedded again): the numbers of an update are those of a fresh eval over
+the folder as it stood (tests/test_watch.py). What is not yet incremental: the index is rebuilt and
+every query asked again per update.
+
+The folder ``<out>/<name>/`` holds one run folder per evaluation (``gen-0001``...; the current one and
+the one before it are kept), ``current`` (a symlink swapped atomically to the newest complete one: its
+report.json and report.html are always whole) and ``history.jsonl`` (one line per evaluation: when,
+what changed, the watched metrics). Interrupted (Ctrl-C, SIGKILL), ``current`` still names the last
+complete evaluation; a new ``watch`` with the same ``--name`` continues the folder and its history.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from ragsweep.commands.eval import EvalOptions, run_eval
+from ragsweep.commands.inputs import load_inputs
+from ragsweep.core.errors import RunError
+from ragsweep.evaluation.records import CaseResult, RunResult
+from ragsweep.evaluation.scoring import quality_failures
+from ragsweep.evaluation.settings import option
+from ragsweep.execution.base import ExecutorError
+from ragsweep.report.runs import read_run
+
+CURRENT = "current"
+HISTORY = "history.jsonl"
+Snapshot = dict[str, tuple[int, int]]  # file (relative to the documents folder) -> (size, mtime in ns)
+
+
+class WatchOptions(EvalOptions):
+    """`ragsweep watch`: eval's options, and how the folder is followed."""
+
+    poll: float = option(
+        0.5, "seconds between two looks at the documents folder (a change is evaluated once two looks agree)",
+        ge=0.05, metavar="S", what="a number of seconds",
+    )  # fmt: skip
+    exit_on_fail: bool = option(False, "end with exit status 1 when an evaluation has a metric below its --min floor")
+    max_updates: int | None = option(
+        None, "stop after N updates (default: follow the folder until interrupted)", ge=0, metavar="N",
+        what="a whole number of updates",
+    )  # fmt: skip
+
+
+class Change(BaseModel):
+    """What differs between two looks at the documents folder."""
+
+    added: list[str] = Field(default_factory=list)
+    modified: list[str] = Field(default_factory=list)
+    deleted: list[str] = Field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        return [f"{name} {what}" for what in ("added", "modified", "deleted") for name in getattr(self, what)]
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.modified or self.deleted)
+
+
+class MetricMove(BaseModel):
+    metric: str
+    before: float | None
+    after: float | None
+    ci_low: float | None = None  # paired 95% CI of (after - before) over the cases scored in both
+    ci_high: float | None = None
+
+    def shown(self) -> str:
+        def f(v: float | None) -> str:
+            return "n/a" if v is None else f"{v:.3f}"
+
+        ci = "" if self.ci_low is None or self.ci_high is None else f" [{self.ci_low:+.3f}, {self.ci_high:+.3f}]"
+        return f"{self.metric} {f(self.before)} -> {f(self.after)}{ci}"
+
+
+class Update(BaseModel):
+    """One evaluation of the folder: a line of history.jsonl."""
+
+    generation: int
+    at: str
+    run: str
+    seconds: float
+    change: Change = Field(default_factory=Change)
+    cases_changed: list[str] = Field(default_factory=list)
+    hit_to_miss: list[str] = Field(default_factory=list)
+    miss_to_hit: list[str] = Field(default_factory=list)
+    now_unlocated: list[str] = Field(default_factory=list)  # evidence in no parsed document now: left out
+    metrics: dict[str, float | None] = Field(default_factory=dict)
+    moves: list[MetricMove] = Field(default_factory=list)
+    failures: list[str] = Field(default_factory=list)
+
+
+def snapshot(docs: Path) -> Snapshot:
+    """Every file under the documents folder with its size and modification time."""
+    out: Snapshot = {}
+    for path in sorted(docs.rglob("*")):
+        try:
+            if path.is_file() and not path.name.startswith("."):
+                stat = path.stat()
+                out[path.relative_to(docs).as_posix()] = (stat.st_size, stat.st_mtime_ns)
+        except FileNotFoundError:  # deleted while we looked: the next look sees it gone
+            continue
+    return out
+
+
+def change_between(before: Snapshot, after: Snapshot) -> Change:
+    return Change(
+        added=[f for f in after if f not in before],
+        modified=[f for f in after if f in before and after[f] != before[f]],
+        deleted=[f for f in before if f not in after],
+    )
+
+
+def settled_change(docs: Path, seen: Snapshot, poll: float) -> tuple[Snapshot, Change]:
+    """Wait until the folder differs from ``seen`` and has looked the same twice in a row."""
+    last = seen
+    while True:
+        time.sleep(poll)
+        now = snapshot(docs)
+        if now == last and now != seen:
+            return now, change_between(seen, now)
+        last = now
+
+
+def watched_metrics(result: RunResult, floors: dict[str, float]) -> list[str]:
+    """The headline retrieval metrics at the configuration's top_k, then the floors' metrics."""
+    k = result.top_k
+    names = [f"recall@{k}", f"hit_rate@{k}", f"mrr@{k}", *floors]
+    return [m for m in dict.fromkeys(names) if m in result.metrics]
+
+
+def _served(case: CaseResult) -> list[tuple[str, int, int]]:
+    return [(h.doc_id, h.start, h.end) for h in case.hits]
+
+
+def case_moves(before: RunResult, after: RunResult) -> tuple[list[str], list[str], list[str]]:
+    """(cases whose served list or numbers changed, hit -> miss, miss -> hit) at the top_k."""
+    old = {c.id: c for c in before.cases}
+    hit = f"hit_rate@{after.top_k}"
+    changed, lost, found = [], [], []
+    for case in after.cases:
+        was = old.get(case.id)
+        if was is None or _served(was) != _served(case) or was.metrics != case.metrics:
+            changed.append(case.id)
+        a, b = (was.metrics.get(hit) if was else None), case.metrics.get(hit)
+        if a == 1.0 and b == 0.0:
+            lost.append(case.id)
+        elif a == 0.0 and b == 1.0:
+            found.append(case.id)
+    return changed, lost, found
+
+
+def metric_move(metric: str, before: RunResult, after: RunResult) -> MetricMove:
+    # deferred: scipy's bootstrap (~0.7 s to import); only an update with a previous run needs it
+    from ragsweep.metrics.stats import paired_bootstrap_ci
+
+    old = {c.id: c.metrics.get(metric) for c in before.cases}
+    pairs = [
+        (v, w) for c in after.cases if (v := c.metrics.get(metric)) is not None and (w := old.get(c.id)) is not None
+    ]
+    low = high = None
+    if len(pairs) > 1 and any(a != b for a, b in pairs):
+        low, high = paired_bootstrap_ci([a for a, _ in pairs], [b for _, b in pairs], seed=0)
+    elif pairs:
+        low = high = 0.0
+    return MetricMove(
+        metric=metric, before=before.metrics.get(metric), after=after.metrics.get(metric), ci_low=low, ci_high=high
+    )
+
+
+class WatchFolder:
+    """``<out>/<name>/``: the evaluations, the ``current`` link and the history."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+
+    def generations(self) -> list[int]:
+        return sorted(int(p.name[4:]) for p in self.root.glob("gen-*") if p.name[4:].isdigit())
+
+    def current(self) -> Path | None:
+        link = self.root / CURRENT
+        return link.resolve() if link.is_symlink() and (link.resolve() / "report.json").is_file() else None
+
+    def publish(self, run_dir: Path) -> None:
+        """Point ``current`` at ``run_dir`` in one rename; keep it and the one before it."""
+        previous = self.current()
+        tmp = self.root / f".{CURRENT}.tmp"
+        tmp.unlink(missing_ok=True)
+        os.symlink(run_dir.name, tmp)
+        os.replace(tmp, self.root / CURRENT)
+        keep = {run_dir.name, previous.name if previous else ""}
+        for old in self.root.glob("gen-*"):
+            if old.name not in keep:
+                shutil.rmtree(old, ignore_errors=True)
+
+    def record(self, update: Update) -> None:
+        with open(self.root / HISTORY, "a", encoding="utf-8") as f:
+            f.write(update.model_dump_json() + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def evaluate_generation(
+    options: WatchOptions, folder: WatchFolder, generation: int, generation_after_start: bool
+) -> RunResult:
+    """One `ragsweep eval` into ``gen-<n>`` (no gate: the watch applies the floors itself)."""
+    # the dataset was validated at the start; a document deleted since is the change being watched (its
+    # cases' evidence becomes unlocated), not a problem that stops the watch
+    one = options.model_copy(
+        update={"out": str(folder.root), "name": f"gen-{generation:04d}", "progress": False, "floors": {}}
+        | ({"validate_dataset": False} if generation_after_start else {})
+    )
+    _, result = run_eval(EvalOptions(**one.model_dump(include=set(EvalOptions.model_fields))))
+    assert isinstance(result, RunResult)  # not a dry run
+    return result
+
+
+def update_of(
+    generation: int, result: RunResult, before: RunResult | None, change: Change, options: WatchOptions, seconds: float
+) -> Update:
+    update = Update(
+        generation=generation,
+        at=time.strftime("%Y-%m-%dT%H:%M:%S"),
+        run=Path(result.run_dir or "").name,
+        seconds=round(seconds, 3),
+        change=change,
+        metrics={m: result.metrics.get(m) for m in watched_metrics(result, options.floors)},
+        failures=quality_failures(result, options.floors),
+    )
+    if before is not None:
+        update.cases_changed, update.hit_to_miss, update.miss_to_hit = case_moves(before, result)
+        was = {c.id for c in before.cases if c.evidence_unlocated}
+        update.now_unlocated = [c.id for c in result.cases if c.evidence_unlocated and c.id not in was]
+        update.moves = [metric_move(m, before, result) for m in update.metrics]
+    return update
+
+
+def _ids(ids: list[str], n: int = 10) -> str:
+    return ", ".join(ids[:n]) + (f" ... (+{len(ids) - n})" if len(ids) > n else "")
+
+
+def print_update(update: Update, first: bool) -> None:
+    """One line per change of the folder, then the cases that flipped and any floor missed."""
+    if first:
+        shown = ", ".join(f"{m} {'n/a' if v is None else f'{v:.3f}'}" for m, v in update.metrics.items())
+        print(f"watch: evaluated {update.run} in {update.seconds:.1f} s: {shown}", flush=True)
+    moved = "; ".join(m.shown() for m in update.moves)
+    what = update.change.lines() or ([] if first else ["(no document changed)"])
+    for line in what:
+        print(f"{line}: {len(update.cases_changed)} cases changed, {moved} ({update.seconds:.1f} s)", flush=True)
+    if update.hit_to_miss:
+        print(f"  hit -> miss: {_ids(update.hit_to_miss)}", flush=True)
+    if update.miss_to_hit:
+        print(f"  miss -> hit: {_ids(update.miss_to_hit)}", flush=True)
+    if update.now_unlocated:
+        n = len(update.now_unlocated)
+        print(f"  {n} case(s) whose evidence is in no parsed document now (left out, not a miss): "
+              f"{_ids(update.now_unlocated)}", flush=True)  # fmt: skip
+    for failure in update.failures:
+        print(f"gate FAILED: {failure}", file=sys.stderr, flush=True)
+
+
+def refuse(options: WatchOptions) -> str | None:
+    if options.resume:
+        return "--resume: a watch continues its folder by --name"
+    if options.dry_run:
+        return "--dry-run: nothing to estimate for a watch (run eval --dry-run)"
+    return None
+
+
+def run_watch(options: WatchOptions) -> int:
+    """Follow the folder until interrupted (or ``--max-updates``); 1 on a missed floor with ``--exit-on-fail``."""
+    if (why := refuse(options)) is not None:
+        print(f"ragsweep: error: {why}", file=sys.stderr)
+        return 2
+    try:
+        config, dataset, _ = load_inputs(options)
+    except RunError as err:
+        print(f"ragsweep: error: {err}", file=sys.stderr)
+        return 2
+    folder = WatchFolder(Path(options.out) / (options.name or f"{time.strftime('%Y%m%d-%H%M%S')}-watch-{dataset.name}"))
+    print(f"watch folder: {folder.root} (following {dataset.docs_dir})", file=sys.stderr, flush=True)
+    before = read_run(current) if (current := folder.current()) is not None else None
+    generation = (folder.generations() or [0])[-1]
+    seen, change, updates = snapshot(Path(dataset.docs_dir)), Change(), 0
+    while True:
+        generation += 1
+        started = time.perf_counter()
+        try:
+            result = evaluate_generation(options, folder, generation, generation_after_start=updates > 0)
+        except (RunError, ExecutorError) as err:  # e.g. every document deleted: say so, keep watching
+            print(f"ragsweep: error: {err} (watching on)", file=sys.stderr, flush=True)
+        else:
+            folder.publish(Path(result.run_dir or ""))
+            update = update_of(generation, result, before, change, options, time.perf_counter() - started)
+            folder.record(update)
+            print_update(update, first=updates == 0 and not change)
+            if update.failures and options.exit_on_fail:
+                return 1
+            before = result
+        if options.max_updates is not None and updates >= options.max_updates:
+            return 0
+        seen, change = settled_change(Path(dataset.docs_dir), seen, options.poll)
+        updates += 1
