@@ -111,6 +111,13 @@ EXPECTED: dict[str, list[str]] = {
         "RESULT evaluate() warm, base HEAD: median",
         "RESULT   stages [s]:",
     ],
+    "watch_updates.py": [
+        "SMOKE RUN",
+        "RESULT warm full eval (a process, the same dataset):",
+        "RESULT update modify: evaluation median",
+        "RESULT update delete: evaluation median",
+        "RESULT update add: evaluation median",
+    ],
     "app_parse.py": [
         "SMOKE RUN",
         "RESULT documents: 3 contracts as DOCX and HTML",
