@@ -48,6 +48,8 @@ def counters(tmp_path, monkeypatch):
         return original_parse_corpus(docs_dir, *args, parse_fn=parse_fn, **kwargs)
 
     monkeypatch.setattr(corpus_mod, "parse_corpus", counting_parse_corpus)
+    # where the sweep's parse stage calls it (imported by name there)
+    monkeypatch.setattr("ragsweep.pipeline.retrieval.parse_corpus", counting_parse_corpus)
 
     original_loader = emb_mod.load_sentence_transformer
 
