@@ -110,6 +110,11 @@ def test_each_change_gives_the_numbers_of_a_fresh_eval(tmp_path: Path) -> None:
     # the deleted contract's cases are left out as unlocated, not scored as misses
     assert deleted["now_unlocated"] and not set(deleted["now_unlocated"]) & set(deleted["hit_to_miss"])
     assert (out / "w" / "current").resolve().name == added["run"]
+    # report.html draws the watched metrics over the four evaluations and lists each change
+    page = (out / "w" / "current" / "report.html").read_text(encoding="utf-8")
+    history = page.split('<section id="history">', 1)[1].split("</section>", 1)[0]
+    assert history.count("<tr><td>") == 4 and "added contract.txt added" in history
+    assert f"{docs[1].name} deleted" in history and "<svg" in history
 
 
 @pytest.mark.parametrize("moment", ["mid-update"])

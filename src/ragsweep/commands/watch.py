@@ -26,8 +26,6 @@ import sys
 import time
 from pathlib import Path
 
-from pydantic import BaseModel, Field
-
 from ragsweep.commands.eval import EvalOptions, run_eval
 from ragsweep.commands.inputs import load_inputs
 from ragsweep.core.errors import RunError
@@ -35,10 +33,11 @@ from ragsweep.evaluation.records import CaseResult, RunResult
 from ragsweep.evaluation.scoring import quality_failures
 from ragsweep.evaluation.settings import option
 from ragsweep.execution.base import ExecutorError
+from ragsweep.report import write_html
+from ragsweep.report.history import HISTORY, Change, MetricMove, Update
 from ragsweep.report.runs import read_run
 
 CURRENT = "current"
-HISTORY = "history.jsonl"
 Snapshot = dict[str, tuple[int, int]]  # file (relative to the documents folder) -> (size, mtime in ns)
 
 
@@ -54,52 +53,6 @@ class WatchOptions(EvalOptions):
         None, "stop after N updates (default: follow the folder until interrupted)", ge=0, metavar="N",
         what="a whole number of updates",
     )  # fmt: skip
-
-
-class Change(BaseModel):
-    """What differs between two looks at the documents folder."""
-
-    added: list[str] = Field(default_factory=list)
-    modified: list[str] = Field(default_factory=list)
-    deleted: list[str] = Field(default_factory=list)
-
-    def lines(self) -> list[str]:
-        return [f"{name} {what}" for what in ("added", "modified", "deleted") for name in getattr(self, what)]
-
-    def __bool__(self) -> bool:
-        return bool(self.added or self.modified or self.deleted)
-
-
-class MetricMove(BaseModel):
-    metric: str
-    before: float | None
-    after: float | None
-    ci_low: float | None = None  # paired 95% CI of (after - before) over the cases scored in both
-    ci_high: float | None = None
-
-    def shown(self) -> str:
-        def f(v: float | None) -> str:
-            return "n/a" if v is None else f"{v:.3f}"
-
-        ci = "" if self.ci_low is None or self.ci_high is None else f" [{self.ci_low:+.3f}, {self.ci_high:+.3f}]"
-        return f"{self.metric} {f(self.before)} -> {f(self.after)}{ci}"
-
-
-class Update(BaseModel):
-    """One evaluation of the folder: a line of history.jsonl."""
-
-    generation: int
-    at: str
-    run: str
-    seconds: float
-    change: Change = Field(default_factory=Change)
-    cases_changed: list[str] = Field(default_factory=list)
-    hit_to_miss: list[str] = Field(default_factory=list)
-    miss_to_hit: list[str] = Field(default_factory=list)
-    now_unlocated: list[str] = Field(default_factory=list)  # evidence in no parsed document now: left out
-    metrics: dict[str, float | None] = Field(default_factory=dict)
-    moves: list[MetricMove] = Field(default_factory=list)
-    failures: list[str] = Field(default_factory=list)
 
 
 def snapshot(docs: Path) -> Snapshot:
@@ -304,9 +257,10 @@ def run_watch(options: WatchOptions) -> int:
         except (RunError, ExecutorError) as err:  # e.g. every document deleted: say so, keep watching
             print(f"ragsweep: error: {err} (watching on)", file=sys.stderr, flush=True)
         else:
-            folder.publish(Path(result.run_dir or ""))
             update = update_of(generation, result, before, change, options, time.perf_counter() - started)
             folder.record(update)
+            write_html(Path(result.run_dir or ""))  # again: its history section now holds this evaluation
+            folder.publish(Path(result.run_dir or ""))
             print_update(update, first=updates == 0 and not change)
             if update.failures and options.exit_on_fail:
                 return 1

@@ -28,6 +28,7 @@ from ragsweep.metrics.uninformative import answerer_way, uninformative
 from ragsweep.report import svg
 from ragsweep.report.assets import CSS, JS
 from ragsweep.report.drilldown import PACKED_TYPE, drilldown_html, pack
+from ragsweep.report.history import history_html
 from ragsweep.report.judge_html import judge_html, judge_warnings_html
 from ragsweep.report.runs import (
     Manifest,
@@ -454,6 +455,7 @@ def _run_html(run: RunResult) -> str:
 
 EVAL_SECTIONS: list[Section] = [
     Section("summary", "Summary", _summary_html),
+    Section("history", "Over time (ragsweep watch)", history_html),
     Section("baselines", "Against chance and oracle", lambda run: _baselines_table(run.baselines) or None),
     Section("judge", "LLM judge", lambda run: judge_html(run.judge) if run.judge else None),
     Section("curves", "Metrics vs k", lambda run: _curves(run, "retrieval metrics at each k (95% CI)")),
