@@ -254,6 +254,13 @@ def _ray_scale(s: dict) -> None:
     assert [r["machines"] for r in run["projection"]] == [1, 2, 4, 8, 16]
 
 
+def _watch_updates(s: dict) -> None:
+    assert s["warm_eval_s"] > 0
+    for kind in ("modify", "delete", "add"):
+        assert len(s[kind]["evaluation_s"]) == 1 and len(s[kind]["seen_s"]) == 1
+        assert s[kind]["seen_s"][0] >= s[kind]["evaluation_s"][0] > 0  # seen includes the evaluation
+
+
 CHECKS = {
     "pathway_workers.py": _pathway_workers,
     "ray_scale.py": _ray_scale,
@@ -270,4 +277,5 @@ CHECKS = {
     "scale.py": _scale,
     "sweep_vs_server.py": _sweep_vs_server,
     "app_parse.py": _app_parse,
+    "watch_updates.py": _watch_updates,
 }
