@@ -75,8 +75,9 @@ def run_name(dataset_name: str, config: PipelineConfig) -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{dataset_name}-{config.hash[:8]}"
 
 
-def run_eval(options: EvalOptions) -> tuple[Path | None, RunResult | dict[str, Any]]:
-    """Evaluate; return the run folder and the result (or, for a dry run, the LLM estimate)."""
+def run_eval(options: EvalOptions, html: bool = True) -> tuple[Path | None, RunResult | dict[str, Any]]:
+    """Evaluate; return the run folder and the result (or, for a dry run, the LLM estimate). ``html``
+    False leaves report.html to the caller (a watch writes it once its history holds the run)."""
     config, dataset, cases = load_inputs(options)
     settings = run_settings(options)
     check_floor_names(settings.floors, scored_ks(settings.ks, config.top_k), settings.budgets)  # before a folder
@@ -85,7 +86,7 @@ def run_eval(options: EvalOptions) -> tuple[Path | None, RunResult | dict[str, A
     where = where_of(options, run_name(dataset.name, config), create=not options.dry_run)
     if options.dry_run:
         return None, dry_run(config, dataset, cases, settings, state, where)
-    result = evaluate_into(config, dataset, cases, settings, state, where, executor_of(options))
+    result = evaluate_into(config, dataset, cases, settings, state, where, executor_of(options), html)
     return (Path(result.run_dir) if result.run_dir is not None else None), result
 
 
@@ -97,13 +98,14 @@ def evaluate_into(
     state: RunState,
     where: Where,
     executor: AbstractContextManager[Executor],
+    html: bool = True,
 ) -> RunResult:
     """The evaluation in its run context (a folder only when ``where.out`` is set), then report.html."""
     with open_run(state, where, executor) as run:
         if run.path is not None and not settings.resume:
             print(f"run folder: {run.path}", file=sys.stderr)
         result = evaluate(config, dataset, cases, settings, run)
-    if run.path is not None:
+    if run.path is not None and html:
         write_html(run.path)
     return result
 

@@ -169,14 +169,15 @@ class WatchFolder:
 def evaluate_generation(
     options: WatchOptions, folder: WatchFolder, generation: int, generation_after_start: bool
 ) -> RunResult:
-    """One `ragsweep eval` into ``gen-<n>`` (no gate: the watch applies the floors itself)."""
+    """One `ragsweep eval` into ``gen-<n>`` (no gate: the watch applies the floors itself; report.html is
+    written by the caller, after the history line)."""
     # the dataset was validated at the start; a document deleted since is the change being watched (its
     # cases' evidence becomes unlocated), not a problem that stops the watch
     one = options.model_copy(
         update={"out": str(folder.root), "name": f"gen-{generation:04d}", "progress": False, "floors": {}}
         | ({"validate_dataset": False} if generation_after_start else {})
     )
-    _, result = run_eval(EvalOptions(**one.model_dump(include=set(EvalOptions.model_fields))))
+    _, result = run_eval(EvalOptions(**one.model_dump(include=set(EvalOptions.model_fields))), html=False)
     assert isinstance(result, RunResult)  # not a dry run
     return result
 
@@ -259,7 +260,7 @@ def run_watch(options: WatchOptions) -> int:
         else:
             update = update_of(generation, result, before, change, options, time.perf_counter() - started)
             folder.record(update)
-            write_html(Path(result.run_dir or ""))  # again: its history section now holds this evaluation
+            write_html(Path(result.run_dir or ""))  # once its history section holds this evaluation
             folder.publish(Path(result.run_dir or ""))
             print_update(update, first=updates == 0 and not change)
             if update.failures and options.exit_on_fail:
