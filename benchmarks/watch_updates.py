@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from pdf_reword import reword_pdf
+
 ROOT = Path(__file__).resolve().parent.parent
 RAGSWEEP = [sys.executable, "-m", "ragsweep.cli"]
 PIPELINE = str(ROOT / "pipelines" / "default.yaml")
@@ -67,13 +69,35 @@ def wait_for(out: Path, n: int, proc: subprocess.Popen[str], timeout: float = 90
 
 
 def reword(path: Path) -> None:
-    """One clause reworded, saved as an editor saves (written beside, renamed over)."""
-    text = path.read_text(encoding="utf-8", errors="replace")
+    """One clause reworded, saved as an editor saves (written beside, renamed over): in a PDF the words
+    of one line reversed (:mod:`pdf_reword`), in a text file one word upper-cased."""
+    if path.suffix.lower() == ".pdf":
+        reword_pdf(path)
+        return
+    text = path.read_text(encoding="utf-8")
     word = next((w for w in ("Agreement", "agreement", "Party", "shall") if w in text), None)
     changed = text.replace(word, word.upper(), 1) if word else text + "\nAmended."
     tmp = path.parent.parent / f".{path.name}.tmp"
     tmp.write_text(changed, encoding="utf-8")
     os.replace(tmp, path)
+
+
+def rewordable(docs: list[Path], n: int) -> list[Path]:
+    """The first ``n`` documents a clause of which can be reworded (tried on a copy)."""
+    found: list[Path] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for doc in docs:
+            trial = Path(tmp) / "docs" / doc.name
+            trial.parent.mkdir(exist_ok=True)
+            shutil.copy(doc, trial)
+            try:
+                reword(trial)
+            except ValueError:
+                continue
+            found.append(doc)
+            if len(found) == n:
+                return found
+    raise SystemExit(f"only {len(found)} of the documents can be reworded; asked for {n}")
 
 
 def follow(data: Path, out: Path, limit: list[str], modify: int) -> list[tuple[str, float, float]]:
@@ -88,8 +112,8 @@ def follow(data: Path, out: Path, limit: list[str], modify: int) -> list[tuple[s
     try:
         wait_for(out, 1, proc)
         held = out.parent / "held"
-        changes = [("modify", lambda i=i: reword(docs[i])) for i in range(modify)]
-        changes += [("delete", lambda: shutil.move(docs[-1], held)), ("add", lambda: shutil.copy(held, docs[-1].parent / "added.txt"))]  # fmt: skip
+        changes = [("modify", lambda doc=doc: reword(doc)) for doc in rewordable(docs[:-1], modify)]
+        changes += [("delete", lambda: shutil.move(docs[-1], held)), ("add", lambda: shutil.copy(held, docs[-1].parent / f"added{docs[-1].suffix}"))]  # fmt: skip
         for n, (kind, act) in enumerate(changes, start=2):
             started = time.perf_counter()
             act()

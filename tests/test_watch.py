@@ -1,5 +1,6 @@
 """`ragsweep watch` as a real process on a copy of cuad-mini: a clause reworded, a contract deleted, a new
-one added; after each, the watched numbers equal a fresh `ragsweep eval` over the folder as it stands.
+one added; after each, the watched numbers equal a fresh `ragsweep eval` over the folder as it stands, also
+when a change is made while an update runs.
 A watch SIGKILLed mid-update leaves a whole ``current`` and a new watch continues the folder."""
 
 from __future__ import annotations
@@ -115,6 +116,27 @@ def test_each_change_gives_the_numbers_of_a_fresh_eval(tmp_path: Path) -> None:
     history = page.split('<section id="history">', 1)[1].split("</section>", 1)[0]
     assert history.count("<tr><td>") == 4 and "added contract.txt added" in history
     assert f"{docs[1].name} deleted" in history and "<svg" in history
+
+
+def test_a_change_made_while_an_update_runs_is_not_lost(tmp_path: Path) -> None:
+    data, out = _dataset(tmp_path), tmp_path / "runs"
+    docs = sorted((data / "docs").iterdir())
+    proc = _watch(data, out, "--max-updates", "2")
+    try:
+        _wait_for(out, 1, proc)
+        _replace(docs[0], docs[0].read_text(encoding="utf-8").replace("Agreement", "Contract", 3))
+        deadline = time.monotonic() + 120
+        while not (out / "w" / "gen-0002").exists() and time.monotonic() < deadline:  # the update has begun
+            time.sleep(0.01)
+        assert len(_history(out)) == 1, "the update ended before the second change could be made during it"
+        _replace(docs[1], docs[1].read_text(encoding="utf-8").replace("Agreement", "Contract", 3))
+        last = _wait_for(out, 3, proc)
+        assert proc.wait(timeout=120) == 0  # --max-updates 2
+    finally:
+        proc.kill()
+    # the change made during update 2 is evaluated by update 3, whether update 2 read it or not
+    assert docs[1].name in last["change"]["modified"]
+    _same_numbers(out / "w" / last["run"], _fresh_eval(data, tmp_path / "fresh"))
 
 
 @pytest.mark.parametrize("moment", ["mid-update"])
