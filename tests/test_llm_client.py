@@ -11,6 +11,7 @@ import pytest
 from fake_openai import fake_server, llm_settings  # noqa: F401 - pytest fixtures
 from ragsweep.llm import LLMClient, LLMSettings
 from ragsweep.llm.cache import ResponseCache, request_key
+from ragsweep.llm.client import EndpointUnreachable
 from ragsweep.llm.cost import combine, count_message_tokens, count_tokens, encoding_name
 
 SECRET = "sk-test-SECRET-0123456789"
@@ -111,10 +112,20 @@ def test_malformed_reply_is_recorded(fake_server, llm_settings):
     assert r.error and r.error.startswith("malformed reply")
 
 
-def test_connection_refused_is_recorded(llm_settings):
-    s = llm_settings.with_updates(base_url="http://127.0.0.1:9/v1", max_retries=0)
-    r = LLMClient(s).chat(_msgs("x"))
-    assert r.error and r.error.startswith("connection error")
+def test_connection_refused_ends_the_run_without_the_clients_retries(llm_settings):
+    s = llm_settings.with_updates(base_url="http://127.0.0.1:9/v1", max_retries=5)
+    client = LLMClient(s)
+    with pytest.raises(EndpointUnreachable, match=r"http://127.0.0.1:9/v1 cannot be reached .*Connection refused"):
+        client.chat(_msgs("x"))
+    stats = client.stats()
+    # one request through the transport (its one short second try inside), not 1 + max_retries
+    assert stats.endpoint.attempts == 1 and stats.failed == 1 and stats.errors == {"unreachable": 1}
+
+
+def test_a_host_that_does_not_resolve_is_unreachable_too(llm_settings):
+    s = llm_settings.with_updates(base_url="http://no-such-host.invalid/v1", max_retries=5)
+    with pytest.raises(EndpointUnreachable, match="no-such-host.invalid"):
+        LLMClient(s).chat(_msgs("x"))
 
 
 def test_cache_second_run_makes_no_calls(fake_server, llm_settings):

@@ -17,7 +17,7 @@ import pytest
 from fake_openai import FakeOpenAI, fake_server, huge_reply, llm_settings  # noqa: F401 - pytest fixtures
 from ragsweep.llm import LLMClient
 from ragsweep.llm.cache import request_key, shared_cache
-from ragsweep.llm.endpoint import AdaptiveLimit, read_capped
+from ragsweep.llm.endpoint import ERROR_HEADER, AdaptiveLimit, read_capped, send_or_unreachable, unreachable_reason
 from ragsweep.llm.replies import first_object
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -286,3 +286,40 @@ def test_a_sweep_prints_its_llm_calls_and_failure_rate(fake_server, tmp_path, mo
         assert config.llm_calls["answer"]["calls"] >= 1 and config.llm_calls["answer"]["failure_rate"] == 0.0
     calls = sum(c.llm_calls["answer"]["calls"] for c in report.configs)
     assert f"LLM answer (over 2 configurations): {calls} calls, 0 failed (0.0%)" in sweep_table(report)
+
+
+# ------------------------------------------------------------------ no retries against nobody
+def test_a_refused_connection_is_tried_once_more_then_answered_unreachable():
+    sent: list[httpx.Request] = []
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        raise httpx.ConnectError("[Errno 111] Connection refused", request=request)
+
+    request = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+    response = send_or_unreachable(refuse, request)
+    assert len(sent) == 2  # the short second try, nothing more
+    assert response.status_code == 502 and response.headers["x-should-retry"] == "false"
+    assert response.headers[ERROR_HEADER] == "unreachable"
+    assert json.loads(response.content)["error"]["message"] == (
+        "cannot connect to http://127.0.0.1:9: [Errno 111] Connection refused"
+    )
+
+
+def test_a_second_try_that_connects_is_the_answer():
+    calls = []
+
+    def once_refused(request: httpx.Request) -> httpx.Response:
+        calls.append(1)
+        if len(calls) == 1:
+            raise httpx.ConnectError("refused", request=request)
+        return httpx.Response(200, json={"ok": True}, request=request)
+
+    response = send_or_unreachable(once_refused, httpx.Request("POST", "http://127.0.0.1:9/v1/embeddings"))
+    assert response.status_code == 200 and len(calls) == 2
+
+
+def test_unreachable_reason_names_a_closed_port_and_passes_a_listening_one(fake_server):  # noqa: F811
+    assert "nothing listens at 127.0.0.1:9" in (unreachable_reason("http://127.0.0.1:9/v1") or "")
+    assert "does not resolve" in (unreachable_reason("http://no-such-host.invalid/v1") or "")
+    assert unreachable_reason(fake_server.base_url) is None

@@ -33,12 +33,14 @@ from typing import TYPE_CHECKING, NotRequired, TypedDict
 import httpx
 from pydantic import BaseModel, Field
 
+from ragsweep.core.errors import RunError
 from ragsweep.llm.cache import CACHE_HEADER, AsyncCachingTransport, CachingTransport, shared_cache
 from ragsweep.llm.cost import Message, cost_usd, count_message_tokens, count_tokens
 from ragsweep.llm.endpoint import (
     ERROR_HEADER,
     MAX_TIMEOUT_FACTOR,
     OVERSIZED,
+    UNREACHABLE,
     AdaptiveLimit,
     AsyncEndpointTransport,
     EndpointStats,
@@ -135,9 +137,10 @@ def describe_error(err: BaseException, settings: LLMSettings | None = None) -> s
     """One line, no secret."""
     import openai
 
-    if isinstance(err, openai.APIStatusError) and err.response.headers.get(ERROR_HEADER) == OVERSIZED:
+    transport_error = err.response.headers.get(ERROR_HEADER) if isinstance(err, openai.APIStatusError) else None
+    if isinstance(err, openai.APIStatusError) and transport_error in (OVERSIZED, UNREACHABLE):
         body = err.body if isinstance(err.body, dict) else {}
-        text = f"oversized reply: {body.get('message') or err.message}"
+        text = f"{'oversized reply' if transport_error == OVERSIZED else UNREACHABLE}: {body.get('message') or err.message}"
     elif isinstance(err, (json.JSONDecodeError, openai.APIResponseValidationError)):
         text = f"malformed reply: {type(err).__name__}: {err}"
     elif isinstance(err, openai.APITimeoutError):
@@ -221,6 +224,11 @@ def error_kind(error: str) -> str:
     return error.split(":", 1)[0].strip() or "error"
 
 
+class EndpointUnreachable(RunError):
+    """Nothing listens at the endpoint or its host name does not resolve (after one short second try):
+    every further call would fail the same way, so the run ends with this message instead."""
+
+
 class LLMClient:
     def __init__(self, settings: LLMSettings):
         self.settings = settings
@@ -293,6 +301,12 @@ class LLMClient:
             0.0 if result.cached else cost_usd(result.prompt_tokens, result.completion_tokens, s), 8
         )
         self._count(result)
+        if result.error and error_kind(result.error) == UNREACHABLE:
+            raise EndpointUnreachable(
+                f"the LLM endpoint {s.base_url} cannot be reached ({result.error}); nothing more is sent to it. "
+                "Replies already received are in the reply cache: once it is up, run again (eval --resume "
+                "continues a run folder)"
+            )
         return result
 
     def _call(self, params: ChatParams) -> ChatResult:

@@ -16,6 +16,10 @@ neither the limit nor the cap), :class:`EndpointTransport`:
   sent before a cut do not cut again). Quick: within a quarter of the timeout, so that a call
   four times as slow would still arrive. A server that answers one request at a time so gets
   about as many as it can answer within the timeout, and no queue of calls that time out.
+- **No retries against nobody.** A refused connection or a host name that does not resolve is tried
+  once more after half a second, then answered with a 502 carrying ``x-should-retry: false`` and
+  :data:`ERROR_HEADER` ``unreachable`` (:func:`ragsweep.llm.client.describe_error` names it, and the
+  client ends the run): the openai client's retries would wait a minute per call for the same refusal.
 - **Timeouts that back off.** The openai client retries a timeout after a short sleep (0.5 s x 2^n,
   up to 8 s; ``Retry-After`` honoured), with the same timeout: against an endpoint that needs
   longer than the timeout for one call, every attempt fails the same way. Here attempt n (its
@@ -29,10 +33,13 @@ the openai client's retries and their sleeps are its own, not repeated here.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 
 import httpx
@@ -40,9 +47,12 @@ from pydantic import BaseModel
 
 ERROR_HEADER = "x-ragsweep-error"
 OVERSIZED = "oversized"
+UNREACHABLE = "unreachable"
+UNREACHABLE_RETRY_S = 0.5  # one short second try (a server restarting), not the openai client's backoff
 QUICK_SHARE = 0.25  # a success within this share of the timeout is quick
 MAX_TIMEOUT_FACTOR = 4  # a retry waits at most this many timeouts for its reply
 RETRY_HEADER = "x-stainless-retry-count"  # the openai client's count of the attempts before this one
+_PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 _CONGESTION = {429: "rate_limited", 503: "unavailable"}
 _CAPPED_SUFFIXES = ("/chat/completions", "/completions")
 
@@ -186,6 +196,69 @@ def oversized_response(request: httpx.Request, cap: int) -> httpx.Response:
     )
 
 
+def unreachable_response(request: httpx.Request, err: httpx.ConnectError) -> httpx.Response:
+    """The transport's answer when nothing listens at the endpoint or its name does not resolve: asking
+    again in seconds gets the same, so the openai client is told not to retry (``x-should-retry``)."""
+    message = f"cannot connect to {request.url.scheme}://{request.url.netloc.decode()}: {err}"
+    return httpx.Response(
+        502,
+        headers={"content-type": "application/json", "x-should-retry": "false", ERROR_HEADER: UNREACHABLE},
+        content=json.dumps({"error": {"message": message, "type": UNREACHABLE}}).encode(),
+        request=request,
+    )
+
+
+def send_or_unreachable(send: Callable[[httpx.Request], httpx.Response], request: httpx.Request) -> httpx.Response:
+    """``send(request)``; a refused connection or an unknown host is tried once more after
+    :data:`UNREACHABLE_RETRY_S`, then answered by :func:`unreachable_response`."""
+    try:
+        return send(request)
+    except httpx.ConnectError:
+        time.sleep(UNREACHABLE_RETRY_S)
+    try:
+        return send(request)
+    except httpx.ConnectError as err:
+        return unreachable_response(request, err)
+
+
+async def asend_or_unreachable(
+    send: Callable[[httpx.Request], Awaitable[httpx.Response]], request: httpx.Request
+) -> httpx.Response:
+    """:func:`send_or_unreachable` for the async transports."""
+    try:
+        return await send(request)
+    except httpx.ConnectError:
+        await asyncio.sleep(UNREACHABLE_RETRY_S)
+    try:
+        return await send(request)
+    except httpx.ConnectError as err:
+        return unreachable_response(request, err)
+
+
+def unreachable_reason(base_url: str, timeout: float = 3.0) -> str | None:
+    """Why nothing can be sent to ``base_url``: its host does not resolve, or nothing listens at its port
+    (a TCP connection tried twice, :data:`UNREACHABLE_RETRY_S` apart). None when a connection opens, when
+    it only times out (slow is not down: the client's retries are for that) or behind a proxy."""
+    if any(os.environ.get(name) for name in _PROXY_VARIABLES):
+        return None
+    url = httpx.URL(base_url)
+    host, port = url.host, url.port or (443 if url.scheme == "https" else 80)
+    reason = None
+    for attempt in range(2):
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                return None
+        except socket.gaierror as err:
+            reason = f"the host name {host!r} does not resolve ({err})"
+        except ConnectionRefusedError as err:
+            reason = f"nothing listens at {host}:{port} ({err})"
+        except OSError:
+            return None
+        if attempt == 0:
+            time.sleep(UNREACHABLE_RETRY_S)
+    return reason
+
+
 def _read_response(response: httpx.Response, request: httpx.Request, cap: int | None) -> httpx.Response:
     """The same response with its body read in (decoded: the headers saying otherwise dropped)."""
     try:
@@ -223,7 +296,7 @@ class EndpointTransport(httpx.BaseTransport):
         with self.limit.slot() as epoch:
             started = time.monotonic()
             try:
-                response = _read_response(self.inner.handle_request(request), request, cap)
+                response = _read_response(send_or_unreachable(self.inner.handle_request, request), request, cap)
             except httpx.TimeoutException:
                 self.limit.congested("timeout", epoch)
                 raise
@@ -251,7 +324,7 @@ class AsyncEndpointTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if request.method == "POST":
             backed_off(request)
-        response = await self.inner.handle_async_request(request)
+        response = await asend_or_unreachable(self.inner.handle_async_request, request)
         if request.method != "POST" or not _capped(request):
             return response
         try:

@@ -29,6 +29,7 @@ from ragsweep.datasets.schema import Case
 from ragsweep.llm.cache import CACHE_HEADER
 from ragsweep.llm.client import describe_error, make_async_openai
 from ragsweep.llm.cost import cost_usd, count_message_tokens
+from ragsweep.llm.endpoint import unreachable_reason
 from ragsweep.llm.settings import LLMSettings
 from ragsweep.pipeline.app_components import AppComponentError, LLMSpend, check_endpoint, describe_failure, run_with
 from ragsweep.pipeline.config import PipelineConfig
@@ -156,19 +157,20 @@ class AppAnswerer:
         replies = self._run([cases[i].question for i in asked], [scopes[i] for i in asked]) if asked else []
         calls = CallLedger(calls=self.ledger.calls[before:])
         if calls.calls and all(c.failure is not None for c in calls.calls):
-            raise self._llm_down(calls.calls[-1])
+            raise self._llm_down(calls.calls[-1].failure or RuntimeError(calls.calls[-1].error))
         per_question = _attribute(calls, [cases[i].question for i in asked])
         answers = [Answer(text=IDK, abstained=True, answerer=self.name) for _ in cases]
         for j, i in enumerate(asked):
             answers[i] = self._answer(replies[j], per_question[j])
         return answers
 
-    def _llm_down(self, call: CallRecord) -> Exception:
-        """Every call failed: the app's LLM cannot answer (endpoint down, key refused), one message naming it."""
+    def _llm_down(self, failure: BaseException) -> Exception:
+        """The app's LLM cannot answer (its endpoint unreachable, every call failed, its key refused): one
+        message naming it."""
         label, name = self.config.question_answerer_llm()
-        assert call.failure is not None and self.settings is not None
+        assert self.settings is not None
         endpoint = SimpleNamespace(kwargs={"base_url": self.settings.base_url})
-        return AppComponentError(describe_failure(label, name, endpoint, call.failure))
+        return AppComponentError(describe_failure(label, name, endpoint, failure))
 
     def _answer(self, reply: AppReply | None, calls: list[CallRecord]) -> Answer:
         text = (reply.response or "").strip() if reply is not None else ""
@@ -198,6 +200,8 @@ class AppAnswerer:
         G.clear()
         qa = self.config.build_question_answerer(document_store(self.corpus, pipeline))
         self._record_llm(qa)
+        if self.settings is not None and (reason := unreachable_reason(self.settings.base_url)) is not None:
+            raise self._llm_down(ConnectionError(reason))  # before a Pathway run of calls that all fail
         schema = qa.AnswerQuerySchema
         model = schema.default_values()["model"]  # what /v2/answer puts in when a request names none
         rows = [

@@ -34,6 +34,7 @@ from pydantic import BaseModel
 
 from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
 from ragsweep.llm.client import describe_error
+from ragsweep.llm.endpoint import unreachable_reason
 
 if TYPE_CHECKING:
     import tiktoken
@@ -254,6 +255,11 @@ def check_endpoint(embedder: object) -> None:
     :class:`AppComponentError` here, in Python, rather than a panic of Pathway's engine mid-run."""
     if not is_kept(embedder):
         return
+    if not embedder.not_cached([PROBE_TEXT]):
+        return
+    if (reason := unreachable_reason(endpoint_of(embedder))) is not None:  # not the client's minute of retries
+        failure = describe_failure(embedder.component, type(embedder).__name__, embedder, ConnectionError(reason))
+        raise AppComponentError(failure)
     client = getattr(embedder, "client", None)
     result = embedder.__wrapped__([PROBE_TEXT])
     if asyncio.iscoroutine(result):
