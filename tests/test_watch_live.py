@@ -22,6 +22,7 @@ import urllib.request
 from pathlib import Path
 
 from ragsweep.commands.watch_server import LiveServer
+from ragsweep.report.html import write_html_report
 from test_report_html import FLAGS, chromium, dump_dom  # noqa: F401 - chromium: pytest fixture
 from test_watch import _dataset, _replace, _wait_for, _watch
 
@@ -222,3 +223,15 @@ def test_the_server_serves_its_routes_and_nothing_else(tmp_path: Path) -> None:
     finally:
         server.stop()
     shutil.rmtree(outside)
+
+
+def test_only_a_watch_page_carries_the_script(tmp_path: Path) -> None:
+    """An eval's page is as it was; a watch's differs by the script and the right to fetch from its server."""
+    run = tmp_path / "eval"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "runs" / "eval", run)
+    static = write_html_report(run).read_text(encoding="utf-8")
+    assert 'id="live"' not in static and "connect-src" not in static
+    live = write_html_report(run, tmp_path / "live.html", live=True).read_text(encoding="utf-8")
+    script = live[live.index('<script id="live" data-generation="0">') : live.index("</body>")]
+    unstamped = re.compile(r"generated \d{4}-\d\d-\d\d \d\d:\d\d UTC")
+    assert unstamped.sub("", live.replace(script, "").replace("; connect-src 'self'", "")) == unstamped.sub("", static)
