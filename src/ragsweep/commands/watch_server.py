@@ -65,6 +65,14 @@ def generation_of(run: Path) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def _read(path: Path) -> bytes | None:
+    """The file's bytes; None if it is gone (a folder pruned between resolving ``current`` and reading it)."""
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: LiveServer
     server_version = "ragsweep-watch"
@@ -75,10 +83,10 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         run = self.server.newest()
         if path in REPORT_PATHS:
-            page = run / "report.html" if run is not None else None
-            if page is None or not page.is_file():
+            page = _read(run / "report.html") if run is not None else None
+            if page is None:  # no evaluation yet
                 return self._send(503, WAITING_PAGE, "text/html; charset=utf-8")
-            return self._send(200, page.read_bytes(), "text/html; charset=utf-8")
+            return self._send(200, page, "text/html; charset=utf-8")
         if path == "/" + LIVE_JSON:
             state = {"generation": generation_of(run), "run": run.name} if run is not None else {"generation": None}
             return self._send(200, json.dumps(state).encode(), "application/json")
