@@ -16,6 +16,8 @@ the one before it are kept), ``current`` (a symlink swapped atomically to the ne
 report.json and report.html are always whole) and ``history.jsonl`` (one line per evaluation: when,
 what changed, the watched metrics). Interrupted (Ctrl-C, SIGKILL), ``current`` still names the last
 complete evaluation; a new ``watch`` with the same ``--name`` continues the folder and its history.
+``--serve PORT`` serves ``current``'s report.html on 127.0.0.1 (commands/watch_server.py), a page that
+follows each evaluation without a reload (report/live.py).
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from pathlib import Path
 
 from ragsweep.commands.eval import EvalOptions, run_eval
 from ragsweep.commands.inputs import load_inputs
+from ragsweep.commands.watch_server import LiveServer
 from ragsweep.core.errors import RunError
+from ragsweep.datasets.schema import Dataset
 from ragsweep.evaluation.records import CaseResult, RunResult
 from ragsweep.evaluation.scoring import quality_failures
 from ragsweep.evaluation.settings import option
@@ -52,6 +56,10 @@ class WatchOptions(EvalOptions):
     max_updates: int | None = option(
         None, "stop after N updates (default: follow the folder until interrupted)", ge=0, metavar="N",
         what="a whole number of updates",
+    )  # fmt: skip
+    serve: int | None = option(
+        None, "serve the newest report.html on http://127.0.0.1:PORT/, a page that follows each evaluation "
+        "without a reload (0: a free port; default: no server)", ge=0, le=65535, metavar="PORT", what="a port number",
     )  # fmt: skip
 
 
@@ -247,6 +255,22 @@ def run_watch(options: WatchOptions) -> int:
         return 2
     folder = WatchFolder(Path(options.out) / (options.name or f"{time.strftime('%Y%m%d-%H%M%S')}-watch-{dataset.name}"))
     print(f"watch folder: {folder.root} (following {dataset.docs_dir})", file=sys.stderr, flush=True)
+    try:
+        server = LiveServer(folder.root, folder.current, options.serve).start() if options.serve is not None else None
+    except OSError as err:  # the port is taken
+        print(f"ragsweep: error: --serve {options.serve}: {err}", file=sys.stderr)
+        return 2
+    if server is not None:
+        print(f"watch: live report at {server.url}", file=sys.stderr, flush=True)
+    try:
+        return follow(options, folder, dataset)
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def follow(options: WatchOptions, folder: WatchFolder, dataset: Dataset) -> int:
+    """Evaluate, then again at each settled change of the documents, until ``--max-updates`` or a missed floor."""
     before = read_run(current) if (current := folder.current()) is not None else None
     generation = (folder.generations() or [0])[-1]
     seen, change, updates = snapshot(Path(dataset.docs_dir)), Change(), 0
@@ -260,7 +284,7 @@ def run_watch(options: WatchOptions) -> int:
         else:
             update = update_of(generation, result, before, change, options, time.perf_counter() - started)
             folder.record(update)
-            write_html(Path(result.run_dir or ""))  # once its history section holds this evaluation
+            write_html(Path(result.run_dir or ""), live=True)  # once its history section holds this evaluation
             folder.publish(Path(result.run_dir or ""))
             print_update(update, first=updates == 0 and not change)
             if update.failures and options.exit_on_fail:

@@ -27,13 +27,14 @@ _LAZY = {
 }
 
 
-def write_html(run_dir: Path) -> None:
-    """report.html beside report.json / sweep.json; a failure here warns and loses nothing computed."""
+def write_html(run_dir: Path, *, live: bool = False) -> None:
+    """report.html beside report.json / sweep.json; a failure here warns and loses nothing computed.
+    ``live``: a watch's evaluation, whose page follows the watch when served."""
     # deferred: report.html imports scipy (~0.3 s); --help and the Python API import this module
     from ragsweep.report.html import write_html_report
 
     try:
-        write_html_report(run_dir)
+        write_html_report(run_dir, live=live)
     except Exception as err:  # noqa: BLE001 - the run's results are already on disk
         print(f"warning: report.html not written: {err}", file=sys.stderr)
 

@@ -30,6 +30,7 @@ from ragsweep.report.assets import CSS, JS
 from ragsweep.report.drilldown import PACKED_TYPE, drilldown_html, pack
 from ragsweep.report.history import history_html
 from ragsweep.report.judge_html import judge_html, judge_warnings_html
+from ragsweep.report.live import LIVE_CSP, live_script
 from ragsweep.report.runs import (
     Manifest,
     correctness_metric,
@@ -54,11 +55,12 @@ GROUP_CI_RESAMPLES = 1000  # bootstrap resamples for per-type intervals
 PACKED_PANEL_CHARS = 50_000  # a figure panel larger than this is stored compressed (a heatmap: ~0.5 MB, ~30 kB packed)
 
 
-def write_html_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
-    """Write ``<run_dir>/report.html`` (or ``out``) for an eval or a sweep run folder; return its path."""
+def write_html_report(run_dir: str | Path, out: str | Path | None = None, *, live: bool = False) -> Path:
+    """Write ``<run_dir>/report.html`` (or ``out``) for an eval or a sweep run folder; return its path.
+    ``live``: a watch's evaluation, whose page follows the watch when served (report/live.py)."""
     run_dir = Path(run_dir)
     kind = run_kind(run_dir)
-    page = _sweep_page(run_dir) if kind == "sweep" else _eval_page(run_dir)
+    page = _sweep_page(run_dir) if kind == "sweep" else _eval_page(run_dir, live)
     path = Path(out) if out is not None else run_dir / "report.html"
     path.write_text(page, encoding="utf-8")
     return path
@@ -67,7 +69,8 @@ def write_html_report(run_dir: str | Path, out: str | Path | None = None) -> Pat
 # ----------------------------------------------------------------------------- page assembly
 
 
-def _page(title: str, subtitle: str, sections: list[tuple[str, str, str]]) -> str:
+def _page(title: str, subtitle: str, sections: list[tuple[str, str, str]], live: str = "") -> str:
+    """The page; ``live``: the script of a watch's page (report/live.py), which may fetch from its server."""
     nav = "".join(f'<a href="#{sid}">{esc(name)}</a>' for sid, name, _ in sections)
     body = "".join(f'<section id="{sid}"><h2>{esc(name)}</h2>{html}</section>' for sid, name, html in sections)
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -75,10 +78,10 @@ def _page(title: str, subtitle: str, sections: list[tuple[str, str, str]]) -> st
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
+        f"style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:{LIVE_CSP if live else ''}\">"
         f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"
         f'<header><h1>{esc(title)}</h1><div class="sub">{subtitle} · generated {esc(generated)} by ragsweep</div></header>'
-        f"<nav>{nav}</nav><main>{body}</main><script>{JS}</script></body></html>\n"
+        f"<nav>{nav}</nav><main>{body}</main><script>{JS}</script>{live}</body></html>\n"
     )
 
 
@@ -489,7 +492,7 @@ def unregister_section(section_id: str) -> None:
     EVAL_SECTIONS[:] = [s for s in EVAL_SECTIONS if s.id != section_id]
 
 
-def _eval_page(run_dir: Path) -> str:
+def _eval_page(run_dir: Path, live: bool = False) -> str:
     run = read_run(run_dir)
     cases = run.cases
     k = run.top_k  # the depth the pipeline served: the headline k
@@ -498,7 +501,7 @@ def _eval_page(run_dir: Path) -> str:
         f"{esc(run.answerer or '')} · relevance: {esc(run.relevance_rule or '?')}"
     )
     sections = [(s.id, s.title, html) for s in EVAL_SECTIONS if (html := s.render(run)) is not None]
-    return _page(f"ragsweep report: {run_dir.name}", subtitle, sections)
+    return _page(f"ragsweep report: {run_dir.name}", subtitle, sections, live_script(run_dir) if live else "")
 
 
 def _served_app_html(run: RunResult) -> str:
