@@ -9,6 +9,8 @@ import pytest
 os.environ.setdefault("RAGSWEEP_CACHE_DIR", tempfile.mkdtemp(prefix="ragsweep-test-cache-"))
 # every test asks Pathway itself; tests/test_served_cache.py turns the served-list cache on
 os.environ.setdefault("RAGSWEEP_SERVED_CACHE", "0")
+# and scores every case itself; tests/test_scored_cache.py turns the scored-case cache on
+os.environ.setdefault("RAGSWEEP_SCORED_CACHE", "0")
 
 from ragsweep.core.offline import ensure_offline  # noqa: E402
 

@@ -20,6 +20,7 @@ from ragsweep.datasets.pathway_limits import served_app_failure
 from ragsweep.datasets.schema import Case, RelevanceConfig
 from ragsweep.evaluation.case_scoring import build_case_result
 from ragsweep.evaluation.records import CaseResult
+from ragsweep.evaluation.scored_cache import CaseCache, Inputs, ReadTexts, case_key
 from ragsweep.execution.base import Executor, IndexWork
 from ragsweep.execution.local import LOCAL
 from ragsweep.llm.settings import LLMSettings
@@ -187,6 +188,7 @@ def _answer_and_score(
     language = config.variables.language or "en"
     tantivy = _queries_tantivy(config)
     prepared = app_answers(answering.answerer, cases, corpus, answering.use_given) if answering.answerer else {}
+    cache = CaseCache.open(texts)
     with progress_bar(len(cases), "answer+score", progress) as bar:
         for part in in_batches(cases, answering.batch):
             answers = _answers(answering, part, [served[c.id][config.top_k] for c in part], prepared)
@@ -194,7 +196,7 @@ def _answer_and_score(
             for result in score(
                 part, served, top_k=config.top_k, relevance=relevance, texts=texts, retrieved=retrieved,
                 answers=answers, verdicts=verdicts, ragas_answer_metrics=answering.ragas_nonllm and bool(answers),
-                language=language, budgets=budgets,
+                language=language, budgets=budgets, cache=cache,
             ):  # fmt: skip
                 bar.update(1)
                 if tantivy and (why := served_app_failure(result.question)) is not None:
@@ -241,8 +243,11 @@ def score(
     ragas_answer_metrics: bool = False,
     language: str = "en",
     budgets: Sequence[int] = (),
+    cache: CaseCache | None = None,
 ) -> list[CaseResult]:
-    """One :class:`CaseResult` per case (:func:`ragsweep.evaluation.case_scoring.build_case_result`).
+    """One :class:`CaseResult` per case (:func:`ragsweep.evaluation.case_scoring.build_case_result`);
+    with a ``cache`` (:mod:`ragsweep.evaluation.scored_cache`), a case whose inputs and read texts
+    are unchanged comes from it.
 
     ``retrieved`` gives each case its candidate chunks (chance, oracle, ID-based context
     metrics). ``ragas_answer_metrics`` adds ragas' string similarity, BLEU and ROUGE,
@@ -250,30 +255,34 @@ def score(
     """
     answer_list = list(answers) if answers is not None else [None] * len(cases)
     verdict_list = list(verdicts) if verdicts is not None else [None] * len(cases)
-    results = []
-    for case, ans, verdict in zip(cases, answer_list, verdict_list, strict=True):
-        candidates = retrieved.candidates(parsed_scope(case, retrieved)) if retrieved is not None else None
-        results.append(
-            build_case_result(
-                case,
-                served[case.id],
-                top_k=top_k,
-                relevance=relevance,
-                texts=texts,
-                answer=ans,
-                verdict=verdict,
-                candidates=candidates,
-                language=language,
-                budgets=budgets,
-            )  # fmt: skip
-        )
-    if ragas_answer_metrics:
-        pairs = [
-            (None if r.answer is None or r.answer.abstained else r.answer.text, r.reference_answer) for r in results
-        ]
-        for result, extra in zip(results, ragas_answer_scores_batch(pairs), strict=True):
+    settings = repr((top_k, relevance.model_dump_json(), language, tuple(budgets), ragas_answer_metrics))
+    inputs = [
+        Inputs(case, served[case.id], retrieved.candidates(parsed_scope(case, retrieved)) if retrieved else None,
+               ans, verdict, settings)
+        for case, ans, verdict in zip(cases, answer_list, verdict_list, strict=True)
+    ]  # fmt: skip
+    keys = [case_key(one, cache.digests) for one in inputs] if cache is not None else []
+    stored = cache.store.get_many(keys, cache.digests) if cache is not None else {}
+    results: list[CaseResult | None] = [stored.get(key) for key in keys] if stored else [None] * len(cases)
+    todo = [i for i, result in enumerate(results) if result is None]
+    read: dict[int, set[str]] = {}
+    for i in todo:
+        one, texts_read = inputs[i], ReadTexts(texts)
+        results[i] = build_case_result(
+            cases[i], one.served, top_k=top_k, relevance=relevance, texts=texts_read, answer=answer_list[i],
+            verdict=verdict_list[i], candidates=one.candidates, language=language, budgets=budgets,
+        )  # fmt: skip
+        read[i] = texts_read.read
+    done = [r for r in results if r is not None]
+    assert len(done) == len(cases)
+    if ragas_answer_metrics and todo:
+        fresh = [done[i] for i in todo]
+        pairs = [(None if r.answer is None or r.answer.abstained else r.answer.text, r.reference_answer) for r in fresh]
+        for result, extra in zip(fresh, ragas_answer_scores_batch(pairs), strict=True):
             result.metrics.update(extra)
-    return results
+    if cache is not None:
+        cache.store.put_many({keys[i]: (read[i], done[i]) for i in todo}, cache.digests)
+    return done
 
 
 # the note of a case the app's own server cannot take (ragsweep.datasets.pathway_limits.served_app_failure)

@@ -1,0 +1,217 @@
+"""Scored cases kept on disk: a case whose inputs are unchanged is not judged and scored again.
+
+A :class:`~ragsweep.evaluation.records.CaseResult` is a pure function of what
+:func:`ragsweep.evaluation.loop.score` hands :func:`~ragsweep.evaluation.case_scoring.build_case_result`
+for it (the case, its served lists at every depth, its candidate chunks, its answer and verdict, the
+relevance rule, the top_k, the language, the token budgets, whether ragas' string metrics are added)
+and of the parsed texts it reads to locate its evidence, computed by ragsweep's code and the
+packages it scores with. The key hashes the first group and the code; the texts are a dependency
+found while scoring: the entry keeps the ids of the documents the case read (or every document, when
+it searched them all) with a hash of their texts, and a hit is taken only when those texts are
+unchanged. So after one document of the folder changes, only the cases that read it, or whose lists,
+candidates or answers moved, are scored again (``ragsweep watch``), and a warm ``eval`` never imports
+ragas.
+
+The code: a hash of every source file of the ragsweep package and the versions of the packages that
+score (ragas, rapidfuzz, rouge-score, nltk, numpy, pydantic). ``RAGSWEEP_SCORED_CACHE=0`` turns it
+off; ``<cache dir>/scored.sqlite``, healed like the other caches when damaged. An entry is a pickled
+result (floats, NaN included, come back bit for bit), read back as a new object for each run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
+from ragsweep.core.hits import Hit
+from ragsweep.evaluation.records import CaseResult
+
+if TYPE_CHECKING:
+    import sqlite3
+
+_SCHEMA = ("CREATE TABLE IF NOT EXISTS scored (key TEXT PRIMARY KEY, value BLOB)",)
+_PACKAGES = ("ragas", "rapidfuzz", "rouge-score", "nltk", "numpy", "pydantic")
+EVERY_DOCUMENT = "*"  # the case searched every parsed document
+
+
+def enabled() -> bool:
+    """False when ``RAGSWEEP_SCORED_CACHE`` is 0/false/no/off."""
+    return os.environ.get("RAGSWEEP_SCORED_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """ragsweep's source files (by their path inside the package, so any checkout gives the same) and
+    the versions of the scoring packages."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for name in _PACKAGES:
+        try:
+            digest.update(f"{name}={version(name)}\0".encode())
+        except PackageNotFoundError:
+            digest.update(f"{name}=-\0".encode())
+    return digest.hexdigest()
+
+
+class ReadTexts(Mapping[str, str]):
+    """The parsed texts, noting which documents a case reads (all of them once it lists them)."""
+
+    def __init__(self, texts: Mapping[str, str]):
+        self.texts = texts
+        self.read: set[str] = set()
+
+    def __getitem__(self, key: str) -> str:
+        self.read.add(key)
+        return self.texts[key]
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self.read.add(key)
+        return key in self.texts
+
+    def __iter__(self) -> Iterator[str]:
+        self.read.add(EVERY_DOCUMENT)
+        return iter(self.texts)
+
+    def __len__(self) -> int:
+        self.read.add(EVERY_DOCUMENT)
+        return len(self.texts)
+
+
+class Inputs(NamedTuple):
+    """What one case's result is computed from, besides the texts it reads."""
+
+    case: object
+    served: Mapping[int, Sequence[Hit]]
+    candidates: Sequence[Hit] | None
+    answer: object
+    verdict: object
+    settings: str  # top_k, relevance rule, language, budgets, ragas' string metrics: the same for every case
+
+
+class Digests:
+    """Hashes of texts and of documents, each computed once per run."""
+
+    def __init__(self, texts: Mapping[str, str]):
+        self.texts = texts
+        self._text: dict[str, str] = {}
+        self._docs: dict[str, str] = {}
+        self._lists: dict[int, tuple[Sequence[Hit], str]] = {}  # the list kept: its id is not reused
+
+    def text(self, text: str) -> str:
+        if (found := self._text.get(text)) is None:
+            found = self._text[text] = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+        return found
+
+    def hits(self, hits: Sequence[Hit]) -> str:
+        """A list of hits (memoised by the list object: each scope's candidates are one list, shared)."""
+        if (known := self._lists.get(id(hits))) is not None:
+            return known[1]
+        rows = [sorted((k, self.text(v) if k in ("text", "header") else v) for k, v in vars(h).items()) for h in hits]
+        digest = hashlib.blake2b(repr(rows).encode(), digest_size=16).hexdigest()
+        self._lists[id(hits)] = (hits, digest)
+        return digest
+
+    def documents(self, ids: Sequence[str]) -> str:
+        """The texts of these documents (absent ones as absent); :data:`EVERY_DOCUMENT` stands for all."""
+        names = sorted(self.texts) if EVERY_DOCUMENT in ids else sorted(ids)
+        parts = [f"{d}\0{self.text(t) if (t := self.texts.get(d)) is not None else '-'}" for d in names]
+        if EVERY_DOCUMENT in ids:
+            parts.insert(0, EVERY_DOCUMENT)
+        return hashlib.blake2b("\n".join(parts).encode(), digest_size=16).hexdigest()
+
+
+def case_key(inputs: Inputs, digests: Digests) -> str:
+    served = {k: digests.hits(v) for k, v in sorted(inputs.served.items())}
+    candidates = digests.hits(inputs.candidates) if inputs.candidates is not None else None
+    payload = repr((code_fingerprint(), inputs.settings, _dump(inputs.case), served, candidates,
+                    _dump(inputs.answer), _dump(inputs.verdict)))  # fmt: skip
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _dump(value: object) -> str:
+    dump = getattr(value, "model_dump_json", None)
+    return dump() if callable(dump) else repr(value)
+
+
+class Entry(NamedTuple):
+    read: list[str]  # the documents the case read (or EVERY_DOCUMENT)
+    texts: str  # their texts' hash then
+    result: bytes  # the pickled CaseResult
+
+
+class ScoredCache:
+    """Scored cases by key, each with the documents it read."""
+
+    def __init__(self, path: Path | None):
+        self._db = SQLiteCacheFile(path, _SCHEMA, what="scored-case") if path is not None else None
+
+    @classmethod
+    def default(cls) -> ScoredCache | None:
+        return cls(default_cache_dir() / "scored.sqlite") if enabled() else None
+
+    def get_many(self, keys: Sequence[str], digests: Digests) -> dict[str, CaseResult]:
+        """The results stored under ``keys`` whose documents still have the texts they had."""
+        if self._db is None or not keys:
+            return {}
+
+        def read(conn: sqlite3.Connection) -> dict[str, bytes]:
+            return dict(rows_for_keys(conn, "SELECT key, value FROM scored", list(dict.fromkeys(keys))))
+
+        found: dict[str, CaseResult] = {}
+        for key, blob in self._db.run(read, default={}, action="read").items():
+            try:
+                entry = Entry(*pickle.loads(zlib.decompress(blob)))
+                result = pickle.loads(entry.result)
+            except Exception:  # noqa: BLE001 - a damaged or foreign row is a miss
+                continue
+            if isinstance(result, CaseResult) and digests.documents(entry.read) == entry.texts:
+                found[key] = result
+        return found
+
+    def put_many(self, rows: Mapping[str, tuple[set[str], CaseResult]], digests: Digests) -> None:
+        if self._db is None or not rows:
+            return
+        packed = [
+            (
+                key,
+                zlib.compress(
+                    pickle.dumps(tuple(Entry(sorted(read), digests.documents(sorted(read)), pickle.dumps(result)))), 1
+                ),
+            )
+            for key, (read, result) in rows.items()
+        ]
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.executemany("INSERT OR REPLACE INTO scored (key, value) VALUES (?, ?)", packed)
+            conn.commit()
+
+        self._db.run(write, action="write")
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+
+
+class CaseCache(NamedTuple):
+    """The cache and one run's hashes of its texts and lists."""
+
+    store: ScoredCache
+    digests: Digests
+
+    @classmethod
+    def open(cls, texts: Mapping[str, str]) -> CaseCache | None:
+        """For a run over these parsed texts; None when the cache is off."""
+        store = ScoredCache.default()
+        return cls(store, Digests(texts)) if store is not None else None
