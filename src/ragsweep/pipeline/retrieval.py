@@ -111,6 +111,7 @@ def retrieve(
     asks Pathway every query again.
     """
     # deferred: store imports pathway (~1 s); importing retrieval (the API, via answering) must not
+    from ragsweep.pipeline.fused_depths import exact_parts
     from ragsweep.pipeline.store import Query, RagStore, prefix_exact, queries_per_run
 
     depths = sorted(set(ks))
@@ -118,13 +119,17 @@ def retrieve(
     _warn_unscoped(cases, scopes)
     store = RagStore(config, corpus)
     # BM25 and KNN serve at k the first k of a deeper answer: one query per case answers every
-    # depth. A fused hybrid index does not (RRF over deeper lists): one query per (case, k).
-    shared = len(depths) > 1 and prefix_exact(config.build().retriever_factory)
+    # depth. A fused hybrid index does not (RRF over deeper lists): one query per (case, k), which the
+    # store answers from one ask of each exact sub-retriever (ragsweep.pipeline.fused_depths).
+    factory = config.build().retriever_factory
+    shared = len(depths) > 1 and prefix_exact(factory)
     per_case = [max(depths)] if shared else depths
     asked = [(c, s, k) for c, s in zip(cases, scopes, strict=True) if s != [] for k in per_case]
+    how = " (prefixes of one query: exact for this index)" if shared else ""
+    if len(depths) > 1 and exact_parts(factory) is not None:
+        how = " (fused from one query per question of each sub-retriever, at the deepest k)"
     print(
-        f"retrieve: {len(cases)} question(s) x k in {depths}"
-        f"{' (prefixes of one query: exact for this index)' if shared else ''}: {len(asked)} queries "
+        f"retrieve: {len(cases)} question(s) x k in {depths}{how}: {len(asked)} queries "
         f"(at most {queries_per_run()} per Pathway run)...",
         file=sys.stderr,
     )

@@ -58,6 +58,7 @@ _SERVING_MODULES = (
     "ragsweep.pipeline.serving",
     "ragsweep.pipeline.routing",
     "ragsweep.pipeline.fusion",
+    "ragsweep.pipeline.fused_depths",
     "ragsweep.pipeline.stable_order",
     "ragsweep.pipeline.chunking",
     "ragsweep.pipeline.cjk",

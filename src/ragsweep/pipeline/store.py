@@ -15,8 +15,9 @@ import json
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from pydantic import BaseModel, Field
 
@@ -34,10 +35,11 @@ import pathway as pw  # noqa: E402
 
 from ragsweep.pipeline import served_cache  # noqa: E402
 from ragsweep.pipeline.chunking import OffsetTokenCountSplitter, split_header  # noqa: E402
+from ragsweep.pipeline.fused_depths import exact_parts, fuse_served  # noqa: E402
 from ragsweep.pipeline.parsing import check_parser  # noqa: E402
 from ragsweep.pipeline.routing import doc_filter, serving_store  # noqa: E402
 from ragsweep.pipeline.served_cache import ServedCache  # noqa: E402
-from ragsweep.pipeline.serving import DocumentStore, ServedItem, safe_question  # noqa: E402
+from ragsweep.pipeline.serving import DocumentStore, ServedItem, safe_question, uses_tantivy  # noqa: E402
 from ragsweep.pipeline.stable_order import exact_index  # noqa: E402
 
 if TYPE_CHECKING:
@@ -279,6 +281,11 @@ def document_store(corpus: Corpus, pipeline: BuiltPipeline) -> DocumentStore:
     """The app's DocumentStore over the corpus, in the graph being built: every document enters at
     :data:`DOCS_TIME`, before any query (asked at :data:`QUERIES_TIME`) is answered. With
     ``$route_docs`` it is :class:`ragsweep.pipeline.routing.RoutedDocumentStore`."""
+    return serving_store(documents_table(corpus, pipeline), pipeline, parser=StoredElements())
+
+
+def documents_table(corpus: Corpus, pipeline: BuiltPipeline) -> pw.Table:
+    """The corpus as the DocumentStore's input table: each document's elements and metadata."""
     root = Path(corpus.docs_dir).resolve()
     outline = bool(getattr(pipeline.splitter, "takes_metadata", False))
     titled = pipeline.route_docs is not None  # the document stage names each document by its title
@@ -297,8 +304,7 @@ def document_store(corpus: Corpus, pipeline: BuiltPipeline) -> DocumentStore:
         )
         for doc in corpus.documents
     ]
-    docs = pw.debug.table_from_rows(pw.schema_from_types(data=bytes, _metadata=pw.Json), doc_rows, is_stream=True)
-    return serving_store(docs, pipeline, parser=StoredElements())
+    return pw.debug.table_from_rows(pw.schema_from_types(data=bytes, _metadata=pw.Json), doc_rows, is_stream=True)
 
 
 class StoredElements(pw.UDF):
@@ -308,6 +314,69 @@ class StoredElements(pw.UDF):
 
     def __wrapped__(self, contents: bytes) -> list[tuple[str, dict]]:
         return [(str(text), dict(meta)) for text, meta in json.loads(contents)]
+
+
+def _ask(store: DocumentStore, rows: list[tuple[str, int, str | None]]) -> pw.Table:
+    query_rows = [(i, text, k, where, None, QUERIES_TIME, 1) for i, (text, k, where) in enumerate(rows)]
+    query_table = pw.debug.table_from_rows(
+        pw.schema_from_types(qid=int, query=str, k=int, metadata_filter=str | None, filepath_globpattern=str | None),
+        query_rows,
+        is_stream=True,
+    )
+    answered = store.retrieve_query(
+        query_table.select(pw.this.query, pw.this.k, pw.this.metadata_filter, pw.this.filepath_globpattern)
+    )
+    return query_table.select(pw.this.qid, result=answered.with_universe_of(query_table).result)
+
+
+def _on_result(into: dict[int, list[ServedItem]], key: Any, row: dict[str, Any], time: int, is_addition: bool) -> None:
+    if is_addition:
+        value = row["result"]
+        into[int(row["qid"])] = value.value if hasattr(value, "value") else value
+
+
+def _question_groups(queries: list[Query], safe: bool) -> tuple[list[tuple[str, int, str | None]], list[int]]:  # noqa: E501
+    """One row per question (as the hybrid's store asks it) and scope filter, at the deepest k asked of
+    it; and each query's row."""
+    deepest: dict[tuple[str, str | None], int] = {}
+    position: dict[tuple[str, str | None], int] = {}
+    of_query = []
+    for q in queries:
+        group = (safe_question(q.text) if safe else q.text, scope_filter(q.doc_scope))
+        deepest[group] = max(deepest.get(group, 0), q.k)
+        of_query.append(position.setdefault(group, len(position)))
+    return [(text, k, where) for (text, where), k in deepest.items()], of_query
+
+
+def _fused_table(queries: list[Query], of_query: list[int], lists: list[pw.Table], rrf_k: float) -> pw.Table:
+    """Each query's list, fused in the graph from its question's sub-retriever lists at its own k
+    (:func:`ragsweep.pipeline.fused_depths.fuse_served`), each question's lists read once for all its
+    depths; the fused list's JSON is made in the graph, as the hybrid's store makes it (Pathway's JSON
+    does not give every float back to its last bit)."""
+    depths: dict[int, set[int]] = {}
+    for q, group in zip(queries, of_query, strict=True):
+        depths.setdefault(group, set()).add(q.k)
+    schema = pw.schema_from_types(group=int, depths=tuple[int, ...])
+    groups = pw.debug.table_from_rows(
+        schema, [(g, tuple(sorted(ks)), QUERIES_TIME, 1) for g, ks in depths.items()], is_stream=True
+    )
+    for j, served in enumerate(lists):
+        groups = groups.join(served, groups.group == served.qid).select(*pw.left, **{f"_pw_list_{j}": pw.right.result})
+
+    def fuse(ks: tuple[int, ...], *served: pw.Json) -> list[tuple[int, pw.Json]]:
+        items = [s.as_list() for s in served]
+        return [(k, pw.Json(cast(list[Any], fuse_served(items, rrf_k, k)))) for k in ks]
+
+    names = [f"_pw_list_{j}" for j in range(len(lists))]
+    fused = groups.select(
+        pw.this.group,
+        at=pw.apply_with_type(fuse, list[tuple[int, pw.Json]], pw.this.depths, *(pw.this[n] for n in names)),
+    ).flatten(pw.this.at)
+    fused = fused.select(pw.this.group, k=pw.this.at[0], result=pw.this.at[1])
+    rows = [(i, group, q.k, QUERIES_TIME, 1) for i, (q, group) in enumerate(zip(queries, of_query, strict=True))]
+    table = pw.debug.table_from_rows(pw.schema_from_types(qid=int, group=int, k=int), rows, is_stream=True)
+    joined = table.join(fused, table.group == fused.group, table.k == fused.k)
+    return joined.select(pw.left.qid, result=pw.right.result)
 
 
 class RagStore:
@@ -340,28 +409,26 @@ class RagStore:
         return cls(config, parse_corpus(docs_dir, parse_fn=spec.parse_fn(), parser_id=spec.identity))
 
     # ----------------------------------------------------------------- graph
-    def _build_graph(self, pipeline: BuiltPipeline, queries: list[Query]):
+    def _build_graph(self, pipeline: BuiltPipeline, queries: list[Query]) -> tuple[DocumentStore, list[pw.Table]]:
+        """The store and what is asked of it: the queries themselves, or, for a hybrid whose
+        sub-retrievers are exact (:mod:`ragsweep.pipeline.fused_depths`), each sub-retriever's own
+        store asked once per question and scope at its deepest k."""
         from pathway.internals.parse_graph import G
 
         G.clear()
-        store = document_store(self.corpus, pipeline)
-        results = None
-        if queries:
-            query_rows = [
-                (i, q.text, q.k, scope_filter(q.doc_scope), None, QUERIES_TIME, 1) for i, q in enumerate(queries)
-            ]
-            query_table = pw.debug.table_from_rows(
-                pw.schema_from_types(
-                    qid=int, query=str, k=int, metadata_filter=str | None, filepath_globpattern=str | None
-                ),
-                query_rows,
-                is_stream=True,
-            )
-            answered = store.retrieve_query(
-                query_table.select(pw.this.query, pw.this.k, pw.this.metadata_filter, pw.this.filepath_globpattern)
-            )
-            results = query_table.select(pw.this.qid, result=answered.with_universe_of(query_table).result)
-        return store, results
+        parts = exact_parts(pipeline.retriever_factory) if pipeline.route_docs is None else None
+        if parts is None or not queries:
+            store = document_store(self.corpus, pipeline)
+            return store, [_ask(store, [(q.text, q.k, scope_filter(q.doc_scope)) for q in queries])] if queries else []
+        docs, (factories, _) = documents_table(self.corpus, pipeline), parts
+        stores = [
+            DocumentStore(docs, retriever_factory=f, splitter=pipeline.splitter, parser=StoredElements())
+            for f in factories
+        ]
+        safe = uses_tantivy(pipeline.retriever_factory)  # the hybrid's store sanitises for every sub-retriever
+        rows, of_query = _question_groups(queries, safe)
+        lists = [_ask(store, rows) for store in stores]
+        return stores[0], [_fused_table(queries, of_query, lists, parts[1])]
 
     def run(self, queries: list[Query], progress: bool = False, cache: ServedCache | None = None) -> StoreRun:
         """Index the corpus and answer ``queries`` in one Pathway run (one per
@@ -439,7 +506,7 @@ class RagStore:
         check_endpoint(embedder)
         embedded_before = getattr(embedder, "embedded_count", 0)
         split_before = OffsetTokenCountSplitter.seconds
-        store, results = self._build_graph(pipeline, queries)
+        store, asked = self._build_graph(pipeline, queries)
 
         chunk_rows: dict[pw.Pointer, ChunkRow] = {}
 
@@ -453,16 +520,10 @@ class RagStore:
             else:
                 chunk_rows.pop(key, None)
 
-        answers: dict[int, list[ServedItem]] = {}
-
-        def on_result(key, row, time, is_addition):
-            if is_addition:
-                value = row["result"]
-                answers[int(row["qid"])] = value.value if hasattr(value, "value") else value
-
+        got: list[dict[int, list[ServedItem]]] = [{} for _ in asked]
+        for results, into in zip(asked, got, strict=True):
+            pw.io.subscribe(results, on_change=partial(_on_result, into))
         pw.io.subscribe(store.chunked_docs, on_change=on_chunk)
-        if results is not None:
-            pw.io.subscribe(results, on_change=on_result)
         bar = None
         if progress and embedder is not None and hasattr(embedder, "on_progress"):
             import sys
@@ -484,6 +545,7 @@ class RagStore:
             key=lambda c: (c.doc_id, c.start),
         )
         timings = {"split": OffsetTokenCountSplitter.seconds - split_before, "embed": getattr(embedder, "seconds", 0.0)}
+        answers = got[0] if got else {}
         return ServedBatch(answers, chunks, getattr(embedder, "embedded_count", 0) - embedded_before, timings)
 
     # ----------------------------------------------------------------- API
