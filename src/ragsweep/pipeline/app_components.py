@@ -21,7 +21,6 @@ import functools
 import hashlib
 import io
 import logging
-import os
 import threading
 import time
 import warnings
@@ -32,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, TypeVar, cast
 import numpy as np
 from pydantic import BaseModel
 
+from ragsweep.core import environment
 from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
 from ragsweep.llm.client import describe_error
 
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     import tiktoken
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, npy BLOB)",)
-DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
 # arguments that change how a component calls, never what it computes
 NOT_IDENTITY = frozenset({"capacity", "retry_strategy", "cache_strategy", "batch_size", "async_mode", "api_key"})
 
@@ -56,7 +55,7 @@ def endpoint_of(component: object) -> str:
     for value in (kwargs.get("base_url"), kwargs.get("api_base"), getattr(client, "base_url", None)):
         if value:
             return str(value).rstrip("/")
-    return os.environ.get("OPENAI_BASE_URL", DEFAULT_OPENAI_URL).rstrip("/")
+    return environment.openai_base_url().rstrip("/")
 
 
 def _advice(err: BaseException) -> str:

@@ -33,7 +33,6 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-import os
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
@@ -42,6 +41,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from pydantic import JsonValue
 
+from ragsweep.core import environment
 from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
 from ragsweep.core.hits import chunk_id, chunk_source, chunk_span
 from ragsweep.pipeline.config import PipelineConfig, yaml_nodes
@@ -68,11 +68,6 @@ _SERVING_MODULES = (
     "ragsweep.pipeline.config",
 )
 _PACKAGES = ("pathway", "sentence-transformers", "transformers", "torch", "rjieba")
-
-
-def enabled() -> bool:
-    """False when ``RAGSWEEP_SERVED_CACHE`` is 0/false/no/off."""
-    return os.environ.get("RAGSWEEP_SERVED_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def _file_hash(path: str | None) -> str:
@@ -230,7 +225,7 @@ class ServedCache:
     @classmethod
     def default(cls) -> ServedCache | None:
         """The cache in ragsweep's cache folder, or None when turned off."""
-        return cls(default_cache_dir() / "served.sqlite") if enabled() else None
+        return cls(default_cache_dir() / "served.sqlite") if environment.served_cache_enabled() else None
 
     def get_many(
         self, keys: Iterable[str]

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
+from ragsweep.core.environment import queries_per_run
 from ragsweep.core.hits import ChunkMetadata, Hit, chunk_source, chunk_span
 from ragsweep.core.offline import ensure_offline
 from ragsweep.datasets.pathway_limits import unscopable_reason
@@ -205,20 +206,6 @@ def _rank_hits(
         if len(hits) == k:
             break
     return hits
-
-
-def queries_per_run() -> int:
-    """Most queries asked in one Pathway run (``RAGSWEEP_QUERIES_PER_RUN``, default 8192)."""
-    import os
-
-    value = os.environ.get("RAGSWEEP_QUERIES_PER_RUN", "8192")
-    try:
-        n = int(value)
-    except ValueError:
-        raise ValueError(f"RAGSWEEP_QUERIES_PER_RUN={value!r}: must be a whole number >= 1") from None
-    if n < 1:
-        raise ValueError(f"RAGSWEEP_QUERIES_PER_RUN={value!r}: must be a whole number >= 1")
-    return n
 
 
 @dataclass
