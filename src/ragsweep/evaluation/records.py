@@ -104,6 +104,14 @@ class Aggregate(BaseModel):
     baselines: dict[str, Baseline] = Field(default_factory=dict)
     groups: dict[str, dict[str, GroupSummary]] = Field(default_factory=dict)
 
+    def metric(self, name: str) -> float | None:
+        """``name``'s mean; None where no case has a value, or where ``name`` is not computed at all."""
+        return self.metrics.get(name)
+
+    def count(self, name: str) -> Count | None:
+        """How many cases ``name`` has a value for and not; None: ``name`` is not counted."""
+        return self.counts.get(name)
+
     def interval(self, metric: str) -> tuple[float | None, float | None]:
         pair = self.intervals.get(metric) or [None, None]
         return pair[0], pair[1]
@@ -179,7 +187,7 @@ class RunResult(Aggregate):
         return self.judge.self_agreement(metric) if self.judge is not None else None
 
     def first_relevant_rank(self, case: CaseResult) -> int | None:
-        value = case.metrics.get("first_relevant_rank")
+        value = case.metric("first_relevant_rank")
         return None if value is None else int(value)
 
     def report_json(self) -> dict[str, Any]:

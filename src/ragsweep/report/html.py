@@ -128,7 +128,7 @@ def _short(v: object, n: int = 120) -> str:
 def _n_missing(result: Aggregate, metric: str, unknown: str = "") -> tuple[int | str, int | str]:
     """(cases with a value, cases without) of ``metric``; each says how many of them are cases
     whose evidence occurs in no parsed document (left out, or scored 0 with --unlocated zero)."""
-    count = result.counts.get(metric)
+    count = result.count(metric)
     if count is None:
         return unknown, unknown
     n: int | str = count.n
