@@ -127,8 +127,8 @@ class _Unlocated(TypedDict):
 def _unlocated_fields(judgement: Judgement, relevance: RelevanceConfig, notes: Mapping[str, str]) -> _Unlocated:
     """The record's unlocated spans, and the note of a case none of whose evidence is found:
     what its retrieval numbers are."""
-    spans: list[UnlocatedSpan] = list(judgement.detail.get("unlocated") or [])
-    none_located = bool(judgement.detail.get("none_located"))
+    spans = list(judgement.detail.unlocated)
+    none_located = judgement.detail.none_located
     fields: _Unlocated = {"unlocated": spans, "evidence_unlocated": none_located, "notes": dict(notes)}
     if none_located:
         what = (
