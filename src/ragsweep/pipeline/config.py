@@ -585,7 +585,8 @@ class PipelineConfig:
             except Exception as err:  # a component's constructor: missing credentials, a bad argument...
                 failure = self._build_failure(err, self.embedder_ref(), "the splitter and retriever factory")
                 raise ConfigError(f"{self.path}: {failure}") from err
-        splitter = cast("BaseSplitter | None", resolved.get("splitter"))
+        # the resolver keeps the document's keys: "splitter" is there when a splitter is declared
+        splitter = cast("BaseSplitter | None", resolved["splitter"] if splitter_ref is not None else None)
         if splitter is None:
             # deferred: chunking imports pathway (~1 s); importing config (the API, the CLI) must not
             from ragsweep.pipeline.chunking import OffsetTokenCountSplitter
