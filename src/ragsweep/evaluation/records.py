@@ -9,6 +9,7 @@ stored by :mod:`ragsweep.evaluation.storage`). :class:`RunResult` is report.json
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, JsonValue, SerializerFunctionWrapHandler, model_serializer
@@ -63,12 +64,18 @@ class CaseResult(BaseModel):
 
     def metric(self, name: str) -> float | None:
         """A metric's value; ``<family>@k`` names the one at this case's own ``top_k``."""
-        return self.metrics.get(own_k_name(name, self.top_k))
+        return case_metric(self.metrics, name, self.top_k)
 
 
 def own_k_name(name: str, top_k: int) -> str:
     """``recall@k`` -> ``recall@<top_k>`` (a sweep's objectives are at each configuration's own k)."""
     return f"{name[:-2]}@{top_k}" if name.endswith("@k") else name
+
+
+def case_metric(metrics: Mapping[str, float | None], name: str, top_k: int) -> float | None:
+    """A case's value of ``name`` (``<family>@k``: at the case's own ``top_k``); None where the case
+    has none: a CaseResult's, or a stored line's as a paired test reads it."""
+    return metrics.get(own_k_name(name, top_k))
 
 
 # ------------------------------------------------------------------ aggregates
@@ -224,6 +231,10 @@ class ConfigResult(Aggregate):
     # with --answers: each LLM part's calls and failure rate (ragsweep.evaluation.answering.llm_calls)
     llm_calls: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
+    def is_significant(self, metric: str) -> bool:
+        """Significantly different from the baseline on ``metric`` (Holm-adjusted); False where not tested."""
+        return self.significant.get(metric, False)
+
 
 class HoldoutConfig(Aggregate):
     params: JsonObject = Field(default_factory=dict)
@@ -267,3 +278,7 @@ class SweepResult(BaseModel):
 
     def config(self, config_id: str) -> ConfigResult:
         return next(c for c in self.configs if c.id == config_id)
+
+    def best_on(self, objective: str) -> str | None:
+        """The best configuration on ``objective``; None where no configuration has a value of it."""
+        return self.best.get(objective)

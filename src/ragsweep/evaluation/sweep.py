@@ -64,6 +64,7 @@ from ragsweep.evaluation.records import (
     HoldoutVerdict,
     SweepResult,
     UnlocatedReport,
+    case_metric,
     own_k_name,
 )
 from ragsweep.evaluation.runfolder import RunFolder, git_commit, now, package_versions
@@ -466,7 +467,7 @@ def score_on_holdout(report: SweepResult, sweep_run: SweepRun, corpora: Corpora)
 
     sweep, holdout, settings = sweep_run.plan, sweep_run.holdout, sweep_run.settings
     main = sweep.objectives[0]
-    chosen = report.best.get(main, sweep.baseline_id)
+    chosen = report.best_on(main) or sweep.baseline_id  # a configuration's id is never empty
     verdict = HoldoutVerdict(cases=len(holdout), objective=main, chosen=chosen, baseline=sweep.baseline_id)
     per_case: dict[str, dict[str, float | None]] = {}
     for cid in dict.fromkeys([chosen, sweep.baseline_id]):
@@ -513,7 +514,7 @@ def finish_sweep(folder: RunFolder, sweep: Sweep, results: dict[str, ConfigResul
         return {row.id: row for row in rows}
 
     def case_value(row: _StoredScores, name: str) -> float | None:
-        return row.metrics.get(own_k_name(name, row.top_k))
+        return case_metric(row.metrics, name, row.top_k)
 
     base_cases = per_case(sweep.baseline_id)
     baseline = results[sweep.baseline_id]

@@ -615,7 +615,7 @@ def _sweep_axes(
 
 def _sig_mark(cfg: ConfigResult, base: ConfigResult | None, metric: str) -> tuple[str, str]:
     """(html mark, plain mark) for a configuration's metric vs the baseline."""
-    if not cfg.significant.get(metric) or base is None:
+    if not cfg.is_significant(metric) or base is None:
         return "", ""
     a, b = mean_of(cfg, metric), mean_of(base, metric)
     if a is None or b is None or a == b:
@@ -818,7 +818,7 @@ def _focus(sweep: SweepResult) -> tuple[str | None, ConfigResult | None]:
     """The drilled-down configuration's id and result: the best by the first objective, else
     the baseline, else the first configuration."""
     configs, objectives = sweep.configs, sweep.objectives
-    focus_id = sweep.best.get(objectives[0]) if objectives else None
+    focus_id = sweep.best_on(objectives[0]) if objectives else None
     focus_id = focus_id or sweep.baseline or (configs[0].id if configs else None)
     return focus_id, _find(sweep, focus_id)
 

@@ -102,7 +102,7 @@ def sweep_table(report: SweepResult) -> str:
         cells = []
         for m in objectives:
             v = mean_of(r, m)
-            mark = "*" if r.significant.get(m) else (" " if r.id != report.baseline else "=")
+            mark = "*" if r.is_significant(m) else (" " if r.id != report.baseline else "=")
             chance, lift = (r.chance_level[m], r.lift_over_chance[m]) if m in r.chance_level else (None, None)
             cells.append(
                 f"{'n/a' if v is None else f'{v:.4f}'}{mark}".rjust(value_width[m])
