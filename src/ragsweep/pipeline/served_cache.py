@@ -37,7 +37,7 @@ import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue
 
@@ -157,19 +157,6 @@ def _chunk_of(item: JsonValue) -> str | None:
         return None
     span = chunk_span(meta)
     return None if span is None else chunk_id(chunk_source(meta), *span)
-
-
-@overload
-def chunk_texts(table: None) -> None: ...
-@overload
-def chunk_texts(table: Iterable[dict[str, Any]]) -> dict[str, str]: ...
-def chunk_texts(table: Iterable[dict[str, Any]] | None) -> dict[str, str] | None:
-    """A stored chunk table (rows with ``doc_id``, ``start``, ``end``, ``text``, maybe ``header``) as
-    chunk id -> the text served."""
-    if table is None:
-        return None
-    # the text as served: a chunk's header (``$chunk_header``), then its own text
-    return {chunk_id(row["doc_id"], row["start"], row["end"]): row.get("header", "") + row["text"] for row in table}
 
 
 def compact_list(raw: Any, texts: Mapping[str, str]) -> Any:
