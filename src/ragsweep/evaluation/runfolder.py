@@ -197,7 +197,7 @@ def read_jsonl(path: Path, key: str = "id") -> list[JsonObject]:
         except ValueError:
             bad.append((number, raw))
             continue
-        good[record.get(key, number)] = record
+        good[record[key] if key else number] = record  # a record without its key was set aside above
     if bad or len(good) != sum(1 for r in raw_lines if r.strip()):
         if bad:
             with (path.parent / f"{path.name}.bad-lines").open("ab") as fh:

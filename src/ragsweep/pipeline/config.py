@@ -132,6 +132,13 @@ PositiveInt = Annotated[StrictInt, Field(ge=1)]
 PositiveNumber = Annotated[StrictFloat, Field(gt=0, allow_inf_nan=False)]  # ints are accepted as numbers
 
 
+class _Context(TypedDict):
+    """What :meth:`PipelineConfig.validate` gives the knobs' checks: the variables of the file
+    holding a retriever factory (what ``$retriever_mode`` may name)."""
+
+    retriever_factories: list[str]
+
+
 class PipelineVariables(BaseModel):
     """The ``$variables`` ragsweep itself reads, typed; any other variable is free.
 
@@ -217,8 +224,11 @@ class PipelineVariables(BaseModel):
     @field_validator("retriever_mode")
     @classmethod
     def _mode(cls, v: str | None, info: ValidationInfo) -> str | None:
-        factories = (info.context or {}).get("retriever_factories")
-        if v is not None and factories is not None and v not in factories:
+        if v is None or info.context is None:  # no context: not validate()'s, no file to look in
+            return v
+        context: _Context = info.context
+        factories = context["retriever_factories"]
+        if v not in factories:
             choices = ", ".join(sorted(factories)) or "none is defined"
             raise ValueError(f"must name a variable of the file holding a retriever factory ({choices}), or be null")
         return v
@@ -398,7 +408,7 @@ class PipelineConfig:
         from pathway.internals.yaml_loader import Variable
 
         values = {k.name: v for k, v in self.raw.items() if isinstance(k, Variable) and k.name in KNOB_RULES}
-        context = {"retriever_factories": self._retriever_factory_variables()}
+        context = _Context(retriever_factories=self._retriever_factory_variables())
         try:
             checked = PipelineVariables.model_validate(values, context=context)
         except ValidationError as err:
