@@ -34,6 +34,7 @@ from pydantic import BaseModel
 from ragsweep.core import environment
 from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
 from ragsweep.llm.client import describe_error
+from ragsweep.pipeline.arguments import ComponentArguments
 
 if TYPE_CHECKING:
     import tiktoken
@@ -50,9 +51,9 @@ class AppComponentError(RuntimeError):
 def endpoint_of(component: object) -> str:
     """Where a component sends its requests: its own ``base_url``/``api_base``, else the
     ``OPENAI_BASE_URL`` the openai client reads, else OpenAI's."""
-    kwargs = getattr(component, "kwargs", None) or {}
+    given = ComponentArguments.of(getattr(component, "kwargs", None) or {})
     client = getattr(component, "client", None)
-    for value in (kwargs.get("base_url"), kwargs.get("api_base"), getattr(client, "base_url", None)):
+    for value in (given.base_url, given.api_base, getattr(client, "base_url", None)):
         if value:
             return str(value).rstrip("/")
     return environment.openai_base_url().rstrip("/")

@@ -71,6 +71,7 @@ from pydantic import (
 from ragsweep.answer.prompt import validate_template
 from ragsweep.core.errors import ConfigError
 from ragsweep.core.offline import ensure_offline
+from ragsweep.pipeline.arguments import ComponentArguments
 from ragsweep.pipeline.scalars import Overrides, Scalar
 
 if TYPE_CHECKING:
@@ -468,7 +469,7 @@ class PipelineConfig:
             if isinstance(v, Value) and v.constructor is not None and not v.constructed
         ]
         for key, node in components:  # a question answerer's search_topk: ...
-            ref = node.kwargs.get("search_topk")
+            ref = ComponentArguments.of(node.kwargs).search_topk
             if ref is not None:
                 return self._follow(ref, f"{key}.search_topk")
         for key, node in components:  # ... else its default, what the app would use
@@ -564,7 +565,7 @@ class PipelineConfig:
             store = self._document_store()
             if not isinstance(store, Value) or store.constructor is None:
                 raise ConfigError(f"{self.path}: $document_store is not a component")
-            factory_ref = store.kwargs.get("retriever_factory")
+            factory_ref = ComponentArguments.of(store.kwargs).retriever_factory
             if factory_ref is None:
                 raise ConfigError(f"{self.path}: $document_store has no retriever_factory")
             splitter_ref = store.kwargs.get("splitter", self._variable("splitter"))
@@ -652,7 +653,7 @@ class PipelineConfig:
 
     def _llm_ref(self, label: str, node: Value) -> tuple[str, object]:
         """The question answerer's LLM: the name it goes by (``$llm``) and its YAML node."""
-        return self._follow(node.kwargs.get("llm"), f"{label}.llm")
+        return self._follow(ComponentArguments.of(node.kwargs).llm, f"{label}.llm")
 
     def question_answerer_llm(self) -> tuple[str, str]:
         """``("$llm", "OpenAIChat")``: how the app's question answerer's LLM is known, for messages."""
@@ -710,7 +711,7 @@ class PipelineConfig:
         found = self.embedder_ref()
         if found is None or not isinstance(found[1], Value) or found[1].constructor is None:
             return None
-        model = found[1].kwargs.get("model")
+        model = ComponentArguments.of(found[1].kwargs).model
         name = _callable_path(found[1].constructor).rsplit(".", 1)[-1]
         return f"{found[0]}: {name}" + (f"({model})" if isinstance(model, str) else "")
 
