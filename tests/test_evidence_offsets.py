@@ -158,4 +158,4 @@ def test_offsets_do_not_change_how_relevance_is_judged(folder):
     judged = mark_hits(with_offsets, hits, "evidence_offsets", texts)
     assert judged == mark_hits(plain, hits, "evidence_offsets", texts)
     assert [h.relevant for h in judged.hits] == [False, True]
-    assert judged.detail["located"] == {"e0@contract.txt": "exact"}
+    assert judged.detail.located == {"e0@contract.txt": "exact"}

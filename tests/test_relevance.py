@@ -75,7 +75,7 @@ def test_evidence_offsets_overlap_criterion():
     j = mark_hits(case, hits, cfg, parsed_texts={"a.txt": DOC})
     assert j.rule == "evidence_offsets"
     assert [h.relevant for h in j.hits] == [True, False, False, True]
-    assert j.detail["located"] == {"e0@a.txt": "exact"}
+    assert j.detail.located == {"e0@a.txt": "exact"}
 
 
 def test_evidence_offsets_long_span_needs_min_chars():
@@ -105,7 +105,7 @@ def test_evidence_offsets_chunk_text_fallback_without_parsed_text():
     ]
     j = mark_hits(case, hits, "evidence_offsets", parsed_texts=None)
     assert [h.relevant for h in j.hits] == [True, True, False, False]
-    assert j.detail["located"] == {"e0@a.txt": "no_text"}
+    assert j.detail.located == {"e0@a.txt": "no_text"}
     assert text_overlap(head, span) == len(normalize("The license granted hereunder is non-"))
 
 

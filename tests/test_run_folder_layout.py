@@ -9,6 +9,7 @@ import json
 import re
 import shutil
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -16,7 +17,7 @@ from ragsweep.answer.base import Answer
 from ragsweep.core.errors import RunError
 from ragsweep.core.hits import chunk_id
 from ragsweep.evaluation.records import CaseResult, JudgedHit
-from ragsweep.evaluation.runfolder import LAYOUT_VERSION, check_resumable
+from ragsweep.evaluation.runfolder import LAYOUT_VERSION, FolderState, SavedState, check_resumable
 from ragsweep.evaluation.storage import compact, expand_lines
 from ragsweep.report.compare import compare_runs
 from ragsweep.report.runs import RunFolderError, read_cases, read_run
@@ -164,19 +165,27 @@ def test_a_layout1_eval_folder_reads_as_a_run_result(tmp_path):
     assert len(re.findall(r'<details class="case" data-i="\d+"', page)) == 14
 
 
+class _State(FolderState):
+    RESUME_KEYS: ClassVar[tuple[str, ...]] = ("config_hash",)
+
+    config_hash: str
+
+
 def test_resume_names_the_layouts_it_refuses(tmp_path):
-    now = {"layout": LAYOUT_VERSION, "config_hash": "h"}
+    now = _State(layout=LAYOUT_VERSION, config_hash="h")
     with pytest.raises(
         RunError,
         match=r"older ragsweep \(run-folder layout 2; this one writes layout 3\).*"
         r"start a new run \(compare and report.html still read it\)",
     ):
-        check_resumable(tmp_path, {"layout": 2, "config_hash": "h"}, now, ("config_hash",))
+        check_resumable(tmp_path, SavedState(layout=2, config_hash="h"), now)
     with pytest.raises(RunError, match=r"older ragsweep \(run-folder layout 1;"):
-        check_resumable(tmp_path, {"config_hash": "h"}, now, ("config_hash",))  # layout 1 wrote no number
+        check_resumable(tmp_path, SavedState(config_hash="h"), now)  # layout 1 wrote no number
     with pytest.raises(RunError, match=r"newer ragsweep \(run-folder layout 4;.*resume it with that version"):
-        check_resumable(tmp_path, {"layout": 4, "config_hash": "h"}, now, ("config_hash",))
-    check_resumable(tmp_path, dict(now), now, ("config_hash",))
+        check_resumable(tmp_path, SavedState(layout=4, config_hash="h"), now)
+    check_resumable(tmp_path, SavedState.model_validate(now.model_dump(mode="json")), now)
+    with pytest.raises(RunError, match=r"config_hash differs \('g' then, 'h' now\)"):
+        check_resumable(tmp_path, SavedState(layout=LAYOUT_VERSION, config_hash="g"), now)
 
 
 def test_a_finished_run_resumed_keeps_its_report(tmp_path):

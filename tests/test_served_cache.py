@@ -12,7 +12,7 @@ from ragsweep.pipeline import served_cache
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import parse_corpus
 from ragsweep.pipeline.served_cache import ServedCache
-from ragsweep.pipeline.store import Query, RagStore
+from ragsweep.pipeline.store import ChunkInfo, Query, RagStore, chunk_texts
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS = [
@@ -241,7 +241,7 @@ def test_lists_are_stored_without_the_chunk_texts_and_come_back_whole(corpus, de
 
 
 def test_compact_and_expand_are_lossless():
-    table = served_cache.chunk_texts([{"doc_id": "a.pdf", "start": 0, "end": 5, "text": "hello"}])
+    table = chunk_texts([ChunkInfo(doc_id="a.pdf", start=0, end=5, tokens=1, text="hello")])
     raw = [
         {"text": "hello", "metadata": {"doc_id": "a.pdf", "start": 0, "end": 5}, "dist": -0.5},
         {"text": "other", "metadata": {"doc_id": "a.pdf", "start": 0, "end": 5}, "dist": -0.4},

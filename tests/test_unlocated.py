@@ -60,7 +60,7 @@ def test_a_case_with_no_span_found_is_excluded_not_scored_zero():
     case = _case("c1", MISSING)
     judged = mark_hits(case, HITS, RelevanceConfig(), TEXTS)
     assert judged.excluded == UNLOCATED and not judged.scored
-    assert judged.detail["none_located"] and judged.detail["unlocated"][0].text == MISSING
+    assert judged.detail.none_located and judged.detail.unlocated[0].text == MISSING
     zero = mark_hits(case, HITS, RelevanceConfig(unlocated="zero"), TEXTS)
     assert zero.excluded is None and zero.scored and not any(h.relevant for h in zero.hits)
 
@@ -68,8 +68,8 @@ def test_a_case_with_no_span_found_is_excluded_not_scored_zero():
 def test_a_case_with_some_spans_found_is_scored_and_names_the_others():
     case = _case("c1", "the State of Nevada", MISSING)
     judged = mark_hits(case, HITS, RelevanceConfig(), TEXTS)
-    assert judged.scored and not judged.detail["none_located"]
-    assert [s.index for s in judged.detail["unlocated"]] == [1]
+    assert judged.scored and not judged.detail.none_located
+    assert [s.index for s in judged.detail.unlocated] == [1]
 
 
 def test_evidence_without_doc_id_is_searched_in_its_scope_or_the_corpus():
@@ -95,7 +95,7 @@ def test_word_overlap_locates_a_span_in_the_whole_document_and_its_joined_spans(
     # each span alone is below the threshold; joined, Pathway's rule can still match a chunk
     joined = _case("c3", "Acme Corp. zzz yyy", "Foo Inc. zzz yyy")  # 2 of 4 words each, 4 of 6 joined
     judged = mark_hits(joined, HITS, rule, TEXTS)
-    assert len(judged.detail["unlocated"]) == 2 and not judged.detail["none_located"] and judged.excluded is None
+    assert len(judged.detail.unlocated) == 2 and not judged.detail.none_located and judged.excluded is None
 
 
 def test_the_aggregate_counts_say_what_n_and_missing_leave_out():
@@ -211,8 +211,8 @@ def test_a_doc_id_case_whose_relevant_documents_have_no_parsed_text_is_unlocated
     rule = RelevanceConfig(rule="doc_id")
     lost = Case(id="scan", question="What does the scan say?", relevant_ids=["scan.pdf"])
     judged = mark_hits(lost, HITS, rule, TEXTS)
-    assert judged.excluded == UNLOCATED and not judged.scored and judged.detail["none_located"]
-    (doc,) = judged.detail["unlocated"]
+    assert judged.excluded == UNLOCATED and not judged.scored and judged.detail.none_located
+    (doc,) = judged.detail.unlocated
     assert (doc.doc_id, doc.reason, doc.text, doc.shown()) == (
         "scan.pdf",
         "document not parsed",
@@ -225,14 +225,12 @@ def test_a_doc_id_case_whose_relevant_documents_have_no_parsed_text_is_unlocated
     partly = Case(id="both", question="q", relevant_ids=["contract.txt", "scan.pdf"])
     judged = mark_hits(partly, HITS, rule, TEXTS)
     assert (
-        judged.scored
-        and not judged.detail["none_located"]
-        and [d.doc_id for d in judged.detail["unlocated"]] == ["scan.pdf"]
+        judged.scored and not judged.detail.none_located and [d.doc_id for d in judged.detail.unlocated] == ["scan.pdf"]
     )
     # the documents of its evidence when it has no relevant_ids; a found one is never named
     by_evidence = _case("ev", "anything", doc="scan.pdf", scope=None)
     assert mark_hits(by_evidence, HITS, rule, TEXTS).excluded == UNLOCATED
-    assert mark_hits(_case("ok", "anything"), HITS, rule, TEXTS).detail["unlocated"] == []
+    assert mark_hits(_case("ok", "anything"), HITS, rule, TEXTS).detail.unlocated == []
     result = build_case_result(lost, {5: HITS}, top_k=5, relevance=rule, texts=TEXTS)
     assert result.evidence_unlocated and result.metrics["hit_rate@5"] is None
     assert (

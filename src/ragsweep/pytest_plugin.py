@@ -42,15 +42,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ragsweep.core import environment
 from ragsweep.core.cache_files import default_cache_dir
 from ragsweep.core.errors import RunError
-from ragsweep.pipeline.served_cache import enabled as served_cache_enabled
 from ragsweep.pytest_results import ResultCache, entry_key, env_hash, module_stats
 
 if TYPE_CHECKING:
     from ragsweep.evaluation.records import RunResult
 
-CACHE_ENV = "RAGSWEEP_CACHE_DIR"
+CACHE_ENV = environment.CACHE_DIR
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -127,12 +127,12 @@ def _use_cache_dir(config: pytest.Config) -> None:
     never does is left as it was. RAGSWEEP_CACHE_DIR, when set, wins, as for the ragsweep command."""
     if _OLD_CACHE_ENV in config.stash:
         return
-    old = os.environ.get(CACHE_ENV)
+    old = environment.cache_dir_setting()
     config.stash[_OLD_CACHE_ENV] = old
     if old is None:
         ini = config.getini("ragsweep_cache_dir")
         base = config.inipath.parent if (ini and config.inipath) else config.rootpath
-        os.environ[CACHE_ENV] = str(base / (ini or ".cache/ragsweep"))
+        os.environ[CACHE_ENV] = str(base / (ini or environment.DEFAULT_CACHE_DIR))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -230,7 +230,7 @@ class RagsweepEval:
 
     def _result_cache(self) -> ResultCache | None:
         """The result cache, or None when it is off (ini, or the served-list cache turned off)."""
-        if not self.config.getini("ragsweep_result_cache") or not served_cache_enabled():
+        if not self.config.getini("ragsweep_result_cache") or not environment.served_cache_enabled():
             return None
         return ResultCache(default_cache_dir() / "pytest-results")
 
@@ -307,5 +307,5 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
         served, queries = (retrieval.from_served_cache, retrieval.queries) if retrieval is not None else (0, 0)
         terminalreporter.write_line(
             f"{head} in {done.seconds:.1f} s ({served} of {queries}"
-            f" served lists from the cache in {os.environ.get(CACHE_ENV)})"
+            f" served lists from the cache in {environment.cache_dir_setting()})"
         )

@@ -136,9 +136,7 @@ def metric_move(metric: str, before: RunResult, after: RunResult) -> MetricMove:
         low, high = paired_bootstrap_ci([a for a, _ in pairs], [b for _, b in pairs], seed=0)
     elif pairs:
         low = high = 0.0
-    return MetricMove(
-        metric=metric, before=before.metrics.get(metric), after=after.metrics.get(metric), ci_low=low, ci_high=high
-    )
+    return MetricMove(metric=metric, before=before.metric(metric), after=after.metric(metric), ci_low=low, ci_high=high)
 
 
 class WatchFolder:
@@ -199,7 +197,7 @@ def update_of(
         run=Path(result.run_dir or "").name,
         seconds=round(seconds, 3),
         change=change,
-        metrics={m: result.metrics.get(m) for m in watched_metrics(result, options.floors)},
+        metrics={m: result.metric(m) for m in watched_metrics(result, options.floors)},
         failures=quality_failures(result, options.floors),
     )
     if before is not None:

@@ -31,6 +31,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ragsweep.core import environment
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -43,7 +45,7 @@ _CHECKED_LOCK = threading.Lock()
 
 def default_cache_dir() -> Path:
     """``$RAGSWEEP_CACHE_DIR``, else ``.cache/ragsweep``: the parse, embedding, served-list and LLM caches."""
-    return Path(os.environ.get("RAGSWEEP_CACHE_DIR", ".cache/ragsweep"))
+    return environment.cache_dir()
 
 
 def _cannot_write(err: sqlite3.Error) -> bool:

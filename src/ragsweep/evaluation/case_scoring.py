@@ -39,12 +39,13 @@ from ragsweep.metrics.retrieval import Judgement, UnlocatedSpan, per_case_value
 
 
 def _judged(hits: Sequence[Hit], judgement: Judgement) -> list[JudgedHit]:
-    by_rank = {jh.rank: jh for jh in judgement.hits}
-    out = []
-    for pos, hit in enumerate(sorted(hits, key=lambda h: h.rank), start=1):
-        jh = by_rank.get(pos)
-        out.append(JudgedHit(**hit.model_dump(), relevant=bool(jh and jh.relevant), grade=int(jh.grade) if jh else 0))
-    return out
+    """The hits with their verdicts: ``judgement`` is of these hits (``mark_hits`` or
+    :func:`_judge_from_pool`), one verdict per hit in rank order."""
+    ranked = sorted(hits, key=lambda h: h.rank)
+    return [
+        JudgedHit(**hit.model_dump(), relevant=bool(jh.relevant), grade=int(jh.grade))
+        for hit, jh in zip(ranked, judgement.hits, strict=True)
+    ]
 
 
 def _num(value: float | None) -> float | None:
@@ -127,8 +128,8 @@ class _Unlocated(TypedDict):
 def _unlocated_fields(judgement: Judgement, relevance: RelevanceConfig, notes: Mapping[str, str]) -> _Unlocated:
     """The record's unlocated spans, and the note of a case none of whose evidence is found:
     what its retrieval numbers are."""
-    spans: list[UnlocatedSpan] = list(judgement.detail.get("unlocated") or [])
-    none_located = bool(judgement.detail.get("none_located"))
+    spans = list(judgement.detail.unlocated)
+    none_located = judgement.detail.none_located
     fields: _Unlocated = {"unlocated": spans, "evidence_unlocated": none_located, "notes": dict(notes)}
     if none_located:
         what = (

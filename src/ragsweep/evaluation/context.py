@@ -112,7 +112,7 @@ def open_folder(state: S, where: Where) -> RunFolder:
     if where.out is None:
         return RunFolder.none(state)
     return RunFolder.open(
-        where.out, marker=state.MARKER, state=state, must_match=state.RESUME_KEYS,
+        where.out, marker=state.MARKER, state=state,
         default_name=where.default_name, name=where.name, resume=where.resume, create=where.create,
     )  # fmt: skip
 

@@ -9,6 +9,7 @@ stored by :mod:`ragsweep.evaluation.storage`). :class:`RunResult` is report.json
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, JsonValue, SerializerFunctionWrapHandler, model_serializer
@@ -63,12 +64,18 @@ class CaseResult(BaseModel):
 
     def metric(self, name: str) -> float | None:
         """A metric's value; ``<family>@k`` names the one at this case's own ``top_k``."""
-        return self.metrics.get(own_k_name(name, self.top_k))
+        return case_metric(self.metrics, name, self.top_k)
 
 
 def own_k_name(name: str, top_k: int) -> str:
     """``recall@k`` -> ``recall@<top_k>`` (a sweep's objectives are at each configuration's own k)."""
     return f"{name[:-2]}@{top_k}" if name.endswith("@k") else name
+
+
+def case_metric(metrics: Mapping[str, float | None], name: str, top_k: int) -> float | None:
+    """A case's value of ``name`` (``<family>@k``: at the case's own ``top_k``); None where the case
+    has none: a CaseResult's, or a stored line's as a paired test reads it."""
+    return metrics.get(own_k_name(name, top_k))
 
 
 # ------------------------------------------------------------------ aggregates
@@ -103,6 +110,14 @@ class Aggregate(BaseModel):
     intervals: dict[str, Interval] = Field(default_factory=dict)
     baselines: dict[str, Baseline] = Field(default_factory=dict)
     groups: dict[str, dict[str, GroupSummary]] = Field(default_factory=dict)
+
+    def metric(self, name: str) -> float | None:
+        """``name``'s mean; None where no case has a value, or where ``name`` is not computed at all."""
+        return self.metrics.get(name)
+
+    def count(self, name: str) -> Count | None:
+        """How many cases ``name`` has a value for and not; None: ``name`` is not counted."""
+        return self.counts.get(name)
 
     def interval(self, metric: str) -> tuple[float | None, float | None]:
         pair = self.intervals.get(metric) or [None, None]
@@ -179,7 +194,7 @@ class RunResult(Aggregate):
         return self.judge.self_agreement(metric) if self.judge is not None else None
 
     def first_relevant_rank(self, case: CaseResult) -> int | None:
-        value = case.metrics.get("first_relevant_rank")
+        value = case.metric("first_relevant_rank")
         return None if value is None else int(value)
 
     def report_json(self) -> dict[str, Any]:
@@ -215,6 +230,10 @@ class ConfigResult(Aggregate):
     lift_over_chance: dict[str, float | None] = Field(default_factory=dict)
     # with --answers: each LLM part's calls and failure rate (ragsweep.evaluation.answering.llm_calls)
     llm_calls: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    def is_significant(self, metric: str) -> bool:
+        """Significantly different from the baseline on ``metric`` (Holm-adjusted); False where not tested."""
+        return self.significant.get(metric, False)
 
 
 class HoldoutConfig(Aggregate):
@@ -259,3 +278,7 @@ class SweepResult(BaseModel):
 
     def config(self, config_id: str) -> ConfigResult:
         return next(c for c in self.configs if c.id == config_id)
+
+    def best_on(self, objective: str) -> str | None:
+        """The best configuration on ``objective``; None where no configuration has a value of it."""
+        return self.best.get(objective)

@@ -29,7 +29,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, ClassVar, TypedDict, TypeVar
 
-from pydantic import BaseModel, JsonValue
+from pydantic import BaseModel, ConfigDict, JsonValue
 
 from ragsweep.core.errors import RunError
 from ragsweep.core.hits import Hit, chunk_id
@@ -73,6 +73,16 @@ class FolderState(BaseModel):
 
 
 StateT = TypeVar("StateT", bound=FolderState)
+
+
+class SavedState(BaseModel):
+    """A state file as a resume reads it back, of any layout: its ``layout`` (a layout-1 file wrote
+    none), when its run began, and the rest kept as written (what a resume compares, by name)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    layout: JsonValue = 1
+    started_at: JsonValue = None
 
 
 def now() -> str:
@@ -187,7 +197,7 @@ def read_jsonl(path: Path, key: str = "id") -> list[JsonObject]:
         except ValueError:
             bad.append((number, raw))
             continue
-        good[record.get(key, number)] = record
+        good[record[key] if key else number] = record  # a record without its key was set aside above
     if bad or len(good) != sum(1 for r in raw_lines if r.strip()):
         if bad:
             with (path.parent / f"{path.name}.bad-lines").open("ab") as fh:
@@ -343,9 +353,11 @@ def find_resume_dir(out: Path, resume: str, marker: str) -> Path:
     return run_dir
 
 
-def check_resumable(run_dir: Path, saved: JsonObject, now_state: JsonObject, keys: tuple[str, ...]) -> None:
-    then, layout = saved.get("layout", 1), now_state.get("layout", LAYOUT_VERSION)
-    if not isinstance(then, int) or not isinstance(layout, int):
+def check_resumable(run_dir: Path, saved: SavedState, now: FolderState) -> None:
+    """Refuse a resume whose saved state is of another layout or differs from ``now`` on one of its
+    ``RESUME_KEYS``."""
+    then, layout = saved.layout, now.layout
+    if not isinstance(then, int):
         raise RunError(f"--resume {run_dir}: its state names no run-folder layout; start a new run")
     if then != layout:
         by = (
@@ -357,11 +369,13 @@ def check_resumable(run_dir: Path, saved: JsonObject, now_state: JsonObject, key
             f"--resume {run_dir}: written by {by[0]} (run-folder layout {then}; this one writes layout "
             f"{layout}), so its cases cannot be continued: start a new run ({by[1]})"
         )
-    for key in keys:
-        if saved.get(key) != now_state.get(key):
+    now_values = now.model_dump(mode="json")  # every field: RESUME_KEYS names fields of its class
+    then_values = saved.model_extra or {}
+    for key in now.RESUME_KEYS:
+        was = then_values.get(key)  # an older file may lack a key: None, as a field it had not yet
+        if was != now_values[key]:
             raise RunError(
-                f"--resume {run_dir}: {key} differs ({saved.get(key)!r} then, {now_state.get(key)!r} now); "
-                "start a new run instead"
+                f"--resume {run_dir}: {key} differs ({was!r} then, {now_values[key]!r} now); start a new run instead"
             )
 
 
@@ -382,7 +396,7 @@ class RunFolder:
     life of the object, with its state file, chunk table, case files and result.
 
     ``state``: what the run is (written to ``marker`` on creation); a resume refuses a folder
-    whose saved state differs on any of ``must_match``. ``path`` None: no folder (a dry run or the
+    whose saved state differs on any of its ``RESUME_KEYS``. ``path`` None: no folder (a dry run or the
     Python API without ``out``): every write goes nowhere.
     """
 
@@ -407,7 +421,6 @@ class RunFolder:
         *,
         marker: str,
         state: StateT,
-        must_match: tuple[str, ...],
         default_name: str,
         name: str | None = None,
         resume: str | None = None,
@@ -417,13 +430,13 @@ class RunFolder:
             path = find_resume_dir(out, resume, marker)
             lock = RunLock(path)
             try:
-                saved = json.loads((path / marker).read_text())
-                check_resumable(path, saved, state.model_dump(mode="json"), must_match)
+                saved = SavedState.model_validate(json.loads((path / marker).read_text()))
+                check_resumable(path, saved, state)
             except BaseException:
                 lock.release()
                 raise
-            if "started_at" in type(state).model_fields and saved.get("started_at") is not None:
-                state = state.model_copy(update={"started_at": saved["started_at"]})  # when the run began
+            if "started_at" in type(state).model_fields and saved.started_at is not None:
+                state = state.model_copy(update={"started_at": saved.started_at})  # when the run began
             return cls(path, state, lock)
         path = new_run_dir(out, name, default_name)
         if not create:  # a dry run leaves nothing behind

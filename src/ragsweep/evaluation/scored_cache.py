@@ -21,7 +21,6 @@ result (floats, NaN included, come back bit for bit), read back as a new object 
 from __future__ import annotations
 
 import hashlib
-import os
 import pickle
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
+from ragsweep.core.environment import scored_cache_enabled
 from ragsweep.core.hits import Hit
 from ragsweep.evaluation.records import CaseResult
 
@@ -39,11 +39,6 @@ if TYPE_CHECKING:
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS scored (key TEXT PRIMARY KEY, value BLOB)",)
 _PACKAGES = ("ragas", "rapidfuzz", "rouge-score", "nltk", "numpy", "pydantic")
 EVERY_DOCUMENT = "*"  # the case searched every parsed document
-
-
-def enabled() -> bool:
-    """False when ``RAGSWEEP_SCORED_CACHE`` is 0/false/no/off."""
-    return os.environ.get("RAGSWEEP_SCORED_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 @lru_cache(maxsize=1)
@@ -159,7 +154,7 @@ class ScoredCache:
 
     @classmethod
     def default(cls) -> ScoredCache | None:
-        return cls(default_cache_dir() / "scored.sqlite") if enabled() else None
+        return cls(default_cache_dir() / "scored.sqlite") if scored_cache_enabled() else None
 
     def get_many(self, keys: Sequence[str], digests: Digests) -> dict[str, CaseResult]:
         """The results stored under ``keys`` whose documents still have the texts they had."""

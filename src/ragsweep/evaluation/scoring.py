@@ -53,17 +53,17 @@ def aggregate(
     counts: dict[str, Count] = {}
     intervals: dict[str, list[float | None]] = {}
     for name in names:
-        values = [v for case in cases if (v := case.metrics.get(name)) is not None]
+        values = [v for case in cases if (v := case.metric(name)) is not None]
         counts[name] = Count(n=len(values), missing=len(cases) - len(values))
         metrics[name] = statistics.fmean(values) if values else None
         if with_intervals and len(values) >= 2 and (interval_metrics is None or name in interval_metrics):
             low, high = bootstrap_ci(values, seed=seed)
             intervals[name] = [low, high]
-    frr = [v for case in cases if (v := case.metrics.get("first_relevant_rank")) is not None]
+    frr = [v for case in cases if (v := case.metric("first_relevant_rank")) is not None]
     if frr:
         metrics["first_relevant_rank_mean"] = statistics.fmean(frr)
         metrics["first_relevant_rank_median"] = float(statistics.median(frr))
-    scored = [case for case in cases if case.metrics.get("r_precision") is not None]  # any k
+    scored = [case for case in cases if case.metric("r_precision") is not None]  # any k
     counts["first_relevant_rank"] = Count(n=len(frr), missing=len(scored) - len(frr))
     _unlocated_counts(cases, counts)
     pairs = _abstention(cases, metrics, counts)
@@ -95,7 +95,7 @@ def _unlocated_counts(cases: Sequence[CaseResult], counts: dict[str, Count]) -> 
     for name, count in counts.items():
         if not judged_by_relevance(name):
             continue
-        present = sum(1 for case in unlocated if case.metrics.get(name) is not None)
+        present = sum(1 for case in unlocated if case.metric(name) is not None)
         count.unlocated = len(unlocated) - present
         if present:
             count.unlocated_in_n = present
@@ -198,7 +198,7 @@ def baselines(cases: Sequence[CaseResult]) -> dict[str, dict[str, float | int | 
     names = list(dict.fromkeys(name for case in cases for name in case.chance))
     out: dict[str, dict[str, float | int | None]] = {}
     for name in names:
-        rows = [(case.metrics.get(name), case.chance.get(name), case.oracle.get(name)) for case in cases if case.chance]
+        rows = [(case.metric(name), case.chance.get(name), case.oracle.get(name)) for case in cases if case.chance]
         full = [(p, c, o) for p, c, o in rows if p is not None and c is not None and o is not None]
         if not full:
             continue
@@ -256,12 +256,12 @@ def quality_failures(report: RunResult, floors: dict[str, float]) -> list[str]:
     chance level and n, then the worst cases under the floor; the CLI's gate and assert_quality's."""
     failures = []
     for metric, floor in floors.items():
-        value = report.metrics.get(metric)
+        value = report.metric(metric)
         if value is not None and value >= floor:
             continue
         low, high = report.interval(metric)
         chance = report.chance(metric)
-        count = report.counts.get(metric)
+        count = report.count(metric)
         n = count.n if count is not None else 0
         head = (
             f"{metric} = {_fmt(value)} < floor {floor}"

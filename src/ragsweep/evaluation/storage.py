@@ -28,20 +28,23 @@ def compact(line: JsonObject, *, settled: bool = False) -> JsonObject:
     always kept. ``settled``: ``report.json`` holds the run's aggregate, so the case's chance
     and oracle values (their means are there) and its metrics without a value (the list of
     metrics is there, ``case_metrics``) are left out too.
+
+    ``line`` holds every field (a :meth:`CaseResult.line`, or a line :func:`expand_lines` gave back),
+    but maybe ``version`` (lines of layout 1 had none).
     """
     out = _without_defaults(line, CaseResult)
-    hits = out.get("hits")
+    hits = _list(line["hits"])
     if hits:
         out["hits"] = [
-            _without_defaults({k: v for k, v in _object(hit).items() if k != "text"}, JudgedHit) for hit in _list(hits)
+            _without_defaults({k: v for k, v in _object(hit).items() if k != "text"}, JudgedHit) for hit in hits
         ]
-    answer = out.get("answer")
+    answer = line["answer"]
     if answer:
         out["answer"] = _without_defaults(_object(answer), Answer)
     if settled:
         out.pop("chance", None)
         out.pop("oracle", None)
-        valued: JsonObject = {k: v for k, v in _object(out.get("metrics", {})).items() if v is not None}
+        valued: JsonObject = {k: v for k, v in _object(line["metrics"]).items() if v is not None}
         if valued:
             out["metrics"] = valued
         else:

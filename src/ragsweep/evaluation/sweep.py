@@ -64,6 +64,7 @@ from ragsweep.evaluation.records import (
     HoldoutVerdict,
     SweepResult,
     UnlocatedReport,
+    case_metric,
     own_k_name,
 )
 from ragsweep.evaluation.runfolder import RunFolder, git_commit, now, package_versions
@@ -442,7 +443,7 @@ def with_own_k(agg: Aggregate, top_k: int, unserved: Sequence[int]) -> Aggregate
     for family in at_k_families():
         own = f"{family}@{top_k}"
         alias = at_own_k(family)
-        agg.metrics[alias] = agg.metrics.get(own)
+        agg.metrics[alias] = agg.metric(own)
         if own in agg.counts:
             agg.counts[alias] = agg.counts[own]
         if own in agg.intervals:
@@ -466,7 +467,7 @@ def score_on_holdout(report: SweepResult, sweep_run: SweepRun, corpora: Corpora)
 
     sweep, holdout, settings = sweep_run.plan, sweep_run.holdout, sweep_run.settings
     main = sweep.objectives[0]
-    chosen = report.best.get(main, sweep.baseline_id)
+    chosen = report.best_on(main) or sweep.baseline_id  # a configuration's id is never empty
     verdict = HoldoutVerdict(cases=len(holdout), objective=main, chosen=chosen, baseline=sweep.baseline_id)
     per_case: dict[str, dict[str, float | None]] = {}
     for cid in dict.fromkeys([chosen, sweep.baseline_id]):
@@ -513,7 +514,7 @@ def finish_sweep(folder: RunFolder, sweep: Sweep, results: dict[str, ConfigResul
         return {row.id: row for row in rows}
 
     def case_value(row: _StoredScores, name: str) -> float | None:
-        return row.metrics.get(own_k_name(name, row.top_k))
+        return case_metric(row.metrics, name, row.top_k)
 
     base_cases = per_case(sweep.baseline_id)
     baseline = results[sweep.baseline_id]
@@ -535,10 +536,12 @@ def finish_sweep(folder: RunFolder, sweep: Sweep, results: dict[str, ConfigResul
     for cid in sweep.configs:
         row = results[cid].model_copy(deep=True)
         for m in sweep.objectives:
-            row.p_values[m] = p_values[m].get(cid)
-            row.p_adjusted[m] = adjusted.get(m, {}).get(cid)
+            # every other configuration is tested on every objective above; the baseline against itself is not
+            tested = cid != sweep.baseline_id
+            row.p_values[m] = p_values[m][cid] if tested else None
+            row.p_adjusted[m] = adjusted[m][cid] if tested else None
             row.significant[m] = significant(row.p_adjusted[m], ALPHA)
-            value, base = row.metrics.get(m), baseline.metrics.get(m)
+            value, base = row.metric(m), baseline.metric(m)
             row.delta_vs_baseline[m] = None if value is None or base is None else value - base
             row.chance_level[m], row.lift_over_chance[m] = lift_over_chance(row, m)
         rows.append(row)
@@ -548,9 +551,8 @@ def finish_sweep(folder: RunFolder, sweep: Sweep, results: dict[str, ConfigResul
     )  # fmt: skip
     report.best = best_configs(rows, sweep.objectives)
     main_metric = sweep.objectives[0]
-    scored = [r for r in rows if r.metrics.get(main_metric) is not None]
     report.pareto = pareto_front(
-        [(r.id, r.metrics[main_metric], r.latency_ms_per_query) for r in scored],  # type: ignore[misc]
+        [(r.id, value, r.latency_ms_per_query) for r in rows if (value := r.metric(main_metric)) is not None],
         higher_is_better=not lower_is_better(main_metric),
     )
     report.pareto_axes = [main_metric, "latency_ms_per_query"]
@@ -573,9 +575,10 @@ def best_configs(rows: list[ConfigResult], objectives: list[str]) -> dict[str, s
     best = {}
     for metric in objectives:
         scored = sorted(  # ties: the faster configuration
-            (r for r in rows if r.metrics.get(metric) is not None), key=lambda r: r.latency_ms_per_query
+            ((r, value) for r in rows if (value := r.metric(metric)) is not None),
+            key=lambda s: s[0].latency_ms_per_query,
         )
-        pick = best_of([(r.id, r.metrics[metric]) for r in scored], metric)  # type: ignore[misc]
+        pick = best_of([(r.id, value) for r, value in scored], metric)
         if pick:
             best[metric] = pick
     return best
@@ -604,15 +607,15 @@ def write_csv(path: Path, rows: list[ConfigResult], objectives: list[str]) -> No
                 [
                     r.id,
                     *[r.params.get(p) for p in params],
-                    *[r.metrics.get(m) for m in metric_names],
+                    *[r.metric(m) for m in metric_names],
                     *[
                         v
                         for m in objectives
                         for v in (
                             *r.interval(m),
-                            r.p_values.get(m),
-                            r.p_adjusted.get(m),
-                            r.significant.get(m),
+                            r.p_values[m],  # finish_sweep sets each objective's test on every row
+                            r.p_adjusted[m],
+                            r.significant[m],
                         )
                     ],
                     r.seconds,

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import socket
 import threading
 import time
@@ -45,6 +44,8 @@ from contextlib import contextmanager
 import httpx
 from pydantic import BaseModel
 
+from ragsweep.core.environment import proxy_configured
+
 ERROR_HEADER = "x-ragsweep-error"
 OVERSIZED = "oversized"
 UNREACHABLE = "unreachable"
@@ -52,7 +53,6 @@ UNREACHABLE_RETRY_S = 0.5  # one short second try (a server restarting), not the
 QUICK_SHARE = 0.25  # a success within this share of the timeout is quick
 MAX_TIMEOUT_FACTOR = 4  # a retry waits at most this many timeouts for its reply
 RETRY_HEADER = "x-stainless-retry-count"  # the openai client's count of the attempts before this one
-_PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 _CONGESTION = {429: "rate_limited", 503: "unavailable"}
 _CAPPED_SUFFIXES = ("/chat/completions", "/completions")
 
@@ -239,7 +239,7 @@ def unreachable_reason(base_url: str, timeout: float = 3.0) -> str | None:
     """Why nothing can be sent to ``base_url``: its host does not resolve, or nothing listens at its port
     (a TCP connection tried twice, :data:`UNREACHABLE_RETRY_S` apart). None when a connection opens, when
     it only times out (slow is not down: the client's retries are for that) or behind a proxy."""
-    if any(os.environ.get(name) for name in _PROXY_VARIABLES):
+    if proxy_configured():
         return None
     url = httpx.URL(base_url)
     host, port = url.host, url.port or (443 if url.scheme == "https" else 80)

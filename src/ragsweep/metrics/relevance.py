@@ -420,7 +420,7 @@ def _word_overlap_covers(case: Case, ranked: Sequence[Hit], cfg: RelevanceConfig
 def _offset_covers(
     case: Case, ranked: Sequence[Hit], cfg: RelevanceConfig, parsed_texts: ParsedTexts, detail: RelevanceDetail
 ) -> list[tuple[frozenset[str], bool]]:
-    """``evidence_offsets``: the spans each hit covers; ``detail["located"]`` = how each span was found."""
+    """``evidence_offsets``: the spans each hit covers; ``detail.located`` = how each span was found."""
     allowed = _allowed(case)
     located: dict[tuple[int, str], tuple[str, list[tuple[int, int]]]] = {}
     covers_list: list[tuple[frozenset[str], bool]] = []
@@ -445,7 +445,7 @@ def _offset_covers(
             if ok:
                 covered.add(f"e{i}")
         covers_list.append((frozenset(covered), bool(covered)))
-    detail["located"] = {f"e{i}@{d}": how for (i, d), (how, _) in located.items()}
+    detail.located = {f"e{i}@{d}": how for (i, d), (how, _) in located.items()}
     return covers_list
 
 
@@ -548,14 +548,14 @@ def mark_hits(
 
     ``parsed_texts`` maps a doc id to its parsed text (a dict or a function): ``evidence_offsets``
     locates spans in it, and both evidence rules name the spans found in no document
-    (``detail["unlocated"]``; ``detail["none_located"]``: none of them is found, and the case is
+    (``detail.unlocated``; ``detail.none_located``: none of them is found, and the case is
     excluded as :data:`UNLOCATED` unless ``unlocated="zero"``). ``cited`` = 1-based chunk
     numbers the answer cites.
     """
     cfg = _config(rule)
     ranked = sorted(hits, key=lambda h: h.rank)
     applied = _applied_rule(case, cfg)
-    detail: RelevanceDetail = {}
+    detail = RelevanceDetail()
     items: dict[str, int]
     if applied == "doc_id":
         items, covers_list = _doc_id_covers(case, ranked)
@@ -576,13 +576,13 @@ def mark_hits(
         for pos, (h, (cov, rel)) in enumerate(zip(ranked, covers_list), start=1)
     ]
     if applied == "doc_id":
-        detail["unlocated"] = unparsed_relevant_documents(case, items, parsed_texts)
-        detail["none_located"] = bool(items) and len(detail["unlocated"]) == len(items)
+        detail.unlocated = unparsed_relevant_documents(case, items, parsed_texts)
+        detail.none_located = bool(items) and len(detail.unlocated) == len(items)
     else:
-        detail["unlocated"] = unlocated_evidence(case, cfg, parsed_texts)
-        detail["none_located"] = _none_located(case, cfg, parsed_texts, detail["unlocated"])
+        detail.unlocated = unlocated_evidence(case, cfg, parsed_texts)
+        detail.none_located = _none_located(case, cfg, parsed_texts, detail.unlocated)
     excluded = _excluded(case, items)
-    if excluded is None and detail["none_located"] and cfg.unlocated == "exclude":
+    if excluded is None and detail.none_located and cfg.unlocated == "exclude":
         excluded = UNLOCATED
     return Judgement(
         case_id=case.id,

@@ -117,12 +117,14 @@ class UnlocatedSpan(BaseModel):
         return repr(self.text if len(self.text) <= limit else self.text[: limit - 3] + "...")
 
 
-class RelevanceDetail(TypedDict, total=False):
+@dataclass
+class RelevanceDetail:
     """What the relevance rule found besides the verdicts (:func:`ragsweep.metrics.relevance.judge`)."""
 
-    located: dict[str, str]  # evidence_offsets: how each span was found in each document ("e0@doc": method)
-    unlocated: list[UnlocatedSpan]  # the evidence found in no parsed document
-    none_located: bool  # none of it was found: the case is excluded unless unlocated="zero"
+    # evidence_offsets: how each span was found in each document ("e0@doc": method)
+    located: dict[str, str] = field(default_factory=dict)
+    unlocated: list[UnlocatedSpan] = field(default_factory=list)  # the evidence found in no parsed document
+    none_located: bool = False  # none of it was found: the case is excluded unless unlocated="zero"
 
 
 @dataclass

@@ -32,6 +32,7 @@ from ragsweep.llm.cost import cost_usd, count_message_tokens
 from ragsweep.llm.endpoint import unreachable_reason
 from ragsweep.llm.settings import LLMSettings
 from ragsweep.pipeline.app_components import AppComponentError, LLMSpend, check_endpoint, describe_failure, run_with
+from ragsweep.pipeline.arguments import ComponentArguments
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 
@@ -112,7 +113,7 @@ def app_llm_settings(config: PipelineConfig, llm: Any) -> LLMSettings:
     key and model are the app's own."""
     settings = LLMSettings.from_mapping(config.scalars())
     client = getattr(llm, "client", None)
-    changes: dict[str, Any] = {"model": str(llm.kwargs.get("model") or settings.model)}
+    changes: dict[str, Any] = {"model": str(ComponentArguments.of(llm.kwargs).model or settings.model)}
     base_url, api_key = getattr(client, "base_url", None), getattr(client, "api_key", None)
     if base_url:
         changes["base_url"] = str(base_url).rstrip("/")

@@ -21,7 +21,6 @@ import functools
 import hashlib
 import io
 import logging
-import os
 import threading
 import time
 import warnings
@@ -32,15 +31,16 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, TypeVar, cast
 import numpy as np
 from pydantic import BaseModel
 
+from ragsweep.core import environment
 from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
 from ragsweep.llm.client import describe_error
 from ragsweep.llm.endpoint import unreachable_reason
+from ragsweep.pipeline.arguments import ComponentArguments
 
 if TYPE_CHECKING:
     import tiktoken
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, npy BLOB)",)
-DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
 # arguments that change how a component calls, never what it computes
 NOT_IDENTITY = frozenset({"capacity", "retry_strategy", "cache_strategy", "batch_size", "async_mode", "api_key"})
 
@@ -52,12 +52,12 @@ class AppComponentError(RuntimeError):
 def endpoint_of(component: object) -> str:
     """Where a component sends its requests: its own ``base_url``/``api_base``, else the
     ``OPENAI_BASE_URL`` the openai client reads, else OpenAI's."""
-    kwargs = getattr(component, "kwargs", None) or {}
+    given = ComponentArguments.of(getattr(component, "kwargs", None) or {})
     client = getattr(component, "client", None)
-    for value in (kwargs.get("base_url"), kwargs.get("api_base"), getattr(client, "base_url", None)):
+    for value in (given.base_url, given.api_base, getattr(client, "base_url", None)):
         if value:
             return str(value).rstrip("/")
-    return os.environ.get("OPENAI_BASE_URL", DEFAULT_OPENAI_URL).rstrip("/")
+    return environment.openai_base_url().rstrip("/")
 
 
 def _advice(err: BaseException) -> str:

@@ -71,6 +71,7 @@ from pydantic import (
 from ragsweep.answer.prompt import validate_template
 from ragsweep.core.errors import ConfigError
 from ragsweep.core.offline import ensure_offline
+from ragsweep.pipeline.arguments import ComponentArguments
 from ragsweep.pipeline.scalars import Overrides, Scalar
 
 if TYPE_CHECKING:
@@ -130,6 +131,13 @@ class PipelineManifest(TypedDict, total=False):
 # ----------------------------------------------------------------- the knobs
 PositiveInt = Annotated[StrictInt, Field(ge=1)]
 PositiveNumber = Annotated[StrictFloat, Field(gt=0, allow_inf_nan=False)]  # ints are accepted as numbers
+
+
+class _Context(TypedDict):
+    """What :meth:`PipelineConfig.validate` gives the knobs' checks: the variables of the file
+    holding a retriever factory (what ``$retriever_mode`` may name)."""
+
+    retriever_factories: list[str]
 
 
 class PipelineVariables(BaseModel):
@@ -217,8 +225,11 @@ class PipelineVariables(BaseModel):
     @field_validator("retriever_mode")
     @classmethod
     def _mode(cls, v: str | None, info: ValidationInfo) -> str | None:
-        factories = (info.context or {}).get("retriever_factories")
-        if v is not None and factories is not None and v not in factories:
+        if v is None or info.context is None:  # no context: not validate()'s, no file to look in
+            return v
+        context: _Context = info.context
+        factories = context["retriever_factories"]
+        if v not in factories:
             choices = ", ".join(sorted(factories)) or "none is defined"
             raise ValueError(f"must name a variable of the file holding a retriever factory ({choices}), or be null")
         return v
@@ -398,7 +409,7 @@ class PipelineConfig:
         from pathway.internals.yaml_loader import Variable
 
         values = {k.name: v for k, v in self.raw.items() if isinstance(k, Variable) and k.name in KNOB_RULES}
-        context = {"retriever_factories": self._retriever_factory_variables()}
+        context = _Context(retriever_factories=self._retriever_factory_variables())
         try:
             checked = PipelineVariables.model_validate(values, context=context)
         except ValidationError as err:
@@ -458,7 +469,7 @@ class PipelineConfig:
             if isinstance(v, Value) and v.constructor is not None and not v.constructed
         ]
         for key, node in components:  # a question answerer's search_topk: ...
-            ref = node.kwargs.get("search_topk")
+            ref = ComponentArguments.of(node.kwargs).search_topk
             if ref is not None:
                 return self._follow(ref, f"{key}.search_topk")
         for key, node in components:  # ... else its default, what the app would use
@@ -554,7 +565,7 @@ class PipelineConfig:
             store = self._document_store()
             if not isinstance(store, Value) or store.constructor is None:
                 raise ConfigError(f"{self.path}: $document_store is not a component")
-            factory_ref = store.kwargs.get("retriever_factory")
+            factory_ref = ComponentArguments.of(store.kwargs).retriever_factory
             if factory_ref is None:
                 raise ConfigError(f"{self.path}: $document_store has no retriever_factory")
             splitter_ref = store.kwargs.get("splitter", self._variable("splitter"))
@@ -585,7 +596,8 @@ class PipelineConfig:
             except Exception as err:  # a component's constructor: missing credentials, a bad argument...
                 failure = self._build_failure(err, self.embedder_ref(), "the splitter and retriever factory")
                 raise ConfigError(f"{self.path}: {failure}") from err
-        splitter = cast("BaseSplitter | None", resolved.get("splitter"))
+        # the resolver keeps the document's keys: "splitter" is there when a splitter is declared
+        splitter = cast("BaseSplitter | None", resolved["splitter"] if splitter_ref is not None else None)
         if splitter is None:
             # deferred: chunking imports pathway (~1 s); importing config (the API, the CLI) must not
             from ragsweep.pipeline.chunking import OffsetTokenCountSplitter
@@ -641,7 +653,7 @@ class PipelineConfig:
 
     def _llm_ref(self, label: str, node: Value) -> tuple[str, object]:
         """The question answerer's LLM: the name it goes by (``$llm``) and its YAML node."""
-        return self._follow(node.kwargs.get("llm"), f"{label}.llm")
+        return self._follow(ComponentArguments.of(node.kwargs).llm, f"{label}.llm")
 
     def question_answerer_llm(self) -> tuple[str, str]:
         """``("$llm", "OpenAIChat")``: how the app's question answerer's LLM is known, for messages."""
@@ -699,7 +711,7 @@ class PipelineConfig:
         found = self.embedder_ref()
         if found is None or not isinstance(found[1], Value) or found[1].constructor is None:
             return None
-        model = found[1].kwargs.get("model")
+        model = ComponentArguments.of(found[1].kwargs).model
         name = _callable_path(found[1].constructor).rsplit(".", 1)[-1]
         return f"{found[0]}: {name}" + (f"({model})" if isinstance(model, str) else "")
 

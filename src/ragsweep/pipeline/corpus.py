@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pydantic import BaseModel, JsonValue
 
+from ragsweep.core import environment
 from ragsweep.core.cache_files import default_cache_dir, quarantine
 from ragsweep.core.hits import ChunkMetadata, chunk_span
 from ragsweep.core.offline import ensure_offline
@@ -369,7 +370,7 @@ def _text_problem(
 def layout_models_available() -> bool:
     """True when Docling's layout model is on this machine (never downloads)."""
     ensure_offline()
-    artifacts = os.environ.get("DOCLING_ARTIFACTS_PATH")
+    artifacts = environment.docling_artifacts_path()
     if artifacts and any(Path(artifacts).glob("*layout*")):
         return True
     try:
@@ -397,7 +398,7 @@ def _converter(standard_pdf: bool) -> DocumentConverter:
             pipeline_options=PdfPipelineOptions(
                 do_ocr=False,
                 do_table_structure=False,
-                artifacts_path=os.environ.get("DOCLING_ARTIFACTS_PATH") or None,
+                artifacts_path=environment.docling_artifacts_path(),
             )
         )
     else:

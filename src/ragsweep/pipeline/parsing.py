@@ -26,13 +26,13 @@ import contextlib
 import functools
 import inspect
 import json
-import os
 import threading
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, Required, TypeAlias, TypedDict, TypeVar
 
+from ragsweep.core import environment
 from ragsweep.core.errors import ConfigError, StageError
 from ragsweep.core.offline import embedder_model_path, ensure_offline
 from ragsweep.pipeline.corpus import Outline, ParseFn, convert, join_elements, layout_models_available
@@ -304,7 +304,7 @@ def missing_models(parser: object) -> list[str]:
     if type(parser).__name__ != "DoclingParser":
         return []
     options = _pdf_options(parser)
-    artifacts = getattr(options, "artifacts_path", None) or os.environ.get("DOCLING_ARTIFACTS_PATH")
+    artifacts = getattr(options, "artifacts_path", None) or environment.docling_artifacts_path()
     needs = docling_pdf_needs(parser)
     missing = [] if _layout_available(artifacts) else needs[:1]
     if len(needs) > 1 and not _tableformer_available(artifacts):

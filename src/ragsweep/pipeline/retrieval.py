@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragsweep.core.environment import queries_per_run
 from ragsweep.core.errors import StageError
 from ragsweep.core.hits import Hit
 from ragsweep.datasets.schema import Case, Dataset
@@ -111,26 +112,21 @@ def retrieve(
     asks Pathway every query again.
     """
     # deferred: store imports pathway (~1 s); importing retrieval (the API, via answering) must not
-    from ragsweep.pipeline.fused_depths import exact_parts
-    from ragsweep.pipeline.store import Query, RagStore, prefix_exact, queries_per_run
+    from ragsweep.pipeline.store import Query, RagStore, prefix_exact
 
     depths = sorted(set(ks))
     scopes = parsed_scopes(cases, {d.doc_id for d in corpus.documents})
     _warn_unscoped(cases, scopes)
     store = RagStore(config, corpus)
-    # BM25 and KNN serve at k the first k of a deeper answer: one query per case answers every
-    # depth. A fused hybrid index does not (RRF over deeper lists): one query per (case, k), which the
-    # store answers from one ask of each exact sub-retriever (ragsweep.pipeline.fused_depths).
+    # BM25 and KNN: a case's one query at the deepest k answers every depth; a hybrid: one per (case,
+    # k), answered from one ask of each exact sub-retriever (ragsweep.pipeline.fused_depths)
     factory = config.build().retriever_factory
     shared = len(depths) > 1 and prefix_exact(factory)
     per_case = [max(depths)] if shared else depths
     asked = [(c, s, k) for c, s in zip(cases, scopes, strict=True) if s != [] for k in per_case]
-    how = " (prefixes of one query: exact for this index)" if shared else ""
-    if len(depths) > 1 and exact_parts(factory) is not None:
-        how = " (fused from one query per question of each sub-retriever, at the deepest k)"
     print(
-        f"retrieve: {len(cases)} question(s) x k in {depths}{how}: {len(asked)} queries "
-        f"(at most {queries_per_run()} per Pathway run)...",
+        f"retrieve: {len(cases)} question(s) x k in {depths}{_how_asked(factory, depths, shared)}: {len(asked)} "
+        f"queries (at most {queries_per_run()} per Pathway run)...",
         file=sys.stderr,
     )
     prefix = tuple(depths) if shared else ()
@@ -155,6 +151,17 @@ def retrieve(
         queries=len(asked),
         from_cache=run.from_cache,
     )
+
+
+def _how_asked(factory: Any, depths: Sequence[int], shared: bool) -> str:
+    # deferred: fused_depths imports pathway (~1 s); importing retrieval (the API, via answering) must not
+    from ragsweep.pipeline.fused_depths import exact_parts
+
+    if shared:
+        return " (prefixes of one query: exact for this index)"
+    if len(depths) > 1 and exact_parts(factory) is not None:
+        return " (fused from one query per question of each sub-retriever, at the deepest k)"
+    return ""
 
 
 def _warn_unscoped(cases: Sequence[Case], scopes: Sequence[list[str] | None]) -> None:

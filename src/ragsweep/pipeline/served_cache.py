@@ -33,15 +33,15 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-import os
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue
 
+from ragsweep.core import environment
 from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
 from ragsweep.core.hits import chunk_id, chunk_source, chunk_span
 from ragsweep.pipeline.config import PipelineConfig, yaml_nodes
@@ -69,11 +69,6 @@ _SERVING_MODULES = (
     "ragsweep.pipeline.config",
 )
 _PACKAGES = ("pathway", "sentence-transformers", "transformers", "torch", "rjieba")
-
-
-def enabled() -> bool:
-    """False when ``RAGSWEEP_SERVED_CACHE`` is 0/false/no/off."""
-    return os.environ.get("RAGSWEEP_SERVED_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def _file_hash(path: str | None) -> str:
@@ -165,19 +160,6 @@ def _chunk_of(item: JsonValue) -> str | None:
     return None if span is None else chunk_id(chunk_source(meta), *span)
 
 
-@overload
-def chunk_texts(table: None) -> None: ...
-@overload
-def chunk_texts(table: Iterable[dict[str, Any]]) -> dict[str, str]: ...
-def chunk_texts(table: Iterable[dict[str, Any]] | None) -> dict[str, str] | None:
-    """A stored chunk table (rows with ``doc_id``, ``start``, ``end``, ``text``, maybe ``header``) as
-    chunk id -> the text served."""
-    if table is None:
-        return None
-    # the text as served: a chunk's header (``$chunk_header``), then its own text
-    return {chunk_id(row["doc_id"], row["start"], row["end"]): row.get("header", "") + row["text"] for row in table}
-
-
 def compact_list(raw: Any, texts: Mapping[str, str]) -> Any:
     """A served list as stored: the text of each item that the index's chunk table holds (same
     document, offsets and text) is left out, the table stores it once (a list repeated every
@@ -231,7 +213,7 @@ class ServedCache:
     @classmethod
     def default(cls) -> ServedCache | None:
         """The cache in ragsweep's cache folder, or None when turned off."""
-        return cls(default_cache_dir() / "served.sqlite") if enabled() else None
+        return cls(default_cache_dir() / "served.sqlite") if environment.served_cache_enabled() else None
 
     def get_many(
         self, keys: Iterable[str]

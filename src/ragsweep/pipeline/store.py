@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -21,7 +22,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from pydantic import BaseModel, Field
 
-from ragsweep.core.hits import ChunkMetadata, Hit, chunk_source, chunk_span
+from ragsweep.core.environment import queries_per_run
+from ragsweep.core.hits import ChunkMetadata, Hit, chunk_id, chunk_source, chunk_span
 from ragsweep.core.offline import ensure_offline
 from ragsweep.datasets.pathway_limits import unscopable_reason
 from ragsweep.pipeline.app_components import check_endpoint, run_with
@@ -63,6 +65,11 @@ class ChunkInfo(BaseModel):
         return Hit(
             rank=rank, score=0.0, text=self.text, doc_id=self.doc_id, start=self.start, end=self.end, header=self.header
         )
+
+
+def chunk_texts(chunks: Iterable[ChunkInfo]) -> dict[str, str]:
+    """A chunk table as chunk id -> the text served: a chunk's header (``$chunk_header``), then its own text."""
+    return {chunk_id(c.doc_id, c.start, c.end): c.header + c.text for c in chunks}
 
 
 class IndexStats(BaseModel):
@@ -209,20 +216,6 @@ def _rank_hits(
     return hits
 
 
-def queries_per_run() -> int:
-    """Most queries asked in one Pathway run (``RAGSWEEP_QUERIES_PER_RUN``, default 8192)."""
-    import os
-
-    value = os.environ.get("RAGSWEEP_QUERIES_PER_RUN", "8192")
-    try:
-        n = int(value)
-    except ValueError:
-        raise ValueError(f"RAGSWEEP_QUERIES_PER_RUN={value!r}: must be a whole number >= 1") from None
-    if n < 1:
-        raise ValueError(f"RAGSWEEP_QUERIES_PER_RUN={value!r}: must be a whole number >= 1")
-    return n
-
-
 @dataclass
 class _Cached:
     """What the served-list cache holds for a batch of queries (nothing without a cache)."""
@@ -231,7 +224,7 @@ class _Cached:
     keys: list[str]  # per query (empty without a cache)
     table_key: str
     stored: dict[str, list[ServedItem]]  # query key -> served list, texts put back
-    stored_chunks: list[dict[str, Any]] | None  # the chunk table
+    stored_chunks: list[ChunkInfo] | None  # the chunk table
     table_texts: dict[str, str] | None
     todo: list[int]  # the queries to ask of Pathway
 
@@ -245,8 +238,9 @@ def _read_cache(config: PipelineConfig, corpus: Corpus, queries: list[Query], ca
     )
     table_key = served_cache.chunks_key(index_key) if index_key else ""
     stored = cache.get_many([*keys, table_key]) if index_key and cache is not None else {}
-    stored_chunks = stored.pop(table_key, None)
-    table_texts = served_cache.chunk_texts(stored_chunks)
+    table = stored.pop(table_key, None)  # read once here: a table of this index key is ChunkInfo's dumps
+    stored_chunks = [ChunkInfo.model_validate(row) for row in table] if table is not None else None
+    table_texts = chunk_texts(stored_chunks) if stored_chunks is not None else None
     stored = {
         key: value
         for key, value in ((k, served_cache.expand_list(v, table_texts)) for k, v in stored.items())
@@ -260,11 +254,11 @@ def _store_served(
     cache: ServedCache, cached: _Cached, part: list[int], answers: dict[int, list[ServedItem]], chunks: list[ChunkInfo]
 ) -> None:
     """The chunk table once, then each list of ``part`` without the texts the table holds."""
-    table = [c.model_dump() for c in chunks]
-    cached.table_texts = cached.table_texts or served_cache.chunk_texts(table)
+    cached.table_texts = cached.table_texts or chunk_texts(chunks)
     rows = {cached.keys[i]: served_cache.compact_list(answers[i], cached.table_texts) for i in part if i in answers}
     if cached.stored_chunks is None:
-        rows[cached.table_key] = cached.stored_chunks = table
+        rows[cached.table_key] = [c.model_dump() for c in chunks]
+        cached.stored_chunks = chunks
     cache.put_many(rows)
 
 
@@ -446,7 +440,7 @@ class RagStore:
         cached = _read_cache(self.config, self.corpus, queries, cache)
         if cached.index_key and not cached.todo and cached.stored_chunks is not None:
             answers = {i: cached.stored[key] for i, key in enumerate(cached.keys)}
-            chunks = [ChunkInfo(**c) for c in cached.stored_chunks]
+            chunks = cached.stored_chunks
             embedded, timings = 0, {"split": 0.0, "embed": 0.0}
         else:
             answers, chunks, embedded, timings = self._serve_missing(queries, texts, progress, cached, cache)

@@ -131,7 +131,7 @@ def _short(v: object, n: int = 120) -> str:
 def _n_missing(result: Aggregate, metric: str, unknown: str = "") -> tuple[int | str, int | str]:
     """(cases with a value, cases without) of ``metric``; each says how many of them are cases
     whose evidence occurs in no parsed document (left out, or scored 0 with --unlocated zero)."""
-    count = result.counts.get(metric)
+    count = result.count(metric)
     if count is None:
         return unknown, unknown
     n: int | str = count.n
@@ -618,7 +618,7 @@ def _sweep_axes(
 
 def _sig_mark(cfg: ConfigResult, base: ConfigResult | None, metric: str) -> tuple[str, str]:
     """(html mark, plain mark) for a configuration's metric vs the baseline."""
-    if not cfg.significant.get(metric) or base is None:
+    if not cfg.is_significant(metric) or base is None:
         return "", ""
     a, b = mean_of(cfg, metric), mean_of(base, metric)
     if a is None or b is None or a == b:
@@ -821,7 +821,7 @@ def _focus(sweep: SweepResult) -> tuple[str | None, ConfigResult | None]:
     """The drilled-down configuration's id and result: the best by the first objective, else
     the baseline, else the first configuration."""
     configs, objectives = sweep.configs, sweep.objectives
-    focus_id = sweep.best.get(objectives[0]) if objectives else None
+    focus_id = sweep.best_on(objectives[0]) if objectives else None
     focus_id = focus_id or sweep.baseline or (configs[0].id if configs else None)
     return focus_id, _find(sweep, focus_id)
 

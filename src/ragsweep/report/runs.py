@@ -236,10 +236,11 @@ def stored_top_k(folder: Path) -> int | None:
 
 
 def _line_top_k(line: Mapping[str, Any]) -> int:
-    """A legacy line's depth when its folder records none: the hits it holds, else its deepest @k metric."""
-    if line.get("hits"):
+    """A legacy line's depth when its folder records none: the hits it holds, else its deepest @k metric
+    (an expanded line, :func:`expand_cases`: both keys are there)."""
+    if line["hits"]:
         return len(line["hits"])
-    ks = [at[1] for name in line.get("metrics") or {} if (at := split_at_k(name))]
+    ks = [at[1] for name in line["metrics"] if (at := split_at_k(name))]
     return max(ks, default=1)
 
 

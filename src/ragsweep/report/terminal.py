@@ -70,7 +70,7 @@ def _summary_line(result: RunResult, name: str, unlocated: bool = False) -> str:
     value = result.metrics[name]
     # a name repeating another metric's mean (first_relevant_rank_mean) shows that metric's CI
     low, high = result.interval(REPEATS[name] if name in REPEATS else name)
-    count = result.counts.get(name) or result.counts.get(name.split("_mean")[0].split("_median")[0])
+    count = result.count(name) or result.count(name.split("_mean")[0].split("_median")[0])
     ci_text = f"[{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
     val = "n/a" if value is None else f"{value:.4f}"
     chance, oracle = ("" if (v := result.level(name, which)) is None else f"{v:.3f}" for which in ("chance", "oracle"))
@@ -102,7 +102,7 @@ def sweep_table(report: SweepResult) -> str:
         cells = []
         for m in objectives:
             v = mean_of(r, m)
-            mark = "*" if r.significant.get(m) else (" " if r.id != report.baseline else "=")
+            mark = "*" if r.is_significant(m) else (" " if r.id != report.baseline else "=")
             chance, lift = (r.chance_level[m], r.lift_over_chance[m]) if m in r.chance_level else (None, None)
             cells.append(
                 f"{'n/a' if v is None else f'{v:.4f}'}{mark}".rjust(value_width[m])

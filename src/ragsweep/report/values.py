@@ -24,4 +24,4 @@ def num(value: object) -> float | None:
 
 def mean_of(result: Aggregate, metric: str) -> float | None:
     """A result's mean of ``metric`` as the reports show it (None when missing or NaN)."""
-    return num(result.metrics.get(metric))
+    return num(result.metric(metric))
