@@ -100,15 +100,18 @@ def rewordable(docs: list[Path], n: int) -> list[Path]:
     raise SystemExit(f"only {len(found)} of the documents can be reworded; asked for {n}")
 
 
-def follow(data: Path, out: Path, limit: list[str], modify: int) -> list[tuple[str, float, float]]:
-    """(kind, evaluation s, seen s) of each change the watch followed."""
+Row = tuple[str, float, float, dict[str, float]]  # kind of change, evaluation s, seen s, stage seconds
+
+
+def follow(data: Path, out: Path, limit: list[str], modify: int) -> list[Row]:
+    """(kind, evaluation s, seen s, the evaluation's stage seconds) of each change the watch followed."""
     docs = sorted(p for p in (data / "docs").iterdir() if p.is_file())
     proc = subprocess.Popen(
         [*RAGSWEEP, "watch", "--pipeline", PIPELINE, "--dataset", str(data), "--out", str(out), "--name", "w",
          "--poll", "0.1", *limit],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
-    rows: list[tuple[str, float, float]] = []
+    rows: list[Row] = []
     try:
         wait_for(out, 1, proc)
         held = out.parent / "held"
@@ -118,7 +121,7 @@ def follow(data: Path, out: Path, limit: list[str], modify: int) -> list[tuple[s
             started = time.perf_counter()
             act()
             line = wait_for(out, n, proc)
-            rows.append((kind, float(line["seconds"]), time.perf_counter() - started))
+            rows.append((kind, float(line["seconds"]), time.perf_counter() - started, line.get("stage_seconds", {})))
     finally:
         proc.terminate()
         proc.wait(timeout=60)
@@ -145,14 +148,20 @@ def main() -> int:
     print(f"RESULT warm full eval (a process, the same dataset): {warm:.2f} s")
     summary: dict[str, object] = {"smoke": args.smoke, "dataset": args.dataset, "warm_eval_s": round(warm, 3)}
     for kind in ("modify", "delete", "add"):
-        evals = [e for k, e, _ in rows if k == kind]
-        seen = [s for k, _, s in rows if k == kind]
+        evals = [e for k, e, _, _ in rows if k == kind]
+        seen = [s for k, _, s, _ in rows if k == kind]
+        stages = [st for k, _, _, st in rows if k == kind]
+        medians = {name: statistics.median(st.get(name, 0.0) for st in stages) for name in stages[0]} if stages else {}
         print(
             f"RESULT update {kind}: evaluation median {statistics.median(evals):.2f} s, seen median "
             f"{statistics.median(seen):.2f} s over {len(evals)} change(s); warm eval / evaluation "
-            f"{warm / statistics.median(evals):.1f}x"
+            f"{warm / statistics.median(evals):.1f}x; stages (median s): "
+            + ", ".join(f"{name} {v:.2f}" for name, v in medians.items())
         )
-        summary[kind] = {"evaluation_s": [round(e, 3) for e in evals], "seen_s": [round(s, 3) for s in seen]}
+        summary[kind] = {
+            "evaluation_s": [round(e, 3) for e in evals], "seen_s": [round(s, 3) for s in seen],
+            "stage_median_s": {name: round(v, 3) for name, v in medians.items()},
+        }  # fmt: skip
     print("JSON " + json.dumps(summary))
     return 0
 

@@ -259,6 +259,7 @@ def _watch_updates(s: dict) -> None:
     for kind in ("modify", "delete", "add"):
         assert len(s[kind]["evaluation_s"]) == 1 and len(s[kind]["seen_s"]) == 1
         assert s[kind]["seen_s"][0] >= s[kind]["evaluation_s"][0] > 0  # seen includes the evaluation
+        assert {"parse", "retrieve", "answer_and_score"} <= set(s[kind]["stage_median_s"])
 
 
 CHECKS = {

@@ -196,6 +196,7 @@ def update_of(
         at=time.strftime("%Y-%m-%dT%H:%M:%S"),
         run=Path(result.run_dir or "").name,
         seconds=round(seconds, 3),
+        stage_seconds=result.manifest.stage_seconds,
         change=change,
         metrics={m: result.metric(m) for m in watched_metrics(result, options.floors)},
         failures=quality_failures(result, options.floors),

@@ -52,6 +52,7 @@ class Update(BaseModel):
     at: str
     run: str
     seconds: float
+    stage_seconds: dict[str, float] = Field(default_factory=dict)  # the evaluation's stages (its manifest's)
     change: Change = Field(default_factory=Change)
     cases_changed: list[str] = Field(default_factory=list)
     hit_to_miss: list[str] = Field(default_factory=list)
