@@ -111,6 +111,7 @@ EXPECTED: dict[str, list[str]] = {
         "RESULT evaluate() warm, base HEAD: median",
         "RESULT   stages [s]:",
     ],
+    "unreachable_endpoint.py": ["SMOKE RUN", "RESULT llm: rc 2 after", "RESULT app embedder: rc 2 after"],
     "watch_updates.py": [
         "SMOKE RUN",
         "RESULT warm full eval (a process, the same dataset):",
@@ -254,6 +255,12 @@ def _ray_scale(s: dict) -> None:
     assert [r["machines"] for r in run["projection"]] == [1, 2, 4, 8, 16]
 
 
+def _unreachable_endpoint(s: dict) -> None:
+    for name in ("llm", "app embedder"):
+        assert s[name]["rc"] == 2 and "Connection refused" in s[name]["message"], s[name]
+        assert "Traceback" not in s[name]["message"]
+
+
 def _watch_updates(s: dict) -> None:
     assert s["warm_eval_s"] > 0
     for kind in ("modify", "delete", "add"):
@@ -279,4 +286,5 @@ CHECKS = {
     "sweep_vs_server.py": _sweep_vs_server,
     "app_parse.py": _app_parse,
     "watch_updates.py": _watch_updates,
+    "unreachable_endpoint.py": _unreachable_endpoint,
 }
