@@ -31,14 +31,6 @@ def store() -> RagStore:
 
 def test_the_fused_lists_are_the_hybrids_own(store, monkeypatch):
     queries = _queries()
-    asked: list[int] = []
-    serve = RagStore._serve
-
-    def spy(self, queries, texts, progress):
-        asked.append(len(queries))
-        return serve(self, queries, texts, progress)
-
-    monkeypatch.setattr(RagStore, "_serve", spy)
     fused = store.run(queries)
     assert exact_parts(store.config.build().retriever_factory) is not None  # the default app's hybrid is fused
     monkeypatch.setattr(store_module, "exact_parts", lambda factory: None)  # the hybrid asked at each depth

@@ -62,6 +62,12 @@ def _replace(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def _wait_until_update_2_begins(out: Path) -> None:
+    deadline = time.monotonic() + 120
+    while not (out / "w" / "gen-0002").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def _fresh_eval(data: Path, out: Path) -> Path:
     done = subprocess.run(
         [*RAGSWEEP, "eval", "--pipeline", PIPELINE, "--dataset", str(data), "--out", str(out), "--name", "fresh",
@@ -125,9 +131,7 @@ def test_a_change_made_while_an_update_runs_is_not_lost(tmp_path: Path) -> None:
     try:
         _wait_for(out, 1, proc)
         _replace(docs[0], docs[0].read_text(encoding="utf-8").replace("Agreement", "Contract", 3))
-        deadline = time.monotonic() + 120
-        while not (out / "w" / "gen-0002").exists() and time.monotonic() < deadline:  # the update has begun
-            time.sleep(0.01)
+        _wait_until_update_2_begins(out)
         assert len(_history(out)) == 1, "the update ended before the second change could be made during it"
         _replace(docs[1], docs[1].read_text(encoding="utf-8").replace("Agreement", "Contract", 3))
         last = _wait_for(out, 3, proc)
@@ -147,9 +151,7 @@ def test_a_killed_watch_leaves_a_whole_current_and_a_new_one_continues(tmp_path:
     try:
         first = _wait_for(out, 1, proc)
         _replace(docs[0], docs[0].read_text(encoding="utf-8").replace("Agreement", "Contract", 3))
-        deadline = time.monotonic() + 120
-        while not (out / "w" / "gen-0002").exists() and time.monotonic() < deadline:  # the update has begun
-            time.sleep(0.01)
+        _wait_until_update_2_begins(out)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
     finally:

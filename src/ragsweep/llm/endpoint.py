@@ -185,27 +185,26 @@ def read_capped(response: httpx.Response, cap: int | None) -> bytes | None:
     return b"".join(chunks)
 
 
-def oversized_response(request: httpx.Request, cap: int) -> httpx.Response:
-    """The transport's answer for a reply it did not read to its end (see the module docstring)."""
-    message = f"the endpoint's reply passed {cap} bytes (llm_max_reply_bytes) and was not read further"
+def error_response(request: httpx.Request, kind: str, message: str) -> httpx.Response:
+    """The transport's own answer for a reply it did not read to its end or an endpoint it could not
+    reach: asking again gets the same, so the openai client is told not to retry (``x-should-retry``)."""
     return httpx.Response(
         502,
-        headers={"content-type": "application/json", "x-should-retry": "false", ERROR_HEADER: OVERSIZED},
-        content=json.dumps({"error": {"message": message, "type": OVERSIZED}}).encode(),
+        headers={"content-type": "application/json", "x-should-retry": "false", ERROR_HEADER: kind},
+        content=json.dumps({"error": {"message": message, "type": kind}}).encode(),
         request=request,
     )
+
+
+def oversized_response(request: httpx.Request, cap: int) -> httpx.Response:
+    message = f"the endpoint's reply passed {cap} bytes (llm_max_reply_bytes) and was not read further"
+    return error_response(request, OVERSIZED, message)
 
 
 def unreachable_response(request: httpx.Request, err: httpx.ConnectError) -> httpx.Response:
-    """The transport's answer when nothing listens at the endpoint or its name does not resolve: asking
-    again in seconds gets the same, so the openai client is told not to retry (``x-should-retry``)."""
+    """Nothing listens at the endpoint or its name does not resolve."""
     message = f"cannot connect to {request.url.scheme}://{request.url.netloc.decode()}: {err}"
-    return httpx.Response(
-        502,
-        headers={"content-type": "application/json", "x-should-retry": "false", ERROR_HEADER: UNREACHABLE},
-        content=json.dumps({"error": {"message": message, "type": UNREACHABLE}}).encode(),
-        request=request,
-    )
+    return error_response(request, UNREACHABLE, message)
 
 
 def send_or_unreachable(send: Callable[[httpx.Request], httpx.Response], request: httpx.Request) -> httpx.Response:
