@@ -109,3 +109,28 @@ def test_a_case_is_scored_again_when_a_text_it_read_changed_though_its_lists_did
     # c2 read only b.txt and comes from the cache
     changed = run({**texts, "a.txt": "This Agreement is governed by the laws of Delaware."})
     assert scored == ["c1"] and changed[0].evidence_unlocated and changed[1] == first[1]
+
+
+def test_a_warm_aggregate_computes_no_interval_and_gives_the_same_ones(scored, tmp_path, monkeypatch):
+    from ragsweep.metrics import stats
+
+    data = ROOT / "datasets" / "cuad-mini"
+    first = _eval(data, tmp_path / "runs", "first")
+    computed: list[int] = []
+    bootstrap = stats.bootstrap_ci
+
+    def spy(values, *args, **kwargs):
+        computed.append(len(values))
+        return bootstrap(values, *args, **kwargs)
+
+    monkeypatch.setattr(stats, "bootstrap_ci", spy)
+    again = _eval(data, tmp_path / "runs", "again")
+    assert computed == []  # every interval of report.json from the cache
+    _same(first, again)
+    monkeypatch.setenv("RAGSWEEP_SCORED_CACHE", "0")  # off: computed again, the same bounds
+    fresh = _eval(data, tmp_path / "runs", "fresh")
+    assert (
+        computed
+        and json.loads((fresh / "report.json").read_text())["intervals"]
+        == json.loads((first / "report.json").read_text())["intervals"]
+    )

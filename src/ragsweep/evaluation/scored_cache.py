@@ -28,7 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
+from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys, source_fingerprint
 from ragsweep.core.environment import scored_cache_enabled
 from ragsweep.core.hits import Hit
 from ragsweep.evaluation.records import CaseResult
@@ -43,14 +43,10 @@ EVERY_DOCUMENT = "*"  # the case searched every parsed document
 
 @lru_cache(maxsize=1)
 def code_fingerprint() -> str:
-    """ragsweep's source files (by their path inside the package, so any checkout gives the same) and
-    the versions of the scoring packages."""
+    """ragsweep's source files and the versions of the scoring packages."""
     from importlib.metadata import PackageNotFoundError, version
 
-    root = Path(__file__).resolve().parent.parent
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    digest = hashlib.sha256(source_fingerprint().encode())
     for name in _PACKAGES:
         try:
             digest.update(f"{name}={version(name)}\0".encode())

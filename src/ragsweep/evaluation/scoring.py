@@ -17,6 +17,7 @@ from typing import Any
 
 from ragsweep.evaluation.records import Aggregate, CaseResult, Count, RunResult, UnlocatedCase, UnlocatedReport
 from ragsweep.metrics.answer import aggregate_abstention
+from ragsweep.metrics.intervals import abstention_f1_interval, bootstrap_interval
 from ragsweep.metrics.registry import judged_by_relevance, set_metrics
 from ragsweep.pipeline.corpus import shown_name
 
@@ -45,9 +46,6 @@ def aggregate(
     ``interval_metrics`` limits the bootstrap to those names (a sweep needs
     intervals for its objectives, not for every metric of every configuration).
     """
-    # deferred: metrics.stats imports scipy (~1.5 s); the API import and the gate must not
-    from ragsweep.metrics.stats import abstention_f1_ci, bootstrap_ci
-
     names = list(dict.fromkeys(name for case in cases for name in case.metrics))
     metrics: dict[str, float | None] = {}
     counts: dict[str, Count] = {}
@@ -57,8 +55,7 @@ def aggregate(
         counts[name] = Count(n=len(values), missing=len(cases) - len(values))
         metrics[name] = statistics.fmean(values) if values else None
         if with_intervals and len(values) >= 2 and (interval_metrics is None or name in interval_metrics):
-            low, high = bootstrap_ci(values, seed=seed)
-            intervals[name] = [low, high]
+            intervals[name] = list(bootstrap_interval(values, seed=seed))
     frr = [v for case in cases if (v := case.metric("first_relevant_rank")) is not None]
     if frr:
         metrics["first_relevant_rank_mean"] = statistics.fmean(frr)
@@ -70,9 +67,9 @@ def aggregate(
     if with_intervals and pairs:
         for name, values in abstention_values(pairs).items():
             if len(values) >= 2 and (interval_metrics is None or name in interval_metrics):
-                intervals[name] = list(bootstrap_ci(values, seed=seed))
+                intervals[name] = list(bootstrap_interval(values, seed=seed))
         if interval_metrics is None or "abstention_f1" in interval_metrics:
-            intervals["abstention_f1"] = list(abstention_f1_ci(pairs, seed=seed))
+            intervals["abstention_f1"] = list(abstention_f1_interval(pairs, seed=seed))
     return Aggregate(
         metrics=metrics,
         counts=counts,

@@ -22,8 +22,8 @@ from ragsweep.evaluation.records import (
     SweepResult,
     UnlocatedReport,
 )
+from ragsweep.metrics.intervals import bootstrap_interval
 from ragsweep.metrics.registry import REPEATS, at_k_families, curve_families, headline, metric_sort_key
-from ragsweep.metrics.stats import bootstrap_ci
 from ragsweep.metrics.uninformative import answerer_way, uninformative
 from ragsweep.report import svg
 from ragsweep.report.assets import CSS, JS
@@ -308,7 +308,7 @@ def _curves(agg: Aggregate, title: str) -> str:
 
 
 def _ci(values: list[float]) -> tuple[float | None, float | None]:
-    return bootstrap_ci(values, n_resamples=GROUP_CI_RESAMPLES) if len(values) >= 2 else (None, None)
+    return bootstrap_interval(values, n_resamples=GROUP_CI_RESAMPLES) if len(values) >= 2 else (None, None)
 
 
 def _type_bars(cases: Sequence[CaseResult], metrics: Sequence[str]) -> str:
