@@ -167,3 +167,17 @@ def test_a_killed_watch_leaves_a_whole_current_and_a_new_one_continues(tmp_path:
     history = _history(out)
     assert history[-1]["generation"] > first["generation"]  # the folder continued, not restarted
     _same_numbers(out / "w" / history[-1]["run"], _fresh_eval(data, tmp_path / "fresh"))
+
+
+def test_the_python_watch_is_the_commands(tmp_path: Path) -> None:
+    import ragsweep
+
+    data, out = _dataset(tmp_path), tmp_path / "runs"
+    code = ragsweep.watch(PIPELINE, data, out=out, name="w", max_updates=0, limit=20, validate=False)
+    assert code == 0
+    (line,) = _history(out)
+    watched = json.loads((out / "w" / "current" / "report.json").read_text())
+    assert line["run"] == (out / "w" / "current").resolve().name
+    assert watched["metrics"] == ragsweep.evaluate(PIPELINE, data, limit=20, validate=False).metrics
+    with pytest.raises(ValueError, match="poll"):
+        ragsweep.watch(PIPELINE, data, out=out, poll=0)

@@ -1,7 +1,7 @@
 """ragsweep: an in-process Pathway RAG pipeline and its evaluator.
 
 ``ragsweep.evaluate(pipeline, dataset) -> Report``, ``ragsweep.sweep(...)``,
-``ragsweep.compare(a, b)``, ``ragsweep.RagStore``; for pytest,
+``ragsweep.watch(pipeline, dataset, max_updates=...)``, ``ragsweep.compare(a, b)``, ``ragsweep.RagStore``; for pytest,
 ``from ragsweep.testing import assert_quality``. Imported lazily: ``import ragsweep``
 is cheap until one of them is used.
 """
@@ -14,6 +14,7 @@ _LAZY = {
     "evaluate": "ragsweep.api",
     "sweep": "ragsweep.api",
     "compare": "ragsweep.api",
+    "watch": "ragsweep.api",
     "Report": "ragsweep.api",
     "CaseResult": "ragsweep.evaluation.records",
     "Case": "ragsweep.datasets.schema",
@@ -21,7 +22,7 @@ _LAZY = {
     "RagStore": "ragsweep.pipeline.store",
 }
 
-__all__ = ["Case", "CaseResult", "PipelineConfig", "RagStore", "Report", "compare", "evaluate", "sweep"]
+__all__ = ["Case", "CaseResult", "PipelineConfig", "RagStore", "Report", "compare", "evaluate", "sweep", "watch"]
 
 
 def __getattr__(name: str):

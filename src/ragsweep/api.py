@@ -1,4 +1,4 @@
-"""What ``import ragsweep`` offers: ``evaluate``, ``sweep``, ``compare`` and typed results.
+"""What ``import ragsweep`` offers: ``evaluate``, ``sweep``, ``watch``, ``compare`` and typed results.
 
 >>> import ragsweep
 >>> report = ragsweep.evaluate("pipelines/default.yaml", "datasets/cuad-mini")
@@ -27,6 +27,7 @@ from ragsweep.commands.eval import EvalOptions, evaluate_into, executor_of, run_
 from ragsweep.commands.inputs import cases_dataset, cases_hash, dataset_hash, load_config, load_folder, selection_of
 from ragsweep.commands.options import RunInputs
 from ragsweep.commands.sweep import Plan, SweepOptions, sweep_into, sweep_name, sweep_settings
+from ragsweep.commands.watch import WatchOptions, run_watch
 from ragsweep.core.errors import RunError
 from ragsweep.datasets.loader import DatasetError, load_cases
 from ragsweep.datasets.schema import Case, Dataset
@@ -152,6 +153,17 @@ def sweep(
     finally:
         if tmp is not None:
             tmp.cleanup()
+
+
+def watch(pipeline: str | Path, dataset: str | Path, *, out: str | Path = "runs", **options: Any) -> int:
+    """Follow a dataset's documents folder as ``ragsweep watch`` does: evaluate, then again at each settled
+    change, into ``<out>/<name>/`` (its ``current`` link, its ``history.jsonl``), until interrupted or
+    ``max_updates``. ``options``: every option of ``ragsweep watch`` by its name in
+    :class:`~ragsweep.commands.watch.WatchOptions` (``name``, ``poll``, ``max_updates``, ``exit_on_fail``,
+    ``serve``, ``min``, ``limit``...), with :func:`evaluate`'s defaults (no progress bars, no ragas string
+    metrics unless ``ragas=True``). Returns the command's exit status: 0, 1 when ``exit_on_fail`` and an
+    evaluation is below a floor, 2 on bad inputs."""
+    return run_watch(_options(WatchOptions, pipeline, {**options, "dataset": str(dataset), "out": str(out)}))
 
 
 def compare(a: RunResult | str | Path, b: RunResult | str | Path, alpha: float = 0.05) -> Comparison:
