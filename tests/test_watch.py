@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from fake_openai import fake_server  # noqa: F401 - a pytest fixture
+
 ROOT = Path(__file__).resolve().parent.parent
 MINI = ROOT / "datasets" / "cuad-mini"
 RAGSWEEP = [sys.executable, "-m", "ragsweep.cli"]
@@ -181,3 +183,39 @@ def test_the_python_watch_is_the_commands(tmp_path: Path) -> None:
     assert watched["metrics"] == ragsweep.evaluate(PIPELINE, data, limit=20, validate=False).metrics
     with pytest.raises(ValueError, match="poll"):
         ragsweep.watch(PIPELINE, data, out=out, poll=0)
+
+
+def test_llm_answers_and_verdicts_are_asked_again_only_for_the_cases_that_changed(
+    fake_server,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+) -> None:
+    import threading
+
+    import ragsweep
+
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-watch")
+    monkeypatch.setenv("RAGSWEEP_LLM_MODEL", "fake-model")
+    data, out = _dataset(tmp_path), tmp_path / "runs"
+    second = sorted((data / "docs").iterdir())[1]
+    before_update: list[int] = []
+
+    def edit_after_the_first_evaluation() -> None:
+        deadline = time.monotonic() + 300
+        while not _history(out) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        before_update.append(fake_server.requests)
+        _replace(second, second.read_text(encoding="utf-8").replace("Agreement", "Contract", 3))
+
+    editor = threading.Thread(target=edit_after_the_first_evaluation)
+    editor.start()
+    code = ragsweep.watch(PIPELINE, data, out=out, name="w", max_updates=1, limit=int(CASES), poll=0.2,
+                          llm=True, judge=True, validate=False)  # fmt: skip
+    editor.join()
+    assert code == 0 and before_update and before_update[0] > 0
+    first, update = _history(out)
+    asked = fake_server.requests - before_update[0]
+    changed = update["cases_changed"]
+    # an answer and a verdict per case whose context changed, at most; the others from the reply cache
+    assert 0 < asked <= 2 * len(changed) < 2 * int(CASES)
