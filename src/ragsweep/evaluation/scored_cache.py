@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+import threading
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS scored (key TEXT PRIMARY KEY, value BLOB)",)
 _PACKAGES = ("ragas", "rapidfuzz", "rouge-score", "nltk", "numpy", "pydantic")
 EVERY_DOCUMENT = "*"  # the case searched every parsed document
+_OPEN: dict[str, ScoredCache] = {}  # by file: a sweep's configurations share one connection
+_LOCK = threading.Lock()
 
 
 @lru_cache(maxsize=1)
@@ -97,7 +100,6 @@ class Digests:
     def __init__(self, texts: Mapping[str, str]):
         self.texts = texts
         self._text: dict[str, str] = {}
-        self._docs: dict[str, str] = {}
         self._lists: dict[int, tuple[Sequence[Hit], str]] = {}  # the list kept: its id is not reused
 
     def text(self, text: str) -> str:
@@ -150,7 +152,14 @@ class ScoredCache:
 
     @classmethod
     def default(cls) -> ScoredCache | None:
-        return cls(default_cache_dir() / "scored.sqlite") if scored_cache_enabled() else None
+        """The cache in ragsweep's cache folder (one object per file in a process), or None when off."""
+        if not scored_cache_enabled():
+            return None
+        path = (default_cache_dir() / "scored.sqlite").resolve()
+        with _LOCK:
+            if str(path) not in _OPEN:
+                _OPEN[str(path)] = cls(path)
+            return _OPEN[str(path)]
 
     def get_many(self, keys: Sequence[str], digests: Digests) -> dict[str, CaseResult]:
         """The results stored under ``keys`` whose documents still have the texts they had."""
