@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _pdf_reword import reword_pdf
+from pdf_reword import reword_pdf
 
 ROOT = Path(__file__).resolve().parent.parent
 RAGSWEEP = [sys.executable, "-m", "ragsweep.cli"]
@@ -70,7 +70,7 @@ def wait_for(out: Path, n: int, proc: subprocess.Popen[str], timeout: float = 90
 
 def reword(path: Path) -> None:
     """One clause reworded, saved as an editor saves (written beside, renamed over): in a PDF the words
-    of one line reversed (benchmarks/_pdf_reword.py), in a text file one word upper-cased."""
+    of one line reversed (benchmarks/pdf_reword.py), in a text file one word upper-cased."""
     if path.suffix.lower() == ".pdf":
         reword_pdf(path)
         return

@@ -111,6 +111,7 @@ EXPECTED: dict[str, list[str]] = {
         "RESULT evaluate() warm, base HEAD: median",
         "RESULT   stages [s]:",
     ],
+    "pdf_reword.py": ["SMOKE RUN", "RESULT reworded"],
     "unreachable_endpoint.py": ["SMOKE RUN", "RESULT llm: rc 2 after", "RESULT app embedder: rc 2 after"],
     "watch_updates.py": [
         "SMOKE RUN",
@@ -255,6 +256,10 @@ def _ray_scale(s: dict) -> None:
     assert [r["machines"] for r in run["projection"]] == [1, 2, 4, 8, 16]
 
 
+def _pdf_reword(s: dict) -> None:
+    assert s["pdfs"] == 2 and s["reworded"] >= 1 and s["one_line_changed"] == s["reworded"]
+
+
 def _unreachable_endpoint(s: dict) -> None:
     for name in ("llm", "app embedder"):
         assert s[name]["rc"] == 2 and "Connection refused" in s[name]["message"], s[name]
@@ -287,4 +292,5 @@ CHECKS = {
     "app_parse.py": _app_parse,
     "watch_updates.py": _watch_updates,
     "unreachable_endpoint.py": _unreachable_endpoint,
+    "pdf_reword.py": _pdf_reword,
 }

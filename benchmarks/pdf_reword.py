@@ -9,15 +9,26 @@ the parsed text differs in that one line, which now reads, e.g., "accessible and
 the have shall HDI 1.6" for "1.6 HDI shall have the Site fully operational and accessible".
 
 Works on PDFs whose text is drawn with two-byte glyph codes and ``Tj`` (the shipped CUAD exhibits, filed
-through EDGAR); raises ``ValueError`` for a PDF it cannot reword.
+through EDGAR); raises ``ValueError`` for a PDF it cannot reword. Used by ``watch_updates.py``; run as a
+script it rewords a copy of each PDF of a folder and prints how many it could reword and which line changed:
+
+    .venv/bin/python benchmarks/pdf_reword.py [--docs datasets/cuad/docs]
+    .venv/bin/python benchmarks/pdf_reword.py --smoke     # the first two shipped PDFs
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import re
+import shutil
+import sys
+import tempfile
 import zlib
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
 
 SPACE = b"\x00\x03"  # the space glyph of the CUAD PDFs' Identity-encoded fonts
 _OBJECT_STREAM = re.compile(rb"(\d+) 0 obj\s*<<(.*?)>>\s*stream\r?\n", re.S)
@@ -91,3 +102,54 @@ def reword_pdf(path: Path, nth: int = 8) -> None:
         os.replace(saved, path)
         return
     raise ValueError(f"{path}: no content stream with {nth + 1} lines of two-byte glyph text to reword")
+
+
+def _lines(path: Path) -> list[str]:
+    import pypdfium2
+
+    doc = pypdfium2.PdfDocument(str(path))
+    try:
+        return [line for page in doc for line in page.get_textpage().get_text_range().splitlines()]
+    finally:
+        doc.close()
+
+
+def changed_lines(pdf: Path, work: Path) -> list[tuple[str, str]] | None:
+    """The (before, after) lines of a reworded copy of ``pdf``; None when it cannot be reworded."""
+    copy = work / pdf.name
+    shutil.copy(pdf, copy)
+    try:
+        reword_pdf(copy)
+    except ValueError:
+        return None
+    return [(a, b) for a, b in zip(_lines(pdf), _lines(copy), strict=True) if a != b]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--docs", default=str(ROOT / "datasets" / "cuad" / "docs"))
+    parser.add_argument("--smoke", action="store_true", help="the first two PDFs: does it run (not a survey)")
+    args = parser.parse_args()
+    pdfs = sorted(p for p in Path(args.docs).iterdir() if p.suffix.lower() == ".pdf")
+    if args.smoke:
+        print("SMOKE RUN: the first two PDFs of datasets/cuad/docs")
+        pdfs = pdfs[:2]
+    reworded, one_line = 0, 0
+    with tempfile.TemporaryDirectory(prefix="ragsweep-pdf-reword-") as tmp:
+        for pdf in pdfs:
+            changed = changed_lines(pdf, Path(tmp))
+            if changed is None:
+                print(f"RESULT {pdf.name[:60]}: cannot be reworded")
+                continue
+            reworded += 1
+            one_line += len(changed) == 1
+            shown = changed[0][1].strip()[:70] if changed else "(no line changed)"
+            print(f"RESULT {pdf.name[:60]}: {len(changed)} line(s) changed: {shown!r}")
+    print(f"RESULT reworded {reworded} of {len(pdfs)} PDFs, {one_line} with exactly one line changed")
+    summary = {"smoke": args.smoke, "pdfs": len(pdfs), "reworded": reworded, "one_line_changed": one_line}
+    print("JSON " + json.dumps(summary))
+    return 0 if reworded == one_line else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
