@@ -300,3 +300,41 @@ class SQLiteCacheFile:
     def close(self) -> None:
         with self._lock:
             self._close()
+
+
+class BlobTable:
+    """A healing SQLite file holding one table of ``key -> value`` blobs: what the served-list, scored-case
+    and interval caches store, each packing its values its own way. A read that fails is a miss, a write
+    that fails is skipped (see :class:`SQLiteCacheFile`)."""
+
+    def __init__(self, path: str | Path, table: str, what: str):
+        self.table = table
+        self._db = SQLiteCacheFile(
+            path, (f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, value BLOB)",), what
+        )
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
+        keys = list(dict.fromkeys(keys))
+        if not keys:
+            return {}
+
+        def read(conn: sqlite3.Connection) -> dict[str, bytes]:
+            return {
+                key: bytes(value) for key, value in rows_for_keys(conn, f"SELECT key, value FROM {self.table}", keys)
+            }
+
+        found: dict[str, bytes] = self._db.run(read, default={}, action="read")
+        return found
+
+    def put_many(self, rows: dict[str, bytes]) -> None:
+        if not rows:
+            return
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.executemany(f"INSERT OR REPLACE INTO {self.table} (key, value) VALUES (?, ?)", list(rows.items()))
+            conn.commit()
+
+        self._db.run(write, action="write")
+
+    def close(self) -> None:
+        self._db.close()

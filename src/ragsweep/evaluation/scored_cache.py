@@ -27,17 +27,13 @@ import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
-from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys, source_fingerprint
+from ragsweep.core.cache_files import BlobTable, default_cache_dir, source_fingerprint
 from ragsweep.core.environment import scored_cache_enabled
 from ragsweep.core.hits import Hit
 from ragsweep.evaluation.records import CaseResult
 
-if TYPE_CHECKING:
-    import sqlite3
-
-_SCHEMA = ("CREATE TABLE IF NOT EXISTS scored (key TEXT PRIMARY KEY, value BLOB)",)
 _PACKAGES = ("ragas", "rapidfuzz", "rouge-score", "nltk", "numpy", "pydantic")
 EVERY_DOCUMENT = "*"  # the case searched every parsed document
 _OPEN: dict[str, ScoredCache] = {}  # by file: a sweep's configurations share one connection
@@ -148,7 +144,7 @@ class ScoredCache:
     """Scored cases by key, each with the documents it read."""
 
     def __init__(self, path: Path | None):
-        self._db = SQLiteCacheFile(path, _SCHEMA, what="scored-case") if path is not None else None
+        self._db = BlobTable(path, "scored", what="scored-case") if path is not None else None
 
     @classmethod
     def default(cls) -> ScoredCache | None:
@@ -163,14 +159,10 @@ class ScoredCache:
 
     def get_many(self, keys: Sequence[str], digests: Digests) -> dict[str, CaseResult]:
         """The results stored under ``keys`` whose documents still have the texts they had."""
-        if self._db is None or not keys:
+        if self._db is None:
             return {}
-
-        def read(conn: sqlite3.Connection) -> dict[str, bytes]:
-            return dict(rows_for_keys(conn, "SELECT key, value FROM scored", list(dict.fromkeys(keys))))
-
         found: dict[str, CaseResult] = {}
-        for key, blob in self._db.run(read, default={}, action="read").items():
+        for key, blob in self._db.get_many(keys).items():
             try:
                 entry = Entry(*pickle.loads(zlib.decompress(blob)))
                 result = pickle.loads(entry.result)
@@ -181,23 +173,13 @@ class ScoredCache:
         return found
 
     def put_many(self, rows: Mapping[str, tuple[set[str], CaseResult]], digests: Digests) -> None:
-        if self._db is None or not rows:
+        if self._db is None:
             return
-        packed = [
-            (
-                key,
-                zlib.compress(
-                    pickle.dumps(tuple(Entry(sorted(read), digests.documents(sorted(read)), pickle.dumps(result)))), 1
-                ),
-            )
+        entries = {
+            key: Entry(sorted(read), digests.documents(sorted(read)), pickle.dumps(result))
             for key, (read, result) in rows.items()
-        ]
-
-        def write(conn: sqlite3.Connection) -> None:
-            conn.executemany("INSERT OR REPLACE INTO scored (key, value) VALUES (?, ?)", packed)
-            conn.commit()
-
-        self._db.run(write, action="write")
+        }
+        self._db.put_many({key: zlib.compress(pickle.dumps(tuple(entry)), 1) for key, entry in entries.items()})
 
     def close(self) -> None:
         if self._db is not None:

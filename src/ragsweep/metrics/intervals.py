@@ -17,17 +17,12 @@ import threading
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, source_fingerprint
+from ragsweep.core.cache_files import BlobTable, default_cache_dir, source_fingerprint
 from ragsweep.core.environment import scored_cache_enabled
 
-if TYPE_CHECKING:
-    import sqlite3
-
 Interval = tuple[float | None, float | None]
-_SCHEMA = ("CREATE TABLE IF NOT EXISTS intervals (key TEXT PRIMARY KEY, value TEXT)",)
-_FILES: dict[str, SQLiteCacheFile] = {}
+_FILES: dict[str, BlobTable] = {}
 _LOCK = threading.Lock()
 
 
@@ -38,13 +33,13 @@ def _code() -> str:
     return f"{source_fingerprint()}\0scipy={version('scipy')}\0numpy={version('numpy')}"
 
 
-def _file() -> SQLiteCacheFile | None:
+def _file() -> BlobTable | None:
     if not scored_cache_enabled():
         return None
     path = str((default_cache_dir() / "intervals.sqlite").resolve())
     with _LOCK:
         if path not in _FILES:
-            _FILES[path] = SQLiteCacheFile(Path(path), _SCHEMA, what="interval")
+            _FILES[path] = BlobTable(Path(path), "intervals", what="interval")
         return _FILES[path]
 
 
@@ -53,24 +48,14 @@ def _cached(kind: str, data: str, compute: Callable[[], Interval]) -> Interval:
     if store is None:
         return compute()
     key = hashlib.sha256(f"{_code()}\0{kind}\0{data}".encode()).hexdigest()
-
-    def read(conn: sqlite3.Connection) -> str | None:
-        row = conn.execute("SELECT value FROM intervals WHERE key = ?", (key,)).fetchone()
-        return str(row[0]) if row else None
-
-    if (found := store.run(read, default=None, action="read")) is not None:
+    if (found := store.get_many([key]).get(key)) is not None:
         try:
             low, high = json.loads(found)
             return (None if low is None else float(low), None if high is None else float(high))
         except (ValueError, TypeError):  # a damaged row is a miss
             pass
     interval = compute()
-
-    def write(conn: sqlite3.Connection) -> None:
-        conn.execute("INSERT OR REPLACE INTO intervals (key, value) VALUES (?, ?)", (key, json.dumps(interval)))
-        conn.commit()
-
-    store.run(write, action="write")
+    store.put_many({key: json.dumps(interval).encode()})
     return interval
 
 

@@ -37,20 +37,15 @@ import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import JsonValue
 
 from ragsweep.core import environment
-from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
+from ragsweep.core.cache_files import BlobTable, default_cache_dir
 from ragsweep.core.hits import chunk_id, chunk_source, chunk_span
 from ragsweep.pipeline.config import PipelineConfig, yaml_nodes
 from ragsweep.pipeline.corpus import Corpus
-
-if TYPE_CHECKING:
-    import sqlite3
-
-_SCHEMA = ("CREATE TABLE IF NOT EXISTS served (key TEXT PRIMARY KEY, value BLOB)",)
 
 # ragsweep's modules that decide what the store serves
 _SERVING_MODULES = (
@@ -208,7 +203,7 @@ class ServedCache:
     """Served lists (Pathway's raw result rows) and chunk tables, by key."""
 
     def __init__(self, path: Path | None):
-        self._db = SQLiteCacheFile(path, _SCHEMA, what="served-list") if path is not None else None
+        self._db = BlobTable(path, "served", what="served-list") if path is not None else None
 
     @classmethod
     def default(cls) -> ServedCache | None:
@@ -218,30 +213,14 @@ class ServedCache:
     def get_many(
         self, keys: Iterable[str]
     ) -> dict[str, Any]:  # JSON values; the store reads its chunk tables from them
-        keys = list(dict.fromkeys(keys))
-        if self._db is None or not keys:
+        if self._db is None:
             return {}
-
-        def read(conn: sqlite3.Connection) -> dict[str, JsonValue]:
-            found: dict[str, JsonValue] = {}
-            for key, blob in rows_for_keys(conn, "SELECT key, value FROM served", keys):
-                value = _unpack(blob)
-                if value is not None:
-                    found[key] = value
-            return found
-
-        return self._db.run(read, default={}, action="read")
+        found = ((key, _unpack(blob)) for key, blob in self._db.get_many(list(keys)).items())
+        return {key: value for key, value in found if value is not None}
 
     def put_many(self, items: dict[str, JsonValue]) -> None:
-        if self._db is None or not items:
-            return
-        rows = [(k, _pack(v)) for k, v in items.items()]
-
-        def write(conn: sqlite3.Connection) -> None:
-            conn.executemany("INSERT OR REPLACE INTO served (key, value) VALUES (?, ?)", rows)
-            conn.commit()
-
-        self._db.run(write, action="write")
+        if self._db is not None:
+            self._db.put_many({k: _pack(v) for k, v in items.items()})
 
     def close(self) -> None:
         if self._db is not None:
