@@ -313,6 +313,15 @@ class BlobTable:
             path, (f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, value BLOB)",), what
         )
 
+    @classmethod
+    def shared(cls, path: Path, table: str, what: str) -> BlobTable:
+        """One object per file in this process (a sweep's configurations share its connection)."""
+        key = str(path.resolve())
+        with _SHARED_LOCK:
+            if key not in _SHARED:
+                _SHARED[key] = cls(key, table, what)
+            return _SHARED[key]
+
     def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
         keys = list(dict.fromkeys(keys))
         if not keys:
@@ -338,3 +347,7 @@ class BlobTable:
 
     def close(self) -> None:
         self._db.close()
+
+
+_SHARED: dict[str, BlobTable] = {}
+_SHARED_LOCK = threading.Lock()

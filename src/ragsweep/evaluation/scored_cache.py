@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import pickle
-import threading
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
@@ -36,8 +35,6 @@ from ragsweep.evaluation.records import CaseResult
 
 _PACKAGES = ("ragas", "rapidfuzz", "rouge-score", "nltk", "numpy", "pydantic")
 EVERY_DOCUMENT = "*"  # the case searched every parsed document
-_OPEN: dict[str, ScoredCache] = {}  # by file: a sweep's configurations share one connection
-_LOCK = threading.Lock()
 
 
 @lru_cache(maxsize=1)
@@ -144,18 +141,12 @@ class ScoredCache:
     """Scored cases by key, each with the documents it read."""
 
     def __init__(self, path: Path | None):
-        self._db = BlobTable(path, "scored", what="scored-case") if path is not None else None
+        self._db = BlobTable.shared(path, "scored", what="scored-case") if path is not None else None
 
     @classmethod
     def default(cls) -> ScoredCache | None:
-        """The cache in ragsweep's cache folder (one object per file in a process), or None when off."""
-        if not scored_cache_enabled():
-            return None
-        path = (default_cache_dir() / "scored.sqlite").resolve()
-        with _LOCK:
-            if str(path) not in _OPEN:
-                _OPEN[str(path)] = cls(path)
-            return _OPEN[str(path)]
+        """The cache in ragsweep's cache folder, or None when off."""
+        return cls(default_cache_dir() / "scored.sqlite") if scored_cache_enabled() else None
 
     def get_many(self, keys: Sequence[str], digests: Digests) -> dict[str, CaseResult]:
         """The results stored under ``keys`` whose documents still have the texts they had."""

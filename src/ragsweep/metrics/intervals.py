@@ -13,17 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from collections.abc import Callable, Sequence
 from functools import lru_cache
-from pathlib import Path
 
 from ragsweep.core.cache_files import BlobTable, default_cache_dir, source_fingerprint
 from ragsweep.core.environment import scored_cache_enabled
 
 Interval = tuple[float | None, float | None]
-_FILES: dict[str, BlobTable] = {}
-_LOCK = threading.Lock()
 
 
 @lru_cache(maxsize=1)
@@ -34,13 +30,11 @@ def _code() -> str:
 
 
 def _file() -> BlobTable | None:
-    if not scored_cache_enabled():
-        return None
-    path = str((default_cache_dir() / "intervals.sqlite").resolve())
-    with _LOCK:
-        if path not in _FILES:
-            _FILES[path] = BlobTable(Path(path), "intervals", what="interval")
-        return _FILES[path]
+    return (
+        BlobTable.shared(default_cache_dir() / "intervals.sqlite", "intervals", "interval")
+        if scored_cache_enabled()
+        else None
+    )
 
 
 def _cached(kind: str, data: str, compute: Callable[[], Interval]) -> Interval:
