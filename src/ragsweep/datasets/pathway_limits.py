@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -99,6 +100,7 @@ def _needs_change(text: str) -> bool:
     )
 
 
+@lru_cache(maxsize=65536)  # asked for each query of each configuration: a dataset repeats its questions
 def tantivy_safe(text: str) -> str:
     """The question as Pathway's Tantivy BM25 can take it, changed as little as possible.
 

@@ -15,7 +15,7 @@ lists the hybrid serves (tests/test_fused_depths.py compares them item for item)
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from ragsweep.core.offline import ensure_offline
@@ -24,7 +24,7 @@ ensure_offline()
 
 from pathway.stdlib.indexing.hybrid_index import HybridIndexFactory as _PathwayHybridFactory  # noqa: E402
 
-from ragsweep.pipeline.stable_order import exact_index, stable_factory, tie_key  # noqa: E402
+from ragsweep.pipeline.stable_order import TieKey, exact_index, stable_factory, tie_key  # noqa: E402
 
 
 def exact_parts(factory: Any) -> tuple[list[Any], float] | None:
@@ -38,28 +38,40 @@ def exact_parts(factory: Any) -> tuple[list[Any], float] | None:
     return parts, factory.k
 
 
-FusedKey = tuple[tuple[str, int, str], str]  # a chunk: its tie key and its text
+def fused_order(
+    lists: Sequence[Sequence[tuple[Hashable, TieKey]]], rrf_k: float, depth: int
+) -> list[tuple[Any, float, TieKey]]:  # noqa: E501
+    """RRF at ``depth`` over sub-retriever lists of ``(item, tie key)`` in served order, as
+    ragsweep's fusion (:mod:`ragsweep.pipeline.fusion`) makes it: the first ``depth`` ranks of each,
+    the terms ``1 / (k + rank)`` summed by ``math.fsum``, the order (-score, best rank x retrievers +
+    retriever index) and cut; then ``(item, score, tie key)`` in the store's order (distance =
+    -score, then the tie key)."""
+    terms: dict[Hashable, list[float]] = {}
+    ties: dict[Hashable, int] = {}
+    keys: dict[Hashable, TieKey] = {}
+    for index, served in enumerate(lists):
+        for rank, (item, key) in enumerate(served[:depth], start=1):
+            terms.setdefault(item, []).append(1 / (rrf_k + rank))
+            ties[item] = min(ties.get(item, rank * len(lists) + index), rank * len(lists) + index)
+            keys[item] = key
+    scores = {item: math.fsum(values) for item, values in terms.items()}
+    kept = sorted(scores, key=lambda item: (-scores[item], ties[item]))[:depth]
+    return sorted(((item, scores[item], keys[item]) for item in kept), key=lambda m: (-m[1], m[2]))
 
 
 def fuse_served(lists: Sequence[Sequence[Mapping[str, Any]]], rrf_k: float, depth: int) -> list[dict[str, Any]]:
     """What :class:`HybridIndex` serves at ``depth`` through ragsweep's ``DocumentStore``, from what
     each sub-retriever's own store served at a depth >= ``depth`` (items ``{text, metadata, dist}`` in
-    served order). Exact when each sub-retriever's list is the prefix of its deeper one (BM25 and
-    brute-force KNN in the stable order: :func:`ragsweep.pipeline.stable_order.exact_index`): the same
-    first ``depth`` ranks, the same RRF terms ``1 / (k + rank)`` summed by ``math.fsum``, the same
-    order (-score, best rank x retrievers + retriever index) and cut, then the store's own order
-    (distance, tie key) with distance = -score. tests/test_fused_depths.py compares it with the
-    hybrid asked at each depth."""
-    terms: dict[FusedKey, list[float]] = {}
-    ties: dict[FusedKey, int] = {}
-    items: dict[FusedKey, Mapping[str, Any]] = {}
-    for index, served in enumerate(lists):
-        for rank, item in enumerate(served[:depth], start=1):
-            key = (tie_key(str(item["text"]), item["metadata"]), str(item["text"]))
-            terms.setdefault(key, []).append(1 / (rrf_k + rank))
-            ties[key] = min(ties.get(key, rank * len(lists) + index), rank * len(lists) + index)
-            items[key] = item
-    scores = {key: math.fsum(values) for key, values in terms.items()}
-    kept = sorted(scores, key=lambda key: (-scores[key], ties[key]))[:depth]
-    fused = [{**items[key], "dist": -scores[key]} for key in kept]
-    return sorted(fused, key=lambda item: (float(item["dist"]), tie_key(str(item["text"]), item["metadata"])))
+    served order): :func:`fused_order` over them, the items served with distance = -score. Exact when
+    each sub-retriever's list is the prefix of its deeper one (BM25 and brute-force KNN in the stable
+    order: :func:`ragsweep.pipeline.stable_order.exact_index`). tests/test_fused_depths.py compares it
+    with the hybrid asked at each depth."""
+    items: dict[tuple[TieKey, str], Mapping[str, Any]] = {}
+    keyed: list[list[tuple[Hashable, TieKey]]] = []
+    for served in lists:
+        keyed.append([])
+        for item in served:
+            tie = tie_key(str(item["text"]), item["metadata"])
+            items[(tie, str(item["text"]))] = item
+            keyed[-1].append(((tie, str(item["text"])), tie))
+    return [{**items[key], "dist": -score} for key, score, _ in fused_order(keyed, rrf_k, depth)]

@@ -54,6 +54,7 @@ _SERVING_MODULES = (
     "ragsweep.pipeline.routing",
     "ragsweep.pipeline.fusion",
     "ragsweep.pipeline.fused_depths",
+    "ragsweep.pipeline.scoped_lists",
     "ragsweep.pipeline.stable_order",
     "ragsweep.pipeline.chunking",
     "ragsweep.pipeline.cjk",

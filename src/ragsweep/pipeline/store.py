@@ -40,9 +40,10 @@ from ragsweep.pipeline.chunking import OffsetTokenCountSplitter, split_header  #
 from ragsweep.pipeline.fused_depths import exact_parts, fuse_served  # noqa: E402
 from ragsweep.pipeline.parsing import check_parser  # noqa: E402
 from ragsweep.pipeline.routing import doc_filter, serving_store  # noqa: E402
+from ragsweep.pipeline.scoped_lists import Ask, answer_table  # noqa: E402
 from ragsweep.pipeline.served_cache import ServedCache  # noqa: E402
 from ragsweep.pipeline.serving import DocumentStore, ServedItem, safe_question, uses_tantivy  # noqa: E402
-from ragsweep.pipeline.stable_order import exact_index  # noqa: E402
+from ragsweep.pipeline.stable_order import StableOrderFactory, exact_index  # noqa: E402
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -310,8 +311,10 @@ class StoredElements(pw.UDF):
         return [(str(text), dict(meta)) for text, meta in json.loads(contents)]
 
 
-def _ask(store: DocumentStore, rows: list[tuple[str, int, str | None]]) -> pw.Table:
-    query_rows = [(i, text, k, where, None, QUERIES_TIME, 1) for i, (text, k, where) in enumerate(rows)]
+def _ask(store: DocumentStore, rows: list[tuple[str, int, str | None]], qids: list[int] | None = None) -> pw.Table:
+    """``rows`` (question, k, scope filter) asked of ``store``: ``(qid, result)``, qid a row's position or its ``qids`` entry."""
+    ids = qids if qids is not None else list(range(len(rows)))
+    query_rows = [(i, text, k, where, None, QUERIES_TIME, 1) for i, (text, k, where) in zip(ids, rows, strict=True)]
     query_table = pw.debug.table_from_rows(
         pw.schema_from_types(qid=int, query=str, k=int, metadata_filter=str | None, filepath_globpattern=str | None),
         query_rows,
@@ -321,6 +324,17 @@ def _ask(store: DocumentStore, rows: list[tuple[str, int, str | None]]) -> pw.Ta
         query_table.select(pw.this.query, pw.this.k, pw.this.metadata_filter, pw.this.filepath_globpattern)
     )
     return query_table.select(pw.this.qid, result=answered.with_universe_of(query_table).result)
+
+
+def _named_chunks(items: list[Any], chunks: dict[str, tuple[str, ChunkMetadata]]) -> list[ServedItem]:
+    """A list as the store serves it: items that name a chunk (:mod:`ragsweep.pipeline.scoped_lists`)
+    given its text and metadata."""
+    return [
+        {"text": chunks[item["chunk"]][0], "metadata": chunks[item["chunk"]][1], "dist": item["dist"]}
+        if "chunk" in item
+        else item
+        for item in items or []
+    ]
 
 
 def _on_result(into: dict[int, list[ServedItem]], key: Any, row: dict[str, Any], time: int, is_addition: bool) -> None:
@@ -342,7 +356,9 @@ def _question_groups(queries: list[Query], safe: bool) -> tuple[list[tuple[str, 
     return [(text, k, where) for (text, where), k in deepest.items()], of_query
 
 
-def _fused_table(queries: list[Query], of_query: list[int], lists: list[pw.Table], rrf_k: float) -> pw.Table:
+def _fused_table(
+    queries: list[Query], of_query: list[int], lists: list[pw.Table], rrf_k: float, qids: list[int]
+) -> pw.Table:
     """Each query's list, fused in the graph from its question's sub-retriever lists at its own k
     (:func:`ragsweep.pipeline.fused_depths.fuse_served`), each question's lists read once for all its
     depths; the fused list's JSON is made in the graph, as the hybrid's store makes it (Pathway's JSON
@@ -367,10 +383,90 @@ def _fused_table(queries: list[Query], of_query: list[int], lists: list[pw.Table
         at=pw.apply_with_type(fuse, list[tuple[int, pw.Json]], pw.this.depths, *(pw.this[n] for n in names)),
     ).flatten(pw.this.at)
     fused = fused.select(pw.this.group, k=pw.this.at[0], result=pw.this.at[1])
-    rows = [(i, group, q.k, QUERIES_TIME, 1) for i, (q, group) in enumerate(zip(queries, of_query, strict=True))]
+    return _by_query(fused, [(qid, group, q.k) for qid, q, group in zip(qids, queries, of_query, strict=True)])
+
+
+def _by_query(lists: pw.Table, wanted: list[tuple[int, int, int]]) -> pw.Table:
+    """``(qid, result)`` from ``lists`` of ``(group, k, result)``, for ``wanted`` rows ``(qid, group, k)``."""
+    rows = [(qid, group, k, QUERIES_TIME, 1) for qid, group, k in wanted]
     table = pw.debug.table_from_rows(pw.schema_from_types(qid=int, group=int, k=int), rows, is_stream=True)
-    joined = table.join(fused, table.group == fused.group, table.k == fused.k)
+    joined = table.join(lists, table.group == lists.group, table.k == lists.k)
     return joined.select(pw.left.qid, result=pw.right.result)
+
+
+def _at(queries: list[Query], positions: list[int]) -> list[Query]:
+    return [queries[i] for i in positions]
+
+
+class _CutPlan(NamedTuple):
+    """The exact indexes a store's lists can be cut from (:mod:`ragsweep.pipeline.scoped_lists`), and
+    the RRF constant that fuses them (None: one index, its own lists)."""
+
+    factories: list[Any]
+    rrf_k: float | None
+
+
+def _cut_plan(pipeline: BuiltPipeline) -> _CutPlan | None:
+    if pipeline.route_docs is not None:
+        return None
+    parts = exact_parts(pipeline.retriever_factory)
+    if parts is not None:
+        return _CutPlan([_unwrapped(f) for f in parts[0]], parts[1])
+    if exact_index(pipeline.retriever_factory):
+        return _CutPlan([_unwrapped(pipeline.retriever_factory)], None)
+    return None
+
+
+def _unwrapped(factory: Any) -> Any:
+    return factory.inner if isinstance(factory, StableOrderFactory) else factory
+
+
+def _split_by_scopes(queries: list[Query], safe: bool) -> tuple[list[int], list[int]]:
+    """The queries whose question is asked with two scopes or more (each cut from one full answer:
+    the scoped searches would cost more), and the others (asked as they are: an unscoped or lone
+    scoped query reads far fewer matches than the index holds)."""
+    scopes: dict[str, set[tuple[str, ...] | None]] = {}
+    for q in queries:
+        scopes.setdefault(_asked_text(q.text, safe), set()).add(_scope(q.doc_scope))
+    many = {text for text, seen in scopes.items() if len(seen) > 1 and None not in seen}
+    cut = [i for i, q in enumerate(queries) if _asked_text(q.text, safe) in many]
+    return cut, [i for i, q in enumerate(queries) if _asked_text(q.text, safe) not in many]
+
+
+def _asked_text(text: str, safe: bool) -> str:
+    return safe_question(text) if safe else text
+
+
+def _scope(doc_scope: list[str] | None) -> tuple[str, ...] | None:
+    if not doc_scope:
+        return None
+    scope_filter(doc_scope)  # an id no filter can express fails here, as it would asked of the store
+    return tuple(sorted(set(doc_scope)))
+
+
+def _cut_table(chunks: pw.Table, plan: _CutPlan, queries: list[Query], cut: list[int], safe: bool) -> pw.Table:
+    """``(qid, result)`` for the queries at ``cut``: each question asked once of each index of ``plan``
+    for all its matches, every (scope, k) list cut from that answer."""
+    indexes = [f.build_inner_index(chunks.text, chunks.metadata) for f in plan.factories]
+    questions: dict[str, int] = {}
+    groups: dict[tuple[int, tuple[str, ...] | None], int] = {}
+    depths: dict[int, set[int]] = {}
+    wanted = []
+    for qid in cut:
+        q = queries[qid]
+        row = questions.setdefault(_asked_text(q.text, safe), len(questions))
+        group = groups.setdefault((row, _scope(q.doc_scope)), len(groups))
+        depths.setdefault(group, set()).add(q.k)
+        wanted.append((qid, group, q.k))
+    asks: dict[int, list[Ask]] = {}
+    for (row, scope), group in groups.items():
+        asks.setdefault(row, []).append(Ask(group, scope, tuple(sorted(depths[group]))))
+    table = pw.debug.table_from_rows(
+        pw.schema_from_types(query=str, row=int),
+        [(text, row, QUERIES_TIME, 1) for text, row in questions.items()],
+        is_stream=True,
+    )
+    return _by_query(answer_table(chunks, indexes, table, asks, plan.rrf_k), wanted)
 
 
 class RagStore:
@@ -404,25 +500,36 @@ class RagStore:
 
     # ----------------------------------------------------------------- graph
     def _build_graph(self, pipeline: BuiltPipeline, queries: list[Query]) -> tuple[DocumentStore, list[pw.Table]]:
-        """The store and what is asked of it: the queries themselves, or, for a hybrid whose
-        sub-retrievers are exact (:mod:`ragsweep.pipeline.fused_depths`), each sub-retriever's own
-        store asked once per question and scope at its deepest k."""
+        """The store and what is asked of it, as tables of ``(qid, result)``: for an exact index (or a
+        hybrid of exact ones), a question asked with several scopes is asked once for all its matches
+        and every list cut from that (:mod:`ragsweep.pipeline.scoped_lists`); any other query is asked
+        of the store itself, or, for a hybrid of exact sub-retrievers, of each sub-retriever's own store
+        once per question and scope at its deepest k (:mod:`ragsweep.pipeline.fused_depths`)."""
         from pathway.internals.parse_graph import G
 
         G.clear()
+        plan = _cut_plan(pipeline)
+        safe = uses_tantivy(pipeline.retriever_factory)  # the store sanitises for every retriever
+        cut, rest = _split_by_scopes(queries, safe) if plan is not None else ([], list(range(len(queries))))
         parts = exact_parts(pipeline.retriever_factory) if pipeline.route_docs is None else None
-        if parts is None or not queries:
+        asked: list[pw.Table] = []
+        if parts is None or not rest:
             store = document_store(self.corpus, pipeline)
-            return store, [_ask(store, [(q.text, q.k, scope_filter(q.doc_scope)) for q in queries])] if queries else []
-        docs, (factories, _) = documents_table(self.corpus, pipeline), parts
-        stores = [
-            DocumentStore(docs, retriever_factory=f, splitter=pipeline.splitter, parser=StoredElements())
-            for f in factories
-        ]
-        safe = uses_tantivy(pipeline.retriever_factory)  # the hybrid's store sanitises for every sub-retriever
-        rows, of_query = _question_groups(queries, safe)
-        lists = [_ask(store, rows) for store in stores]
-        return stores[0], [_fused_table(queries, of_query, lists, parts[1])]
+            if rest:
+                asked.append(_ask(store, [(q.text, q.k, scope_filter(q.doc_scope)) for q in _at(queries, rest)], rest))
+        else:
+            docs, (factories, rrf_k) = documents_table(self.corpus, pipeline), parts
+            stores = [
+                DocumentStore(docs, retriever_factory=f, splitter=pipeline.splitter, parser=StoredElements())
+                for f in factories
+            ]
+            rows, of_query = _question_groups(_at(queries, rest), safe)
+            lists = [_ask(store, rows) for store in stores]
+            store = stores[0]
+            asked.append(_fused_table(_at(queries, rest), of_query, lists, rrf_k, rest))
+        if cut and plan is not None:
+            asked.append(_cut_table(store.chunked_docs, plan, queries, cut, safe))
+        return store, asked
 
     def run(self, queries: list[Query], progress: bool = False, cache: ServedCache | None = None) -> StoreRun:
         """Index the corpus and answer ``queries`` in one Pathway run (one per
@@ -503,6 +610,7 @@ class RagStore:
         store, asked = self._build_graph(pipeline, queries)
 
         chunk_rows: dict[pw.Pointer, ChunkRow] = {}
+        served_chunks: dict[str, tuple[str, ChunkMetadata]] = {}  # row id -> (text, metadata) as served
 
         def on_chunk(key, row, time, is_addition):
             if is_addition:
@@ -511,12 +619,13 @@ class RagStore:
                 header, text = split_header(row["text"], meta)
                 start, end = _offsets(meta, text, texts.get(doc_id))
                 chunk_rows[key] = ChunkRow(doc_id, start, end, text, header)
+                served_chunks[str(key)] = (row["text"], meta)
             else:
                 chunk_rows.pop(key, None)
 
-        got: list[dict[int, list[ServedItem]]] = [{} for _ in asked]
-        for results, into in zip(asked, got, strict=True):
-            pw.io.subscribe(results, on_change=partial(_on_result, into))
+        got: dict[int, list[ServedItem]] = {}
+        for results in asked:
+            pw.io.subscribe(results, on_change=partial(_on_result, got))
         pw.io.subscribe(store.chunked_docs, on_change=on_chunk)
         bar = None
         if progress and embedder is not None and hasattr(embedder, "on_progress"):
@@ -539,7 +648,7 @@ class RagStore:
             key=lambda c: (c.doc_id, c.start),
         )
         timings = {"split": OffsetTokenCountSplitter.seconds - split_before, "embed": getattr(embedder, "seconds", 0.0)}
-        answers = got[0] if got else {}
+        answers = {qid: _named_chunks(items, served_chunks) for qid, items in got.items()}
         return ServedBatch(answers, chunks, getattr(embedder, "embedded_count", 0) - embedded_before, timings)
 
     # ----------------------------------------------------------------- API
