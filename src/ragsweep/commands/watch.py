@@ -8,8 +8,10 @@ how many cases' served lists or numbers changed, each watched metric before -> a
 
 Each evaluation is `ragsweep eval`'s own (its parse, embedding and served-list caches, so only what a
 change touched is parsed and embedded again): the numbers of an update are those of a fresh eval over
-the folder as it stood (tests/test_watch.py). What is not yet incremental: the index is rebuilt and
-every query asked again per update.
+the folder as it stood (tests/test_watch.py). What is not incremental: the index is rebuilt and every
+question asked again per update (BM25's statistics are corpus-wide), each once for all its scopes
+(:mod:`ragsweep.pipeline.scoped_lists`). While it waits for the first change, the watch loads what an
+update would load for the changed document alone (:mod:`ragsweep.evaluation.warm_up`).
 
 The folder ``<out>/<name>/`` holds one run folder per evaluation (``gen-0001``...; the current one and
 the one before it are kept), ``current`` (a symlink swapped atomically to the newest complete one: its
@@ -22,9 +24,11 @@ follows each evaluation without a reload (report/live.py).
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -36,7 +40,9 @@ from ragsweep.datasets.schema import Dataset
 from ragsweep.evaluation.records import CaseResult, RunResult
 from ragsweep.evaluation.scoring import quality_failures
 from ragsweep.evaluation.settings import option
+from ragsweep.evaluation.warm_up import warm_up
 from ragsweep.execution.base import ExecutorError
+from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.report import write_html
 from ragsweep.report.history import HISTORY, Change, MetricMove, Update
 from ragsweep.report.runs import read_run
@@ -262,13 +268,22 @@ def run_watch(options: WatchOptions) -> int:
     if server is not None:
         print(f"watch: live report at {server.url}", file=sys.stderr, flush=True)
     try:
-        return follow(options, folder, dataset)
+        return follow(options, folder, dataset, config)
     finally:
         if server is not None:
             server.stop()
 
 
-def follow(options: WatchOptions, folder: WatchFolder, dataset: Dataset) -> int:
+def warm_in_background(options: WatchOptions, config: PipelineConfig, dataset: Dataset) -> threading.Thread:
+    """The parser, embedder and ragas loaded while the watch waits for the first change (warm_up's why)."""
+    thread = threading.Thread(
+        target=warm_up, args=(config, dataset.docs_dir, options.ragas_nonllm), name="ragsweep-warm-up", daemon=True
+    )
+    thread.start()
+    return thread
+
+
+def follow(options: WatchOptions, folder: WatchFolder, dataset: Dataset, config: PipelineConfig) -> int:
     """Evaluate, then again at each settled change of the documents, until ``--max-updates`` or a missed floor."""
     before = read_run(current) if (current := folder.current()) is not None else None
     generation = (folder.generations() or [0])[-1]
@@ -289,6 +304,11 @@ def follow(options: WatchOptions, folder: WatchFolder, dataset: Dataset) -> int:
             if update.failures and options.exit_on_fail:
                 return 1
             before = result
+        # what an evaluation leaves alive stays alive until the next: the collector need not scan it again
+        gc.collect()
+        gc.freeze()
+        if updates == 0:
+            warm_in_background(options, config, dataset)
         if options.max_updates is not None and updates >= options.max_updates:
             return 0
         seen, change = settled_change(Path(dataset.docs_dir), seen, options.poll)

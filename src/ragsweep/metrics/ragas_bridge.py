@@ -76,6 +76,11 @@ class _Metrics(NamedTuple):
 _METRICS: _Metrics | None = None
 
 
+def load_metrics() -> None:
+    """Import ragas and build its metric objects now, ahead of the first case to score."""
+    _metrics()
+
+
 def _metrics() -> _Metrics:
     """Build ragas metric objects once per process."""
     global _METRICS

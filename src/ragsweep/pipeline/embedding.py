@@ -503,6 +503,10 @@ class CachedSentenceTransformerEmbedder(BaseEmbedder):
         chosen = {k: v for k, v in (("device", self.requested_device), ("dtype", self.requested_dtype)) if v != "auto"}
         return load_sentence_transformer(self.model_name, **chosen)
 
+    def load_model(self) -> None:
+        """Load the model and run it once (outside the cache), ahead of the first text to embed."""
+        self.model.encode(["ragsweep"], batch_size=1, convert_to_numpy=True)
+
     def embed(self, texts: list[str]) -> list[np.ndarray]:
         """Embed a batch, through the cache; what the Pathway UDF calls.
 
