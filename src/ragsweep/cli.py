@@ -239,7 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
     def pipeline_args(p):
         p.add_argument(
             "--pipeline", default=DEFAULT_PIPELINE,
-            help="pipeline YAML (Pathway syntax); default: ./pipelines/default.yaml, else the one ragsweep ships",
+            help="pipeline YAML (Pathway syntax); where ./pipelines/default.yaml does not exist, the default is "
+            "the one ragsweep ships (default: %(default)s)",
         )  # fmt: skip
         p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a $variable of the pipeline")
 

@@ -24,8 +24,8 @@ class RunInputs(DocumentOptions):
 
     pipeline: str = option(
         DEFAULT_PIPELINE,
-        "pipeline YAML (Pathway syntax, or your own app.yaml); default: ./pipelines/default.yaml, "
-        "else the default pipeline ragsweep ships",
+        "pipeline YAML (Pathway syntax, or your own app.yaml); where ./pipelines/default.yaml does not exist, "
+        "the default is the one ragsweep ships",
     )
     overrides: dict[str, Any] = option(
         help="override a $variable of the pipeline", flag="--set", metavar="NAME=VALUE", parse="assignments",
