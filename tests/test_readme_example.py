@@ -169,3 +169,15 @@ def test_every_command_the_docs_show_exists(where, line):
     known = {flag for action in commands[words[1]]._actions for flag in action.option_strings}
     flags = {w.split("=")[0] for w in words[2:] if w.startswith("--")}
     assert flags <= known, f"{where}: {line}: no such option(s) {sorted(flags - known)}"
+
+
+HISTORY = re.compile(r"\bsession\b|\bissue \d|\bthis work\b|work's start|started from", re.I)
+
+
+@pytest.mark.parametrize("name", ["README.md", "benchmarks/README.md"])
+def test_the_readmes_speak_of_the_project_only(name):
+    text = (ROOT / name).read_text()
+    found = [f"{name}:{n}: {line}" for n, line in enumerate(text.splitlines(), 1) if HISTORY.search(line)]
+    assert not found, "development history in a README:\n" + "\n".join(found)
+    if name == "README.md":
+        assert len(text.splitlines()) <= 400, "the README stays short: the reference lives in docs/"
