@@ -70,7 +70,7 @@ sweep: install
 bench: install
 	$(PY) benchmarks/sweep_vs_server.py
 
-# The wheel a user installs into their own project (README "Installing into your own project");
+# The wheel a user installs into their own project (README "Install");
 # built with pip alone, no venv needed: pip fetches setuptools into its isolated build env.
 PYTHON    ?= python3
 USER_VENV ?= /tmp/ragsweep-user-venv

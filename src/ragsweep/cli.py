@@ -1,4 +1,4 @@
-"""`ragsweep index|retrieve|validate|eval|sweep|compare|generate`."""
+"""`ragsweep init|index|retrieve|validate|eval|watch|sweep|compare|generate`."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from ragsweep.argtypes import add_options, bounded, options_from
 from ragsweep.commands.eval import EvalOptions, run_eval_cli
 from ragsweep.commands.generate import add_arguments as generate_arguments
 from ragsweep.commands.generate import run_generate_cli
+from ragsweep.commands.init import add_arguments as init_arguments
+from ragsweep.commands.init import run_init_cli
 from ragsweep.commands.options import DocumentOptions
 from ragsweep.commands.sweep import SweepOptions, run_sweep_cli
 from ragsweep.commands.validate import add_arguments as validate_arguments
@@ -20,6 +22,7 @@ from ragsweep.commands.validate import parse_options
 from ragsweep.commands.watch import WatchOptions, run_watch
 from ragsweep.core.errors import ConfigError, StageError
 from ragsweep.core.offline import ensure_offline
+from ragsweep.core.starter import DEFAULT_PIPELINE
 from ragsweep.evaluation.dataset_check import validate_dataset
 from ragsweep.pipeline.app_components import AppComponentError
 from ragsweep.pipeline.config import PipelineConfig, parse_overrides
@@ -234,8 +237,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def pipeline_args(p):
-        p.add_argument("--pipeline", default="pipelines/default.yaml", help="pipeline YAML (Pathway syntax)")
+        p.add_argument(
+            "--pipeline", default=DEFAULT_PIPELINE,
+            help="pipeline YAML (Pathway syntax); where ./pipelines/default.yaml does not exist, the default is "
+            "the one ragsweep ships (default: %(default)s)",
+        )  # fmt: skip
         p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a $variable of the pipeline")
+
+    p = sub.add_parser(
+        "init", help="write the default pipeline and a starter dataset folder into DIR, next to your app"
+    )
+    init_arguments(p)
+    p.set_defaults(func=run_init_cli)
 
     p = sub.add_parser("index", help="parse, split, embed and index a documents folder; report what was built")
     pipeline_args(p)

@@ -39,7 +39,7 @@ def load_config(pipeline: str | Path | PipelineConfig, overrides: dict[str, Any]
             return pipeline.with_overrides(overrides) if overrides else pipeline
         return PipelineConfig.load(pipeline, overrides)
     except ConfigError as err:
-        raise RunError(str(err)) from err
+        raise RunError(str(err)) from None  # the message is the whole story: one exception, not two
 
 
 def selection_of(inputs: RunInputs) -> Selection:

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import field_validator
 
+from ragsweep.core.starter import DEFAULT_PIPELINE
 from ragsweep.datasets.schema import UNLOCATED_MODES, UnlocatedMode
 from ragsweep.evaluation.settings import AnswerSettings, ParseSettings, option
 from ragsweep.execution.registry import EXECUTORS, ExecutorSettings
@@ -21,7 +22,11 @@ class DocumentOptions(ParseSettings):
 class RunInputs(DocumentOptions):
     """What every run (eval, sweep, the Python API) starts from, and where it goes."""
 
-    pipeline: str = option("pipelines/default.yaml", "pipeline YAML (Pathway syntax, or your own app.yaml)")
+    pipeline: str = option(
+        DEFAULT_PIPELINE,
+        "pipeline YAML (Pathway syntax, or your own app.yaml); where ./pipelines/default.yaml does not exist, "
+        "the default is the one ragsweep ships",
+    )
     overrides: dict[str, Any] = option(
         help="override a $variable of the pipeline", flag="--set", metavar="NAME=VALUE", parse="assignments",
         default_factory=dict,

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragsweep.core.starter import DEFAULT_PIPELINE
 from ragsweep.evaluation.settings import ParseSettings
 from ragsweep.generate.propose import KINDS
 
@@ -24,7 +25,7 @@ class GenerateSettings(BaseModel):
     n: int = Field(default=200, ge=1)
     types: list[str] = Field(default_factory=lambda: list(KINDS))
     seed: int = 0
-    pipeline: str = "pipelines/default.yaml"
+    pipeline: str = DEFAULT_PIPELINE
     overrides: dict[str, Any] = Field(default_factory=dict)  # the pipeline's $variables, as given
     parse: ParseSettings = Field(default_factory=ParseSettings)
     dry_run: bool = False

@@ -71,6 +71,7 @@ from pydantic import (
 from ragsweep.answer.prompt import validate_template
 from ragsweep.core.errors import ConfigError
 from ragsweep.core.offline import ensure_offline
+from ragsweep.core.starter import pipeline_path
 from ragsweep.pipeline.arguments import ComponentArguments
 from ragsweep.pipeline.scalars import Overrides, Scalar
 
@@ -354,9 +355,11 @@ class PipelineConfig:
     @classmethod
     def load(cls, path: str | Path, overrides: Overrides | None = None) -> "PipelineConfig":
         ensure_offline()
-        p = Path(path)
+        p = pipeline_path(path)
         if not p.is_file():
-            raise ConfigError(f"pipeline config {str(p)!r} does not exist")
+            raise ConfigError(
+                f"pipeline config {str(p)!r} does not exist (`ragsweep init DIR` writes one: DIR/pipeline.yaml)"
+            )
         try:
             raw = yaml.load(p.read_text(), _loader_class())  # Pathway's loader: classes imported, none built
         except (yaml.YAMLError, ImportError, AttributeError) as err:

@@ -28,6 +28,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from ragsweep.core import starter
 from ragsweep.core.hits import chunk_id
 from ragsweep.evaluation.records import ConfigResult, RunResult, SweepResult
 from ragsweep.report.runs import (
@@ -169,7 +170,7 @@ def _log_batch(
 
 def _pipeline_file(pipeline_path: str | Path | None, manifest: Manifest, run_dir: Path) -> Path | None:
     if pipeline_path is not None:
-        p = Path(pipeline_path)
+        p = starter.pipeline_path(pipeline_path)  # the default name: the packaged default in a fresh project
         if not p.is_file():
             raise RunFolderError(f"{p}: no such pipeline file")
         return p
