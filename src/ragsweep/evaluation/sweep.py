@@ -87,7 +87,9 @@ class SweepGrid(BaseModel):
     """``pipelines/sweep.yaml``: ``grid`` axes, a ``baseline`` and ``objectives``.
 
     An axis whose values are mappings sets several variables together, e.g.
-    ``chunking: [{min_tokens: 100, max_tokens: 200}, ...]``.
+    ``chunking: [{min_tokens: 100, max_tokens: 200}, ...]``; a value ``{file: PATH}`` is the text of
+    that file (relative to the grid file), e.g. a prompt template. An axis named
+    ``<component>.<argument>`` sets one argument of a component (``question_answerer.search_topk``).
     """
 
     grid: dict[str, list[Scalar | dict[str, Scalar]]]  # each value replaces a plain $variable (or several)
@@ -106,10 +108,12 @@ class SweepGrid(BaseModel):
         if "grid" not in data:
             raise ConfigError(f"{p}: needs a top-level 'grid' mapping")
         try:
-            return cls(**data)
+            grid = cls(**data)
         except ValidationError as err:
             shown = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors()[:3])
             raise ConfigError(f"{p}: {shown} (a grid value is a scalar, or a mapping of scalars)") from err
+        grid.grid = {axis: [file_value(p, axis, v) for v in values] for axis, values in grid.grid.items()}
+        return grid
 
     def configurations(self) -> list[Overrides]:
         axes = list(self.grid.items())
@@ -125,9 +129,27 @@ class SweepGrid(BaseModel):
         return combos
 
 
+def file_value(grid_path: Path, axis: str, value: Scalar | dict[str, Scalar]) -> Scalar | dict[str, Scalar]:
+    """A grid value ``{file: PATH}``: the text of that file (relative to the grid file); others as given."""
+    if not (isinstance(value, dict) and set(value) == {"file"} and isinstance(value["file"], str)):
+        return value
+    path = grid_path.parent / value["file"]
+    if not path.is_file():
+        raise ConfigError(f"{grid_path}: {axis}: {{file: {value['file']}}}: no file {str(path)!r}")
+    return path.read_text()
+
+
+def _shown(value: Scalar) -> str:
+    """A value as a configuration's id shows it: a multi-line or very long text (a prompt) by its hash."""
+    text = str(value)
+    if len(text) > 80 or "\n" in text:
+        return "text" + hashlib.sha256(text.encode()).hexdigest()[:6]
+    return text
+
+
 def config_id(params: Overrides) -> str:
     text = json.dumps(params, sort_keys=True)
-    readable = "-".join(f"{k}={v}" for k, v in sorted(params.items()))
+    readable = "-".join(f"{k}={_shown(v)}" for k, v in sorted(params.items()))
     return f"{readable[:80]}-{hashlib.sha256(text.encode()).hexdigest()[:6]}".replace("/", "_").replace(" ", "")
 
 

@@ -72,6 +72,7 @@ from ragsweep.answer.prompt import validate_template
 from ragsweep.core.errors import ConfigError
 from ragsweep.core.offline import ensure_offline
 from ragsweep.pipeline.arguments import ComponentArguments
+from ragsweep.pipeline.component_overrides import apply_argument, is_argument_override
 from ragsweep.pipeline.scalars import Overrides, Scalar
 
 if TYPE_CHECKING:
@@ -371,6 +372,8 @@ class PipelineConfig:
 
         ``top_k`` and ``route_docs`` may be set on a file that has neither (an app config whose
         top-k comes from ``search_topk``): ragsweep reads them, no component does.
+        ``<component>.<argument>`` sets one argument of a component
+        (:mod:`ragsweep.pipeline.component_overrides`).
         """
         from pathway.internals.yaml_loader import Variable
 
@@ -380,6 +383,9 @@ class PipelineConfig:
             var = Variable(name)
             if not _is_scalar(value):
                 raise ConfigError(f"{self.path}: ${name} = {_show(name, value)}: an override is a scalar")
+            if is_argument_override(name):  # <component>.<argument>: one argument of a component
+                apply_argument(raw, self.path, name, value)
+                continue
             if name == "parser":  # the one component an override may replace: by ragsweep's own parse
                 if value != "native":
                     raise ConfigError(
