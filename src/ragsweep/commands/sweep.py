@@ -26,7 +26,7 @@ from ragsweep.execution.base import Executor, ExecutorError
 from ragsweep.execution.registry import check_executor
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.report import write_html
-from ragsweep.report.terminal import sweep_table, sweep_unlocated_lines
+from ragsweep.report.terminal import sweep_cost_lines, sweep_table, sweep_unlocated_lines
 
 
 class SweepOptions(AnswerOptions, RunInputs):
@@ -100,7 +100,7 @@ def run_sweep_cli(options: SweepOptions, args: argparse.Namespace) -> int:
         print(f"ragsweep: error: {err}", file=sys.stderr)
         return 2
     print(sweep_table(report))
-    for line in sweep_unlocated_lines(report):
+    for line in [*sweep_unlocated_lines(report), *sweep_cost_lines(report)]:
         print(line)
     if args.mlflow:
         # deferred: the MLflow logger builds the run-folder readers (~12 ms); --help must not

@@ -53,6 +53,7 @@ from ragsweep.core.errors import ConfigError, RunError, StageError
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.answering import llm_calls, prepare_answering
 from ragsweep.evaluation.context import RunContext, SweepState
+from ragsweep.evaluation.cost import configuration_cost, cost_pareto
 from ragsweep.evaluation.loop import Answering, evaluate_configuration, scored_ks
 from ragsweep.evaluation.manifest import CorpusManifest, DatasetManifest, SweepManifest, Timestamps
 from ragsweep.evaluation.records import (
@@ -73,6 +74,7 @@ from ragsweep.evaluation.settings import SweepSettings
 from ragsweep.evaluation.storage import expand_lines
 from ragsweep.execution.base import Executor, IndexWork
 from ragsweep.metrics.registry import asked_budgets, at_k_families, at_own_k, best_of, lower_is_better, unknown_name
+from ragsweep.pipeline.answering import app_answers_together
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import Retrieved, parse_documents, store_depths
@@ -270,6 +272,7 @@ def run_sweep(sweep: SweepRun) -> SweepResult:
     results = finished_configs(sweep.folder, sweep.plan)
     embedded = run_groups(sweep, corpora, results)
     result = finish_sweep(sweep.folder, sweep.plan, results)
+    result.cost_pareto = cost_pareto(result.configs)
     result.unlocated = stored_unlocated(sweep.folder, sweep.plan.baseline_id, sweep.dataset.relevance.unlocated)
     result.ks = sweep.plan.ks
     result.budgets = sweep.plan.budgets
@@ -397,7 +400,7 @@ def run_group(
     plan, cases, folder = sweep.plan, sweep.cases, sweep.folder
     depths = group_depths(plan, todo)
     first_params, _ = plan.configs[todo[0]]
-    label = ", ".join(f"{k}={v}" for k, v in first_params.items() if k != "top_k")
+    label = ", ".join(f"{k}={_shown(v)}" for k, v in first_params.items() if k != "top_k")
     print(
         f"[{position[0]}/{position[1]}] index {label}: {len(cases)} questions at k in {depths} for "
         f"{len(todo)} configuration(s)",
@@ -407,12 +410,13 @@ def run_group(
     started = time.perf_counter()
     retrieved = retrieval()
     group_seconds = time.perf_counter() - started
+    answerings = answer_group(sweep, corpora, todo)
     for cid in todo:
         params, cfg = plan.configs[cid]
         started = time.perf_counter()
         sink = folder.case_file("configs", cid, "cases.jsonl", chunks=True)
         sink.reset()
-        answering = sweep_answering(cfg, sweep.settings, cases)
+        answering = answerings[cid]
         evaluated = evaluate_configuration(
             cfg, cases, corpus=corpus_for(corpora, cfg), ks=plan.ks, relevance=sweep.dataset.relevance,
             answering=answering, sink=sink, retrieved=retrieved, progress=sweep.settings.progress,
@@ -421,6 +425,8 @@ def run_group(
         sink.close()
         result = config_result(cid, params, cfg, evaluated.results, plan, interval_metrics=plan.objectives)
         result.llm_calls = llm_calls(answering)
+        if sweep.settings.answers:
+            result.cost = configuration_cost(cfg, evaluated.results, answering.answerer)
         result.seconds = round(group_seconds / len(todo) + time.perf_counter() - started, 3)
         result.index_run_seconds = round(group_seconds, 3)
         result.latency_ms_per_query = round(1000 * retrieved.seconds / max(1, len(cases) * len(depths)), 3)
@@ -431,6 +437,17 @@ def run_group(
         folder.write_json(f"configs/{cid}/result.json", result.model_dump(mode="python"))
         results[cid] = result
     return retrieved.embedded_texts
+
+
+def answer_group(sweep: SweepRun, corpora: Corpora, todo: list[str]) -> dict[str, Answering]:
+    """Each of one index's configurations' answering; their app question answerers asked together, in
+    one Pathway run over one index (configurations that differ only in how they answer share it)."""
+    answerings = {cid: sweep_answering(sweep.plan.configs[cid][1], sweep.settings, sweep.cases) for cid in todo}
+    if answerings and sweep.settings.answers:
+        corpus = corpus_for(corpora, sweep.plan.configs[todo[0]][1])
+        answerers = [a.answerer for a in answerings.values()]
+        app_answers_together(answerers, sweep.cases, corpus, use_given=not sweep.settings.answer.use_llm)
+    return answerings
 
 
 def sweep_answering(config: PipelineConfig, settings: SweepSettings, cases: Sequence[Case]) -> Answering:

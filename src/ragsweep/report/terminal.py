@@ -181,3 +181,27 @@ def sweep_unlocated_lines(report: SweepResult) -> list[str]:
     return unlocated_lines(
         report.unlocated, int((report.manifest.dataset or DatasetManifest()).cases or 0), table="sweep"
     )
+
+
+def sweep_cost_lines(report: SweepResult) -> list[str]:
+    """Each answered configuration's cost (calls, tokens, price per 1,000 questions) and the cost-quality
+    Pareto sets, under the sweep's table (nothing for a sweep that did not answer)."""
+    costed = [c for c in report.configs if c.cost is not None and c.cost.questions]
+    if not costed:
+        return []
+    width = min(60, max(len(c.id) for c in costed))
+    lines = ["", "cost of the answers (a cached reply counts: serving would pay for it; sent: calls this sweep made):"]
+    for c in costed:
+        assert c.cost is not None
+        k = c.cost
+        cid = c.id if len(c.id) <= width else c.id[: width - 1] + "…"
+        lines.append(
+            f"  {cid:<{width}}  {k.calls} calls ({k.sent_calls} sent), {k.prompt_tokens}+{k.completion_tokens} "
+            f"tokens, {k.shown()}"
+        )
+    pareto = report.cost_pareto
+    if pareto is not None:
+        axis = "$ per 1k questions" if pareto.priced else "tokens per 1k questions (no price set)"
+        for metric, front in pareto.fronts.items():
+            lines.append(f"Pareto set ({metric} vs {axis}): {', '.join(front)}")
+    return lines
