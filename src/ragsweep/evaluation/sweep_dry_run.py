@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ragsweep.datasets.schema import Case
-from ragsweep.evaluation.cost import NO_PRICE, Prices
+from ragsweep.evaluation.cost import NO_PRICE, Prices, prices_of
 from ragsweep.evaluation.dry_run import longest_chunks, split_corpus
 from ragsweep.evaluation.settings import SweepSettings
 from ragsweep.llm.settings import LLMSettings
@@ -108,7 +108,7 @@ def estimate_config(
     scale = per_question if kind.startswith("app:") else 1
     out.prompt_tokens, out.completion_tokens = answer.prompt_tokens * scale, answer.completion_tokens * scale
     out.judge_calls = estimates["judge"].calls if "judge" in estimates else 0
-    out.usd = _price(Prices.of(config), out)
+    out.usd = _price(prices_of(config), out)
     return out
 
 
