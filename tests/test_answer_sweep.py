@@ -1,0 +1,159 @@
+"""An answer sweep of a user's app (tests/fixtures/apps/answer_sweep.yaml: a BaseRAGQuestionAnswerer
+with prices) over two prompt templates (one inline, one from a file) and two ``search_topk`` of its
+question answerer, against the loopback fake endpoint: ``--dry-run`` predicts the calls the sweep
+then makes, each configuration's cost is in sweep.json, the terminal and report.html, a cost-quality
+Pareto set is chosen, one index serves every configuration in one Pathway run, and a prompt two
+configurations share is sent once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fake_openai import FakeOpenAI
+from ragsweep.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+APPS = ROOT / "tests" / "fixtures" / "apps"
+APP = APPS / "answer_sweep.yaml"
+GRID = APPS / "answer_grid.yaml"
+DATASET = ROOT / "datasets" / "cuad-mini"
+LIMIT = 4
+
+
+def _argv(out: Path, name: str, grid: Path = GRID, *extra: str) -> list[str]:
+    return [
+        "sweep", "--pipeline", str(APP), "--grid", str(grid), "--dataset", str(DATASET), "--split", "dev",
+        "--limit", str(LIMIT), "--answers", "--llm", "--out", str(out), "--name", name, *extra,
+    ]  # fmt: skip
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    server = FakeOpenAI().start()
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-answer-sweep")
+    monkeypatch.setenv("RAGSWEEP_CACHE_DIR", str(tmp_path / "cache"))  # cold: every call reaches the fake
+    monkeypatch.delenv("RAGSWEEP_LLM_MODEL", raising=False)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def together(monkeypatch):
+    """How many question answerers each Pathway run of the app asked."""
+    import ragsweep.pipeline.answering as answering
+
+    runs: list[int] = []
+    real = answering.answer_together
+
+    def spy(answerers, cases, scopes):
+        runs.append(len(answerers))
+        return real(answerers, cases, scopes)
+
+    monkeypatch.setattr(answering, "answer_together", spy)
+    return runs
+
+
+def test_dry_run_predicts_the_calls_and_the_sweep_prices_each_configuration(fake, tmp_path, capsys, together):
+    assert main(_argv(tmp_path / "runs", "dry", GRID, "--dry-run")) == 0
+    assert fake.requests == 0, "a dry run called the endpoint"
+    estimate = json.loads(capsys.readouterr().out)
+    assert not (tmp_path / "runs" / "dry").exists()
+    assert len(estimate["configs"]) == 4 and estimate["calls"] == 4 * LIMIT
+
+    fake.reset()
+    assert main(_argv(tmp_path / "runs", "real")) == 0
+    printed = capsys.readouterr().out
+    sweep = json.loads((tmp_path / "runs" / "real" / "sweep.json").read_text())
+    configs = {c["id"]: c for c in sweep["configs"]}
+    assert set(configs) == set(estimate["configs"])
+    for cid, predicted in estimate["configs"].items():
+        assert predicted["calls"] == configs[cid]["cost"]["calls"], cid
+    assert fake.chat_requests() == estimate["calls"], "predicted calls != requests the endpoint got"
+    assert together == [4], "one Pathway run over one index for the four configurations"
+
+    topks = {c["params"]["question_answerer.search_topk"] for c in configs.values()}
+    assert topks == {2, 4} and {c["top_k"] for c in configs.values()} == {2, 4}
+    templates = {c["params"]["prompt_template"] for c in configs.values()}
+    assert (APPS / "prompts" / "terse.txt").read_text() in templates and len(templates) == 2
+    for c in configs.values():
+        cost = c["cost"]
+        assert cost["questions"] == LIMIT and cost["prompt_tokens"] > 0
+        expected = (cost["prompt_tokens"] * 0.00015 + cost["completion_tokens"] * 0.0006) / 1000
+        expected += cost["question_tokens"] * 0.00002 / 1000
+        assert cost["usd"] == pytest.approx(expected, rel=1e-4)
+        assert cost["usd_per_1k_questions"] == pytest.approx(1000 * cost["usd"] / LIMIT, rel=1e-3)
+    deeper = [c["cost"]["prompt_tokens"] for c in configs.values() if c["top_k"] == 4]
+    shallower = [c["cost"]["prompt_tokens"] for c in configs.values() if c["top_k"] == 2]
+    assert min(deeper) > max(shallower), "four chunks in a prompt cost more than two"
+
+    pareto = sweep["cost_pareto"]
+    assert pareto["axis"] == "usd_per_1k_questions" and pareto["priced"]
+    assert pareto["fronts"] and all(set(f) <= set(configs) and f for f in pareto["fronts"].values())
+    assert "cost of the answers" in printed and "/ 1k questions" in printed and "Pareto set (" in printed
+    html = (tmp_path / "runs" / "real" / "report.html").read_text()
+    assert "Quality vs cost" in html and "$ per 1,000 questions" in html
+
+
+def test_a_prompt_two_configurations_share_is_sent_once(fake, tmp_path, capsys):
+    """``llm.capacity`` changes no request: both configurations send the very same prompts."""
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("grid:\n  llm.capacity: [2, 4]\nobjectives: [recall@k]\nks: [4]\n")
+    assert main(_argv(tmp_path / "runs", "dry", grid, "--dry-run")) == 0
+    assert json.loads(capsys.readouterr().out)["calls"] == 2 * LIMIT
+    assert main(_argv(tmp_path / "runs", "shared", grid)) == 0
+    sweep = json.loads((tmp_path / "runs" / "shared" / "sweep.json").read_text())
+    costs = [c["cost"] for c in sweep["configs"]]
+    assert [c["calls"] for c in costs] == [LIMIT, LIMIT]
+    assert fake.chat_requests() == LIMIT, "a prompt shared by two configurations was sent twice"
+    assert sum(c["sent_calls"] for c in costs) == LIMIT
+    assert costs[0]["usd"] == costs[1]["usd"], "the cost of serving does not depend on the cache"
+
+
+def test_no_price_is_no_price_set_never_zero(fake, tmp_path, capsys):
+    app = tmp_path / "app.yaml"
+    app.write_text("\n".join(line for line in APP.read_text().splitlines() if "price" not in line))
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("grid:\n  question_answerer.search_topk: [2, 4]\nobjectives: [recall@k]\nks: [2, 4]\n")
+    argv = _argv(tmp_path / "runs", "free", grid)
+    argv[argv.index(str(APP))] = str(app)
+    assert main([*argv, "--dry-run"]) == 0
+    estimate = json.loads(capsys.readouterr().out)
+    assert estimate["usd"] == "no price set" and {c["usd"] for c in estimate["configs"].values()} == {"no price set"}
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    sweep = json.loads((tmp_path / "runs" / "free" / "sweep.json").read_text())
+    assert all(c["cost"]["usd"] is None and c["cost"]["usd_per_1k_questions"] is None for c in sweep["configs"])
+    assert sweep["cost_pareto"]["axis"] == "tokens_per_1k_questions" and not sweep["cost_pareto"]["priced"]
+    assert "no price set" in printed and "$0" not in printed
+
+
+def test_identical_requests_in_flight_at_once_are_sent_once():
+    """Two question answerers' identical requests, in flight together on two event loops (threads, as
+    Pathway runs them), before any disk cache could hold the reply: one call."""
+    import asyncio
+    import threading
+
+    from ragsweep.pipeline.app_answerer import SharedCalls
+
+    shared, sent, results = SharedCalls(), [], []
+    gate = threading.Barrier(2)
+
+    async def send():
+        sent.append(1)
+        await asyncio.sleep(0.2)
+        return "reply"
+
+    def ask():
+        gate.wait()
+        results.append(asyncio.run(shared.once("same body", send)))
+
+    threads = [threading.Thread(target=ask) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert len(sent) == 1 and sorted(results) == [("reply", False), ("reply", True)]
