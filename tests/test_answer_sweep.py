@@ -93,7 +93,7 @@ def test_dry_run_predicts_the_calls_and_the_sweep_prices_each_configuration(fake
     pareto = sweep["cost_pareto"]
     assert pareto["axis"] == "usd_per_1k_questions" and pareto["priced"]
     assert pareto["fronts"] and all(set(f) <= set(configs) and f for f in pareto["fronts"].values())
-    assert "cost of the answers" in printed and "/ 1k questions" in printed and "Pareto set (" in printed
+    assert "answer cost" in printed and "per 1,000 questions" in printed and "Pareto set (" in printed
     html = (tmp_path / "runs" / "real" / "report.html").read_text()
     assert "Quality vs cost" in html and "$ per 1,000 questions" in html
 
@@ -157,3 +157,25 @@ def test_identical_requests_in_flight_at_once_are_sent_once():
     for t in threads:
         t.join(timeout=30)
     assert len(sent) == 1 and sorted(results) == [("reply", False), ("reply", True)]
+
+
+def test_the_adaptive_answerers_iterations_as_an_axis(fake, tmp_path, capsys):
+    """``max_iterations`` of an AdaptiveRAGQuestionAnswerer: the dry run bounds each configuration's
+    calls (it stops at an answer), the sweep makes at least one and at most that many per question."""
+    app = tmp_path / "adaptive.yaml"
+    text = APP.read_text().replace("BaseRAGQuestionAnswerer", "AdaptiveRAGQuestionAnswerer")
+    app.write_text(text.replace("  search_topk: 4\n", "  n_starting_documents: 1\n  factor: 2\n"))
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("grid:\n  question_answerer.max_iterations: [1, 3]\nobjectives: [recall@k]\nks: [1, 4]\n")
+    argv = _argv(tmp_path / "runs", "adaptive", grid)
+    argv[argv.index(str(APP))] = str(app)
+    assert main([*argv, "--dry-run"]) == 0
+    estimate = json.loads(capsys.readouterr().out)
+    assert main(argv) == 0
+    sweep = json.loads((tmp_path / "runs" / "adaptive" / "sweep.json").read_text())
+    for c in sweep["configs"]:
+        predicted = estimate["configs"][c["id"]]
+        iterations = c["params"]["question_answerer.max_iterations"]
+        assert predicted["calls"] == iterations * LIMIT and not predicted["exact"]
+        assert LIMIT <= c["cost"]["calls"] <= predicted["calls"], c["id"]
+    assert fake.chat_requests() <= estimate["calls"]

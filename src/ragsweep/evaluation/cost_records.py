@@ -36,11 +36,11 @@ class ConfigCost(BaseModel):
     tokens_per_1k_questions: float | None = None
 
     def shown(self) -> str:
-        """``$0.0123 / 1k questions`` or ``no price set (1,234 tokens / 1k questions)``."""
-        tokens = f"{self.tokens_per_1k_questions:,.0f} tokens / 1k questions" if self.tokens_per_1k_questions else ""
+        """``$0.0525 (339,500 tok)`` per 1,000 questions, or ``no price set (339,500 tok)``."""
+        tokens = f" ({self.tokens_per_1k_questions:,.0f} tok)" if self.tokens_per_1k_questions is not None else ""
         if self.usd_per_1k_questions is None:
-            return f"{NO_PRICE} ({tokens})" if tokens else NO_PRICE
-        return f"${self.usd_per_1k_questions:.4f} / 1k questions ({tokens})"
+            return NO_PRICE + tokens
+        return f"${self.usd_per_1k_questions:.4f}{tokens}"
 
 
 class CostPareto(BaseModel):

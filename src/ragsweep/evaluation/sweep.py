@@ -141,7 +141,7 @@ def file_value(grid_path: Path, axis: str, value: Scalar | dict[str, Scalar]) ->
     return path.read_text()
 
 
-def _shown(value: Scalar) -> str:
+def shown_value(value: object) -> str:
     """A value as a configuration's id shows it: a multi-line or very long text (a prompt) by its hash."""
     text = str(value)
     if len(text) > 80 or "\n" in text:
@@ -151,7 +151,7 @@ def _shown(value: Scalar) -> str:
 
 def config_id(params: Overrides) -> str:
     text = json.dumps(params, sort_keys=True)
-    readable = "-".join(f"{k}={_shown(v)}" for k, v in sorted(params.items()))
+    readable = "-".join(f"{k}={shown_value(v)}" for k, v in sorted(params.items()))
     return f"{readable[:80]}-{hashlib.sha256(text.encode()).hexdigest()[:6]}".replace("/", "_").replace(" ", "")
 
 
@@ -400,7 +400,7 @@ def run_group(
     plan, cases, folder = sweep.plan, sweep.cases, sweep.folder
     depths = group_depths(plan, todo)
     first_params, _ = plan.configs[todo[0]]
-    label = ", ".join(f"{k}={_shown(v)}" for k, v in first_params.items() if k != "top_k")
+    label = ", ".join(f"{k}={shown_value(v)}" for k, v in first_params.items() if k != "top_k")
     print(
         f"[{position[0]}/{position[1]}] index {label}: {len(cases)} questions at k in {depths} for "
         f"{len(todo)} configuration(s)",
