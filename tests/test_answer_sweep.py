@@ -63,6 +63,8 @@ def test_dry_run_predicts_the_calls_and_the_sweep_prices_each_configuration(fake
     estimate = json.loads(capsys.readouterr().out)
     assert not (tmp_path / "runs" / "dry").exists()
     assert len(estimate["configs"]) == 4 and estimate["calls"] == 4 * LIMIT
+    (embeddings,) = estimate["embeddings"].values()  # one chunking: one index for the four
+    assert embeddings["texts"] > 0 and embeddings["cost_usd"] == round(embeddings["tokens"] * 0.00002 / 1000, 6)
 
     fake.reset()
     assert main(_argv(tmp_path / "runs", "real")) == 0

@@ -21,6 +21,7 @@ from ragsweep.evaluation.dry_run import longest_chunks, split_corpus
 from ragsweep.evaluation.settings import SweepSettings
 from ragsweep.llm.settings import LLMSettings
 from ragsweep.metrics.dry_run import estimate_llm_run
+from ragsweep.pipeline.app_components import EmbeddingSpend, estimate_embeddings
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import parsed_scopes
@@ -50,6 +51,8 @@ class SweepEstimate(BaseModel):
     calls: int = 0  # every configuration's answer calls
     judge_calls: int = 0
     holdout_calls_at_most: int = 0  # the chosen configuration and the baseline on the held-out cases
+    # per chunking (its key): what the app's embedder would send, the texts its vector cache lacks
+    embeddings: dict[str, EmbeddingSpend] = Field(default_factory=dict)
     usd: float | str = NO_PRICE
     notes: list[str] = Field(default_factory=list)
 
@@ -129,13 +132,19 @@ def estimate_sweep(
 ) -> SweepEstimate:
     """Every configuration's predicted calls and price, their sums, and the held-out verdict's bound."""
     out = SweepEstimate(configurations=len(configs), cases=len(cases))
+    chunks_of: dict[str, dict[str, list[str]]] = {}
+    for config in configs.values():
+        if config.chunking_key not in chunks_of:
+            pipeline = config.build()
+            chunks = chunks_of[config.chunking_key] = split_corpus(pipeline.splitter, corpus)
+            texts = [t for doc in chunks.values() for t in doc] + [c.question for c in cases]
+            spend = estimate_embeddings(pipeline.embedder, texts, config.variables.embedding_price_per_1k)
+            if spend is not None:
+                out.embeddings[config.chunking_key] = spend
     if not settings.answers:
         out.notes.append("retrieval only (no --answers): no LLM call")
         return out
-    chunks_of: dict[str, dict[str, list[str]]] = {}
     for cid, config in configs.items():
-        if config.chunking_key not in chunks_of:
-            chunks_of[config.chunking_key] = split_corpus(config.build().splitter, corpus)
         out.configs[cid] = estimate_config(config, corpus, chunks_of[config.chunking_key], cases, settings)
     out.calls = sum(e.calls for e in out.configs.values())
     out.judge_calls = sum(e.judge_calls for e in out.configs.values())
