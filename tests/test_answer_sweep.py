@@ -88,6 +88,11 @@ def test_dry_run_predicts_the_calls_and_the_sweep_prices_each_configuration(fake
         expected += cost["question_tokens"] * 0.00002 / 1000
         assert cost["usd"] == pytest.approx(expected, rel=1e-4)
         assert cost["usd_per_1k_questions"] == pytest.approx(1000 * cost["usd"] / LIMIT, rel=1e-3)
+        lines = (tmp_path / "runs" / "real" / "configs" / c["id"] / "cases.jsonl").read_text().splitlines()
+        per_case = [json.loads(line)["answer"]["cost_usd"] for line in lines]
+        assert len(per_case) == LIMIT and all(usd > 0 for usd in per_case)
+        llm_part = (cost["prompt_tokens"] * 0.00015 + cost["completion_tokens"] * 0.0006) / 1000
+        assert sum(per_case) == pytest.approx(llm_part, rel=1e-4), "each case's price adds up to the total"
     deeper = [c["cost"]["prompt_tokens"] for c in configs.values() if c["top_k"] == 4]
     shallower = [c["cost"]["prompt_tokens"] for c in configs.values() if c["top_k"] == 2]
     assert min(deeper) > max(shallower), "four chunks in a prompt cost more than two"
@@ -181,3 +186,23 @@ def test_the_adaptive_answerers_iterations_as_an_axis(fake, tmp_path, capsys):
         assert predicted["calls"] == iterations * LIMIT and not predicted["exact"]
         assert LIMIT <= c["cost"]["calls"] <= predicted["calls"], c["id"]
     assert fake.chat_requests() <= estimate["calls"]
+
+
+def test_the_cost_pareto_set_keeps_what_nothing_beats_on_quality_and_cost():
+    from ragsweep.evaluation.cost import cost_pareto
+    from ragsweep.evaluation.cost_records import ConfigCost
+    from ragsweep.evaluation.records import ConfigResult
+
+    def row(cid: str, judge: float, f1: float, usd: float | None, tokens: float) -> ConfigResult:
+        cost = ConfigCost(questions=10, usd_per_1k_questions=usd, tokens_per_1k_questions=tokens)
+        return ConfigResult(id=cid, top_k=4, metrics={"judge_correct": judge, "token_f1": f1}, cost=cost)
+
+    rows = [row("cheap", 0.5, 0.2, 1.0, 100), row("good", 0.9, 0.1, 3.0, 300), row("worse", 0.5, 0.3, 2.0, 200)]
+    pareto = cost_pareto(rows, ["recall@k", "token_f1"])
+    assert pareto is not None and pareto.priced and pareto.axis == "usd_per_1k_questions"
+    assert pareto.fronts == {"token_f1": ["cheap", "worse"], "judge_correct": ["cheap", "good"]}
+    rows[1].cost.usd_per_1k_questions = None  # one configuration without a price: all are compared on tokens
+    unpriced = cost_pareto(rows)
+    assert unpriced is not None and not unpriced.priced and unpriced.axis == "tokens_per_1k_questions"
+    assert unpriced.fronts == {"judge_correct": ["cheap", "good"]}
+    assert cost_pareto([ConfigResult(id="retrieval-only", top_k=4)]) is None

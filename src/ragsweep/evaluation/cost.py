@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from ragsweep.evaluation.cost_records import NO_PRICE, TOKEN_AXIS, USD_AXIS, ConfigCost, CostPareto, Prices
 from ragsweep.evaluation.records import CaseResult, ConfigResult
-from ragsweep.metrics.registry import lower_is_better
+from ragsweep.metrics.registry import lower_is_better, spec
 from ragsweep.pipeline.config import PipelineConfig
 
 # the answer-quality measures a cost Pareto set is drawn for, those a run computed
@@ -64,15 +64,18 @@ def _calls(answerer: object, answered: Sequence[CaseResult]) -> tuple[int, int]:
     return made, sum(1 for c in answered if c.answer is not None and not c.answer.cached and c.answer.prompt_tokens)
 
 
-def cost_pareto(rows: Sequence[ConfigResult]) -> CostPareto | None:
-    """The cost-quality Pareto sets of a sweep's answered configurations (None: nothing was answered)."""
+def cost_pareto(rows: Sequence[ConfigResult], objectives: Sequence[str] = ()) -> CostPareto | None:
+    """The cost-quality Pareto sets of a sweep's answered configurations (None: nothing was answered):
+    over each answer objective of the sweep and each of :data:`QUALITY_METRICS` the run computed."""
     costs = {r.id: r.cost for r in rows if r.cost is not None and r.cost.questions}
     if not costs:
         return None
     priced = all(c.usd_per_1k_questions is not None for c in costs.values())
     axis = USD_AXIS if priced else TOKEN_AXIS
     out = CostPareto(axis=axis, priced=priced)
-    computed = [m for m in QUALITY_METRICS if any(r.metric(m) is not None for r in rows if r.id in costs)]
+    asked = [m for m in objectives if spec(m).family not in ("retrieval", "cost")]
+    candidates = list(dict.fromkeys([*asked, *QUALITY_METRICS]))
+    computed = [m for m in candidates if any(r.metric(m) is not None for r in rows if r.id in costs)]
     for metric in computed or [FALLBACK_QUALITY]:
         points = []
         for r in rows:

@@ -272,7 +272,7 @@ def run_sweep(sweep: SweepRun) -> SweepResult:
     results = finished_configs(sweep.folder, sweep.plan)
     embedded = run_groups(sweep, corpora, results)
     result = finish_sweep(sweep.folder, sweep.plan, results)
-    result.cost_pareto = cost_pareto(result.configs)
+    result.cost_pareto = cost_pareto(result.configs, sweep.plan.objectives)
     result.unlocated = stored_unlocated(sweep.folder, sweep.plan.baseline_id, sweep.dataset.relevance.unlocated)
     result.ks = sweep.plan.ks
     result.budgets = sweep.plan.budgets
