@@ -63,3 +63,8 @@ def test_a_grid_value_from_a_file_and_its_id(tmp_path):
     (tmp_path / "bad.yaml").write_text("grid:\n  prompt_template: [{file: nope.txt}]\n")
     with pytest.raises(ConfigError, match="prompt_template: {file: nope.txt}: no file"):
         SweepGrid.load(tmp_path / "bad.yaml")
+
+
+def test_a_plain_name_that_is_a_components_argument_is_pointed_at_it():
+    with pytest.raises(ConfigError, match=r"did you mean the argument question_answerer\.search_topk\?"):
+        PipelineConfig.load(APPS / "parity_base.yaml").with_overrides({"search_topk": 2})

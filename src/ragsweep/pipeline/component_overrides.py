@@ -75,3 +75,14 @@ def _takes(constructor: Any, argument: str) -> bool:
 
 def _name(constructor: Any) -> str:
     return str(getattr(constructor, "__name__", constructor))
+
+
+def argument_hint(raw: dict[Any, Any], name: str) -> str:
+    """``"the argument question_answerer.search_topk"`` when components of the file take ``name`` as a
+    literal argument (an override of ``$name`` finds no such variable), else ``""``."""
+    from pathway.internals.yaml_loader import Value
+
+    owners = [
+        str(k).removeprefix("$") for k, v in raw.items() if isinstance(v, Value) and v.constructor and name in v.kwargs
+    ]
+    return f"the argument {' or '.join(f'{o}.{name}' for o in sorted(owners))}" if owners else ""

@@ -72,7 +72,7 @@ from ragsweep.answer.prompt import validate_template
 from ragsweep.core.errors import ConfigError
 from ragsweep.core.offline import ensure_offline
 from ragsweep.pipeline.arguments import ComponentArguments
-from ragsweep.pipeline.component_overrides import apply_argument, is_argument_override
+from ragsweep.pipeline.component_overrides import apply_argument, argument_hint, is_argument_override
 from ragsweep.pipeline.scalars import Overrides, Scalar
 
 if TYPE_CHECKING:
@@ -399,7 +399,8 @@ class PipelineConfig:
             if var not in raw and name not in ("top_k", "route_docs"):
                 scalars = sorted(v.name for v in raw if isinstance(v, Variable) and _is_scalar(raw[v]))
                 close = difflib.get_close_matches(name, scalars, n=3, cutoff=0.6)
-                hint = f"did you mean {' or '.join('$' + c for c in close)}? " if close else ""
+                meant = [*("$" + c for c in close), *filter(None, [argument_hint(raw, name)])]
+                hint = f"did you mean {' or '.join(meant)}? " if meant else ""
                 raise ConfigError(f"{self.path}: no variable ${name} to override ({hint}scalars: {', '.join(scalars)})")
             if var in raw and not _is_scalar(raw[var]):
                 raise ConfigError(f"{self.path}: ${name} is a component, not a scalar: it cannot be overridden")
