@@ -76,6 +76,7 @@ def test_dry_run_predicts_the_calls_and_the_sweep_prices_each_configuration(fake
         assert predicted["calls"] == configs[cid]["cost"]["calls"], cid
     assert fake.chat_requests() == estimate["calls"], "predicted calls != requests the endpoint got"
     assert together == [4], "one Pathway run over one index for the four configurations"
+    assert fake.in_flight_high <= 4, "four answerers asked together keep one app's capacity (4) in flight"
 
     topks = {c["params"]["question_answerer.search_topk"] for c in configs.values()}
     assert topks == {2, 4} and {c["top_k"] for c in configs.values()} == {2, 4}

@@ -78,9 +78,20 @@ class SharedCalls:
     configurations asked together) get its reply instead of a call of their own, also while it is in
     flight, when ragsweep's disk cache does not hold it yet: a prompt two configurations share costs once."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int | None = None) -> None:
         self._lock = threading.Lock()
         self._calls: dict[str, concurrent.futures.Future[Any]] = {}
+        # the calls in flight at once over every answerer of the run: one app's worth (its capacity)
+        self._slots = threading.BoundedSemaphore(limit) if limit else None
+
+    async def _sent(self, send: Callable[[], Awaitable[Any]]) -> Any:
+        if self._slots is None:
+            return await send()
+        await asyncio.to_thread(self._slots.acquire)  # the answerers' event loops differ: a thread lock
+        try:
+            return await send()
+        finally:
+            self._slots.release()
 
     async def once(self, key: str, send: Callable[[], Awaitable[Any]]) -> tuple[Any, bool]:
         """(the reply, whether another call sent it)."""
@@ -92,7 +103,7 @@ class SharedCalls:
         if not leader:
             return await asyncio.wrap_future(future), True
         try:
-            reply = await send()
+            reply = await self._sent(send)
         except BaseException as err:
             future.set_exception(err)
             with self._lock:
@@ -329,9 +340,21 @@ def answer_together(
         check_endpoint(pipeline.embedder)
         G.clear()
         store = document_store(first.corpus, pipeline)
-        shared = SharedCalls()
+        shared = SharedCalls(limit=llm_capacity(first.config) if len(answerers) > 1 else None)
         questions, asked_scopes = [cases[i].question for i in asked], [scopes[i] for i in asked]
         replies = [a._ask(store, questions, asked_scopes, shared) for a in answerers]
         with run_with(pipeline.embedder) as options:
             pw.run(monitoring_level=pw.MonitoringLevel.NONE, default_logging=False, **options)
     return [a._collect(cases, asked, got, before) for a, got, before in zip(answerers, replies, befores)]
+
+
+def llm_capacity(config: PipelineConfig) -> int | None:
+    """The ``capacity`` of the app's chat model (the calls it keeps in flight), None where it sets none."""
+    from pathway.internals.yaml_loader import Variable
+
+    found = config.question_answerer_ref()
+    llm = ComponentArguments.of(found[1].kwargs).llm if found is not None else None
+    llm = config.raw.get(llm) if isinstance(llm, Variable) else llm
+    capacity = (getattr(llm, "kwargs", None) or {}).get("capacity")
+    capacity = config.raw.get(capacity) if isinstance(capacity, Variable) else capacity
+    return capacity if isinstance(capacity, int) and not isinstance(capacity, bool) and capacity > 0 else None
