@@ -207,3 +207,33 @@ def test_the_cost_pareto_set_keeps_what_nothing_beats_on_quality_and_cost():
     assert unpriced is not None and not unpriced.priced and unpriced.axis == "tokens_per_1k_questions"
     assert unpriced.fronts == {"judge_correct": ["cheap", "good"]}
     assert cost_pareto([ConfigResult(id="retrieval-only", top_k=4)]) is None
+
+
+def test_answerers_asked_together_keep_one_apps_capacity_in_flight():
+    """Six different requests from three event loops (threads) through one run's limit of 2."""
+    import asyncio
+    import threading
+
+    from ragsweep.pipeline.app_answerer import SharedCalls
+
+    shared, lock = SharedCalls(limit=2), threading.Lock()
+    now, high = [0], [0]
+
+    async def send():
+        with lock:
+            now[0] += 1
+            high[0] = max(high[0], now[0])
+        await asyncio.sleep(0.1)
+        with lock:
+            now[0] -= 1
+        return "reply"
+
+    async def two(first: int):
+        return await asyncio.gather(shared.once(f"body {first}", send), shared.once(f"body {first + 1}", send))
+
+    threads = [threading.Thread(target=lambda i=i: asyncio.run(two(2 * i))) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert high[0] == 2
