@@ -15,7 +15,10 @@ Each configuration is scored on exactly what it serves:
 No work is done twice: every document is parsed once for the whole sweep (and
 cached on disk by content); every distinct chunk text is embedded once per
 embedder (the SQLite cache of :mod:`ragsweep.pipeline.embedding`); one Pathway index per
-(chunking, retriever) answers every configuration's depths in one graph run.
+(chunking, retriever) answers every configuration's depths in one graph run; with ``--answers --llm``
+its configurations' app question answerers are asked in one Pathway run too, a request two of them
+send alike sent once (:func:`ragsweep.pipeline.app_answerer.answer_together`), and each
+configuration's answer cost is kept (:mod:`ragsweep.evaluation.cost`).
 
 Each configuration's per-case results are written as soon as it is done, so an
 interrupted sweep resumes without recomputing a finished configuration. The sweep

@@ -10,6 +10,11 @@ What ragsweep puts in: the LLM's requests go out through ragsweep's openai clien
 timeout, disk cache and key masking) with exactly the parameters the app's ``OpenAIChat`` sends,
 and each call's tokens, cost and failure are recorded. A failed call does not end the run: the
 app gets no reply for it (as if the model said nothing) and that case's answer carries the error.
+
+A sweep's configurations of one index that differ only in how they answer (prompt, model,
+``search_topk``, the question answerer's own arguments) are asked in one Pathway run over one
+DocumentStore (:func:`answer_together`): a request two of them send alike is sent once, and
+together they keep one app's ``capacity`` of calls in flight.
 """
 
 from __future__ import annotations
