@@ -142,6 +142,8 @@ def sweep(
     out_dir = tmp.name if tmp is not None else str(out)
     try:
         opts = _options(SweepOptions, pipeline, {**options, "dataset": str(dataset), "grid": str(grid), "out": out_dir})
+        if opts.dry_run:
+            raise ValueError("ragsweep: bad option: dry_run is the command's (`ragsweep sweep --dry-run`)")
         check_executor(opts.executor_settings)
         config = load_config(pipeline, overrides)
         ds, cases, _ = _dataset(dataset, None, opts)

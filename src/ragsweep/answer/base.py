@@ -20,3 +20,5 @@ class Answer(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached: bool = False
+    # what its LLM calls cost at the pipeline's $llm_price_per_1k_* (None: no price set, never $0)
+    cost_usd: float | None = None

@@ -19,14 +19,16 @@ from ragsweep.core.errors import RunError
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.context import Where, open_run, sweep_state
 from ragsweep.evaluation.records import SweepResult
+from ragsweep.evaluation.run import parse_corpus
 from ragsweep.evaluation.settings import SweepSettings, option
 from ragsweep.evaluation.sweep import SweepRun, choice_and_holdout, load_sweep
 from ragsweep.evaluation.sweep import run_sweep as sweep_core
+from ragsweep.evaluation.sweep_dry_run import SweepEstimate, estimate_sweep
 from ragsweep.execution.base import Executor, ExecutorError
-from ragsweep.execution.registry import check_executor
+from ragsweep.execution.registry import ExecutorSettings, check_executor, open_executor
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.report import write_html
-from ragsweep.report.terminal import sweep_table, sweep_unlocated_lines
+from ragsweep.report.terminal import sweep_cost_lines, sweep_table, sweep_unlocated_lines
 
 
 class SweepOptions(AnswerOptions, RunInputs):
@@ -41,6 +43,9 @@ class SweepOptions(AnswerOptions, RunInputs):
         None, "depths to report (deeper than a configuration's top_k: missing; default: the grid's)", parse="depths"
     )
     answers: bool = option(False, "answer (and score the answers) as eval does; retrieval only otherwise")
+    dry_run: bool = option(
+        False, "print the LLM calls, tokens and price each configuration's answers would take, then stop"
+    )
 
 
 def sweep_settings(options: SweepOptions) -> SweepSettings:
@@ -58,6 +63,20 @@ def run_sweep(options: SweepOptions) -> tuple[Path, SweepResult]:
     where = where_of(options, sweep_name(dataset.name))
     plan = Plan(objectives=options.objectives, ks=options.ks, budgets=options.budgets)
     return sweep_into(base_config, dataset, cases, sweep_settings(options), plan, where, executor_of(options))
+
+
+def dry_run_sweep(options: SweepOptions) -> SweepEstimate:
+    """What the sweep's answers would cost, the documents parsed here (no executor), no folder left behind."""
+    base_config, dataset, cases = load_inputs(options)
+    settings = sweep_settings(options)
+    grid = load_sweep(settings.grid, base_config, options.objectives, options.ks, options.budgets)
+    chosen_on, holdout = choice_and_holdout(cases, settings.selection.split)
+    state = sweep_state(base_config, settings, grid.ks, grid.budgets, chosen_on)
+    where = where_of(options, sweep_name(dataset.name), create=False)
+    with open_run(state, where, open_executor(ExecutorSettings())) as run:
+        corpus = parse_corpus(dataset, settings.parse, settings.progress, run.executor, base_config)
+    configs = {cid: cfg for cid, (_, cfg) in grid.configs.items()}
+    return estimate_sweep(configs, corpus, chosen_on, holdout, settings)
 
 
 def sweep_name(dataset_name: str) -> str:
@@ -95,12 +114,15 @@ def sweep_into(
 
 def run_sweep_cli(options: SweepOptions, args: argparse.Namespace) -> int:
     try:
+        if options.dry_run:
+            print(dry_run_sweep(options).model_dump_json(indent=2))
+            return 0
         sweep_dir, report = run_sweep(options)
     except (RunError, ExecutorError) as err:
         print(f"ragsweep: error: {err}", file=sys.stderr)
         return 2
     print(sweep_table(report))
-    for line in sweep_unlocated_lines(report):
+    for line in [*sweep_unlocated_lines(report), *sweep_cost_lines(report)]:
         print(line)
     if args.mlflow:
         # deferred: the MLflow logger builds the run-folder readers (~12 ms); --help must not

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, JsonValue, SerializerFunctionWrapHandler,
 
 from ragsweep.answer.base import Answer
 from ragsweep.core.hits import Hit
+from ragsweep.evaluation.cost_records import ConfigCost, CostPareto
 from ragsweep.evaluation.manifest import RunManifest, SweepManifest
 from ragsweep.evaluation.trust import JudgeSection, ScoreAgreement, VerdictAgreement
 from ragsweep.metrics.judge import JudgeVerdict
@@ -230,6 +231,8 @@ class ConfigResult(Aggregate):
     lift_over_chance: dict[str, float | None] = Field(default_factory=dict)
     # with --answers: each LLM part's calls and failure rate (ragsweep.evaluation.answering.llm_calls)
     llm_calls: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    # with --answers: what its answers cost (tokens, price, per 1,000 questions)
+    cost: ConfigCost | None = None
 
     def is_significant(self, metric: str) -> bool:
         """Significantly different from the baseline on ``metric`` (Holm-adjusted); False where not tested."""
@@ -274,6 +277,8 @@ class SweepResult(BaseModel):
     # the cases whose evidence is found in no parsed document (the same in every configuration: one parse)
     unlocated: UnlocatedReport = Field(default_factory=UnlocatedReport)
     manifest: SweepManifest = Field(default_factory=SweepManifest)
+    # with --answers: per answer-quality measure, the configurations no other beats on quality and cost
+    cost_pareto: CostPareto | None = None
     sweep_dir: str | None = Field(default=None, exclude=True)
 
     def config(self, config_id: str) -> ConfigResult:

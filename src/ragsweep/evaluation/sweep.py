@@ -15,7 +15,10 @@ Each configuration is scored on exactly what it serves:
 No work is done twice: every document is parsed once for the whole sweep (and
 cached on disk by content); every distinct chunk text is embedded once per
 embedder (the SQLite cache of :mod:`ragsweep.pipeline.embedding`); one Pathway index per
-(chunking, retriever) answers every configuration's depths in one graph run.
+(chunking, retriever) answers every configuration's depths in one graph run; with ``--answers --llm``
+its configurations' app question answerers are asked in one Pathway run too, a request two of them
+send alike sent once (:func:`ragsweep.pipeline.app_answerer.answer_together`), and each
+configuration's answer cost is kept (:mod:`ragsweep.evaluation.cost`).
 
 Each configuration's per-case results are written as soon as it is done, so an
 interrupted sweep resumes without recomputing a finished configuration. The sweep
@@ -53,6 +56,7 @@ from ragsweep.core.errors import ConfigError, RunError, StageError
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.answering import llm_calls, prepare_answering
 from ragsweep.evaluation.context import RunContext, SweepState
+from ragsweep.evaluation.cost import configuration_cost, cost_pareto
 from ragsweep.evaluation.loop import Answering, evaluate_configuration, scored_ks
 from ragsweep.evaluation.manifest import CorpusManifest, DatasetManifest, SweepManifest, Timestamps
 from ragsweep.evaluation.records import (
@@ -73,6 +77,7 @@ from ragsweep.evaluation.settings import SweepSettings
 from ragsweep.evaluation.storage import expand_lines
 from ragsweep.execution.base import Executor, IndexWork
 from ragsweep.metrics.registry import asked_budgets, at_k_families, at_own_k, best_of, lower_is_better, unknown_name
+from ragsweep.pipeline.answering import app_answers_together
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import Retrieved, parse_documents, store_depths
@@ -87,7 +92,9 @@ class SweepGrid(BaseModel):
     """``pipelines/sweep.yaml``: ``grid`` axes, a ``baseline`` and ``objectives``.
 
     An axis whose values are mappings sets several variables together, e.g.
-    ``chunking: [{min_tokens: 100, max_tokens: 200}, ...]``.
+    ``chunking: [{min_tokens: 100, max_tokens: 200}, ...]``; a value ``{file: PATH}`` is the text of
+    that file (relative to the grid file), e.g. a prompt template. An axis named
+    ``<component>.<argument>`` sets one argument of a component (``question_answerer.search_topk``).
     """
 
     grid: dict[str, list[Scalar | dict[str, Scalar]]]  # each value replaces a plain $variable (or several)
@@ -106,10 +113,12 @@ class SweepGrid(BaseModel):
         if "grid" not in data:
             raise ConfigError(f"{p}: needs a top-level 'grid' mapping")
         try:
-            return cls(**data)
+            grid = cls(**data)
         except ValidationError as err:
             shown = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors()[:3])
             raise ConfigError(f"{p}: {shown} (a grid value is a scalar, or a mapping of scalars)") from err
+        grid.grid = {axis: [file_value(p, axis, v) for v in values] for axis, values in grid.grid.items()}
+        return grid
 
     def configurations(self) -> list[Overrides]:
         axes = list(self.grid.items())
@@ -125,9 +134,27 @@ class SweepGrid(BaseModel):
         return combos
 
 
+def file_value(grid_path: Path, axis: str, value: Scalar | dict[str, Scalar]) -> Scalar | dict[str, Scalar]:
+    """A grid value ``{file: PATH}``: the text of that file (relative to the grid file); others as given."""
+    if not (isinstance(value, dict) and set(value) == {"file"} and isinstance(value["file"], str)):
+        return value
+    path = grid_path.parent / value["file"]
+    if not path.is_file():
+        raise ConfigError(f"{grid_path}: {axis}: {{file: {value['file']}}}: no file {str(path)!r}")
+    return path.read_text()
+
+
+def shown_value(value: object) -> str:
+    """A value as a configuration's id shows it: a multi-line or very long text (a prompt) by its hash."""
+    text = str(value)
+    if len(text) > 80 or "\n" in text:
+        return "text" + hashlib.sha256(text.encode()).hexdigest()[:6]
+    return text
+
+
 def config_id(params: Overrides) -> str:
     text = json.dumps(params, sort_keys=True)
-    readable = "-".join(f"{k}={v}" for k, v in sorted(params.items()))
+    readable = "-".join(f"{k}={shown_value(v)}" for k, v in sorted(params.items()))
     return f"{readable[:80]}-{hashlib.sha256(text.encode()).hexdigest()[:6]}".replace("/", "_").replace(" ", "")
 
 
@@ -248,6 +275,7 @@ def run_sweep(sweep: SweepRun) -> SweepResult:
     results = finished_configs(sweep.folder, sweep.plan)
     embedded = run_groups(sweep, corpora, results)
     result = finish_sweep(sweep.folder, sweep.plan, results)
+    result.cost_pareto = cost_pareto(result.configs, sweep.plan.objectives)
     result.unlocated = stored_unlocated(sweep.folder, sweep.plan.baseline_id, sweep.dataset.relevance.unlocated)
     result.ks = sweep.plan.ks
     result.budgets = sweep.plan.budgets
@@ -375,7 +403,7 @@ def run_group(
     plan, cases, folder = sweep.plan, sweep.cases, sweep.folder
     depths = group_depths(plan, todo)
     first_params, _ = plan.configs[todo[0]]
-    label = ", ".join(f"{k}={v}" for k, v in first_params.items() if k != "top_k")
+    label = ", ".join(f"{k}={shown_value(v)}" for k, v in first_params.items() if k != "top_k")
     print(
         f"[{position[0]}/{position[1]}] index {label}: {len(cases)} questions at k in {depths} for "
         f"{len(todo)} configuration(s)",
@@ -385,12 +413,13 @@ def run_group(
     started = time.perf_counter()
     retrieved = retrieval()
     group_seconds = time.perf_counter() - started
+    answerings = answer_group(sweep, corpora, todo)
     for cid in todo:
         params, cfg = plan.configs[cid]
         started = time.perf_counter()
         sink = folder.case_file("configs", cid, "cases.jsonl", chunks=True)
         sink.reset()
-        answering = sweep_answering(cfg, sweep.settings, cases)
+        answering = answerings[cid]
         evaluated = evaluate_configuration(
             cfg, cases, corpus=corpus_for(corpora, cfg), ks=plan.ks, relevance=sweep.dataset.relevance,
             answering=answering, sink=sink, retrieved=retrieved, progress=sweep.settings.progress,
@@ -399,6 +428,8 @@ def run_group(
         sink.close()
         result = config_result(cid, params, cfg, evaluated.results, plan, interval_metrics=plan.objectives)
         result.llm_calls = llm_calls(answering)
+        if sweep.settings.answers:
+            result.cost = configuration_cost(cfg, evaluated.results, answering.answerer)
         result.seconds = round(group_seconds / len(todo) + time.perf_counter() - started, 3)
         result.index_run_seconds = round(group_seconds, 3)
         result.latency_ms_per_query = round(1000 * retrieved.seconds / max(1, len(cases) * len(depths)), 3)
@@ -409,6 +440,17 @@ def run_group(
         folder.write_json(f"configs/{cid}/result.json", result.model_dump(mode="python"))
         results[cid] = result
     return retrieved.embedded_texts
+
+
+def answer_group(sweep: SweepRun, corpora: Corpora, todo: list[str]) -> dict[str, Answering]:
+    """Each of one index's configurations' answering; their app question answerers asked together, in
+    one Pathway run over one index (configurations that differ only in how they answer share it)."""
+    answerings = {cid: sweep_answering(sweep.plan.configs[cid][1], sweep.settings, sweep.cases) for cid in todo}
+    if answerings and sweep.settings.answers:
+        corpus = corpus_for(corpora, sweep.plan.configs[todo[0]][1])
+        answerers = [a.answerer for a in answerings.values()]
+        app_answers_together(answerers, sweep.cases, corpus, use_given=not sweep.settings.answer.use_llm)
+    return answerings
 
 
 def sweep_answering(config: PipelineConfig, settings: SweepSettings, cases: Sequence[Case]) -> Answering:

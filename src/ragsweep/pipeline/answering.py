@@ -15,7 +15,7 @@ from ragsweep.answer.refusal import is_refusal
 from ragsweep.core.hits import Hit
 from ragsweep.datasets.schema import Case
 from ragsweep.llm.settings import LLMSettings
-from ragsweep.pipeline.app_answerer import AppAnswerer
+from ragsweep.pipeline.app_answerer import AppAnswerer, answer_together
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import parsed_scopes
@@ -49,6 +49,20 @@ def app_answers(answerer: Any, cases: Sequence[Case], corpus: Corpus, use_given:
     answerer.corpus = corpus
     scopes = parsed_scopes(todo, {d.doc_id for d in corpus.documents})
     return dict(zip([c.id for c in todo], answerer.answer_cases(todo, scopes), strict=True))
+
+
+def app_answers_together(
+    answerers: Sequence[Any], cases: Sequence[Case], corpus: Corpus, use_given: bool = True
+) -> None:
+    """The app question answerers of several configurations of one index asked in one Pathway run, over
+    one DocumentStore; each keeps its answers for :func:`app_answers` (other answerers: nothing to do)."""
+    apps = [a for a in answerers if isinstance(a, AppAnswerer)]
+    todo = [c for c in cases if not (use_given and c.response is not None)]
+    if len(apps) < 2 or not todo:
+        return
+    for app in apps:
+        app.corpus = corpus
+    answer_together(apps, todo, parsed_scopes(todo, {d.doc_id for d in corpus.documents}))
 
 
 def answer_or_given(

@@ -73,6 +73,7 @@ from ragsweep.core.errors import ConfigError
 from ragsweep.core.offline import ensure_offline
 from ragsweep.core.starter import pipeline_path
 from ragsweep.pipeline.arguments import ComponentArguments
+from ragsweep.pipeline.component_overrides import apply_argument, argument_hint, is_argument_override
 from ragsweep.pipeline.scalars import Overrides, Scalar
 
 if TYPE_CHECKING:
@@ -374,6 +375,8 @@ class PipelineConfig:
 
         ``top_k`` and ``route_docs`` may be set on a file that has neither (an app config whose
         top-k comes from ``search_topk``): ragsweep reads them, no component does.
+        ``<component>.<argument>`` sets one argument of a component
+        (:mod:`ragsweep.pipeline.component_overrides`).
         """
         from pathway.internals.yaml_loader import Variable
 
@@ -383,6 +386,9 @@ class PipelineConfig:
             var = Variable(name)
             if not _is_scalar(value):
                 raise ConfigError(f"{self.path}: ${name} = {_show(name, value)}: an override is a scalar")
+            if is_argument_override(name):  # <component>.<argument>: one argument of a component
+                apply_argument(raw, self.path, name, value)
+                continue
             if name == "parser":  # the one component an override may replace: by ragsweep's own parse
                 if value != "native":
                     raise ConfigError(
@@ -396,7 +402,8 @@ class PipelineConfig:
             if var not in raw and name not in ("top_k", "route_docs"):
                 scalars = sorted(v.name for v in raw if isinstance(v, Variable) and _is_scalar(raw[v]))
                 close = difflib.get_close_matches(name, scalars, n=3, cutoff=0.6)
-                hint = f"did you mean {' or '.join('$' + c for c in close)}? " if close else ""
+                meant = [*("$" + c for c in close), *filter(None, [argument_hint(raw, name)])]
+                hint = f"did you mean {' or '.join(meant)}? " if meant else ""
                 raise ConfigError(f"{self.path}: no variable ${name} to override ({hint}scalars: {', '.join(scalars)})")
             if var in raw and not _is_scalar(raw[var]):
                 raise ConfigError(f"{self.path}: ${name} is a component, not a scalar: it cannot be overridden")

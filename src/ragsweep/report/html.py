@@ -27,6 +27,7 @@ from ragsweep.metrics.registry import REPEATS, at_k_families, curve_families, he
 from ragsweep.metrics.uninformative import answerer_way, uninformative
 from ragsweep.report import svg
 from ragsweep.report.assets import CSS, JS
+from ragsweep.report.cost_html import cost_section
 from ragsweep.report.drilldown import PACKED_TYPE, drilldown_html, pack
 from ragsweep.report.history import history_html
 from ragsweep.report.judge_html import judge_html, judge_warnings_html
@@ -908,6 +909,7 @@ def _sweep_page(run_dir: Path) -> str:
         ("heatmap", "Chunk size × top_k", _heat_note(sweep) + _switcher("sweep-heat", heat)),
         ("table", "Configurations", _sweep_table(sweep, shown[:6])),
         ("curves", "Metrics vs k", _sweep_curves(focus, base)),
+        *([("cost", "Quality vs cost", cost)] if (cost := cost_section(sweep)) is not None else []),
         *(
             [("unlocated", "Unlocated evidence", _unlocated_html(sweep.unlocated, SWEEP_COUNTED))]
             if sweep.unlocated.cases

@@ -408,3 +408,44 @@ def ci_glyph(value: float | None, low: float | None, high: float | None, width: 
         f'<svg class="ci" xmlns="http://www.w3.org/2000/svg" width="{width}" height="14" '
         f'viewBox="0 0 {width} 14">' + "".join(parts) + "</svg>"
     )
+
+
+def scatter_chart(
+    points: Sequence[tuple[str, float, float, bool]],
+    title: str,
+    x_title: str,
+    y_title: str,
+    width: int = 560,
+    height: int = 340,
+) -> str:
+    """``points``: (label, x, y, highlighted); highlighted points (a Pareto set) are joined by a line."""
+    ml, mr, mt, mb = 54, 24, 30, 42
+    pw, ph = width - ml - mr, height - mt - mb
+    x0, x1 = _nice_range([p[1] for p in points], unit=False)
+    y0, y1 = _nice_range([p[2] for p in points], unit=all(0.0 <= p[2] <= 1.0 for p in points))
+
+    def X(v: float) -> float:
+        return ml + (v - x0) / (x1 - x0) * pw
+
+    def Y(v: float) -> float:
+        return mt + ph - (v - y0) / (y1 - y0) * ph
+
+    body = [f'<text x="{ml}" y="18" font-size="14" font-weight="600">{esc(title)}</text>']
+    body += _y_grid(y0, y1, Y, ml, pw)
+    for j in range(6):
+        v = x0 + (x1 - x0) * j / 5
+        body.append(
+            f'<text x="{X(v):.1f}" y="{mt + ph + 16}" font-size="11" text-anchor="middle" fill="#555">{fmt(v, 4)}</text>'
+        )
+    body += _line_frame([], X, (ml, mt, pw, ph), height, x_title, y_title)
+    front = sorted((p for p in points if p[3]), key=lambda p: p[1])
+    if len(front) > 1:
+        path = " ".join(f"{X(x):.1f},{Y(y):.1f}" for _, x, y, _ in front)
+        body.append(f'<polyline points="{path}" fill="none" stroke="{PALETTE[2]}" stroke-width="1.5"/>')
+    for label, x, y, on_front in points:
+        fill = PALETTE[2] if on_front else PALETTE[0]
+        body.append(
+            f'<circle cx="{X(x):.1f}" cy="{Y(y):.1f}" r="{5 if on_front else 4}" fill="{fill}" fill-opacity="0.85">'
+            f"<title>{esc(label)}: {esc(y_title)} {fmt(y)}, {esc(x_title)} {fmt(x, 4)}</title></circle>"
+        )
+    return _svg(width, height, body, title)

@@ -10,6 +10,7 @@ from ragsweep.evaluation.judge_report import format_judge_section, format_warnin
 from ragsweep.evaluation.manifest import DatasetManifest
 from ragsweep.evaluation.records import ConfigResult, HoldoutVerdict, RunResult, SweepResult
 from ragsweep.evaluation.scoring import unlocated_lines
+from ragsweep.evaluation.sweep import shown_value
 from ragsweep.llm.client import LLMCalls
 from ragsweep.metrics.registry import REPEATS, lower_is_better, summary_metrics
 from ragsweep.metrics.uninformative import answerer_way, uninformative
@@ -181,3 +182,33 @@ def sweep_unlocated_lines(report: SweepResult) -> list[str]:
     return unlocated_lines(
         report.unlocated, int((report.manifest.dataset or DatasetManifest()).cases or 0), table="sweep"
     )
+
+
+def sweep_cost_lines(report: SweepResult) -> list[str]:
+    """Each answered configuration's cost (calls, tokens, price per 1,000 questions) and the cost-quality
+    Pareto sets, under the sweep's table, in 120 columns (nothing for a sweep that did not answer)."""
+    costed = [c for c in report.configs if c.cost is not None and c.cost.questions]
+    if not costed:
+        return []
+    varying = [
+        p for p in dict.fromkeys(k for c in costed for k in c.params) if len({str(c.params.get(p)) for c in costed}) > 1
+    ]
+    labels = {c.id: " ".join(f"{p}={shown_value(c.params.get(p))}" for p in varying) or c.id for c in costed}
+    width = min(60, max(len(label) for label in labels.values()))
+    lines = [
+        "",
+        "answer cost (a cached reply counts: serving pays for it; sent: the calls this sweep made)",
+        f"  {'configuration':<{width}} {'calls':>6} {'sent':>6} {'prompt+compl tok':>16}  per 1,000 questions",
+    ]
+    for c in costed:
+        assert c.cost is not None
+        k, label = c.cost, labels[c.id]
+        label = label if len(label) <= width else label[: width - 1] + "…"
+        tokens = f"{k.prompt_tokens}+{k.completion_tokens}"
+        lines.append(f"  {label:<{width}} {k.calls:>6} {k.sent_calls:>6} {tokens:>16}  {k.shown()}")
+    pareto = report.cost_pareto
+    if pareto is not None:
+        axis = "$ per 1k questions" if pareto.priced else "tokens per 1k questions (no price set)"
+        for metric, front in pareto.fronts.items():
+            lines.append(f"Pareto set ({metric} vs {axis}): {'; '.join(labels.get(cid, cid) for cid in front)}")
+    return lines
