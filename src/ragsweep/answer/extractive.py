@@ -435,6 +435,15 @@ class ExtractiveAnswerer:
         return candidates
 
     def answer(self, question: str, hits: list[Hit]) -> Answer:
+        """The answer to ``question`` from ``hits`` (a function of the question, the hits' texts in order
+        and the settings: an unchanged case of a repeated evaluation, in ``watch`` or a sweep, is
+        answered once per process)."""
+        if type(self) is not ExtractiveAnswerer:  # a subclass may read more than the settings
+            return self._answer(question, hits)
+        settings = (self.min_score, self.max_sentences, self.relative_cutoff, self.k1, self.b)
+        return _answered(settings, question, tuple(hit.text for hit in hits)).model_copy(deep=True)
+
+    def _answer(self, question: str, hits: list[Hit]) -> Answer:
         ranked = self.score_sentences(question, hits)
         if not ranked or ranked[0].score < self.min_score or ranked[0].score <= 0.0:
             return self._abstain()
@@ -448,3 +457,10 @@ class ExtractiveAnswerer:
         text = " ".join(c.text for c in chosen)
         cited = sorted({c.chunk for c in chosen})
         return Answer(text=text, abstained=False, cited=cited, answerer=self.name)
+
+
+@lru_cache(maxsize=1 << 15)
+def _answered(settings: tuple[float, int, float, float, float], question: str, texts: tuple[str, ...]) -> Answer:
+    """:meth:`ExtractiveAnswerer.answer`'s work, once per settings, question and texts: all it reads."""
+    hits = [Hit(rank=i, score=0.0, text=text, doc_id="", start=0, end=0) for i, text in enumerate(texts, start=1)]
+    return ExtractiveAnswerer(*settings)._answer(question, hits)

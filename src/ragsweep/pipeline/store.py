@@ -211,7 +211,12 @@ def _rank_hits(
         if (doc_id, start) in seen:
             continue
         seen.add((doc_id, start))
-        hits.append(Hit(rank=len(hits) + 1, score=score, text=text, doc_id=doc_id, start=start, end=end, header=header))
+        # typed as Hit declares them (offsets from ChunkMetadata's ints): built without validating again
+        hits.append(
+            Hit.model_construct(
+                rank=len(hits) + 1, score=score, text=text, doc_id=doc_id, start=start, end=end, header=header
+            )
+        )
         if len(hits) == k:
             break
     return hits
