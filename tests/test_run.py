@@ -137,9 +137,16 @@ def test_resume_refuses_a_different_configuration(tmp_path):
 def test_gate_exit_code_names_the_failing_metrics(tmp_path, capsys):
     args = ["eval", "--dataset", str(MINI), "--limit", "14", "--out", str(tmp_path / "runs")]
     assert main(args + ["--min", "hit_rate@10=0.0"]) == 0
+    chance = json.loads(next((tmp_path / "runs").glob("*/report.json")).read_text())["baselines"]["hit_rate@10"]
+    warned = [line for line in capsys.readouterr().err.splitlines() if "warning: --min" in line]
+    assert warned == [  # a floor a random order passes is named, with its chance level, on one line
+        f"ragsweep: warning: --min hit_rate@10=0.0 is at or below its chance level {chance['chance']:.3f}:"
+        " a random order of the candidates passes it"
+    ]
     before = set((tmp_path / "runs").iterdir())
     assert main(args + ["--min", "recall@5=1.01", "--min", "abstention_recall=0.0"]) == 1
     err = capsys.readouterr().err
+    assert "warning: --min recall@5" not in err  # a floor above chance is not
     gate = err.split("gate FAILED")[1]
     assert "abstention_recall" not in gate
     [run_dir] = set((tmp_path / "runs").iterdir()) - before

@@ -20,6 +20,7 @@ from ragsweep.commands.validate import parse_options
 from ragsweep.commands.watch import WatchOptions, run_watch
 from ragsweep.core.errors import ConfigError, StageError
 from ragsweep.core.offline import ensure_offline
+from ragsweep.core.quiet import silence_dependency_warnings
 from ragsweep.evaluation.dataset_check import validate_dataset
 from ragsweep.pipeline.app_components import AppComponentError
 from ragsweep.pipeline.config import PipelineConfig, parse_overrides
@@ -292,6 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     ensure_offline()
+    silence_dependency_warnings()
     logging.basicConfig(level=logging.WARNING)
     args = build_parser().parse_args(argv)
     if getattr(args, "pathway_threads", None):  # before any pw.run, which reads it

@@ -45,6 +45,7 @@ import pytest
 from ragsweep.core import environment
 from ragsweep.core.cache_files import default_cache_dir
 from ragsweep.core.errors import RunError
+from ragsweep.core.quiet import filterwarnings_lines
 from ragsweep.pytest_results import ResultCache, entry_key, env_hash, module_stats
 
 if TYPE_CHECKING:
@@ -113,6 +114,8 @@ def _setting(config: pytest.Config, name: str) -> Setting | None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    for line in filterwarnings_lines():  # a dependency's warnings about itself: not the user's to fix
+        config.addinivalue_line("filterwarnings", line)
     # the floors are checked now: a typo is a usage error before any test runs
     config.stash[_FLOORS] = (
         parse_floors(config.getini("ragsweep_min"), "ragsweep_min"),

@@ -17,13 +17,14 @@ that failed on more than that share of its cases fails the test too, as ``ragswe
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragsweep.evaluation.judge_report import failure_gate
 from ragsweep.evaluation.records import RunResult as Report  # what ragsweep.evaluate() returns
-from ragsweep.evaluation.scoring import quality_failures
+from ragsweep.evaluation.scoring import floors_at_chance, quality_failures
 
 if TYPE_CHECKING:
     from ragsweep.datasets.schema import Case
@@ -38,10 +39,17 @@ class QualityError(AssertionError):
         self.report = report
 
 
+class FloorAtChanceWarning(UserWarning):
+    """A ``min`` floor that a random order of each case's candidates would pass."""
+
+
 def check_quality(report: Report, *, min: dict[str, float], max_failure_rate: float | None = None) -> Report:  # noqa: A002
     """Raise :class:`QualityError` when a metric of an evaluated ``report`` is below its floor (or
     an LLM metric failed on more than ``max_failure_rate`` of its cases); return the report
-    otherwise. :func:`assert_quality` and the pytest plugin's ``ragsweep_eval`` fixture both end here."""
+    otherwise. :func:`assert_quality` and the pytest plugin's ``ragsweep_eval`` fixture both end here.
+    A floor at or below its metric's chance level is a :class:`FloorAtChanceWarning`."""
+    for line in floors_at_chance(report, min):
+        warnings.warn(line, FloorAtChanceWarning, stacklevel=2)
     failures = quality_failures(report, min) + failure_gate(report.judge, max_failure_rate)
     if failures:
         raise QualityError(

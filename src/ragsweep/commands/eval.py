@@ -26,7 +26,7 @@ from ragsweep.evaluation.judge_report import failure_gate
 from ragsweep.evaluation.loop import scored_ks
 from ragsweep.evaluation.records import RunResult
 from ragsweep.evaluation.run import check_floor_names, evaluate, parse_corpus
-from ragsweep.evaluation.scoring import quality_failures
+from ragsweep.evaluation.scoring import floors_at_chance, quality_failures
 from ragsweep.evaluation.settings import RunSettings, option
 from ragsweep.execution.base import Executor, ExecutorError
 from ragsweep.execution.registry import ExecutorSettings, check_executor, open_executor
@@ -151,6 +151,8 @@ def gate(result: RunResult, floors: dict[str, float], max_failure_rate: float | 
     if no_answer_succeeded(result):
         print("ragsweep: error: no answer succeeded (every case has an answer_error); see cases.jsonl", file=sys.stderr)
         return 1
+    for line in floors_at_chance(result, floors):
+        print(f"ragsweep: warning: {line}", file=sys.stderr)
     failures = quality_failures(result, floors) + failure_gate(result.judge, max_failure_rate)
     if failures:
         print("gate FAILED:\n" + "\n".join(failures), file=sys.stderr)

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ragsweep.evaluation.records import Aggregate, CaseResult, Count, RunResult, UnlocatedCase, UnlocatedReport
 from ragsweep.metrics.answer import aggregate_abstention
 from ragsweep.metrics.intervals import abstention_f1_interval, bootstrap_interval
-from ragsweep.metrics.registry import judged_by_relevance, set_metrics
+from ragsweep.metrics.registry import judged_by_relevance, set_metrics, unknown_name
 from ragsweep.pipeline.corpus import shown_name
 
 
@@ -248,6 +248,17 @@ def worst_cases(report: RunResult, metric: str, n: int = WORST_CASES, below: flo
     return lines
 
 
+def not_computed(report: RunResult, metric: str, floor: float) -> str:
+    """Why a floored metric has no value: no case had one, the run did not compute it, or no such
+    metric (with the close names); then every metric this run has a value for."""
+    if metric in report.metrics:
+        why = f"{metric} has no value on any of these cases (floor {floor})"
+    else:
+        why = unknown_name(metric, report.ks, report.budgets) or f"{metric} was not computed by this run"
+        why += f" (floor {floor})"
+    return why + "; this run's metrics: " + ", ".join(sorted(m for m, v in report.metrics.items() if v is not None))
+
+
 def quality_failures(report: RunResult, floors: dict[str, float]) -> list[str]:
     """The gate: one paragraph per metric below its floor (or never computed), with its 95% CI,
     chance level and n, then the worst cases under the floor; the CLI's gate and assert_quality's."""
@@ -264,11 +275,24 @@ def quality_failures(report: RunResult, floors: dict[str, float]) -> list[str]:
             f"{metric} = {_fmt(value)} < floor {floor}"
             f" (95% CI [{_fmt(low)}, {_fmt(high)}], chance {_fmt(chance)}, n={n})"
             if value is not None
-            else f"{metric} was not computed (floor {floor}); known metrics: "
-            + ", ".join(sorted(m for m, v in report.metrics.items() if v is not None)[:20])
+            else not_computed(report, metric, floor)
         )
         failures.append("\n".join([head, *worst_cases(report, metric, below=floor)]))
     return failures
+
+
+def floors_at_chance(report: RunResult, floors: Mapping[str, float]) -> list[str]:
+    """One line per floor at or below its metric's chance level (a random order of each case's
+    candidates): a gate that such an order passes checks nothing about the ranking."""
+    lines = []
+    for metric, floor in floors.items():
+        chance = report.chance(metric)
+        if chance is not None and floor <= chance:
+            lines.append(
+                f"--min {metric}={floor} is at or below its chance level {_fmt(chance)}:"
+                " a random order of the candidates passes it"
+            )
+    return lines
 
 
 def parse_floors(items: Sequence[str] | None) -> dict[str, float]:
