@@ -38,12 +38,22 @@ def test_a_misspelt_metric_gets_the_close_names_and_every_metric_of_the_run():
         check_quality(_report(), min={"recal@5": 0.5})
     message = str(failed.value)
     assert "recal@5 is not a metric ragsweep computes; did you mean recall@5" in message, message
-    listed = message.split("this run's metrics: ")[1].split("\n")[0].split(", ")
+    listed = " ".join(message.split("this run's metrics: ")[1].split()).split(", ")
     assert listed == sorted([*METRICS, "zz_last"])  # all of them, past map@ and mrr@: the last one too
+    assert max(map(len, message.splitlines())) <= 120
+
+
+def test_the_gate_lines_fit_120_columns_keeping_every_name():
+    many = {f"ragas_llm_metric_number_{i}@{k}": 0.5 for i in range(40) for k in (1, 5)}
+    report = _report().model_copy(update={"metrics": {**METRICS, **many}})
+    [failure] = quality_failures(report, {"nonexistent_metric": 0.5})
+    assert max(map(len, failure.splitlines())) <= 120
+    listed = " ".join(failure.split("this run's metrics: ")[1].split()).split(", ")
+    assert listed == sorted([*METRICS, *many])
 
 
 def test_a_metric_without_a_value_says_so():
     [failure] = quality_failures(_report(), {"fact_coverage": 0.5})
-    assert failure.startswith("fact_coverage has no value on any of these cases (floor 0.5); this run's metrics: ")
+    assert failure.startswith("fact_coverage has no value on any of these cases (floor 0.5)\n  this run's metrics: ")
     [failure] = quality_failures(_report(), {"recall@10": 0.5})
     assert failure.startswith("recall@10 is not scored: the depths scored are 1, 5 (add 10 to --ks)")

@@ -73,6 +73,16 @@ def _shown(done: subprocess.CompletedProcess) -> str:
     return f"exit {done.returncode}\n--- stdout\n{done.stdout[-4000:]}\n--- stderr\n{done.stderr[-3000:]}"
 
 
+def _listed(lines: list[str]) -> list[str]:
+    """The names of a wrapped list: each line but the last ends with a comma."""
+    names = []
+    for line in lines:
+        names += [n.strip() for n in line.split(",") if n.strip()]
+        if not line.rstrip().endswith(","):
+            return names
+    return names
+
+
 def test_user_project_passes_caches_between_runs_and_fails_naming_the_metric(tmp_path):
     project = _user_project(tmp_path)
     cold = _pytest(project)
@@ -103,7 +113,7 @@ def test_user_project_passes_caches_between_runs_and_fails_naming_the_metric(tmp
     typo = _pytest(project, "--ragsweep-min", "recal@5=0.9")
     assert typo.returncode == 1, _shown(typo)
     assert "recal@5 is not a metric ragsweep computes; did you mean recall@5" in typo.stdout, _shown(typo)
-    listed = typo.stdout.split("this run's metrics: ")[1].split("\n")[0].split(", ")
+    listed = _listed(typo.stdout.split("this run's metrics: ")[1].splitlines())
     assert "mrr@5" in listed and "recall@5" in listed and len(listed) > 20 and listed == sorted(listed), listed
     assert "Pydantic" not in cold.stdout + warm.stdout + typo.stdout  # Pathway's warnings about itself
 

@@ -159,14 +159,18 @@ def test_gate_exit_code_names_the_failing_metrics(tmp_path, capsys):
     head = next(line for line in gate.splitlines() if line.startswith("recall@5 = "))
     assert head.startswith(f"recall@5 = {7.5 / 8:.3f} < floor 1.01 (95% CI [") and ", chance 0." in head, head
     assert head.endswith("n=8)"), head
-    worst = [line for line in gate.splitlines() if line.startswith("    ") and ": recall@5=" in line]
+    lines = gate.splitlines()
+    worst = [
+        line + "\n" + lines[i + 1] for i, line in enumerate(lines) if line.startswith("    ") and ": recall@5=" in line
+    ]
     expected = sorted((value, case_id) for case_id, value in recalls.items())[:5]  # every case is under 1.01
     questions = {row["id"]: row["question"] for row in read_cases(run_dir)}
     assert worst == [
-        f"    {case_id}: recall@5={value:.3f}, first relevant chunk at rank {ranks[case_id]}: "
-        f"{questions[case_id][:100]!r}"
+        f"    {case_id}: recall@5={value:.3f}, first relevant chunk at rank {ranks[case_id]}:\n"
+        f"      {questions[case_id][:100]!r}"
         for value, case_id in expected
     ]
+    assert max(map(len, lines)) <= 120  # the gate fits a 120-column terminal
     assert main(args + ["--min", "recall@5"]) == 2
 
 

@@ -142,7 +142,7 @@ def run_eval_cli(options: EvalOptions, args: argparse.Namespace) -> int:
 
         print(f"MLflow run: {log_to_mlflow(run_dir, tracking_uri=args.mlflow_uri, pipeline_path=options.pipeline)}")
     html = run_dir / "report.html"
-    print(f"\nreport: {run_dir / 'report.json'}" + (f"  {html}" if html.exists() else ""))
+    print(f"\nreport: {run_dir / 'report.json'}" + (f"\n        {html}" if html.exists() else ""))
     return gate(result, options.floors, options.max_failure_rate)
 
 

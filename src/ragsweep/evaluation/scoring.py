@@ -11,6 +11,7 @@ the mean chance and oracle values over the same cases, and the lift over chance.
 from __future__ import annotations
 
 import statistics
+import textwrap
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -230,6 +231,9 @@ def group_by(
 WORST_CASES = 5  # cases a failed floor lists
 
 
+GATE_COLUMNS = 120  # the gate's lines fit a terminal this wide
+
+
 def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
@@ -244,7 +248,7 @@ def worst_cases(report: RunResult, metric: str, n: int = WORST_CASES, below: flo
     for value, _, case in scored[:n]:
         rank = report.first_relevant_rank(case)
         where = f"first relevant chunk at rank {rank}" if rank else f"no relevant chunk in the top {case.top_k}"
-        lines.append(f"    {case.id}: {metric}={_fmt(value)}, {where}: {case.question[:100]!r}")
+        lines.append(f"    {case.id}: {metric}={_fmt(value)}, {where}:\n      {case.question[:100]!r}")
     return lines
 
 
@@ -256,7 +260,11 @@ def not_computed(report: RunResult, metric: str, floor: float) -> str:
     else:
         why = unknown_name(metric, report.ks, report.budgets) or f"{metric} was not computed by this run"
         why += f" (floor {floor})"
-    return why + "; this run's metrics: " + ", ".join(sorted(m for m, v in report.metrics.items() if v is not None))
+    known = "this run's metrics: " + ", ".join(sorted(m for m, v in report.metrics.items() if v is not None))
+    wrap = textwrap.TextWrapper(
+        GATE_COLUMNS, initial_indent="  ", subsequent_indent="    ", break_long_words=False, break_on_hyphens=False
+    )
+    return "\n".join([why, *wrap.wrap(known)])
 
 
 def quality_failures(report: RunResult, floors: dict[str, float]) -> list[str]:
