@@ -111,6 +111,7 @@ def test_resume_after_interruption_computes_no_case_twice(tmp_path, monkeypatch)
         run_eval(options(tmp_path, name="r"))
     run_dir = tmp_path / "runs" / "r"
     assert len(read_cases(run_dir)) == 5 and not (run_dir / "report.json").exists()
+    assert not (run_dir / ".lock").exists()  # an interrupted run that ended itself leaves no lock file
     # a kill in the middle of writing a line leaves a torn line behind
     with (run_dir / "cases.jsonl").open("a") as fh:
         fh.write('{"id": "torn')
@@ -125,7 +126,7 @@ def test_resume_after_interruption_computes_no_case_twice(tmp_path, monkeypatch)
     assert len(calls) == 9 and not set(calls) & set(first_five)
     ids = [c["id"] for c in read_cases(run_dir)]
     assert len(ids) == 14 and len(set(ids)) == 14
-    assert report.n_cases == 14
+    assert report.n_cases == 14 and not (run_dir / ".lock").exists()
 
 
 def test_resume_refuses_a_different_configuration(tmp_path):
