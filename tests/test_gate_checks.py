@@ -29,8 +29,9 @@ def test_a_floor_at_or_below_chance_is_named_with_its_chance_level():
     ]  # mrr@5 has no chance level here: nothing said
     assert floors_at_chance(report, {"recall@5": 0.849})  # at chance: warned too
     assert floors_at_chance(report, {"recall@5": 0.85}) == []
-    with pytest.warns(FloorAtChanceWarning, match=r"recall@5=0.8 is at or below its chance level 0.849"):
+    with pytest.warns(FloorAtChanceWarning, match=r"recall@5=0.8 is at or below its chance level 0.849") as seen:
         check_quality(report, min={"recall@5": 0.8})
+    assert seen[0].filename == __file__  # it points at the line that set the floor
 
 
 def test_a_misspelt_metric_gets_the_close_names_and_every_metric_of_the_run():

@@ -49,9 +49,14 @@ def check_quality(report: Report, *, min: dict[str, float], max_failure_rate: fl
     an LLM metric failed on more than ``max_failure_rate`` of its cases); return the report
     otherwise. :func:`assert_quality` and the pytest plugin's ``ragsweep_eval`` fixture both end here.
     A floor at or below its metric's chance level is a :class:`FloorAtChanceWarning`."""
-    for line in floors_at_chance(report, min):
-        warnings.warn(line, FloorAtChanceWarning, stacklevel=2)
-    failures = quality_failures(report, min) + failure_gate(report.judge, max_failure_rate)
+    return _checked(report, min, max_failure_rate)
+
+
+def _checked(report: Report, floors: dict[str, float], max_failure_rate: float | None) -> Report:
+    """:func:`check_quality`, called by the function the user called: its warnings point at the user's line."""
+    for line in floors_at_chance(report, floors):
+        warnings.warn(line, FloorAtChanceWarning, stacklevel=3)
+    failures = quality_failures(report, floors) + failure_gate(report.judge, max_failure_rate)
     if failures:
         raise QualityError(
             f"{len(failures)} quality check(s) failed on {len(report.cases)} cases:\n" + "\n".join(failures), report
@@ -76,4 +81,4 @@ def assert_quality(
     if max_failure_rate is not None:
         evaluate_kwargs["max_failure_rate"] = max_failure_rate
     report = evaluate(pipeline, dataset, **evaluate_kwargs)
-    return check_quality(report, min=min, max_failure_rate=max_failure_rate)
+    return _checked(report, min, max_failure_rate)
