@@ -193,9 +193,10 @@ def test_eval_reports_budget_metrics_with_their_chance(tmp_path):
     assert "recall@1500tok" in saved["metrics"] and "hit_rate@1500tok" in saved["baselines"]
     assert "recall@1500tok" in Path(report.run_dir, "report.html").read_text()
     # the gate (--min, assert_quality, the pytest plugin) and compare read them as any metric
-    from ragsweep.testing import QualityError, check_quality
+    from ragsweep.testing import FloorAtChanceWarning, QualityError, check_quality
 
-    check_quality(report, min={"recall@1500tok": 0.0})
+    with pytest.warns(FloorAtChanceWarning, match=r"--min recall@1500tok=0.0 is at or below its chance level 0\."):
+        check_quality(report, min={"recall@1500tok": 0.0})
     with pytest.raises(QualityError, match=r"recall@1500tok = .* < floor 1.01 \(95% CI .*chance"):
         check_quality(report, min={"recall@1500tok": 1.01})
     compared = ragsweep.compare(report, Path(report.run_dir))

@@ -73,6 +73,16 @@ def _shown(done: subprocess.CompletedProcess) -> str:
     return f"exit {done.returncode}\n--- stdout\n{done.stdout[-4000:]}\n--- stderr\n{done.stderr[-3000:]}"
 
 
+def _listed(lines: list[str]) -> list[str]:
+    """The names of a wrapped list: each line but the last ends with a comma."""
+    names = []
+    for line in lines:
+        names += [n.strip() for n in line.split(",") if n.strip()]
+        if not line.rstrip().endswith(","):
+            return names
+    return names
+
+
 def test_user_project_passes_caches_between_runs_and_fails_naming_the_metric(tmp_path):
     project = _user_project(tmp_path)
     cold = _pytest(project)
@@ -98,6 +108,14 @@ def test_user_project_passes_caches_between_runs_and_fails_naming_the_metric(tmp
     assert re.search(r"cuadmini-\w+-[\w-]+: recall@5=0\.\d{3}, ", out), _shown(failed)  # a worst case, under its floor
     assert "mrr@5" not in out.split("short test summary")[0].split("quality check(s) failed")[1]  # mrr@5 met its floor
     assert "Traceback" not in out and "During handling" not in out
+
+    # a misspelt metric: the close names, then every metric the run has (the last of them in order too)
+    typo = _pytest(project, "--ragsweep-min", "recal@5=0.9")
+    assert typo.returncode == 1, _shown(typo)
+    assert "recal@5 is not a metric ragsweep computes; did you mean recall@5" in typo.stdout, _shown(typo)
+    listed = _listed(typo.stdout.split("this run's metrics: ")[1].splitlines())
+    assert "mrr@5" in listed and "recall@5" in listed and len(listed) > 20 and listed == sorted(listed), listed
+    assert "Pydantic" not in cold.stdout + warm.stdout + typo.stdout  # Pathway's warnings about itself
 
     # the user's dataset changes: evaluated again, the served lists of the unchanged questions from the cache
     cases = project / DATASET / "cases.jsonl"
@@ -188,3 +206,35 @@ def test_result_cache_entry_is_used_only_while_every_input_is_unchanged(tmp_path
     entry = next((tmp_path / "results").glob("*.json"))
     entry.write_text(entry.read_text()[:1000])  # torn: a miss, not an error
     assert cache.load(key) is None
+
+
+def test_only_pathways_own_pydantic_warnings_are_silenced(tmp_path):
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_imports.py").write_text(
+        "import warnings\n\n\ndef test_imports():\n"
+        "    import pathway.xpacks.llm.question_answering  # noqa: F401  (its prompts warn on import)\n"
+        "    warnings.warn('a warning of the user', DeprecationWarning)\n"
+    )
+    done = _pytest(tmp_path, "-p", "no:cacheprovider")
+    assert done.returncode == 0, _shown(done)
+    assert "a warning of the user" in done.stdout and "1 warning" in done.stdout, _shown(done)
+    assert "PydanticDeprecat" not in done.stdout, _shown(done)
+
+
+def test_the_command_silences_the_same_warnings_and_no_others():
+    import warnings
+
+    from pydantic.warnings import PydanticDeprecatedSince20
+
+    from ragsweep.core.quiet import silence_dependency_warnings
+
+    def raised(category: type[Warning], module: str) -> int:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            silence_dependency_warnings()
+            warnings.warn_explicit("class-based config", category, f"{module.replace('.', '/')}.py", 12, module)
+        return len(seen)
+
+    assert raised(PydanticDeprecatedSince20, "pathway.xpacks.llm.prompts") == 0
+    assert raised(PydanticDeprecatedSince20, "my_app.models") == 1  # the user's own code: shown
+    assert raised(DeprecationWarning, "pathway.xpacks.llm.prompts") == 1  # another category: shown

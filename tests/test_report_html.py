@@ -100,7 +100,8 @@ def _copy(name: str, tmp_path: Path) -> Path:
 
 
 def _expected_failures(cases: list[CaseResult]) -> set[str]:
-    """The failure rule, restated: retrieval miss at the case's top_k, judged wrong, bad abstention, error."""
+    """The failure rule, restated: no relevant chunk at the case's top_k, judged wrong, abstained on an answerable
+    question or answered an unanswerable one, answerer error."""
     fails = set()
     for c in cases:
         assert c.answer is not None
@@ -279,3 +280,87 @@ def test_report_headline_is_at_the_k_the_app_config_serves(tmp_path, monkeypatch
     assert '<th class="num main-k" title="the depth the pipeline serves">@8</th>' in summary
     assert "top_k 8" in page[: page.index("</header>")]
     assert "no relevant chunk in the top 8" in _section(page, "drilldown")
+
+
+def _wide_run(tmp_path: Path) -> Path:
+    """The fixture eval run with one question type per case (a heatmap wider than a narrow window) and
+    one unanswerable question answered."""
+    run = _copy("eval", tmp_path)
+    lines = [json.loads(line) for line in (run / "cases.jsonl").read_text().splitlines() if line.strip()]
+    for i, line in enumerate(lines):
+        line["type"] = f"Clause type number {i:02d}"
+        if line["id"] == "cuad-0013":  # unanswerable: it answers now
+            line["answer"] = {"text": "The seller.", "answerer": "llm:gpt-4o-mini"}
+    (run / "cases.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return run
+
+
+LAYOUT = """JSON.stringify((function () {
+  var box = document.getElementById("doc-type"), svg = box.querySelector("[data-panel]:not([hidden]) svg.plot");
+  var section = box.closest("section"), hint = document.querySelector('.scroll-hint[data-for="doc-type"]');
+  var before = svg.getBoundingClientRect().right;
+  box.scrollLeft = box.scrollWidth;
+  var r = box.getBoundingClientRect(), s = svg.getBoundingClientRect(), q = section.getBoundingClientRect();
+  var out = {overflowX: getComputedStyle(box).overflowX, overflow: box.dataset.overflow, hint: !hint.hidden,
+             scrolled: box.scrollLeft, box: [r.left, r.right], svgRightBefore: before, svgRightAfter: s.right,
+             section: [q.left, q.right], page: [document.documentElement.scrollWidth, window.innerWidth]};
+  box.scrollLeft = 0;
+  return out;
+})())"""
+
+
+def test_eval_report_in_a_browser_chance_pills_heatmap_box_and_outcome_labels(chromium, tmp_path):
+    from test_watch_live import DevTools  # deferred: that module imports this one
+
+    run = _wide_run(tmp_path)
+    page = write_html_report(run)
+    report = json.loads((run / "report.json").read_text())
+    browser = DevTools(chromium, tmp_path / "profile")
+    try:
+        browser.send("Emulation.setDeviceMetricsOverride", width=900, height=900, deviceScaleFactor=1, mobile=False)
+        browser.open(page.as_uri())
+        # each headline pill: its number, and its chance level beside it when the metric has one
+        chips = json.loads(
+            browser.evaluate(
+                'JSON.stringify([...document.querySelectorAll("p.headline .chip")].map(c => c.textContent))'
+            )
+        )
+        assert chips
+        for chip in chips:
+            name = chip.split()[0]
+            chance = report["baselines"].get(name, {}).get("chance")
+            assert ("chance" in chip) == (chance is not None), chip
+            assert chance is None or chip.endswith(f"chance {chance:.3f}"), chip
+        assert any("chance" in chip for chip in chips)
+
+        # the document x question type heatmap is wider than the window: it scrolls inside its own box
+        layout = json.loads(browser.evaluate(LAYOUT))
+        assert layout["overflowX"] in ("auto", "scroll") and layout["overflow"] == "1" and layout["hint"], layout
+        assert layout["svgRightBefore"] > layout["box"][1]  # wider than its box...
+        assert layout["box"][1] <= layout["section"][1]  # ...the box stays inside its section
+        assert layout["page"][0] <= layout["page"][1]  # the page itself does not scroll sideways
+        assert layout["scrolled"] > 0 and layout["svgRightAfter"] <= layout["box"][1] + 1  # its last column reachable
+
+        browser.send("Emulation.setDeviceMetricsOverride", width=2400, height=900, deviceScaleFactor=1, mobile=False)
+        browser.until('document.getElementById("doc-type").dataset.overflow === "0"', 10)
+        assert browser.evaluate("document.querySelector('.scroll-hint[data-for=\"doc-type\"]').hidden") is True
+
+        # the outcome badges say what happened
+        badges = set(
+            json.loads(
+                browser.evaluate(
+                    'JSON.stringify([...document.querySelectorAll("details.case .badge.fail")].map(b => b.textContent))'
+                )
+            )
+        )
+        assert {"answered an unanswerable question", "abstained on an answerable question"} <= badges, badges
+        assert {"answer judged wrong", "no relevant chunk retrieved"} <= badges, badges
+        options = browser.evaluate('[...document.querySelectorAll("#case-show option")].map(o => o.text).join("|")')
+        assert "answered an unanswerable question" in options
+        assert "bad abstention" not in page.read_text()
+        assert not browser.errors()
+    finally:
+        browser.close()
+    browser_hash = _Dom(dump_dom(chromium, tmp_path, page, "#answered-unanswerable"))
+    visible = [c for c in browser_hash.cases if "hidden" not in c]
+    assert [c["data-id"] for c in visible] == ["cuad-0013"]

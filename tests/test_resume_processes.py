@@ -72,8 +72,10 @@ def test_eval_killed_while_scoring_resumes_in_a_new_process(tmp_path):
     _kill_when(proc, lambda: 0 < _lines(cut / "cases.jsonl") < 123)
     assert not (cut / "report.json").exists()
     written = _lines(cut / "cases.jsonl")
+    assert (cut / ".lock").exists()  # a killed run leaves its lock file, unlocked
     out = _run([*common, "--resume", str(cut)])
     assert f"resuming: {written} case(s) already done" in out.stderr or "unreadable line" in out.stderr
+    assert not (cut / ".lock").exists() and not (whole / ".lock").exists()
 
     a, b = _cases(whole), _cases(cut)
     assert set(a) == set(b) and len(b) == 123

@@ -111,6 +111,7 @@ def test_resume_after_interruption_computes_no_case_twice(tmp_path, monkeypatch)
         run_eval(options(tmp_path, name="r"))
     run_dir = tmp_path / "runs" / "r"
     assert len(read_cases(run_dir)) == 5 and not (run_dir / "report.json").exists()
+    assert not (run_dir / ".lock").exists()  # an interrupted run that ended itself leaves no lock file
     # a kill in the middle of writing a line leaves a torn line behind
     with (run_dir / "cases.jsonl").open("a") as fh:
         fh.write('{"id": "torn')
@@ -125,7 +126,7 @@ def test_resume_after_interruption_computes_no_case_twice(tmp_path, monkeypatch)
     assert len(calls) == 9 and not set(calls) & set(first_five)
     ids = [c["id"] for c in read_cases(run_dir)]
     assert len(ids) == 14 and len(set(ids)) == 14
-    assert report.n_cases == 14
+    assert report.n_cases == 14 and not (run_dir / ".lock").exists()
 
 
 def test_resume_refuses_a_different_configuration(tmp_path):
@@ -137,9 +138,16 @@ def test_resume_refuses_a_different_configuration(tmp_path):
 def test_gate_exit_code_names_the_failing_metrics(tmp_path, capsys):
     args = ["eval", "--dataset", str(MINI), "--limit", "14", "--out", str(tmp_path / "runs")]
     assert main(args + ["--min", "hit_rate@10=0.0"]) == 0
+    chance = json.loads(next((tmp_path / "runs").glob("*/report.json")).read_text())["baselines"]["hit_rate@10"]
+    warned = [line for line in capsys.readouterr().err.splitlines() if "warning: --min" in line]
+    assert warned == [  # a floor a random order passes is named, with its chance level, on one line
+        f"ragsweep: warning: --min hit_rate@10=0.0 is at or below its chance level {chance['chance']:.3f}:"
+        " a random order of the candidates passes it"
+    ]
     before = set((tmp_path / "runs").iterdir())
     assert main(args + ["--min", "recall@5=1.01", "--min", "abstention_recall=0.0"]) == 1
     err = capsys.readouterr().err
+    assert "warning: --min recall@5" not in err  # a floor above chance is not
     gate = err.split("gate FAILED")[1]
     assert "abstention_recall" not in gate
     [run_dir] = set((tmp_path / "runs").iterdir()) - before
@@ -152,14 +160,18 @@ def test_gate_exit_code_names_the_failing_metrics(tmp_path, capsys):
     head = next(line for line in gate.splitlines() if line.startswith("recall@5 = "))
     assert head.startswith(f"recall@5 = {7.5 / 8:.3f} < floor 1.01 (95% CI [") and ", chance 0." in head, head
     assert head.endswith("n=8)"), head
-    worst = [line for line in gate.splitlines() if line.startswith("    ") and ": recall@5=" in line]
+    lines = gate.splitlines()
+    worst = [
+        line + "\n" + lines[i + 1] for i, line in enumerate(lines) if line.startswith("    ") and ": recall@5=" in line
+    ]
     expected = sorted((value, case_id) for case_id, value in recalls.items())[:5]  # every case is under 1.01
     questions = {row["id"]: row["question"] for row in read_cases(run_dir)}
     assert worst == [
-        f"    {case_id}: recall@5={value:.3f}, first relevant chunk at rank {ranks[case_id]}: "
-        f"{questions[case_id][:100]!r}"
+        f"    {case_id}: recall@5={value:.3f}, first relevant chunk at rank {ranks[case_id]}:\n"
+        f"      {questions[case_id][:100]!r}"
         for value, case_id in expected
     ]
+    assert max(map(len, lines)) <= 120  # the gate fits a 120-column terminal
     assert main(args + ["--min", "recall@5"]) == 2
 
 

@@ -204,10 +204,12 @@ def test_a_finished_run_resumed_keeps_its_report(tmp_path):
     lines = (run_dir / "cases.jsonl").read_text()
     saved = json.loads((run_dir / "report.json").read_text())
     assert saved["baselines"] and None in saved["metrics"].values()  # e.g. fact_coverage: no case has facts
+    assert not (run_dir / ".lock").exists()  # a finished folder keeps no lock file
     _, again = run_eval(EvalOptions(**{**options, "name": None, "resume": str(run_dir)}))
     resaved = json.loads((run_dir / "report.json").read_text())
     for key in ("metrics", "counts", "intervals", "baselines", "case_metrics", "groups"):
         assert resaved[key] == saved[key], key
     assert (run_dir / "cases.jsonl").read_text() == lines
+    assert not (run_dir / ".lock").exists()
     state = json.loads((run_dir / "state.json").read_text())
     assert state["layout"] == LAYOUT_VERSION == 3

@@ -52,6 +52,38 @@ def test_second_holder_gets_an_error_naming_the_first(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+def test_release_removes_the_lock_file_and_a_killed_holders_file_is_taken_over(tmp_path):
+    RunLock(tmp_path).release()
+    assert not (tmp_path / ".lock").exists()  # a finished folder holds only its results
+    code = "import os, sys; from pathlib import Path; from ragsweep.evaluation.runfolder import RunLock\nRunLock(Path(sys.argv[1])); os._exit(0)\n"
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / ".lock").exists()  # a process that died holding it leaves it behind, unlocked
+    lock = RunLock(tmp_path)
+    assert f"pid {os.getpid()}" in (tmp_path / ".lock").read_text()
+    lock.release()
+    assert not (tmp_path / ".lock").exists()
+
+
+def test_a_lock_file_removed_under_a_waiting_opener_is_not_taken(tmp_path, monkeypatch):
+    first = RunLock(tmp_path)
+    import ragsweep.evaluation.runfolder as runfolder
+
+    real_flock, calls = runfolder.fcntl.flock, []
+
+    def flock_after_release(fd: int, op: int) -> None:
+        if op & runfolder.fcntl.LOCK_EX and not calls:
+            calls.append(fd)
+            first.release()  # the holder finishes between this opener's open and its flock
+        real_flock(fd, op)
+
+    monkeypatch.setattr(runfolder.fcntl, "flock", flock_after_release)
+    second = RunLock(tmp_path)
+    assert os.path.samestat(os.fstat(second.fh.fileno()), os.stat(tmp_path / ".lock"))  # the file now there
+    second.release()
+    assert not (tmp_path / ".lock").exists()
+
+
 def test_existing_name_is_refused(tmp_path):
     (tmp_path / "mine").mkdir()
     with pytest.raises(RunError, match="already exists.*--resume"):

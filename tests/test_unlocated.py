@@ -159,7 +159,7 @@ def test_unlocated_zero_keeps_the_old_scoring_and_says_so(dataset, tmp_path, cap
     out, report = _eval(dataset, tmp_path / "runs", capsys, "--unlocated", "zero")
     assert report["counts"]["hit_rate@5"] == {"n": 3, "missing": 1, "unlocated": 0, "unlocated_in_n": 1}
     assert report["metrics"]["hit_rate@5"] == pytest.approx(2 / 3)
-    assert "scored 0 on the retrieval metrics" in out and "1 in n" in out
+    assert "scored 0 on the retrieval metrics" in " ".join(out.split()) and "1 in n" in out
 
 
 def test_the_option_is_one_definition_for_the_command_line_and_the_api(dataset, tmp_path, capsys):
@@ -173,13 +173,49 @@ def test_the_option_is_one_definition_for_the_command_line_and_the_api(dataset, 
 
 
 def test_validate_parse_shows_the_closest_passage(dataset, capsys):
-    assert main(["validate", "--dataset", str(dataset)]) == 0  # without --parse: the label looks fine
-    capsys.readouterr()
     assert main(["validate", "--dataset", str(dataset), "--parse", "--workers", "1"]) == 1
-    out = capsys.readouterr().out
-    (line,) = [line for line in out.splitlines() if "'lost'" in line]
+    parsed = capsys.readouterr().out
+    (line,) = [line for line in parsed.splitlines() if "'lost'" in line]
     assert "evidence[0]" in line and "is found in no parsed text of 'contract.txt'" in line
     assert "closest passage" in line and "law of the State of Nevada" in line
+    # plain text needs no parse: validate without --parse reads it and says the same
+    assert main(["validate", "--dataset", str(dataset)]) == 1
+    plain = capsys.readouterr().out
+    assert [x for x in plain.splitlines() if "'lost'" in x] == [line] and "only validate --parse" not in plain
+
+
+def test_plain_validate_locates_what_it_can_read_and_counts_what_needs_a_parse(dataset, tmp_path, capsys, monkeypatch):
+    import shutil
+
+    from ragsweep.commands.validate import main as validate_main
+
+    monkeypatch.setenv("RAGSWEEP_CACHE_DIR", str(tmp_path / "cache"))  # no document parsed before
+    (dataset / "dataset.yaml").write_text("name: unlocated\nrelevance: word_overlap\n")
+    (dataset / "docs" / "contract.txt").write_text(CONTRACT + "The price is $350,000.00 in cash. ")
+    shutil.copy(
+        ROOT / "tests" / "fixtures" / "corpus" / "lucid-distributor-agreement.pdf", dataset / "docs" / "scan.pdf"
+    )
+    cases = [
+        _case("price", "$350,000"),  # the document says $350,000.00: Pathway's word rule finds no such word
+        _case("scanned", "zebra quantum marmalade", doc="scan.pdf", scope=("scan.pdf",)),  # in a PDF
+        _case("anywhere", "zebra quantum marmalade", doc=None, scope=None),  # in any document, the PDF too
+    ]
+    (dataset / "cases.jsonl").write_text("".join(c.model_dump_json(exclude_defaults=True) + "\n" for c in cases))
+
+    assert validate_main([str(dataset)]) == 1
+    out = capsys.readouterr().out
+    (price,) = [x for x in out.splitlines() if "'price'" in x]
+    assert "evidence[0]" in price and "finds 0% of its words in the document, 65% needed" in price, out
+    assert "'scanned'" not in out and "'anywhere'" not in out  # left to a parse, and counted
+    assert "2 case(s) have evidence in documents that need parsing (not in the parse cache):" in out, out
+
+    assert main(["validate", "--dataset", str(dataset), "--parse", "--workers", "1"]) == 1
+    parsed = sorted(x for x in capsys.readouterr().out.splitlines() if "evidence[0]" in x)
+    assert len(parsed) == 3
+    # the PDF is in the parse cache now: plain validate reads it there and says what --parse says
+    assert main(["validate", "--dataset", str(dataset)]) == 1
+    plain = capsys.readouterr().out
+    assert sorted(x for x in plain.splitlines() if "evidence[0]" in x) == parsed and "need parsing" not in plain
 
 
 def test_a_sweeps_unserved_depth_counts_each_case_once():

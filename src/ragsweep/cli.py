@@ -18,12 +18,13 @@ from ragsweep.commands.init import run_init_cli
 from ragsweep.commands.options import DocumentOptions
 from ragsweep.commands.sweep import SweepOptions, run_sweep_cli
 from ragsweep.commands.validate import add_arguments as validate_arguments
-from ragsweep.commands.validate import parse_options
+from ragsweep.commands.validate import parse_only_line, parse_options
 from ragsweep.commands.watch import WatchOptions, run_watch
 from ragsweep.core.errors import ConfigError, StageError
 from ragsweep.core.offline import ensure_offline
+from ragsweep.core.quiet import silence_dependency_warnings
 from ragsweep.core.starter import DEFAULT_PIPELINE
-from ragsweep.evaluation.dataset_check import validate_dataset
+from ragsweep.evaluation.dataset_check import check_dataset
 from ragsweep.pipeline.app_components import AppComponentError
 from ragsweep.pipeline.config import PipelineConfig, parse_overrides
 from ragsweep.pipeline.corpus import CorpusError, parse_corpus, shown_name
@@ -182,9 +183,12 @@ def cmd_retrieve(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    problems = validate_dataset(args.dataset, **parse_options(args))
+    check = check_dataset(args.dataset, **parse_options(args))
+    problems = check.problems
     for problem in problems:
         print(problem)
+    if (line := parse_only_line(check.parse_only)) is not None:
+        print(line)
     if problems:
         print(f"{len(problems)} problem(s) in {args.dataset}", file=sys.stderr)
         return 1
@@ -305,6 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     ensure_offline()
+    silence_dependency_warnings()
     logging.basicConfig(level=logging.WARNING)
     args = build_parser().parse_args(argv)
     if getattr(args, "pathway_threads", None):  # before any pw.run, which reads it

@@ -18,7 +18,7 @@ A path in the ini file is relative to the ini file's folder, one on the command 
 folder pytest was started in, one given in a test to the rootdir. Then::
 
     def test_rag_quality(ragsweep_eval):
-        ragsweep_eval.assert_quality(min={"recall@5": 0.8})
+        ragsweep_eval.assert_quality(min={"recall@5": 0.9})
 
 Floors are merged per metric: ``ragsweep_min``, then the test's ``min=``, then ``--ragsweep-min``
 (so a CI job can raise one floor). A failure names each metric below its floor with its 95% CI,
@@ -45,6 +45,7 @@ import pytest
 from ragsweep.core import environment
 from ragsweep.core.cache_files import default_cache_dir
 from ragsweep.core.errors import RunError
+from ragsweep.core.quiet import filterwarnings_lines
 from ragsweep.pytest_results import ResultCache, entry_key, env_hash, module_stats
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def parse_floors(lines: list[str], where: str) -> dict[str, float]:
-    """``["recall@5=0.8", ...]`` -> ``{"recall@5": 0.8}``; a malformed line is a usage error naming ``where``."""
+    """``["recall@5=0.9", ...]`` -> ``{"recall@5": 0.9}``; a malformed line is a usage error naming ``where``."""
     floors: dict[str, float] = {}
     for line in lines:
         metric, sep, value = line.partition("=")
@@ -86,7 +87,7 @@ def parse_floors(lines: list[str], where: str) -> dict[str, float]:
                 raise ValueError
             floors[metric.strip()] = float(value)
         except ValueError:
-            raise pytest.UsageError(f"{where}: {line!r}: expected METRIC=FLOOR, e.g. recall@5=0.8") from None
+            raise pytest.UsageError(f"{where}: {line!r}: expected METRIC=FLOOR, e.g. recall@5=0.9") from None
     return floors
 
 
@@ -113,6 +114,8 @@ def _setting(config: pytest.Config, name: str) -> Setting | None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    for line in filterwarnings_lines():  # a dependency's warnings about itself: not the user's to fix
+        config.addinivalue_line("filterwarnings", line)
     # the floors are checked now: a typo is a usage error before any test runs
     config.stash[_FLOORS] = (
         parse_floors(config.getini("ragsweep_min"), "ragsweep_min"),

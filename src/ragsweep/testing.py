@@ -12,12 +12,14 @@ The failure message names each metric below its floor with its 95% CI and its ch
 level, then the worst cases (id, question, rank of the first relevant chunk). With LLM
 metrics and ``max_failure_rate=R`` (passed on to :func:`ragsweep.evaluate`), an LLM metric
 that failed on more than that share of its cases fails the test too, as ``ragsweep eval
---max-failure-rate R`` fails its gate.
+--max-failure-rate R`` fails its gate. A floor at or below its metric's chance level (a random
+order of each case's candidates passes it) is a :class:`FloorAtChanceWarning`.
 """
 
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ragsweep.core.errors import RunError
 from ragsweep.evaluation.judge_report import failure_gate
 from ragsweep.evaluation.records import RunResult as Report  # what ragsweep.evaluate() returns
-from ragsweep.evaluation.scoring import quality_failures
+from ragsweep.evaluation.scoring import floors_at_chance, quality_failures
 
 if TYPE_CHECKING:
     from ragsweep.datasets.schema import Case
@@ -40,11 +42,23 @@ class QualityError(AssertionError):
         self.report = report
 
 
+class FloorAtChanceWarning(UserWarning):
+    """A ``min`` floor that a random order of each case's candidates would pass."""
+
+
 def check_quality(report: Report, *, min: dict[str, float], max_failure_rate: float | None = None) -> Report:  # noqa: A002
     """Raise :class:`QualityError` when a metric of an evaluated ``report`` is below its floor (or
     an LLM metric failed on more than ``max_failure_rate`` of its cases); return the report
-    otherwise. :func:`assert_quality` and the pytest plugin's ``ragsweep_eval`` fixture both end here."""
-    failures = quality_failures(report, min) + failure_gate(report.judge, max_failure_rate)
+    otherwise. :func:`assert_quality` and the pytest plugin's ``ragsweep_eval`` fixture both end here.
+    A floor at or below its metric's chance level is a :class:`FloorAtChanceWarning`."""
+    return _checked(report, min, max_failure_rate)
+
+
+def _checked(report: Report, floors: dict[str, float], max_failure_rate: float | None) -> Report:
+    """:func:`check_quality`, called by the function the user called: its warnings point at the user's line."""
+    for line in floors_at_chance(report, floors):
+        warnings.warn(line, FloorAtChanceWarning, stacklevel=3)
+    failures = quality_failures(report, floors) + failure_gate(report.judge, max_failure_rate)
     if failures:
         raise QualityError(
             f"{len(failures)} quality check(s) failed on {len(report.cases)} cases:\n" + "\n".join(failures), report
@@ -74,7 +88,7 @@ def assert_quality(
     except (RunError, ExecutorError, ValueError, FileNotFoundError) as err:
         failed = err
     else:
-        return check_quality(report, min=min, max_failure_rate=max_failure_rate)
+        return _checked(report, min, max_failure_rate)
     _fail_in_pytest(f"ragsweep: {failed}")  # outside the except: no chained traceback under the message
     raise failed
 

@@ -26,7 +26,7 @@ from ragsweep.evaluation.judge_report import failure_gate
 from ragsweep.evaluation.loop import scored_ks
 from ragsweep.evaluation.records import RunResult
 from ragsweep.evaluation.run import check_floor_names, evaluate, parse_corpus
-from ragsweep.evaluation.scoring import quality_failures
+from ragsweep.evaluation.scoring import floors_at_chance, quality_failures
 from ragsweep.evaluation.settings import RunSettings, option
 from ragsweep.execution.base import Executor, ExecutorError
 from ragsweep.execution.registry import ExecutorSettings, check_executor, open_executor
@@ -142,7 +142,7 @@ def run_eval_cli(options: EvalOptions, args: argparse.Namespace) -> int:
 
         print(f"MLflow run: {log_to_mlflow(run_dir, tracking_uri=args.mlflow_uri, pipeline_path=options.pipeline)}")
     html = run_dir / "report.html"
-    print(f"\nreport: {run_dir / 'report.json'}" + (f"  {html}" if html.exists() else ""))
+    print(f"\nreport: {run_dir / 'report.json'}" + (f"\n        {html}" if html.exists() else ""))
     return gate(result, options.floors, options.max_failure_rate)
 
 
@@ -151,6 +151,8 @@ def gate(result: RunResult, floors: dict[str, float], max_failure_rate: float | 
     if no_answer_succeeded(result):
         print("ragsweep: error: no answer succeeded (every case has an answer_error); see cases.jsonl", file=sys.stderr)
         return 1
+    for line in floors_at_chance(result, floors):
+        print(f"ragsweep: warning: {line}", file=sys.stderr)
     failures = quality_failures(result, floors) + failure_gate(result.judge, max_failure_rate)
     if failures:
         print("gate FAILED:\n" + "\n".join(failures), file=sys.stderr)

@@ -1,7 +1,8 @@
 """Validate a dataset folder or a cases file, collecting ALL problems (never stopping at the first).
 
 ``ragsweep validate`` (and ``python -m ragsweep.commands.validate``): the checks of
-:mod:`ragsweep.evaluation.dataset_check`, printed one problem a line.
+:mod:`ragsweep.evaluation.dataset_check`, printed one problem a line; without ``--parse`` the
+evidence is located in the text readable without parsing, and the cases left to ``--parse`` counted.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from ragsweep.argtypes import add_options, options_from
 from ragsweep.commands.options import DocumentOptions
 from ragsweep.datasets.loader import cases_file_name, read_cases, read_settings
 from ragsweep.datasets.schema import list_doc_ids
-from ragsweep.evaluation.dataset_check import validate_cases_file, validate_dataset
+from ragsweep.evaluation.dataset_check import check_dataset, validate_cases_file
 
 
 def main(argv: Sequence[str] | None = None, out=None) -> int:
@@ -35,10 +36,14 @@ def main(argv: Sequence[str] | None = None, out=None) -> int:
         docs_dir = path.parent / settings.docs
         doc_ids = set(list_doc_ids(docs_dir)) if docs_dir.is_dir() else None
         problems = validate_cases_file(path, doc_ids, docs_dir=docs_dir if docs_dir.is_dir() else None)
+        parse_only = 0
     else:
-        problems = validate_dataset(path, **parse_options(args))
+        check = check_dataset(path, **parse_options(args))
+        problems, parse_only = check.problems, check.parse_only
     for problem in problems:
         print(problem, file=out)
+    if (line := parse_only_line(parse_only)) is not None:
+        print(line, file=out)
     if problems:
         print(f"{len(problems)} problem(s) in {path}", file=out)
         return 1
@@ -65,20 +70,36 @@ def add_arguments(parser: argparse.ArgumentParser, short: bool = False) -> None:
 
 
 class ValidateKeywords(TypedDict):
-    """The keywords of :func:`validate_dataset` besides the folder."""
+    """The keywords of :func:`check_dataset` besides the folder."""
 
     parse: bool
     pipeline: str | None
     workers: int | None
     follow_symlinks: bool
+    locate: bool
 
 
 def parse_options(args: argparse.Namespace) -> ValidateKeywords:
-    """The keywords of :func:`validate_dataset` that ``args`` gives."""
+    """The keywords of :func:`check_dataset` that ``args`` gives: without ``--parse``, the evidence is
+    located in the text readable without parsing."""
     read = options_from(DocumentOptions, args)
     pipeline = getattr(args, "pipeline", None)
     return ValidateKeywords(
-        parse=bool(args.parse), pipeline=pipeline, workers=read.workers, follow_symlinks=read.follow_symlinks
+        parse=bool(args.parse),
+        pipeline=pipeline,
+        workers=read.workers,
+        follow_symlinks=read.follow_symlinks,
+        locate=not args.parse,
+    )
+
+
+def parse_only_line(cases: int) -> str | None:
+    """What plain ``validate`` could not check: the cases whose evidence may lie in a document it did not parse."""
+    if not cases:
+        return None
+    return (
+        f"{cases} case(s) have evidence in documents that need parsing (not in the parse cache):"
+        " only validate --parse can locate it"
     )
 
 

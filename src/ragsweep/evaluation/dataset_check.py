@@ -14,11 +14,17 @@ in them as the eval does (:func:`ragsweep.metrics.relevance.unlocated_evidence`,
 rule): each span found in no parsed document is a problem naming the case, the span and its
 document, with the closest passage of that document's text (rapidfuzz) so the label can be
 fixed. The eval leaves a case none of whose spans is found out of its retrieval metrics.
+
+``locate=True`` (``ragsweep validate`` without ``--parse``) locates the spans the same way in the
+text it can read without parsing: plain text files, and the documents the parse cache holds (or
+every document, when offsets had them parsed anyway). A span that may lie in a document only a
+parse can read is left alone, and its case counted (:attr:`DatasetCheck.parse_only`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +40,7 @@ from ragsweep.datasets.schema import Case, RelevanceConfig, list_doc_ids
 from ragsweep.datasets.validate import closest_passage, shown, validate_cases, validate_offsets
 from ragsweep.metrics.relevance import unlocated_evidence, word_overlap_ratio
 from ragsweep.pipeline.config import PipelineConfig
-from ragsweep.pipeline.corpus import CorpusError, parse_corpus
+from ragsweep.pipeline.corpus import NEEDS_PARSING, CorpusError, parse_corpus, read_without_parsing
 
 
 def parsed_texts(
@@ -100,12 +106,47 @@ def unlocated_problems(
     cases: Sequence[Case], file: str, relevance: RelevanceConfig, texts: Mapping[str, str], unparsed: Mapping[str, str]
 ) -> list[Problem]:
     """One problem per evidence span found in no parsed document, with the closest passage."""
-    problems = []
+    return located_problems(cases, file, relevance, texts, unparsed, frozenset())[0]
+
+
+def located_problems(
+    cases: Sequence[Case],
+    file: str,
+    relevance: RelevanceConfig,
+    texts: Mapping[str, str],
+    unparsed: Mapping[str, str],
+    unread: Set[str],
+) -> tuple[list[Problem], int]:
+    """:func:`unlocated_problems` over the texts at hand, and how many cases have a span not found
+    there that may lie in an ``unread`` document (those spans are no problem yet: a parse decides).
+    A span whose documents are none of the folder's is left to the problem naming them."""
+    problems, parse_only = [], 0
+    every_doc = {*texts, *unparsed, *unread}
     for case in cases:
+        deferred = False
         for span in unlocated_evidence(case, relevance, texts):
+            docs = _span_docs(case, span) or every_doc
+            if every_doc.isdisjoint(docs):
+                continue
+            if not unread.isdisjoint(docs):
+                deferred = True
+                continue
             message = _unlocated_message(case, span, relevance, texts, unparsed)
             problems.append(Problem(file, case._line, f"evidence[{span.index}]", message))
-    return problems
+        parse_only += deferred
+    return problems, parse_only
+
+
+def readable_texts(docs_dir: Path, follow_symlinks: bool = False) -> tuple[dict[str, str], dict[str, str], set[str]]:
+    """``({doc_id: text}, {doc_id: why it was skipped}, {doc_ids only a parse reads})`` without parsing:
+    plain text files as the eval reads them, other documents from the parse cache when parsed before."""
+    try:
+        corpus = parse_corpus(docs_dir, workers=1, follow_symlinks=follow_symlinks, parse_fn=read_without_parsing)
+    except CorpusError:
+        return {}, {}, set()
+    unread = {s.doc_id for s in corpus.skipped if s.reason.endswith(NEEDS_PARSING)}
+    skipped = {s.doc_id: s.reason for s in corpus.skipped if s.doc_id not in unread}
+    return {d.doc_id: d.text for d in corpus.documents}, skipped, unread
 
 
 def validate_cases_file(
@@ -133,6 +174,15 @@ def _merge(ambiguous: list[Problem], problems: list[Problem]) -> list[Problem]:
     ]
 
 
+@dataclass
+class DatasetCheck:
+    """What :func:`check_dataset` found: every problem (sorted by file and line), and how many cases
+    have evidence only a parse can look for (``locate`` without ``parse``)."""
+
+    problems: list[Problem] = field(default_factory=list)
+    parse_only: int = 0
+
+
 def validate_dataset(
     path: str | Path,
     parse: bool = False,
@@ -144,9 +194,22 @@ def validate_dataset(
 
     ``parse``: parse the documents and locate every evidence span in them (see the module
     docstring); ``workers`` and ``follow_symlinks`` are the parse's."""
+    return check_dataset(path, parse, workers, follow_symlinks, pipeline).problems
+
+
+def check_dataset(
+    path: str | Path,
+    parse: bool = False,
+    workers: int | None = None,
+    follow_symlinks: bool = False,
+    pipeline: str | None = None,
+    locate: bool = False,
+) -> DatasetCheck:
+    """:func:`validate_dataset`; with ``locate`` (and no ``parse``), the evidence spans are located in
+    the text readable without parsing (see the module docstring)."""
     root = Path(path)
     if not root.is_dir():
-        return [Problem(str(root), None, None, "dataset folder not found")]
+        return DatasetCheck([Problem(str(root), None, None, "dataset folder not found")])
     settings, problems = read_settings(root)
     cases_name = cases_file_name(root, settings)
     docs_name = settings.docs
@@ -168,7 +231,13 @@ def validate_dataset(
     problems += rel_problems
     problems += _merge(ambiguous, validate_cases(cases, cases_name, doc_ids, relevance.rule))
     parsed = parsed_texts(docs_dir, workers, follow_symlinks, pipeline) if parse and docs_dir.is_dir() else None
+    if locate and parsed is None and docs_dir.is_dir() and any(e.has_offsets for c in cases for e in c.evidence):
+        parsed = parsed_texts(docs_dir, workers, follow_symlinks)  # the offsets have every document parsed anyway
     problems += _offset_problems(cases, cases_name, docs_dir, parsed)
+    parse_only = 0
     if parsed is not None:
         problems += unlocated_problems(cases, cases_name, relevance, *parsed)
-    return sorted(problems, key=lambda p: (p.file, p.line or 0))
+    elif locate and docs_dir.is_dir():
+        located, parse_only = located_problems(cases, cases_name, relevance, *readable_texts(docs_dir, follow_symlinks))
+        problems += located
+    return DatasetCheck(sorted(problems, key=lambda p: (p.file, p.line or 0)), parse_only)

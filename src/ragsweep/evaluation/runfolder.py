@@ -2,9 +2,10 @@
 
 A run folder is where results leave ragsweep. Nothing here scores anything.
 
-- One process at a time: :func:`lock_run_folder` takes an exclusive ``flock`` on
+- One process at a time: :class:`RunLock` takes an exclusive ``flock`` on
   ``<run>/.lock`` (released by the kernel when the holder dies, so a killed run
-  never leaves a stale lock); a second process gets an error naming the holder.
+  never leaves a stale lock); a second process gets an error naming the holder. The
+  file is removed when its holder releases it: a finished folder holds no ``.lock``.
 - Lines are fsynced one by one (:class:`JsonlWriter`): a kill loses at most the
   line being written. :func:`read_jsonl` keeps every valid line, wherever a torn
   or corrupt one stands, and moves the bad lines aside (``<file>.bad-lines``).
@@ -299,27 +300,43 @@ def readable_json(value: Any, depth: int = 0) -> str:
 
 
 class RunLock:
-    """An exclusive lock on a run folder for the life of this object (or process)."""
+    """An exclusive lock on a run folder for the life of this object (or process).
+
+    Released, the ``.lock`` file goes with it, so a finished folder holds only its results; a
+    killed run leaves it behind, unlocked, and the next holder takes it over. A holder checks that
+    the file it locked is still the one at ``.lock`` (another may have removed it meanwhile)."""
 
     def __init__(self, run_dir: Path):
         self.path = run_dir / ".lock"
-        self.fh = self.path.open("a+")
-        try:
-            fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self.fh.seek(0)
-            holder = self.fh.read().strip() or "another process"
-            self.fh.close()
-            raise RunError(
-                f"{run_dir} is in use by {holder}: wait for it to finish (or stop it) before resuming this folder"
-            ) from None
+        while True:
+            self.fh = self.path.open("a+")
+            try:
+                fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                self.fh.seek(0)
+                holder = self.fh.read().strip() or "another process"
+                self.fh.close()
+                raise RunError(
+                    f"{run_dir} is in use by {holder}: wait for it to finish (or stop it) before resuming this folder"
+                ) from None
+            if self._still_at_path():
+                break
+            self.fh.close()  # its holder removed it on release: lock the file now there
         self.fh.seek(0)
         self.fh.truncate()
         self.fh.write(f"pid {os.getpid()} on {socket.gethostname()} since {now()}")
         self.fh.flush()
 
+    def _still_at_path(self) -> bool:
+        try:
+            return os.path.samestat(os.fstat(self.fh.fileno()), os.stat(self.path))
+        except FileNotFoundError:
+            return False
+
     def release(self) -> None:
         if not self.fh.closed:
+            if self._still_at_path():
+                self.path.unlink(missing_ok=True)  # removed while held: no one can lock it in between
             fcntl.flock(self.fh.fileno(), fcntl.LOCK_UN)
             self.fh.close()
 

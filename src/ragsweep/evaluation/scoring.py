@@ -11,14 +11,15 @@ the mean chance and oracle values over the same cases, and the lift over chance.
 from __future__ import annotations
 
 import statistics
+import textwrap
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ragsweep.evaluation.records import Aggregate, CaseResult, Count, RunResult, UnlocatedCase, UnlocatedReport
 from ragsweep.metrics.answer import aggregate_abstention
 from ragsweep.metrics.intervals import abstention_f1_interval, bootstrap_interval
-from ragsweep.metrics.registry import judged_by_relevance, set_metrics
+from ragsweep.metrics.registry import judged_by_relevance, set_metrics, unknown_name
 from ragsweep.pipeline.corpus import shown_name
 
 
@@ -230,6 +231,9 @@ def group_by(
 WORST_CASES = 5  # cases a failed floor lists
 
 
+GATE_COLUMNS = 120  # the gate's lines fit a terminal this wide
+
+
 def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
@@ -244,8 +248,23 @@ def worst_cases(report: RunResult, metric: str, n: int = WORST_CASES, below: flo
     for value, _, case in scored[:n]:
         rank = report.first_relevant_rank(case)
         where = f"first relevant chunk at rank {rank}" if rank else f"no relevant chunk in the top {case.top_k}"
-        lines.append(f"    {case.id}: {metric}={_fmt(value)}, {where}: {case.question[:100]!r}")
+        lines.append(f"    {case.id}: {metric}={_fmt(value)}, {where}:\n      {case.question[:100]!r}")
     return lines
+
+
+def not_computed(report: RunResult, metric: str, floor: float) -> str:
+    """Why a floored metric has no value: no case had one, the run did not compute it, or no such
+    metric (with the close names); then every metric this run has a value for."""
+    if metric in report.metrics:
+        why = f"{metric} has no value on any of these cases (floor {floor})"
+    else:
+        why = unknown_name(metric, report.ks, report.budgets) or f"{metric} was not computed by this run"
+        why += f" (floor {floor})"
+    known = "this run's metrics: " + ", ".join(sorted(m for m, v in report.metrics.items() if v is not None))
+    wrap = textwrap.TextWrapper(
+        GATE_COLUMNS, initial_indent="  ", subsequent_indent="    ", break_long_words=False, break_on_hyphens=False
+    )
+    return "\n".join([why, *wrap.wrap(known)])
 
 
 def quality_failures(report: RunResult, floors: dict[str, float]) -> list[str]:
@@ -264,11 +283,24 @@ def quality_failures(report: RunResult, floors: dict[str, float]) -> list[str]:
             f"{metric} = {_fmt(value)} < floor {floor}"
             f" (95% CI [{_fmt(low)}, {_fmt(high)}], chance {_fmt(chance)}, n={n})"
             if value is not None
-            else f"{metric} was not computed (floor {floor}); known metrics: "
-            + ", ".join(sorted(m for m, v in report.metrics.items() if v is not None)[:20])
+            else not_computed(report, metric, floor)
         )
         failures.append("\n".join([head, *worst_cases(report, metric, below=floor)]))
     return failures
+
+
+def floors_at_chance(report: RunResult, floors: Mapping[str, float]) -> list[str]:
+    """One line per floor at or below its metric's chance level (a random order of each case's
+    candidates): a gate that such an order passes checks nothing about the ranking."""
+    lines = []
+    for metric, floor in floors.items():
+        chance = report.chance(metric)
+        if chance is not None and floor <= chance:
+            lines.append(
+                f"--min {metric}={floor} is at or below its chance level {_fmt(chance)}:"
+                " a random order of the candidates passes it"
+            )
+    return lines
 
 
 def parse_floors(items: Sequence[str] | None) -> dict[str, float]:

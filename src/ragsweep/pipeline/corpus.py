@@ -439,6 +439,23 @@ def convert(
     return docling_convert(data, fmt, name, standard_pdf)
 
 
+# the reason :func:`read_without_parsing` gives a document it leaves to a parse
+NEEDS_PARSING = "left unread: only a parse reads this format"
+
+
+class Unread(Exception):
+    """A document :func:`read_without_parsing` does not read."""
+
+
+def read_without_parsing(data: bytes, fmt: str, name: str, standard_pdf: bool) -> tuple[str, list[str]]:
+    """A parse function that parses nothing: a plain text file's text (:func:`plain_text`, as
+    :func:`convert` gives it), every other format skipped with :data:`NEEDS_PARSING`. Given to
+    :func:`parse_corpus`, the documents parsed before still come from the parse cache."""
+    if fmt == "txt":
+        return plain_text(data), []
+    raise Unread(NEEDS_PARSING)
+
+
 def docling_convert(data: bytes, fmt: str, name: str, standard_pdf: bool) -> tuple[str, list[str], Outline]:
     """Parse one document's bytes with Docling, without its chunking.
 

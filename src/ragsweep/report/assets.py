@@ -17,6 +17,13 @@ section { background:#fff; border:1px solid var(--line); border-radius:8px; padd
 section h2 { margin:0 0 8px; font-size:17px; }
 .note { color:var(--muted); font-size:12.5px; margin:4px 0 10px; }
 .scroll { overflow-x:auto; }
+.scroll.wide { border:1px solid var(--line); border-radius:6px; padding:4px; scrollbar-width:thin;
+               scrollbar-color:#aab3c2 #eef1f6; }  /* a figure wider than the page scrolls in its own box */
+.scroll.wide::-webkit-scrollbar { height:10px; }  /* drawn, not an overlay that hides until scrolled */
+.scroll.wide::-webkit-scrollbar-thumb { background:#aab3c2; border-radius:5px; }
+.scroll.wide::-webkit-scrollbar-track { background:#eef1f6; }
+.scroll-hint { color:var(--muted); font-size:12px; margin:2px 0 4px; }
+.chip .chance { color:var(--muted); font-size:11px; margin-left:3px; }
 table { border-collapse:collapse; font-size:13px; }
 th, td { padding:4px 10px; border-bottom:1px solid var(--line); text-align:left; vertical-align:top; }
 th { background:#f0f2f5; font-weight:600; white-space:nowrap; }
@@ -95,11 +102,23 @@ JS = r"""
       function () { el.insertAdjacentHTML("afterend", '<p class="note">This figure is not shown: ' + NO_INFLATE + ".</p>"); });
   });
 
+  // a wide figure scrolls inside its own box (.scroll.wide): its hint is shown while it does not fit
+  function markOverflow() {
+    document.querySelectorAll(".scroll.wide").forEach(function (fig) {
+      var over = fig.scrollWidth > fig.clientWidth + 1;
+      fig.dataset.overflow = over ? "1" : "0";
+      var hint = document.querySelector('.scroll-hint[data-for="' + fig.id + '"]');
+      if (hint) hint.hidden = !over;
+    });
+  }
+  window.addEventListener("resize", markOverflow);
+
   // metric switchers: <select class="switch" data-target="ID"> shows one [data-panel] of #ID
   document.querySelectorAll("select.switch").forEach(function (sel) {
     var fig = document.getElementById(sel.dataset.target);
     function apply() {
       fig.querySelectorAll("[data-panel]").forEach(function (p) { p.hidden = p.dataset.panel !== sel.value; });
+      markOverflow();
     }
     sel.addEventListener("change", apply);
     apply();
@@ -282,6 +301,7 @@ JS = r"""
 
   // once every figure is in place: record that the browser laid the plots out (tests read these from the DOM)
   Promise.all(figures.concat([shown])).then(function () {
+    markOverflow();
     var drawn = 0;
     document.querySelectorAll("svg.plot").forEach(function (svg) {
       var r = svg.getBoundingClientRect();

@@ -214,9 +214,9 @@ def _controls(views: list[CaseView], n_embedded: int, k: int | None) -> str:
         f'<label>type <select id="case-type">{type_opts}</select></label>'
         '<label>search <input type="search" id="case-search" placeholder="id, question, text…"></label>'
         f'<span id="case-count">{n_embedded} of {len(views)} cases shown</span></div>'
-        f'<p class="note">A case fails on: retrieval miss (no relevant chunk in the top {esc(k)} of an answerable '
-        "question), judged wrong (LLM judge), bad abstention (abstained on an answerable question or answered an "
-        "unanswerable one), or an answerer error. Open a link ending in <code>#failures</code> to start filtered, "
+        f'<p class="note">A case fails on: no relevant chunk in the top {esc(k)} of an answerable question, an '
+        "answer judged wrong (LLM judge), abstained on an answerable question, answered an unanswerable question, "
+        "or its answerer failed. Open a link ending in <code>#failures</code> to start filtered, "
         f"<code>#case=ID</code> to open a case. Chunk texts are cut at {HIT_TEXT_CHARS} characters "
         f"({OTHER_HIT_TEXT_CHARS} for chunks that are not relevant); chunks.jsonl has them whole.</p>"
     )

@@ -86,8 +86,10 @@ def _page(title: str, subtitle: str, sections: list[tuple[str, str, str]], live:
     )
 
 
-def _switcher(fig_id: str, panels: dict[str, str], label: str = "metric") -> str:
-    """Several pre-rendered figures, one shown at a time via a <select> (first shown without JS)."""
+def _switcher(fig_id: str, panels: dict[str, str], label: str = "metric", wide: bool = False) -> str:
+    """Several pre-rendered figures, one shown at a time via a <select> (first shown without JS).
+    ``wide``: a figure that may be wider than the page scrolls inside its own framed box, its scrollbar
+    always drawn, and a line above it says so when it does not fit (the page's script decides)."""
     if not panels:
         return '<p class="note">No data.</p>'
     options = "".join(f'<option value="{esc(k)}">{esc(k)}</option>' for k in panels)
@@ -100,7 +102,13 @@ def _switcher(fig_id: str, panels: dict[str, str], label: str = "metric") -> str
         f'<div data-panel="{esc(k)}"{"" if i == 0 else " hidden"}>{_packed_if_large(v)}</div>'
         for i, (k, v) in enumerate(panels.items())
     )
-    return f'{sel}<div id="{fig_id}" class="scroll">{figs}</div>'
+    if not wide:
+        return f'{sel}<div id="{fig_id}" class="scroll">{figs}</div>'
+    hint = (
+        f'<p class="scroll-hint" data-for="{fig_id}" hidden>Wider than the page: scroll sideways inside the box '
+        "for the other columns.</p>"
+    )
+    return f'{sel}{hint}<div id="{fig_id}" class="scroll wide">{figs}</div>'
 
 
 def _packed_if_large(html: str) -> str:
@@ -390,7 +398,7 @@ def _doc_type_heatmap(cases: Sequence[CaseResult], metrics: Sequence[str]) -> st
             row_title="document",
             col_title="question type",
         )
-    return note + _switcher("doc-type", panels)
+    return note + _switcher("doc-type", panels, wide=True)
 
 
 def _case_sections(
@@ -555,11 +563,18 @@ def _unlocated_html(report: UnlocatedReport, counted: str = "beside n and missin
 def _headline(run: RunResult, k: int | None, answerer: str | None = None) -> str:
     """The run's key numbers at the depth the pipeline serves (none that says nothing about ``answerer``)."""
     picks = [m.format(k=k) for m in headline() if (k is not None or "{k}" not in m) and not uninformative(m, answerer)]
-    chips = [f'<span class="chip"><b>{esc(m)}</b> {fmt(v)}</span>' for m in picks if (v := mean_of(run, m)) is not None]
+    chips = [_chip(run, m, v) for m in picks if (v := mean_of(run, m)) is not None]
     if not chips:
         return ""
     served = f'<span class="ci-text">at k = {esc(k)}, the depth the pipeline serves</span>' if k is not None else ""
     return f'<p class="headline" data-k="{esc(k)}">{"".join(chips)} {served}</p>'
+
+
+def _chip(run: RunResult, metric: str, value: float) -> str:
+    """A headline number, with its chance level (a random order of each case's candidates) when it has one."""
+    chance = run.chance(metric)
+    beside = "" if chance is None else f' <span class="chance">chance {fmt(chance)}</span>'
+    return f'<span class="chip"><b>{esc(metric)}</b> {fmt(value)}{beside}</span>'
 
 
 def _baselines_table(baselines: dict[str, Baseline]) -> str:

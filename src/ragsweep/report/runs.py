@@ -464,17 +464,19 @@ def correctness_metric(cases: Sequence[CaseResult], k: int | None) -> str | None
     return next((m for m in candidates if has_values(cases, m)), None)
 
 
-FAILURE_KINDS = {
-    "retrieval-miss": "retrieval miss",
-    "judged-wrong": "judged wrong",
-    "bad-abstention": "bad abstention",
-    "error": "error",
+FAILURE_KINDS = {  # each case outcome that fails, by what happened
+    "retrieval-miss": "no relevant chunk retrieved",
+    "judged-wrong": "answer judged wrong",
+    "abstained-answerable": "abstained on an answerable question",
+    "answered-unanswerable": "answered an unanswerable question",
+    "error": "answerer failed",
 }
 # what each kind means, as the page's header says it ({k}: the depth the pipeline serves)
 FAILURE_MEANINGS = {
     "retrieval-miss": "no relevant chunk in the top {k} of an answerable question",
     "judged-wrong": "the LLM judge says the answer is wrong",
-    "bad-abstention": "abstained on an answerable question or answered an unanswerable one",
+    "abstained-answerable": "abstained on an answerable question",
+    "answered-unanswerable": "answered an unanswerable question",
     "error": "the answerer failed",
 }
 
@@ -498,8 +500,8 @@ def case_failures(case: CaseResult) -> list[str]:
     retrieval-miss: an answerable case with hit_rate at its top_k == 0 (or, without that
     metric, no relevant hit among the top_k it was served; a case whose evidence is found in no
     parsed document, left out of the retrieval metrics, is no retrieval miss); judged-wrong: the LLM judge (or
-    judge_correct == 0) says the answer is wrong; bad-abstention: abstained on an answerable
-    case, or answered an unanswerable one; error: the answerer reported an error.
+    judge_correct == 0) says the answer is wrong; abstained-answerable: abstained on an answerable
+    case; answered-unanswerable: answered an unanswerable one; error: the answerer reported an error.
     """
     kinds = []
     if not case.unanswerable:
@@ -514,8 +516,10 @@ def case_failures(case: CaseResult) -> list[str]:
     elif num(case.metric("judge_correct")) == 0:
         kinds.append("judged-wrong")
     if case.answer is not None:
-        if case.answer.abstained != case.unanswerable:
-            kinds.append("bad-abstention")
+        if case.answer.abstained and not case.unanswerable:
+            kinds.append("abstained-answerable")
+        if case.unanswerable and not case.answer.abstained:
+            kinds.append("answered-unanswerable")
         if case.answer.error:
             kinds.append("error")
     return kinds

@@ -4,7 +4,8 @@ gate's lines. Plain functions from results to text; the command modules print th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import textwrap
+from collections.abc import Iterable, Mapping
 
 from ragsweep.evaluation.judge_report import format_judge_section, format_warnings
 from ragsweep.evaluation.manifest import DatasetManifest
@@ -34,8 +35,9 @@ def summary_table(result: RunResult) -> str:
         f"relevance rule: {result.relevance_rule}   cases: {result.n_cases}   top_k: {k}"
     )
     notes = [
-        "chance: expected value under a random order of the case's candidate chunks (its scoped "
-        "documents', or the corpus'); oracle: the best any order reaches"
+        "chance: expected value under a random order of the case's candidate chunks (its scoped documents', or the "
+        "corpus')",
+        "oracle: the best any order reaches",
     ]
     if result.manifest.spent is not None:
         notes.extend(result.manifest.spent.lines())
@@ -50,7 +52,25 @@ def summary_table(result: RunResult) -> str:
     notes.extend(uninformative_notes(result, [n for n in names if n in result.metrics]))
     warnings = format_warnings(result.judge)
     judge_text = format_judge_section(result.judge)
-    return "\n".join([*([warnings] if warnings else []), header, *lines, *notes, *([judge_text] if judge_text else [])])
+    parts = [*([warnings] if warnings else []), header, *lines, *notes, *([judge_text] if judge_text else [])]
+    return "\n".join(fit("\n".join(parts).splitlines()))
+
+
+def fit(lines: Iterable[str], width: int | None = None) -> list[str]:
+    """``lines`` within ``width`` columns (:data:`TERMINAL_COLUMNS`): a longer line is wrapped at its
+    spaces, its continuation indented under its own text; no word is cut, so every number stays whole
+    (a single word longer than the width, a path, stays as it is)."""
+    width = width or TERMINAL_COLUMNS
+    out = []
+    for line in lines:
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
+        out += textwrap.wrap(line, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False) or [
+            line
+        ]
+    return out
 
 
 UNINFORMATIVE_MARK = "†"
@@ -174,7 +194,7 @@ def gate_passed_line(floors: Mapping[str, float], max_failure_rate: float | None
         return None
     passed = [f"{k} >= {v}" for k, v in floors.items()]
     rate = [f"LLM metric failures <= {max_failure_rate:g}"] if max_failure_rate is not None else []
-    return "gate passed: " + ", ".join(passed + rate)
+    return "\n".join(fit(["gate passed: " + ", ".join(passed + rate)]))
 
 
 def sweep_unlocated_lines(report: SweepResult) -> list[str]:
