@@ -1,4 +1,4 @@
-"""How fast `ragsweep.evaluate()` answers inside a user's pytest (issue 12).
+"""How fast `ragsweep.evaluate()` answers inside a user's pytest.
 
     .venv/bin/python benchmarks/api_speed.py [--dataset datasets/cuad-mini] [--repeat 3] [--limit N] [--smoke]
 

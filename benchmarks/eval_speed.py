@@ -1,4 +1,4 @@
-"""`make eval`, cold and warm, stage by stage: this tree against an older commit, in one run (issue 13).
+"""`make eval`, cold and warm, stage by stage: this tree against an older commit, in one run.
 
 Each eval runs as its own process, exactly the command `make eval` runs
 (`ragsweep eval --pipeline pipelines/default.yaml --dataset datasets/cuad`), with its own

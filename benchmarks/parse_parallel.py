@@ -1,4 +1,4 @@
-"""Parse stage: serial vs. a pool of worker processes (issue 13).
+"""Parse stage: serial vs. a pool of worker processes.
 
 Each pass runs in a fresh Python process with the parse cache off, so each one
 pays what ``ragsweep eval``/``index`` pays: Docling's import and converter

@@ -1,7 +1,7 @@
 """Pathway's own workers on the query stage: 1 process, ``PATHWAY_THREADS=2``, ``pathway spawn -n 2``.
 
 Each run is a fresh process (or, for spawn, two cooperating ones) asking one DocumentStore every
-case at every scored depth, as eval does, on the session's warm caches (parse and embeddings; no
+case at every scored depth, as eval does, on the warm caches (parse and embeddings; no
 served-list cache). Printed: each run's seconds for the Pathway run alone (build + queries), and
 whether its lists (doc id and chunk text per rank) equal the one-process lists. Under spawn each
 process writes what its ``pw.io.subscribe`` saw; the lists compared are the union.

@@ -1,4 +1,4 @@
-"""One process vs a local Ray cluster of 2 workers: the same eval and sweep, side by side in one run (issue 25).
+"""One process vs a local Ray cluster of 2 workers: the same eval and sweep, side by side in one run.
 
 Each run is its own process with its own cold cache folder (parsed, embedded and queried from
 nothing): ``ragsweep eval`` (and with ``--sweep`` a sweep of 8 configurations: chunking 2 x

@@ -119,7 +119,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.smoke:
         args.dataset, args.limit, args.modes, args.shared_cache = "datasets/cuad-mini", 30, "hybrid", True
-        print("SMOKE RUN: cuad-mini, 30 cases, hybrid, the session's caches (not a measurement)")
+        print("SMOKE RUN: cuad-mini, 30 cases, hybrid, the warm caches (not a measurement)")
     with tempfile.TemporaryDirectory(prefix="ragsweep-same-lists-") as tmp:
         work = Path(tmp)
         (work / "child.py").write_text(CHILD)

@@ -18,7 +18,7 @@ the manifest differs by design) equal as JSON text or not, and cases.jsonl byte 
 
 Exit status 1 when anything differs. The replacement of retrieval is the one place that knows
 each revision's internals: every ragsweep module holding ``ragsweep.pipeline.retrieval.retrieve`` (the
-loop, the local executor) now, ``ragsweep.stages.retrieve`` before the evaluation loop was one module (issue 21).
+loop, the local executor) now, ``ragsweep.stages.retrieve`` before the evaluation loop was one module.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def replace_everywhere(original, fake):
         if name.startswith("ragsweep") and getattr(module, "retrieve", None) is original:
             module.retrieve = fake
 if __name__ == "__main__":
-    try:  # the evaluation loop (issue 21 and later)
+    try:  # the evaluation loop
         import ragsweep.evaluation.loop as where
         from ragsweep.commands.eval import EvalOptions, run_eval
         from ragsweep.core.hits import Hit

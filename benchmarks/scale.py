@@ -1,4 +1,4 @@
-"""Scale: the whole CUAD release (510 contracts x 41 categories = 20,910 cases) in one eval (issue 13).
+"""Scale: the whole CUAD release (510 contracts x 41 categories = 20,910 cases) in one eval.
 
     .venv/bin/python benchmarks/scale.py CUAD_DIR [--points 100,255,510] [--warm] [--work DIR] [--reuse]
     .venv/bin/python benchmarks/scale.py --smoke

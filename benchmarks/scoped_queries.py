@@ -1,4 +1,4 @@
-"""What one query costs the DocumentStore as the corpus grows: scoped to one document vs not (issue 13).
+"""What one query costs the DocumentStore as the corpus grows: scoped to one document vs not.
 
     .venv/bin/python benchmarks/scoped_queries.py [--dataset datasets/cuad] [--sizes 10,20,40]
                                                   [--modes bm25,knn] [--queries 400] [--smoke]
