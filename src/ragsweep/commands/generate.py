@@ -8,6 +8,7 @@ import sys
 
 from ragsweep.argtypes import add_options, bounded, options_from
 from ragsweep.commands.options import DocumentOptions
+from ragsweep.core.errors import RunError
 from ragsweep.evaluation.settings import ParseSettings
 from ragsweep.generate.propose import KINDS
 from ragsweep.generate.settings import DEFAULT_DEDUPE_THRESHOLD, GenerateSettings
@@ -113,7 +114,7 @@ def run_generate_cli(args: argparse.Namespace) -> int:
             print(json.dumps(estimate(settings), indent=2))
             return 0
         result = generate_dataset(settings)
-    except (GenerateError, FailuresError) as err:
+    except (GenerateError, FailuresError, RunError) as err:  # RunError: the endpoint went away mid-generation
         print(f"ragsweep: error: {err}", file=sys.stderr)
         return 2
     print(f"{result['out']}: {result['cases']} cases {result['kept']} (requested {result['requested']})")

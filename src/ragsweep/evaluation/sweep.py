@@ -54,7 +54,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from ragsweep.core.errors import ConfigError, RunError, StageError
 from ragsweep.datasets.schema import Case, Dataset
-from ragsweep.evaluation.answering import llm_calls, prepare_answering
+from ragsweep.evaluation.answering import check_answering, llm_calls, prepare_answering
 from ragsweep.evaluation.context import RunContext, SweepState
 from ragsweep.evaluation.cost import configuration_cost, cost_pareto
 from ragsweep.evaluation.loop import Answering, evaluate_configuration, scored_ks
@@ -457,6 +457,7 @@ def sweep_answering(config: PipelineConfig, settings: SweepSettings, cases: Sequ
     """Eval's answering when the sweep answers (``--answers``); retrieval only otherwise."""
     if not settings.answers:
         return Answering(answerer=None)
+    check_answering(config, settings.answer)
     answering, _ = prepare_answering(config, settings.answer, cases, {}, probe=False)
     return answering
 

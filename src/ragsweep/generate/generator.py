@@ -47,7 +47,8 @@ from ragsweep.generate.writer import (
     to_case,
     write_dataset,
 )
-from ragsweep.llm.client import ChatResult, LLMClient, Messages, error_kind, transient
+from ragsweep.llm.client import ChatResult, EndpointUnreachable, LLMClient, Messages, error_kind, transient
+from ragsweep.llm.probe import check_llm_endpoint
 from ragsweep.llm.settings import LLMSettings
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import parse_corpus
@@ -165,6 +166,11 @@ class Generator:
         self.config = PipelineConfig.load(settings.pipeline, settings.overrides)
         self.llm = client.settings if client is not None else LLMSettings.from_mapping(self.config.scalars())
         self._client = client
+        if client is None and not settings.dry_run:
+            try:  # before the documents are parsed: a generation that can get no reply ends here
+                check_llm_endpoint(self.llm)
+            except EndpointUnreachable as err:
+                raise GenerateError(str(err)) from None
         self.embed = embed or verify.default_embed
         self.check_k = settings.check_k or self.config.top_k
         self.seeds: list[failures_mod.Seed] = []
