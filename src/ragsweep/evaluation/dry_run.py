@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ragsweep.core.environment import placeholder_openai_key
 from ragsweep.core.hits import Hit
 from ragsweep.datasets.schema import Case
 from ragsweep.evaluation.loop import scored_ks
@@ -25,10 +26,12 @@ def dry_run_report(
     would itself call the app's embedder, an upper bound: each case's longest chunks)."""
 
     answerer, llm_settings = make_answerer(config, settings.answer.use_llm)
-    pipeline = config.build()
+    with placeholder_openai_key():  # an app's OpenAI components are built, never called: no key needed
+        pipeline = config.build()
     chunks = split_corpus(pipeline.splitter, corpus)
-    texts = [t for doc_chunks in chunks.values() for t in doc_chunks] + [c.question for c in cases]
-    embeddings = estimate_embeddings(pipeline.embedder, texts, config.variables.embedding_price_per_1k)
+    chunk_texts = [t for doc_chunks in chunks.values() for t in doc_chunks]
+    questions = [c.question for c in cases]
+    embeddings = estimate_embeddings(pipeline.embedder, chunk_texts, questions, config.variables.embedding_price_per_1k)
     out: dict[str, Any] = {"dry_run": True, "cases": len(cases)}
     if embeddings is not None:
         out["embeddings"] = embeddings.model_dump()

@@ -268,19 +268,23 @@ def check_endpoint(embedder: object) -> None:
             setattr(embedder, "client", client)  # noqa: B010 (an attribute KeptEmbedder does not declare)
 
 
-def estimate_embeddings(embedder: object, texts: list[str], price_per_1k: float | None) -> EmbeddingSpend | None:
-    """What embedding ``texts`` through an app embedder would send, without a call: the texts its
-    vector cache lacks (each once), their tokens, and its calls (batches of its batch size, and the
-    probe of :func:`check_endpoint` when that is not cached either)."""
+def estimate_embeddings(
+    embedder: object, chunks: list[str], questions: list[str], price_per_1k: float | None
+) -> EmbeddingSpend | None:
+    """What embedding ``chunks`` and ``questions`` through an app embedder would send, without a call:
+    the texts its vector cache lacks (each once), their tokens, and its calls: the probe of
+    :func:`check_endpoint` when that is not cached either, then batches of its batch size, the chunks'
+    and the questions' apart (the index embeds the chunks, the queries' run the questions)."""
     if not is_kept(embedder):
         return None
-    missing = embedder.not_cached(list(dict.fromkeys([PROBE_TEXT, *texts])))
+    missing = embedder.not_cached(list(dict.fromkeys([PROBE_TEXT, *chunks, *questions])))
     batch = int(getattr(embedder, "max_batch_size", None) or 1)
-    probe = int(PROBE_TEXT in missing)
-    rest = [t for t in missing if t != PROBE_TEXT]
+    chunk_texts = set(chunks)
+    new_chunks = [t for t in missing if t in chunk_texts and t != PROBE_TEXT]
+    new_questions = [t for t in missing if t not in chunk_texts and t != PROBE_TEXT]
     spend = EmbeddingSpend(
         components=[embedder.component],
-        calls=probe + -(-len(rest) // batch),
+        calls=int(PROBE_TEXT in missing) + -(-len(new_chunks) // batch) + -(-len(new_questions) // batch),
         texts=len(missing),
         tokens=sum(_count_tokens(t) for t in missing),
     )
