@@ -4,6 +4,7 @@ before any case is asked; ``ragsweep --version`` says the installed version."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -122,3 +123,42 @@ def test_version_is_the_installed_packages():
     done = subprocess.run([*RAGSWEEP, "--version"], capture_output=True, text=True, timeout=TIMEOUT_S)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"ragsweep {version('ragsweep')}"
+
+
+# ---------------------------------------------------------------- --dry-run: no key, no price
+def test_dry_run_needs_no_key_and_says_when_no_price_is_set(tmp_path, monkeypatch, capsys):
+    from ragsweep.cli import main
+    from ragsweep.llm.cost import NO_PRICE
+
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGSWEEP_LLM_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    argv = ["eval", "--dataset", str(DATASET), "--llm", "--judge", "--dry-run", "--limit", "2"]
+    assert main([*argv, "--out", str(tmp_path / "runs")]) == 0
+    estimate = json.loads(capsys.readouterr().out)
+    for part in ("answer", "judge", "total"):
+        assert estimate[part]["cost_usd"] is None and NO_PRICE in estimate[part]["notes"], estimate[part]
+    assert estimate["total"]["calls"] == 4
+
+    priced = tmp_path / "priced.yaml"
+    default = (ROOT / "pipelines" / "default.yaml").read_text()
+    priced.write_text(default + "\n$llm_price_per_1k_prompt: 0.5\n$llm_price_per_1k_completion: 1.5\n")
+    assert main([*argv, "--pipeline", str(priced), "--out", str(tmp_path / "runs")]) == 0
+    total = json.loads(capsys.readouterr().out)["total"]
+    assert total["cost_usd"] == pytest.approx(
+        total["prompt_tokens"] / 1000 * 0.5 + total["completion_tokens"] / 1000 * 1.5
+    )
+    assert NO_PRICE not in total["notes"]
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_cost_without_a_price_is_none_never_zero():
+    from ragsweep.llm.cost import NO_PRICE, CallEstimate, combine, cost_text
+    from ragsweep.llm.settings import LLMSettings
+
+    unpriced = CallEstimate(what="a", model="m", calls=1, prompt_tokens=100).priced(LLMSettings())
+    assert unpriced.cost_usd is None and unpriced.notes == [NO_PRICE]
+    free = CallEstimate(what="b", model="m", calls=1, prompt_tokens=100).priced(LLMSettings(price_per_1k_prompt=0.0))
+    assert free.cost_usd == 0.0  # a price of 0 set (a local model) is a cost of 0
+    total = combine([unpriced, free])
+    assert total.cost_usd is None and total.notes == [NO_PRICE]
+    assert cost_text(None) == NO_PRICE and cost_text(0.0) == "$0.0000"

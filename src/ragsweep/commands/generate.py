@@ -12,6 +12,7 @@ from ragsweep.core.errors import RunError
 from ragsweep.evaluation.settings import ParseSettings
 from ragsweep.generate.propose import KINDS
 from ragsweep.generate.settings import DEFAULT_DEDUPE_THRESHOLD, GenerateSettings
+from ragsweep.llm.cost import NO_PRICE
 from ragsweep.pipeline.config import parse_overrides
 
 
@@ -126,7 +127,8 @@ def run_generate_cli(args: argparse.Namespace) -> int:
     rate = u["errors"] / u["calls"] if u["calls"] else 0.0
     print(
         f"LLM: {u['calls']} calls ({u['cached']} from cache, {u['errors']} failed: {rate:.1%}), "
-        f"{u['prompt_tokens']} prompt + {u['completion_tokens']} completion tokens, ${u['cost_usd']:.4f}"
+        f"{u['prompt_tokens']} prompt + {u['completion_tokens']} completion tokens, "
+        + (f"${u['cost_usd']:.4f}" if result["price_set"] else NO_PRICE)
     )
     calls = result["llm_calls"]
     if calls:

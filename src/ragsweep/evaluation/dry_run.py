@@ -12,7 +12,7 @@ from ragsweep.evaluation.loop import scored_ks
 from ragsweep.evaluation.settings import RunSettings
 from ragsweep.metrics.dry_run import estimate_llm_run
 from ragsweep.pipeline.answering import make_answerer
-from ragsweep.pipeline.app_components import estimate_embeddings
+from ragsweep.pipeline.app_components import EMBEDDING_NO_PRICE, estimate_embeddings
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import retrieve, serve, store_depths
@@ -34,7 +34,8 @@ def dry_run_report(
     embeddings = estimate_embeddings(pipeline.embedder, chunk_texts, questions, config.variables.embedding_price_per_1k)
     out: dict[str, Any] = {"dry_run": True, "cases": len(cases)}
     if embeddings is not None:
-        out["embeddings"] = embeddings.model_dump()
+        notes = [EMBEDDING_NO_PRICE] if embeddings.cost_usd is None else []
+        out["embeddings"] = {**embeddings.model_dump(), "notes": notes}
     if llm_settings is None:
         return {**out, "llm_calls": 0, "note": "no LLM configured: extractive answers, no LLM call"}
 

@@ -101,6 +101,7 @@ class Generated(TypedDict):
     stopped: str
     rounds: int
     usage: StepUsage
+    price_set: bool  # a price per 1,000 tokens is set: usage's cost_usd means something
     llm_calls: LLMCallsSummary | None
     problems: list[str]
 
@@ -524,6 +525,7 @@ def generate_dataset(
         "stopped": summary["stopped"],
         "rounds": summary["rounds"],
         "usage": provenance["usage"]["total"],
+        "price_set": gen.llm.priced,
         "llm_calls": provenance["llm_calls"],
         "problems": [str(p) for p in problems],
     }

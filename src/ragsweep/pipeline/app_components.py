@@ -34,6 +34,7 @@ from pydantic import BaseModel
 from ragsweep.core import environment
 from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
 from ragsweep.llm.client import describe_error
+from ragsweep.llm.cost import cost_text
 from ragsweep.llm.endpoint import unreachable_reason
 from ragsweep.pipeline.arguments import ComponentArguments
 
@@ -148,6 +149,9 @@ def embedding_usage() -> dict[str, EmbedderUsage]:
         return {k: v.model_copy() for k, v in _USAGE.items()}
 
 
+EMBEDDING_NO_PRICE = "no price set ($embedding_price_per_1k: USD per 1,000 tokens)"
+
+
 class EmbeddingSpend(BaseModel):
     """What the app's embedders sent to their endpoints during one run."""
 
@@ -168,7 +172,7 @@ class LLMSpend(BaseModel):
     errors: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # None: no $llm_price_per_1k_prompt / _completion set
 
 
 class Spent(BaseModel):
@@ -181,7 +185,7 @@ class Spent(BaseModel):
         out = []
         if self.embeddings is not None:
             e = self.embeddings
-            cost = "no price set ($embedding_price_per_1k)" if e.cost_usd is None else f"${e.cost_usd:.4f}"
+            cost = EMBEDDING_NO_PRICE if e.cost_usd is None else f"${e.cost_usd:.4f}"
             out.append(
                 f"embeddings ({', '.join(e.components)}): {e.calls} call(s), {e.texts} text(s), "
                 f"{e.tokens} token(s) sent; {cost} (vectors already cached cost nothing)"
@@ -190,7 +194,7 @@ class Spent(BaseModel):
             a = self.app_llm
             out.append(
                 f"LLM ({a.answerer}, {a.model}): {a.calls} call(s), {a.from_cache} from ragsweep's cache, "
-                f"{a.errors} failed; {a.prompt_tokens} prompt + {a.completion_tokens} completion tokens; ${a.cost_usd:.4f}"
+                f"{a.errors} failed; {a.prompt_tokens} prompt + {a.completion_tokens} completion tokens; {cost_text(a.cost_usd)}"
             )
         return out
 
