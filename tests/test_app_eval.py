@@ -265,6 +265,7 @@ def test_endpoint_down_is_one_message_naming_the_component(tmp_path):
     _assert_one_clean_message(done, elapsed, tmp_path)
     assert f"$embedder: OpenAIEmbedder at {url}" in done.stderr, done.stderr
     assert KEY not in done.stderr + done.stdout
+    assert "parse:" not in done.stderr, "the documents were parsed before the endpoint was probed"
 
 
 def test_missing_key_names_the_component(tmp_path):

@@ -11,7 +11,6 @@ from ragsweep.datasets.schema import Case
 from ragsweep.evaluation.loop import Answering
 from ragsweep.evaluation.settings import AnswerSettings
 from ragsweep.evaluation.trust import Probes
-from ragsweep.llm.probe import check_llm_endpoint
 from ragsweep.llm.settings import LLMSettings
 from ragsweep.metrics.judge import LLMJudge, probe_judge
 from ragsweep.metrics.ragas_llm import RagasLLMScorer
@@ -21,21 +20,6 @@ from ragsweep.pipeline.config import PipelineConfig
 
 def llm_settings_of(config: PipelineConfig) -> LLMSettings:
     return LLMSettings.from_mapping(config.scalars())
-
-
-def check_answering(config: PipelineConfig, settings: AnswerSettings) -> None:
-    """Before any work: every LLM endpoint the answering will call, probed once
-    (:func:`ragsweep.llm.probe.check_llm_endpoint`), so a run that cannot get one answer ends in
-    seconds with one line rather than after asking every case."""
-    endpoint = llm_settings_of(config)
-    if settings.use_llm and config.question_answerer_ref() is not None:
-        check_llm_endpoint(endpoint, "app's LLM", key_too=False)  # its component may hold its own key
-    elif settings.use_llm or config.variables.llm_model:
-        check_llm_endpoint(endpoint, "LLM")
-    if settings.judge:
-        check_llm_endpoint(endpoint, "judge")
-    if settings.ragas_llm:
-        check_llm_endpoint(endpoint, "ragas LLM")
 
 
 def prepare_answering(

@@ -54,9 +54,10 @@ from pydantic import BaseModel, Field, ValidationError
 
 from ragsweep.core.errors import ConfigError, RunError, StageError
 from ragsweep.datasets.schema import Case, Dataset
-from ragsweep.evaluation.answering import check_answering, llm_calls, prepare_answering
+from ragsweep.evaluation.answering import llm_calls, prepare_answering
 from ragsweep.evaluation.context import RunContext, SweepState
 from ragsweep.evaluation.cost import configuration_cost, cost_pareto
+from ragsweep.evaluation.endpoints import check_answering
 from ragsweep.evaluation.loop import Answering, evaluate_configuration, scored_ks
 from ragsweep.evaluation.manifest import CorpusManifest, DatasetManifest, SweepManifest, Timestamps
 from ragsweep.evaluation.records import (
