@@ -84,6 +84,14 @@ def test_a_refused_key_is_found_by_one_probe_and_no_case_is_asked(tmp_path, extr
     _no_run_folder(tmp_path)
 
 
+def test_an_llm_reranker_with_nothing_listening_ends_before_any_work(tmp_path):
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    knobs = ("--set", "reranker=llm", "--set", "rerank_candidates=10", "--set", f"llm_base_url={url}")
+    done = _eval(tmp_path, _env(tmp_path, OPENAI_API_KEY=KEY), *knobs)
+    _one_line_rc2(done, f"the reranker's LLM endpoint {url} cannot be reached")
+    _no_run_folder(tmp_path)
+
+
 def test_generate_probes_its_endpoint_before_parsing(tmp_path):
     url = f"http://127.0.0.1:{free_port()}/v1"
     argv = ["generate", "--docs", str(DATASET / "docs"), "--out", str(tmp_path / "gen"), "--n", "2"]

@@ -27,6 +27,8 @@ def check_answering(config: PipelineConfig, settings: AnswerSettings) -> None:
         check_llm_endpoint(endpoint, "app's LLM", key_too=False)  # its component may hold its own key
     elif settings.use_llm or config.variables.llm_model:
         check_llm_endpoint(endpoint, "LLM")
+    if config.variables.reranker == "llm":
+        check_llm_endpoint(endpoint, "reranker's LLM")
     if settings.judge:
         check_llm_endpoint(endpoint, "judge")
     if settings.ragas_llm:
