@@ -92,6 +92,16 @@ def test_an_llm_reranker_with_nothing_listening_ends_before_any_work(tmp_path):
     _no_run_folder(tmp_path)
 
 
+def test_a_sweep_that_answers_probes_before_parsing(tmp_path):
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("grid:\n  top_k: [3, 5]\nobjectives: [recall@k]\n")
+    argv = ["sweep", "--dataset", str(DATASET), "--grid", str(grid), "--limit", "3", "--out", str(tmp_path / "runs")]
+    done = _run(tmp_path, _env(tmp_path, OPENAI_BASE_URL=url, OPENAI_API_KEY=KEY), *argv, "--answers", "--llm")
+    _one_line_rc2(done, f"the LLM endpoint {url} cannot be reached")
+    assert "parse:" not in done.stderr, done.stderr
+
+
 def test_generate_probes_its_endpoint_before_parsing(tmp_path):
     url = f"http://127.0.0.1:{free_port()}/v1"
     argv = ["generate", "--docs", str(DATASET / "docs"), "--out", str(tmp_path / "gen"), "--n", "2"]

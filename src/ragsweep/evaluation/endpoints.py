@@ -20,15 +20,18 @@ def check_endpoints(config: PipelineConfig, settings: AnswerSettings) -> None:
     check_answering(config, settings)
 
 
-def check_answering(config: PipelineConfig, settings: AnswerSettings) -> None:
-    """Every LLM endpoint the answering will call, probed once (:func:`ragsweep.llm.probe.check_llm_endpoint`)."""
+def check_answering(config: PipelineConfig, settings: AnswerSettings | None) -> None:
+    """Every LLM endpoint the run will call (its answering's, none when ``settings`` is None, and an LLM
+    reranker's), probed once (:func:`ragsweep.llm.probe.check_llm_endpoint`)."""
     endpoint = LLMSettings.from_mapping(config.scalars())
+    if config.variables.reranker == "llm":
+        check_llm_endpoint(endpoint, "reranker's LLM")
+    if settings is None:
+        return
     if settings.use_llm and config.question_answerer_ref() is not None:
         check_llm_endpoint(endpoint, "app's LLM", key_too=False)  # its component may hold its own key
     elif settings.use_llm or config.variables.llm_model:
         check_llm_endpoint(endpoint, "LLM")
-    if config.variables.reranker == "llm":
-        check_llm_endpoint(endpoint, "reranker's LLM")
     if settings.judge:
         check_llm_endpoint(endpoint, "judge")
     if settings.ragas_llm:

@@ -270,6 +270,8 @@ def run_sweep(sweep: SweepRun) -> SweepResult:
     paired tests, best, Pareto set and the verdict on the held-out cases; sweep.json and sweep.csv written."""
     started_at = now()
     started = time.perf_counter()
+    for _, config in sweep.plan.configs.values():  # before any parse: the endpoints every configuration calls
+        check_answering(config, sweep.settings.answer if sweep.settings.answers else None)
     corpora = parse_corpora(sweep)
     corpus = corpus_for(corpora, sweep.base_config)
     parse_seconds = time.perf_counter() - started
@@ -458,7 +460,6 @@ def sweep_answering(config: PipelineConfig, settings: SweepSettings, cases: Sequ
     """Eval's answering when the sweep answers (``--answers``); retrieval only otherwise."""
     if not settings.answers:
         return Answering(answerer=None)
-    check_answering(config, settings.answer)
     answering, _ = prepare_answering(config, settings.answer, cases, {}, probe=False)
     return answering
 
