@@ -180,3 +180,12 @@ def test_a_cost_without_a_price_is_none_never_zero():
     total = combine([unpriced, free])
     assert total.cost_usd is None and total.notes == [NO_PRICE]
     assert cost_text(None) == NO_PRICE and cost_text(0.0) == "$0.0000"
+
+
+def test_a_key_that_only_lacks_the_models_permission_is_not_refused():
+    from ragsweep.llm.probe import refuses_key
+
+    assert refuses_key(401, '{"error": {"message": "Incorrect API key provided: sk-...", "code": "invalid_api_key"}}')
+    assert refuses_key(403, "forbidden")
+    assert not refuses_key(401, "You have insufficient permissions for this operation. Missing scopes: api.model.read")
+    assert not refuses_key(404, "not found") and not refuses_key(200, "{}")

@@ -7,9 +7,10 @@ The probe, once per endpoint and key in a process:
 - OpenAI's own endpoint and no key: refused without a request (every call would be a 401);
 - a host that does not resolve or a port where nothing listens (after one short second try,
   :func:`ragsweep.llm.endpoint.unreachable_reason`): refused;
-- otherwise one ``GET {base_url}/models`` with the key: a 401 or 403 is refused; any other answer
-  (an endpoint without that route included) lets the run go on, and so does a timeout (slow is not
-  down: the client's retries are for that).
+- otherwise one ``GET {base_url}/models`` with the key: a 401 or 403 is refused, unless it says the key
+  lacks a permission (a restricted key may chat without listing models); any other answer (an endpoint
+  without that route included) lets the run go on, and so does a timeout (slow is not down: the client's
+  retries are for that).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ragsweep.llm.settings import LLMSettings
 
 PROBE_TIMEOUT_S = 5.0
 _REFUSED = (401, 403)
+_NOT_THE_KEY = ("insufficient permission", "missing scope")  # a restricted key: refused this route only
 _passed: set[tuple[str, str, bool]] = set()  # (base_url, key digest, key_too) already probed in this process
 _lock = threading.Lock()
 _OPENAI_HOST = httpx.URL(environment.OPENAI_URL).host
@@ -48,10 +50,15 @@ def _key_problem(settings: LLMSettings) -> str | None:
         reply = httpx.get(f"{settings.base_url}/models", headers=headers, timeout=timeout)
     except httpx.HTTPError:
         return None  # slow or odd is not refused: the run's own calls find out with their retries
-    if reply.status_code not in _REFUSED:
+    if not refuses_key(reply.status_code, reply.text):
         return None
     body = " ".join(reply.text.split())[:200].replace(settings.api_key.get_secret_value() or "\0", "***")
     return mask(f"http {reply.status_code}: {body}")
+
+
+def refuses_key(status: int, body: str) -> bool:
+    """Whether a ``GET /models`` reply says every call with this key would be refused."""
+    return status in _REFUSED and not any(words in body.lower() for words in _NOT_THE_KEY)
 
 
 def check_llm_endpoint(settings: LLMSettings, what: str = "LLM", key_too: bool = True) -> None:
