@@ -2,11 +2,11 @@
 
 Two runs of the command as a user starts it, each against a port on 127.0.0.1 where nothing listens:
 
-- ``llm``: `eval --llm` over cuad-mini (its served lists and parses cached by a first run), the answers'
-  chat endpoint down: every call would fail, so the first one ends the run;
+- ``llm``: `eval --llm` over cuad-mini, the answers' chat endpoint down: the probe of the endpoint, before
+  any parse or retrieval, finds nothing listening and ends the run;
 - ``app embedder``: an app whose `$embedder` is Pathway's `OpenAIEmbedder`
-  (tests/fixtures/apps/parity_base.yaml, its parser Utf8Parser), on an empty cache: the embedder's probe
-  before Pathway runs finds nothing listening.
+  (tests/fixtures/apps/parity_base.yaml, its parser Utf8Parser), on an empty cache: the embedder's probe,
+  before the documents are parsed, finds nothing listening.
 
 Each prints its wall time (interpreter start to exit), its exit status and its one error line. The target
 is rc 2 within 10 s; the openai client's own retries (2, with backoff) on every call took minutes for a

@@ -49,8 +49,11 @@ Normal replies:
   documents are JSON lines (Pathway's ``SimpleContextProcessor``), the same, or
   "No information found." when no document shares two content words with the query.
 
-``requests`` counts every request (also those answered with errors); ``log`` keeps
-(path, body) pairs.
+``FakeOpenAI(models_status=401)`` answers ``GET /v1/models`` (what an endpoint probe asks) with that
+status and an OpenAI-style error body.
+
+``requests`` counts every POST request (also those answered with errors); ``probes`` every GET;
+``log`` keeps the POSTs' (path, body) pairs.
 """
 
 from __future__ import annotations
@@ -347,8 +350,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         with self.fake._lock:
-            self.fake.requests += 1
-        if self.path.rstrip("/").endswith("/models"):
+            self.fake.probes += 1
+        if self.path.rstrip("/").endswith("/models") and self.fake.models_status is not None:
+            error = {"error": {"message": "Incorrect API key provided.", "code": "invalid_api_key"}}
+            self._send(self.fake.models_status, json.dumps(error).encode())
+        elif self.path.rstrip("/").endswith("/models"):
             self._send(200, json.dumps({"object": "list", "data": [{"id": "fake-model", "object": "model"}]}).encode())
         else:
             self._send(404, b'{"error": {"message": "not found"}}')
@@ -405,6 +411,7 @@ class FakeOpenAI:
         reply_bytes: int | None = None,
         serial_seconds: float | None = None,
         max_in_flight: int | None = None,
+        models_status: int | None = None,
     ):
         self.slow_seconds = slow_seconds
         self.reply_bytes = reply_bytes
@@ -418,7 +425,9 @@ class FakeOpenAI:
         self.echo_key_status = echo_key_status
         self.embeddings_status = embeddings_status
         self.embeddings_ok_first = embeddings_ok_first  # embeddings requests answered before the status starts
+        self.models_status = models_status  # GET /models answered with this status (a key refused: 401)
         self.requests = 0
+        self.probes = 0  # GET requests (an endpoint probe's GET /models), not in ``requests``
         self.log: list[tuple[str, dict]] = []
         self._seen: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -442,6 +451,7 @@ class FakeOpenAI:
     def reset(self) -> None:
         with self._lock:
             self.requests = 0
+            self.probes = 0
             self.log.clear()
             self._seen.clear()
 

@@ -203,8 +203,22 @@ def test_dry_run_estimates_the_embedding_calls_without_one(first_run, tmp_path, 
     estimate = json.loads(capsys.readouterr().out)
     spent = read_run(first_run["run_dir"]).manifest.model_dump()["spent"]["embeddings"]
     assert estimate["embeddings"]["texts"] == spent["texts"] and estimate["embeddings"]["tokens"] == spent["tokens"]
+    embedding_requests = [path for path, _ in first_run["log"] if path.endswith("/embeddings")]
+    assert estimate["embeddings"]["calls"] == spent["calls"] == len(embedding_requests), (estimate, spent)
     assert estimate["answer"]["calls"] == LIMIT
     assert not (tmp_path / "runs" / "dry").exists()
+
+
+def test_dry_run_needs_no_key(first_run, tmp_path, monkeypatch, capsys):
+    """The app's OpenAI components are built for a dry run, never called: no key is asked for."""
+    server = first_run["server"]
+    server.reset()
+    _point_at(monkeypatch, server.base_url, tmp_path / "cold-cache")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    assert _eval(tmp_path / "runs", "dry", "--dry-run", "--llm") == 0
+    assert server.requests == 0 and server.probes == 0, "a dry run called the endpoint"
+    assert json.loads(capsys.readouterr().out)["embeddings"]["calls"] > 0
+    assert "OPENAI_API_KEY" not in os.environ, "the dry run's placeholder key outlived it"
 
 
 # ---------------------------------------------------------------- --llm
@@ -251,6 +265,7 @@ def test_endpoint_down_is_one_message_naming_the_component(tmp_path):
     _assert_one_clean_message(done, elapsed, tmp_path)
     assert f"$embedder: OpenAIEmbedder at {url}" in done.stderr, done.stderr
     assert KEY not in done.stderr + done.stdout
+    assert "parse:" not in done.stderr, "the documents were parsed before the endpoint was probed"
 
 
 def test_missing_key_names_the_component(tmp_path):

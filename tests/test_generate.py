@@ -481,6 +481,7 @@ def test_generation_stops_and_says_why_when_every_call_fails(tmp_path, capsys, m
     why = "every one of the 2 LLM calls of round 1 failed (2x http 500)"
     assert f"stopped after 1 round(s): {why}" in out
     assert "LLM: 2 calls (0 from cache, 2 failed: 100.0%)" in out
+    assert "no price set" in out and "$0.0000" not in out, "a cost without a price set is no $0"
     assert "failed: 2x http 500; endpoint: 2 request(s)" in out
     assert f"fewer cases than requested: {{'single_hop': 2}} ({why})" in err
     generation = json.loads((tmp_path / "gen" / "generation.json").read_text())

@@ -42,6 +42,7 @@ def test_llm_answers_judge_and_ragas_llm_end_to_end(fake_server, tmp_path, monke
 
     calls = fake_server.requests
     assert calls > 0
+    assert fake_server.probes == 1, "the answerer, the judge and ragas share one endpoint: probed once"
     _, again = run_eval(EvalOptions(**options, name="second"))
     assert fake_server.requests == calls, "a re-run must be served by the cache"
     assert again.metrics["judge_correct"] == report.metrics["judge_correct"]

@@ -8,7 +8,9 @@ import logging
 import os
 import sys
 import time
+from importlib.metadata import PackageNotFoundError, version
 
+from ragsweep import __version__
 from ragsweep.argtypes import add_options, bounded, options_from
 from ragsweep.commands.eval import EvalOptions, run_eval_cli
 from ragsweep.commands.generate import add_arguments as generate_arguments
@@ -231,6 +233,14 @@ def cmd_generate(args) -> int:
     return run_generate_cli(args)
 
 
+def package_version() -> str:
+    """The installed distribution's version (what pip installed), else the source tree's."""
+    try:
+        return version("ragsweep")
+    except PackageNotFoundError:
+        return __version__
+
+
 def _mlflow_options(p) -> None:
     p.add_argument("--mlflow", action="store_true", help="log the run to MLflow")
     p.add_argument("--mlflow-uri", help="MLflow tracking URI (default: a local file store)")
@@ -238,6 +248,7 @@ def _mlflow_options(p) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragsweep", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"ragsweep {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def pipeline_args(p):

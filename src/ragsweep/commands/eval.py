@@ -22,6 +22,7 @@ from ragsweep.core.errors import RunError
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.context import RunState, Where, open_run, run_state
 from ragsweep.evaluation.dry_run import dry_run_report
+from ragsweep.evaluation.endpoints import check_answering
 from ragsweep.evaluation.judge_report import failure_gate
 from ragsweep.evaluation.loop import scored_ks
 from ragsweep.evaluation.records import RunResult
@@ -82,6 +83,8 @@ def run_eval(options: EvalOptions, html: bool = True) -> tuple[Path | None, RunR
     settings = run_settings(options)
     check_floor_names(settings.floors, scored_ks(settings.ks, config.top_k), settings.budgets)  # before a folder
     check_executor(options.executor_settings)
+    if not options.dry_run:
+        check_answering(config, settings.answer)  # before a folder, an executor or a parse
     state = run_state(config, dataset_hash(dataset), settings, cases)
     where = where_of(options, run_name(dataset.name, config), create=not options.dry_run)
     if options.dry_run:

@@ -8,9 +8,11 @@ import sys
 
 from ragsweep.argtypes import add_options, bounded, options_from
 from ragsweep.commands.options import DocumentOptions
+from ragsweep.core.errors import RunError
 from ragsweep.evaluation.settings import ParseSettings
 from ragsweep.generate.propose import KINDS
 from ragsweep.generate.settings import DEFAULT_DEDUPE_THRESHOLD, GenerateSettings
+from ragsweep.llm.cost import NO_PRICE
 from ragsweep.pipeline.config import parse_overrides
 
 
@@ -113,7 +115,7 @@ def run_generate_cli(args: argparse.Namespace) -> int:
             print(json.dumps(estimate(settings), indent=2))
             return 0
         result = generate_dataset(settings)
-    except (GenerateError, FailuresError) as err:
+    except (GenerateError, FailuresError, RunError) as err:  # RunError: the endpoint went away mid-generation
         print(f"ragsweep: error: {err}", file=sys.stderr)
         return 2
     print(f"{result['out']}: {result['cases']} cases {result['kept']} (requested {result['requested']})")
@@ -125,7 +127,8 @@ def run_generate_cli(args: argparse.Namespace) -> int:
     rate = u["errors"] / u["calls"] if u["calls"] else 0.0
     print(
         f"LLM: {u['calls']} calls ({u['cached']} from cache, {u['errors']} failed: {rate:.1%}), "
-        f"{u['prompt_tokens']} prompt + {u['completion_tokens']} completion tokens, ${u['cost_usd']:.4f}"
+        f"{u['prompt_tokens']} prompt + {u['completion_tokens']} completion tokens, "
+        + (f"${u['cost_usd']:.4f}" if result["price_set"] else NO_PRICE)
     )
     calls = result["llm_calls"]
     if calls:

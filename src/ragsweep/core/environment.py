@@ -8,6 +8,8 @@ an LLM endpoint's ``api_key_env``, are read where that name is known.)
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 CACHE_DIR = "RAGSWEEP_CACHE_DIR"
@@ -18,6 +20,8 @@ PROXIES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY"
 QUERIES_PER_RUN = "RAGSWEEP_QUERIES_PER_RUN"
 DOCLING_ARTIFACTS_PATH = "DOCLING_ARTIFACTS_PATH"
 OPENAI_BASE_URL = "OPENAI_BASE_URL"
+OPENAI_API_KEY = "OPENAI_API_KEY"
+PLACEHOLDER_KEY = "sk-placeholder-nothing-is-sent"
 
 DEFAULT_CACHE_DIR = ".cache/ragsweep"
 DEFAULT_QUERIES_PER_RUN = 8192
@@ -86,3 +90,21 @@ def openai_base_url() -> str:
     """Where the openai client sends requests: ``$OPENAI_BASE_URL`` as set (even empty), else OpenAI's."""
     value = _read(OPENAI_BASE_URL)
     return OPENAI_URL if value is None else value
+
+
+@contextmanager
+def placeholder_openai_key() -> Iterator[None]:
+    """``$OPENAI_API_KEY`` set to a placeholder while it is unset, for building components that are never
+    called (a dry run): the openai client refuses to be built without a key. Unset again afterwards."""
+    if _read(OPENAI_API_KEY):
+        yield
+        return
+    before = _read(OPENAI_API_KEY)
+    os.environ[OPENAI_API_KEY] = PLACEHOLDER_KEY
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(OPENAI_API_KEY, None)
+        else:
+            os.environ[OPENAI_API_KEY] = before

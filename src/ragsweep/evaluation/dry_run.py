@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ragsweep.core.environment import placeholder_openai_key
 from ragsweep.core.hits import Hit
 from ragsweep.datasets.schema import Case
 from ragsweep.evaluation.loop import scored_ks
 from ragsweep.evaluation.settings import RunSettings
 from ragsweep.metrics.dry_run import estimate_llm_run
 from ragsweep.pipeline.answering import make_answerer
-from ragsweep.pipeline.app_components import estimate_embeddings
+from ragsweep.pipeline.app_components import EMBEDDING_NO_PRICE, estimate_embeddings
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import retrieve, serve, store_depths
@@ -25,13 +26,16 @@ def dry_run_report(
     would itself call the app's embedder, an upper bound: each case's longest chunks)."""
 
     answerer, llm_settings = make_answerer(config, settings.answer.use_llm)
-    pipeline = config.build()
+    with placeholder_openai_key():  # an app's OpenAI components are built, never called: no key needed
+        pipeline = config.build()
     chunks = split_corpus(pipeline.splitter, corpus)
-    texts = [t for doc_chunks in chunks.values() for t in doc_chunks] + [c.question for c in cases]
-    embeddings = estimate_embeddings(pipeline.embedder, texts, config.variables.embedding_price_per_1k)
+    chunk_texts = [t for doc_chunks in chunks.values() for t in doc_chunks]
+    questions = [c.question for c in cases]
+    embeddings = estimate_embeddings(pipeline.embedder, chunk_texts, questions, config.variables.embedding_price_per_1k)
     out: dict[str, Any] = {"dry_run": True, "cases": len(cases)}
     if embeddings is not None:
-        out["embeddings"] = embeddings.model_dump()
+        notes = [EMBEDDING_NO_PRICE] if embeddings.cost_usd is None else []
+        out["embeddings"] = {**embeddings.model_dump(), "notes": notes}
     if llm_settings is None:
         return {**out, "llm_calls": 0, "note": "no LLM configured: extractive answers, no LLM call"}
 

@@ -31,6 +31,7 @@ from ragsweep.core.errors import RunError, StageError
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.answering import llm_calls, metric_temperature, prepare_answering
 from ragsweep.evaluation.context import RunContext, RunState
+from ragsweep.evaluation.endpoints import check_endpoints
 from ragsweep.evaluation.judge_report import judge_section
 from ragsweep.evaluation.loop import Answering, Evaluated, evaluate_configuration, scored_ks
 from ragsweep.evaluation.manifest import CorpusManifest, DatasetManifest, RetrievalCounts, RunManifest, Timestamps
@@ -89,8 +90,9 @@ def evaluate(
 ) -> RunResult:
     """One configuration on ``cases`` through the evaluation loop, into ``run``'s folder."""
     check_floor_names(settings.floors, scored_ks(settings.ks, config.top_k), settings.budgets)
+    embedded_before = embedding_usage()  # the embedder's probe below is one of the run's calls
+    check_endpoints(config, settings.answer)
     stage: dict[str, float] = {}
-    embedded_before = embedding_usage()
     folder = run.folder
     done = folder.read_results("cases.jsonl") if settings.resume else {}
     if done:

@@ -57,6 +57,7 @@ from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.answering import llm_calls, prepare_answering
 from ragsweep.evaluation.context import RunContext, SweepState
 from ragsweep.evaluation.cost import configuration_cost, cost_pareto
+from ragsweep.evaluation.endpoints import check_answering
 from ragsweep.evaluation.loop import Answering, evaluate_configuration, scored_ks
 from ragsweep.evaluation.manifest import CorpusManifest, DatasetManifest, SweepManifest, Timestamps
 from ragsweep.evaluation.records import (
@@ -269,6 +270,8 @@ def run_sweep(sweep: SweepRun) -> SweepResult:
     paired tests, best, Pareto set and the verdict on the held-out cases; sweep.json and sweep.csv written."""
     started_at = now()
     started = time.perf_counter()
+    for _, config in sweep.plan.configs.values():  # before any parse: the endpoints every configuration calls
+        check_answering(config, sweep.settings.answer if sweep.settings.answers else None)
     corpora = parse_corpora(sweep)
     corpus = corpus_for(corpora, sweep.base_config)
     parse_seconds = time.perf_counter() - started

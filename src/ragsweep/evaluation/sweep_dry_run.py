@@ -137,8 +137,9 @@ def estimate_sweep(
         if config.chunking_key not in chunks_of:
             pipeline = config.build()
             chunks = chunks_of[config.chunking_key] = split_corpus(pipeline.splitter, corpus)
-            texts = [t for doc in chunks.values() for t in doc] + [c.question for c in cases]
-            spend = estimate_embeddings(pipeline.embedder, texts, config.variables.embedding_price_per_1k)
+            texts = [t for doc in chunks.values() for t in doc]
+            questions = [c.question for c in cases]
+            spend = estimate_embeddings(pipeline.embedder, texts, questions, config.variables.embedding_price_per_1k)
             if spend is not None:
                 out.embeddings[config.chunking_key] = spend
     if not settings.answers:

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeVar
 
 from ragsweep.core.cache_files import default_cache_dir
+from ragsweep.core.reachability import unreachable
 from ragsweep.datasets.schema import Case
 from ragsweep.execution.base import (
     ConfigRef,
@@ -70,6 +71,16 @@ def retrieve_shard(
     return retrieved, {"pid": os.getpid(), "cases": len(cases), "seconds": seconds, "split": split, "embed": embed}
 
 
+def unreachable_address(address: str) -> str | None:
+    """Why nothing answers at a Ray address (``host:port``, ``ray://host:port``; ``auto`` and ``local``
+    are Ray's to find): its host does not resolve or nothing listens at its port. None when a connection
+    opens, or the address is not a host and port."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return None
+    return unreachable(host.strip("[]"), int(port))
+
+
 def wants_gpu(config: PipelineConfig, cluster_gpus: float) -> bool:
     """An index is embedded on a GPU when its embedder may use one and the cluster has one."""
     device = config.variables.embedder_device or "auto"
@@ -103,6 +114,8 @@ class RayExecutor(Executor):
             raise ExecutorError("--executor ray: Ray is not installed (pip install 'ragsweep[ray]')") from None
         if ray.is_initialized():  # a caller (a test, a notebook) already connected: keep its connection
             return cls(owns_connection=False)
+        if address is not None and (reason := unreachable_address(address)) is not None:  # not Ray's minutes of retries
+            raise ExecutorError(f"--ray-address {address}: cannot connect to a Ray cluster: {reason}")
         try:
             ray.init(
                 address=address,

@@ -47,7 +47,8 @@ from ragsweep.generate.writer import (
     to_case,
     write_dataset,
 )
-from ragsweep.llm.client import ChatResult, LLMClient, Messages, error_kind, transient
+from ragsweep.llm.client import ChatResult, EndpointUnreachable, LLMClient, Messages, error_kind, transient
+from ragsweep.llm.probe import check_llm_endpoint
 from ragsweep.llm.settings import LLMSettings
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import parse_corpus
@@ -100,6 +101,7 @@ class Generated(TypedDict):
     stopped: str
     rounds: int
     usage: StepUsage
+    price_set: bool  # a price per 1,000 tokens is set: usage's cost_usd means something
     llm_calls: LLMCallsSummary | None
     problems: list[str]
 
@@ -165,6 +167,11 @@ class Generator:
         self.config = PipelineConfig.load(settings.pipeline, settings.overrides)
         self.llm = client.settings if client is not None else LLMSettings.from_mapping(self.config.scalars())
         self._client = client
+        if client is None and not settings.dry_run:
+            try:  # before the documents are parsed: a generation that can get no reply ends here
+                check_llm_endpoint(self.llm)
+            except EndpointUnreachable as err:
+                raise GenerateError(str(err)) from None
         self.embed = embed or verify.default_embed
         self.check_k = settings.check_k or self.config.top_k
         self.seeds: list[failures_mod.Seed] = []
@@ -518,6 +525,7 @@ def generate_dataset(
         "stopped": summary["stopped"],
         "rounds": summary["rounds"],
         "usage": provenance["usage"]["total"],
+        "price_set": gen.llm.priced,
         "llm_calls": provenance["llm_calls"],
         "problems": [str(p) for p in problems],
     }

@@ -352,10 +352,12 @@ def _usage_lines(p: Provenance) -> list[str]:
         "| step | calls | from cache | prompt tokens | completion tokens | cost (USD) |",
         "|---|---:|---:|---:|---:|---:|",
     ]
+    llm = p["llm"]
+    priced = llm.get("price_per_1k_prompt") is not None or llm.get("price_per_1k_completion") is not None
     for step, u in p["usage"].items():
+        cost = f"{u['cost_usd']:.4f}" if priced else "no price set"
         lines.append(
-            f"| {step} | {u['calls']} | {u['cached']} | {u['prompt_tokens']} | {u['completion_tokens']} | "
-            f"{u['cost_usd']:.4f} |"
+            f"| {step} | {u['calls']} | {u['cached']} | {u['prompt_tokens']} | {u['completion_tokens']} | {cost} |"
         )
     return lines
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -45,11 +44,12 @@ import httpx
 from pydantic import BaseModel
 
 from ragsweep.core.environment import proxy_configured
+from ragsweep.core.reachability import RETRY_S, unreachable
 
 ERROR_HEADER = "x-ragsweep-error"
 OVERSIZED = "oversized"
 UNREACHABLE = "unreachable"
-UNREACHABLE_RETRY_S = 0.5  # one short second try (a server restarting), not the openai client's backoff
+UNREACHABLE_RETRY_S = RETRY_S  # one short second try (a server restarting), not the openai client's backoff
 QUICK_SHARE = 0.25  # a success within this share of the timeout is quick
 MAX_TIMEOUT_FACTOR = 4  # a retry waits at most this many timeouts for its reply
 RETRY_HEADER = "x-stainless-retry-count"  # the openai client's count of the attempts before this one
@@ -236,26 +236,12 @@ async def asend_or_unreachable(
 
 def unreachable_reason(base_url: str, timeout: float = 3.0) -> str | None:
     """Why nothing can be sent to ``base_url``: its host does not resolve, or nothing listens at its port
-    (a TCP connection tried twice, :data:`UNREACHABLE_RETRY_S` apart). None when a connection opens, when
-    it only times out (slow is not down: the client's retries are for that) or behind a proxy."""
+    (:func:`ragsweep.core.reachability.unreachable`). None when a connection opens, when it only times out
+    (slow is not down: the client's retries are for that) or behind a proxy."""
     if proxy_configured():
         return None
     url = httpx.URL(base_url)
-    host, port = url.host, url.port or (443 if url.scheme == "https" else 80)
-    reason = None
-    for attempt in range(2):
-        try:
-            with socket.create_connection((host, port), timeout=timeout):
-                return None
-        except socket.gaierror as err:
-            reason = f"the host name {host!r} does not resolve ({err})"
-        except ConnectionRefusedError as err:
-            reason = f"nothing listens at {host}:{port} ({err})"
-        except OSError:
-            return None
-        if attempt == 0:
-            time.sleep(UNREACHABLE_RETRY_S)
-    return reason
+    return unreachable(url.host, url.port or (443 if url.scheme == "https" else 80), timeout)
 
 
 def _read_response(response: httpx.Response, request: httpx.Request, cap: int | None) -> httpx.Response:

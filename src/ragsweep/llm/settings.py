@@ -55,8 +55,9 @@ class LLMSettings(BaseModel):
     max_reply_bytes: int = Field(default=1_000_000, ge=1_000)
     cache: bool = True
     cache_dir: str = Field(default_factory=default_llm_cache_dir)
-    price_per_1k_prompt: float = Field(default=0.0, ge=0.0)  # USD, for the cost estimate
-    price_per_1k_completion: float = Field(default=0.0, ge=0.0)
+    # USD per 1,000 tokens, for the costs shown; None: no price set (a cost is then "no price set", never $0)
+    price_per_1k_prompt: float | None = Field(default=None, ge=0.0)
+    price_per_1k_completion: float | None = Field(default=None, ge=0.0)
     json_mode: bool = True  # send response_format=json_object for structured replies (judge)
     # embeddings for ragas AnswerRelevancy / AnswerCorrectness similarity:
     # "minilm" = offline all-MiniLM-L6-v2; "endpoint" = the endpoint's /embeddings with embedding_model
@@ -120,6 +121,11 @@ class LLMSettings(BaseModel):
         return settings.with_updates(api_key=env.get(settings.api_key_env, ""))
 
     # ------------------------------------------------------------ views
+    @property
+    def priced(self) -> bool:
+        """Whether a price is set (``llm_price_per_1k_prompt`` or ``llm_price_per_1k_completion``)."""
+        return self.price_per_1k_prompt is not None or self.price_per_1k_completion is not None
+
     def api_key_value(self) -> str:
         """The key for the client only. Endpoints without auth get a placeholder."""
         return self.api_key.get_secret_value() or "no-key"

@@ -308,7 +308,9 @@ class AppAnswerer:
             errors=sum(c.error is not None for c in calls),
             prompt_tokens=sum(c.prompt_tokens for c in calls),
             completion_tokens=sum(c.completion_tokens for c in calls),
-            cost_usd=round(sum(c.cost_usd for c in calls), 6),
+            cost_usd=round(sum(c.cost_usd for c in calls), 6)
+            if self.settings is not None and self.settings.priced
+            else None,
         )
 
 

@@ -34,6 +34,7 @@ from pydantic import BaseModel
 from ragsweep.core import environment
 from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
 from ragsweep.llm.client import describe_error
+from ragsweep.llm.cost import cost_text
 from ragsweep.llm.endpoint import unreachable_reason
 from ragsweep.pipeline.arguments import ComponentArguments
 
@@ -148,6 +149,9 @@ def embedding_usage() -> dict[str, EmbedderUsage]:
         return {k: v.model_copy() for k, v in _USAGE.items()}
 
 
+EMBEDDING_NO_PRICE = "no price set ($embedding_price_per_1k: USD per 1,000 tokens)"
+
+
 class EmbeddingSpend(BaseModel):
     """What the app's embedders sent to their endpoints during one run."""
 
@@ -168,7 +172,7 @@ class LLMSpend(BaseModel):
     errors: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # None: no $llm_price_per_1k_prompt / _completion set
 
 
 class Spent(BaseModel):
@@ -181,7 +185,7 @@ class Spent(BaseModel):
         out = []
         if self.embeddings is not None:
             e = self.embeddings
-            cost = "no price set ($embedding_price_per_1k)" if e.cost_usd is None else f"${e.cost_usd:.4f}"
+            cost = EMBEDDING_NO_PRICE if e.cost_usd is None else f"${e.cost_usd:.4f}"
             out.append(
                 f"embeddings ({', '.join(e.components)}): {e.calls} call(s), {e.texts} text(s), "
                 f"{e.tokens} token(s) sent; {cost} (vectors already cached cost nothing)"
@@ -190,7 +194,7 @@ class Spent(BaseModel):
             a = self.app_llm
             out.append(
                 f"LLM ({a.answerer}, {a.model}): {a.calls} call(s), {a.from_cache} from ragsweep's cache, "
-                f"{a.errors} failed; {a.prompt_tokens} prompt + {a.completion_tokens} completion tokens; ${a.cost_usd:.4f}"
+                f"{a.errors} failed; {a.prompt_tokens} prompt + {a.completion_tokens} completion tokens; {cost_text(a.cost_usd)}"
             )
         return out
 
@@ -268,19 +272,23 @@ def check_endpoint(embedder: object) -> None:
             setattr(embedder, "client", client)  # noqa: B010 (an attribute KeptEmbedder does not declare)
 
 
-def estimate_embeddings(embedder: object, texts: list[str], price_per_1k: float | None) -> EmbeddingSpend | None:
-    """What embedding ``texts`` through an app embedder would send, without a call: the texts its
-    vector cache lacks (each once), their tokens, and its calls (batches of its batch size, and the
-    probe of :func:`check_endpoint` when that is not cached either)."""
+def estimate_embeddings(
+    embedder: object, chunks: list[str], questions: list[str], price_per_1k: float | None
+) -> EmbeddingSpend | None:
+    """What embedding ``chunks`` and ``questions`` through an app embedder would send, without a call:
+    the texts its vector cache lacks (each once), their tokens, and its calls: the probe of
+    :func:`check_endpoint` when that is not cached either, then batches of its batch size, the chunks'
+    and the questions' apart (the index embeds the chunks, the queries' run the questions)."""
     if not is_kept(embedder):
         return None
-    missing = embedder.not_cached(list(dict.fromkeys([PROBE_TEXT, *texts])))
+    missing = embedder.not_cached(list(dict.fromkeys([PROBE_TEXT, *chunks, *questions])))
     batch = int(getattr(embedder, "max_batch_size", None) or 1)
-    probe = int(PROBE_TEXT in missing)
-    rest = [t for t in missing if t != PROBE_TEXT]
+    chunk_texts = set(chunks)
+    new_chunks = [t for t in missing if t in chunk_texts and t != PROBE_TEXT]
+    new_questions = [t for t in missing if t not in chunk_texts and t != PROBE_TEXT]
     spend = EmbeddingSpend(
         components=[embedder.component],
-        calls=probe + -(-len(rest) // batch),
+        calls=int(PROBE_TEXT in missing) + -(-len(new_chunks) // batch) + -(-len(new_questions) // batch),
         texts=len(missing),
         tokens=sum(_count_tokens(t) for t in missing),
     )
