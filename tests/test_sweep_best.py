@@ -65,6 +65,39 @@ def test_a_configuration_is_compared_with_the_baseline_at_its_own_depth():
     assert same_depth_baseline(points, "bm25-3", "hybrid-10") is None  # none in the grid: tested on lift
 
 
+def test_make_sweeps_table_fits_120_columns_with_every_name_whole():
+    """pipelines/sweep.yaml's 24 configurations and 4 objectives: each row's values in full, within 120 columns."""
+    from ragsweep.evaluation.records import SweepResult
+    from ragsweep.evaluation.sweep import SweepGrid, config_id
+    from ragsweep.report.terminal import sweep_label, sweep_table
+
+    grid = SweepGrid.load(ROOT / "pipelines" / "sweep.yaml")
+    rows = []
+    for n, params in enumerate(grid.configurations()):
+        value = {m: 0.5 + n / 100 for m in grid.objectives}
+        rows.append(
+            ConfigResult(
+                id=config_id(params),
+                params=params,
+                top_k=int(params["top_k"] or 0),
+                latency_ms_per_query=1234.5,
+                metrics=value,
+                chance_level={m: 0.25 for m in value},
+                lift_over_chance={m: v - 0.25 for m, v in value.items()},
+            )  # fmt: skip
+        )
+    choice = best_configs(rows, grid.objectives)
+    report = SweepResult(
+        baseline=rows[0].id, grid=grid.grid, objectives=grid.objectives, configs=rows, best=choice.best,
+        chosen_by=choice.chosen_by, ties=choice.ties,
+    )  # fmt: skip
+    text = sweep_table(report)
+    assert all(len(line) <= TERMINAL_COLUMNS for line in text.splitlines()), max(text.splitlines(), key=len)
+    for row in rows:
+        assert any(line.startswith(sweep_label(row.params) + " ") for line in text.splitlines())
+    assert "retriever_mode=hybrid-" in text and "retriever_mode=hybri-" not in text
+
+
 def _changed(before: str, after: str) -> list[str]:
     """The lines of ``after`` that are not in ``before`` and vice versa, as a unified diff gives them."""
     diff = difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
@@ -187,11 +220,16 @@ def test_nothing_is_significant_for_being_deeper(sweep_output):
 def test_the_table_fits_and_the_last_line_is_the_report(sweep_output):
     text, sweep = sweep_output
     lines = text.rstrip("\n").splitlines()
-    table = lines[: 2 + len(sweep.configs)]
+    table = lines[: 3 + len(sweep.configs)]
     assert all(len(line) <= TERMINAL_COLUMNS for line in table), max(map(len, table))
+    assert "configuration = top_k,retriever_mode" in table[0]
     assert any(line.startswith("1,hybrid ") for line in table)  # values never cut
     assert lines[-1] == f"report written: {Path(sweep.sweep_dir or '') / 'report.html'}"
-    assert (Path(sweep.sweep_dir or "") / "report.html").is_file()
+    page = (Path(sweep.sweep_dir or "") / "report.html").read_text()
+    assert "chosen on lift over chance" in page and "a tie of 3 configurations" in page
+    winner = sweep.config(sweep.best["recall@k"])
+    chance, lift = winner.chance_level["recall@k"], winner.lift_over_chance["recall@k"]
+    assert f"chance {chance:.3f} · lift +{lift:.3f}" in page
 
 
 def test_the_written_file_is_the_users_with_the_chosen_values(swept, sweep_output):
@@ -202,7 +240,7 @@ def test_the_written_file_is_the_users_with_the_chosen_values(swept, sweep_outpu
     after = best.read_text()
     header = [line for line in after.splitlines() if line.startswith(HEADER)]
     assert after.startswith(header[0]) and len(header) == 5
-    assert f"sweep s: 6 configurations" in header[0] and winner.id in header[1] and "lift over chance" in header[1]
+    assert "sweep s: 6 configurations" in header[0] and winner.id in header[1] and "lift over chance" in header[1]
     assert "test split (" in header[3] and "95% CI [" in header[3]
     changed = [d for d in _changed(before, after) if not d[1:].startswith(HEADER)]
     expected = {f"$top_k: {winner.top_k}", f"$retriever_mode: {winner.params['retriever_mode']}"}

@@ -530,6 +530,7 @@ def comparison(sweep: Sweep, cid: str, metric: str) -> tuple[str | None, str]:
 
 def paired_p(ours: dict[str, _StoredScores], theirs: dict[str, _StoredScores], metric: str, on: str) -> float | None:
     """The paired randomization test's p over the cases both have a value of."""
+    # deferred: metrics.stats imports scipy (~1 s); --help and the API import must not
     from ragsweep.metrics.stats import paired_test
 
     pairs = [(theirs[i].value(metric, on), ours[i].value(metric, on)) for i in theirs if i in ours]

@@ -4,6 +4,7 @@ gate's lines. Plain functions from results to text; the command modules print th
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 
 from ragsweep.evaluation.choice import tie_knobs
@@ -93,14 +94,20 @@ def sweep_label(params: Mapping[str, object]) -> str:
     return ",".join(str(v) for v in params.values())
 
 
+GROUP = f"{'value':>6} {'chance':>6} {'lift':>6}"  # each objective's columns, under its name
+
+
 def sweep_table(report: SweepResult) -> str:
     objectives = report.objectives
-    value_width = {m: max(7, len(m)) for m in objectives}  # a value and its mark, under the objective's name
-    heads = " ".join(f"{m:>{value_width[m]}} {'chance':>6} {'lift':>6}" for m in objectives)
     labels = {r.id: sweep_label(r.params) for r in report.configs}
     knobs = list(dict.fromkeys(k for r in report.configs for k in r.params))
     width = max([len("configuration"), *map(len, labels.values())])
-    lines = [f"configuration = {','.join(knobs)}", f"{'configuration':<{width}} {heads} {'ms/query':>8}"]
+    names = " ".join(f"{m:^{len(GROUP)}}" for m in objectives)
+    lines = [
+        f"configuration = {','.join(knobs)}",
+        f"{'':<{width}} {names}",
+        f"{'configuration':<{width}} {' '.join(GROUP for _ in objectives)} {'ms/query':>8}",
+    ]
     sign = 1 if lower_is_better(objectives[0]) else -1
     for r in sorted(report.configs, key=lambda r: sign * (mean_of(r, objectives[0]) or 0)):
         cells = []
@@ -109,17 +116,25 @@ def sweep_table(report: SweepResult) -> str:
             mark = "*" if r.is_significant(m) else (" " if r.id != report.baseline else "=")
             chance, lift = (r.chance_level[m], r.lift_over_chance[m]) if m in r.chance_level else (None, None)
             cells.append(
-                f"{'n/a' if v is None else f'{v:.4f}'}{mark}".rjust(value_width[m])
+                f"{'n/a' if v is None else f'{v:.3f}'}{mark}".rjust(6)
                 + f" {'n/a' if chance is None else f'{chance:.3f}':>6} {'n/a' if lift is None else f'{lift:+.3f}':>6}"
             )
         lines.append(f"{labels[r.id]:<{width}} " + " ".join(cells) + f" {r.latency_ms_per_query:>8.2f}")
-    lines += sweep_notes(report)
-    lines += [line for m in report.best for line in best_lines(report, m)]
+    notes = [*sweep_notes(report), *(line for m in report.best for line in best_lines(report, m))]
     if report.verdict:
-        lines += verdict_lines(report.verdict)
-    lines.append(f"Pareto set ({' vs '.join(report.pareto_axes)}): " + ", ".join(report.pareto))
+        notes += verdict_lines(report.verdict)
+    notes.append(f"Pareto set ({' vs '.join(report.pareto_axes)}): " + ", ".join(report.pareto))
+    lines += [part for note in notes for part in wrapped(note)]
     lines += llm_call_lines(sweep_llm_calls(report.configs))
     return "\n".join(lines)
+
+
+def wrapped(line: str) -> list[str]:
+    """A note in lines of at most :data:`TERMINAL_COLUMNS` (a configuration's id is never split)."""
+    indent = " " * (len(line) - len(line.lstrip()) + 2)
+    return textwrap.wrap(
+        line, TERMINAL_COLUMNS, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
+    ) or [line]
 
 
 def sweep_notes(report: SweepResult) -> list[str]:
