@@ -267,3 +267,66 @@ def test_eval_of_the_written_file_scores_what_the_sweep_scored(swept, sweep_outp
         retrieval = {m: v for m, v in case["metrics"].items() if "@" in m or m.startswith("first_relevant_rank")}
         assert len(retrieval) > 10  # the sweep did not answer: its metrics are the retrieval ones
         assert {m: again["metrics"].get(m) for m in retrieval} == retrieval, cid
+
+
+# ---------------------------------------------------------------------- a user's app.yaml, written back
+
+APP_GRID = """\
+grid:
+  top_k: [1, 3]
+  max_tokens: [20, 40]
+baseline: {top_k: 3, max_tokens: 20}
+objectives: [recall@k]
+ks: [1, 3]
+"""
+APP_DOCS = {
+    "a.txt": "Rent is due on the first day of each month.\n\nRepairs are the landlord's duty at all times.\n",
+    "b.txt": "The supplier delivers the goods within fourteen days.\n\nLate delivery costs a penalty.\n",
+    "c.txt": "This agreement is governed by the laws of Delaware.\n",
+}
+APP_CASES = [
+    ("rent", "When is the rent due?", "a.txt", "Rent is due on the first day"),
+    ("repairs", "Who does the repairs?", "a.txt", "Repairs are the landlord's duty"),
+    ("delivery", "When are the goods delivered?", "b.txt", "The supplier delivers the goods"),
+    ("law", "Which laws govern the agreement?", "c.txt", "governed by the laws of Delaware"),
+]
+
+
+def test_an_apps_best_is_written_into_the_app_and_eval_reproduces_it(tmp_path):
+    """A Pathway app.yaml with no $top_k (its question answerer's search_topk is the depth): the sweep's
+    top_k lands in search_topk, a $variable in place, and ``ragsweep eval`` of the written app scores
+    every case as the sweep scored the winner."""
+    from ragsweep.cli import main
+
+    data = tmp_path / "data"
+    (data / "docs").mkdir(parents=True)
+    for name, text in APP_DOCS.items():
+        (data / "docs" / name).write_text(text)
+    lines = [
+        json.dumps({"id": cid, "question": q, "evidence": [{"doc_id": doc, "text": ev}], "reference_answer": ev})
+        for cid, q, doc, ev in APP_CASES
+    ]
+    (data / "cases.jsonl").write_text("\n".join(lines) + "\n")
+    (data / "README.md").write_text("Written by this test; no licence needed.\n")
+    (tmp_path / "grid.yaml").write_text(APP_GRID)
+    app, best = ROOT / "tests" / "fixtures" / "apps" / "best_app.yaml", tmp_path / "best.yaml"
+    common = ["--dataset", str(data), "--out", str(tmp_path / "runs"), "--ks", "1,3"]
+    assert main(["sweep", "--pipeline", str(app), "--grid", str(tmp_path / "grid.yaml"), "--name", "s",
+                 "--write-best", str(best), *common]) == 0  # fmt: skip
+    sweep = read_sweep(tmp_path / "runs" / "s")
+    winner = sweep.config(sweep.best["recall@k"])
+    assert winner.id != sweep.baseline
+    changed = [d for d in _changed(app.read_text(), best.read_text()) if not d[1:].startswith(HEADER)]
+    expected = {"-  search_topk: 2", f"+  search_topk: {winner.params['top_k']}"}
+    if winner.params["max_tokens"] != 40:
+        expected |= {"-$max_tokens: 40   # chunk size the splitter aims at", f"+$max_tokens: {winner.params['max_tokens']}   # chunk size the splitter aims at"}  # fmt: skip
+    assert set(changed) == expected
+    assert main(["eval", "--pipeline", str(best), "--name", "e", *common]) == 0
+    scored = {c["id"]: c for c in read_cases(tmp_path / "runs" / "s" / "configs" / winner.id / "cases.jsonl")}
+    again = {c["id"]: c for c in read_cases(tmp_path / "runs" / "e" / "cases.jsonl")}
+    assert set(scored) == set(again) == {c[0] for c in APP_CASES}
+    for cid, case in scored.items():
+        assert [h["text"] for h in again[cid]["hits"]] == [h["text"] for h in case["hits"]], cid
+        assert {m: again[cid]["metrics"].get(m) for m in case["metrics"] if "@" in m} == {
+            m: v for m, v in case["metrics"].items() if "@" in m
+        }
