@@ -195,6 +195,7 @@ def test_the_sweep_says_what_it_chose_on_and_names_the_tie(sweep_output):
     assert (
         "on lift over chance" in text and "a tie: 3 configurations score" in text and "differing only in top_k" in text
     )
+    assert sweep.pareto_axes == ["recall@k lift over chance", "latency_ms_per_query"]  # not depth against time
     saved = json.loads((Path(sweep.sweep_dir or "") / "sweep.json").read_text())
     assert saved["chosen_by"] == sweep.chosen_by and saved["ties"] == sweep.ties
 

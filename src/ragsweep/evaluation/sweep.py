@@ -52,7 +52,7 @@ from pydantic import BaseModel, Field, ValidationError
 from ragsweep.core.errors import ConfigError, RunError, StageError
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.answering import llm_calls, prepare_answering
-from ragsweep.evaluation.choice import best_configs, case_lift, depends_on_depth, same_depth_baseline
+from ragsweep.evaluation.choice import best_configs, case_lift, depends_on_depth, measured, same_depth_baseline
 from ragsweep.evaluation.context import RunContext, SweepState
 from ragsweep.evaluation.loop import Answering, evaluate_configuration, scored_ks
 from ragsweep.evaluation.manifest import CorpusManifest, DatasetManifest, SweepManifest, Timestamps
@@ -583,11 +583,12 @@ def finish_sweep(folder: RunFolder, sweep: Sweep, results: dict[str, ConfigResul
     choice = best_configs(rows, sweep.objectives)
     report.best, report.chosen_by, report.ties = choice.best, choice.chosen_by, choice.ties
     main_metric = sweep.objectives[0]
+    on = report.chosen_by.get(main_metric, "value")  # quality on what "best" is chosen on: depth is not quality
     report.pareto = pareto_front(
-        [(r.id, value, r.latency_ms_per_query) for r in rows if (value := r.metric(main_metric)) is not None],
+        [(r.id, v, r.latency_ms_per_query) for r in rows if (v := measured(r, main_metric, on)) is not None],
         higher_is_better=not lower_is_better(main_metric),
     )
-    report.pareto_axes = [main_metric, "latency_ms_per_query"]
+    report.pareto_axes = [f"{main_metric} lift over chance" if on == "lift" else main_metric, "latency_ms_per_query"]
     if folder.path is not None:
         write_csv(folder.path / "sweep.csv", rows, sweep.objectives)
     return report
