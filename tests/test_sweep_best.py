@@ -216,6 +216,9 @@ def test_nothing_is_significant_for_being_deeper(sweep_output):
     if verdict.compared_with is not None:
         assert sweep.config(verdict.compared_with).top_k == sweep.config(verdict.chosen).top_k
         assert set(verdict.configs) >= {verdict.chosen, verdict.compared_with}
+        chosen, other = (verdict.configs[c].metrics["recall@k"] for c in (verdict.chosen, verdict.compared_with))
+        assert verdict.difference == pytest.approx(chosen - other)  # every test case has a recall@k here
+        assert verdict.direction() == ("better" if chosen > other else "worse" if chosen < other else "equal")
 
 
 def test_the_table_fits_and_the_last_line_is_the_report(sweep_output):
@@ -242,7 +245,7 @@ def test_the_written_file_is_the_users_with_the_chosen_values(swept, sweep_outpu
     header = [line for line in after.splitlines() if line.startswith(HEADER)]
     assert after.startswith(header[0]) and len(header) == 5
     assert "sweep s: 6 configurations" in header[0] and winner.id in header[1] and "lift over chance" in header[1]
-    assert "test split (" in header[3] and "95% CI [" in header[3]
+    assert "test split (" in header[3] and "95% CI [" in header[3] and "at equal depth): recall@k " in header[3]
     changed = [d for d in _changed(before, after) if not d[1:].startswith(HEADER)]
     expected = {f"$top_k: {winner.top_k}", f"$retriever_mode: {winner.params['retriever_mode']}"}
     assert {d[1:].split("#")[0].strip() for d in changed if d.startswith("+")} <= expected

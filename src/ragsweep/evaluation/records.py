@@ -19,6 +19,7 @@ from ragsweep.core.hits import Hit
 from ragsweep.evaluation.manifest import RunManifest, SweepManifest
 from ragsweep.evaluation.trust import JudgeSection, ScoreAgreement, VerdictAgreement
 from ragsweep.metrics.judge import JudgeVerdict
+from ragsweep.metrics.registry import lower_is_better
 from ragsweep.metrics.retrieval import UnlocatedSpan
 
 RECORD_VERSION = 2
@@ -259,6 +260,14 @@ class HoldoutVerdict(BaseModel):
     compared_on: str = "value"
     p_value: float | None = None
     significant: bool | None = None
+    # chosen - compared_with on ``compared_on``, the mean over the cases both have a value of
+    difference: float | None = None
+
+    def direction(self) -> str:
+        """ "better", "worse" or "equal": the chosen configuration against what it is compared with."""
+        if not self.difference:
+            return "equal"
+        return "better" if (self.difference > 0) != lower_is_better(self.objective) else "worse"
 
 
 class SweepResult(BaseModel):

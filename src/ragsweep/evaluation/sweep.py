@@ -497,6 +497,8 @@ def score_on_holdout(report: SweepResult, sweep_run: SweepRun, corpora: Corpora)
     if reference is not None:
         verdict.p_value = paired_p(per_case[chosen], per_case[reference], main, on)
         verdict.significant = significant(verdict.p_value, ALPHA)
+        pairs = paired_values(per_case[chosen], per_case[reference], main, on)
+        verdict.difference = sum(b - a for a, b in pairs) / len(pairs) if pairs else None
     return verdict
 
 
@@ -528,13 +530,20 @@ def comparison(sweep: Sweep, cid: str, metric: str) -> tuple[str | None, str]:
     return (None if reference == cid else reference), "value"
 
 
+def paired_values(
+    ours: dict[str, _StoredScores], theirs: dict[str, _StoredScores], metric: str, on: str
+) -> list[tuple[float, float]]:
+    """(theirs, ours) per case, over the cases both have a value of."""
+    pairs = [(theirs[i].value(metric, on), ours[i].value(metric, on)) for i in theirs if i in ours]
+    return [(a, b) for a, b in pairs if a is not None and b is not None]
+
+
 def paired_p(ours: dict[str, _StoredScores], theirs: dict[str, _StoredScores], metric: str, on: str) -> float | None:
     """The paired randomization test's p over the cases both have a value of."""
     # deferred: metrics.stats imports scipy (~1 s); --help and the API import must not
     from ragsweep.metrics.stats import paired_test
 
-    pairs = [(theirs[i].value(metric, on), ours[i].value(metric, on)) for i in theirs if i in ours]
-    full = [(a, b) for a, b in pairs if a is not None and b is not None]
+    full = paired_values(ours, theirs, metric, on)
     return paired_test([a for a, _ in full], [b for _, b in full]) if full else None
 
 

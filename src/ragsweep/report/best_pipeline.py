@@ -13,6 +13,7 @@ from ragsweep.evaluation.records import Aggregate, HoldoutVerdict, SweepResult
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.scalars import Overrides
 from ragsweep.pipeline.yaml_edit import check_values, set_values
+from ragsweep.report.terminal import difference_text
 
 HEADER = "# ragsweep best:"  # every header line starts so: a file written again gets a new header, not two
 
@@ -43,7 +44,10 @@ def _verdict_line(verdict: HoldoutVerdict | None, chosen: str, cases: int) -> st
         return text + "; the baseline's pipeline at another depth: not tested"
     against = "at equal depth" if verdict.compared_on == "value" else "on the lift over chance"
     verdict_word = "significant" if verdict.significant else "not significant"
-    return text + f"; vs {verdict.compared_with} ({against}): p = {verdict.p_value} ({verdict_word})"
+    return (
+        text
+        + f"; vs {verdict.compared_with} ({against}): {difference_text(verdict)}, p = {verdict.p_value} ({verdict_word})"
+    )
 
 
 def header_lines(result: SweepResult, objective: str, values: Overrides, source: str) -> list[str]:

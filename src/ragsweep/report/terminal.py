@@ -208,10 +208,18 @@ def verdict_lines(verdict: HoldoutVerdict) -> list[str]:
         return lines
     against = "at equal depth" if verdict.compared_on == "value" else "on the lift over chance"
     lines.append(
-        f"test split: chosen vs {verdict.compared_with} ({against}) p = {verdict.p_value}"
+        f"test split: chosen vs {verdict.compared_with} ({against}): {difference_text(verdict)}, p = {verdict.p_value}"
         f"{' (significant)' if verdict.significant else ' (not significant)'}"
     )
     return lines
+
+
+def difference_text(verdict: HoldoutVerdict) -> str:
+    """The chosen configuration's difference from what it is compared with, and which way it goes."""
+    if verdict.difference is None:
+        return "no case to compare on"
+    what = "lift" if verdict.compared_on == "lift" else verdict.objective
+    return f"{what} {verdict.difference:+.4f} ({verdict.direction()})"
 
 
 def llm_call_lines(parts: Mapping[str, LLMCalls | Mapping[str, object]]) -> list[str]:
