@@ -334,3 +334,15 @@ def test_an_apps_best_is_written_into_the_app_and_eval_reproduces_it(tmp_path):
         assert {m: again[cid]["metrics"].get(m) for m in case["metrics"] if "@" in m} == {
             m: v for m, v in case["metrics"].items() if "@" in m
         }
+
+
+def test_an_app_on_pathways_default_search_topk_gets_the_line_added(tmp_path):
+    """No search_topk in the app (Pathway's default): one line added under its question answerer's tag."""
+    path = tmp_path / "app.yaml"
+    path.write_text(APP.read_text().replace("  search_topk: 8\n", ""))
+    config = PipelineConfig.load(path)
+    assert config.top_k_origin is not None and "default" in config.top_k_origin
+    after = set_values(config, {"top_k": 4})
+    assert _changed(path.read_text(), after) == ["+  search_topk: 4"]
+    path.write_text(after)
+    assert PipelineConfig.load(path).top_k == 4
