@@ -243,7 +243,7 @@ def test_the_written_file_is_the_users_with_the_chosen_values(swept, sweep_outpu
     before = (ROOT / "pipelines" / "default.yaml").read_text()
     after = best.read_text()
     header = [line for line in after.splitlines() if line.startswith(HEADER)]
-    assert after.startswith(header[0]) and len(header) == 5
+    assert after.startswith(header[0]) and len(header) in (5, 6)  # 6: a warning that the test split contradicts it
     assert "sweep s: 6 configurations" in header[0] and winner.id in header[1] and "lift over chance" in header[1]
     assert "test split (" in header[3] and "95% CI [" in header[3] and "at equal depth): recall@k " in header[3]
     changed = [d for d in _changed(before, after) if not d[1:].startswith(HEADER)]
@@ -346,3 +346,18 @@ def test_an_app_on_pathways_default_search_topk_gets_the_line_added(tmp_path):
     assert _changed(path.read_text(), after) == ["+  search_topk: 4"]
     path.write_text(after)
     assert PipelineConfig.load(path).top_k == 4
+
+
+def test_a_choice_the_test_split_contradicts_is_said_to_be_one():
+    from ragsweep.evaluation.records import HoldoutVerdict
+    from ragsweep.report.terminal import verdict_lines
+
+    verdict = HoldoutVerdict(cases=9, objective="recall@k", chosen="a", baseline="b", compared_with="b")
+    verdict.p_value, verdict.significant, verdict.difference = 0.001, True, -0.14
+    assert verdict.direction() == "worse"
+    assert "recall@k -0.1400 (worse)" in "\n".join(verdict_lines(verdict))
+    assert verdict_lines(verdict)[-1].startswith(
+        "warning: on the test split the chosen configuration is significantly worse"
+    )
+    verdict.difference = 0.14
+    assert verdict.direction() == "better" and not verdict_lines(verdict)[-1].startswith("warning")

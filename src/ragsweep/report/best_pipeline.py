@@ -10,10 +10,11 @@ from pathlib import Path
 
 from ragsweep.core.errors import ConfigError
 from ragsweep.evaluation.records import Aggregate, HoldoutVerdict, SweepResult
+from ragsweep.metrics.registry import split_budget
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.scalars import Overrides
 from ragsweep.pipeline.yaml_edit import check_values, set_values
-from ragsweep.report.terminal import difference_text
+from ragsweep.report.terminal import difference_text, verdict_warning
 
 HEADER = "# ragsweep best:"  # every header line starts so: a file written again gets a new header, not two
 
@@ -50,6 +51,15 @@ def _verdict_line(verdict: HoldoutVerdict | None, chosen: str, cases: int) -> st
     )
 
 
+def _budget_note(objective: str) -> str:
+    """What a context-budget objective does not say about the depth written."""
+    _, tokens = split_budget(objective) or ("", 0)
+    return (
+        f"note: {objective} is over the chunks that fit in {tokens} tokens whatever the top_k; the app serves its "
+        "top_k chunks, so its top_k is the cheapest of those that tie, not the depth that fills the budget"
+    )
+
+
 def header_lines(result: SweepResult, objective: str, values: Overrides, source: str) -> list[str]:
     """The header comment of a written best pipeline."""
     chosen = result.best_on(objective) or ""
@@ -68,6 +78,8 @@ def header_lines(result: SweepResult, objective: str, values: Overrides, source:
         f"chosen on: {objective} = {_value_text(row, objective)}"
         + ("" if lift is None else f", lift {lift:+.4f} over chance {row.chance_level.get(objective) or 0:.4f}"),
         _verdict_line(result.verdict, chosen, cases),
+        *([warning] if result.verdict and (warning := verdict_warning(result.verdict)) else []),
+        *([_budget_note(objective)] if split_budget(objective) else []),
         "set here: " + ", ".join(f"{k}={v!r}" for k, v in values.items()) + f"; every other line as in {source}",
     ]
     return [f"{HEADER} {line}" for line in lines]

@@ -211,7 +211,19 @@ def verdict_lines(verdict: HoldoutVerdict) -> list[str]:
         f"test split: chosen vs {verdict.compared_with} ({against}): {difference_text(verdict)}, p = {verdict.p_value}"
         f"{' (significant)' if verdict.significant else ' (not significant)'}"
     )
+    if warning := verdict_warning(verdict):
+        lines.append(warning)
     return lines
+
+
+def verdict_warning(verdict: HoldoutVerdict) -> str | None:
+    """A line when the held-out cases contradict the choice: significantly worse than what it is compared with."""
+    if verdict.significant and verdict.direction() == "worse":
+        return (
+            f"warning: on the test split the chosen configuration is significantly worse than "
+            f"{verdict.compared_with} at equal depth: the choice does not hold; do not deploy it on this evidence"
+        )
+    return None
 
 
 def difference_text(verdict: HoldoutVerdict) -> str:
