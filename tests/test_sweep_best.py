@@ -361,3 +361,23 @@ def test_a_choice_the_test_split_contradicts_is_said_to_be_one():
     )
     verdict.difference = 0.14
     assert verdict.direction() == "better" and not verdict_lines(verdict)[-1].startswith("warning")
+
+
+def test_a_nested_value_is_set_without_touching_its_siblings(tmp_path):
+    """search_topk between other arguments of the question answerer: only its own line changes."""
+    path = tmp_path / "app.yaml"
+    text = APP.read_text().replace("  search_topk: 8\n", "")
+    text = text.replace("  indexer: $document_store\n", "  indexer: $document_store\n  search_topk: 8   # chunks\n")
+    path.write_text(text)
+    after = set_values(PipelineConfig.load(path), {"top_k": 2, "prompt_template": "[{query}] {context}"})
+    changed = _changed(text, after)
+    old_prompt = text.split("$prompt_template: |\n")[1].split("\n\nquestion_answerer")[0].splitlines()
+    removed = ["-$prompt_template: |", *(f"-{line}" for line in old_prompt), "-  search_topk: 8   # chunks"]
+    assert [d for d in changed if d.startswith("-")] == removed
+    assert [d for d in changed if d.startswith("+")] == [
+        '+$prompt_template: "[{query}] {context}"',
+        "+  search_topk: 2   # chunks",
+    ]
+    path.write_text(after)
+    loaded = PipelineConfig.load(path)
+    assert loaded.top_k == 2 and loaded.get("prompt_template") == "[{query}] {context}"

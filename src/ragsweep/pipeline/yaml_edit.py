@@ -33,7 +33,11 @@ def yaml_scalar(value: Scalar) -> str:
         return repr(value)
     text = str(value)
     plain = text and text == text.strip() and "#" not in text and ": " not in text and "\n" not in text
-    return text if plain and yaml.safe_load(text) == text else json.dumps(text, ensure_ascii=False)
+    try:
+        reads_back = plain and yaml.safe_load(text) == text
+    except yaml.YAMLError:
+        reads_back = False
+    return text if reads_back else json.dumps(text, ensure_ascii=False)
 
 
 def _block(value: Scalar, indent: str) -> list[str]:
@@ -43,13 +47,17 @@ def _block(value: Scalar, indent: str) -> list[str]:
     return [head, *(f"{indent}{line}" if line else "" for line in text.removesuffix("\n").split("\n"))]
 
 
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
 def _node_end(lines: list[str], start: int) -> int:
-    """The line after the node that starts on ``lines[start]``: its more-indented lines (and blank lines
-    between them); a comment or a key at column 0 ends it."""
-    end = start + 1
+    """The line after the node whose key is on ``lines[start]``: the lines indented deeper than that key (and
+    blank lines between them); a comment, a key or a list item at the key's indentation or less ends it."""
+    end, column = start + 1, _indent(lines[start])
     for j in range(start + 1, len(lines)):
         line = lines[j]
-        if line.strip() and not line[0].isspace():
+        if line.strip() and _indent(line) <= column:
             break
         if line.strip():
             end = j + 1
