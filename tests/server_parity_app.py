@@ -3,7 +3,7 @@
     python tests/server_parity_app.py TEXTS_DIR PIPELINE_YAML '{"bm25": 8001, "hybrid:title": 8002}' [OUTLINES_JSON]
 
 One process, one ``pw.run``: for each variant (``MODE``, ``MODE:CHUNK_HEADER``, either with
-``@ROUTE_DOCS``) the pipeline file is loaded with ``PipelineConfig.load(path, {"retriever_mode":
+``@ROUTE_DOCS``; ``as-written``: the file's own values) the pipeline file is loaded with ``PipelineConfig.load(path, {"retriever_mode":
 MODE, "chunk_header": CHUNK_HEADER, "route_docs": ROUTE_DOCS})`` and built, and ragsweep's
 ``DocumentStore`` (:mod:`ragsweep.pipeline.serving`: Pathway's, with Tantivy-safe questions; Pathway's default ``Utf8Parser``, the config's splitter and
 retriever factory; with ``route_docs``, :mod:`ragsweep.pipeline.routing`'s store, whose
@@ -27,9 +27,14 @@ import os
 import sys
 from pathlib import Path
 
+AS_WRITTEN = "as-written"  # the variant that serves the pipeline file with no override
+
 
 def overrides_of(variant: str) -> dict[str, str | int]:
-    """``"hybrid:title@2"`` -> ``{"retriever_mode": "hybrid", "chunk_header": "title", "route_docs": 2}``."""
+    """``"hybrid:title@2"`` -> ``{"retriever_mode": "hybrid", "chunk_header": "title", "route_docs": 2}``;
+    :data:`AS_WRITTEN` -> ``{}``."""
+    if variant == AS_WRITTEN:
+        return {}
     variant, _, route = variant.partition("@")
     mode, _, header = variant.partition(":")
     return {

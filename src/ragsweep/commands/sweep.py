@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from ragsweep.commands.eval import executor_of, where_of
 from ragsweep.commands.inputs import answer_settings, load_inputs, parse_settings, selection_of
 from ragsweep.commands.options import AnswerOptions, RunInputs
-from ragsweep.core.errors import RunError
+from ragsweep.core.errors import ConfigError, RunError
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.context import Where, open_run, sweep_state
 from ragsweep.evaluation.records import SweepResult
@@ -28,6 +28,7 @@ from ragsweep.execution.base import Executor, ExecutorError
 from ragsweep.execution.registry import ExecutorSettings, check_executor, open_executor
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.report import write_html
+from ragsweep.report.best_pipeline import write_best
 from ragsweep.report.terminal import sweep_cost_lines, sweep_table, sweep_unlocated_lines
 
 
@@ -46,6 +47,10 @@ class SweepOptions(AnswerOptions, RunInputs):
     dry_run: bool = option(
         False, "print the LLM calls, tokens and price each configuration's answers would take, then stop"
     )
+    write_best: str | None = option(
+        None, "write the pipeline file with the best configuration's values (on the first objective) set, every "
+        "other line as it is, to FILE", metavar="FILE",
+    )  # fmt: skip
 
 
 def sweep_settings(options: SweepOptions) -> SweepSettings:
@@ -62,7 +67,15 @@ def run_sweep(options: SweepOptions) -> tuple[Path, SweepResult]:
     base_config, dataset, cases = load_inputs(options)
     where = where_of(options, sweep_name(dataset.name))
     plan = Plan(objectives=options.objectives, ks=options.ks, budgets=options.budgets)
-    return sweep_into(base_config, dataset, cases, sweep_settings(options), plan, where, executor_of(options))
+    sweep_dir, result = sweep_into(
+        base_config, dataset, cases, sweep_settings(options), plan, where, executor_of(options)
+    )
+    if options.write_best:
+        try:
+            write_best(options.write_best, result, base_config)
+        except ConfigError as err:
+            raise RunError(str(err)) from err
+    return sweep_dir, result
 
 
 def dry_run_sweep(options: SweepOptions) -> SweepEstimate:
@@ -129,5 +142,8 @@ def run_sweep_cli(options: SweepOptions, args: argparse.Namespace) -> int:
         from ragsweep.report.mlflow_log import log_to_mlflow
 
         print(f"MLflow run: {log_to_mlflow(sweep_dir, tracking_uri=args.mlflow_uri, pipeline_path=options.pipeline)}")
+    if options.write_best:
+        print(f"best pipeline ({report.objectives[0]}): {options.write_best}")
     print(f"\nsweep: {sweep_dir / 'sweep.json'}  {sweep_dir / 'sweep.csv'}")
+    print(f"report written: {sweep_dir / 'report.html'}")
     return 0

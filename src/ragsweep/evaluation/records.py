@@ -20,6 +20,7 @@ from ragsweep.evaluation.cost_records import ConfigCost, CostPareto
 from ragsweep.evaluation.manifest import RunManifest, SweepManifest
 from ragsweep.evaluation.trust import JudgeSection, ScoreAgreement, VerdictAgreement
 from ragsweep.metrics.judge import JudgeVerdict
+from ragsweep.metrics.registry import lower_is_better
 from ragsweep.metrics.retrieval import UnlocatedSpan
 
 RECORD_VERSION = 2
@@ -229,6 +230,10 @@ class ConfigResult(Aggregate):
     # per objective: its chance level and the lift over it (value - chance), over the same cases
     chance_level: dict[str, float | None] = Field(default_factory=dict)
     lift_over_chance: dict[str, float | None] = Field(default_factory=dict)
+    # per objective: the configuration its paired test is against (the baseline's pipeline at this one's
+    # depth for an ``@k`` objective; None: not tested) and on what ("value" or "lift": value - chance)
+    compared_with: dict[str, str | None] = Field(default_factory=dict)
+    compared_on: dict[str, str] = Field(default_factory=dict)
     # with --answers: each LLM part's calls and failure rate (ragsweep.evaluation.answering.llm_calls)
     llm_calls: dict[str, dict[str, Any]] = Field(default_factory=dict)
     # with --answers: what its answers cost (tokens, price, per 1,000 questions)
@@ -252,8 +257,20 @@ class HoldoutVerdict(BaseModel):
     chosen: str
     baseline: str
     configs: dict[str, HoldoutConfig] = Field(default_factory=dict)
+    # what the chosen one is tested against: the baseline's pipeline at the chosen depth for an ``@k``
+    # objective (None: not tested, it is the baseline's pipeline at another depth), on "value" or "lift"
+    compared_with: str | None = None
+    compared_on: str = "value"
     p_value: float | None = None
     significant: bool | None = None
+    # chosen - compared_with on ``compared_on``, the mean over the cases both have a value of
+    difference: float | None = None
+
+    def direction(self) -> str:
+        """ "better", "worse" or "equal": the chosen configuration against what it is compared with."""
+        if not self.difference:
+            return "equal"
+        return "better" if (self.difference > 0) != lower_is_better(self.objective) else "worse"
 
 
 class SweepResult(BaseModel):
@@ -267,6 +284,10 @@ class SweepResult(BaseModel):
     directions: dict[str, str] = Field(default_factory=dict)
     alpha: float = 0.05
     best: dict[str, str] = Field(default_factory=dict)
+    # per objective: what "best" is chosen on ("lift" over chance for an ``@k`` objective, else "value"),
+    # and the configurations that tie with the best on it (the best first: the cheapest of them)
+    chosen_by: dict[str, str] = Field(default_factory=dict)
+    ties: dict[str, list[str]] = Field(default_factory=dict)
     pareto: list[str] = Field(default_factory=list)
     pareto_axes: list[str] = Field(default_factory=list)
     ks: list[int] = Field(default_factory=list)

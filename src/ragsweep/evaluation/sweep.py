@@ -55,6 +55,7 @@ from pydantic import BaseModel, Field, ValidationError
 from ragsweep.core.errors import ConfigError, RunError, StageError
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.answering import llm_calls, prepare_answering
+from ragsweep.evaluation.choice import best_configs, case_lift, depends_on_depth, measured, same_depth_baseline
 from ragsweep.evaluation.context import RunContext, SweepState
 from ragsweep.evaluation.cost import configuration_cost, cost_pareto
 from ragsweep.evaluation.endpoints import check_answering
@@ -77,7 +78,7 @@ from ragsweep.evaluation.scoring import aggregate, unlocated_report
 from ragsweep.evaluation.settings import SweepSettings
 from ragsweep.evaluation.storage import expand_lines
 from ragsweep.execution.base import Executor, IndexWork
-from ragsweep.metrics.registry import asked_budgets, at_k_families, at_own_k, best_of, lower_is_better, unknown_name
+from ragsweep.metrics.registry import asked_budgets, at_k_families, at_own_k, lower_is_better, unknown_name
 from ragsweep.pipeline.answering import app_answers_together
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
@@ -505,17 +506,22 @@ def with_own_k(agg: Aggregate, top_k: int, unserved: Sequence[int]) -> Aggregate
 
 
 def score_on_holdout(report: SweepResult, sweep_run: SweepRun, corpora: Corpora) -> HoldoutVerdict:
-    """The configuration chosen on dev (best on the first objective), and the baseline, scored on
-    the test cases, with a paired test between the two: the number to believe."""
+    """The configuration chosen on dev (best on the first objective), the baseline and what the choice is
+    compared with (:func:`comparison`: at equal depth or on the lift over chance), scored on the test
+    cases, with a paired test between the chosen one and that: the number to believe."""
     # deferred: metrics.stats imports scipy (~1 s); --help and the API import must not
-    from ragsweep.metrics.stats import paired_test, significant
+    from ragsweep.metrics.stats import significant
 
     sweep, holdout, settings = sweep_run.plan, sweep_run.holdout, sweep_run.settings
     main = sweep.objectives[0]
     chosen = report.best_on(main) or sweep.baseline_id  # a configuration's id is never empty
-    verdict = HoldoutVerdict(cases=len(holdout), objective=main, chosen=chosen, baseline=sweep.baseline_id)
-    per_case: dict[str, dict[str, float | None]] = {}
-    for cid in dict.fromkeys([chosen, sweep.baseline_id]):
+    reference, on = comparison(sweep, chosen, main)
+    verdict = HoldoutVerdict(
+        cases=len(holdout), objective=main, chosen=chosen, baseline=sweep.baseline_id, compared_with=reference,
+        compared_on=on,
+    )  # fmt: skip
+    per_case: dict[str, dict[str, _StoredScores]] = {}
+    for cid in dict.fromkeys([chosen, sweep.baseline_id, *([reference] if reference else [])]):
         params, cfg = sweep.configs[cid]
         evaluated = evaluate_configuration(
             cfg, holdout, corpus=corpus_for(corpora, cfg), ks=sweep.ks, relevance=sweep_run.dataset.relevance,
@@ -530,12 +536,14 @@ def score_on_holdout(report: SweepResult, sweep_run: SweepRun, corpora: Corpora)
             counts=agg.counts,
             baselines={m: agg.baselines[m] for m in sweep.objectives if m in agg.baselines},
         )
-        per_case[cid] = {r.id: r.metric(main) for r in evaluated.results}
-    if chosen != sweep.baseline_id:
-        pairs = [(per_case[chosen][i], per_case[sweep.baseline_id][i]) for i in per_case[chosen]]
-        full = [(a, b) for a, b in pairs if a is not None and b is not None]
-        verdict.p_value = paired_test([a for a, _ in full], [b for _, b in full]) if full else None
+        per_case[cid] = {
+            r.id: _StoredScores(id=r.id, top_k=r.top_k, metrics=r.metrics, chance=r.chance) for r in evaluated.results
+        }
+    if reference is not None:
+        verdict.p_value = paired_p(per_case[chosen], per_case[reference], main, on)
         verdict.significant = significant(verdict.p_value, ALPHA)
+        pairs = paired_values(per_case[chosen], per_case[reference], main, on)
+        verdict.difference = sum(b - a for a, b in pairs) / len(pairs) if pairs else None
     return verdict
 
 
@@ -545,46 +553,78 @@ class _StoredScores(BaseModel):
     id: str
     top_k: int
     metrics: dict[str, float | None] = Field(default_factory=dict)
+    chance: dict[str, float | None] = Field(default_factory=dict)
+
+    def value(self, name: str, on: str) -> float | None:
+        """``name``'s value (``on`` = "value") or its lift over the case's chance level ("lift")."""
+        value = case_metric(self.metrics, name, self.top_k)
+        return value if on == "value" else case_lift(value, case_metric(self.chance, name, self.top_k))
+
+
+def comparison(sweep: Sweep, cid: str, metric: str) -> tuple[str | None, str]:
+    """(what ``cid``'s paired test on ``metric`` is against, on "value" or "lift"): the baseline, or for an
+    objective at each configuration's own depth the baseline's pipeline at ``cid``'s depth, on the value;
+    where the grid has none, the baseline on each case's lift over chance. None: not tested (the baseline
+    itself, or the baseline's pipeline at another depth)."""
+    if not depends_on_depth(metric):
+        return (None if cid == sweep.baseline_id else sweep.baseline_id), "value"
+    points = {other: (params, cfg.top_k) for other, (params, cfg) in sweep.configs.items()}
+    reference = same_depth_baseline(points, sweep.baseline_id, cid)
+    if reference is None:
+        return sweep.baseline_id, "lift"
+    return (None if reference == cid else reference), "value"
+
+
+def paired_values(
+    ours: dict[str, _StoredScores], theirs: dict[str, _StoredScores], metric: str, on: str
+) -> list[tuple[float, float]]:
+    """(theirs, ours) per case, over the cases both have a value of."""
+    pairs = [(theirs[i].value(metric, on), ours[i].value(metric, on)) for i in theirs if i in ours]
+    return [(a, b) for a, b in pairs if a is not None and b is not None]
+
+
+def paired_p(ours: dict[str, _StoredScores], theirs: dict[str, _StoredScores], metric: str, on: str) -> float | None:
+    """The paired randomization test's p over the cases both have a value of."""
+    # deferred: metrics.stats imports scipy (~1 s); --help and the API import must not
+    from ragsweep.metrics.stats import paired_test
+
+    full = paired_values(ours, theirs, metric, on)
+    return paired_test([a for a, _ in full], [b for _, b in full]) if full else None
 
 
 def finish_sweep(folder: RunFolder, sweep: Sweep, results: dict[str, ConfigResult]) -> SweepResult:
-    """Paired tests against the baseline (Holm across configurations), best, Pareto, CSV."""
+    """Paired tests like with like (:func:`comparison`; Holm across configurations), best, Pareto, CSV."""
     # deferred: metrics.stats imports scipy (~1 s); --help and the API import must not
-    from ragsweep.metrics.stats import holm, paired_test, significant
+    from ragsweep.metrics.stats import holm, significant
+
+    stored: dict[str, dict[str, _StoredScores]] = {}
 
     def per_case(cid: str) -> dict[str, _StoredScores]:
-        # the stored lines as they are: their metrics and top_k (a compact line keeps both) are all
-        # a paired test needs, without the chunk table or a CaseResult per line and configuration
-        rows = [_StoredScores.model_validate(row) for row in folder.read_lines("configs", cid, "cases.jsonl")]
-        return {row.id: row for row in rows}
+        # the stored lines as they are: their metrics, chance levels and top_k (a compact line keeps them)
+        # are all a paired test needs, without the chunk table or a CaseResult per line and configuration
+        if cid not in stored:
+            rows = [_StoredScores.model_validate(row) for row in folder.read_lines("configs", cid, "cases.jsonl")]
+            stored[cid] = {row.id: row for row in rows}
+        return stored[cid]
 
-    def case_value(row: _StoredScores, name: str) -> float | None:
-        return case_metric(row.metrics, name, row.top_k)
-
-    base_cases = per_case(sweep.baseline_id)
-    baseline = results[sweep.baseline_id]
+    compared = {(cid, m): comparison(sweep, cid, m) for cid in sweep.configs for m in sweep.objectives}
     p_values: dict[str, dict[str, float | None]] = defaultdict(dict)
-    for cid in sweep.configs:
-        if cid == sweep.baseline_id:
-            continue
-        other = per_case(cid)
-        for name in sweep.objectives:
-            pairs = [(case_value(base_cases[i], name), case_value(other[i], name)) for i in base_cases if i in other]
-            full = [(a, b) for a, b in pairs if a is not None and b is not None]
-            p_values[name][cid] = paired_test([a for a, _ in full], [b for _, b in full]) if full else None
+    for (cid, name), (reference, on) in compared.items():
+        if reference is not None:
+            p_values[name][cid] = paired_p(per_case(cid), per_case(reference), name, on)
     adjusted: dict[str, dict[str, float | None]] = {}
     for metric, by_cid in p_values.items():
         present = {cid: p for cid, p in by_cid.items() if p is not None}
         adj = holm(present) if present else {}
         adjusted[metric] = {cid: adj.get(cid) for cid in by_cid}
+    baseline = results[sweep.baseline_id]
     rows = []
     for cid in sweep.configs:
         row = results[cid].model_copy(deep=True)
         for m in sweep.objectives:
-            # every other configuration is tested on every objective above; the baseline against itself is not
-            tested = cid != sweep.baseline_id
-            row.p_values[m] = p_values[m][cid] if tested else None
-            row.p_adjusted[m] = adjusted[m][cid] if tested else None
+            row.compared_with[m], row.compared_on[m] = compared[(cid, m)]
+            row.p_values[m] = p_values[m].get(cid)
+            row.p_adjusted[m] = adjusted.get(m, {}).get(cid)
             row.significant[m] = significant(row.p_adjusted[m], ALPHA)
             value, base = row.metric(m), baseline.metric(m)
             row.delta_vs_baseline[m] = None if value is None or base is None else value - base
@@ -594,13 +634,15 @@ def finish_sweep(folder: RunFolder, sweep: Sweep, results: dict[str, ConfigResul
         baseline=sweep.baseline_id, grid=sweep.grid.grid, objectives=sweep.objectives, configs=rows,
         directions={m: ("lower" if lower_is_better(m) else "higher") for m in sweep.objectives}, alpha=ALPHA,
     )  # fmt: skip
-    report.best = best_configs(rows, sweep.objectives)
+    choice = best_configs(rows, sweep.objectives)
+    report.best, report.chosen_by, report.ties = choice.best, choice.chosen_by, choice.ties
     main_metric = sweep.objectives[0]
+    on = report.chosen_by.get(main_metric, "value")  # quality on what "best" is chosen on: depth is not quality
     report.pareto = pareto_front(
-        [(r.id, value, r.latency_ms_per_query) for r in rows if (value := r.metric(main_metric)) is not None],
+        [(r.id, v, r.latency_ms_per_query) for r in rows if (v := measured(r, main_metric, on)) is not None],
         higher_is_better=not lower_is_better(main_metric),
     )
-    report.pareto_axes = [main_metric, "latency_ms_per_query"]
+    report.pareto_axes = [f"{main_metric} lift over chance" if on == "lift" else main_metric, "latency_ms_per_query"]
     if folder.path is not None:
         write_csv(folder.path / "sweep.csv", rows, sweep.objectives)
     return report
@@ -614,19 +656,6 @@ def lift_over_chance(row: ConfigResult, metric: str) -> tuple[float | None, floa
     if chance is None or value is None:
         return None, None
     return chance, float(value) - chance
-
-
-def best_configs(rows: list[ConfigResult], objectives: list[str]) -> dict[str, str]:
-    best = {}
-    for metric in objectives:
-        scored = sorted(  # ties: the faster configuration
-            ((r, value) for r in rows if (value := r.metric(metric)) is not None),
-            key=lambda s: s[0].latency_ms_per_query,
-        )
-        pick = best_of([(r.id, value) for r, value in scored], metric)
-        if pick:
-            best[metric] = pick
-    return best
 
 
 def write_csv(path: Path, rows: list[ConfigResult], objectives: list[str]) -> None:

@@ -466,6 +466,11 @@ class PipelineConfig:
             raise ConfigError(f"{self.path}: the top-k is {_show('top_k', value)}, not an integer")
         return int(value)
 
+    @property
+    def top_k_origin(self) -> str | None:
+        """Where the top-k comes from: ``"$top_k"``, ``"question_answerer.search_topk"``... (None: the default)."""
+        return self._top_k_source()[0]
+
     def _top_k_source(self) -> tuple[str | None, object]:
         """Where the top-k comes from (``"$top_k"``, ``"question_answerer.search_topk"``...) and its value."""
         from pathway.internals.yaml_loader import Value, Variable

@@ -647,6 +647,12 @@ def _sig_mark(cfg: ConfigResult, base: ConfigResult | None, metric: str) -> tupl
     return f' <span class="sig-down" title="{esc(title)}">▼*</span>', "▼"
 
 
+def _reference(sweep: SweepResult, cfg: ConfigResult, metric: str, base: ConfigResult | None) -> ConfigResult | None:
+    """What ``cfg``'s test on ``metric`` was against: the baseline's pipeline at its depth for an @k objective."""
+    against = cfg.compared_with.get(metric)
+    return _find(sweep, against) if against else base
+
+
 def _p_adjusted(cfg: ConfigResult, metric: str) -> float | None:
     """The Holm-adjusted p-value of a configuration's ``metric`` against the baseline (None: not tested)."""
     return num(cfg.p_adjusted.get(metric))
@@ -713,7 +719,7 @@ def _heat_panel(
             lo, hi = cfg.interval(metric)
             others = f" (best of {len(scored)} configurations over the other variables)" if len(scored) > 1 else ""
             cells[key] = (v, f"{cfg.id}: {metric} = {fmt(v)} [{fmt(num(lo))}, {fmt(num(hi))}]{others}")
-            marks[key] = "*" if _sig_mark(cfg, base, metric)[1] else ""
+            marks[key] = "*" if _sig_mark(cfg, _reference(sweep, cfg, metric, base), metric)[1] else ""
             if cfg.id in best_ids:
                 outline[key] = "#e15759"
             elif base is not None and cfg.id == base.id:
@@ -817,20 +823,41 @@ def _sweep_table(sweep: SweepResult, metrics: list[str]) -> str:
             v = mean_of(c, m)
             lo, hi = (num(x) for x in c.interval(m))
             ci = f'<br><span class="ci-text">[{fmt(lo)}, {fmt(hi)}]</span>' if lo is not None else ""
-            mark, _ = _sig_mark(c, base, m)
+            mark, _ = _sig_mark(c, _reference(sweep, c, m, base), m)
             p = _p_adjusted(c, m)
             title = f' title="Holm-adjusted p vs baseline = {fmt(p, 4)}"' if p is not None else ""
-            cells.append(f'<td class="num" data-v="{"" if v is None else v}"{title}>{fmt(v)}{mark}{ci}</td>')
+            cells.append(
+                f'<td class="num" data-v="{"" if v is None else v}"{title}>{fmt(v)}{mark}{ci}{_chance_lift(c, m)}</td>'
+            )
         for value, d in ((c.seconds, 1), (c.latency_ms_per_query, 1), (c.peak_rss_mb, 0)):
             v = num(value)
             cells.append(f'<td class="num" data-v="{"" if v is None else v}">{fmt(v, d)}</td>')
         rows.append(f'<tr data-id="{esc(cid)}">{"".join(cells)}</tr>')
     return (
         f'<div class="scroll"><table class="sortable sweep"><thead>{head}</thead><tbody>{"".join(rows)}'
-        '</tbody></table></div><p class="note">Value with its 95% bootstrap CI. ▲* / ▼*: significantly better / '
-        "worse than the baseline (paired randomization test over cases, Holm-adjusted, α = 0.05); hover for "
-        "the adjusted p-value. Click a header to sort. ↓: lower is better.</p>"
+        '</tbody></table></div><p class="note">Value with its 95% bootstrap CI; under an objective, its chance level '
+        "(a random order of each case's candidate chunks) and the lift over it (value - chance): an objective at "
+        "each configuration's own top_k is chosen on the lift, since its chance level rises with depth. ▲* / ▼*: "
+        "significantly better / worse than what it is compared with (paired randomization test over cases, "
+        "Holm-adjusted, α = 0.05; an @k objective at equal depth, the baseline's pipeline at the row's top_k); hover "
+        "for the adjusted p-value. Click a header to sort. ↓: lower is better.</p>"
     )
+
+
+def _chance_lift(config: ConfigResult, metric: str) -> str:
+    """An objective's chance level and the lift over it, under its value."""
+    chance, lift = config.chance_level.get(metric), config.lift_over_chance.get(metric)
+    if chance is None or lift is None:
+        return ""
+    return f'<br><span class="ci-text">chance {fmt(chance)} · lift {"+" if lift >= 0 else ""}{fmt(lift)}</span>'
+
+
+def _best_chip(sweep: SweepResult, objective: str, best: str) -> str:
+    """The best on an objective, what it was chosen on, and a tie named as one."""
+    on = "lift over chance" if sweep.chosen_by.get(objective) == "lift" else "its value"
+    tied = sweep.ties.get(objective, [])
+    tie = f"; a tie of {len(tied)} configurations: the cheapest (fewest chunks, then fastest)" if len(tied) > 1 else ""
+    return f'<span class="chip">{esc(objective)}: {esc(best)} (chosen on {on}{tie})</span>'
 
 
 def _focus(sweep: SweepResult) -> tuple[str | None, ConfigResult | None]:
@@ -879,7 +906,7 @@ def _sweep_overview(sweep: SweepResult, focus_id: str | None, focus: ConfigResul
                 ),
             ),
             ("objectives", esc(", ".join(sweep.objectives))),
-            ("best", "".join(f'<span class="chip">{esc(o)}: {esc(b)}</span>' for o, b in sweep.best.items())),
+            ("best", "".join(_best_chip(sweep, o, b) for o, b in sweep.best.items())),
             ("pareto front", esc(", ".join(str(p) for p in sweep.pareto))),
             ("baseline", f"{esc(base_id)} {_params_of(_find(sweep, base_id))}"),
             ("drilled-down configuration", f"{esc(focus_id)} {_params_of(focus)}"),

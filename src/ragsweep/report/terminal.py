@@ -7,6 +7,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Iterable, Mapping
 
+from ragsweep.evaluation.choice import tie_knobs
 from ragsweep.evaluation.judge_report import format_judge_section, format_warnings
 from ragsweep.evaluation.manifest import DatasetManifest
 from ragsweep.evaluation.records import ConfigResult, HoldoutVerdict, RunResult, SweepResult
@@ -105,19 +106,28 @@ def _summary_line(result: RunResult, name: str, unlocated: bool = False) -> str:
     return line
 
 
-TERMINAL_COLUMNS = 120  # what a table fits in when it can
-LABEL_COLUMNS = (20, 62)  # the fewest and the most columns of a sweep table's configuration label
+TERMINAL_COLUMNS = 120  # what the sweep table fits in
+
+
+def sweep_label(params: Mapping[str, object]) -> str:
+    """A configuration's row label: its values in the grid's order, never cut (the knobs are named above)."""
+    return ",".join(str(v) for v in params.values())
+
+
+GROUP = f"{'value':>6} {'chance':>6} {'lift':>6}"  # each objective's columns, under its name
 
 
 def sweep_table(report: SweepResult) -> str:
     objectives = report.objectives
-    value_width = {m: max(9, len(m)) for m in objectives}  # a value and its mark, under the objective's name
-    heads = " ".join(f"{m:>{value_width[m]}} {'chance':>7} {'lift':>7}" for m in objectives)
-    labels = {r.id: ", ".join(f"{k}={v}" for k, v in r.params.items()) for r in report.configs}
-    fewest, most = LABEL_COLUMNS
-    width = min(most, max([len("configuration"), *map(len, labels.values())]))
-    width = max(fewest, min(width, TERMINAL_COLUMNS - len(heads) - 12))  # 12: the spaces and ms/query
-    lines = [f"{'configuration':<{width}} {heads} {'ms/query':>9}"]
+    labels = {r.id: sweep_label(r.params) for r in report.configs}
+    knobs = list(dict.fromkeys(k for r in report.configs for k in r.params))
+    width = max([len("configuration"), *map(len, labels.values())])
+    names = " ".join(f"{m:^{len(GROUP)}}" for m in objectives)
+    lines = [
+        f"configuration = {','.join(knobs)}",
+        f"{'':<{width}} {names}",
+        f"{'configuration':<{width}} {' '.join(GROUP for _ in objectives)} {'ms/query':>8}",
+    ]
     sign = 1 if lower_is_better(objectives[0]) else -1
     for r in sorted(report.configs, key=lambda r: sign * (mean_of(r, objectives[0]) or 0)):
         cells = []
@@ -126,31 +136,66 @@ def sweep_table(report: SweepResult) -> str:
             mark = "*" if r.is_significant(m) else (" " if r.id != report.baseline else "=")
             chance, lift = (r.chance_level[m], r.lift_over_chance[m]) if m in r.chance_level else (None, None)
             cells.append(
-                f"{'n/a' if v is None else f'{v:.4f}'}{mark}".rjust(value_width[m])
-                + f" {'n/a' if chance is None else f'{chance:.4f}':>7} {'n/a' if lift is None else f'{lift:+.4f}':>7}"
+                f"{'n/a' if v is None else f'{v:.3f}'}{mark}".rjust(6)
+                + f" {'n/a' if chance is None else f'{chance:.3f}':>6} {'n/a' if lift is None else f'{lift:+.3f}':>6}"
             )
-        label = labels[r.id] if len(labels[r.id]) <= width else labels[r.id][: width - 1] + "…"
-        lines.append(f"{label:<{width}} " + " ".join(cells) + f" {r.latency_ms_per_query:>9.2f}")
-    lines.append(
-        f"= baseline; * differs from the baseline (paired randomization test, Holm-adjusted p <= {report.alpha})"
-    )
-    lines.append(
-        "chance: the objective under a random order of each case's candidate chunks; lift: value - chance "
-        "(over the cases with a chance level); @<N>tok: over the chunks of the deepest list that fit in N tokens"
-    )
-    lines.append("@k = at the configuration's own top_k; a depth deeper than a configuration's top_k is missing for it")
-    if report.same_cases_for_choice_and_report:
-        lines.append('note: "best" was chosen on the same cases it is reported on (no held-out split)')
-    lines.append(
-        "best: "
-        + ", ".join(f"{m}: {cid}" for m, cid in report.best.items())
-        + (" (chosen on the dev split)" if report.verdict else "")
-    )
+        lines.append(f"{labels[r.id]:<{width}} " + " ".join(cells) + f" {r.latency_ms_per_query:>8.2f}")
+    notes = [*sweep_notes(report), *(line for m in report.best for line in best_lines(report, m))]
     if report.verdict:
-        lines += verdict_lines(report.verdict)
-    lines.append(f"Pareto set ({' vs '.join(report.pareto_axes)}): " + ", ".join(report.pareto))
+        notes += verdict_lines(report.verdict)
+    notes.append(f"Pareto set ({' vs '.join(report.pareto_axes)}): " + ", ".join(report.pareto))
+    lines += [part for note in notes for part in wrapped(note)]
     lines += llm_call_lines(sweep_llm_calls(report.configs))
     return "\n".join(lines)
+
+
+def wrapped(line: str) -> list[str]:
+    """A note in lines of at most :data:`TERMINAL_COLUMNS` (a configuration's id is never split)."""
+    indent = " " * (len(line) - len(line.lstrip()) + 2)
+    return textwrap.wrap(
+        line, TERMINAL_COLUMNS, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
+    ) or [line]
+
+
+def sweep_notes(report: SweepResult) -> list[str]:
+    """What the marks and columns of the sweep table mean."""
+    lines = [
+        f"= baseline; * differs from what it is compared with (paired randomization test, Holm-adjusted p <= "
+        f"{report.alpha}): an @k objective at equal depth (the baseline's pipeline at the row's top_k; where the "
+        "grid has none, on the lift over chance); a row that differs from the baseline only in depth is not tested",
+        "chance: the objective under a random order of each case's candidate chunks; lift: value - chance "
+        "(over the cases with a chance level); @<N>tok: over the chunks of the deepest list that fit in N tokens",
+        "@k = at the configuration's own top_k; a depth deeper than a configuration's top_k is missing for it",
+    ]
+    if report.same_cases_for_choice_and_report:
+        lines.append('note: "best" was chosen on the same cases it is reported on (no held-out split)')
+    return lines
+
+
+CHOSEN_ON = {
+    "lift": "on lift over chance (value - chance at its own top_k: a deeper list is not better for being deeper)",
+    "value": "on its value",
+}
+
+
+def best_lines(report: SweepResult, metric: str) -> list[str]:
+    """The best configuration on ``metric``, what it was chosen on, and a tie named as one."""
+    best = report.best[metric]
+    on = report.chosen_by.get(metric, "value")
+    split = " on the dev split" if report.verdict else ""
+    lines = [f"best {metric}{split}, {CHOSEN_ON.get(on, on)}: {best}"]
+    tied = report.ties.get(metric, [])
+    if len(tied) > 1:
+        row = report.config(best)
+        value = row.lift_over_chance.get(metric) if on == "lift" else row.metric(metric)
+        knobs = tie_knobs(report.configs, tied)
+        differ = f", differing only in {', '.join(knobs)}" if knobs else ""
+        shown = "n/a" if value is None else f"{value:.4f}"
+        lines.append(
+            f"  a tie: {len(tied)} configurations score {shown}{differ}; the cheapest (fewest chunks, then "
+            f"fastest) is chosen; tied with it: {', '.join(t for t in tied if t != best)}"
+        )
+    return lines
 
 
 def sweep_llm_calls(configs: list[ConfigResult]) -> dict[str, LLMCalls]:
@@ -167,16 +212,46 @@ def verdict_lines(verdict: HoldoutVerdict) -> list[str]:
     lines = []
     for cid, row in verdict.configs.items():
         value, (low, high) = mean_of(row, main), row.interval(main)
-        role = "chosen" if cid == verdict.chosen else "baseline"
+        role = (
+            "chosen" if cid == verdict.chosen else "baseline" if cid == verdict.baseline else "baseline at equal depth"
+        )
         text = "n/a" if value is None else f"{value:.4f}"
         ci_text = "" if low is None or high is None else f" [{low:.3f}, {high:.3f}]"
         lines.append(f"test split ({verdict.cases} cases), {role}: {cid}: {main} = {text}{ci_text}")
-    if verdict.chosen != verdict.baseline:
+    if verdict.chosen == verdict.baseline:
+        return lines
+    if verdict.compared_with is None:
         lines.append(
-            f"test split: chosen vs baseline p = {verdict.p_value}"
-            f"{' (significant)' if verdict.significant else ' (not significant)'}"
+            "test split: the chosen configuration is the baseline's pipeline at another depth: nothing is tested "
+            "(a deeper list is not a better pipeline)"
         )
+        return lines
+    against = "at equal depth" if verdict.compared_on == "value" else "on the lift over chance"
+    lines.append(
+        f"test split: chosen vs {verdict.compared_with} ({against}): {difference_text(verdict)}, p = {verdict.p_value}"
+        f"{' (significant)' if verdict.significant else ' (not significant)'}"
+    )
+    if warning := verdict_warning(verdict):
+        lines.append(warning)
     return lines
+
+
+def verdict_warning(verdict: HoldoutVerdict) -> str | None:
+    """A line when the held-out cases contradict the choice: significantly worse than what it is compared with."""
+    if verdict.significant and verdict.direction() == "worse":
+        return (
+            f"warning: on the test split the chosen configuration is significantly worse than "
+            f"{verdict.compared_with} at equal depth: the choice does not hold; do not deploy it on this evidence"
+        )
+    return None
+
+
+def difference_text(verdict: HoldoutVerdict) -> str:
+    """The chosen configuration's difference from what it is compared with, and which way it goes."""
+    if verdict.difference is None:
+        return "no case to compare on"
+    what = "lift" if verdict.compared_on == "lift" else verdict.objective
+    return f"{what} {verdict.difference:+.4f} ({verdict.direction()})"
 
 
 def llm_call_lines(parts: Mapping[str, LLMCalls | Mapping[str, object]]) -> list[str]:
