@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from ragsweep.core.errors import ConfigError
 from ragsweep.evaluation.choice import best_configs, same_depth_baseline, tie_knobs
 from ragsweep.evaluation.records import ConfigResult
 from ragsweep.pipeline.config import PipelineConfig
-from ragsweep.pipeline.yaml_edit import set_values
+from ragsweep.pipeline.yaml_edit import check_values, set_values
 from ragsweep.report.best_pipeline import HEADER
 from ragsweep.report.runs import read_cases, read_sweep
 from ragsweep.report.terminal import TERMINAL_COLUMNS
@@ -381,3 +382,24 @@ def test_a_nested_value_is_set_without_touching_its_siblings(tmp_path):
     path.write_text(after)
     loaded = PipelineConfig.load(path)
     assert loaded.top_k == 2 and loaded.get("prompt_template") == "[{query}] {context}"
+
+
+def test_a_component_argument_axis_is_written_inside_its_component(tmp_path):
+    """The answer-side axes (``question_answerer.search_topk``, ``llm.model``, a prompt template given to the
+    answerer itself) are set in the component's own block, never as a new ``$variable``."""
+    source = Path(__file__).parent / "fixtures" / "apps" / "answer_sweep.yaml"
+    path = tmp_path / "app.yaml"
+    path.write_text(source.read_text())
+    values = {"question_answerer.search_topk": 2, "llm.model": "gpt-4.1-mini", "question_answerer.max_tokens": 64}
+    after = set_values(PipelineConfig.load(path), values)
+    assert _changed(path.read_text(), after) == [
+        '-  model: "gpt-4o-mini"',
+        "+  model: gpt-4.1-mini",
+        "+  max_tokens: 64",
+        "-  search_topk: 4",
+        "+  search_topk: 2",
+    ]
+    (tmp_path / "best.yaml").write_text(after)
+    check_values(tmp_path / "best.yaml", values)
+    with pytest.raises(ConfigError, match="reads back"):
+        check_values(path, values)  # the unedited file does not hold them

@@ -62,6 +62,16 @@ def apply_argument(raw: dict[Any, Any], path: str, name: str, value: Scalar) -> 
     raw[key] = replaced
 
 
+def component_argument(raw: dict[Any, Any], name: str) -> Any:
+    """The value ``<component>.<argument>`` has in a file's nodes (None: not set there)."""
+    from pathway.internals.yaml_loader import Value
+
+    component, _, argument = name.partition(".")
+    key = _component_key(raw, component)
+    node = raw.get(key) if key is not None else None
+    return node.kwargs.get(argument) if isinstance(node, Value) else None
+
+
 def _takes(constructor: Any, argument: str) -> bool:
     """Whether ``constructor`` accepts ``argument`` (any keyword when it takes ``**kwargs``)."""
     import inspect

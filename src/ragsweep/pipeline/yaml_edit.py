@@ -2,8 +2,9 @@
 blank lines) stays byte for byte, so the diff against the user's file is the changed values alone.
 
 A knob is a top-level ``$variable`` (its line, and a block under it such as a ``|`` text, replaced), or
-the top-k of an app whose depth is its question answerer's ``search_topk`` (that line, or one added under
-the component's tag line where the app takes Pathway's default). What the edit gives is loaded back
+one argument of a component (``question_answerer.search_topk``, ``llm.model``: its line in the
+component's block, or one added under the component's tag line where the app takes the default; an app's
+top-k is its question answerer's ``search_topk``). What the edit gives is loaded back
 with Pathway's loader and must hold exactly the values asked for.
 """
 
@@ -17,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from ragsweep.core.errors import ConfigError
+from ragsweep.pipeline.component_overrides import component_argument, is_argument_override
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.scalars import Scalar
 
@@ -110,20 +112,23 @@ def _variable_line(lines: list[str], name: str) -> int | None:
     return next((i for i, line in enumerate(lines) if pattern.match(line)), None)
 
 
-def _component_topk(lines: list[str], component: str, value: Scalar) -> None:
-    """``search_topk`` of the top-level ``component:`` block set (or added under its tag line)."""
-    start = next((i for i, line in enumerate(lines) if re.match(rf"^{re.escape(component)}\s*:", line)), None)
+def _component_argument(lines: list[str], component: str, argument: str, value: Scalar) -> None:
+    """``argument`` of the top-level ``component:`` block (or ``$component:``) set, or added under its tag line."""
+    names = [component] if component.startswith("$") else [component, f"${component}"]
+    patterns = [re.compile(rf"^{re.escape(name)}\s*:") for name in names]
+    start = next((i for i, line in enumerate(lines) if any(p.match(line) for p in patterns)), None)
     if start is None:
-        raise ConfigError(f"no top-level {component!r} to set search_topk in")
+        raise ConfigError(f"no top-level {component!r} to set {argument} in")
     end = _node_end(lines, start)
     for i in range(start + 1, end):
-        found = re.match(r"^(\s+)search_topk\s*:", lines[i])
+        found = re.match(rf"^(\s+){re.escape(argument)}\s*:", lines[i])
         if found:
             _set_line(lines, i, found.end(), value, found.group(1))
             return
     body = [line for line in lines[start + 1 : end] if line.strip()]
     indent = re.match(r"^\s*", body[0]).group(0) if body else "  "  # type: ignore[union-attr]
-    lines.insert(start + 1, f"{indent}search_topk: {yaml_scalar(value)}")
+    lines.insert(start + 1, f"{indent}{argument}:")
+    _set_line(lines, start + 1, len(indent) + len(argument) + 1, value, indent)
 
 
 def set_values(config: PipelineConfig, values: Mapping[str, Scalar], text: str | None = None) -> str:
@@ -131,6 +136,10 @@ def set_values(config: PipelineConfig, values: Mapping[str, Scalar], text: str |
     source = Path(config.path).read_text() if text is None else text
     lines = source.split("\n")
     for name, value in values.items():
+        if is_argument_override(name):  # <component>.<argument>: inside the component's block
+            component, _, argument = name.partition(".")
+            _component_argument(lines, component, argument, value)
+            continue
         index = _variable_line(lines, name)
         origin = config.top_k_origin if name == "top_k" else None  # an app's depth: its search_topk
         if index is None and origin is not None and origin.startswith("$"):
@@ -138,7 +147,7 @@ def set_values(config: PipelineConfig, values: Mapping[str, Scalar], text: str |
         if index is not None:
             _set_line(lines, index, lines[index].index(":") + 1, value, "")
         elif origin is not None:
-            _component_topk(lines, origin.split(".")[0], value)
+            _component_argument(lines, origin.split(".")[0], "search_topk", value)
         else:  # a knob ragsweep reads that the file does not set (route_docs): a line of its own, first
             lines.insert(0, f"${name}: {yaml_scalar(value)}")
     return "\n".join(lines)
@@ -148,6 +157,11 @@ def check_values(path: Path, values: Mapping[str, Scalar]) -> None:
     """The written file, loaded as ``eval --pipeline`` loads it, holds ``values``: one line when it does not."""
     written = PipelineConfig.load(path)
     for name, value in values.items():
-        got = written.top_k if name == "top_k" and name not in written.scalars() else written.scalars().get(name)
+        if is_argument_override(name):
+            got = component_argument(written.raw, name)
+        elif name == "top_k" and name not in written.scalars():
+            got = written.top_k
+        else:
+            got = written.scalars().get(name)
         if got != value:
             raise ConfigError(f"{path}: ${name} reads back as {got!r}, not {value!r}: the file was not edited")
