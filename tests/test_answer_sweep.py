@@ -7,6 +7,7 @@ configurations share is sent once."""
 
 from __future__ import annotations
 
+import difflib
 import json
 from pathlib import Path
 
@@ -237,3 +238,35 @@ def test_answerers_asked_together_keep_one_apps_capacity_in_flight():
     for t in threads:
         t.join(timeout=30)
     assert high[0] == 2
+
+
+def _changed(before: str, after: str) -> list[str]:
+    diff = difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+    return [d for d in diff if d[:1] in "+-" and not d.startswith(("+++", "---"))]
+
+
+def test_the_chosen_answer_configuration_is_written_back_and_eval_reproduces_it(fake, tmp_path, capsys):
+    """--write-best over the answer axes: the app's file with the winner's prompt and search_topk (nothing
+    else but the header), and `ragsweep eval --llm` of it answers each case as the sweep did."""
+    best = tmp_path / "best.yaml"
+    assert main(_argv(tmp_path / "runs", "w", GRID, "--write-best", str(best))) == 0
+    sweep = json.loads((tmp_path / "runs" / "w" / "sweep.json").read_text())
+    winner = sweep["best"]["recall@k"]
+    params = next(c for c in sweep["configs"] if c["id"] == winner)["params"]
+    original = APP.read_text()
+    prompt_block = original.split("$prompt_template: |\n")[1].split("\n\nquestion_answerer")[0].splitlines()
+    changed = [d for d in _changed(original, best.read_text()) if not d.startswith("+#")]
+    allowed = {"-$prompt_template: |", *(f"-{line}" for line in prompt_block), "-  search_topk: 4"}
+    assert {d for d in changed if d.startswith("-")} <= allowed
+    assert ("+  search_topk: 2" in changed) == (params["question_answerer.search_topk"] == 2)
+
+    assert main(["eval", "--pipeline", str(best), "--dataset", str(DATASET), "--split", "dev", "--limit", str(LIMIT),
+                 "--llm", "--out", str(tmp_path / "runs"), "--name", "e"]) == 0  # fmt: skip
+    swept = [json.loads(x) for x in (tmp_path / "runs" / "w" / "configs" / winner / "cases.jsonl").open()]
+    again = {c["id"]: c for c in (json.loads(x) for x in (tmp_path / "runs" / "e" / "cases.jsonl").open())}
+    assert len(swept) == LIMIT
+    for case in swept:
+        assert again[case["id"]]["answer"]["text"] == case["answer"]["text"], case["id"]
+        assert again[case["id"]]["top_k"] == case["top_k"] == params["question_answerer.search_topk"]
+        spans = [(h["doc_id"], h["start"], h["end"]) for h in case["hits"]]
+        assert [(h["doc_id"], h["start"], h["end"]) for h in again[case["id"]]["hits"]] == spans, case["id"]
