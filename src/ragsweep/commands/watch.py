@@ -184,10 +184,11 @@ def evaluate_generation(
     """One `ragsweep eval` into ``gen-<n>`` (no gate: the watch applies the floors itself; report.html is
     written by the caller, after the history line)."""
     # the dataset was validated at the start; a document deleted since is the change being watched (its
-    # cases' evidence becomes unlocated), not a problem that stops the watch
+    # cases' evidence becomes unlocated), not a problem that stops the watch. A changed document changes the
+    # index, so no list of an update is in the served-list cache: it is neither read nor written
     one = options.model_copy(
         update={"out": str(folder.root), "name": f"gen-{generation:04d}", "progress": False, "floors": {}}
-        | ({"validate_dataset": False} if generation_after_start else {})
+        | ({"validate_dataset": False, "fresh_retrieval": True} if generation_after_start else {})
     )
     _, result = run_eval(EvalOptions(**one.model_dump(include=set(EvalOptions.model_fields))), html=False)
     assert isinstance(result, RunResult)  # not a dry run

@@ -43,7 +43,7 @@ from ragsweep.pipeline.routing import doc_filter, serving_store  # noqa: E402
 from ragsweep.pipeline.scoped_lists import Ask, answer_table  # noqa: E402
 from ragsweep.pipeline.served_cache import ServedCache  # noqa: E402
 from ragsweep.pipeline.serving import DocumentStore, ServedItem, safe_question, uses_tantivy  # noqa: E402
-from ragsweep.pipeline.stable_order import StableOrderFactory, exact_index  # noqa: E402
+from ragsweep.pipeline.stable_order import StableOrderFactory, StableOrderIndex, exact_index  # noqa: E402
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -449,10 +449,14 @@ def _scope(doc_scope: list[str] | None) -> tuple[str, ...] | None:
     return tuple(sorted(set(doc_scope)))
 
 
-def _cut_table(chunks: pw.Table, plan: _CutPlan, queries: list[Query], cut: list[int], safe: bool) -> pw.Table:
+def _cut_table(store: DocumentStore, plan: _CutPlan, queries: list[Query], cut: list[int], safe: bool) -> pw.Table:
     """``(qid, result)`` for the queries at ``cut``: each question asked once of each index of ``plan``
-    for all its matches, every (scope, k) list cut from that answer."""
-    indexes = [f.build_inner_index(chunks.text, chunks.metadata) for f in plan.factories]
+    for all its matches, every (scope, k) list cut from that answer. The store's own index (built from
+    the plan's first factory) serves as the first; the others are built over its chunks."""
+    chunks = store.chunked_docs
+    own = store.index.inner_index
+    first = [own.inner] if isinstance(own, StableOrderIndex) else []
+    indexes = first + [f.build_inner_index(chunks.text, chunks.metadata) for f in plan.factories[len(first) :]]
     questions: dict[str, int] = {}
     groups: dict[tuple[int, tuple[str, ...] | None], int] = {}
     depths: dict[int, set[int]] = {}
@@ -518,7 +522,14 @@ class RagStore:
         cut, rest = _split_by_scopes(queries, safe) if plan is not None else ([], list(range(len(queries))))
         parts = exact_parts(pipeline.retriever_factory) if pipeline.route_docs is None else None
         asked: list[pw.Table] = []
-        if parts is None or not rest:
+        if plan is not None and not rest:  # every list cut: a store over the first index gives the chunks and it
+            store = DocumentStore(
+                documents_table(self.corpus, pipeline),
+                retriever_factory=plan.factories[0],
+                splitter=pipeline.splitter,
+                parser=StoredElements(),
+            )
+        elif parts is None or not rest:
             store = document_store(self.corpus, pipeline)
             if rest:
                 asked.append(_ask(store, [(q.text, q.k, scope_filter(q.doc_scope)) for q in _at(queries, rest)], rest))
@@ -533,7 +544,7 @@ class RagStore:
             store = stores[0]
             asked.append(_fused_table(_at(queries, rest), of_query, lists, rrf_k, rest))
         if cut and plan is not None:
-            asked.append(_cut_table(store.chunked_docs, plan, queries, cut, safe))
+            asked.append(_cut_table(store, plan, queries, cut, safe))
         return store, asked
 
     def run(self, queries: list[Query], progress: bool = False, cache: ServedCache | None = None) -> StoreRun:
