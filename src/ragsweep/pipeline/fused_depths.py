@@ -40,7 +40,7 @@ def exact_parts(factory: Any) -> tuple[list[Any], float] | None:
 
 def fused_order(
     lists: Sequence[Sequence[tuple[Hashable, TieKey]]], rrf_k: float, depth: int
-) -> list[tuple[Any, float, TieKey]]:  # noqa: E501
+) -> list[tuple[Any, float, TieKey]]:
     """RRF at ``depth`` over sub-retriever lists of ``(item, tie key)`` in served order, as
     ragsweep's fusion (:mod:`ragsweep.pipeline.fusion`) makes it: the first ``depth`` ranks of each,
     the terms ``1 / (k + rank)`` summed by ``math.fsum``, the order (-score, best rank x retrievers +

@@ -67,7 +67,7 @@ def scoped_cut(matches: dict[str, list[Match]], scope: tuple[str, ...] | None, k
 
 def answer_lists(
     per_index: Sequence[dict[str, list[Match]]], asks: Sequence[Ask], rrf_k: float | None
-) -> list[tuple[int, int, Served]]:  # noqa: E501
+) -> list[tuple[int, int, Served]]:
     """Each ask's list at each of its depths, as ``(group, depth, items)``: the index's own cut, or, for
     a hybrid (``rrf_k`` set), RRF over each sub-retriever's cut at the deepest depth."""
     out: list[tuple[int, int, Served]] = []
