@@ -289,8 +289,11 @@ def follow(options: WatchOptions, folder: WatchFolder, dataset: Dataset, config:
     before = read_run(current) if (current := folder.current()) is not None else None
     generation = (folder.generations() or [0])[-1]
     seen, change, updates = snapshot(Path(dataset.docs_dir)), Change(), 0
+    warming: threading.Thread | None = None
     while True:
         generation += 1
+        if warming is not None:  # a change that came early waits for it: Docling's PDF backend is not thread-safe
+            warming.join()
         started = time.perf_counter()
         try:
             result = evaluate_generation(options, folder, generation, generation_after_start=updates > 0)
@@ -309,7 +312,7 @@ def follow(options: WatchOptions, folder: WatchFolder, dataset: Dataset, config:
         gc.collect()
         gc.freeze()
         if updates == 0:
-            warm_in_background(options, config, dataset)
+            warming = warm_in_background(options, config, dataset)
         if options.max_updates is not None and updates >= options.max_updates:
             return 0
         seen, change = settled_change(Path(dataset.docs_dir), seen, options.poll)
