@@ -66,13 +66,15 @@ def test_a_configuration_is_compared_with_the_baseline_at_its_own_depth():
     assert same_depth_baseline(points, "bm25-3", "hybrid-10") is None  # none in the grid: tested on lift
 
 
-def test_make_sweeps_table_fits_120_columns_with_every_name_whole():
-    """pipelines/sweep.yaml's 24 configurations and 4 objectives: each row's values in full, within 120 columns."""
+@pytest.mark.parametrize("grid_file", ["pipelines/sweep.yaml", "benchmarks/grids/answers_local.yaml"])
+def test_make_sweeps_table_fits_120_columns_with_every_name_whole(grid_file):
+    """pipelines/sweep.yaml's 24 configurations and 4 objectives, and a grid of multi-line prompts (shown by
+    their hash, as in the configuration's id): each row's values in full, within 120 columns."""
     from ragsweep.evaluation.records import SweepResult
     from ragsweep.evaluation.sweep import SweepGrid, config_id
     from ragsweep.report.terminal import sweep_label, sweep_table
 
-    grid = SweepGrid.load(ROOT / "pipelines" / "sweep.yaml")
+    grid = SweepGrid.load(ROOT / grid_file)
     rows = []
     for n, params in enumerate(grid.configurations()):
         value = {m: 0.5 + n / 100 for m in grid.objectives}
@@ -96,7 +98,8 @@ def test_make_sweeps_table_fits_120_columns_with_every_name_whole():
     assert all(len(line) <= TERMINAL_COLUMNS for line in text.splitlines()), max(text.splitlines(), key=len)
     for row in rows:
         assert any(line.startswith(sweep_label(row.params) + " ") for line in text.splitlines())
-    assert "retriever_mode=hybrid-" in text and "retriever_mode=hybri-" not in text
+    assert "retriever_mode=hybri-" not in text and "\n{context}" not in text
+    assert "retriever_mode=hybrid-" in text if "retriever_mode" in grid.grid else "text" in text
 
 
 def _changed(before: str, after: str) -> list[str]:

@@ -110,8 +110,9 @@ TERMINAL_COLUMNS = 120  # what the sweep table fits in
 
 
 def sweep_label(params: Mapping[str, object]) -> str:
-    """A configuration's row label: its values in the grid's order, never cut (the knobs are named above)."""
-    return ",".join(str(v) for v in params.values())
+    """A configuration's row label: its values in the grid's order, never cut (the knobs are named above); a
+    multi-line or very long text (a prompt) by its hash, as the configuration's id shows it."""
+    return ",".join(shown_value(v) for v in params.values())
 
 
 GROUP = f"{'value':>6} {'chance':>6} {'lift':>6}"  # each objective's columns, under its name
