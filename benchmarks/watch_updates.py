@@ -5,8 +5,8 @@ that fills the caches), then a `ragsweep watch` that sees, in turn, N contracts 
 reworded, one contract deleted and one added back under another name. For each change:
 
 - ``evaluation``: the update's own time (history.jsonl's ``seconds``: the eval of the changed folder);
-- ``seen``: from the file's change to the update's line in history.jsonl (the poll and the folder
-  settling included: what a user waits for).
+- ``seen``: from the moment the changed file is in place to the update's line in history.jsonl (the poll,
+  the folder settling and the before -> after intervals included: what a user waits for).
 
 Each update's numbers are a fresh eval's (tests/test_watch.py checks that); here only times.
 
@@ -118,8 +118,8 @@ def follow(data: Path, out: Path, limit: list[str], modify: int) -> list[Row]:
         changes = [("modify", lambda doc=doc: reword(doc)) for doc in rewordable(docs[:-1], modify)]
         changes += [("delete", lambda: shutil.move(docs[-1], held)), ("add", lambda: shutil.copy(held, docs[-1].parent / f"added{docs[-1].suffix}"))]  # fmt: skip
         for n, (kind, act) in enumerate(changes, start=2):
+            act()  # the change is made when the new file is in place (an editor's rename, a copy's end)
             started = time.perf_counter()
-            act()
             line = wait_for(out, n, proc)
             rows.append((kind, float(line["seconds"]), time.perf_counter() - started, line.get("stage_seconds", {})))
     finally:

@@ -21,7 +21,7 @@ def test_warm_up_loads_what_a_changed_document_needs(tmp_path):
     (docs / "b.md").write_text("# Title\n\nA markdown document goes through Docling.\n")
     _converter.cache_clear()
     load_sentence_transformer.cache_clear()
-    assert warm_up(config, str(docs), answer_metrics=True) == ["parser", "embedder", "ragas"]
+    assert warm_up(config, str(docs), answer_metrics=True) == ["parser", "embedder", "ragas", "scipy"]
     assert _converter.cache_info().currsize == 1 and load_sentence_transformer.cache_info().currsize == 1
     assert "ragas" in sys.modules
 
@@ -29,4 +29,4 @@ def test_warm_up_loads_what_a_changed_document_needs(tmp_path):
 def test_a_folder_of_text_files_needs_no_parser(tmp_path):
     config = PipelineConfig.load(ROOT / "pipelines" / "default.yaml")
     (tmp_path / "a.txt").write_text("text\n")
-    assert warm_up(config, str(tmp_path), answer_metrics=False) == ["embedder"]
+    assert warm_up(config, str(tmp_path), answer_metrics=False) == ["embedder", "scipy"]
