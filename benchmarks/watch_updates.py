@@ -5,8 +5,10 @@ that fills the caches), then a `ragsweep watch` that sees, in turn, N contracts 
 reworded, one contract deleted and one added back under another name. For each change:
 
 - ``evaluation``: the update's own time (history.jsonl's ``seconds``: the eval of the changed folder);
-- ``seen``: from the moment the changed file is in place to the update's line in history.jsonl (the poll,
-  the folder settling and the before -> after intervals included: what a user waits for).
+- ``seen``: from the moment the changed file is in place to ``current`` naming the update's run folder
+  (its report.json and report.html whole; the poll, the folder settling, the before -> after intervals,
+  the history line and report.html included: what a user waits for). Each change is made 1 s after the
+  previous update was published (the first after the watch's first evaluation and its warm-up start).
 
 Each update's numbers are a fresh eval's (tests/test_watch.py checks that); here only times.
 
@@ -32,6 +34,7 @@ from pdf_reword import reword_pdf
 ROOT = Path(__file__).resolve().parent.parent
 RAGSWEEP = [sys.executable, "-m", "ragsweep.cli"]
 PIPELINE = str(ROOT / "pipelines" / "default.yaml")
+PAUSE = 1.0  # seconds between an update's publication and the next change
 
 
 def copy_dataset(dataset: Path, work: Path) -> Path:
@@ -57,10 +60,17 @@ def history(out: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
+def published(out: Path, run: str) -> bool:
+    """Does ``current`` name the run folder ``run`` (its report.json and report.html whole)?"""
+    link = out / "w" / "current"
+    return link.is_symlink() and os.readlink(link) == run
+
+
 def wait_for(out: Path, n: int, proc: subprocess.Popen[str], timeout: float = 900) -> dict:
+    """Update ``n``'s line in history.jsonl, once ``current`` names its run folder."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if len(lines := history(out)) >= n:
+        if len(lines := history(out)) >= n and published(out, lines[n - 1]["run"]):
             return lines[n - 1]
         if proc.poll() is not None:
             raise SystemExit(f"watch ended (rc {proc.returncode}):\n{proc.stderr.read() if proc.stderr else ''}")
@@ -118,6 +128,7 @@ def follow(data: Path, out: Path, limit: list[str], modify: int) -> list[Row]:
         changes = [("modify", lambda doc=doc: reword(doc)) for doc in rewordable(docs[:-1], modify)]
         changes += [("delete", lambda: shutil.move(docs[-1], held)), ("add", lambda: shutil.copy(held, docs[-1].parent / f"added{docs[-1].suffix}"))]  # fmt: skip
         for n, (kind, act) in enumerate(changes, start=2):
+            time.sleep(PAUSE)  # a change comes to a watch that is waiting for one, not finishing the last
             act()  # the change is made when the new file is in place (an editor's rename, a copy's end)
             started = time.perf_counter()
             line = wait_for(out, n, proc)
