@@ -7,9 +7,14 @@ cluster of two nodes on this machine, one worker process (one CPU) each, started
 for that run and stopped after it. Printed: wall seconds of each, whether their case lines,
 report.json metrics and sweep.json are equal, each stage's Ray tasks (parse, embed, retrieve: count,
 sum, median, max seconds, from the run's manifest), the driver's own seconds, and a projection to N
-machines from those times: tasks per stage, the critical path, the driver's share.
+machines from those times: tasks per stage, the critical path, the driver's share, and the peak
+memory of every process of each run (sampled): the eval process, its children, each Ray worker, the
+raylets and the GCS. ``--warm`` runs each again on its own cache (parse and embeddings warm, every
+query asked again).
 
     .venv/bin/python benchmarks/ray_scale.py --txt-dir ../shared/data/cuad/txt --limit 40 --sweep
+    .venv/bin/python benchmarks/ray_scale.py --txt-dir ../shared/data/cuad/txt --limit 510 --warm
+    .venv/bin/python benchmarks/ray_scale.py --dataset datasets/cuad   # the 40 PDFs: Docling parse tasks
     .venv/bin/python benchmarks/ray_scale.py --smoke --sweep --sweep-limit 20   # datasets/cuad-mini, 20 cases
 
 ``--txt-dir``: the CUAD release's ``txt/`` (its ``master_clauses.csv`` and ``category_descriptions.csv``
@@ -25,11 +30,14 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 MINI = ROOT / "datasets" / "cuad-mini"
@@ -55,6 +63,9 @@ def ray_cluster(temp: str) -> Iterator[list[str]]:
     yields the options that point ``ragsweep`` at it."""
     from ray.cluster_utils import Cluster
 
+    # Ray writes the head's address to /tmp/ray/ray_current_cluster whatever temp_dir says, and does
+    # not make that folder: on a fresh machine it is missing
+    os.makedirs("/tmp/ray", exist_ok=True)
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "temp_dir": temp})
     try:
         cluster.add_node(num_cpus=1)
@@ -80,23 +91,79 @@ VOLATILE = {"seconds", "index_run_seconds", "latency_ms_per_query", "embedded_te
             "peak_rss_mb"}  # fmt: skip
 
 
-def run_cli(command: list[str], out: Path, name: str, cache: Path, extra: list[str]) -> tuple[float, Path]:
-    """One ``ragsweep`` command in a fresh process with a cold cache; its wall time and result folder."""
+def role(process: psutil.Process, eval_pid: int) -> str:
+    """What a process of this benchmark is: the eval process, one of its children (Pathway, Docling's
+    pool), a Ray worker (its title ``ray::...``), a raylet, the GCS, or another Ray process."""
+    if process.pid == eval_pid:
+        return "eval process"
+    if eval_pid in {parent.pid for parent in process.parents()}:
+        return "eval child"
+    if process.name() in ("raylet", "gcs_server"):  # a raylet's arguments name the worker's script
+        return process.name()
+    title = " ".join(process.cmdline())
+    return "ray worker" if title.startswith("ray::") or "default_worker.py" in title else "ray other"
+
+
+class PeakMemory:
+    """The peak RSS of every process this script started (and their children), sampled every 0.25 s
+    while one run lasts: per process, and per role the peak of their sum at one instant."""
+
+    def __init__(self, eval_pid: int) -> None:
+        self.eval_pid, self.stop = eval_pid, threading.Event()
+        self.peaks: dict[int, tuple[str, float]] = {}
+        self.sums: dict[str, float] = {}
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+
+    def _sample(self) -> None:
+        me = psutil.Process()
+        while not self.stop.wait(0.25):
+            now: dict[str, float] = {}
+            for process in me.children(recursive=True):
+                try:
+                    rss, kind = process.memory_info().rss / 2**20, role(process, self.eval_pid)
+                except psutil.Error:
+                    continue
+                now[kind] = now.get(kind, 0.0) + rss
+                if rss > self.peaks.get(process.pid, ("", 0.0))[1]:
+                    self.peaks[process.pid] = (kind, rss)
+            for kind, total in now.items():
+                self.sums[kind] = max(self.sums.get(kind, 0.0), total)
+
+    def result(self) -> dict[str, Any]:
+        self.stop.set()
+        self.thread.join()
+        roles: dict[str, Any] = {}
+        for kind, rss in sorted(self.peaks.values()):
+            entry = roles.setdefault(kind, {"processes": 0, "peak_mb": []})
+            entry["processes"] += 1
+            entry["peak_mb"].append(round(rss))
+        for kind, entry in roles.items():
+            entry["peak_mb"] = sorted(entry["peak_mb"], reverse=True)[:8]
+            entry["peak_sum_mb"] = round(self.sums[kind])
+        return roles
+
+
+def run_cli(command: list[str], out: Path, name: str, cache: Path, extra: list[str]) -> tuple[float, Path, dict]:
+    """One ``ragsweep`` command in a fresh process (its cache folder as given: cold the first time); its
+    wall time, result folder and the peak memory of its processes and the Ray cluster's."""
     args = [sys.executable, "-m", "ragsweep.cli", *command, "--out", str(out), "--name", name, *extra]
     env = {**os.environ, "RAGSWEEP_CACHE_DIR": str(cache), "RAGSWEEP_SERVED_CACHE": "0"}
     started = time.perf_counter()
-    done = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
+    with subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as child:
+        memory = PeakMemory(child.pid)
+        _, stderr = child.communicate(timeout=7200)
     wall = time.perf_counter() - started
-    if done.returncode != 0:
-        sys.exit(f"{name}: exit {done.returncode}\n{done.stderr[-3000:]}")
-    return wall, out / name
+    if child.returncode != 0:
+        sys.exit(f"{name}: exit {child.returncode}\n{stderr[-3000:]}")
+    return wall, out / name, memory.result()
 
 
 def run_eval(dataset: Path, out: Path, name: str, cache: Path, extra: list[str], limit: int | None) -> dict[str, Any]:
     command = ["eval", "--dataset", str(dataset), "--no-validate", *(["--limit", str(limit)] if limit else [])]
-    wall, folder = run_cli(command, out, name, cache, extra)
+    wall, folder, memory = run_cli(command, out, name, cache, extra)
     report = json.loads((folder / "report.json").read_text())
-    return {"wall": wall, "report": report, "cases": (folder / "cases.jsonl").read_text(),
+    return {"wall": wall, "report": report, "cases": (folder / "cases.jsonl").read_text(), "memory": memory,
             "tasks": report["manifest"]["executor"].get("tasks", []), "stages": report["manifest"]["stage_seconds"]}  # fmt: skip
 
 
@@ -105,7 +172,7 @@ def run_sweep(dataset: Path, out: Path, name: str, cache: Path, extra: list[str]
     out.mkdir(parents=True, exist_ok=True)
     grid.write_text(SWEEP_GRID)
     command = ["sweep", "--dataset", str(dataset), "--grid", str(grid), *(["--limit", str(limit)] if limit else [])]
-    wall, folder = run_cli(command, out, name, cache, extra)
+    wall, folder, memory = run_cli(command, out, name, cache, extra)
     data = json.loads((folder / "sweep.json").read_text())
     manifest = data.pop("manifest")
     data.pop("pareto")  # recall against measured latency: a timing
@@ -113,7 +180,7 @@ def run_sweep(dataset: Path, out: Path, name: str, cache: Path, extra: list[str]
     cases = {c["id"]: (folder / "configs" / c["id"] / "cases.jsonl").read_text() for c in data["configs"]}
     # the driver waited on the store once per index group (every configuration of a group has its wait)
     waits = {c["index_key"]: c["index_run_seconds"] for c in json.loads((folder / "sweep.json").read_text())["configs"]}
-    return {"wall": wall, "sweep": data, "cases": cases, "tasks": manifest["executor"].get("tasks", []),
+    return {"wall": wall, "sweep": data, "cases": cases, "tasks": manifest["executor"].get("tasks", []), "memory": memory,
             "parse_s": manifest["parse_seconds"], "store_wait_s": sum(waits.values()), "groups": len(waits)}  # fmt: skip
 
 
@@ -188,14 +255,18 @@ def task_lines(label: str, tasks: list[dict[str, Any]]) -> None:
 
 
 def report_lines(kind: str, a: dict[str, Any], b: dict[str, Any], driver: float, groups: int) -> dict[str, Any]:
-    if kind == "eval":
+    if kind.startswith("eval"):
         same, same_metrics = a["cases"] == b["cases"], a["report"]["metrics"] == b["report"]["metrics"]
     else:  # a BM25 hit's raw score is tantivy's float32: it may move in its last place (tests/test_ray_executor.py)
         same = all(same_lines(a["cases"][cid], b["cases"][cid]) for cid in a["cases"])
         same_metrics = a["sweep"] == b["sweep"]
     print(f"RESULT {kind}: one process {a['wall']:.1f} s wall; Ray, 2 workers: {b['wall']:.1f} s wall")
-    print(f"RESULT {kind}: same case lines: {same}; same {'report' if kind == 'eval' else 'sweep'}.json metrics: "
+    print(f"RESULT {kind}: same case lines: {same}; same {'report' if kind.startswith('eval') else 'sweep'}.json metrics: "
           f"{same_metrics}")  # fmt: skip
+    for label, run in (("one process", a), ("Ray", b)):
+        for name, entry in run["memory"].items():
+            print(f"RESULT {kind} memory, {label}: {name}: {entry['processes']} process(es), peak RSS "
+                  f"{entry['peak_mb']} MB, at most {entry['peak_sum_mb']} MB together")  # fmt: skip
     task_lines(kind, b["tasks"])
     print(f"RESULT {kind} driver alone (not waiting on tasks): {driver:.1f} s of {b['wall']:.1f} s")
     rows = [projection(driver, b["tasks"], groups, n) for n in (1, 2, 4, 8, 16)]
@@ -203,26 +274,30 @@ def report_lines(kind: str, a: dict[str, Any], b: dict[str, Any], driver: float,
         print(f"RESULT {kind} projection {r['machines']:>2} machine(s): critical path {r['critical_path_s']:.1f} s, "
               f"total {r['total_s']:.1f} s, driver share {100 * r['driver_share']:.0f}%")  # fmt: skip
     return {"same": same and same_metrics, "walls": [a["wall"], b["wall"]], "tasks": b["tasks"],
-            "driver_s": driver, "projection": rows}  # fmt: skip
+            "driver_s": driver, "projection": rows, "memory": [a["memory"], b["memory"]]}  # fmt: skip
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--txt-dir", type=Path, help="the CUAD release's txt/ folder")
     p.add_argument("--limit", type=int, default=3, help="contracts of the slice")
+    p.add_argument("--dataset", type=Path, help="a dataset folder as it is (e.g. datasets/cuad: PDFs), not a slice")
+    p.add_argument("--warm", action="store_true", help="then each eval again on its own cache")
     p.add_argument("--smoke", action="store_true", help="datasets/cuad-mini, 20 cases")
     p.add_argument("--sweep", action="store_true", help="also a sweep of 8 configurations, one process vs Ray")
     p.add_argument("--sweep-limit", type=int, help="the sweep's first N cases (default: all)")
     p.add_argument("--no-eval", action="store_true", help="the sweep alone")
     a = p.parse_args()
-    if not a.smoke and a.txt_dir is None:
-        p.error("--txt-dir is required (or --smoke)")
+    if not a.smoke and a.txt_dir is None and a.dataset is None:
+        p.error("--txt-dir or --dataset is required (or --smoke)")
     load = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="rsray-", dir="/tmp") as tmp:
         work = Path(tmp)
         if a.smoke:
             print("SMOKE RUN: datasets/cuad-mini, 20 cases; the numbers are not measurements")
             dataset, limit = MINI, 20
+        elif a.dataset is not None:
+            dataset, limit = a.dataset.resolve(), None
         else:
             dataset, limit = build_slice(a.txt_dir, a.limit, work / "dataset"), None
         print(f"load average before: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
@@ -235,6 +310,14 @@ def main() -> int:
             driver = on_ray["wall"] - on_ray["stages"]["parse"] - on_ray["stages"]["retrieve"]
             summary["eval"] = report_lines("eval", local, on_ray, driver, 1)
             summary["cases"] = len(local["cases"].splitlines())
+            if a.warm:
+                local_w = run_eval(dataset, work / "runs", "local-warm", work / "cache-local", [], limit)
+                with ray_cluster(str(work / "ray-warm")) as extra:
+                    ray_w = run_eval(dataset, work / "runs", "ray-warm", work / "cache-ray", extra, limit)
+                driver = ray_w["wall"] - ray_w["stages"]["parse"] - ray_w["stages"]["retrieve"]
+                summary["eval_warm"] = report_lines("eval warm", local_w, ray_w, driver, 1)
+                summary["eval_warm"]["same_as_cold"] = local_w["cases"] == local["cases"]
+                print(f"RESULT eval warm: same case lines as the cold runs: {summary['eval_warm']['same_as_cold']}")
         if a.sweep:
             local_s = run_sweep(dataset, work / "sweeps", "local", work / "sweep-cache-local", [], a.sweep_limit)
             with ray_cluster(str(work / "ray-sweep")) as extra:
@@ -244,7 +327,11 @@ def main() -> int:
     summary.update(smoke=a.smoke, load=load, load_after=os.getloadavg())
     print(f"load average after: {' '.join(f'{x:.1f}' for x in summary['load_after'])}")
     print("JSON " + json.dumps(summary))
-    return 0 if all(part["same"] for part in (summary.get("eval"), summary.get("sweep")) if part) else 1
+    return (
+        0
+        if all(part["same"] for part in (summary.get("eval"), summary.get("eval_warm"), summary.get("sweep")) if part)
+        else 1
+    )
 
 
 if __name__ == "__main__":

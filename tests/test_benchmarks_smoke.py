@@ -254,6 +254,9 @@ def _ray_scale(s: dict) -> None:
     assert stages.count("parse") == 3 and "embed" in stages
     assert sum(t["cases"] for t in run["tasks"] if t["stage"] == "retrieve") == 20
     assert [r["machines"] for r in run["projection"]] == [1, 2, 4, 8, 16]
+    one_process, on_ray = run["memory"]
+    assert one_process["eval process"]["peak_mb"][0] > 100 and on_ray["eval process"]["processes"] == 1
+    assert on_ray["ray worker"]["processes"] >= 2 and on_ray["raylet"]["processes"] == 2
 
 
 def _pdf_reword(s: dict) -> None:

@@ -52,6 +52,9 @@ VOLATILE = {
 def cluster():
     """Two Ray nodes on this machine, one CPU (one worker process) each; everything it started is stopped after."""
     temp = tempfile.mkdtemp(prefix="rsray-", dir="/tmp")  # short: Ray's socket paths must fit in 107 bytes
+    # Ray writes the head's address to /tmp/ray/ray_current_cluster whatever temp_dir says, and does
+    # not make that folder: on a fresh machine it is missing
+    os.makedirs("/tmp/ray", exist_ok=True)
     nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "temp_dir": temp})
     try:
         nodes.add_node(num_cpus=1)
