@@ -68,3 +68,36 @@ def test_a_hybrids_lists_fuse_each_retrievers_cut_by_hand():
     # depth 3: q = 1/62 + 1/61, p = 1/61 + 1/63, t = 1/62 (r = 1/63 is cut)
     assert [i["chunk"] for i in lists[1][2]] == ["q", "p", "t"]
     assert lists[1][2][0]["dist"] == -(1 / 62 + 1 / 61)
+
+
+def test_a_question_asked_with_many_scopes_is_one_ask_of_a_run_by_hand():
+    q = [
+        Query("a", 1, ["d1"]), Query("a", 1, ["d2"]), Query("b", 1), Query("a", 3, ["d1"]),
+        Query("c", 1, ["d1"]), Query("b", 1, ["d1"]),
+    ]  # fmt: skip
+    # "a" (two scopes) is one ask, pulled together; "b" is also asked unscoped and "c" with one scope: one each
+    assert store_module.run_batches(q, list(range(6)), 2, cut_whole=True) == [[0, 1, 3, 2], [4, 5]]
+    assert store_module.run_batches(q, [1, 2, 4, 5], 2, cut_whole=True) == [[1, 2], [4, 5]]  # "a" once: not cut
+    assert store_module.run_batches(q, list(range(6)), 2, cut_whole=False) == [[0, 1], [2, 3], [4, 5]]
+    assert store_module.run_batches(q, [], 2, cut_whole=True) == [[]]  # one run still gives the chunk table
+
+
+def test_every_scope_of_a_question_is_asked_in_one_run_whatever_the_limit(monkeypatch):
+    """cuad-mini's 41 questions x 3 contracts x 4 depths (492 queries) with at most 50 asks a run: one
+    Pathway run (not ten, each indexing the corpus again), the same lists as one unlimited run."""
+    store = RagStore.from_folder(ROOT / "pipelines" / "default.yaml", MINI / "docs", {"retriever_mode": "hybrid"})
+    queries = [q for q in _queries() if q.doc_scope]
+    whole = store.run(queries)
+    runs: list[int] = []
+    serve = RagStore._serve
+    monkeypatch.setattr(RagStore, "_serve", lambda self, qs, *a: runs.append(len(qs)) or serve(self, qs, *a))
+    monkeypatch.setenv("RAGSWEEP_QUERIES_PER_RUN", "50")
+    limited = store.run(queries)
+    assert runs == [len(queries)] == [492]
+    assert [[h.model_dump() for h in hits] for hits in limited.hits] == [
+        [h.model_dump() for h in hits] for hits in whole.hits
+    ]
+    monkeypatch.setattr(store_module, "_cut_plan", lambda pipeline: None)  # asked one by one: 50 a run
+    runs.clear()
+    store.run(queries[:120])
+    assert runs == [50, 50, 20]

@@ -1,6 +1,6 @@
 """The app's DocumentStore asked for every case at every depth: exactly the lists it serves.
 
-:func:`retrieve` asks the store (one Pathway run per ``queries_per_run()`` queries, or the
+:func:`retrieve` asks the store (one Pathway run per ``queries_per_run()`` asks, or the
 served-list cache); :func:`serve` turns what the store returned into each depth's list of one
 configuration (its reranker, when it has one, reorders the candidates as Pathway's question
 answerer does).
@@ -100,7 +100,7 @@ def retrieve(
     fresh: bool = False,
 ) -> Retrieved:
     """Every case asked at every depth in ``ks`` (one Pathway run per ``queries_per_run()``
-    queries), so each list is exactly what the DocumentStore serves for that k: for a fused
+    asks: :func:`ragsweep.pipeline.store.run_batches`), so each list is exactly what the DocumentStore serves for that k: for a fused
     hybrid index one query row per (case, k); for BM25 or KNN, whose top k is the first k of
     a deeper answer, one row per case at the deepest k, each depth cut from Pathway's own
     order (tests/test_server_parity.py).
@@ -126,7 +126,7 @@ def retrieve(
     asked = [(c, s, k) for c, s in zip(cases, scopes, strict=True) if s != [] for k in per_case]
     print(
         f"retrieve: {len(cases)} question(s) x k in {depths}{_how_asked(factory, depths, shared)}: {len(asked)} "
-        f"queries (at most {queries_per_run()} per Pathway run)...",
+        f"queries (at most {queries_per_run()} asks per Pathway run)...",
         file=sys.stderr,
     )
     prefix = tuple(depths) if shared else ()

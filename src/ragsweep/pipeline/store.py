@@ -438,6 +438,32 @@ def _split_by_scopes(queries: list[Query], safe: bool) -> tuple[list[int], list[
     return cut, [i for i, q in enumerate(queries) if _asked_text(q.text, safe) not in many]
 
 
+def run_batches(queries: list[Query], todo: list[int], limit: int, cut_whole: bool) -> list[list[int]]:
+    """``todo`` in Pathway runs of at most ``limit`` asks each, in order: Pathway's memory grows with
+    the queries in flight. With ``cut_whole`` (an exact index: :func:`_cut_plan`), a question asked
+    with two scopes or more is asked once for all its matches and its lists cut from that
+    (:func:`_split_by_scopes`): its queries go in one run together and count as one ask, so a dataset
+    that asks each question of each of 510 documents at 4 depths is 1 run, not 11 that each index the
+    whole corpus again. Any other query is one ask. Each query is answered as it would be alone, so
+    how they are grouped changes no list."""
+    scopes: dict[str, set[tuple[str, ...] | None]] = {}
+    for i in todo:
+        scopes.setdefault(queries[i].text, set()).add(_scope(queries[i].doc_scope))
+    whole = {text for text, seen in scopes.items() if cut_whole and len(seen) > 1 and None not in seen}
+    units: dict[str | int, list[int]] = {}  # a question asked whole, or one query on its own
+    for i in todo:
+        units.setdefault(queries[i].text if queries[i].text in whole else i, []).append(i)
+    batches: list[list[int]] = [[]]
+    asks = 0
+    for unit in units.values():
+        if asks == limit:
+            batches.append([])
+            asks = 0
+        batches[-1].extend(unit)
+        asks += 1
+    return batches
+
+
 def _asked_text(text: str, safe: bool) -> str:
     return safe_question(text) if safe else text
 
@@ -549,8 +575,8 @@ class RagStore:
 
     def run(self, queries: list[Query], progress: bool = False, cache: ServedCache | None = None) -> StoreRun:
         """Index the corpus and answer ``queries`` in one Pathway run (one per
-        :func:`queries_per_run` queries when there are more: each run indexes the same
-        chunks, and each query is answered against the whole index as it would be alone).
+        :func:`queries_per_run` asks when there are more, :func:`run_batches`: each run indexes the
+        same chunks, and each query is answered against the whole index as it would be alone).
 
         ``progress`` shows a bar of the texts (chunks, then questions) going
         through the embedder, the part of the run that takes time. With a ``cache``
@@ -603,10 +629,9 @@ class RagStore:
         answers = {i: cached.stored[key] for i, key in enumerate(cached.keys) if key in cached.stored}
         chunks: list[ChunkInfo] = []
         embedded, timings = 0, {"split": 0.0, "embed": 0.0}
-        # at most queries_per_run() queries per Pathway run: its memory grows with the queries
-        # in flight; every run indexes the same chunks (split and embeddings from the caches)
-        for first in range(0, max(1, len(cached.todo)), queries_per_run()):
-            part = cached.todo[first : first + queries_per_run()]
+        # every run indexes the same chunks (split and embeddings from the caches)
+        cut_whole = _cut_plan(self.config.build()) is not None
+        for part in run_batches(queries, cached.todo, queries_per_run(), cut_whole):
             batch = self._serve([queries[i] for i in part], texts, progress)
             answers.update({part[j]: value for j, value in batch.answers.items()})
             chunks = chunks or batch.chunks
