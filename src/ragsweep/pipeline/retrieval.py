@@ -100,7 +100,8 @@ def retrieve(
     fresh: bool = False,
 ) -> Retrieved:
     """Every case asked at every depth in ``ks`` (one Pathway run per ``queries_per_run()``
-    asks: :func:`ragsweep.pipeline.store.run_batches`), so each list is exactly what the DocumentStore serves for that k: for a fused
+    asks: :func:`ragsweep.pipeline.store.run_batches`), so each list is exactly what the
+    DocumentStore serves for that k: for a fused
     hybrid index one query row per (case, k); for BM25 or KNN, whose top k is the first k of
     a deeper answer, one row per case at the deepest k, each depth cut from Pathway's own
     order (tests/test_server_parity.py).
