@@ -430,12 +430,17 @@ def _split_by_scopes(queries: list[Query], safe: bool) -> tuple[list[int], list[
     """The queries whose question is asked with two scopes or more (each cut from one full answer:
     the scoped searches would cost more), and the others (asked as they are: an unscoped or lone
     scoped query reads far fewer matches than the index holds)."""
-    scopes: dict[str, set[tuple[str, ...] | None]] = {}
-    for q in queries:
-        scopes.setdefault(_asked_text(q.text, safe), set()).add(_scope(q.doc_scope))
-    many = {text for text, seen in scopes.items() if len(seen) > 1 and None not in seen}
+    many = _many_scoped([(_asked_text(q.text, safe), q) for q in queries])
     cut = [i for i, q in enumerate(queries) if _asked_text(q.text, safe) in many]
     return cut, [i for i, q in enumerate(queries) if _asked_text(q.text, safe) not in many]
+
+
+def _many_scoped(asked: list[tuple[str, Query]]) -> set[str]:
+    """The texts asked with two scopes or more and never unscoped: the questions cut from one full answer."""
+    scopes: dict[str, set[tuple[str, ...] | None]] = {}
+    for text, q in asked:
+        scopes.setdefault(text, set()).add(_scope(q.doc_scope))
+    return {text for text, seen in scopes.items() if len(seen) > 1 and None not in seen}
 
 
 def run_batches(queries: list[Query], todo: list[int], limit: int, cut_whole: bool) -> list[list[int]]:
@@ -446,10 +451,7 @@ def run_batches(queries: list[Query], todo: list[int], limit: int, cut_whole: bo
     that asks each question of each of 510 documents at 4 depths is 1 run, not 11 that each index the
     whole corpus again. Any other query is one ask. Each query is answered as it would be alone, so
     how they are grouped changes no list."""
-    scopes: dict[str, set[tuple[str, ...] | None]] = {}
-    for i in todo:
-        scopes.setdefault(queries[i].text, set()).add(_scope(queries[i].doc_scope))
-    whole = {text for text, seen in scopes.items() if cut_whole and len(seen) > 1 and None not in seen}
+    whole = _many_scoped([(queries[i].text, queries[i]) for i in todo]) if cut_whole else set()
     units: dict[str | int, list[int]] = {}  # a question asked whole, or one query on its own
     for i in todo:
         units.setdefault(queries[i].text if queries[i].text in whole else i, []).append(i)
