@@ -171,6 +171,38 @@ def test_a_killed_watch_leaves_a_whole_current_and_a_new_one_continues(tmp_path:
     _same_numbers(out / "w" / history[-1]["run"], _fresh_eval(data, tmp_path / "fresh"))
 
 
+class _SendsCtrlC:
+    """A finalizer that receives Ctrl-C: the KeyboardInterrupt its handler raises there is ignored by Python."""
+
+    def __del__(self) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)  # the handler runs here, inside the finalizer
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the ignored KeyboardInterrupt
+def test_a_ctrl_c_that_lands_in_a_finalizer_still_stops_the_watch(tmp_path: Path) -> None:
+    import gc
+    import threading
+
+    from ragsweep.commands.watch import StopRequest, settled_change, snapshot
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    late = threading.Timer(2.0, lambda: (docs / "late.txt").write_text("x"))  # without the flag: a change, no stop
+    with StopRequest() as stop:
+        one, other = _SendsCtrlC(), _SendsCtrlC()
+        one.other, other.other = other, one  # a cycle: only a collection runs their finalizers
+        del one, other
+        gc.collect()  # the watch collects after each evaluation; the Ctrl-C lands in a finalizer and is ignored
+        late.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                settled_change(docs, snapshot(docs), 0.05, stop)
+        finally:
+            late.cancel()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler before it is back
+
+
 def test_the_python_watch_is_the_commands(tmp_path: Path) -> None:
     import ragsweep
 

@@ -159,7 +159,10 @@ def test_the_served_page_follows_the_watch_without_a_reload(chromium: Path, tmp_
         )
 
         proc.send_signal(signal.SIGINT)  # the watch stops: its server with it
-        proc.wait(timeout=60)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("no stop within 60 s of Ctrl-C; the watch said:\n" + "".join(stderr)[-3000:]) from None
         browser.until("document.getElementById('live-badge').dataset.state === 'stopped'", 15)
         assert _state(browser)["kept"] and _state(browser)["newest"] == "2"
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import gc
 import os
 import shutil
+import signal
 import sys
 import threading
 import time
@@ -90,10 +91,41 @@ def change_between(before: Snapshot, after: Snapshot) -> Change:
     )
 
 
-def settled_change(docs: Path, seen: Snapshot, poll: float) -> tuple[Snapshot, Change]:
+class StopRequest:
+    """Ctrl-C, remembered as well as raised.
+
+    Python ignores an exception raised inside a finalizer, and a collection runs finalizers: a Ctrl-C that
+    lands there raises a KeyboardInterrupt nobody sees (and one inside a Pathway callback may come back as
+    a failed evaluation). The flag still stops the watch at its next look at the folder.
+    """
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        self._previous: object = None
+
+    def __enter__(self) -> StopRequest:
+        if threading.current_thread() is threading.main_thread():  # only there can a handler be set
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)  # type: ignore[arg-type]
+
+    def _handle(self, signum: int, frame: object) -> None:
+        self.requested.set()
+        raise KeyboardInterrupt
+
+    def check(self) -> None:
+        if self.requested.is_set():
+            raise KeyboardInterrupt
+
+
+def settled_change(docs: Path, seen: Snapshot, poll: float, stop: StopRequest) -> tuple[Snapshot, Change]:
     """Wait until the folder differs from ``seen`` and has looked the same twice in a row."""
     last = seen
     while True:
+        stop.check()
         time.sleep(poll)
         now = snapshot(docs)
         if now == last and now != seen:
@@ -269,7 +301,8 @@ def run_watch(options: WatchOptions) -> int:
     if server is not None:
         print(f"watch: live report at {server.url}", file=sys.stderr, flush=True)
     try:
-        return follow(options, folder, dataset, config)
+        with StopRequest() as stop:
+            return follow(options, folder, dataset, config, stop)
     finally:
         if server is not None:
             server.stop()
@@ -284,7 +317,9 @@ def warm_in_background(options: WatchOptions, config: PipelineConfig, dataset: D
     return thread
 
 
-def follow(options: WatchOptions, folder: WatchFolder, dataset: Dataset, config: PipelineConfig) -> int:
+def follow(
+    options: WatchOptions, folder: WatchFolder, dataset: Dataset, config: PipelineConfig, stop: StopRequest
+) -> int:
     """Evaluate, then again at each settled change of the documents, until ``--max-updates`` or a missed floor."""
     before = read_run(current) if (current := folder.current()) is not None else None
     generation = (folder.generations() or [0])[-1]
@@ -298,6 +333,7 @@ def follow(options: WatchOptions, folder: WatchFolder, dataset: Dataset, config:
         try:
             result = evaluate_generation(options, folder, generation, generation_after_start=updates > 0)
         except (RunError, ExecutorError) as err:  # e.g. every document deleted: say so, keep watching
+            stop.check()
             print(f"ragsweep: error: {err} (watching on)", file=sys.stderr, flush=True)
         else:
             update = update_of(generation, result, before, change, options, time.perf_counter() - started)
@@ -315,5 +351,5 @@ def follow(options: WatchOptions, folder: WatchFolder, dataset: Dataset, config:
             warming = warm_in_background(options, config, dataset)
         if options.max_updates is not None and updates >= options.max_updates:
             return 0
-        seen, change = settled_change(Path(dataset.docs_dir), seen, options.poll)
+        seen, change = settled_change(Path(dataset.docs_dir), seen, options.poll, stop)
         updates += 1
