@@ -226,6 +226,11 @@ def main() -> int:
         action="store_true",
         help=f"{SMOKE_LIMIT} cases of datasets/cuad-mini, 1 configuration: does it run (not a measurement)",
     )
+    ap.add_argument(
+        "--no-server",
+        action="store_true",
+        help="skip (b), the one-server-per-configuration way (about 15 minutes): (a) and the unavoidable work only",
+    )
     ap.add_argument("--_serve", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args._serve:
@@ -348,43 +353,49 @@ def main() -> int:
     del model, vecs
 
     # ---------------------------------------------------------------- (b) one server per configuration
-    texts_dir = tmp / "texts"
-    texts_dir.mkdir()
-    for doc_id, text in texts.items():
-        (texts_dir / f"{doc_id}.txt").write_text(text)
-    log_dir = tmp / "server-logs"
-    log_dir.mkdir()
-    known = set(texts)
-    queries_base = []
-    for c in cases:
-        scope = [d for d in (c.doc_scope or []) if d in known] or None
-        queries_base.append((sanitize_query(c.question), scope_filter(scope)))
-    b_total, b_rows = 0.0, []
+    b_total: float | None = None
+    b_rows: list[dict] = []
     agree_num = agree_den = 0
-    cold_hits = {}
-    for cid, _ in configs:
-        rows = read_cases(cold_dir / "configs" / cid / "cases.jsonl")  # hit texts from the sweep's chunk table
-        cold_hits[cid] = {r["id"]: [h.get("text") for h in r["hits"]] for r in rows}
-    for n, (cid, params) in enumerate(configs, start=1):
-        k = int(params.get("top_k", 5))
-        timing, answers = run_server_config(
-            texts_dir, len(texts), params, [(q, k, f) for q, f in queries_base], log_dir
-        )
-        b_total += timing["total"]
-        for c, ans in zip(cases, answers):
-            if cid in cold_hits and c.id in cold_hits[cid]:
-                agree_den += 1
-                agree_num += int(sorted(x.get("text") for x in ans) == sorted(cold_hits[cid][c.id]))
-        b_rows.append({"params": params, **{k2: round(v, 2) for k2, v in timing.items()}})
+    if args.no_server:
+        line("(b) one Pathway server per configuration", "skipped (--no-server)")
+    else:
+        texts_dir = tmp / "texts"
+        texts_dir.mkdir()
+        for doc_id, text in texts.items():
+            (texts_dir / f"{doc_id}.txt").write_text(text)
+        log_dir = tmp / "server-logs"
+        log_dir.mkdir()
+        known = set(texts)
+        queries_base = []
+        for c in cases:
+            scope = [d for d in (c.doc_scope or []) if d in known] or None
+            queries_base.append((sanitize_query(c.question), scope_filter(scope)))
+        b_total = 0.0
+        cold_hits = {}
+        for cid, _ in configs:
+            rows = read_cases(cold_dir / "configs" / cid / "cases.jsonl")  # hit texts from the sweep's chunk table
+            cold_hits[cid] = {r["id"]: [h.get("text") for h in r["hits"]] for r in rows}
+        for n, (cid, params) in enumerate(configs, start=1):
+            k = int(params.get("top_k", 5))
+            timing, answers = run_server_config(
+                texts_dir, len(texts), params, [(q, k, f) for q, f in queries_base], log_dir
+            )
+            b_total += timing["total"]
+            for c, ans in zip(cases, answers):
+                if cid in cold_hits and c.id in cold_hits[cid]:
+                    agree_den += 1
+                    agree_num += int(sorted(x.get("text") for x in ans) == sorted(cold_hits[cid][c.id]))
+            b_rows.append({"params": params, **{k2: round(v, 2) for k2, v in timing.items()}})
+            line(
+                f"(b) [{n}/{len(configs)}] {json.dumps(params)}",
+                f"start->indexed {timing['start_to_ready']:.1f}s, {len(answers)} queries {timing['queries']:.1f}s, "
+                f"total {timing['total']:.1f}s",
+            )
         line(
-            f"(b) [{n}/{len(configs)}] {json.dumps(params)}",
-            f"start->indexed {timing['start_to_ready']:.1f}s, {len(answers)} queries {timing['queries']:.1f}s, "
-            f"total {timing['total']:.1f}s",
+            "(b) one Pathway server per configuration [s]",
+            f"{b_total:.1f}  (measured, all {len(configs)} configurations)",
         )
-    line(
-        "(b) one Pathway server per configuration [s]", f"{b_total:.1f}  (measured, all {len(configs)} configurations)"
-    )
-    line("(b) vs (a) same hit texts (fraction of queries)", f"{agree_num / max(1, agree_den):.3f}")
+        line("(b) vs (a) same hit texts (fraction of queries)", f"{agree_num / max(1, agree_den):.3f}")
 
     # ---------------------------------------------------------------- summary
     summary = {
@@ -399,7 +410,7 @@ def main() -> int:
         "a_warm_s": round(a_warm, 2),
         "a_embedded_texts_cold": cold_report["manifest"]["embedded_texts_this_run"],
         "a_embedded_texts_warm": warm_report["manifest"]["embedded_texts_this_run"],
-        "b_s": round(b_total, 2),
+        "b_s": round(b_total, 2) if b_total is not None else None,
         "b_extrapolated": False,
         "unavoidable_s": round(unavoidable, 2),
         "unavoidable_parts_s": {
@@ -411,10 +422,10 @@ def main() -> int:
         },
         "distinct_chunks": len(distinct_chunks),
         "distinct_questions": len(questions),
-        "ratio_b_over_a_cold": round(b_total / a_cold, 2),
+        "ratio_b_over_a_cold": round(b_total / a_cold, 2) if b_total is not None else None,
         "ratio_a_cold_over_unavoidable": round(a_cold / unavoidable, 2),
         "ratio_warm_over_cold": round(a_warm / a_cold, 3),
-        "b_a_hit_agreement": round(agree_num / max(1, agree_den), 3),
+        "b_a_hit_agreement": round(agree_num / max(1, agree_den), 3) if agree_den else None,
         "b_a_hit_agreement_queries": agree_den,
         "peak_rss_mb_main_after_a": round(rss_a, 1),
         "peak_rss_mb_main": round(peak_rss_mb(), 1),
@@ -427,7 +438,7 @@ def main() -> int:
     line("RESULT (b) servers, all configs measured [s]", summary["b_s"])
     line("RESULT unavoidable [s]", summary["unavoidable_s"])
     line("RESULT ratio (b)/(a cold)   (target >= 10)", summary["ratio_b_over_a_cold"])
-    line("RESULT ratio (a cold)/unavoidable (target <= 1.5)", summary["ratio_a_cold_over_unavoidable"])
+    line("RESULT ratio (a cold)/unavoidable (target <= 1.2)", summary["ratio_a_cold_over_unavoidable"])
     line("RESULT ratio warm/cold", summary["ratio_warm_over_cold"])
     line(
         "RESULT peak RSS main / largest server [MB]",

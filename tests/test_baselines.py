@@ -333,3 +333,39 @@ def test_batch_matches_single_calls():
     assert out.methods["recall@5"] == {"chance:closed_form": 3, "oracle:exact": 3}
     d = out.as_dict(per_case=True)
     assert d["n_scored"] == 3 and d["per_case"]["q1"]["oracle"]["hit_rate@1"] == 1.0
+
+
+def test_a_pool_seen_again_gets_its_levels_from_memory_and_a_changed_one_anew(monkeypatch):
+    """A sweep's configurations of one chunking share each case's pool: its levels are computed once.
+    The memory is by content: one changed verdict or token count is another pool, computed anew."""
+    from dataclasses import replace
+
+    from ragsweep.metrics import baselines
+
+    rng = random.Random(7)
+    items = {"e0": 1, "e1": 2}
+    chunks = [({"e0"}, True), ({"e1"}, True), ((), False), ({"e0", "e1"}, True)] + [((), False)] * 40
+    pool = judgement(items, chunks, case_id="memo-case")
+    pool = replace(pool, hits=[replace(h, tokens=rng.randint(50, 400)) for h in pool.hits])
+    names = ["recall@5", "ndcg@10", "hit_rate@3", "recall@800tok", "precision@5"]
+    monkeypatch.setattr(baselines, "_LEVELS", baselines._LevelMemo())
+    computed = []
+    real = baselines._metric_levels
+    monkeypatch.setattr(baselines, "_metric_levels", lambda *a, **k: computed.append(a[3]) or real(*a, **k))
+
+    first = case_baselines([pool], names)
+    assert len(computed) == len(names)
+    again = case_baselines([replace(pool, hits=list(pool.hits))], names)  # equal content, other objects
+    assert len(computed) == len(names), "a pool seen before was computed again"
+    assert (again.chance, again.oracle, again.methods) == (first.chance, first.oracle, first.methods)
+
+    for changed in (
+        replace(pool, hits=[replace(pool.hits[0], relevant=False), *pool.hits[1:]]),
+        replace(pool, hits=[*pool.hits[:-1], replace(pool.hits[-1], tokens=pool.hits[-1].tokens + 1)]),
+        replace(pool, case_id="another-case"),  # the sampled levels' seed is the case's
+    ):
+        before = len(computed)
+        fresh = case_baselines([changed], names)
+        assert len(computed) == before + len(names)
+        monkeypatch.setattr(baselines, "_LEVELS", baselines._LevelMemo())  # the same pool with nothing remembered
+        assert case_baselines([changed], names).chance == fresh.chance

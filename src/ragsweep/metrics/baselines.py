@@ -147,10 +147,11 @@ from __future__ import annotations
 
 import math
 import random
+import hashlib
 import statistics
 import zlib
 from bisect import bisect_right
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -1264,6 +1265,33 @@ def _metric_levels(
     return _chance_pool(p, base, k, "auto", samples, seed, exact_budget, budget), _oracle_pool(p, base, k, budget)
 
 
+class _LevelMemo:
+    """The levels of the pools seen lately, by content: a sweep's configurations that share a chunking
+    share each case's pool (the candidates do not depend on the retriever or the top-k), and a watch
+    re-scores the pools of the documents that did not change. The key is a digest of every field the
+    closed forms, searches and seeds read, so a level served from here is the one computed anew."""
+
+    def __init__(self, pools: int = 8192):
+        self.pools = pools
+        self.by_pool: OrderedDict[bytes, dict[str, tuple[Estimate, Estimate]]] = OrderedDict()
+
+    def of(self, j: Judgement, settings: tuple[int, ...]) -> dict[str, tuple[Estimate, Estimate]]:
+        """The levels known for this pool (filled in place by the caller)."""
+        shown = repr(
+            (j.case_id, j.rule, j.excluded, list(j.items.items()), settings,
+             [(h.rank, sorted(h.covers), h.relevant, h.grade, h.doc_id, h.tokens) for h in j.hits])
+        )  # fmt: skip
+        key = hashlib.blake2b(shown.encode(), digest_size=16).digest()
+        known = self.by_pool.pop(key, None)
+        self.by_pool[key] = known = known if known is not None else {}
+        if len(self.by_pool) > self.pools:
+            self.by_pool.popitem(last=False)
+        return known
+
+
+_LEVELS = _LevelMemo()
+
+
 def case_baselines(
     judgements: Iterable[Judgement],
     metrics: Sequence[str],
@@ -1299,10 +1327,17 @@ def case_baselines(
             continue
         blank = extra_blank.get(j.case_id, 0)
         p = _pool(j, blank)
+        known = _LEVELS.of(j, (blank, samples, seed, exact_budget, budget))
         crow: dict[str, float | None] = {}
         orow: dict[str, float | None] = {}
         for name, base, k in parsed:
-            est, o = _metric_levels(p, blank, base, k, name in budgeted, samples, seed, exact_budget, budget)
+            if name not in known:
+                levels = _metric_levels(p, blank, base, k, name in budgeted, samples, seed, exact_budget, budget)
+                if name in budgeted or _pooled(base):  # a registered level may read anything of the judgement
+                    known[name] = levels
+            else:
+                levels = known[name]
+            est, o = levels
             crow[name] = est.value
             tally = methods[name]
             tally[f"chance:{est.method}"] += 1
