@@ -145,9 +145,9 @@ References
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
-import hashlib
 import statistics
 import zlib
 from bisect import bisect_right
