@@ -1267,9 +1267,9 @@ def _metric_levels(
 
 class _LevelMemo:
     """The levels of the pools seen lately, by content: a sweep's configurations that share a chunking
-    share each case's pool (the candidates do not depend on the retriever or the top-k), and a watch
-    re-scores the pools of the documents that did not change. The key is a digest of every field the
-    closed forms, searches and seeds read, so a level served from here is the one computed anew."""
+    share each case's pool (the candidates depend on neither the retriever nor the top-k). The key is a
+    digest of every field the closed forms, searches and seeds read, so a level served from here is the
+    one computed anew."""
 
     def __init__(self, pools: int = 8192):
         self.pools = pools
