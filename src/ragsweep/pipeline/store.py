@@ -430,9 +430,10 @@ def _split_by_scopes(queries: list[Query], safe: bool) -> tuple[list[int], list[
     """The queries whose question is asked with two scopes or more (each cut from one full answer:
     the scoped searches would cost more), and the others (asked as they are: an unscoped or lone
     scoped query reads far fewer matches than the index holds)."""
-    many = _many_scoped([(_asked_text(q.text, safe), q) for q in queries])
-    cut = [i for i, q in enumerate(queries) if _asked_text(q.text, safe) in many]
-    return cut, [i for i, q in enumerate(queries) if _asked_text(q.text, safe) not in many]
+    asked = [_asked_text(q.text, safe) for q in queries]  # sanitised once: it may run tantivy's parser
+    many = _many_scoped(list(zip(asked, queries, strict=True)))
+    cut = [i for i, text in enumerate(asked) if text in many]
+    return cut, [i for i, text in enumerate(asked) if text not in many]
 
 
 def _many_scoped(asked: list[tuple[str, Query]]) -> set[str]:
