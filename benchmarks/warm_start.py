@@ -64,9 +64,16 @@ def user_project(work: Path, pipeline: Path, dataset: Path, cases: int | None) -
 
 
 def child_env(src: Path | None) -> dict[str, str]:
-    """A user's environment: ragsweep's caches where the plugin puts them, the served-list cache on;
-    ``src`` first on the path (None: the ragsweep installed in this Python, e.g. from the wheel)."""
-    drop = ("RAGSWEEP_CACHE_DIR", "RAGSWEEP_SERVED_CACHE", *(("PYTHONPATH",) if src is None else ()))
+    """A user's environment: ragsweep's caches where the plugin puts them, the served-list cache on,
+    bytecode written (a user's warm start has its ``.pyc`` files from the first run); ``src`` first on
+    the path (None: the ragsweep installed in this Python, e.g. from the wheel)."""
+    drop = (
+        "RAGSWEEP_CACHE_DIR",
+        "RAGSWEEP_SERVED_CACHE",
+        "RAGSWEEP_CONFIG_FACTS",
+        "PYTHONDONTWRITEBYTECODE",
+        *(("PYTHONPATH",) if src is None else ()),
+    )
     env = {k: v for k, v in os.environ.items() if k not in drop}
     if src is not None:
         env["PYTHONPATH"] = str(src)

@@ -10,12 +10,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 
 CACHE_DIR = "RAGSWEEP_CACHE_DIR"
 MODELS_DIR = "RAGSWEEP_MODELS_DIR"
 SERVED_CACHE = "RAGSWEEP_SERVED_CACHE"
 SCORED_CACHE = "RAGSWEEP_SCORED_CACHE"
+CONFIG_FACTS = "RAGSWEEP_CONFIG_FACTS"
 PROXIES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 QUERIES_PER_RUN = "RAGSWEEP_QUERIES_PER_RUN"
 DOCLING_ARTIFACTS_PATH = "DOCLING_ARTIFACTS_PATH"
@@ -53,6 +55,12 @@ def models_dir() -> Path:
 def served_cache_enabled() -> bool:
     """False when ``RAGSWEEP_SERVED_CACHE`` is 0/false/no/off (any case, spaces around)."""
     value = _read(SERVED_CACHE)
+    return value is None or value.strip().lower() not in _OFF
+
+
+def config_facts_enabled() -> bool:
+    """False when ``RAGSWEEP_CONFIG_FACTS`` is 0/false/no/off: every load runs Pathway's YAML loader."""
+    value = _read(CONFIG_FACTS)
     return value is None or value.strip().lower() not in _OFF
 
 
@@ -108,3 +116,19 @@ def placeholder_openai_key() -> Iterator[None]:
             os.environ.pop(OPENAI_API_KEY, None)
         else:
             os.environ[OPENAI_API_KEY] = before
+
+
+@lru_cache(maxsize=1)
+def cuda_available() -> bool:
+    """Whether torch sees a CUDA device. A ``+cpu`` build of torch sees none: known from its
+    version without importing torch (seconds saved on every run whose embeddings are cached)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        if "+cpu" in version("torch"):
+            return False
+    except PackageNotFoundError:
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())

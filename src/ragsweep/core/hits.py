@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TypeAlias
+from typing import TypeAlias, TypedDict
 
 from pydantic import BaseModel, Field, JsonValue
 
@@ -77,3 +77,19 @@ def _offset(value: JsonValue) -> int:
 
 def chunk_key(hit: Hit) -> str:
     return chunk_id(hit.doc_id, hit.start, hit.end)
+
+
+def split_header(text: str, metadata: ChunkMetadata) -> tuple[str, str]:
+    """A served chunk's text as (header, the document's own text): the header is the chunk
+    metadata's ``header`` when the text starts with it (a splitter without headers: ``""``)."""
+    header = str(metadata["header"]) if "header" in metadata else ""
+    return (header, text[len(header) :]) if header and text.startswith(header) else ("", text)
+
+
+class ServedItem(TypedDict):
+    """One item of what the DocumentStore serves for a query (Pathway's JSON): a chunk's text (its
+    header first), its metadata and its distance (the negated score)."""
+
+    text: str
+    metadata: ChunkMetadata
+    dist: float

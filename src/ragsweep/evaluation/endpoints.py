@@ -7,16 +7,14 @@ from __future__ import annotations
 from ragsweep.evaluation.settings import AnswerSettings
 from ragsweep.llm.probe import check_llm_endpoint
 from ragsweep.llm.settings import LLMSettings
-from ragsweep.pipeline.app_components import check_endpoint, is_kept
+from ragsweep.pipeline.app_components import check_endpoint
 from ragsweep.pipeline.config import PipelineConfig
 
 
 def check_endpoints(config: PipelineConfig, settings: AnswerSettings) -> None:
     """The app's embedder (:func:`check_endpoint`), then the LLM endpoints of the answering."""
-    if config.embedder_ref() is not None:
-        embedder = config.build().embedder
-        if is_kept(embedder):
-            check_endpoint(embedder)
+    if config.keeps_app_embedder():
+        check_endpoint(config.build().embedder)
     check_answering(config, settings)
 
 

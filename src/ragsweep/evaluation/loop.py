@@ -290,10 +290,7 @@ SERVED_APP = "served_app"
 
 
 def _queries_tantivy(config: PipelineConfig) -> bool:
-    # deferred: pipeline.serving imports pathway (~2 s); the loop module is imported by light paths
-    from ragsweep.pipeline.serving import uses_tantivy
-
-    return uses_tantivy(config.build().retriever_factory)
+    return config.uses_tantivy()
 
 
 def warn_served_app_failures(results: Sequence[CaseResult]) -> None:

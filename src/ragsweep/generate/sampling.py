@@ -47,7 +47,7 @@ class SourceChunk:
 def split_corpus(corpus, config) -> list[SourceChunk]:
     """Every chunk the pipeline's splitter makes of every parsed document, in document order."""
     # deferred: the splitter imports pathway (~1 s); `ragsweep generate --help` reads this module
-    from ragsweep.pipeline.chunking import split_header
+    from ragsweep.core.hits import split_header
 
     # deferred: the store imports pathway (~1 s); `ragsweep generate --help` reads this module
     from ragsweep.pipeline.store import outline_metadata

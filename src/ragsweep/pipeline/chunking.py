@@ -23,7 +23,6 @@ from typing import Any
 
 from pathway.xpacks.llm.splitters import TokenCountSplitter
 
-from ragsweep.core.hits import ChunkMetadata
 from ragsweep.core.offline import ensure_offline
 
 CHUNK_HEADERS = ("none", "title", "title+heading")
@@ -53,13 +52,6 @@ def header_of(mode: str, metadata: dict[str, Any], start: int) -> str:
 
 def _one_line(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).split())
-
-
-def split_header(text: str, metadata: ChunkMetadata) -> tuple[str, str]:
-    """A served chunk's text as (header, the document's own text): the header is the chunk
-    metadata's ``header`` when the text starts with it (a splitter without headers: ``""``)."""
-    header = str(metadata["header"]) if "header" in metadata else ""
-    return (header, text[len(header) :]) if header and text.startswith(header) else ("", text)
 
 
 def locate_chunks(text: str, chunks: list[str]) -> list[tuple[int, int]]:

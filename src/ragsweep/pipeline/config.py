@@ -41,17 +41,19 @@ An llm-app ``app.yaml`` works as is:
 from __future__ import annotations
 
 import copy
+import dataclasses
 import difflib
 import enum
 import functools
 import hashlib
+import inspect
 import json
 import re
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal, NoReturn, TypeAlias, TypedDict, TypeGuard, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn, TypeAlias, TypedDict, TypeGuard, TypeVar, cast
 
 import yaml
 from pydantic import (
@@ -69,11 +71,14 @@ from pydantic import (
 )
 
 from ragsweep.answer.prompt import validate_template
+from ragsweep.core import environment
 from ragsweep.core.errors import ConfigError
 from ragsweep.core.offline import ensure_offline
 from ragsweep.core.starter import pipeline_path
 from ragsweep.pipeline.arguments import ComponentArguments
 from ragsweep.pipeline.component_overrides import apply_argument, argument_hint, is_argument_override
+from ragsweep.pipeline.config_facts import ConfigFacts, facts_key
+from ragsweep.pipeline.parser_spec import NOT_OUTPUT, ParserSpec
 from ragsweep.pipeline.scalars import Overrides, Scalar
 
 if TYPE_CHECKING:
@@ -84,9 +89,10 @@ if TYPE_CHECKING:
     from pathway.xpacks.llm.splitters import BaseSplitter
     from pydantic_core import CoreSchema
 
-    from ragsweep.pipeline.parsing import ParserManifest, ParserSpec
+    from ragsweep.pipeline.parser_spec import ParserManifest
     from ragsweep.pipeline.serving import DocumentStore
 
+_T = TypeVar("_T")
 RETRIEVER_MODES = ("bm25", "knn", "hybrid")
 DEFAULT_TOP_K = 5
 # the parser of a ragsweep pipeline that names none: ragsweep's own offline parse
@@ -334,15 +340,40 @@ def _knob_errors(path: str, values: dict[str, object], err: ValidationError) -> 
     return list(dict.fromkeys(messages))
 
 
+def _remembered(method: Callable[[PipelineConfig], _T]) -> Callable[[PipelineConfig], _T]:
+    """A fact of the config, computed once: kept with its file's facts (:mod:`ragsweep.pipeline.config_facts`)
+    for a later load of the same file to read back without Pathway, else with the object. Its value goes
+    through JSON either way, so a first run and a later one read the same value."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def remembered(self: PipelineConfig) -> _T:
+        known = self.facts.values if self.facts is not None else self.__dict__.setdefault("_facts_here", {})
+        if name not in known:
+            value = json.loads(json.dumps(method(self)))
+            if self.facts is not None:
+                self.facts.remember(name, value)
+            else:
+                known[name] = value
+        found = known[name]
+        return cast(_T, copy.deepcopy(found) if isinstance(found, (dict, list)) else found)
+
+    return remembered
+
+
 @dataclass
 class PipelineConfig:
     path: str
-    raw: RawConfig = field(repr=False)
+    # the file as Pathway's loader gives it, overrides applied (None until needed: a config loaded from
+    # its remembered facts reads it only to build components or compute a fact not kept yet)
+    tree: RawConfig | None = field(default=None, repr=False)
     overrides: Overrides = field(default_factory=dict)
     # the knobs ragsweep reads, typed and checked once (set by with_overrides, which load calls)
     variables: PipelineVariables = field(default_factory=PipelineVariables, repr=False)
     # the app's parser node that ``--set parser=native`` replaced (what reports name)
     replaced_parser: object = field(default=None, repr=False)
+    facts: ConfigFacts | None = field(default=None, repr=False, compare=False)
+    source: str = field(default="", repr=False, compare=False)  # the file's text as loaded
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: object, handler: object) -> CoreSchema:
@@ -361,14 +392,37 @@ class PipelineConfig:
             raise ConfigError(
                 f"pipeline config {str(p)!r} does not exist (`ragsweep init DIR` writes one: DIR/pipeline.yaml)"
             )
+        text = p.read_text()
+        overrides = dict(overrides or {})
+        key = facts_key(text, p, overrides) if environment.config_facts_enabled() else None
+        facts = ConfigFacts.open(key) if key is not None else None
+        if facts is not None and isinstance(known := facts.values.get("variables"), dict):
+            variables = PipelineVariables.model_construct(**cast("dict[str, Any]", known))  # checked when remembered
+            return cls(path=str(p), overrides=overrides, variables=variables, facts=facts, source=text)
+        config = cls._read(str(p), text).with_overrides(overrides)
+        if facts is not None:
+            config.facts, config.source = facts, text
+            facts.remember("variables", config.variables.model_dump(mode="json", exclude_unset=True))
+        return config
+
+    @classmethod
+    def _read(cls, path: str, text: str) -> PipelineConfig:
+        """The file through Pathway's loader: its classes imported, none built."""
         try:
-            raw = yaml.load(p.read_text(), _loader_class())  # Pathway's loader: classes imported, none built
+            raw = yaml.load(text, _loader_class())
         except (yaml.YAMLError, ImportError, AttributeError) as err:
-            raise ConfigError(f"{p}: {err}") from err
+            raise ConfigError(f"{path}: {err}") from err
         if not isinstance(raw, dict):
-            raise ConfigError(f"{p}: expected a mapping of $variables at the top level")
-        config = cls(path=str(p), raw=raw)
-        return config.with_overrides(overrides or {})
+            raise ConfigError(f"{path}: expected a mapping of $variables at the top level")
+        return cls(path=path, tree=raw, source=text)
+
+    @property
+    def raw(self) -> RawConfig:
+        """The file as Pathway's loader gives it, overrides applied."""
+        if self.tree is None:  # loaded from its facts: Pathway's loader runs now, on the text read then
+            loaded = self._read(self.path, self.source).with_overrides(self.overrides)
+            self.tree, self.replaced_parser = loaded.tree, loaded.replaced_parser
+        return cast("RawConfig", self.tree)
 
     def with_overrides(self, overrides: Overrides) -> "PipelineConfig":
         """A new config with some scalar variables replaced, checked (:meth:`validate`).
@@ -409,7 +463,11 @@ class PipelineConfig:
                 raise ConfigError(f"{self.path}: ${name} is a component, not a scalar: it cannot be overridden")
             raw[var] = value
         config = PipelineConfig(
-            path=self.path, raw=raw, overrides={**self.overrides, **overrides}, replaced_parser=replaced
+            path=self.path,
+            tree=raw,
+            overrides={**self.overrides, **overrides},
+            replaced_parser=replaced,
+            source=self.source,
         )
         config.variables = config.validate()
         return config
@@ -431,6 +489,7 @@ class PipelineConfig:
         return checked
 
     # ------------------------------------------------------------- reading
+    @_remembered
     def scalars(self) -> dict[str, Scalar]:
         """Every plain ``$variable`` with its value after overrides."""
         from pathway.internals.yaml_loader import Variable
@@ -456,7 +515,8 @@ class PipelineConfig:
         value = self.scalars().get(name, default)
         return default if value is None else value
 
-    @functools.cached_property
+    @property
+    @_remembered
     def top_k(self) -> int:
         """``$top_k``, else ``$search_topk``, else the question answerer's ``search_topk``, else 5."""
         _, value = self._top_k_source()
@@ -467,6 +527,7 @@ class PipelineConfig:
         return int(value)
 
     @property
+    @_remembered
     def top_k_origin(self) -> str | None:
         """Where the top-k comes from: ``"$top_k"``, ``"question_answerer.search_topk"``... (None: the default)."""
         return self._top_k_source()[0]
@@ -498,16 +559,19 @@ class PipelineConfig:
         return self.variables.retriever_mode
 
     @property
+    @_remembered
     def hash(self) -> str:
         return hashlib.sha256(self._canonical_text(self.raw).encode()).hexdigest()[:16]
 
     @property
+    @_remembered
     def chunking_key(self) -> str:
         """Hash of what decides the chunks: equal keys mean equal chunk texts."""
         _, splitter_ref = self._component_refs()
         return self._sub_hash(splitter_ref)
 
     @property
+    @_remembered
     def index_key(self) -> str:
         """Hash of what decides the index (chunks + retriever, and ``$route_docs`` when it is set:
         the document stage), not top-k."""
@@ -719,6 +783,7 @@ class PipelineConfig:
                 return self._follow(node.kwargs["embedder"], label)
         return None
 
+    @_remembered
     def embedder_description(self) -> str | None:
         """``$embedder: OpenAIEmbedder(text-embedding-3-small)``: the embedder the YAML declares."""
         from pathway.internals.yaml_loader import Value
@@ -761,6 +826,7 @@ class PipelineConfig:
             return self._follow(store.kwargs["parser"], "parser")[1]
         return self._variable("parser")
 
+    @_remembered
     def configured_parser(self) -> str:
         """The import path of the parser the app's DocumentStore runs: the one the file names, else
         Pathway's default (``Utf8Parser``) for a file with a document store, else ragsweep's own parse."""
@@ -803,35 +869,104 @@ class PipelineConfig:
                 raise ConfigError(f"{self.path}: building the app's parser ({name}) failed: {_why(err)}") from err
 
     def parser_spec(self) -> ParserSpec:
-        """The parser as the parse stage needs it (:class:`ragsweep.pipeline.parsing.ParserSpec`): its
+        """The parser as the parse stage needs it (:class:`ragsweep.pipeline.parser_spec.ParserSpec`): its
         label, its identity (class + the arguments that decide its output: the parse cache's key part;
         None for ragsweep's own parse) and how another process builds it again."""
-        from pathway.internals.yaml_loader import Value
+        found = self._parser_spec_fields()
+        spec = ParserSpec(**found)  # type: ignore[arg-type]
+        if spec.native:
+            return spec
+        # deferred: parsing imports pathway (~1 s); an app's parser runs through it
+        from ragsweep.pipeline.parsing import AppParse
 
-        # deferred: parsing imports pathway (~1 s); importing config (the API, the CLI) must not
-        from ragsweep.pipeline.parsing import NOT_OUTPUT, ParserSpec
+        return dataclasses.replace(
+            spec, app_parse=AppParse(spec.path, tuple(sorted(spec.overrides.items())), built_parser)
+        )
+
+    @_remembered
+    def _parser_spec_fields(self) -> dict[str, object]:
+        from pathway.internals.yaml_loader import Value
 
         node = self._parser_node()
         configured = self.configured_parser()
         if node == "native" or configured == NATIVE_PARSER:
             replaced = configured.rsplit(".", 1)[-1] if node == "native" and configured != NATIVE_PARSER else None
-            return ParserSpec(label="ragsweep native parse", identity=None, replaced=replaced, class_path=NATIVE_PARSER)
+            return {
+                "label": "ragsweep native parse",
+                "identity": None,
+                "replaced": replaced,
+                "class_path": NATIVE_PARSER,
+            }
         if isinstance(node, Value) and node.constructor is not None:
             kept = Value(node.constructor, {k: v for k, v in node.kwargs.items() if k not in NOT_OUTPUT})
             identity = f"{configured}#{self._sub_hash(kept)}"
         else:
             identity = configured
-        label = configured.rsplit(".", 1)[-1]
-        path = str(Path(self.path).resolve())
-        return ParserSpec(
-            label=label,
-            identity=identity,
-            path=path,
-            overrides=dict(self.overrides),
-            class_path=configured,
-            build=built_parser,
-        )
+        return {
+            "label": configured.rsplit(".", 1)[-1],
+            "identity": identity,
+            "path": str(Path(self.path).resolve()),
+            "overrides": dict(self.overrides),
+            "class_path": configured,
+        }
 
+    # ------------------------------------------------------------- what the index is
+    @_remembered
+    def has_embedder(self) -> bool:
+        """Whether the retriever embeds (it names an embedder)."""
+        return self.embedder_ref() is not None
+
+    @_remembered
+    def keeps_app_embedder(self) -> bool:
+        """Whether the embedder is an app's (``OpenAIEmbedder``...), behind ragsweep's vector cache."""
+        # deferred: app_components pulls numpy and httpx (~170 ms); a remembered answer needs neither
+        from ragsweep.pipeline.app_components import is_kept
+
+        return self.has_embedder() and is_kept(self.build().embedder)
+
+    @_remembered
+    def uses_tantivy(self) -> bool:
+        """Whether a question reaches Tantivy's query parser (a BM25 index, alone or fused)."""
+        # deferred: serving imports pathway (~1 s); a remembered answer does not need it
+        from ragsweep.pipeline.serving import uses_tantivy
+
+        return uses_tantivy(self.build().retriever_factory)
+
+    @_remembered
+    def prefix_exact(self) -> bool:
+        """Whether the index's top k is the first k of a deeper answer (:func:`ragsweep.pipeline.store.prefix_exact`)."""
+        # deferred: stable_order imports pathway (~1 s); a remembered answer does not need it
+        from ragsweep.pipeline.stable_order import exact_index
+
+        return exact_index(self.build().retriever_factory)
+
+    @_remembered
+    def fused_from_parts(self) -> bool:
+        """Whether a hybrid index's lists are fused from one ask of each exact sub-retriever
+        (:func:`ragsweep.pipeline.fused_depths.exact_parts`)."""
+        # deferred: fused_depths imports pathway (~1 s); a remembered answer does not need it
+        from ragsweep.pipeline.fused_depths import exact_parts
+
+        return exact_parts(self.build().retriever_factory) is not None
+
+    @_remembered
+    def component_sources(self) -> dict[str, str]:
+        """The source file of every constructor the YAML names, by module name (a builtin or an extension
+        type has none: its package's version stands for it)."""
+        from pathway.internals.yaml_loader import Value
+
+        sources: dict[str, str] = {}
+        for node in yaml_nodes(self.raw):
+            if isinstance(node, Value) and node.constructor is not None:
+                try:
+                    path = inspect.getsourcefile(node.constructor)
+                except TypeError:
+                    continue
+                if path:
+                    sources[getattr(node.constructor, "__module__", None) or path] = path
+        return dict(sorted(sources.items()))
+
+    @_remembered
     def manifest(self) -> PipelineManifest:
         """What a report records of this config; secrets are masked."""
         out = PipelineManifest(

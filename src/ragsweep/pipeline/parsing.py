@@ -28,19 +28,21 @@ import inspect
 import json
 import threading
 from collections.abc import Callable, Coroutine, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, Required, TypeAlias, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
 from ragsweep.core import environment
 from ragsweep.core.errors import ConfigError, StageError
 from ragsweep.core.offline import embedder_model_path, ensure_offline
-from ragsweep.pipeline.corpus import Outline, ParseFn, convert, join_elements, layout_models_available
+from ragsweep.pipeline.corpus import Outline, convert, join_elements, layout_models_available
 
 if TYPE_CHECKING:
     from docling_core.transforms.chunker.tokenizer.huggingface import HuggingFaceTokenizer
 
-    from ragsweep.pipeline.scalars import Overrides, Scalar
+    from ragsweep.pipeline.scalars import Scalar
+
+from ragsweep.pipeline.parser_spec import ParserSpec
 
 ensure_offline()
 
@@ -48,8 +50,6 @@ import pathway as pw  # noqa: E402
 
 # the value of ``--set parser=native``: ragsweep's own parse in place of the app's
 NATIVE = "native"
-# the arguments of a parser that do not change what it returns (Pathway's UDF plumbing)
-NOT_OUTPUT = frozenset({"cache_strategy", "async_mode", "capacity", "retry_strategy", "executor"})
 
 
 # what a document the app's parser raises on does to the app itself: Pathway's DocumentStore runs the parser
@@ -106,13 +106,6 @@ def _sniff(data: bytes) -> str:
 ParserBuilder: TypeAlias = "Callable[[str, tuple[tuple[str, Scalar], ...]], object]"
 _T = TypeVar("_T")
 
-# what a report says of the parse (``manifest.pipeline.parser``), in this key order; "class" is a keyword
-ParserManifest = TypedDict(
-    "ParserManifest",
-    {"parser": Required[str], "by": Required[str], "class": str, "replaced": str, "note": str},
-    total=False,
-)
-
 
 class ParserConfig(Protocol):
     """What :func:`check_parser` needs of a :class:`~ragsweep.pipeline.config.PipelineConfig` (which builds
@@ -123,44 +116,6 @@ class ParserConfig(Protocol):
     def parser_spec(self) -> ParserSpec: ...
 
     def build_parser(self) -> object: ...
-
-
-@dataclass(frozen=True)
-class ParserSpec:
-    """The parser of one configuration, as a process that has only its file can build it again.
-
-    ``identity`` is the parser's class and the arguments that decide its output (the parse cache's key
-    part); ``None`` for ragsweep's own parse, whose cache keys are its format's pipeline name.
-    """
-
-    label: str  # what reports name it by: "DoclingParser", "ragsweep native parse"
-    identity: str | None
-    path: str = ""
-    overrides: Overrides = field(default_factory=dict)
-    replaced: str | None = None  # the app's parser that ``--set parser=native`` replaced, if any
-    class_path: str = ""
-    build: ParserBuilder | None = None  # the app's parser from ``path`` and ``overrides`` (None: native)
-
-    @property
-    def native(self) -> bool:
-        return self.identity is None
-
-    def parse_fn(self) -> ParseFn:
-        """What :func:`ragsweep.pipeline.corpus.parse_corpus` calls per document."""
-        if self.native:
-            return convert
-        assert self.build is not None, "an app's parser spec names how to build it"
-        return AppParse(self.path, tuple(sorted(self.overrides.items())), self.build)
-
-    def manifest(self) -> ParserManifest:
-        """What a report says of the parse: by the app's parser, or by ragsweep in its place."""
-        out: ParserManifest = {"parser": self.label, "by": "ragsweep" if self.native else "app"}
-        if self.class_path:
-            out["class"] = self.class_path
-        if self.replaced is not None:
-            out["replaced"] = self.replaced
-            out["note"] = f"parsed by ragsweep, not by the app's parser ({self.replaced}): --set parser=native"
-        return out
 
 
 def check_parser(config: ParserConfig, docs_dir: str | Path) -> ParserSpec:

@@ -13,7 +13,6 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from ragsweep.core.environment import queries_per_run
 from ragsweep.core.errors import StageError
@@ -22,6 +21,7 @@ from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus, Dispatch, ParseFn, convert, parse_corpus, shown_name
 from ragsweep.pipeline.served_cache import ServedCache
+from ragsweep.pipeline.served_lists import Query, StoreRun, cached_run, read_cache
 
 Served = dict[str, dict[int, list[Hit]]]  # case id -> k -> the list served at k
 
@@ -42,10 +42,12 @@ def parse_documents(
     parse_fn: ParseFn = convert
     parser_id: str | None = None
     if config is not None:
-        # deferred: parsing imports pathway (~1 s); importing retrieval (the API, via answering) must not
-        from ragsweep.pipeline.parsing import check_parser
+        spec = config.parser_spec()
+        if not spec.native:  # the app's parser: it must run here
+            # deferred: parsing imports pathway (~1 s); ragsweep's own parse does not need it
+            from ragsweep.pipeline.parsing import check_parser
 
-        spec = check_parser(config, dataset.docs_dir)
+            spec = check_parser(config, dataset.docs_dir)
         parse_fn, parser_id = spec.parse_fn(), spec.identity
         if spec.replaced is not None:
             print(f"parse: {spec.manifest()['note']}", file=sys.stderr)
@@ -112,26 +114,23 @@ def retrieve(
     comes from the served-list cache (:mod:`ragsweep.pipeline.served_cache`); ``fresh=True``
     asks Pathway every query again.
     """
-    # deferred: store imports pathway (~1 s); importing retrieval (the API, via answering) must not
-    from ragsweep.pipeline.store import Query, RagStore, prefix_exact
-
     depths = sorted(set(ks))
     scopes = parsed_scopes(cases, {d.doc_id for d in corpus.documents})
     _warn_unscoped(cases, scopes)
-    store = RagStore(config, corpus)
+    if not corpus.documents:
+        raise ValueError(f"no parsable document in {corpus.docs_dir!r}: nothing to index")
     # BM25 and KNN: a case's one query at the deepest k answers every depth; a hybrid: one per (case,
     # k), answered from one ask of each exact sub-retriever (ragsweep.pipeline.fused_depths)
-    factory = config.build().retriever_factory
-    shared = len(depths) > 1 and prefix_exact(factory)
+    shared = len(depths) > 1 and config.prefix_exact()
     per_case = [max(depths)] if shared else depths
     asked = [(c, s, k) for c, s in zip(cases, scopes, strict=True) if s != [] for k in per_case]
     print(
-        f"retrieve: {len(cases)} question(s) x k in {depths}{_how_asked(factory, depths, shared)}: {len(asked)} "
+        f"retrieve: {len(cases)} question(s) x k in {depths}{_how_asked(config, depths, shared)}: {len(asked)} "
         f"queries (at most {queries_per_run()} asks per Pathway run)...",
         file=sys.stderr,
     )
     prefix = tuple(depths) if shared else ()
-    run = _run_store(store, [Query(c.question, k, s or None, prefix) for c, s, k in asked], progress, fresh)
+    run = _run_store(config, corpus, [Query(c.question, k, s or None, prefix) for c, s, k in asked], progress, fresh)
     served: Served = {c.id: {k: [] for k in depths} for c in cases}
     if shared:
         for (case, _scope, _k), by_k in zip(asked, run.hits_at, strict=True):
@@ -154,13 +153,10 @@ def retrieve(
     )
 
 
-def _how_asked(factory: Any, depths: Sequence[int], shared: bool) -> str:
-    # deferred: fused_depths imports pathway (~1 s); importing retrieval (the API, via answering) must not
-    from ragsweep.pipeline.fused_depths import exact_parts
-
+def _how_asked(config: PipelineConfig, depths: Sequence[int], shared: bool) -> str:
     if shared:
         return " (prefixes of one query: exact for this index)"
-    if len(depths) > 1 and exact_parts(factory) is not None:
+    if len(depths) > 1 and config.fused_from_parts():
         return " (fused from one query per question of each sub-retriever, at the deepest k)"
     return ""
 
@@ -175,11 +171,19 @@ def _warn_unscoped(cases: Sequence[Case], scopes: Sequence[list[str] | None]) ->
         )
 
 
-def _run_store(store: Any, queries: list[Any], progress: bool, fresh: bool) -> Any:
-    """The store's answers to ``queries``: from the served-list cache where it holds them (unless ``fresh``)."""
+def _run_store(config: PipelineConfig, corpus: Corpus, queries: list[Query], progress: bool, fresh: bool) -> StoreRun:
+    """The store's answers to ``queries``: from the served-list cache where it holds them (unless ``fresh``),
+    Pathway asked only when some are not there."""
     cache = None if fresh else ServedCache.default()
     try:
-        run = store.run(queries, progress=progress, cache=cache)
+        started = time.perf_counter()
+        cached = read_cache(config, corpus, queries, cache)
+        run = cached_run(queries, corpus, cached, started)
+        if run is None:
+            # deferred: store imports pathway (~1 s); a run the cache answers whole does not need it
+            from ragsweep.pipeline.store import RagStore
+
+            run = RagStore(config, corpus).run(queries, progress=progress, cache=cache, cached=cached)
     finally:
         if cache is not None:
             cache.close()
@@ -194,6 +198,8 @@ def _run_store(store: Any, queries: list[Any], progress: bool, fresh: bool) -> A
 
 def store_depths(config: PipelineConfig, depths: Iterable[int]) -> list[int]:
     """What a configuration asks of its store to serve ``depths``: its reranker's candidates, or the depths."""
+    if config.variables.reranker is None:  # no reranker: no candidates (rerank_candidates' answer)
+        return sorted(set(depths))
     # deferred: rerank imports pathway (~1 s); importing retrieval (the API, via answering) must not
     from ragsweep.pipeline.rerank import rerank_candidates
 
@@ -205,6 +211,8 @@ def serve(config: PipelineConfig, retrieved: Retrieved, cases: Sequence[Case], d
     """Each case's list at each of ``depths`` for ``config``, from what its index returned
     (``retrieved``, asked at :func:`store_depths`): the top k of its reranked candidates when it
     has a reranker, else the store's own list at k."""
+    if config.variables.reranker is None:  # no reranker: the store's own lists
+        return {c.id: {k: retrieved.served[c.id][k] for k in depths} for c in cases}
     # deferred: rerank imports pathway (~1 s); importing retrieval (the API, via answering) must not
     from ragsweep.pipeline.rerank import build_reranker, rerank_at_depths, rerank_candidates
 

@@ -28,14 +28,10 @@ import pathway as pw  # noqa: E402
 from pathway.internals import dtype as dt  # noqa: E402
 from pathway.xpacks.llm.splitters import BaseSplitter  # noqa: E402
 
-from ragsweep.pipeline.chunking import header_of, split_header  # noqa: E402
+from ragsweep.core.hits import split_header  # noqa: E402
+from ragsweep.pipeline.chunking import header_of  # noqa: E402
+from ragsweep.pipeline.served_lists import doc_filter  # noqa: E402
 from ragsweep.pipeline.serving import DocumentStore  # noqa: E402
-
-
-def doc_filter(doc_ids: list[str]) -> str:
-    """The JMESPath filter allowing exactly ``doc_ids`` (each id expressible: see
-    :func:`ragsweep.pipeline.store.scope_filter`)."""
-    return " || ".join(f"doc_id == `{d}`" for d in sorted(set(doc_ids)))
 
 
 class DocumentRows(BaseSplitter):

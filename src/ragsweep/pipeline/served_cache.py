@@ -31,7 +31,6 @@ moved aside and the queries are asked again (:class:`ragsweep.core.cache_files.S
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
@@ -43,13 +42,16 @@ from pydantic import JsonValue
 
 from ragsweep.core import environment
 from ragsweep.core.cache_files import BlobTable, default_cache_dir
+from ragsweep.core.environment import cuda_available
 from ragsweep.core.hits import chunk_id, chunk_source, chunk_span
-from ragsweep.pipeline.config import PipelineConfig, yaml_nodes
+from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 
 # ragsweep's modules that decide what the store serves
 _SERVING_MODULES = (
     "ragsweep.pipeline.store",
+    "ragsweep.pipeline.served_lists",
+    "ragsweep.core.hits",
     "ragsweep.pipeline.serving",
     "ragsweep.pipeline.routing",
     "ragsweep.pipeline.fusion",
@@ -86,37 +88,18 @@ def _package_version(name: str) -> str:
 
 
 def _module_file(name: str) -> str | None:
-    import importlib
+    """A module's source file, found without importing it (ragsweep's serving modules import Pathway)."""
+    from importlib.util import find_spec
 
     try:
-        return inspect.getsourcefile(importlib.import_module(name))
-    except (ImportError, TypeError):
+        spec = find_spec(name)
+    except (ImportError, ValueError):
         return None
-
-
-def _component_sources(config: PipelineConfig) -> dict[str, str]:
-    """The source file of every constructor the pipeline's YAML names, by module name. The key
-    takes the module's name and its file's content, never the file's path: the same code in
-    another checkout, or a cache copied to another machine, gives the same key."""
-    from pathway.internals.yaml_loader import Value
-
-    sources: dict[str, str] = {}
-    for node in yaml_nodes(config.raw):
-        if isinstance(node, Value) and node.constructor is not None:
-            try:
-                path = inspect.getsourcefile(node.constructor)
-            except TypeError:  # a builtin or an extension type: its package version stands for it
-                continue
-            if path:
-                sources[getattr(node.constructor, "__module__", None) or path] = path
-    return dict(sorted(sources.items()))
+    return spec.origin if spec is not None and spec.origin and spec.origin.endswith(".py") else None
 
 
 @lru_cache(maxsize=1)
 def _environment_fingerprint() -> str:
-    # deferred: embedding imports pathway (~1 s); the pytest plugin's warm path reads this module
-    from ragsweep.pipeline.embedding import cuda_available
-
     parts = [f"{p}={_package_version(p)}" for p in _PACKAGES]
     parts.append(f"cuda={cuda_available()}")
     parts += [f"{m}:{_file_hash(_module_file(m))}" for m in _SERVING_MODULES]
@@ -125,7 +108,7 @@ def _environment_fingerprint() -> str:
 
 def index_fingerprint(config: PipelineConfig, corpus: Corpus) -> str:
     """What every query of one index shares: corpus, index definition, code."""
-    components = [f"{module}:{_file_hash(path)}" for module, path in _component_sources(config).items()]
+    components = [f"{module}:{_file_hash(path)}" for module, path in config.component_sources().items()]
     # the outline (titles, headings: what chunk headers are made of) only where a document has one
     outline = [corpus.outline_hash] if corpus.outline_hash else []
     elements = [corpus.elements_hash] if corpus.elements_hash else []  # an app's parser: its elements too

@@ -20,11 +20,13 @@ The in-process store (:mod:`ragsweep.pipeline.store`) builds this class, and
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
-from ragsweep.core.hits import ChunkMetadata
 from ragsweep.core.offline import ensure_offline
 from ragsweep.datasets.pathway_limits import tantivy_safe
+
+if TYPE_CHECKING:
+    from ragsweep.core.hits import ServedItem
 
 ensure_offline()
 
@@ -85,15 +87,6 @@ def _piece_text(piece: Any) -> str:
 def _piece_metadata(piece: Any) -> pw.Json:
     meta = piece[1]
     return pw.Json(meta.as_dict() if isinstance(meta, pw.Json) else dict(meta))
-
-
-class ServedItem(TypedDict):
-    """One item of what the DocumentStore serves for a query (Pathway's JSON): a chunk's text (its
-    header first), its metadata and its distance (the negated score)."""
-
-    text: str
-    metadata: ChunkMetadata
-    dist: float
 
 
 def in_served_order(result: pw.Json) -> pw.Json:

@@ -26,7 +26,7 @@ served *as of now* (what ``DocumentStore.retrieve_query`` asks):
 So the list at k is the first k of one total order of the index's chunks (score groups, then
 the key): a BM25 or brute-force KNN top k stays the prefix of a deeper answer
 (:func:`ragsweep.pipeline.store.prefix_exact`). Scores within a group are served equal, so every
-later sort by score (Pathway's ``DataIndex``, the ``DocumentStore``, ragsweep's ``_rank_hits``)
+later sort by score (Pathway's ``DataIndex``, the ``DocumentStore``, ragsweep's ``rank_hits``)
 keeps this order. :func:`stable_factory` wraps each sub-retriever of a hybrid index (whose
 fusion, :mod:`ragsweep.pipeline.fusion`, then sees the same ranks every run) and ragsweep's
 ``DocumentStore`` (:mod:`ragsweep.pipeline.serving`) applies it to whatever factory it is

@@ -14,35 +14,45 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from ragsweep.core.environment import queries_per_run
-from ragsweep.core.hits import ChunkMetadata, Hit, chunk_id, chunk_source, chunk_span
+from ragsweep.core.hits import ChunkMetadata, Hit, chunk_source, split_header
 from ragsweep.core.offline import ensure_offline
-from ragsweep.datasets.pathway_limits import unscopable_reason
 from ragsweep.pipeline.app_components import check_endpoint, run_with
 from ragsweep.pipeline.config import BuiltPipeline, PipelineConfig
 from ragsweep.pipeline.corpus import Corpus, ParsedDocument, parse_corpus
 from ragsweep.pipeline.scalars import Overrides
+from ragsweep.pipeline.served_cache import ServedCache
+from ragsweep.pipeline.served_lists import (
+    CachedLists,
+    ChunkInfo,
+    Query,
+    ServedItem,
+    StoreRun,
+    cached_run,
+    hits_of_run,
+    read_cache,
+    scope_filter,
+    served_offsets,
+    store_served,
+)
+from ragsweep.pipeline.served_lists import chunk_texts as chunk_texts  # the name tests and benchmarks import
 
 ensure_offline()
 
 import pathway as pw  # noqa: E402
 
-from ragsweep.pipeline import served_cache  # noqa: E402
-from ragsweep.pipeline.chunking import OffsetTokenCountSplitter, split_header  # noqa: E402
+from ragsweep.pipeline.chunking import OffsetTokenCountSplitter  # noqa: E402
 from ragsweep.pipeline.fused_depths import exact_parts, fuse_served  # noqa: E402
 from ragsweep.pipeline.parsing import check_parser  # noqa: E402
-from ragsweep.pipeline.routing import doc_filter, serving_store  # noqa: E402
+from ragsweep.pipeline.routing import serving_store  # noqa: E402
 from ragsweep.pipeline.scoped_lists import Ask, answer_table  # noqa: E402
-from ragsweep.pipeline.served_cache import ServedCache  # noqa: E402
-from ragsweep.pipeline.serving import DocumentStore, ServedItem, safe_question, uses_tantivy  # noqa: E402
+from ragsweep.pipeline.serving import DocumentStore, safe_question, uses_tantivy  # noqa: E402
 from ragsweep.pipeline.stable_order import StableOrderFactory, StableOrderIndex, exact_index  # noqa: E402
 
 if TYPE_CHECKING:
@@ -50,27 +60,6 @@ if TYPE_CHECKING:
 
 DOCS_TIME = 2
 QUERIES_TIME = 4
-
-
-class ChunkInfo(BaseModel):
-    """One indexed chunk: its own text, the header indexed with it, and the tokens of both."""
-
-    doc_id: str
-    start: int
-    end: int
-    tokens: int
-    text: str = Field(default="", repr=False)
-    header: str = Field(default="", repr=False)
-
-    def as_hit(self, rank: int = 1) -> Hit:
-        return Hit(
-            rank=rank, score=0.0, text=self.text, doc_id=self.doc_id, start=self.start, end=self.end, header=self.header
-        )
-
-
-def chunk_texts(chunks: Iterable[ChunkInfo]) -> dict[str, str]:
-    """A chunk table as chunk id -> the text served: a chunk's header (``$chunk_header``), then its own text."""
-    return {chunk_id(c.doc_id, c.start, c.end): c.header + c.text for c in chunks}
 
 
 class IndexStats(BaseModel):
@@ -86,30 +75,9 @@ class IndexStats(BaseModel):
     embed_seconds: float = 0.0
 
 
-@dataclass
-class Query:
-    text: str
-    k: int
-    doc_scope: list[str] | None = None
-    # shallower depths answered by this query's prefix (only where a prefix is what the store
-    # serves at that depth: BM25 and KNN, never a fused hybrid; see prefix_exact)
-    prefix_ks: tuple[int, ...] = ()
-
-
 class ChunkRow(NamedTuple):
     """A chunk as the index holds it: where it is in its document, its text and its header."""
 
-    doc_id: str
-    start: int
-    end: int
-    text: str
-    header: str
-
-
-class _Ranked(NamedTuple):
-    """A served chunk with its score (the negated distance), in the order ranking sorts by."""
-
-    score: float
     doc_id: str
     start: int
     end: int
@@ -127,37 +95,10 @@ class ServedBatch(NamedTuple):
     timings: dict[str, float]
 
 
-@dataclass
-class StoreRun:
-    hits: list[list[Hit]]
-    chunks: list[ChunkInfo]
-    seconds: float
-    embedded_texts: int
-    timings: dict[str, float] = field(default_factory=dict)
-    # per query: {depth: hits} for the depths of Query.prefix_ks (each from Pathway's own order)
-    hits_at: list[dict[int, list[Hit]]] = field(default_factory=list)
-    from_cache: int = 0  # queries answered from the served-list cache, not asked of Pathway
-
-
 def sanitize_query(text: str) -> str:
     """What the index is asked (see :func:`ragsweep.pipeline.serving.safe_question`): the question
     itself unless it holds Tantivy query syntax."""
     return safe_question(text) if text is not None else "document"
-
-
-def scope_filter(doc_scope: list[str] | None) -> str | None:
-    """JMESPath filter restricting a query to the given document ids.
-
-    Pathway rewrites filters before parsing them (backtick -> quote, ``'`` -> ``\\'``,
-    ``"`` dropped), so ids are written between backticks and become raw string
-    literals; an id holding a backtick or a double quote cannot be expressed.
-    """
-    if not doc_scope:
-        return None
-    for doc_id in doc_scope:
-        if (reason := unscopable_reason(doc_id)) is not None:
-            raise ValueError(f"document id {doc_id!r}: {reason}")
-    return doc_filter(doc_scope)
 
 
 def _token_counter() -> Callable[[str], int]:
@@ -165,13 +106,6 @@ def _token_counter() -> Callable[[str], int]:
 
     enc = tiktoken.get_encoding("cl100k_base")
     return lambda text: len(enc.encode_ordinary(text))
-
-
-def _offsets(meta: ChunkMetadata, chunk: str, doc: ParsedDocument | None) -> tuple[int, int]:
-    """Chunk offsets in the document's parsed text (:meth:`ParsedDocument.chunk_offsets`)."""
-    if doc is not None:
-        return doc.chunk_offsets(chunk, meta)
-    return chunk_span(meta) or (0, 0)
 
 
 def prefix_exact(retriever_factory: Any) -> bool:
@@ -183,89 +117,6 @@ def prefix_exact(retriever_factory: Any) -> bool:
     (USearch, LSH: a deeper search may find other neighbours) and for factories ragsweep
     cannot see inside: each depth is then asked on its own."""
     return exact_index(retriever_factory)
-
-
-def _served_order(raw: list[ServedItem] | None) -> list[ServedItem]:
-    """The store's reply in the order it served it (DocumentStore sorts by distance, stably)."""
-    return sorted(list(raw or []), key=lambda item: float(item["dist"]))
-
-
-def _rank_hits(
-    raw: list[ServedItem], k: int, texts: dict[str, ParsedDocument], shared: dict[str, str] | None = None
-) -> list[Hit]:
-    """What the store served for k, in a deterministic order: score desc, then doc id,
-    then offset. Only the order among exactly equal scores is ours; the set is Pathway's."""
-    rows: list[_Ranked] = []
-    for item in raw:
-        meta = item["metadata"] or {}
-        doc_id = chunk_source(meta)
-        header, text = split_header(str(item["text"]), meta)
-        if shared is not None:  # one str per chunk text, however many lists it is in
-            text, header = shared.setdefault(text, text), shared.setdefault(header, header)
-        start, end = _offsets(meta, text, texts.get(doc_id))
-        rows.append(_Ranked(-float(item["dist"]), doc_id, start, end, text, header))
-    rows.sort(key=lambda r: (-r.score, r.doc_id, r.start))
-    seen: set[tuple[str, int]] = set()
-    hits: list[Hit] = []
-    for score, doc_id, start, end, text, header in rows:
-        if (doc_id, start) in seen:
-            continue
-        seen.add((doc_id, start))
-        # typed as Hit declares them (offsets from ChunkMetadata's ints): built without validating again
-        hits.append(
-            Hit.model_construct(
-                rank=len(hits) + 1, score=score, text=text, doc_id=doc_id, start=start, end=end, header=header
-            )
-        )
-        if len(hits) == k:
-            break
-    return hits
-
-
-@dataclass
-class _Cached:
-    """What the served-list cache holds for a batch of queries (nothing without a cache)."""
-
-    index_key: str | None
-    keys: list[str]  # per query (empty without a cache)
-    table_key: str
-    stored: dict[str, list[ServedItem]]  # query key -> served list, texts put back
-    stored_chunks: list[ChunkInfo] | None  # the chunk table
-    table_texts: dict[str, str] | None
-    todo: list[int]  # the queries to ask of Pathway
-
-
-def _read_cache(config: PipelineConfig, corpus: Corpus, queries: list[Query], cache: ServedCache | None) -> _Cached:
-    index_key = served_cache.index_fingerprint(config, corpus) if cache is not None and queries else None
-    keys = (
-        [served_cache.query_key(index_key, q.text, q.k, scope_filter(q.doc_scope), q.prefix_ks) for q in queries]
-        if index_key
-        else []
-    )
-    table_key = served_cache.chunks_key(index_key) if index_key else ""
-    stored = cache.get_many([*keys, table_key]) if index_key and cache is not None else {}
-    table = stored.pop(table_key, None)  # read once here: a table of this index key is ChunkInfo's dumps
-    stored_chunks = [ChunkInfo.model_validate(row) for row in table] if table is not None else None
-    table_texts = chunk_texts(stored_chunks) if stored_chunks is not None else None
-    stored = {
-        key: value
-        for key, value in ((k, served_cache.expand_list(v, table_texts)) for k, v in stored.items())
-        if value is not served_cache.UNRESOLVED
-    }
-    todo = [i for i, key in enumerate(keys) if key not in stored] if index_key else list(range(len(queries)))
-    return _Cached(index_key, keys, table_key, stored, stored_chunks, table_texts, todo)
-
-
-def _store_served(
-    cache: ServedCache, cached: _Cached, part: list[int], answers: dict[int, list[ServedItem]], chunks: list[ChunkInfo]
-) -> None:
-    """The chunk table once, then each list of ``part`` without the texts the table holds."""
-    cached.table_texts = cached.table_texts or chunk_texts(chunks)
-    rows = {cached.keys[i]: served_cache.compact_list(answers[i], cached.table_texts) for i in part if i in answers}
-    if cached.stored_chunks is None:
-        rows[cached.table_key] = [c.model_dump() for c in chunks]
-        cached.stored_chunks = chunks
-    cache.put_many(rows)
 
 
 def outline_metadata(doc: ParsedDocument) -> dict[str, Any]:
@@ -576,7 +427,13 @@ class RagStore:
             asked.append(_cut_table(store, plan, queries, cut, safe))
         return store, asked
 
-    def run(self, queries: list[Query], progress: bool = False, cache: ServedCache | None = None) -> StoreRun:
+    def run(
+        self,
+        queries: list[Query],
+        progress: bool = False,
+        cache: ServedCache | None = None,
+        cached: CachedLists | None = None,
+    ) -> StoreRun:
         """Index the corpus and answer ``queries`` in one Pathway run (one per
         :func:`queries_per_run` asks when there are more, :func:`run_batches`: each run indexes the
         same chunks, and each query is answered against the whole index as it would be alone).
@@ -585,37 +442,25 @@ class RagStore:
         through the embedder, the part of the run that takes time. With a ``cache``
         (:mod:`ragsweep.pipeline.served_cache`), a query whose key is there gets the list Pathway
         served for it before; only the others go to Pathway (none at all when every query
-        and the chunk table are there), and their lists are stored.
+        and the chunk table are there), and their lists are stored. ``cached``: what the cache held for
+        ``queries`` when the caller read it already (:func:`ragsweep.pipeline.served_lists.read_cache`).
         """
         started = time.perf_counter()
-        texts = {doc.doc_id: doc for doc in self.corpus.documents}
-        cached = _read_cache(self.config, self.corpus, queries, cache)
-        if cached.index_key and not cached.todo and cached.stored_chunks is not None:
-            answers = {i: cached.stored[key] for i, key in enumerate(cached.keys)}
-            chunks = cached.stored_chunks
-            embedded, timings = 0, {"split": 0.0, "embed": 0.0}
-        else:
+        cached = read_cache(self.config, self.corpus, queries, cache) if cached is None else cached
+        run = cached_run(queries, self.corpus, cached, started)
+        if run is None:
+            texts = {doc.doc_id: doc for doc in self.corpus.documents}
             answers, chunks, embedded, timings = self._serve_missing(queries, texts, progress, cached, cache)
-        missing = [i for i in range(len(queries)) if i not in answers]
-        if missing:
-            raise RuntimeError(
-                f"Pathway returned no result for {len(missing)} queries (first: {queries[missing[0]].text!r})"
+            run = hits_of_run(
+                queries,
+                answers,
+                chunks,
+                self.corpus,
+                started,
+                embedded_texts=embedded,
+                timings=timings,
+                from_cache=len(queries) - len(cached.todo),
             )
-        shared: dict[str, str] = {}
-        hits = [_rank_hits(list(answers[i] or []), q.k, texts, shared) for i, q in enumerate(queries)]
-        hits_at = [
-            {d: _rank_hits(_served_order(answers[i])[:d], d, texts, shared) for d in q.prefix_ks}
-            for i, q in enumerate(queries)
-        ]
-        run = StoreRun(
-            hits=hits,
-            hits_at=hits_at,
-            chunks=chunks,
-            seconds=time.perf_counter() - started,
-            embedded_texts=embedded,
-            timings=timings,
-            from_cache=len(queries) - len(cached.todo),
-        )
         self.last_run = run
         return run
 
@@ -624,7 +469,7 @@ class RagStore:
         queries: list[Query],
         texts: dict[str, ParsedDocument],
         progress: bool,
-        cached: _Cached,
+        cached: CachedLists,
         cache: ServedCache | None,
     ) -> ServedBatch:
         """The queries the cache did not answer, asked of Pathway (the stored ones added as they
@@ -641,7 +486,7 @@ class RagStore:
             embedded += batch.embedded_texts
             timings = {name: timings[name] + batch.timings[name] for name in timings}
             if cached.index_key and cache is not None:
-                _store_served(cache, cached, part, answers, chunks)
+                store_served(cache, cached, part, answers, chunks)
         return ServedBatch(answers, chunks, embedded, timings)
 
     def _serve(self, queries: list[Query], texts: dict[str, ParsedDocument], progress: bool) -> ServedBatch:
@@ -661,7 +506,7 @@ class RagStore:
                 meta = row["metadata"].as_dict() if hasattr(row["metadata"], "as_dict") else dict(row["metadata"])
                 doc_id = chunk_source(meta)
                 header, text = split_header(row["text"], meta)
-                start, end = _offsets(meta, text, texts.get(doc_id))
+                start, end = served_offsets(meta, text, texts.get(doc_id))
                 chunk_rows[key] = ChunkRow(doc_id, start, end, text, header)
                 served_chunks[str(key)] = (row["text"], meta)
             else:

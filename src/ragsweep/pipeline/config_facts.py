@@ -1,0 +1,83 @@
+"""What ragsweep reads of a pipeline file, remembered, so that loading it again needs no Pathway.
+
+Loading a pipeline runs Pathway's YAML loader, which imports Pathway and every class the file's
+tags name (1-2 s). What ragsweep then reads of the loaded file (its hashes and index key, the
+knobs, the top-k, the manifest, whether its index is exact...) is a function of the file's bytes,
+the overrides, the path it was given and the code of those classes. For a file whose every tag
+names Pathway's or ragsweep's code, those facts are kept in ``<cache dir>/config_facts.sqlite``
+under a key of all of that (Pathway's version, ragsweep's source files, Python's version), each
+fact as it is first computed. A later load of the same bytes answers them from there; anything
+else (building the components, a fact not kept yet) loads the file with Pathway's loader then.
+
+A file naming a class of the user's (``!mypackage.MyEmbedder``) is always loaded by Pathway: the
+key cannot see that code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+from collections.abc import Mapping
+from functools import lru_cache
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+from pydantic import JsonValue
+
+from ragsweep.core.cache_files import BlobTable, default_cache_dir, source_fingerprint
+
+# a YAML local tag (``!pw.stdlib.indexing.BruteForceKnnFactory``); ``!!str`` and a word's ``!`` are not
+_TAG = re.compile(r"(?<![\w!])!([A-Za-z_][\w.:]*)")
+_KNOWN_CODE = ("pw.", "pw:", "pathway.", "pathway:", "ragsweep.", "ragsweep:")
+
+
+@lru_cache(maxsize=1)
+def _code_identity() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        pathway = version("pathway")
+    except PackageNotFoundError:
+        pathway = "-"
+    # where both are installed too: a fact may name a file of theirs (a component's source)
+    where = [str(Path(__file__).resolve().parents[1]), str(getattr(find_spec("pathway"), "origin", None))]
+    return f"pathway={pathway}\0python={sys.version}\0ragsweep={source_fingerprint()}\0" + "\0".join(where)
+
+
+def facts_key(text: str, path: Path, overrides: Mapping[str, object]) -> str | None:
+    """The key of a file's facts (None: it names code outside Pathway and ragsweep)."""
+    if any(not tag.startswith(_KNOWN_CODE) for tag in _TAG.findall(text)):
+        return None
+    given = json.dumps(sorted((str(k), repr(v)) for k, v in overrides.items()))
+    parts = [text, str(path), str(path.resolve()), given, _code_identity()]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+class ConfigFacts:
+    """One file's facts, by name: read once, each new one written through."""
+
+    def __init__(self, key: str, values: dict[str, JsonValue], table: BlobTable | None):
+        self.key = key
+        self.values = values
+        self._table = table
+
+    @classmethod
+    def open(cls, key: str) -> ConfigFacts:
+        table = BlobTable.shared(default_cache_dir() / "config_facts.sqlite", "facts", what="pipeline-facts")
+        blob = table.get_many([key]).get(key)
+        values: dict[str, JsonValue] = {}
+        if blob is not None:
+            try:
+                found = json.loads(blob)
+            except ValueError:  # a damaged row: the facts are computed again
+                found = None
+            values = found if isinstance(found, dict) else {}
+        return cls(key, values, table)
+
+    def remember(self, name: str, value: Any) -> None:
+        self.values[name] = value
+        if self._table is not None:
+            self._table.put_many({self.key: json.dumps(self.values).encode()})
