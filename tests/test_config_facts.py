@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -43,7 +44,7 @@ def facts_of(config: PipelineConfig) -> dict:
     spec = config.parser_spec()
     found["parser_spec"] = {**dataclasses.asdict(dataclasses.replace(spec, app_parse=None)), "parses": spec.app_parse}
     found["variables"] = config.variables.model_dump()
-    found["fields_set"] = config.variables.model_fields_set
+    found["fields_set"] = sorted(config.variables.model_fields_set)
     return json.loads(json.dumps(found, default=str))
 
 
@@ -71,6 +72,8 @@ def test_a_second_load_reads_every_fact_back_as_pathways_loader_gives_it(path, o
     # what needs the components loads the file then, and builds what a fresh load builds
     assert type(second.build().retriever_factory) is type(fresh.build().retriever_factory)
     assert second.tree is not None and second.hash == fresh.hash
+    # it travels to a Ray task or a worker process as it is
+    assert facts_of(pickle.loads(pickle.dumps(PipelineConfig.load(path)))) == expected
 
 
 def test_overrides_are_part_of_the_key(own_cache):

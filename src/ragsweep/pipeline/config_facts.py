@@ -57,17 +57,22 @@ def facts_key(text: str, path: Path, overrides: Mapping[str, object]) -> str | N
 
 
 class ConfigFacts:
-    """One file's facts, by name: read once, each new one written through."""
+    """One file's facts, by name: read once, each new one written through (to ``path``; None: kept here only).
+    It pickles with its config (a Ray task, a worker process): its file is opened where it is used."""
 
-    def __init__(self, key: str, values: dict[str, JsonValue], table: BlobTable | None):
+    def __init__(self, key: str, values: dict[str, JsonValue], path: Path | None):
         self.key = key
         self.values = values
-        self._table = table
+        self.path = path
+
+    @staticmethod
+    def _table(path: Path) -> BlobTable:
+        return BlobTable.shared(path, "facts", what="pipeline-facts")
 
     @classmethod
     def open(cls, key: str) -> ConfigFacts:
-        table = BlobTable.shared(default_cache_dir() / "config_facts.sqlite", "facts", what="pipeline-facts")
-        blob = table.get_many([key]).get(key)
+        path = default_cache_dir() / "config_facts.sqlite"
+        blob = cls._table(path).get_many([key]).get(key)
         values: dict[str, JsonValue] = {}
         if blob is not None:
             try:
@@ -75,9 +80,9 @@ class ConfigFacts:
             except ValueError:  # a damaged row: the facts are computed again
                 found = None
             values = found if isinstance(found, dict) else {}
-        return cls(key, values, table)
+        return cls(key, values, path)
 
     def remember(self, name: str, value: Any) -> None:
         self.values[name] = value
-        if self._table is not None:
-            self._table.put_many({self.key: json.dumps(self.values).encode()})
+        if self.path is not None:
+            self._table(self.path).put_many({self.key: json.dumps(self.values).encode()})
