@@ -36,13 +36,12 @@ from ragsweep.core import environment
 from ragsweep.core.errors import ConfigError, StageError
 from ragsweep.core.offline import embedder_model_path, ensure_offline
 from ragsweep.pipeline.corpus import Outline, convert, join_elements, layout_models_available
+from ragsweep.pipeline.parser_spec import ParserSpec
 
 if TYPE_CHECKING:
     from docling_core.transforms.chunker.tokenizer.huggingface import HuggingFaceTokenizer
 
     from ragsweep.pipeline.scalars import Scalar
-
-from ragsweep.pipeline.parser_spec import ParserSpec
 
 ensure_offline()
 
