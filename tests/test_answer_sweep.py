@@ -45,16 +45,16 @@ def fake(tmp_path, monkeypatch):
 @pytest.fixture
 def together(monkeypatch):
     """How many question answerers each Pathway run of the app asked."""
-    import ragsweep.pipeline.answering as answering
+    import ragsweep.pipeline.app_answerer as app_answerer  # where answering imports it from, when it asks
 
     runs: list[int] = []
-    real = answering.answer_together
+    real = app_answerer.answer_together
 
     def spy(answerers, cases, scopes):
         runs.append(len(answerers))
         return real(answerers, cases, scopes)
 
-    monkeypatch.setattr(answering, "answer_together", spy)
+    monkeypatch.setattr(app_answerer, "answer_together", spy)
     return runs
 
 

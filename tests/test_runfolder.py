@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from ragsweep.core.errors import RunError
-from ragsweep.evaluation.runfolder import JsonlWriter, RunLock, new_run_dir, read_jsonl, write_json
+from ragsweep.core.hits import Hit
+from ragsweep.evaluation.records import JudgedHit
+from ragsweep.evaluation.runfolder import JsonlWriter, RunLock, new_run_dir, read_jsonl, saved_hit, write_json
 
 
 def _lines(path: Path, rows: list) -> None:
@@ -101,3 +103,13 @@ def test_full_disk_is_a_named_error(tmp_path):
     with pytest.raises(RunError, match=r"report\.json: the disk is full"):
         write_json(tmp_path / "report.json", {"big": "x" * 100_000})
     assert not (tmp_path / "report.json").exists()
+
+
+def test_a_saved_hit_is_its_dump_without_text():
+    fields = dict(rank=2, score=0.5, text="t", doc_id="d.pdf", start=3, end=9, rerank_score=1.5, retrieval_rank=4)
+    for hit in (
+        Hit(**fields, header="h"),
+        JudgedHit(**fields, relevant=True, grade=2),
+        Hit.model_construct(rank=1, score=1, text="t", doc_id="d", start=0, end=1),
+    ):
+        assert list(saved_hit(hit).items()) == list(hit.model_dump(exclude={"text"}).items())

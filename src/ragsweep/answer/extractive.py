@@ -41,11 +41,13 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain
 
 from ragsweep.answer.base import IDK, Answer
+from ragsweep.answer.stored_answers import StoredAnswers, answer_key
 from ragsweep.core.hits import Hit
 
 DEFAULT_MIN_SCORE = 0.3
@@ -440,8 +442,31 @@ class ExtractiveAnswerer:
         answered once per process)."""
         if type(self) is not ExtractiveAnswerer:  # a subclass may read more than the settings
             return self._answer(question, hits)
-        settings = (self.min_score, self.max_sentences, self.relative_cutoff, self.k1, self.b)
-        return _answered(settings, question, tuple(hit.text for hit in hits)).model_copy(deep=True)
+        return _answered(self._settings(), question, tuple(hit.text for hit in hits)).model_copy(deep=True)
+
+    def answer_batch(self, items: Sequence[tuple[str, Sequence[Hit]]]) -> list[Answer]:
+        """Each ``(question, hits)`` answered as :meth:`answer` answers it; what an earlier process
+        answered comes from :mod:`ragsweep.answer.stored_answers`."""
+        store = StoredAnswers.default() if type(self) is ExtractiveAnswerer else None
+        if store is None:
+            return [self.answer(question, list(hits)) for question, hits in items]
+        settings = self._settings()
+        texts = [tuple(hit.text for hit in hits) for _, hits in items]
+        keys = [answer_key(settings, question, t) for (question, _), t in zip(items, texts, strict=True)]
+        found = store.get_many(keys)
+        computed: dict[str, Answer] = {}
+        out: list[Answer] = []
+        given: set[str] = set()
+        for key, (question, _), t in zip(keys, items, texts, strict=True):
+            if (answer := found.get(key) or computed.get(key)) is None:
+                answer = computed[key] = _answered(settings, question, t).model_copy(deep=True)
+            out.append(answer.model_copy(deep=True) if key in given else answer)  # each case its own object
+            given.add(key)
+        store.put_many(computed)
+        return out
+
+    def _settings(self) -> tuple[float, int, float, float, float]:
+        return (self.min_score, self.max_sentences, self.relative_cutoff, self.k1, self.b)
 
     def _answer(self, question: str, hits: list[Hit]) -> Answer:
         ranked = self.score_sentences(question, hits)

@@ -21,14 +21,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ragsweep.answer.base import IDK, Answer
 from ragsweep.answer.prompt import validate_template
 from ragsweep.answer.refusal import is_refusal as metric_refusal
 from ragsweep.core.hits import Hit
-from ragsweep.llm.client import ChatResult, LLMClient, Messages
 from ragsweep.llm.cost import CallEstimate, count_message_tokens
 from ragsweep.llm.settings import LLMSettings
+
+if TYPE_CHECKING:  # the client (with httpx) is imported where one is made
+    from ragsweep.llm.client import ChatResult, LLMClient, Messages
 
 NOT_FOUND_RESPONSE = "No information found."
 
@@ -197,7 +200,11 @@ class LLMAnswerer:
         self.prompt_template = validate_template(prompt_template or DEFAULT_PROMPT_TEMPLATE)
         self.chunk_format = chunk_format
         self.not_found_response = not_found_response
-        self.client = client or LLMClient(settings)
+        if client is None:
+            from ragsweep.llm.client import LLMClient  # deferred: httpx, for a client only
+
+            client = LLMClient(settings)
+        self.client = client
         self.name = f"llm:{settings.model}"
 
     def __repr__(self) -> str:

@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ragsweep.answer.base import Answer
 from ragsweep.datasets.pathway_limits import served_app_failure
@@ -26,11 +26,13 @@ from ragsweep.execution.local import LOCAL
 from ragsweep.llm.settings import LLMSettings
 from ragsweep.metrics.judge import JudgeVerdict, LLMJudge
 from ragsweep.metrics.ragas_bridge import ragas_answer_scores_batch
-from ragsweep.metrics.ragas_llm import RagasCase, RagasLLMScorer
 from ragsweep.pipeline.answering import answer_or_given, app_answers
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import Retrieved, Served, serve, store_depths
+
+if TYPE_CHECKING:  # ragas' LLM metrics (with the LLM client and httpx) are imported when asked for
+    from ragsweep.metrics.ragas_llm import RagasLLMScorer
 
 SCORE_BATCH = 64  # cases answered and scored together without an LLM (each result is still saved at once)
 
@@ -327,6 +329,8 @@ def score_ragas_llm(scorer: Any, cases: Sequence[Case], done: dict[str, CaseResu
     """ragas' LLM metrics for the answered cases without them; with replicates, each metric's value
     is the mean of its replicates and the result keeps every replicate value under
     ``llm_replicates``. True when anything was scored."""
+    from ragsweep.metrics.ragas_llm import RagasCase  # deferred: httpx, when ragas' LLM metrics are asked
+
     todo = [
         done[c.id]
         for c in cases

@@ -26,6 +26,7 @@ import subprocess
 import sys
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any, ClassVar, TypedDict, TypeVar
@@ -124,6 +125,10 @@ def package_versions() -> dict[str, str]:
 
 # ------------------------------------------------------------------ durable lines
 
+# json.dumps(..., ensure_ascii=False) builds an encoder per call; a run encodes thousands of lines
+_LINE = json.JSONEncoder(ensure_ascii=False)
+_VALUE = json.JSONEncoder(ensure_ascii=False, default=str)  # a report's values (a path, a date: their text)
+
 
 def _write_error(path: Path, err: OSError, saved: str) -> RunError:
     what = "the disk is full" if err.errno in (errno.ENOSPC, errno.EDQUOT) else str(err)
@@ -149,7 +154,7 @@ class JsonlWriter:
 
     def write(self, record: JsonObject | ChunkRow) -> None:
         try:
-            self.fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self.fh.write(_LINE.encode(record) + "\n")
             self.fh.flush()
             if (self.written + 1) % self.sync_every == 0:
                 os.fsync(self.fh.fileno())
@@ -268,6 +273,18 @@ def append_chunks(path: Path, hits: Iterable[Hit], known: dict[str, str]) -> int
     return written
 
 
+@cache
+def _saved_fields(model: type[Hit]) -> tuple[str, ...]:
+    return tuple(name for name in model.model_fields if name != "text")
+
+
+def saved_hit(hit: Hit) -> JsonObject:
+    """``hit.model_dump(exclude={"text"})``, read straight from its fields (each a plain value): a run
+    saves tens of thousands of served hits, and the dump cost more than writing them."""
+    values = vars(hit)
+    return {name: values[name] for name in _saved_fields(type(hit))}
+
+
 def write_json(path: Path, data: Any) -> None:
     """Write JSON atomically (a temp file then a rename); a failure names the file."""
     tmp = path.with_suffix(path.suffix + ".tmp")
@@ -288,10 +305,10 @@ def readable_json(value: Any, depth: int = 0) -> str:
         depth >= 2
         and not any(isinstance(v, (dict, list)) for v in (value.values() if isinstance(value, dict) else value))
     ):
-        return json.dumps(value, ensure_ascii=False, default=str)
+        return _VALUE.encode(value)
     pad, end = "  " * (depth + 1), "  " * depth
     if isinstance(value, dict):
-        lines = [f"{pad}{json.dumps(str(k), ensure_ascii=False)}: {readable_json(v, depth + 1)}" for k, v in items]
+        lines = [f"{pad}{_LINE.encode(str(k))}: {readable_json(v, depth + 1)}" for k, v in items]
         return "{\n" + ",\n".join(lines) + "\n" + end + "}"
     return "[\n" + ",\n".join(pad + readable_json(v, depth + 1) for v in items) + "\n" + end + "]"
 
@@ -543,7 +560,7 @@ class RunFolder:
         self.write_chunk_table(h for hits in retrieved.chunks_by_doc.values() for h in hits)
         with JsonlWriter(self.path / "hits.jsonl") as writer:
             for case_id, by_k in served.items():
-                lists: JsonObject = {str(k): [h.model_dump(exclude={"text"}) for h in hits] for k, hits in by_k.items()}
+                lists: JsonObject = {str(k): [saved_hit(h) for h in hits] for k, hits in by_k.items()}
                 writer.write({"id": case_id, "served": lists})
 
     def load_served(self) -> Retrieved | None:
@@ -636,7 +653,7 @@ class CaseFile:
         tmp = self.path.with_suffix(".jsonl.tmp")
         with tmp.open("w", encoding="utf-8") as fh:
             for result in results:
-                fh.write(json.dumps(compact(self._line(result), settled=settled), ensure_ascii=False) + "\n")
+                fh.write(_LINE.encode(compact(self._line(result), settled=settled)) + "\n")
         tmp.replace(self.path)
 
     def reset(self) -> None:

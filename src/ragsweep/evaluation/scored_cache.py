@@ -94,6 +94,7 @@ class Digests:
         self.texts = texts
         self._text: dict[str, str] = {}
         self._lists: dict[int, tuple[Sequence[Hit], str]] = {}  # the list kept: its id is not reused
+        self._hits: dict[int, tuple[Hit, str]] = {}  # likewise the hit
 
     def text(self, text: str) -> str:
         if (found := self._text.get(text)) is None:
@@ -104,10 +105,20 @@ class Digests:
         """A list of hits (memoised by the list object: each scope's candidates are one list, shared)."""
         if (known := self._lists.get(id(hits))) is not None:
             return known[1]
-        rows = [sorted((k, self.text(v) if k in ("text", "header") else v) for k, v in vars(h).items()) for h in hits]
-        digest = hashlib.blake2b(repr(rows).encode(), digest_size=16).hexdigest()
+        digest = hashlib.blake2b(repr([self._hit(h) for h in hits]).encode(), digest_size=16).hexdigest()
         self._lists[id(hits)] = (hits, digest)
         return digest
+
+    def _hit(self, hit: Hit) -> str:
+        """One hit's fields, named, its texts by their hashes (a hit in several lists is written once)."""
+        if (known := self._hits.get(id(hit))) is not None:
+            return known[1]
+        # every field by name (a subclass's too), in the model's order: an order that differs only misses
+        fields = dict(vars(hit))
+        fields["text"], fields["header"] = self.text(hit.text), self.text(hit.header)
+        row = repr(fields)
+        self._hits[id(hit)] = (hit, row)
+        return row
 
     def documents(self, ids: Sequence[str]) -> str:
         """The texts of these documents (absent ones as absent); :data:`EVERY_DOCUMENT` stands for all."""

@@ -35,9 +35,7 @@ def compact(line: JsonObject, *, settled: bool = False) -> JsonObject:
     out = _without_defaults(line, CaseResult)
     hits = _list(line["hits"])
     if hits:
-        out["hits"] = [
-            _without_defaults({k: v for k, v in _object(hit).items() if k != "text"}, JudgedHit) for hit in hits
-        ]
+        out["hits"] = [_without_defaults(_object(hit), JudgedHit, leave_out="text") for hit in hits]
     answer = line["answer"]
     if answer:
         out["answer"] = _without_defaults(_object(answer), Answer)
@@ -79,8 +77,15 @@ def _fields(model: type[BaseModel]) -> tuple[tuple[str, bool, Any, Callable[...,
     )
 
 
-def _defaults(model: type[BaseModel]) -> dict[str, Any]:
-    """Fresh default values (a new list or dict each call)."""
+@cache
+def _field_names(model: type[BaseModel]) -> frozenset[str]:
+    return frozenset(model.model_fields)
+
+
+@cache
+def _default_values(model: type[BaseModel]) -> dict[str, Any]:
+    """Each defaulted field's default, a factory's made once: only compared with, never handed out
+    (a line is compacted per case, so this is not rebuilt each time)."""
     return {name: factory() if factory else default for name, has, default, factory in _fields(model) if has}
 
 
@@ -88,9 +93,10 @@ def _same(value: Any, default: Any) -> bool:
     return value is None if default is None else type(value) is type(default) and value == default
 
 
-def _without_defaults(record: Mapping[str, JsonValue], model: type[BaseModel]) -> JsonObject:
-    defaults = _defaults(model)
-    return {k: v for k, v in record.items() if not (k in defaults and _same(v, defaults[k]))}
+def _without_defaults(record: Mapping[str, JsonValue], model: type[BaseModel], leave_out: str = "") -> JsonObject:
+    """``record`` without the fields at ``model``'s default, nor the key ``leave_out``."""
+    defaults = _default_values(model)
+    return {k: v for k, v in record.items() if k != leave_out and not (k in defaults and _same(v, defaults[k]))}
 
 
 def _with_defaults(record: Mapping[str, JsonValue], model: type[BaseModel]) -> JsonObject:
@@ -101,7 +107,8 @@ def _with_defaults(record: Mapping[str, JsonValue], model: type[BaseModel]) -> J
             out[name] = record[name]
         elif has:
             out[name] = factory() if factory else default
-    out.update((k, v) for k, v in record.items() if k not in out)
+    if not _field_names(model).issuperset(record):  # a key of no field: rare, so checked at once first
+        out.update((k, v) for k, v in record.items() if k not in out)
     return out
 
 

@@ -35,7 +35,6 @@ from ragsweep.execution.base import (
     RetrieveTaskInfo,
     TaskRecord,
 )
-from ragsweep.execution.embed_tasks import embed_batch, texts_to_embed
 from ragsweep.execution.parse_tasks import ParseDispatch
 from ragsweep.execution.registry import ExecutorSettings, register_executor
 from ragsweep.execution.shards import merge, split
@@ -175,6 +174,9 @@ class RayExecutor(Executor):
         each when the embedder may use one and the cluster has one). Returns this group's new embed tasks,
         and every embed task its shards must wait for (a text an earlier group's task is embedding is
         not embedded twice)."""
+        # deferred: the embedding cache imports numpy, which a run served from the caches never needs
+        from ragsweep.execution.embed_tasks import embed_batch, texts_to_embed
+
         embedder_id, missing = texts_to_embed(config, corpus)
         known = [self._embedding[(embedder_id, t)] for t in missing if (embedder_id, t) in self._embedding]
         earlier = list({id(r): r for r in known}.values())

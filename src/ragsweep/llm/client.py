@@ -26,15 +26,16 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 import httpx
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from ragsweep.core.errors import RunError
 from ragsweep.llm.cache import CACHE_HEADER, AsyncCachingTransport, CachingTransport, shared_cache
+from ragsweep.llm.call_stats import LLMCalls
 from ragsweep.llm.cost import Message, cost_usd, count_message_tokens, count_tokens
 from ragsweep.llm.endpoint import (
     ERROR_HEADER,
@@ -43,7 +44,6 @@ from ragsweep.llm.endpoint import (
     UNREACHABLE,
     AdaptiveLimit,
     AsyncEndpointTransport,
-    EndpointStats,
     EndpointTransport,
 )
 from ragsweep.llm.redact import mask, register_secret
@@ -169,45 +169,6 @@ def _usage(usage: object) -> tuple[int, int] | None:
     except (TypeError, ValueError):
         return None
     return (prompt, max(0, completion)) if prompt > 0 else None
-
-
-class LLMCalls(BaseModel):
-    """A client's calls (one ``chat`` each, however many attempts) and what its endpoint did."""
-
-    calls: int = 0
-    failed: int = 0
-    cached: int = 0
-    errors: dict[str, int] = Field(default_factory=dict)  # the failures by kind: "timeout", "http 429", ...
-    endpoint: EndpointStats = Field(default_factory=EndpointStats)
-
-    @property
-    def failure_rate(self) -> float:
-        return self.failed / self.calls if self.calls else 0.0
-
-    @classmethod
-    def total(cls, parts: Iterable["LLMCalls"]) -> "LLMCalls":
-        out = cls()
-        errors: Counter[str] = Counter()
-        for part in parts:
-            out.calls, out.failed, out.cached = (
-                out.calls + part.calls,
-                out.failed + part.failed,
-                out.cached + part.cached,
-            )
-            errors.update(part.errors)
-            out.endpoint.add(part.endpoint)
-        out.errors = dict(errors.most_common())
-        return out
-
-    def why(self) -> str:
-        """``3x timeout, 1x http 500``: the failures by kind ("" without any)."""
-        return ", ".join(f"{n}x {kind}" for kind, n in self.errors.items())
-
-    def line(self, what: str = "LLM") -> str:
-        """``LLM: 40 calls, 3 failed (7.5%: 3x timeout), 5 from cache`` and the endpoint's line."""
-        why = self.why()
-        failed = f"{self.failed} failed ({self.failure_rate:.1%}{': ' + why if why else ''})"
-        return f"{what}: {self.calls} calls, {failed}, {self.cached} from cache; {self.endpoint.line()}"
 
 
 _TRANSIENT = ("timeout", "connection error", "http 408", "http 409", "http 429", "http 5")

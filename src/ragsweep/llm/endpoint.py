@@ -41,10 +41,10 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 
 import httpx
-from pydantic import BaseModel
 
 from ragsweep.core.environment import proxy_configured
 from ragsweep.core.reachability import RETRY_S, unreachable
+from ragsweep.llm.call_stats import EndpointStats
 
 ERROR_HEADER = "x-ragsweep-error"
 OVERSIZED = "oversized"
@@ -55,36 +55,6 @@ MAX_TIMEOUT_FACTOR = 4  # a retry waits at most this many timeouts for its reply
 RETRY_HEADER = "x-stainless-retry-count"  # the openai client's count of the attempts before this one
 _CONGESTION = {429: "rate_limited", 503: "unavailable"}
 _CAPPED_SUFFIXES = ("/chat/completions", "/completions")
-
-
-class EndpointStats(BaseModel):
-    """What the endpoint did to a client's attempts, and the limit it left."""
-
-    attempts: int = 0  # requests sent (the openai client's retries included)
-    timeouts: int = 0
-    rate_limited: int = 0  # 429s and 503s
-    oversized: int = 0
-    cuts: int = 0  # times the limit came down (a congestion signal at one call in flight changes nothing)
-    limit_high: int = 0  # the most calls in flight the limit allowed
-    limit_end: int = 0
-    ceiling: int = 0  # settings.concurrency
-
-    def add(self, other: "EndpointStats") -> None:
-        """Another client's (a sweep's configurations, eval's answerer and judge): counts add up."""
-        for name in ("attempts", "timeouts", "rate_limited", "oversized", "cuts"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.limit_high = max(self.limit_high, other.limit_high)
-        self.ceiling = max(self.ceiling, other.ceiling)
-        self.limit_end = other.limit_end
-
-    def line(self) -> str:
-        """How the endpoint behaved, for a command's summary."""
-        retried = f"{self.timeouts} timeout(s), {self.rate_limited} rate limit(s) (429/503)"
-        cut = f", halved {self.cuts}x" if self.cuts else ""
-        return (
-            f"endpoint: {self.attempts} request(s), {retried}, {self.oversized} oversized reply(ies); "
-            f"parallel calls up to {self.limit_high} of {self.ceiling}{cut}, {self.limit_end} at the end"
-        )
 
 
 class AdaptiveLimit:

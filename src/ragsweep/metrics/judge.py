@@ -33,18 +33,21 @@ from __future__ import annotations
 import re
 import statistics
 from collections.abc import Mapping, Sequence
-from typing import Protocol, TypedDict
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from pydantic import BaseModel
 from typing_extensions import TypedDict as ModelDict
 
 from ragsweep.answer.llm import is_refusal
 from ragsweep.datasets.schema import ReferenceVerdict
-from ragsweep.llm.client import ChatResult, LLMClient, Messages
 from ragsweep.llm.cost import CallEstimate, count_message_tokens
 from ragsweep.llm.replies import as_verdict, json_objects
 from ragsweep.llm.settings import LLMSettings
 from ragsweep.metrics import registry
+
+if TYPE_CHECKING:  # the client (with httpx) is imported where one is made: a run without a judge reads
+    # only this module's verdict records
+    from ragsweep.llm.client import ChatResult, LLMClient, Messages
 
 JUDGE_SYSTEM_PROMPT = (
     "Your task is to determine the answer correctness in a RAG system. "
@@ -305,7 +308,11 @@ class LLMJudge:
         if replicates < 1:
             raise ValueError(f"replicates must be >= 1, got {replicates}")
         self.settings = settings
-        self.client = client or LLMClient(settings)
+        if client is None:
+            from ragsweep.llm.client import LLMClient  # deferred: httpx, for a client only
+
+            client = LLMClient(settings)
+        self.client = client
         self.name = f"llm-judge:{settings.model}"
         self.replicates = replicates
         self.temperature = temperature

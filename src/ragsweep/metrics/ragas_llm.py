@@ -48,12 +48,12 @@ from pydantic import BaseModel
 
 from ragsweep.answer.llm import is_refusal
 from ragsweep.core.offline import embedder_model_path, ensure_offline
-from ragsweep.llm.cache import shared_cache
-from ragsweep.llm.client import describe_error, make_async_openai
 from ragsweep.llm.cost import CallEstimate, count_tokens
 from ragsweep.llm.settings import LLMSettings
 from ragsweep.metrics.registry import RAGAS_LLM_METRICS
 
+# the LLM client and its cache (with httpx) are imported where ragas is asked: a run without ragas' LLM
+# metrics reads only this module's names
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
     from ragas.embeddings.base import BaseRagasEmbedding
@@ -254,6 +254,8 @@ class RagasLLMScorer:
             except Exception as err:  # noqa: BLE001 - recorded per case
                 cause = err.__cause__ or err
                 log.debug("ragas %s failed", name, exc_info=True)
+                from ragsweep.llm.client import describe_error  # deferred: httpx
+
                 return MetricScore(error=describe_error(cause, self.settings))
         value = result.value
         try:
@@ -265,6 +267,8 @@ class RagasLLMScorer:
         return MetricScore(value=min(1.0, max(0.0, value)))
 
     async def ascore_batch(self, cases: Sequence[RagasCase]) -> list[dict[str, MetricScore]]:
+        from ragsweep.llm.client import make_async_openai  # deferred: httpx
+
         client = make_async_openai(self.settings)
         try:
             built = self._build(client)
@@ -287,6 +291,8 @@ class RagasLLMScorer:
 
     def score_batch(self, cases: Sequence[RagasCase | Mapping[str, object]]) -> list[dict[str, MetricScore]]:
         """Scores in input order; bounded by ``settings.concurrency`` metric computations at a time."""
+        from ragsweep.llm.cache import shared_cache  # deferred: httpx
+
         items = [c if isinstance(c, RagasCase) else RagasCase.model_validate(c) for c in cases]
         cache = shared_cache(self.settings.cache_path()) if self.settings.cache else None
         # `is not None`, never the cache's truthiness: that would query (and could trip on) the file

@@ -15,7 +15,6 @@ from ragsweep.answer.refusal import is_refusal
 from ragsweep.core.hits import Hit
 from ragsweep.datasets.schema import Case
 from ragsweep.llm.settings import LLMSettings
-from ragsweep.pipeline.app_answerer import AppAnswerer, answer_together
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import parsed_scopes
@@ -25,6 +24,9 @@ def make_answerer(config: PipelineConfig, use_llm: bool) -> tuple[Any, Any]:
     """With ``--llm``, the app's own question answerer when the pipeline declares one; else
     ragsweep's LLM answerer when asked for (or configured), else the extractive one."""
     if use_llm and config.question_answerer_ref() is not None:
+        # deferred: the app's answerer brings the LLM client and httpx, which other runs never need
+        from ragsweep.pipeline.app_answerer import AppAnswerer
+
         return AppAnswerer(config), LLMSettings.from_mapping(config.scalars())
     if use_llm or config.variables.llm_model:
         settings = LLMSettings.from_mapping(config.scalars())
@@ -56,10 +58,12 @@ def app_answers_together(
 ) -> None:
     """The app question answerers of several configurations of one index asked in one Pathway run, over
     one DocumentStore; each keeps its answers for :func:`app_answers` (other answerers: nothing to do)."""
-    apps = [a for a in answerers if isinstance(a, AppAnswerer)]
+    apps = [a for a in answerers if hasattr(a, "answer_cases")]  # as app_answers tells them apart
     todo = [c for c in cases if not (use_given and c.response is not None)]
     if len(apps) < 2 or not todo:
         return
+    from ragsweep.pipeline.app_answerer import answer_together  # deferred: the LLM client, httpx
+
     for app in apps:
         app.corpus = corpus
     answer_together(apps, todo, parsed_scopes(todo, {d.doc_id for d in corpus.documents}))

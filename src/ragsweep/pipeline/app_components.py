@@ -28,18 +28,19 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, TypeVar, cast
 
-import numpy as np
 from pydantic import BaseModel
 
 from ragsweep.core import environment
 from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
-from ragsweep.llm.client import describe_error
 from ragsweep.llm.cost import cost_text
-from ragsweep.llm.endpoint import unreachable_reason
 from ragsweep.pipeline.arguments import ComponentArguments
 
 if TYPE_CHECKING:
+    import numpy as np
     import tiktoken
+
+# numpy, the LLM client and the endpoint probe (with httpx) are imported where a component works: a run
+# whose every list comes from the caches reads this module's records and needs none of them
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, npy BLOB)",)
 # arguments that change how a component calls, never what it computes
@@ -75,6 +76,8 @@ def _advice(err: BaseException) -> str:
 
 def describe_failure(label: str, name: str, component: object, err: BaseException) -> str:
     """One line: ``$embedder: OpenAIEmbedder at http://...: connection error ...; what to do``."""
+    from ragsweep.llm.client import describe_error  # deferred: httpx
+
     return f"{label}: {name} at {endpoint_of(component)}: {describe_error(err)}; {_advice(err)}"
 
 
@@ -87,6 +90,8 @@ class VectorCache:
     def get_many(self, keys: list[str]) -> dict[str, np.ndarray]:
         if self._db is None or not keys:
             return {}
+
+        import numpy as np
 
         def read(conn) -> dict[str, np.ndarray]:
             found: dict[str, np.ndarray] = {}
@@ -102,6 +107,8 @@ class VectorCache:
     def put_many(self, items: dict[str, np.ndarray]) -> None:
         if self._db is None or not items:
             return
+        import numpy as np
+
         rows = []
         for key, vector in items.items():
             buffer = io.BytesIO()
@@ -261,6 +268,8 @@ def check_endpoint(embedder: object) -> None:
         return
     if not embedder.not_cached([PROBE_TEXT]):
         return
+    from ragsweep.llm.endpoint import unreachable_reason  # deferred: httpx
+
     if (reason := unreachable_reason(endpoint_of(embedder))) is not None:  # not the client's minute of retries
         failure = describe_failure(embedder.component, type(embedder).__name__, embedder, ConnectionError(reason))
         raise AppComponentError(failure)
@@ -434,6 +443,8 @@ class _CachedEmbedding:
         """The vectors (or the failure) of the texts this call announced, to the calls awaiting them."""
         if isinstance(plan.inputs, str) or not plan.keys or not plan.missing:
             return
+        import numpy as np
+
         in_flight = self.in_flight[id(asyncio.get_running_loop())]
         for i, text in enumerate(plan.missing):
             future = in_flight.pop(self.key("text", text), None)
@@ -483,6 +494,8 @@ class _CachedEmbedding:
         return failure
 
     def finish(self, plan: _Plan) -> Any:
+        import numpy as np
+
         if not plan.keys:  # passed through
             return plan.computed
         if isinstance(plan.inputs, str):  # a list of vectors (OpenAIEmbedder's) or one vector, as returned

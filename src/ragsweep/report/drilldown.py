@@ -107,6 +107,7 @@ def drilldown_html(cases: Sequence[CaseResult], k: int | None) -> str:
 def build_drilldown(cases: Sequence[CaseResult]) -> Drilldown:
     """Every case's view; each chunk once, its text cut one character past the most a case shows."""
     metrics = ordered({m for c in cases for m in c.metrics})
+    values = _Values(metrics)
     position: dict[str, int] = {}
     rows: list[ChunkView] = []  # each text whole
     relevant: list[bool] = []  # each row: shown as relevant somewhere
@@ -121,7 +122,7 @@ def build_drilldown(cases: Sequence[CaseResult]) -> Drilldown:
                 relevant.append(False)
             relevant[position[key]] |= h.relevant
             hits.append(HitView(position[key], h.rank, shown(h.score), h.relevant, h.grade))
-        views.append(_case_view(case, metrics, hits))
+        views.append(_case_view(case, values(case), hits))
     chunks = [
         row._replace(text=row.text[: (HIT_TEXT_CHARS if shown_relevant else OTHER_HIT_TEXT_CHARS) + 1])
         for row, shown_relevant in zip(rows, relevant)
@@ -137,6 +138,26 @@ def shown(value: float | None) -> float | int | None:
         return None
     rounded = float(f"{v:.0f}") if abs(v) >= 100 else float(f"{v:.3f}")
     return int(rounded) if rounded.is_integer() else rounded
+
+
+class _Values:
+    """Each case's values of ``metrics`` as shown: every case shows one value per metric, and most
+    values recur (0, 1), so each distinct value is rounded once."""
+
+    def __init__(self, metrics: list[str]):
+        self.metrics = metrics
+        self.own_k = [m.endswith("@k") for m in metrics]  # at the case's own top_k (CaseResult.metric)
+        self.shown: dict[float | None, float | int | None] = {}  # equal values (1, 1.0) are shown alike
+
+    def __call__(self, case: CaseResult) -> list[float | int | None]:
+        by_name, seen = case.metrics, self.shown
+        out = []
+        for m, own_k in zip(self.metrics, self.own_k, strict=True):
+            value = case.metric(m) if own_k else by_name.get(m)
+            if value not in seen:
+                seen[value] = shown(value)
+            out.append(seen[value])
+        return out
 
 
 def embedded_cases(views: list[CaseView]) -> list[int]:
@@ -174,7 +195,7 @@ def pack(data: str | PageData) -> str:
     return base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)).decode("ascii")
 
 
-def _case_view(case: CaseResult, metrics: list[str], hits: list[HitView]) -> CaseView:
+def _case_view(case: CaseResult, values: list[float | int | None], hits: list[HitView]) -> CaseView:
     answer, judge = case.answer, case.judge
     return CaseView(
         id=case.id,
@@ -188,7 +209,7 @@ def _case_view(case: CaseResult, metrics: list[str], hits: list[HitView]) -> Cas
         else AnswerView("", "", False, None, []),
         judge=(judge.is_correct, judge.reason) if judge is not None else None,
         kinds=case_failures(case),
-        values=[shown(case.metric(m)) for m in metrics],
+        values=values,
         hits=hits,
     )
 

@@ -7,8 +7,10 @@ text from the run (questions, contract chunks, answers) is HTML-escaped.
 from __future__ import annotations
 
 import datetime as _dt
+import gc
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,10 +63,25 @@ def write_html_report(run_dir: str | Path, out: str | Path | None = None, *, liv
     ``live``: a watch's evaluation, whose page follows the watch when served (report/live.py)."""
     run_dir = Path(run_dir)
     kind = run_kind(run_dir)
-    page = _sweep_page(run_dir) if kind == "sweep" else _eval_page(run_dir, live)
+    with _collection_paused():
+        page = _sweep_page(run_dir) if kind == "sweep" else _eval_page(run_dir, live)
     path = Path(out) if out is not None else run_dir / "report.html"
     path.write_text(page, encoding="utf-8")
     return path
+
+
+@contextmanager
+def _collection_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a page is built: it allocates a case object per case, which
+    live until the page is written, and each full collection meanwhile scans the whole process (after
+    an eval: its corpus and lists) to find no garbage. Refcounting still frees what the page drops."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 # ----------------------------------------------------------------------------- page assembly

@@ -244,9 +244,13 @@ def _line_top_k(line: Mapping[str, Any]) -> int:
     return max(ks, default=1)
 
 
-def _without_aliases(values: dict[str, float | None]) -> dict[str, float | None]:
-    aliases = {f"{family}@k" for family in at_k_families()}  # what sweep lines up to layout 3 carried
-    return {name: v for name, v in values.items() if name not in aliases}
+def _aliases() -> frozenset[str]:
+    """The own-k names (``recall@k``) that sweep lines up to layout 3 carried."""
+    return frozenset(f"{family}@k" for family in at_k_families())
+
+
+def _without_aliases(values: dict[str, float | None], aliases: frozenset[str]) -> dict[str, float | None]:
+    return values if aliases.isdisjoint(values) else {name: v for name, v in values.items() if name not in aliases}
 
 
 def case_results(lines: Sequence[Mapping[str, Any]], path: Path, top_k: int | None = None) -> list[CaseResult]:
@@ -254,6 +258,7 @@ def case_results(lines: Sequence[Mapping[str, Any]], path: Path, top_k: int | No
     ``top_k`` gets ``top_k`` (its folder's, :func:`stored_top_k`); the own-k aliases of old sweep
     lines (``recall@k``...) are left out: :meth:`CaseResult.metric` gives them."""
     out = []
+    aliases = _aliases()  # once: the registry builds it anew each time
     for n, line in enumerate(lines, 1):
         record = dict(line)
         if "top_k" not in record:
@@ -262,7 +267,9 @@ def case_results(lines: Sequence[Mapping[str, Any]], path: Path, top_k: int | No
             case = CaseResult.model_validate(record)
         except ValidationError as err:
             raise _invalid(Path(f"{path}:{n}"), err, "a case record") from err
-        case.metrics, case.chance, case.oracle = (_without_aliases(v) for v in (case.metrics, case.chance, case.oracle))
+        case.metrics, case.chance, case.oracle = (
+            _without_aliases(v, aliases) for v in (case.metrics, case.chance, case.oracle)
+        )
         out.append(case)
     return out
 

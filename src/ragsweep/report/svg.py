@@ -33,6 +33,9 @@ def _hex(c: str) -> tuple[int, int, int]:
     return int(c[1:3], 16), int(c[3:5], 16), int(c[5:7], 16)
 
 
+_VIRIDIS_RGB = [_hex(c) for c in _VIRIDIS]  # parsed once: a heatmap colours thousands of cells
+
+
 def color(t: float | None) -> str:
     """Viridis colour of ``t`` in [0, 1]; light grey for missing."""
     if t is None or math.isnan(t):
@@ -41,7 +44,7 @@ def color(t: float | None) -> str:
     pos = t * (len(_VIRIDIS) - 1)
     i = min(int(pos), len(_VIRIDIS) - 2)
     f = pos - i
-    a, b = _hex(_VIRIDIS[i]), _hex(_VIRIDIS[i + 1])
+    a, b = _VIRIDIS_RGB[i], _VIRIDIS_RGB[i + 1]
     r, g, bl = (round(a[j] + (b[j] - a[j]) * f) for j in range(3))
     return f"#{r:02x}{g:02x}{bl:02x}"
 

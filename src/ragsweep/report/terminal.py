@@ -13,7 +13,7 @@ from ragsweep.evaluation.manifest import DatasetManifest
 from ragsweep.evaluation.records import ConfigResult, HoldoutVerdict, RunResult, SweepResult
 from ragsweep.evaluation.scoring import unlocated_lines
 from ragsweep.evaluation.sweep import shown_value
-from ragsweep.llm.client import LLMCalls
+from ragsweep.llm.call_stats import LLMCalls
 from ragsweep.metrics.registry import REPEATS, lower_is_better, summary_metrics
 from ragsweep.metrics.uninformative import answerer_way, uninformative
 from ragsweep.report.values import mean_of
