@@ -17,12 +17,14 @@ Measured side by side in ONE process run (see benchmarks/README.md):
     dot product (BM25 search time is not counted: a lower bound).
 
     python benchmarks/sweep_vs_server.py [--dataset datasets/cuad] [--limit 20] [--grid pipelines/sweep.yaml]
+                                         [--documents N | --full-corpus]
     python benchmarks/sweep_vs_server.py --smoke
 
 By default only the documents the selected cases refer to are indexed: a temporary copy of the
-dataset holds them (symlinked), the cases that refer to nothing else, its dataset.yaml and a
-README, so it is a valid dataset of its own. ``--smoke``: 3 cases of ``datasets/cuad-mini`` (1
-contract) and a grid of 1 configuration (hybrid, 250-600 tokens, top_k 3; each configuration of
+dataset holds them (copied), the cases that refer to nothing else, its dataset.yaml and a
+README, so it is a valid dataset of its own; ``--documents N`` adds the next documents the dataset's
+cases refer to, up to N. ``--smoke``: 3 cases of ``datasets/cuad-mini`` (1 contract, in a corpus of 2)
+and a grid of 1 configuration (hybrid, 250-600 tokens, top_k 3; each configuration of
 (b) is a server start, about 10 s): the same three measurements, a check that the script runs
 (``make test`` does it), not a measurement.
 """
@@ -47,6 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_LIMIT = 20  # 1 CUAD contract; (b) costs ~1 s per HTTP query on 2 cores
 PIPELINE = ROOT / "pipelines" / "default.yaml"
 SMOKE_LIMIT = 3
+SMOKE_DOCUMENTS = 2  # the cases' contract and one more: --documents runs too
 SMOKE_GRID = """grid:
   chunking:
     - {min_tokens: 250, max_tokens: 600}
@@ -171,14 +174,21 @@ def line(label: str, value) -> None:
     print(f"{label:<48} {value}", flush=True)
 
 
-def scoped_copy(dataset, cases, target: Path) -> list[str]:
+def scoped_copy(dataset, cases, target: Path, documents: int | None = None) -> list[str]:
     """A dataset folder holding only the documents ``cases`` refer to (copied: a symlink out of the
     documents folder is not indexed), the source's cases
-    that refer to nothing else (in its order), its dataset.yaml and a README; returns the doc ids."""
+    that refer to nothing else (in its order), its dataset.yaml and a README; returns the doc ids.
+
+    ``documents``: at least this many documents, those of ``cases`` first, then the next ones the
+    dataset's cases refer to, in their order (a corpus of that size queried by the same cases)."""
     from ragsweep.datasets.loader import write_cases
 
-    scoped = sorted({d for c in cases for d in (c.doc_scope or [])})
-    keep = set(scoped)
+    keep = {d for c in cases for d in (c.doc_scope or [])}
+    for case in dataset.cases:
+        if documents is None or len(keep) >= documents:
+            break
+        keep.update(case.doc_scope or [])
+    scoped = sorted(keep)
     (target / "docs").mkdir(parents=True)
     for d in scoped:
         shutil.copy2(Path(dataset.docs_dir) / d, target / "docs" / d)
@@ -222,6 +232,12 @@ def main() -> int:
         "default: only the documents the selected cases refer to (a temporary copy of the dataset)",
     )
     ap.add_argument(
+        "--documents",
+        type=int,
+        help="index this many documents: those the cases refer to, then the next ones of the dataset "
+        "(a corpus between the cases' own documents and --full-corpus)",
+    )
+    ap.add_argument(
         "--smoke",
         action="store_true",
         help=f"{SMOKE_LIMIT} cases of datasets/cuad-mini, 1 configuration: does it run (not a measurement)",
@@ -243,6 +259,7 @@ def main() -> int:
     os.chdir(ROOT)
     if args.smoke:
         args.dataset, args.limit, args.full_corpus = "datasets/cuad-mini", SMOKE_LIMIT, False
+        args.documents = SMOKE_DOCUMENTS
         args.grid = str(tmp / "smoke-grid.yaml")
         Path(args.grid).write_text(SMOKE_GRID)
         print(
@@ -272,10 +289,11 @@ def main() -> int:
     cases = list(dataset.cases)[: args.limit]
     if not args.full_corpus:
         copy = tmp / "dataset" / Path(args.dataset).name
-        scoped = scoped_copy(dataset, cases, copy)
+        scoped = scoped_copy(dataset, cases, copy, args.documents)
+        whose = "referenced by the" if args.documents is None else "(--documents): those of the"
         line(
             "corpus",
-            f"scoped (default; --full-corpus to index all): {len(scoped)} documents referenced by the {len(cases)} "
+            f"scoped (default; --full-corpus to index all): {len(scoped)} documents {whose} {len(cases)} "
             f"cases (copy in {copy})",
         )
         args.dataset = str(copy)

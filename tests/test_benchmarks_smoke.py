@@ -201,7 +201,7 @@ def _scale(s: dict) -> None:
 
 
 def _sweep_vs_server(s: dict) -> None:
-    assert s["configurations"] == 1 and s["cases"] == 3 and s["documents"] == 1
+    assert s["configurations"] == 1 and s["cases"] == 3 and s["documents"] == 2
     assert s["a_embedded_texts_cold"] > 0 and s["a_embedded_texts_warm"] == 0
     assert s["b_s"] > 0 and s["unavoidable_s"] > 0
 
