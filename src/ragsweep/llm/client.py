@@ -21,7 +21,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -37,16 +36,9 @@ from ragsweep.core.errors import RunError
 from ragsweep.llm.cache import CACHE_HEADER, AsyncCachingTransport, CachingTransport, shared_cache
 from ragsweep.llm.call_stats import LLMCalls
 from ragsweep.llm.cost import Message, cost_usd, count_message_tokens, count_tokens
-from ragsweep.llm.endpoint import (
-    ERROR_HEADER,
-    MAX_TIMEOUT_FACTOR,
-    OVERSIZED,
-    UNREACHABLE,
-    AdaptiveLimit,
-    AsyncEndpointTransport,
-    EndpointTransport,
-)
-from ragsweep.llm.redact import mask, register_secret
+from ragsweep.llm.endpoint import AdaptiveLimit, AsyncEndpointTransport, EndpointTransport
+from ragsweep.llm.errors import UNREACHABLE, describe_error
+from ragsweep.llm.redact import register_secret
 from ragsweep.llm.settings import LLMSettings
 
 if TYPE_CHECKING:
@@ -131,32 +123,6 @@ def make_async_openai(settings: LLMSettings) -> openai.AsyncOpenAI:
         max_retries=settings.max_retries,
         http_client=http_client,
     )
-
-
-def describe_error(err: BaseException, settings: LLMSettings | None = None) -> str:
-    """One line, no secret."""
-    import openai
-
-    transport_error = err.response.headers.get(ERROR_HEADER) if isinstance(err, openai.APIStatusError) else None
-    if isinstance(err, openai.APIStatusError) and transport_error in (OVERSIZED, UNREACHABLE):
-        body = err.body if isinstance(err.body, dict) else {}
-        text = f"{'oversized reply' if transport_error == OVERSIZED else UNREACHABLE}: {body.get('message') or err.message}"
-    elif isinstance(err, (json.JSONDecodeError, openai.APIResponseValidationError)):
-        text = f"malformed reply: {type(err).__name__}: {err}"
-    elif isinstance(err, openai.APITimeoutError):
-        text = f"timeout: no reply within the timeout after retries (each waited longer, up to {MAX_TIMEOUT_FACTOR}x)"
-    elif isinstance(err, openai.APIConnectionError):
-        text = f"connection error after retries: {err.__cause__ or err}"
-    elif isinstance(err, openai.APIStatusError):
-        text = f"http {err.status_code}: {err.message}"
-    else:
-        text = f"{type(err).__name__}: {err}"
-    text = " ".join(str(text).split())[:500]
-    if settings is not None:
-        secret = settings.api_key.get_secret_value()
-        if secret:
-            text = text.replace(secret, "***")
-    return mask(text)
 
 
 def _usage(usage: object) -> tuple[int, int] | None:

@@ -6,7 +6,7 @@ neither the limit nor the cap), :class:`EndpointTransport`:
 - **Bounded replies.** A chat reply is read (decoded) up to ``max_reply_bytes``; a bigger one
   is never read further: the transport answers for it with a 502 carrying ``x-should-retry: false``
   (the openai client obeys it: an oversized reply is the endpoint's, asking again gets the same)
-  and :data:`ERROR_HEADER`, which :func:`ragsweep.llm.client.describe_error` names. Being no 200,
+  and :data:`ERROR_HEADER`, which :func:`ragsweep.llm.errors.describe_error` names. Being no 200,
   it is never cached. Embedding replies are not capped: their size follows the request.
 - **Adaptive concurrency.** Every attempt to reach the endpoint (the openai client's retries
   included) takes a slot of the client's :class:`AdaptiveLimit`, an AIMD limit as TCP's
@@ -18,7 +18,7 @@ neither the limit nor the cap), :class:`EndpointTransport`:
   about as many as it can answer within the timeout, and no queue of calls that time out.
 - **No retries against nobody.** A refused connection or a host name that does not resolve is tried
   once more after half a second, then answered with a 502 carrying ``x-should-retry: false`` and
-  :data:`ERROR_HEADER` ``unreachable`` (:func:`ragsweep.llm.client.describe_error` names it, and the
+  :data:`ERROR_HEADER` ``unreachable`` (:func:`ragsweep.llm.errors.describe_error` names it, and the
   client ends the run): the openai client's retries would wait a minute per call for the same refusal.
 - **Timeouts that back off.** The openai client retries a timeout after a short sleep (0.5 s x 2^n,
   up to 8 s; ``Retry-After`` honoured), with the same timeout: against an endpoint that needs
@@ -45,13 +45,10 @@ import httpx
 from ragsweep.core.environment import proxy_configured
 from ragsweep.core.reachability import RETRY_S, unreachable
 from ragsweep.llm.call_stats import EndpointStats
+from ragsweep.llm.errors import ERROR_HEADER, MAX_TIMEOUT_FACTOR, OVERSIZED, UNREACHABLE
 
-ERROR_HEADER = "x-ragsweep-error"
-OVERSIZED = "oversized"
-UNREACHABLE = "unreachable"
 UNREACHABLE_RETRY_S = RETRY_S  # one short second try (a server restarting), not the openai client's backoff
 QUICK_SHARE = 0.25  # a success within this share of the timeout is quick
-MAX_TIMEOUT_FACTOR = 4  # a retry waits at most this many timeouts for its reply
 RETRY_HEADER = "x-stainless-retry-count"  # the openai client's count of the attempts before this one
 _CONGESTION = {429: "rate_limited", 503: "unavailable"}
 _CAPPED_SUFFIXES = ("/chat/completions", "/completions")

@@ -49,6 +49,7 @@ from pydantic import BaseModel
 from ragsweep.answer.llm import is_refusal
 from ragsweep.core.offline import embedder_model_path, ensure_offline
 from ragsweep.llm.cost import CallEstimate, count_tokens
+from ragsweep.llm.errors import describe_error
 from ragsweep.llm.settings import LLMSettings
 from ragsweep.metrics.registry import RAGAS_LLM_METRICS
 
@@ -254,8 +255,6 @@ class RagasLLMScorer:
             except Exception as err:  # noqa: BLE001 - recorded per case
                 cause = err.__cause__ or err
                 log.debug("ragas %s failed", name, exc_info=True)
-                from ragsweep.llm.client import describe_error  # deferred: httpx
-
                 return MetricScore(error=describe_error(cause, self.settings))
         value = result.value
         try:

@@ -33,13 +33,14 @@ from pydantic import BaseModel
 from ragsweep.core import environment
 from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
 from ragsweep.llm.cost import cost_text
+from ragsweep.llm.errors import describe_error
 from ragsweep.pipeline.arguments import ComponentArguments
 
 if TYPE_CHECKING:
     import numpy as np
     import tiktoken
 
-# numpy, the LLM client and the endpoint probe (with httpx) are imported where a component works: a run
+# numpy and the endpoint probe (with httpx) are imported where a component works: a run
 # whose every list comes from the caches reads this module's records and needs none of them
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, npy BLOB)",)
@@ -76,8 +77,6 @@ def _advice(err: BaseException) -> str:
 
 def describe_failure(label: str, name: str, component: object, err: BaseException) -> str:
     """One line: ``$embedder: OpenAIEmbedder at http://...: connection error ...; what to do``."""
-    from ragsweep.llm.client import describe_error  # deferred: httpx
-
     return f"{label}: {name} at {endpoint_of(component)}: {describe_error(err)}; {_advice(err)}"
 
 
