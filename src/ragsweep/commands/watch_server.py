@@ -1,6 +1,6 @@
 """`ragsweep watch --serve PORT`: the watched folder's newest report.html on 127.0.0.1, for a page that follows.
 
-Three routes, GET only: ``/`` (and ``/report.html``), the report.html of the newest complete evaluation
+Three routes, GET (and HEAD: its headers alone) only: ``/`` (and ``/report.html``), the report.html of the newest complete evaluation
 (``current`` resolved at each request); ``/live.json``, which evaluation that is; nothing else (404). The
 page's own script (report/live.py) polls ``/live.json`` and swaps the new report in without a reload.
 Bound to 127.0.0.1 only, and a request must name that host (a page elsewhere cannot rebind a name to it).
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -52,6 +53,13 @@ class LiveServer(ThreadingHTTPServer):
         self.server_close()
         self._thread.join(timeout=5)
 
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A client that went away mid-reply (a closed tab, a reload) is not an error; others are one line."""
+        err = sys.exc_info()[1]
+        if isinstance(err, ConnectionError):
+            return
+        print(f"ragsweep: watch --serve: a request failed: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
+
     def newest(self) -> Path | None:
         """The current run folder, if it is one of the watch folder's own (never a path outside it)."""
         run = self.current()
@@ -93,9 +101,10 @@ class _Handler(BaseHTTPRequestHandler):
         return self._send(404, b"not found\n", "text/plain; charset=utf-8")
 
     def _refuse(self) -> None:
-        self._send(405, b"only GET\n", "text/plain; charset=utf-8", allow=True)
+        self._send(405, b"only GET and HEAD\n", "text/plain; charset=utf-8", allow=True)
 
-    do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _refuse
+    do_HEAD = do_GET  # `_send` leaves the body out
+    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse
 
     def _send(self, status: int, body: bytes, kind: str, allow: bool = False) -> None:
         self.send_response(status)
@@ -104,7 +113,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-store")
         self.send_header("X-Content-Type-Options", "nosniff")
         if allow:
-            self.send_header("Allow", "GET")
+            self.send_header("Allow", "GET, HEAD")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
