@@ -23,7 +23,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ragsweep.commands.eval import EvalOptions, evaluate_into, executor_of, run_name, run_settings, where_of
+from ragsweep.commands.eval import (
+    PATHWAY_RUN_LOCK,
+    EvalOptions,
+    evaluate_into,
+    executor_of,
+    run_name,
+    run_settings,
+    where_of,
+)
 from ragsweep.commands.inputs import cases_dataset, cases_hash, dataset_hash, load_config, load_folder, selection_of
 from ragsweep.commands.options import RunInputs
 from ragsweep.commands.sweep import Plan, SweepOptions, sweep_into, sweep_name, sweep_settings
@@ -105,6 +113,9 @@ def evaluate(
     ``judge_replicates``, ``judge_temperature``, ``judge_probe``, ``max_failure_rate``...) or its short
     name (``llm``, ``validate``, ``ragas``). Unlike the command, ``ragas`` (ragas' string similarity,
     BLEU and ROUGE; importing ragas costs seconds) and ``progress`` are off unless asked for.
+
+    Thread-safe: Pathway keeps one graph per process and its run is not thread-safe, so calls from several
+    threads (this, :func:`sweep`, :func:`watch`) run their evaluations one at a time.
     """
     started = time.perf_counter()
     label = str(dataset) if isinstance(dataset, (str, Path)) else PYTHON_CASES
@@ -149,7 +160,8 @@ def sweep(
         ds, cases, _ = _dataset(dataset, None, opts)
         plan = Plan(objectives=opts.objectives, ks=opts.ks, budgets=opts.budgets)
         where = where_of(opts, sweep_name(ds.name))
-        _, report = sweep_into(config, ds, cases, sweep_settings(opts), plan, where, executor_of(opts))
+        with PATHWAY_RUN_LOCK:  # Pathway's graph is one per process: see evaluate()
+            _, report = sweep_into(config, ds, cases, sweep_settings(opts), plan, where, executor_of(opts))
         report.sweep_dir = report.sweep_dir if out is not None else None
         return report
     finally:

@@ -170,6 +170,8 @@ def cmd_retrieve(args) -> int:
         return _fail(f"no document of {args.docs!r} could be parsed")
     # --scope is repeatable (action="append"): args.scope is already the list of document ids
     scope = list(args.scope) if args.scope else None
+    if scope and (bad := _unserved_scope(scope, corpus)) is not None:
+        return _fail(bad)
     hits_per_question = RagStore(config, corpus).retrieve(
         args.question, k=args.k, doc_scopes=[scope] * len(args.question)
     )
@@ -182,6 +184,19 @@ def cmd_retrieve(args) -> int:
             snippet = " ".join(h.served_text.split())[:160]
             print(f"  {h.rank:>2}. {h.score:9.4f}  {shown_name(h.doc_id)} [{h.start}:{h.end}]\n      {snippet}")
     return 0
+
+
+def _unserved_scope(scope: list[str], corpus) -> str | None:
+    """Why a ``--scope`` names a document the index does not hold (an empty answer would look like a miss)."""
+    parsed = {d.doc_id for d in corpus.documents}
+    skipped = {s.doc_id: s.reason for s in corpus.skipped}
+    for doc_id in scope:
+        if doc_id in skipped:
+            return f"--scope {doc_id!r}: that document was not parsed ({skipped[doc_id]})"
+        if doc_id not in parsed:
+            example = min(parsed, default="")
+            return f"--scope {doc_id!r}: no such document in {corpus.docs_dir} (an id is a path under it, e.g. {example!r})"
+    return None
 
 
 def cmd_validate(args) -> int:
@@ -276,7 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("retrieve", help="top-k chunks for one or more questions")
     pipeline_args(p)
     p.add_argument("--docs", required=True)
-    p.add_argument("-k", type=int, default=None)
+    p.add_argument("-k", type=bounded(int, low=1), default=None, help="how many chunks (default: the pipeline's top_k)")
     p.add_argument("--scope", action="append", help="restrict to this document id (repeatable)")
     _document_options(p)
     _pathway_threads_option(p)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -36,6 +37,10 @@ from ragsweep.report import write_html
 from ragsweep.report.terminal import gate_passed_line, no_answer_succeeded, summary_table
 
 DEFAULT_KS = (1, 3, 5, 10)
+
+# Pathway builds every run in one process-wide graph (``G``) and pw.run is not thread-safe: evaluations
+# started from several threads (``ragsweep.evaluate``, ``sweep``, a watch) take turns, one at a time.
+PATHWAY_RUN_LOCK = threading.RLock()
 
 
 class EvalOptions(AnswerOptions, RunInputs):
@@ -103,8 +108,9 @@ def evaluate_into(
     executor: AbstractContextManager[Executor],
     html: bool = True,
 ) -> RunResult:
-    """The evaluation in its run context (a folder only when ``where.out`` is set), then report.html."""
-    with open_run(state, where, executor) as run:
+    """The evaluation in its run context (a folder only when ``where.out`` is set), then report.html;
+    one at a time in a process (:data:`PATHWAY_RUN_LOCK`)."""
+    with PATHWAY_RUN_LOCK, open_run(state, where, executor) as run:
         if run.path is not None and not settings.resume:
             print(f"run folder: {run.path}", file=sys.stderr)
         result = evaluate(config, dataset, cases, settings, run)

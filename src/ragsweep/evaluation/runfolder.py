@@ -24,6 +24,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from functools import cache
@@ -130,8 +131,27 @@ _LINE = json.JSONEncoder(ensure_ascii=False)
 _VALUE = json.JSONEncoder(ensure_ascii=False, default=str)  # a report's values (a path, a date: their text)
 
 
+def _why_not_written(err: OSError) -> str:
+    return "the disk is full" if err.errno in (errno.ENOSPC, errno.EDQUOT) else str(err)
+
+
+def check_writable(path: Path, what: str) -> None:
+    """Refuse, before any work, a file that could not be written at the end: its folder cannot be made or
+    written into (read-only, full, a file in the way), or the path is a folder. A RunError in one line."""
+    path = Path(path)
+    if path.is_dir():
+        raise RunError(f"{what} {path}: is a folder, not a file")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".ragsweep-write-check-") as probe:
+            probe.write(b"\n")
+            probe.flush()
+    except OSError as err:
+        raise RunError(f"{what} {path}: cannot write there: {_why_not_written(err)}") from err
+
+
 def _write_error(path: Path, err: OSError, saved: str) -> RunError:
-    what = "the disk is full" if err.errno in (errno.ENOSPC, errno.EDQUOT) else str(err)
+    what = _why_not_written(err)
     return RunError(
         f"cannot write {path}: {what}. {saved} Free space (or fix the cause) and run again with --resume {path.parent}"
     )
@@ -325,6 +345,13 @@ class RunLock:
 
     def __init__(self, run_dir: Path):
         self.path = run_dir / ".lock"
+        try:
+            self._take(run_dir)
+        except OSError as err:
+            self.release()
+            raise RunError(f"cannot write {self.path}: {_why_not_written(err)}") from err  # cause: the OSError
+
+    def _take(self, run_dir: Path) -> None:
         while True:
             self.fh = self.path.open("a+")
             try:
@@ -351,11 +378,14 @@ class RunLock:
             return False
 
     def release(self) -> None:
-        if not self.fh.closed:
+        if getattr(self, "fh", None) is not None and not self.fh.closed:
             if self._still_at_path():
                 self.path.unlink(missing_ok=True)  # removed while held: no one can lock it in between
             fcntl.flock(self.fh.fileno(), fcntl.LOCK_UN)
-            self.fh.close()
+            try:
+                self.fh.close()
+            except OSError:  # its holder line not flushed (a full disk): the lock is released all the same
+                pass
 
 
 def new_run_dir(out: Path, name: str | None, default_name: str) -> Path:
@@ -422,6 +452,23 @@ def make_dir(run_dir: Path) -> None:
         raise RunError(f"cannot create {run_dir}: {err}") from err
 
 
+def _start(path: Path, marker: str, state: FolderState) -> RunLock:
+    """A new folder's lock and state file; a failure (a full disk) removes the folder, so nothing is left
+    that looks like a run, and says so in one line before any work."""
+    lock = None
+    try:
+        lock = RunLock(path)
+        write_json(path / marker, state.model_dump(mode="json"))
+        return lock
+    except RunError as err:
+        if lock is not None:
+            lock.release()
+        shutil.rmtree(path, ignore_errors=True)
+        cause = err.__cause__
+        why = _why_not_written(cause) if isinstance(cause, OSError) else str(err)
+        raise RunError(f"cannot start a run folder in {path.parent}: {why}; nothing was run") from err
+
+
 # ------------------------------------------------------------------ the folder object
 
 
@@ -476,9 +523,7 @@ class RunFolder:
         if not create:  # a dry run leaves nothing behind
             return cls(None, state)
         make_dir(path)
-        lock = RunLock(path)
-        write_json(path / marker, state.model_dump(mode="json"))
-        return cls(path, state, lock, marker=marker)
+        return cls(path, state, _start(path, marker, state), marker=marker)
 
     @classmethod
     def none(cls, state: FolderState | None = None) -> RunFolder:

@@ -411,7 +411,7 @@ class PipelineConfig:
         try:
             raw = yaml.load(text, _loader_class())
         except (yaml.YAMLError, ImportError, AttributeError) as err:
-            raise ConfigError(f"{path}: {err}") from err
+            raise ConfigError(f"{path}: {_yaml_error_line(err)}") from err
         if not isinstance(raw, dict):
             raise ConfigError(f"{path}: expected a mapping of $variables at the top level")
         return cls(path=path, tree=raw, source=text)
@@ -1001,11 +1001,41 @@ def redact(values: Mapping[str, Scalar]) -> dict[str, Scalar]:
 
 
 # ----------------------------------------------------------------- loading
+_PYTHON_TAG = "tag:yaml.org,2002:python/"
+
+
 @functools.cache
 def _loader_class() -> type:
+    """Pathway's loader without PyYAML's ``!!python/...`` tags: no Pathway app needs them, and they run
+    arbitrary calls at load time. ``!pw.*`` and importable-class tags are Pathway's own and still load."""
     from pathway.internals.yaml_loader import PathwayYamlLoader
 
-    return PathwayYamlLoader
+    class Loader(PathwayYamlLoader):
+        def refuse_python_tag(self, suffix: str, node: yaml.Node) -> NoReturn:
+            raise yaml.MarkedYAMLError(
+                problem=f"the tag !!python/{suffix} is refused: PyYAML's python tags run code while loading; "
+                "a pipeline uses !pw.* and importable-class tags",
+                problem_mark=node.start_mark,
+            )
+
+    Loader.yaml_constructors = {
+        tag: f for tag, f in PathwayYamlLoader.yaml_constructors.items() if not str(tag).startswith(_PYTHON_TAG)
+    }
+    Loader.yaml_multi_constructors = {
+        tag: f for tag, f in PathwayYamlLoader.yaml_multi_constructors.items() if not str(tag).startswith(_PYTHON_TAG)
+    }
+    Loader.add_multi_constructor(_PYTHON_TAG, Loader.refuse_python_tag)
+    return Loader
+
+
+def _yaml_error_line(err: BaseException) -> str:
+    """A loader error as one line: where (line, column) and what, without PyYAML's quoted snippet."""
+    mark = getattr(err, "problem_mark", None)
+    problem = getattr(err, "problem", None)
+    if not isinstance(err, yaml.MarkedYAMLError) or mark is None or not problem:
+        return " ".join(str(err).split())
+    context = f"{err.context}: " if err.context else ""
+    return f"line {mark.line + 1}, column {mark.column + 1}: {context}{problem}"
 
 
 def _why(err: BaseException) -> str:
@@ -1182,11 +1212,30 @@ def parse_overrides(items: list[str] | None) -> Overrides:
         if "=" not in item:
             raise ConfigError(f"override {item!r} is not NAME=VALUE")
         name, text = item.split("=", 1)
-        value = yaml.safe_load(text)
+        value = _override_value(item, text)
         if not _is_scalar(value):
             raise ConfigError(f"override {item!r}: the value is not a scalar (a string, number, boolean or null)")
         out[name.strip().lstrip("$")] = value
     return out
+
+
+def _override_value(item: str, text: str) -> object:
+    """One ``--set`` value read as a YAML scalar; empty or unreadable text is refused in one line."""
+    if not text.strip():  # `top_k=` is a slip, not a null: null must be written
+        raise ConfigError(f"override {item!r}: the value is empty (write null for no value, '' for an empty string)")
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        why = str(getattr(err, "problem", None) or err).strip().splitlines()[0]
+        raise ConfigError(
+            f"override {item!r}: the value is not a YAML scalar ({why}); quote it, e.g. "
+            f"{item.split('=', 1)[0]}={_quoted(text)}"
+        ) from err
+
+
+def _quoted(text: str) -> str:
+    """``text`` as a single-quoted YAML string (quotes doubled), for the message of a bad override."""
+    return "'" + text.replace("'", "''") + "'"
 
 
 @functools.lru_cache(maxsize=8)

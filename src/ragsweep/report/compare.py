@@ -24,7 +24,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from ragsweep.core.errors import RunError
 from ragsweep.evaluation.records import CaseResult, RunResult
+from ragsweep.evaluation.runfolder import check_writable
 from ragsweep.metrics.stats import holm, paired_bootstrap_ci, paired_test, significant
 from ragsweep.report.runs import (
     RunFolderError,
@@ -451,16 +453,21 @@ def render_markdown(comparison: Comparison, max_flips: int = 50) -> str:
 
 def run_compare_cli(args) -> int:
     """``args.run_a``, ``args.run_b``, optional ``args.markdown`` (a path to also write Markdown to)."""
+    md_path = getattr(args, "markdown", None)
     try:
+        if md_path:  # before the comparison: a file that cannot be written is known now
+            check_writable(Path(md_path), "--markdown")
         comparison = compare_runs(args.run_a, args.run_b)
-    except RunFolderError as err:
+    except (RunFolderError, RunError) as err:
         print(f"ragsweep compare: error: {err}", file=sys.stderr)
         return 2
     print(render_terminal(comparison), end="")
-    md_path = getattr(args, "markdown", None)
     if md_path:
-        Path(md_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(md_path).write_text(render_markdown(comparison), encoding="utf-8")
+        try:
+            Path(md_path).write_text(render_markdown(comparison), encoding="utf-8")
+        except OSError as err:
+            print(f"ragsweep compare: error: --markdown {md_path}: cannot write it: {err}", file=sys.stderr)
+            return 2
         print(f"Markdown written to {md_path}")
     return 0
 
