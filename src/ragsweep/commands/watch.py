@@ -36,7 +36,7 @@ from pathlib import Path
 from ragsweep.commands.eval import EvalOptions, run_eval
 from ragsweep.commands.inputs import load_inputs
 from ragsweep.commands.watch_server import LiveServer
-from ragsweep.core.errors import RunError
+from ragsweep.core.errors import RunError, StageError
 from ragsweep.datasets.schema import Dataset
 from ragsweep.evaluation.records import CaseResult, RunResult
 from ragsweep.evaluation.scoring import quality_failures
@@ -44,11 +44,14 @@ from ragsweep.evaluation.settings import option
 from ragsweep.evaluation.warm_up import warm_up
 from ragsweep.execution.base import ExecutorError
 from ragsweep.pipeline.config import PipelineConfig
+from ragsweep.pipeline.corpus import CorpusError
 from ragsweep.report import write_html
 from ragsweep.report.history import HISTORY, Change, MetricMove, Update
 from ragsweep.report.runs import read_run
 
 CURRENT = "current"
+# an evaluation that ends with one of these is said and the watch goes on: the next change may mend it
+WATCHING_ON = (RunError, ExecutorError, CorpusError, StageError)
 Snapshot = dict[str, tuple[int, int]]  # file (relative to the documents folder) -> (size, mtime in ns)
 
 
@@ -122,11 +125,25 @@ class StopRequest:
 
 
 def settled_change(docs: Path, seen: Snapshot, poll: float, stop: StopRequest) -> tuple[Snapshot, Change]:
-    """Wait until the folder differs from ``seen`` and has looked the same twice in a row."""
-    last = seen
+    """Wait until the folder differs from ``seen`` and has looked the same twice in a row.
+
+    A folder that is gone (deleted, or renamed away while it is replaced) is waited for, not evaluated:
+    an evaluation of no folder has no numbers, and the last evaluation stays ``current``.
+    """
+    last, gone = seen, False
     while True:
         stop.check()
         time.sleep(poll)
+        if not docs.is_dir():
+            if not gone:
+                print(f"watch: the documents folder {docs} is gone: waiting for it to come back", file=sys.stderr,
+                      flush=True)  # fmt: skip
+            gone = True
+            continue
+        if gone:
+            print(f"watch: the documents folder {docs} is back", file=sys.stderr, flush=True)
+            gone, last = False, snapshot(docs)
+            continue  # settled only when the next look agrees with this one
         now = snapshot(docs)
         if now == last and now != seen:
             return now, change_between(seen, now)
@@ -332,7 +349,7 @@ def follow(
         started = time.perf_counter()
         try:
             result = evaluate_generation(options, folder, generation, generation_after_start=updates > 0)
-        except (RunError, ExecutorError) as err:  # e.g. every document deleted: say so, keep watching
+        except WATCHING_ON as err:  # e.g. every document deleted: say so, keep watching
             stop.check()
             print(f"ragsweep: error: {err} (watching on)", file=sys.stderr, flush=True)
         else:
@@ -351,5 +368,9 @@ def follow(
             warming = warm_in_background(options, config, dataset)
         if options.max_updates is not None and updates >= options.max_updates:
             return 0
-        seen, change = settled_change(Path(dataset.docs_dir), seen, options.poll, stop)
+        try:
+            seen, change = settled_change(Path(dataset.docs_dir), seen, options.poll, stop)
+        except KeyboardInterrupt:  # Ctrl-C while waiting for a change: how a watch is meant to end
+            print(f"watch: stopped; {folder.root / CURRENT} holds the last evaluation", file=sys.stderr, flush=True)
+            return 0
         updates += 1

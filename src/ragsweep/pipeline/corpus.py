@@ -35,12 +35,14 @@ it (``follow_symlinks=True`` indexes it): a link such as ``docs/passwd.txt`` ->
 from __future__ import annotations
 
 import codecs
+import errno
 import hashlib
 import json
 import logging
 import os
 import pickle
 import re
+import stat
 import time
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
@@ -50,7 +52,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from io import BytesIO
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeAlias
 
 from pydantic import BaseModel, JsonValue
 
@@ -302,7 +304,10 @@ def read_document(path: Path, block_size: int = READ_BLOCK) -> FileCheck:
     reason as in its first block, and reading stops there (a huge binary file is
     never loaded). Raises ``OSError`` when the file cannot be read.
     """
-    with path.open("rb") as f:
+    opened = _open_regular(path)
+    if isinstance(opened, str):
+        return FileCheck(None, opened)
+    with opened as f:
         first = f.read(max(block_size, HEAD_BYTES))
         fmt, reason = detect_format(path, first[:HEAD_BYTES])
         if fmt is None:
@@ -336,6 +341,30 @@ def read_document(path: Path, block_size: int = READ_BLOCK) -> FileCheck:
     if fmt == "pdf" and b"%%EOF" not in data[-1024:]:
         warnings.append(PDF_TRUNCATED)
     return FileCheck(fmt, None, data, sha.hexdigest(), warnings)
+
+
+def _open_regular(path: Path) -> BinaryIO | str:
+    """The file opened for reading, or why it is not read: a FIFO, socket or device is never read (a FIFO
+    would block the read until something writes to it, a device may never end)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return "a symlink loop: not read"
+        raise
+    if not stat.S_ISREG(mode):
+        return f"{_kind_of(mode)}, not a regular file: not read"
+    return path.open("rb")
+
+
+def _kind_of(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a folder" if stat.S_ISDIR(mode) else "a special file"
 
 
 PDF_TRUNCATED = "the PDF looks truncated (no %%EOF marker at the end of the file)"
@@ -583,7 +612,10 @@ def _hidden(docs_dir: Path, path: Path) -> bool:
 def outside_target(docs_dir: Path, path: Path) -> Path | None:
     """Where ``path`` leads when a symlink (its own or a folder's above it) takes it out of
     ``docs_dir``; None when it stays inside, or leads nowhere (a dangling link: reading it fails)."""
-    target = path.resolve()
+    try:
+        target = path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop: reading it fails, and says so
+        return None
     if not target.exists() or target.is_relative_to(docs_dir.resolve()):
         return None
     return target
