@@ -49,6 +49,11 @@ Normal replies:
   documents are JSON lines (Pathway's ``SimpleContextProcessor``), the same, or
   "No information found." when no document shares two content words with the query.
 
+``FakeOpenAI(broken_vectors=MODE)`` answers the probe text ``"."`` as usual and every other text with a
+vector an index cannot use: ``nan`` (32 NaNs), ``zero`` (32 zeros), ``empty`` (no value) or ``mixed``
+(16 wide for about half the texts, 32 for the others). Vectors are 32 wide otherwise (narrower than any
+OpenAI model's).
+
 ``FakeOpenAI(models_status=401)`` answers ``GET /v1/models`` (what an endpoint probe asks) with that
 status and an OpenAI-style error body.
 
@@ -285,11 +290,27 @@ def _text(content: Any) -> str:
 
 def _embed(text: str, dim: int = 32) -> list[float]:
     vec = [0.0] * dim
-    for w in _words(text):
+    for w in _words(text) or [text]:  # a text without a word (".", Chinese) is hashed whole: never all zeros
         h = int(hashlib.md5(w.encode()).hexdigest(), 16)
         vec[h % dim] += 1.0 if (h >> 8) % 2 else -1.0
     norm = sum(v * v for v in vec) ** 0.5 or 1.0
     return [v / norm for v in vec]
+
+
+PROBE = "."  # the text ragsweep (and Pathway) embed to learn an embedder's width
+
+
+def broken_vector(mode: str, text: str) -> list[float]:
+    """``FakeOpenAI(broken_vectors=mode)``'s vector for ``text`` (see the module docstring)."""
+    if mode == "nan":
+        return [float("nan")] * 32
+    if mode == "zero":
+        return [0.0] * 32
+    if mode == "empty":
+        return []
+    if mode == "mixed":
+        return _embed(text, 16 if int(hashlib.md5(text.encode()).hexdigest(), 16) % 2 else 32)
+    raise ValueError(f"broken_vectors={mode!r}: nan, zero, empty or mixed")
 
 
 def huge_reply(size: int, body: dict) -> bytes:
@@ -412,6 +433,7 @@ class FakeOpenAI:
         serial_seconds: float | None = None,
         max_in_flight: int | None = None,
         models_status: int | None = None,
+        broken_vectors: str | None = None,
     ):
         self.slow_seconds = slow_seconds
         self.reply_bytes = reply_bytes
@@ -426,6 +448,7 @@ class FakeOpenAI:
         self.embeddings_status = embeddings_status
         self.embeddings_ok_first = embeddings_ok_first  # embeddings requests answered before the status starts
         self.models_status = models_status  # GET /models answered with this status (a key refused: 401)
+        self.broken_vectors = broken_vectors
         self.requests = 0
         self.probes = 0  # GET requests (an endpoint probe's GET /models), not in ``requests``
         self.log: list[tuple[str, dict]] = []
@@ -455,6 +478,11 @@ class FakeOpenAI:
             self.log.clear()
             self._seen.clear()
 
+    def _vector(self, text: str) -> list[float]:
+        if self.broken_vectors is None or text == PROBE:
+            return _embed(text)
+        return broken_vector(self.broken_vectors, text)
+
     def chat_requests(self) -> int:
         return sum(1 for path, _ in self.log if path.endswith("/chat/completions"))
 
@@ -482,7 +510,7 @@ class FakeOpenAI:
         if path.endswith("/embeddings"):
             inputs = body.get("input")
             inputs = [inputs] if isinstance(inputs, str) else list(inputs or [])
-            data = [{"object": "embedding", "index": i, "embedding": _embed(t)} for i, t in enumerate(inputs)]
+            data = [{"object": "embedding", "index": i, "embedding": self._vector(t)} for i, t in enumerate(inputs)]
             return (
                 200,
                 json.dumps(

@@ -13,3 +13,11 @@ class RunError(Exception):
 
 class StageError(Exception):
     """A stage cannot go on (e.g. no document could be parsed)."""
+
+
+class VectorError(StageError):
+    """An embedder's vectors cannot go into the index: NaN, infinite, all-zero, empty, or not its width."""
+
+
+class EngineError(StageError):
+    """Pathway's engine reported an error while indexing or answering; the message names the component."""

@@ -13,7 +13,8 @@ from ragsweep.pipeline.config import PipelineConfig
 def check_endpoints(config: PipelineConfig, settings: AnswerSettings) -> None:
     """The app's embedder (:func:`check_endpoint`), then the LLM endpoints of the answering."""
     if config.keeps_app_embedder():
-        check_endpoint(config.build().embedder)
+        built = config.build()
+        check_endpoint(built.embedder, built.retriever_factory)  # and its width against the index's
     check_answering(config, settings)
 
 

@@ -10,7 +10,12 @@ An app config declares Pathway components that call an endpoint (``OpenAIEmbedde
 - counts what went to the endpoint (calls, texts, tokens) for the manifest and the terminal;
 - turns an endpoint failure (down, 401, 429 after retries, no key) into one
   :class:`AppComponentError` that names the component (``$embedder: OpenAIEmbedder``), the
-  endpoint and what to do, in place of a Rust panic inside ``pw.run``.
+  endpoint and what to do, in place of a Rust panic inside ``pw.run``;
+- checks every vector where it enters (NaN, infinite, all-zero, empty, not the index's width)
+  before it is cached, and the embedder's width against each KNN index's before any chunk is
+  embedded (:func:`check_endpoint`);
+- ends a run in which Pathway's engine reported an error with one :class:`EngineError`
+  (:func:`run_with`): no list of a broken index is scored or cached.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from pydantic import BaseModel
 
 from ragsweep.core import environment
 from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
+from ragsweep.core.errors import EngineError, StageError, VectorError
 from ragsweep.llm.cost import cost_text
 from ragsweep.llm.errors import describe_error
 from ragsweep.pipeline.arguments import ComponentArguments
@@ -242,6 +248,7 @@ class KeptEmbedder(Protocol):
     embedded_count: int
     seconds: float
     on_progress: Callable[[int], object] | None
+    expected_width: int | None  # the index's width once checked (None: each call's first vector's)
 
     def not_cached(self, texts: list[str]) -> list[str]: ...
 
@@ -259,25 +266,93 @@ def is_app_embedder(embedder: object) -> bool:
 PROBE_TEXT = "."  # what Pathway itself embeds to learn a dimension
 
 
-def check_endpoint(embedder: object) -> None:
+def check_endpoint(embedder: object, retriever_factory: object = None) -> None:
     """Embed one short text through an app embedder before ``pw.run`` (cached: one call ever per
-    component), so an endpoint that is down, refuses the key or keeps rate-limiting is an
-    :class:`AppComponentError` here, in Python, rather than a panic of Pathway's engine mid-run."""
-    if not is_kept(embedder):
-        return
-    if not embedder.not_cached([PROBE_TEXT]):
-        return
-    from ragsweep.llm.endpoint import unreachable_reason  # deferred: httpx
+    component), so an endpoint that is down, refuses the key, keeps rate-limiting or returns broken
+    vectors is an :class:`AppComponentError` here, in Python, rather than a panic of Pathway's engine
+    mid-run; then, given the retriever factory, the embedder's width against each KNN index's
+    (:func:`check_vectors_fit`)."""
+    if is_kept(embedder) and embedder.not_cached([PROBE_TEXT]):
+        from ragsweep.llm.endpoint import unreachable_reason  # deferred: httpx
 
-    if (reason := unreachable_reason(endpoint_of(embedder))) is not None:  # not the client's minute of retries
-        failure = describe_failure(embedder.component, type(embedder).__name__, embedder, ConnectionError(reason))
-        raise AppComponentError(failure)
+        if (reason := unreachable_reason(endpoint_of(embedder))) is not None:  # not the client's minute of retries
+            failure = describe_failure(embedder.component, type(embedder).__name__, embedder, ConnectionError(reason))
+            raise AppComponentError(failure)
+        _embed_probe(embedder)
+    if retriever_factory is not None:
+        check_vectors_fit(embedder, retriever_factory)
+
+
+def _embed_probe(embedder: KeptEmbedder) -> list[Any]:
+    """The app embedder's vectors of ``[PROBE_TEXT]``, through its cache."""
     client = getattr(embedder, "client", None)
     result = embedder.__wrapped__([PROBE_TEXT])
     if asyncio.iscoroutine(result):
-        asyncio.run(result)
+        result = asyncio.run(result)
         if hasattr(embedder, "client"):  # made on this probe's event loop, which is closed now: Pathway's makes its own
             setattr(embedder, "client", client)  # noqa: B010 (an attribute KeptEmbedder does not declare)
+    return list(result)
+
+
+def knn_factories(factory: object) -> list[Any]:
+    """The KNN index factories inside a retriever factory (a hybrid's parts, a wrapper's inner one)."""
+    from pathway.stdlib.indexing.nearest_neighbors import KnnIndexFactory
+
+    if isinstance(factory, KnnIndexFactory):
+        return [factory]
+    children = [*(getattr(factory, "retriever_factories", None) or []), getattr(factory, "inner", None)]
+    return [knn for child in children if child is not None for knn in knn_factories(child)]
+
+
+def output_width(embedder: object) -> int:
+    """How wide the vectors an embedder returns are: an app embedder's probe vector (cached), else what
+    ragsweep's own embedder says of its model."""
+    if is_kept(embedder):
+        import numpy as np
+
+        return int(np.asarray(_embed_probe(embedder)[0]).size)
+    return int(cast(Any, embedder).get_embedding_dimension())
+
+
+def check_vectors_fit(embedder: object, retriever_factory: object) -> None:
+    """Each KNN index's width against the vectors of the embedder it indexes with, before any chunk is
+    embedded: a USearch index (whose engine refuses a vector of another width, row by row) that does not
+    fit is a :class:`VectorError` naming both widths and what sets each. Every embedder is told its
+    width, so a later vector of another width is refused where it enters."""
+    from pathway.stdlib.indexing.nearest_neighbors import UsearchKnnFactory
+
+    for factory in knn_factories(retriever_factory):
+        used = factory.embedder if factory.embedder is not None else embedder
+        if used is None:
+            continue
+        width = output_width(used)
+        if isinstance(factory, UsearchKnnFactory) and factory.dimensions != width:
+            raise VectorError(_width_message(used, width, factory))
+        setattr(used, "expected_width", width)  # noqa: B010 (Pathway's embedder classes do not declare it)
+
+
+def _embedder_name(embedder: object) -> str:
+    """``$embedder: OpenAIEmbedder(text-embedding-3-small)``, or ``embedder ...`` for ragsweep's own."""
+    model = getattr(embedder, "model_name", None) or (getattr(embedder, "kwargs", None) or {}).get("model")
+    label = getattr(embedder, "component", None)
+    name = type(embedder).__name__ + (f"({model})" if model else "")
+    return f"{label}: {name}" if label else f"embedder {name}"
+
+
+def _width_message(embedder: object, width: int, factory: Any) -> str:
+    from pathway.xpacks.llm.embedders import OPENAI_EMBEDDERS_DIMENSIONS
+
+    given = getattr(embedder, "kwargs", None) or {}
+    model = given.get("model")
+    if model in OPENAI_EMBEDDERS_DIMENSIONS and given.get("dimensions") is None:
+        source = f"Pathway sizes it from the model name {model}"
+    else:
+        source = f"its dimensions: {factory.dimensions}"
+    return (
+        f"{_embedder_name(embedder)} returns vectors {width} wide, but its {type(factory).__name__} expects "
+        f"{factory.dimensions} ({source}): give the index dimensions: {width}, or use an embedder (model, "
+        f"endpoint) whose vectors are {factory.dimensions} wide"
+    )
 
 
 def estimate_embeddings(
@@ -306,45 +381,105 @@ def estimate_embeddings(
 
 
 class _DropComponentErrors(logging.Filter):
-    """Once an app component has failed, Pathway's engine logs every row that failure reached (the
-    row itself, each operator it flows into): the run ends with one message instead."""
+    """Once an embedder has failed, Pathway's engine logs every row that failure reached (the row
+    itself, each operator it flows into): the run ends with one message instead."""
 
-    def __init__(self, embedder: KeptEmbedder):
+    def __init__(self, embedder: object):
         super().__init__()
         self.embedder = embedder
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.name.startswith("pathway_engine") and self.embedder.failure is not None)
+        return not (record.name.startswith("pathway_engine") and getattr(self.embedder, "failure", None) is not None)
+
+
+class _EngineErrors(logging.Handler):
+    """The error records of Pathway's engine during one run (each row an operator failed on): kept
+    here, and kept off the terminal, where the run's one message replaces them."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.ERROR)
+        self.count = 0
+        self.first: str | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.count += 1
+        if self.first is None:
+            self.first = " ".join(record.getMessage().split())
+
+
+def _hide_engine_errors(record: logging.LogRecord) -> bool:
+    """A filter for the root's handlers while :class:`_EngineErrors` keeps the engine's error records."""
+    return not (record.name.startswith("pathway_engine") and record.levelno >= logging.ERROR)
+
+
+def factory_name(factory: object) -> str:
+    """``HybridIndexFactory(BruteForceKnnFactory, TantivyBM25Factory)``: a retriever factory and its parts."""
+    parts = [*(getattr(factory, "retriever_factories", None) or []), getattr(factory, "inner", None)]
+    inner = ", ".join(factory_name(p) for p in parts if p is not None)
+    return type(factory).__name__ + (f"({inner})" if inner else "")
+
+
+def _engine_failure(errors: _EngineErrors, retriever_factory: object, err: BaseException | None = None) -> EngineError:
+    what = f" ({factory_name(retriever_factory)})" if retriever_factory is not None else ""
+    message = errors.first if err is None else describe_error(err)
+    return EngineError(
+        f"Pathway's engine reported {max(errors.count, 1)} error(s) while indexing or answering{what}: {message}; "
+        "no list of this run was scored or cached"
+    )
+
+
+def _stage_error_in(err: BaseException) -> StageError | None:
+    """A ragsweep error a UDF raised (a broken vector), found in the chain Pathway's run raised."""
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        if isinstance(current, StageError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 @contextlib.contextmanager
-def run_with(embedder: object) -> Iterator[dict[str, bool]]:
-    """Around a ``pw.run`` over an app embedder: the run's options (a row the embedder fails on does
-    not end the run in a panic of Pathway's engine) and, after it, the embedder's failure raised as
-    one :class:`AppComponentError`. Without an app embedder: nothing changes."""
-    if not is_kept(embedder):
-        yield {}
-        return
-    embedder.failure = None
+def run_with(embedder: object, retriever_factory: object = None) -> Iterator[dict[str, bool]]:
+    """Around a ``pw.run``: the run's options (a failing row is logged by the engine, not a panic of it)
+    and, after it, the first failure raised as one line: the embedder's (an app's
+    :class:`AppComponentError`, a broken vector of ragsweep's own :class:`VectorError`), else any error
+    Pathway's engine reported (:class:`EngineError`, naming ``retriever_factory``): a run the engine
+    failed in is never taken as whole, and its lists are neither scored nor cached."""
+    if embedder is not None:
+        setattr(embedder, "failure", None)  # noqa: B010 (set on ragsweep's own embedders too)
+    errors = _EngineErrors()
     engine_log = logging.getLogger("pathway_engine")
+    engine_log.addHandler(errors)
     drop = _DropComponentErrors(embedder)
     engine_log.addFilter(drop)
-    for handler in logging.getLogger().handlers:
+    handlers = list(logging.getLogger().handlers)
+    for handler in handlers:
         handler.addFilter(drop)
+        handler.addFilter(_hide_engine_errors)  # kept by ``errors``, said once below
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="terminate_on_error=False")
             yield {"terminate_on_error": False}
-    except Exception:
-        if embedder.failure is not None:  # what the run's own error came from
-            raise embedder.failure from None
+    except Exception as err:
+        if (failure := getattr(embedder, "failure", None)) is not None:  # what the run's own error came from
+            raise failure from None
+        if (stage := _stage_error_in(err)) is not None:
+            raise stage from None
+        if type(err).__module__.startswith("pathway") or errors.count:
+            raise _engine_failure(errors, retriever_factory, err) from err
         raise
     finally:
+        engine_log.removeHandler(errors)
         engine_log.removeFilter(drop)
-        for handler in logging.getLogger().handlers:
+        for handler in handlers:
             handler.removeFilter(drop)
-    if embedder.failure is not None:
-        raise embedder.failure
+            handler.removeFilter(_hide_engine_errors)
+    if (failure := getattr(embedder, "failure", None)) is not None:
+        raise failure
+    if errors.count:
+        raise _engine_failure(errors, retriever_factory)
 
 
 def keep_and_cache(embedder: Any, label: str, identity: str, cache_dir: str | Path | None = None) -> None:
@@ -363,6 +498,7 @@ def keep_and_cache(embedder: Any, label: str, identity: str, cache_dir: str | Pa
             try:
                 if plan.missing:
                     plan.computed = await cached.guard(original(plan.request, **kwargs))
+                    cached.check(plan)
             except BaseException as err:
                 cached.release(plan, err)
                 raise
@@ -378,6 +514,7 @@ def keep_and_cache(embedder: Any, label: str, identity: str, cache_dir: str | Pa
             plan = cached.plan(inputs, kwargs)
             if plan.missing:
                 plan.computed = cached.guard_sync(lambda: original(plan.request, **kwargs))
+                cached.check(plan)
             return cached.finish(plan)
 
     embedder.__wrapped__ = wrapped
@@ -389,6 +526,7 @@ def keep_and_cache(embedder: Any, label: str, identity: str, cache_dir: str | Pa
     kept.embedded_count = 0
     kept.seconds = 0.0
     kept.on_progress = None
+    kept.expected_width = None
 
 
 _T = TypeVar("_T")
@@ -491,6 +629,27 @@ class _CachedEmbedding:
         if getattr(self.embedder, "failure", None) is None:
             self.embedder.failure = failure
         return failure
+
+    def check(self, plan: _Plan) -> None:
+        """The vectors the endpoint returned, checked before anything keeps them (the cache, a call
+        awaiting them): a broken one ends the run with one :class:`AppComponentError` naming the
+        component, the count and the first text."""
+        from ragsweep.pipeline.embedding_base import vector_problem  # deferred: numpy
+
+        if not plan.keys:  # passed through, as the app asked
+            return
+        one = isinstance(plan.inputs, str)
+        vectors = [plan.computed] if one else list(plan.computed)
+        texts = [plan.inputs] if one else plan.missing
+        problem = vector_problem(vectors, texts, self.embedder.expected_width)
+        if problem is None and len(vectors) != len(texts):
+            problem = f"{len(vectors)} vector(s) for {len(texts)} text(s)"
+        if problem is not None:
+            name = f"{type(self.embedder).__name__} at {endpoint_of(self.embedder)}"
+            failure = AppComponentError(f"{self.label}: {name} returned vectors the index cannot use: {problem}")
+            if getattr(self.embedder, "failure", None) is None:
+                self.embedder.failure = failure
+            raise failure
 
     def finish(self, plan: _Plan) -> Any:
         import numpy as np

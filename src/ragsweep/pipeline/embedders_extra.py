@@ -81,6 +81,8 @@ class UseMultilingualEmbedder(BaseEmbedder):
         requested_count: int
         seconds: float
         on_progress: Callable[[int], object] | None
+        expected_width: int | None
+        failure: Exception | None
 
     def __init__(
         self,

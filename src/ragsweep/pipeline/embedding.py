@@ -446,6 +446,8 @@ class CachedSentenceTransformerEmbedder(BaseEmbedder):
         requested_count: int
         seconds: float
         on_progress: Callable[[int], object] | None
+        expected_width: int | None
+        failure: Exception | None
 
     def __new__(cls, model: str = DEFAULT_MODEL, *args, **kwargs):
         spec = find_model(model) if isinstance(model, str) else None

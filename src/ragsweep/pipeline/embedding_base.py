@@ -12,13 +12,14 @@ import hashlib
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
+from ragsweep.core.errors import VectorError
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim INTEGER, vec BLOB)",)
 
@@ -81,6 +82,31 @@ class EmbeddingCache:
             self._db.close()
 
 
+def vector_problem(vectors: Sequence[Any], texts: Sequence[str], width: int | None = None) -> str | None:
+    """What makes an embedder's vectors unfit for a KNN index, in words (``3 of 10 vector(s) have NaN or
+    infinite values (the first for '...')``), or None: an empty vector, one whose width is not ``width``
+    (without it: not the first vector's), NaN or infinite values, all zeros (no cosine, no direction)."""
+    arrays = [np.asarray(v) for v in vectors]
+    expected = width if width is not None else (arrays[0].size if arrays else None)
+    checks: list[tuple[str, Callable[[np.ndarray], bool]]] = [
+        ("are empty", lambda a: a.size == 0),
+        (f"are not {expected} wide", lambda a: a.size != expected),
+        ("have NaN or infinite values", lambda a: not bool(np.isfinite(a.astype(np.float64)).all())),
+        ("are all zeros", lambda a: not bool(np.any(a))),
+    ]
+    for what, bad in checks:
+        found = [i for i, a in enumerate(arrays) if bad(a)]
+        if found:
+            widths = sorted({arrays[i].size for i in found})
+            wide = f" (width {', '.join(map(str, widths))})" if what.startswith("are not") else ""
+            return f"{len(found)} of {len(arrays)} vector(s) {what}{wide} (the first for {_shown(texts[found[0]])})"
+    return None
+
+
+def _shown(text: str, limit: int = 60) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
 class CachingEmbedder(Protocol):
     """One of ragsweep's embedders: its vector cache and the counters :func:`attach_cache` zeroes."""
 
@@ -90,6 +116,8 @@ class CachingEmbedder(Protocol):
     requested_count: int
     seconds: float
     on_progress: Callable[[int], object] | None  # called with the texts of each call, for a progress bar
+    expected_width: int | None  # the index's width, once checked against it (None: the first vector's)
+    failure: Exception | None  # the first broken batch of a run, which ends it
 
 
 # Pathway may call an embedder for several batches at once (one question asked at several depths
@@ -110,6 +138,14 @@ def embed_through_cache(
         missing = list(dict.fromkeys(t for t, k in zip(texts, keys, strict=True) if k not in found))
         if missing:
             vectors = encode(missing)
+            # checked before the cache: a broken vector stored would be replayed by every later run
+            if (problem := vector_problem(vectors, missing, embedder.expected_width)) is not None:
+                failure = VectorError(
+                    f"embedder {embedder.embedder_id} returned vectors the index cannot use: {problem}"
+                )
+                if getattr(embedder, "failure", None) is None:  # the first, raised after the run (run_with)
+                    embedder.failure = failure
+                raise failure
             embedder.embedded_count += len(missing)
             fresh = {
                 EmbeddingCache.key(embedder.embedder_id, t): np.asarray(v, dtype=np.float32)
@@ -135,3 +171,5 @@ def attach_cache(embedder: CachingEmbedder, cache_dir: str | Path | bool | None)
     embedder.requested_count = 0
     embedder.seconds = 0.0
     embedder.on_progress = None  # callable(n_texts) for a progress bar
+    embedder.expected_width = None
+    embedder.failure = None
