@@ -182,3 +182,82 @@ def test_compare_markdown_that_cannot_be_written_is_refused_before_comparing(cap
     assert code == 2 and "is a folder, not a file" in capsys.readouterr().err
     code = main(["compare", *runs, "--markdown", str(tmp_path / "new" / "cmp.md")])
     assert code == 0 and (tmp_path / "new" / "cmp.md").read_text().startswith("#")
+
+
+# ------------------------------------------------------------------ what validate catches that metrics would accept
+
+GOOD = "The giant panda eats bamboo for most of the day. Pandas live in the mountains of Sichuan.\n"
+
+
+def _dataset(root: Path, cases: list[dict], settings: str = "") -> Path:
+    import json
+
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "good.txt").write_text(GOOD)
+    (root / "docs" / "empty.txt").write_text("")
+    (root / "README.md").write_text("# a test dataset\n")
+    (root / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    if settings:
+        (root / "dataset.yaml").write_text(settings)
+    return root
+
+
+def _case(case_id: str, question: str = "What does the giant panda eat?", evidence: str = "eats bamboo") -> dict:
+    return {"id": case_id, "question": question, "evidence": [{"text": evidence, "doc_id": "good.txt"}]}
+
+
+def test_validate_names_short_evidence_control_characters_and_bidi_marks(tmp_path, capsys):
+    root = _dataset(tmp_path / "ds", [
+        _case("ok"),
+        _case("one-char", evidence="b"),
+        _case("esc", question="What does the \x1b[31mgiant panda eat?"),
+        _case("rtl\u202e"),
+        _case("nul", evidence="eats\x00 bamboo"),
+        _case("lines", question="What does the giant\npanda eat?", evidence="eats\nbamboo"),
+    ])  # fmt: skip
+    code = main(["validate", "--dataset", str(root)])
+    out, err = capsys.readouterr()
+    assert code == 1, out
+    assert "case 'one-char': evidence 'b' is shorter than evidence_min_chars 2 (dataset.yaml)" in out
+    assert "question: case 'esc': control character U+001B (unnamed) at character 14" in out
+    assert "id: case 'rtl\\u202e': bidirectional mark U+202E (RIGHT-TO-LEFT OVERRIDE) at character 3" in out
+    assert "evidence[0].text: case 'nul': control character U+0000 (unnamed) at character 4" in out
+    assert "'ok'" not in out and "'lines'" not in out  # a line break in a question or a quote is text
+    assert out.count(": control character ") == 2 and out.count(": bidirectional mark ") == 1
+    assert out.count("shorter than evidence_min_chars") == 1 and "Traceback" not in err
+
+    (root / "dataset.yaml").write_text("evidence_min_chars: 20\n")  # the knob: "eats bamboo" is now too short
+    assert main(["validate", "--dataset", str(root)]) == 1
+    assert "case 'ok': evidence 'eats bamboo' is shorter than evidence_min_chars 20" in capsys.readouterr().out
+
+
+def test_a_text_over_the_length_limit_is_named_by_validate_and_refused_by_eval(tmp_path, capsys):
+    long_question = "What does the giant panda eat " + "and eat " * 20 + "?"
+    root = _dataset(tmp_path / "ds", [_case("ok"), _case("long", question=long_question)], "question_max_chars: 100\n")
+    assert main(["validate", "--dataset", str(root)]) == 1
+    assert (
+        f"question: case 'long': {len(long_question)} characters, over question_max_chars 100 (dataset.yaml)"
+        in capsys.readouterr().out
+    )
+    code = main(["eval", "--dataset", str(root), "--no-validate", "--out", str(tmp_path / "runs")])
+    _one_line_error(capsys, code, "case 'long': question is", "over question_max_chars 100")
+    assert not (tmp_path / "runs").exists()  # refused before any run folder
+    with pytest.raises(RunError, match="over question_max_chars 100"):
+        ragsweep.evaluate(ROOT / "pipelines" / "default.yaml", root, validate=False)
+
+
+def test_unanswerable_cases_whose_documents_did_not_parse_are_not_correct_abstentions(tmp_path):
+    unanswerable = {"question": "What colour is the sky on Mars?", "unanswerable": True}
+    root = _dataset(tmp_path / "ds", [
+        _case("a1"),
+        {"id": "u-unparsed", **unanswerable, "doc_scope": ["empty.txt"]},  # an empty file is skipped by the parse
+        {"id": "u-parsed", **unanswerable, "doc_scope": ["good.txt"]},
+    ])  # fmt: skip
+    report = ragsweep.evaluate(ROOT / "pipelines" / "default.yaml", root)
+    by_id = {c.id: c for c in report.cases}
+    assert by_id["u-unparsed"].answer is not None and by_id["u-unparsed"].answer.abstained
+    assert by_id["u-unparsed"].metrics["abstention_correct"] is None
+    assert "left out of the abstention metrics" in by_id["u-unparsed"].notes["abstention"]
+    assert by_id["u-parsed"].metrics["abstention_correct"] == 1.0
+    assert report.counts["unanswerable_unparsed"].n == 1
+    assert report.counts["abstention_correct"].n == 2 and report.counts["abstention_recall"].n == 1

@@ -22,7 +22,7 @@ from ragsweep.datasets.loader import (
     resolve_doc_ids,
 )
 from ragsweep.datasets.schema import Case, Dataset, DatasetSettings, UnlocatedMode, list_doc_ids
-from ragsweep.datasets.validate import validate_cases, validate_offsets
+from ragsweep.datasets.validate import oversized, validate_cases, validate_offsets
 from ragsweep.evaluation.dataset_check import parsed_texts, validate_dataset
 from ragsweep.evaluation.runfolder import file_hash
 from ragsweep.evaluation.selection import select_cases
@@ -71,8 +71,17 @@ def load_folder(path: str | Path, split: str | None, *, validate: bool, unlocate
         dataset = load_dataset(path, split=split)
     except DatasetError as err:
         raise RunError(str(err)) from err
+    refuse_oversized(str(path), dataset)
     dataset.relevance = dataset.relevance.model_copy(update={"unlocated": unlocated})
     return dataset
+
+
+def refuse_oversized(where: str, dataset: Dataset) -> None:
+    """A question or evidence span over the dataset's length limits is refused, validated or not: one such
+    text costs memory out of all proportion to the corpus (a 5 MB question, gigabytes)."""
+    for case in dataset.cases:
+        for field, why in oversized(case, dataset.limits):
+            raise RunError(f"{where}: case {case.id!r}: {field} is {why}: shorten it, or raise the limit")
 
 
 def refuse_problems(where: str, problems: Sequence[str], way_out: str) -> None:
@@ -109,10 +118,12 @@ def cases_dataset(
         raise RunError("\n".join(str(p) for p in resolve_problems))
     if split is not None:
         own = [c for c in own if c.split == split]
-    return Dataset(
+    dataset = Dataset(
         name=docs_dir.name, root=docs_dir, docs_dir=docs_dir, cases=own,
         relevance=relevance.model_copy(update={"unlocated": unlocated}),
     )  # fmt: skip
+    refuse_oversized("cases", dataset)
+    return dataset
 
 
 def dataset_hash(dataset: Dataset) -> str:

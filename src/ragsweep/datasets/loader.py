@@ -66,6 +66,7 @@ from pydantic_core import ErrorDetails
 from .schema import (
     RELEVANCE_RULES,
     Case,
+    CaseLimits,
     Dataset,
     DatasetSettings,
     RelevanceConfig,
@@ -646,6 +647,15 @@ def relevance_from_settings(settings: DatasetSettings, cases: list[Case]) -> tup
         return RelevanceConfig(rule=rule), problems
 
 
+def limits_from_settings(settings: DatasetSettings) -> tuple[CaseLimits, list[Problem]]:
+    """The case text limits ``dataset.yaml`` sets (:class:`CaseLimits`), each bad value a problem."""
+    params = {k: v for k, v in (settings.model_extra or {}).items() if k in CaseLimits.model_fields}
+    try:
+        return CaseLimits(**params), []
+    except ValidationError as exc:
+        return CaseLimits(), [Problem("dataset.yaml", None, _loc(err["loc"]), err["msg"]) for err in exc.errors()]
+
+
 def cases_file_name(root: Path, settings: DatasetSettings) -> str:
     """The cases file of a dataset folder: ``cases`` of dataset.yaml, else ``cases.jsonl``, else
     ``cases.json``, else the folder's only ``.jsonl``/``.json`` file (``cases.jsonl`` when there
@@ -681,7 +691,8 @@ def load_dataset(path: str | Path, split: str | None = None) -> Dataset:
         raise DatasetError(problems)
     problems += resolve_doc_ids(cases, list_doc_ids(docs_dir), cases_name)
     relevance, rel_problems = relevance_from_settings(settings, cases)
-    problems += rel_problems
+    limits, limit_problems = limits_from_settings(settings)
+    problems += rel_problems + limit_problems
     if problems:
         raise DatasetError(problems)
     if split is not None:
@@ -696,6 +707,7 @@ def load_dataset(path: str | Path, split: str | None = None) -> Dataset:
         docs_dir=docs_dir,
         cases=cases,
         relevance=relevance,
+        limits=limits,
         provenance=readme.read_text(encoding="utf-8") if readme.exists() else "",
         settings=settings.model_dump(exclude_unset=True),
         cases_file=root / cases_name,

@@ -253,6 +253,21 @@ class RelevanceConfig(BaseModel):
     unlocated: UnlocatedMode = "exclude"
 
 
+class CaseLimits(BaseModel):
+    """What ``validate`` accepts of a case's text (``dataset.yaml`` keys): evidence too short to point at
+    one passage matches everywhere (a one-character span is "found" in every chunk), and one huge
+    question or span costs memory out of proportion to the corpus, so eval refuses it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    evidence_min_chars: int = Field(default=2, ge=1)
+    """The fewest non-space characters of an evidence span."""
+    question_max_chars: int = Field(default=10_000, ge=1)
+    """The longest question, in characters."""
+    evidence_max_chars: int = Field(default=50_000, ge=1)
+    """The longest evidence span, in characters."""
+
+
 class DatasetSettings(BaseModel):
     """``dataset.yaml``: the dataset's name and description, where its documents and cases are,
     and its relevance ``rule``. Every other key is kept as it is (``model_extra``): the rule's
@@ -277,6 +292,7 @@ class Dataset(BaseModel):
     docs_dir: Path
     cases: list[Case]
     relevance: RelevanceConfig = Field(default_factory=RelevanceConfig)
+    limits: CaseLimits = Field(default_factory=CaseLimits)
     provenance: str = ""
     settings: dict[str, Any] = Field(default_factory=dict)  # dataset.yaml's keys (DatasetSettings, as set there)
     # the file the cases were read from (cases.jsonl unless dataset.yaml or the folder says otherwise)

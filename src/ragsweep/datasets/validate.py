@@ -21,18 +21,21 @@ The checks that need the documents parsed (evidence offsets against the parsed t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
 
 from .loader import (
     Problem,
 )
 from .pathway_limits import clean_query, unscopable_reason
-from .schema import Case, Evidence
+from .schema import Case, CaseLimits, Evidence
 from .textnorm import normalize, normalize_map
 
 __all__ = [
     "Problem",
     "validate_cases",
+    "oversized",
+    "unsafe_characters",
     "validate_offsets",
     "closest_passage",
 ]
@@ -45,8 +48,11 @@ def validate_cases(
     file: str,
     doc_ids: set[str] | None = None,
     rule: str | None = None,
+    limits: CaseLimits | None = None,
 ) -> list[Problem]:
-    """Case-level checks on already-parsed cases (``doc_ids`` = ids in docs/, None to skip)."""
+    """Case-level checks on already-parsed cases (``doc_ids`` = ids in docs/, None to skip; ``limits``:
+    dataset.yaml's, else the defaults)."""
+    limits = limits or CaseLimits()
     problems: list[Problem] = []
     first_line: dict[str, int | None] = {}
     for case in cases:
@@ -59,6 +65,7 @@ def validate_cases(
             first_line[case.id] = line
         problems += _relevance_problems(case, file, rule)
         problems += _query_problems(case, file)
+        problems += _text_problems(case, file, limits)
         if doc_ids is not None:
             problems += _missing_doc_problems(case, file, doc_ids)
         if case.doc_scope:
@@ -110,6 +117,65 @@ def _query_problems(case: Case, file: str) -> list[Problem]:
         reason = unscopable_reason(d)
         if reason:
             problems.append(Problem(file, line, f"doc_scope[{i}]", f"case {case.id!r}: {d!r}: {reason}"))
+    return problems
+
+
+# bidirectional marks and embeddings: they reorder what a reader sees without changing the text
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_LINE_BREAKS = frozenset("\t\n\r")  # in a question or a quote, not in an id
+
+
+def unsafe_characters(text: str, line_breaks_allowed: bool) -> str | None:
+    """The first control character or bidirectional mark of ``text``, named by its code point."""
+    for i, ch in enumerate(text):
+        control = unicodedata.category(ch) == "Cc" and not (line_breaks_allowed and ch in _LINE_BREAKS)
+        if control or ch in _BIDI:
+            kind = "control character" if control else "bidirectional mark"
+            return f"{kind} U+{ord(ch):04X} ({unicodedata.name(ch, 'unnamed')}) at character {i}"
+    return None
+
+
+def _case_texts(case: Case) -> Iterable[tuple[str, str, bool]]:
+    """``(field, text, line breaks allowed)`` of every text of a case a report shows."""
+    yield "id", case.id, False
+    yield "question", case.question, True
+    for i, r in enumerate(case.relevant_ids):
+        yield f"relevant_ids[{i}]", r.id, False
+    for i, d in enumerate(case.doc_scope or []):
+        yield f"doc_scope[{i}]", d, False
+    for i, e in enumerate(case.evidence):
+        yield f"evidence[{i}].text", e.text, True
+        if e.doc_id is not None:
+            yield f"evidence[{i}].doc_id", e.doc_id, False
+
+
+def oversized(case: Case, limits: CaseLimits) -> list[tuple[str, str]]:
+    """``(field, why)`` of each question or evidence span longer than ``limits`` allow."""
+    found = []
+    if len(case.question) > limits.question_max_chars:
+        found.append(("question", f"{len(case.question)} characters, over question_max_chars "
+                      f"{limits.question_max_chars} (dataset.yaml)"))  # fmt: skip
+    for i, e in enumerate(case.evidence):
+        if len(e.text) > limits.evidence_max_chars:
+            found.append((f"evidence[{i}]", f"{len(e.text)} characters, over evidence_max_chars "
+                          f"{limits.evidence_max_chars} (dataset.yaml)"))  # fmt: skip
+    return found
+
+
+def _text_problems(case: Case, file: str, limits: CaseLimits) -> list[Problem]:
+    """Control characters and bidirectional marks, evidence too short to point at one passage, and
+    texts over the length limits."""
+    line, problems = case._line, []
+    for name, text, breaks in _case_texts(case):
+        if (why := unsafe_characters(text, breaks)) is not None:
+            problems.append(Problem(file, line, name, f"case {case.id!r}: {why}"))
+    for i, e in enumerate(case.evidence):
+        if len("".join(e.text.split())) < limits.evidence_min_chars:
+            problems.append(Problem(file, line, f"evidence[{i}]", (
+                f"case {case.id!r}: evidence {shown(e.text)} is shorter than evidence_min_chars "
+                f"{limits.evidence_min_chars} (dataset.yaml): it matches almost any chunk"
+            )))  # fmt: skip
+    problems += [Problem(file, line, name, f"case {case.id!r}: {why}") for name, why in oversized(case, limits)]
     return problems
 
 

@@ -29,7 +29,7 @@ from ragsweep.answer.base import Answer
 from ragsweep.core.hits import Hit, chunk_key
 from ragsweep.datasets.schema import Case, RelevanceConfig
 from ragsweep.evaluation.records import CaseResult, JudgedHit
-from ragsweep.metrics.answer import answer_metrics_for_case
+from ragsweep.metrics.answer import UNPARSED_SCOPE, answer_metrics_for_case, unparsed_scope_note, without_abstention
 from ragsweep.metrics.baselines import case_baselines
 from ragsweep.metrics.judge import JudgeVerdict
 from ragsweep.metrics.ragas_bridge import id_based_context_scores
@@ -87,6 +87,9 @@ def build_case_result(
         metrics.update(chunk_id_context_scores([chunk_key(h) for h in served[top_k]], relevant_ids))
     if answer is not None:
         metrics.update(_answer_metrics(case, answer, language))
+        if (unscored := unparsed_scope_note(case.unanswerable, case.doc_scope, texts)) is not None:
+            metrics.update(without_abstention(metrics))
+            budget_notes[UNPARSED_SCOPE] = unscored
     if verdict is not None:  # the mean of the case's replicate verdicts (the verdict itself with one)
         metrics["judge_correct"] = _num(verdict.score)
     return CaseResult(

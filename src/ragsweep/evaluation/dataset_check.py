@@ -31,13 +31,14 @@ from typing import Any
 from ragsweep.datasets.loader import (
     Problem,
     cases_file_name,
+    limits_from_settings,
     read_cases,
     read_settings,
     relevance_from_settings,
     resolve_doc_ids,
 )
 from ragsweep.datasets.schema import Case, RelevanceConfig, list_doc_ids
-from ragsweep.datasets.validate import closest_passage, shown, validate_cases, validate_offsets
+from ragsweep.datasets.validate import closest_passage, shown, unsafe_characters, validate_cases, validate_offsets
 from ragsweep.metrics.relevance import unlocated_evidence, word_overlap_ratio
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import NEEDS_PARSING, CorpusError, parse_corpus, read_without_parsing
@@ -165,6 +166,12 @@ def validate_cases_file(
     )
 
 
+def _document_name_problems(docs_name: str, doc_ids: Set[str] | None) -> list[Problem]:
+    """Document names holding a control character or a bidirectional mark (a report would show them raw)."""
+    found = ((d, unsafe_characters(d, line_breaks_allowed=False)) for d in sorted(doc_ids or ()))
+    return [Problem(f"{docs_name}/", None, None, f"document {d!r}: {why}") for d, why in found if why is not None]
+
+
 def _merge(ambiguous: list[Problem], problems: list[Problem]) -> list[Problem]:
     """``ambiguous`` (stems naming several documents) and ``problems`` without the "not among the
     dataset's documents" problem of the same references."""
@@ -228,8 +235,9 @@ def check_dataset(
     problems += case_problems
     ambiguous = resolve_doc_ids(cases, doc_ids, cases_name) if doc_ids is not None else []
     relevance, rel_problems = relevance_from_settings(settings, cases)
-    problems += rel_problems
-    problems += _merge(ambiguous, validate_cases(cases, cases_name, doc_ids, relevance.rule))
+    limits, limit_problems = limits_from_settings(settings)
+    problems += rel_problems + limit_problems + _document_name_problems(docs_name, doc_ids)
+    problems += _merge(ambiguous, validate_cases(cases, cases_name, doc_ids, relevance.rule, limits))
     parsed = parsed_texts(docs_dir, workers, follow_symlinks, pipeline) if parse and docs_dir.is_dir() else None
     if locate and parsed is None and docs_dir.is_dir() and any(e.has_offsets for c in cases for e in c.evidence):
         parsed = parsed_texts(docs_dir, workers, follow_symlinks)  # the offsets have every document parsed anyway

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ragsweep.evaluation.records import Aggregate, CaseResult, Count, RunResult, UnlocatedCase, UnlocatedReport
-from ragsweep.metrics.answer import aggregate_abstention
+from ragsweep.metrics.answer import UNPARSED_SCOPE, aggregate_abstention
 from ragsweep.metrics.intervals import abstention_f1_interval, bootstrap_interval
 from ragsweep.metrics.registry import judged_by_relevance, set_metrics, unknown_name
 from ragsweep.pipeline.corpus import shown_name
@@ -159,11 +159,15 @@ def _abstention(
     """Abstention precision/recall over the answered cases; "abstained" as the answer metrics
     decided it (the answerer's flag or a refusal-style text). Returns the (abstained,
     unanswerable) pairs; each rate's n is the cases it is a share of."""
+    answered = [case for case in cases if case.answer is not None and not case.answer.error]
+    unparsed = sum(UNPARSED_SCOPE in case.notes for case in answered)  # nothing to find: no abstention to judge
     pairs = [
         (bool(case.metrics.get("abstained", case.answer.abstained)), case.unanswerable)
-        for case in cases
-        if case.answer is not None and not case.answer.error
+        for case in answered
+        if UNPARSED_SCOPE not in case.notes and case.answer is not None
     ]
+    if unparsed:
+        counts["unanswerable_unparsed"] = Count(n=unparsed)
     if not pairs:
         return pairs
     abst = aggregate_abstention(pairs)

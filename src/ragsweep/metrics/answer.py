@@ -58,7 +58,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from difflib import SequenceMatcher
@@ -437,6 +437,26 @@ def pathway_string_match(
 
 
 # ----------------------------------------------------------------------------- per case
+
+
+UNPARSED_SCOPE = "abstention"  # a case's note: its abstention is left unscored, and why
+
+
+def unparsed_scope_note(unanswerable: bool, doc_scope: Sequence[str] | None, parsed: Mapping[str, str]) -> str | None:
+    """Why an unanswerable case's abstention says nothing: none of its scoped documents was parsed, so the
+    answerer had nothing to find in the first place (a refusal there is no evidence of knowing when to
+    refuse). None when the abstention is scored."""
+    if not unanswerable or not doc_scope or any(d in parsed for d in doc_scope):
+        return None
+    return (
+        f"its documents were not parsed ({', '.join(doc_scope[:3])}{' ...' if len(doc_scope) > 3 else ''}): "
+        "left out of the abstention metrics, not counted as a correct abstention"
+    )
+
+
+def without_abstention(scores: dict[str, float | None]) -> dict[str, float | None]:
+    """``scores`` with the metrics that judge an abstention unset (:func:`unparsed_scope_note`)."""
+    return {k: (None if k in ("abstained", "abstention_correct", "pathway_strsim") else v) for k, v in scores.items()}
 
 
 def answer_metrics_for_case(
