@@ -124,7 +124,7 @@ def evaluate(
         raise ValueError("ragsweep: bad option: dry_run is the command's (`ragsweep eval --dry-run`)")
     config = load_config(pipeline, overrides)
     ds, cases, digest = _dataset(dataset, docs, opts)
-    settings = run_settings(opts)
+    settings = run_settings(opts, config)
     check_floor_names(settings.floors, scored_ks(settings.ks, config.top_k), settings.budgets)
     where = where_of(opts, run_name(ds.name, config)) if out is not None else Where()
     result = evaluate_into(config, ds, cases, settings, run_state(config, digest, settings, cases), where,

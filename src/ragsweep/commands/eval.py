@@ -57,11 +57,13 @@ class EvalOptions(AnswerOptions, RunInputs):
     dry_run: bool = option(False, "print the LLM calls and tokens a run would make, then stop")
 
 
-def run_settings(options: EvalOptions) -> RunSettings:
-    """What the run needs of ``options``, as the evaluation's own settings."""
+def run_settings(options: EvalOptions, config: PipelineConfig | None = None) -> RunSettings:
+    """What the run needs of ``options``, as the evaluation's own settings (an adaptive answerer's own
+    depths when ``--ks`` is not given: :meth:`PipelineConfig.report_depths`)."""
+    ks = list(options.ks) if config is None else config.report_depths(options.ks, "ks" in options.model_fields_set)
     return RunSettings(
         selection=selection_of(options), answer=answer_settings(options), parse=parse_settings(options),
-        ks=list(options.ks), budgets=list(options.budgets), unlocated=options.unlocated, floors=dict(options.floors),
+        ks=ks, budgets=list(options.budgets), unlocated=options.unlocated, floors=dict(options.floors),
         progress=options.progress, fresh_retrieval=options.fresh_retrieval, resume=bool(options.resume),
     )  # fmt: skip
 
@@ -85,7 +87,7 @@ def run_eval(options: EvalOptions, html: bool = True) -> tuple[Path | None, RunR
     """Evaluate; return the run folder and the result (or, for a dry run, the LLM estimate). ``html``
     False leaves report.html to the caller (a watch writes it once its history holds the run)."""
     config, dataset, cases = load_inputs(options)
-    settings = run_settings(options)
+    settings = run_settings(options, config)
     check_floor_names(settings.floors, scored_ks(settings.ks, config.top_k), settings.budgets)  # before a folder
     check_executor(options.executor_settings)
     if not options.dry_run:

@@ -22,6 +22,9 @@ class ComponentArguments(BaseModel):
     model_config = ConfigDict(frozen=True)  # the other arguments are left out
 
     search_topk: object = None  # a question answerer's depth
+    n_starting_documents: object = None  # an adaptive answerer's first depth...
+    factor: object = None  # ... multiplied by this at each new ask...
+    max_iterations: object = None  # ... this many asks in all
     llm: object = None  # a question answerer's chat model
     retriever_factory: object = None  # a document store's index
     model: object = None  # a chat model's or an embedder's model name

@@ -99,6 +99,10 @@ DEFAULT_TOP_K = 5
 NATIVE_PARSER = "ragsweep.pipeline.parsing.NativeParser"
 # what an app's DocumentStore parses with when it names no parser (Pathway's default)
 PATHWAY_DEFAULT_PARSER = "pathway.xpacks.llm.parsers.Utf8Parser"
+# an adaptive question answerer's arguments, in the order its depths are computed from
+ADAPTIVE_ARGUMENTS = ("n_starting_documents", "factor", "max_iterations")
+# the connector that reads a folder: its documents' ``path`` is the folder as written joined with the file's
+FOLDER_READER = "pathway.io.fs.read"
 
 
 # a pipeline file as Pathway's loader gives it: ``$variables`` and top-level keys, each a YAML node
@@ -117,6 +121,8 @@ class BuiltPipeline:
     embedder: BaseEmbedder | None
     params: dict[str, Scalar]
     route_docs: int | None = None  # $route_docs: a first stage ranks documents (ragsweep.pipeline.routing)
+    # the folder the app reads its documents from, as it names it (``data``): None serves the dataset's folder
+    served_folder: str | None = None
 
 
 # where a top-k that is not ``$top_k`` comes from (``question_answerer.search_topk``...); "from" is
@@ -133,6 +139,7 @@ class PipelineManifest(TypedDict, total=False):
     variables: dict[str, Scalar]
     retriever_mode: str | None
     top_k: TopKSource  # only when the top-k is not ``$top_k``
+    served_metadata: str  # only when the app reads a connector with no folder: what its metadata lacks
     parser: ParserManifest
 
 
@@ -306,6 +313,96 @@ KNOB_RULES: dict[str, str] = {
     "reranker_model": "must be a non-empty string (a model name or a local model folder), or null",
     "rerank_candidates": "must be an integer >= $top_k, or null (required when $reranker is set)",
 }
+
+
+# the arguments of components that ragsweep reads or that decide what it scores, literal or ``$variable``:
+# (the least value allowed, what is allowed); null passes where the constructor's own default is null
+ARGUMENT_RULES: dict[str, tuple[int, str]] = {
+    "max_tokens": (1, "must be an integer >= 1 (and >= min_tokens)"),
+    "min_tokens": (0, "must be an integer >= 0 (and <= max_tokens)"),
+    "dimensions": (1, "must be an integer >= 1 (the width of the vectors)"),
+    "search_topk": (1, "must be an integer >= 1"),
+    "rerank_topk": (1, "must be an integer >= 1, or null"),
+    "n_starting_documents": (1, "must be an integer >= 1 (the depth of the answerer's first ask)"),
+    "factor": (1, "must be an integer >= 1 (how much the answerer widens at each new ask)"),
+    "max_iterations": (1, "must be an integer >= 1 (how many times the answerer asks)"),
+}
+# the components that load a Hugging Face model when built, and the argument that names it
+HUB_MODEL_ARGUMENTS = {
+    "pathway.xpacks.llm.embedders.SentenceTransformerEmbedder": "model",
+    "pathway.xpacks.llm.rerankers.CrossEncoderReranker": "model_name",
+    "pathway.xpacks.llm.rerankers.EncoderReranker": "model_name",
+    "pathway.xpacks.llm.llms.HFPipelineChat": "model",
+}
+_BUNDLED_MODEL = "all-MiniLM-L6-v2"  # the one model ragsweep ships (core.offline.embedder_model_path)
+
+
+def missing_hub_model(model: str, argument: str = "model") -> str | None:
+    """Why ``model`` (a hub id or a local folder) cannot be loaded on this machine, offline: None when it
+    is a folder here, the hub may be reached (``HF_HUB_OFFLINE=0``), or the hub's cache holds it."""
+    import os
+
+    if Path(model).expanduser().exists() or os.environ.get("HF_HUB_OFFLINE", "1").lower() in ("0", "false", "no"):
+        return None
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    # sentence-transformers finds a bare name (all-MiniLM-L6-v2) under its organisation on the hub
+    names = [model] if "/" in model else [model, f"sentence-transformers/{model}"]
+    for name in names:
+        try:
+            if isinstance(try_to_load_from_cache(name, "config.json"), str):
+                return None
+        except Exception:  # noqa: BLE001 - not a hub id (a path that does not exist): not found
+            continue
+    bundled = ""
+    if model.rsplit("/", 1)[-1] == _BUNDLED_MODEL:
+        from ragsweep.core.offline import embedder_model_path
+
+        bundled = f" (ragsweep ships this one: {argument}: {embedder_model_path()})"
+    return (
+        f"is not on this machine and the hub is offline: not in the Hugging Face cache {constants.HF_HUB_CACHE} "
+        "(HF_HOME or HF_HUB_CACHE name the cache looked in); download it where the hub is reached "
+        f"(`huggingface-cli download {names[-1]}`) into that cache, or give {argument}: a local folder holding it"
+        f"{bundled}"
+    )
+
+
+_NOT_READ = object()  # an argument's value that is not checked here (a component, an environment variable)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _allowed(value: object, least: int, default: object) -> bool:
+    """Whether an argument's value passes its rule (null where the constructor's default is null)."""
+    if value is None:
+        return default is None
+    return _is_int(value) and cast(int, value) >= least
+
+
+def labelled_components(raw: RawConfig) -> Iterator[tuple[str, Value]]:
+    """Every component a pipeline file builds, with the name it goes by (``$splitter``,
+    ``$document_store.retriever_factory``, ``$hybrid.retriever_factories[1]``); a ``$variable`` a
+    component references is named where it is defined."""
+    from pathway.internals.yaml_loader import Value, Variable
+
+    def walk(obj: object, label: str) -> Iterator[tuple[str, Value]]:
+        if isinstance(obj, Value):
+            if obj.constructor is not None and not obj.constructed:
+                yield label, obj
+                for key, value in obj.kwargs.items():
+                    if not isinstance(key, Variable):
+                        yield from walk(value, f"{label}.{key}")
+        elif isinstance(obj, dict):
+            for key, value in obj.items():
+                yield from walk(value, f"{label}.{key}")
+        elif isinstance(obj, (list, tuple)):
+            for n, value in enumerate(obj):
+                yield from walk(value, f"{label}[{n}]")
+
+    for key, value in raw.items():
+        yield from walk(value, f"${key.name}" if isinstance(key, Variable) else str(key))
 
 
 def _show(name: str, value: object) -> str:
@@ -482,11 +579,65 @@ class PipelineConfig:
             checked = PipelineVariables.model_validate(values, context=context)
         except ValidationError as err:
             raise ConfigError("\n".join(_knob_errors(self.path, values, err))) from None
+        if bad := self._argument_errors():
+            raise ConfigError("\n".join(bad))
+        self._check_hub_models()
         label, value = self._top_k_source()
         if label is not None and label.removeprefix("$") not in values:  # search_topk: literal or other variable
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{self.path}: {label} = {_show(label, value)}: must be an integer >= 1")
         return checked
+
+    def _argument_errors(self) -> list[str]:
+        """The components' arguments ragsweep reads (:data:`ARGUMENT_RULES`), literal or ``$variable``, each
+        checked as its knob is: one line per bad value naming the component, the argument and the value."""
+        messages = []
+        for label, node in labelled_components(self.raw):
+            found: dict[str, object] = {}
+            for name, rule in ARGUMENT_RULES.items():
+                if name not in node.kwargs:
+                    continue
+                shown, value = self._argument_value(name, node.kwargs[name])
+                if value is _NOT_READ:
+                    continue
+                found[name] = value
+                if not _allowed(value, rule[0], _parameter_default(node.constructor, name)):
+                    kind = _callable_path(node.constructor).rsplit(".", 1)[-1]
+                    messages.append(f"{self.path}: {label}.{name} ({kind}) = {shown}: {rule[1]}")
+            low, high = found.get("min_tokens"), found.get("max_tokens")
+            if _allowed(low, 0, 0) and _allowed(high, 1, 0) and cast(int, low) > cast(int, high):
+                messages.append(
+                    f"{self.path}: {label}.min_tokens = {low} > {label}.max_tokens = {high}: "
+                    "min_tokens must be <= max_tokens"
+                )
+        return list(dict.fromkeys(messages))
+
+    def _check_hub_models(self) -> None:
+        """A component that loads a Hugging Face model (Pathway's ``SentenceTransformerEmbedder``, its
+        rerankers...) whose model is neither a local folder nor in the hub's cache is one line, before any
+        work: offline, its constructor would fail deep in the build."""
+        for label, node in labelled_components(self.raw):
+            argument = HUB_MODEL_ARGUMENTS.get(_callable_path(node.constructor))
+            if argument is None:
+                continue
+            given = node.kwargs.get(argument, _parameter_default(node.constructor, argument))  # HFPipelineChat: gpt2
+            _, model = self._argument_value(argument, given)
+            if isinstance(model, str) and (where := missing_hub_model(model, argument)) is not None:
+                kind = _callable_path(node.constructor).rsplit(".", 1)[-1]
+                raise ConfigError(f"{self.path}: {label} ({kind}) {argument}: {model!r} {where}")
+
+    def _argument_value(self, name: str, node: object) -> tuple[str, object]:
+        """An argument's value as a message shows it and the value itself: a ``$variable`` followed to its
+        definition; :data:`_NOT_READ` for one checked as a knob already, read from the environment, or a
+        component."""
+        from pathway.internals.yaml_loader import Value, Variable
+
+        if isinstance(node, Variable):
+            if node.name in KNOB_RULES or node not in self.raw:
+                return "", _NOT_READ
+            value = self.raw[node]
+            return f"${node.name} = {_show(name, value)}", _NOT_READ if isinstance(value, Value) else value
+        return _show(name, node), _NOT_READ if isinstance(node, Value) else node
 
     # ------------------------------------------------------------- reading
     @_remembered
@@ -552,7 +703,56 @@ class PipelineConfig:
             default = _parameter_default(node.constructor, "search_topk")
             if default is not None:
                 return f"{key}.search_topk (Pathway's default)", default
+        adaptive = self._adaptive_arguments()  # an adaptive answerer: the depth of its first ask
+        if adaptive is not None:
+            return adaptive["n_starting_documents"]
         return None, None
+
+    def _adaptive_arguments(self) -> dict[str, tuple[str, object]] | None:
+        """An adaptive question answerer's ``n_starting_documents``, ``factor`` and ``max_iterations``, each
+        with the name it goes by (``question_answerer.factor``, ``$factor``, ``... (Pathway's default)``);
+        None when the file has no such answerer."""
+        found = self.question_answerer_ref()
+        if found is None:
+            return None
+        label, node = found
+        given = ComponentArguments.of(node.kwargs)
+        out: dict[str, tuple[str, object]] = {}
+        for name in ADAPTIVE_ARGUMENTS:
+            ref = getattr(given, name)
+            default = _parameter_default(node.constructor, name)
+            if ref is None and default is None:
+                return None  # not an adaptive answerer: it takes no such argument
+            out[name] = (
+                self._follow(ref, f"{label}.{name}")
+                if ref is not None
+                else (f"{label}.{name} (Pathway's default)", default)
+            )
+        return out
+
+    @_remembered
+    def answerer_depths(self) -> list[int] | None:
+        """The depths an adaptive answerer asks, one after the other: ``n_starting_documents × factor^i``
+        for each of its ``max_iterations`` asks (2, 4, 8, 16); None for any other."""
+        found = self._adaptive_arguments()
+        if found is None:
+            return None
+        n, factor, asks = (found[name][1] for name in ADAPTIVE_ARGUMENTS)
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in (n, factor, asks)):
+            return None  # validate() refuses such a file; a factory function's own values are not read
+        return sorted({cast(int, n) * cast(int, factor) ** i for i in range(cast(int, asks))})
+
+    def _widens(self) -> str:
+        """How an adaptive answerer widens its context, for the manifest's top-k (``""`` for any other)."""
+        depths = self.answerer_depths()
+        if not depths or len(depths) < 2:
+            return ""
+        return f"; the answerer widens its context when it finds no answer: {', '.join(map(str, depths))} chunks"
+
+    def report_depths(self, ks: list[int], asked: bool) -> list[int]:
+        """The depths a run reports: ``ks`` when they were asked for (``--ks``), else an adaptive
+        answerer's own depths (:meth:`answerer_depths`), else ``ks``."""
+        return list(ks) if asked else self.answerer_depths() or list(ks)
 
     @property
     def retriever_mode(self) -> str | None:
@@ -571,10 +771,17 @@ class PipelineConfig:
         return self._sub_hash(splitter_ref)
 
     @property
-    @_remembered
     def index_key(self) -> str:
         """Hash of what decides the index (chunks + retriever, and ``$route_docs`` when it is set:
-        the document stage), not top-k."""
+        the document stage), not top-k; and the folder the documents are served under (each served
+        item's metadata path starts with it)."""
+        folder = self.served_folder()
+        if folder is None:
+            return self._index_key()
+        return hashlib.sha256(f"{self._index_key()}\0sources={folder}".encode()).hexdigest()[:16]
+
+    @_remembered
+    def _index_key(self) -> str:
         factory_ref, _ = self._component_refs()
         routing = "" if self.variables.route_docs is None else f"\0route_docs={self.variables.route_docs}"
         identity = self.parser_spec().identity  # an app's parser: its configuration decides the chunks too
@@ -693,6 +900,7 @@ class PipelineConfig:
             embedder=embedder,
             params=self.scalars(),
             route_docs=self.variables.route_docs,
+            served_folder=self.served_folder(),
         )
 
     def _check_chunk_header(self, splitter: object) -> None:
@@ -966,6 +1174,60 @@ class PipelineConfig:
                     sources[getattr(node.constructor, "__module__", None) or path] = path
         return dict(sorted(sources.items()))
 
+    def _source_readers(self) -> list[Value]:
+        """The connectors the app's document store reads (its ``docs``, else ``$sources``)."""
+        from pathway.internals.yaml_loader import Value
+
+        store = self._document_store()
+        docs = store.kwargs.get("docs") if isinstance(store, Value) else None
+        root = docs if docs is not None else self._variable("sources")
+        return [n for n in yaml_nodes(root, self.raw) if isinstance(n, Value) and n.constructor is not None]
+
+    def served_folder(self) -> str | None:
+        """The folder the app reads its documents from as its ``pw.io.fs.read`` names it (``data``), written
+        as Pathway writes it in each document's ``path`` (``data/X.docx``): a document is served under it
+        joined with its path under the dataset's ``docs/``. None (the dataset's own folder): ragsweep's own
+        pipelines, an app reading no folder or several, a folder named by an unset environment variable."""
+        import os
+
+        written = self._folder_as_written()
+        if written is None:
+            return None
+        kind, text = written
+        path = os.environ.get(text) if kind == "environment" else text  # read now: not part of the file's facts
+        return pathway_folder(path) if path is not None else None
+
+    @_remembered
+    def _folder_as_written(self) -> tuple[str, str] | None:
+        """``("path", "data")``, or ``("environment", "DOCS")`` for a folder Pathway's loader reads from the
+        environment (an upper-case ``$DOCS`` the file does not define); None: no single folder is read."""
+        from pathway.internals.yaml_loader import Variable
+
+        readers = self._source_readers()
+        folders = [n for n in readers if _callable_path(n.constructor) == FOLDER_READER]
+        if len(folders) != 1 or len(readers) != 1:
+            return None
+        node, seen = folders[0].kwargs.get("path"), 0
+        while isinstance(node, Variable) and node in self.raw and seen < 10:
+            node, seen = self.raw[node], seen + 1
+        if isinstance(node, Variable):
+            return "environment", node.name
+        return ("path", node) if isinstance(node, str) else None
+
+    @_remembered
+    def served_path_note(self) -> str | None:
+        """What differs in the documents' metadata where the app reads them from no folder (SharePoint,
+        Google Drive...): their ``path`` and the connector's own fields."""
+        readers = [_callable_path(n.constructor) for n in self._source_readers()]
+        others = sorted({r for r in readers if r != FOLDER_READER})
+        if not others:
+            return None
+        return (
+            f"the app reads its documents with {', '.join(others)}: ragsweep serves each document's metadata "
+            "path as the file's path in the dataset's docs folder on this machine (and no other field), where "
+            "the connector gives its own path and fields (ids, URLs, times): a prompt showing them differs"
+        )
+
     @_remembered
     def manifest(self) -> PipelineManifest:
         """What a report records of this config; secrets are masked."""
@@ -978,8 +1240,10 @@ class PipelineConfig:
         )
         label, _ = self._top_k_source()
         if label is not None and label != "$top_k":
-            out["top_k"] = {"value": self.top_k, "from": label}
+            out["top_k"] = {"value": self.top_k, "from": label + self._widens()}
         out["parser"] = self.parser_spec().manifest()
+        if (note := self.served_path_note()) is not None:
+            out["served_metadata"] = note
         return out
 
     def public_text(self) -> str:
@@ -1036,6 +1300,22 @@ def _yaml_error_line(err: BaseException) -> str:
         return " ".join(str(err).split())
     context = f"{err.context}: " if err.context else ""
     return f"line {mark.line + 1}, column {mark.column + 1}: {context}{problem}"
+
+
+def pathway_folder(path: str) -> str:
+    """A folder as Pathway's ``pw.io.fs.read`` writes it at the head of each file's ``path``: repeated
+    slashes as one, a leading ``./`` and the trailing slash dropped (``./data/`` -> ``data``, ``.`` -> ``""``)."""
+    folder = re.sub(r"/{2,}", "/", path)
+    while folder.startswith("./"):
+        folder = folder[2:]
+    if folder in ("", ".", "/"):
+        return "" if folder != "/" else "/"
+    return folder.rstrip("/")
+
+
+def served_path(folder: str, relative: str) -> str:
+    """A document's ``path`` as the app reading ``folder`` serves it (:func:`pathway_folder`)."""
+    return relative if not folder else folder + relative if folder.endswith("/") else f"{folder}/{relative}"
 
 
 def _why(err: BaseException) -> str:

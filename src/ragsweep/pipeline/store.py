@@ -24,7 +24,7 @@ from ragsweep.core.environment import queries_per_run
 from ragsweep.core.hits import ChunkMetadata, Hit, chunk_source, split_header
 from ragsweep.core.offline import ensure_offline
 from ragsweep.pipeline.app_components import check_endpoint, run_with
-from ragsweep.pipeline.config import BuiltPipeline, PipelineConfig
+from ragsweep.pipeline.config import BuiltPipeline, PipelineConfig, served_path
 from ragsweep.pipeline.corpus import Corpus, ParsedDocument, parse_corpus
 from ragsweep.pipeline.scalars import Overrides
 from ragsweep.pipeline.served_cache import ServedCache
@@ -138,14 +138,15 @@ def document_store(corpus: Corpus, pipeline: BuiltPipeline) -> DocumentStore:
 def documents_table(corpus: Corpus, pipeline: BuiltPipeline) -> pw.Table:
     """The corpus as the DocumentStore's input table: each document's elements and metadata."""
     root = Path(corpus.docs_dir).resolve()
+    folder = pipeline.served_folder
     outline = bool(getattr(pipeline.splitter, "takes_metadata", False))
     titled = pipeline.route_docs is not None  # the document stage names each document by its title
-    doc_rows = [  # path: where an app reading the folder (pw.io.fs.read) finds the file; its prompts may show it
+    doc_rows = [  # path: as the app reading its folder (pw.io.fs.read) gives it; its prompts show it
         (
             json.dumps(doc.pieces()).encode("utf-8"),  # its elements, as the app's parser gave them
             pw.Json(
                 {
-                    "path": str(root / doc.doc_id),
+                    "path": str(root / doc.doc_id) if folder is None else served_path(folder, doc.doc_id),
                     "doc_id": doc.doc_id,
                     **(outline_metadata(doc) if outline else {"title": doc.title} if titled and doc.title else {}),
                 }
