@@ -71,9 +71,9 @@ def test_empty_file_and_missing_folders(tmp_path):
 
 def test_settings_problems(tmp_path):
     (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "a.txt").write_text("x")
+    (tmp_path / "docs" / "a.txt").write_text("xyz")
     (tmp_path / "README.md").write_text("r")
-    (tmp_path / "cases.jsonl").write_text('{"id": "1", "question": "q", "evidence": ["x"]}\n')
+    (tmp_path / "cases.jsonl").write_text('{"id": "1", "question": "q", "evidence": ["xyz"]}\n')
     (tmp_path / "dataset.yaml").write_text("relevance: doc_id\nword_overlap_threshold: 3\n")
     got = [str(p) for p in validate_dataset(tmp_path)]
     assert "dataset.yaml: word_overlap_threshold: Input should be less than or equal to 1" in got
