@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pathway.xpacks.llm.splitters import TokenCountSplitter
 
 from ragsweep.core.errors import ConfigError
 from ragsweep.pipeline.config import PipelineConfig, pathway_folder, served_path
@@ -138,6 +139,28 @@ def test_set_splitter_max_tokens_0_stops_eval_in_one_line_without_a_run_folder(t
         "(and >= min_tokens)"
     )
     assert not (tmp_path / "runs").exists()
+
+
+class EmptySplitter(TokenCountSplitter):
+    """A user's splitter whose arguments pass every check and that cuts no text: one empty chunk a document."""
+
+    def chunk(self, text: str, metadata: dict | None = None) -> list[tuple[str, dict]]:
+        return [("", dict(metadata or {}))]
+
+
+def test_a_chunk_table_of_only_empty_chunks_is_an_error_not_a_run_of_zeros(tmp_path):
+    from ragsweep.pipeline.corpus import parse_corpus
+    from ragsweep.pipeline.store import RagStore
+
+    text = ADAPTIVE_APP.format(max_tokens=400, factor=2).replace(
+        "!pw.xpacks.llm.splitters.TokenCountSplitter", "!test_component_arguments.EmptySplitter"
+    )
+    config = PipelineConfig.load(_write(tmp_path, text))
+    store = RagStore(config, parse_corpus(_dataset(tmp_path) / "docs"))
+    with pytest.raises(
+        ConfigError, match=r"the splitter \(EmptySplitter\) cut the documents into 3 chunk\(s\), every one empty"
+    ):
+        store.index()
 
 
 # ----------------------------------------------------------------- an adaptive answerer's depths

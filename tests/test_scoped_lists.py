@@ -29,7 +29,7 @@ def _queries() -> list[Query]:
 def test_cut_lists_are_the_stores_own(mode, monkeypatch):
     store = RagStore.from_folder(ROOT / "pipelines" / "default.yaml", MINI / "docs", {"retriever_mode": mode})
     queries = _queries()
-    cut, rest = store_module._split_by_scopes(queries, safe=mode != "knn")
+    cut, rest = store_module._split_by_scopes(queries)
     assert len(cut) > len(queries) / 2 and rest  # both ways are in this batch
     served = store.run(queries)
     monkeypatch.setattr(store_module, "_cut_plan", lambda pipeline: None)  # every query asked of the store

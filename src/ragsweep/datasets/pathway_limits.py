@@ -1,9 +1,9 @@
 """What Pathway's query path cannot take, checked before a run (no Pathway import here).
 
-* :func:`clean_query` is the cleaning a question gets before it reaches Tantivy's query
-  parser (``ragsweep.pipeline.store.sanitize_query`` = ``clean_query(text) or "document"``): a
-  question that is empty after it (``""``, punctuation, symbols or emoji only) has nothing
-  to search for.
+* :func:`tantivy_safe` is the question as ragsweep asks Pathway's Tantivy BM25 (and only that
+  index: ``ragsweep.pipeline.serving``), :func:`served_app_failure` says when the app's own
+  server cannot take it, and :func:`clean_query` is the plainest cleaning: a question that is
+  empty after it (``""``, punctuation, symbols or emoji only) has nothing to search for.
 * :func:`unscopable_reason` says why a document id cannot be put in a case's scope:
   Pathway's JMESPath metadata filter cannot express an id holding a backtick or a double
   quote (see ``ragsweep.pipeline.store.scope_filter``).
@@ -63,8 +63,11 @@ def unscopable_reason(doc_id: str) -> str | None:
 # fail: + - ( ) { } [ ] ^ " : `  and a no-break space;   parse: & | ! ~ * ? \ / ' . ; = @ # $ %
 # (< and > start range queries in tantivy's grammar: treated as syntax too).
 TANTIVY_SYNTAX = frozenset('+-(){}[]^":`<>')
-# Tantivy drops words of 40+ bytes; a query left with none ends pw.run ("Only excluding terms given")
+# Tantivy's default tokenizer cuts a word into runs of letters and digits and drops runs of 40+ bytes
+# (RemoveLongFilter); a query of two or more words none of which keeps a token ends pw.run
+# ("Invalid query: Only excluding terms given"), one such word alone finds nothing.
 TANTIVY_MAX_WORD_BYTES = 40
+_TOKEN = re.compile(r"[^\W_]+")
 _PLAIN_SPACE = frozenset(" \t\n\r")
 
 
@@ -92,10 +95,15 @@ def _parses(text: str) -> bool:
 _PARSER: tantivy.Index | None = None
 
 
+def kept_tokens(text: str) -> list[str]:
+    """The tokens Tantivy's default tokenizer keeps of ``text``: runs of letters and digits under 40 bytes."""
+    return [t for t in _TOKEN.findall(text) if len(t.encode()) < TANTIVY_MAX_WORD_BYTES]
+
+
 def _needs_change(text: str) -> bool:
     return (
         any(ch in TANTIVY_SYNTAX or (ch.isspace() and ch not in _PLAIN_SPACE) for ch in text)
-        or any(w in _BOOLEAN_WORDS or len(w.encode()) >= TANTIVY_MAX_WORD_BYTES for w in text.split())
+        or any(w in _BOOLEAN_WORDS for w in text.split())
         or not _parses(text)
     )
 
@@ -104,32 +112,33 @@ def _needs_change(text: str) -> bool:
 def tantivy_safe(text: str) -> str:
     """The question as Pathway's Tantivy BM25 can take it, changed as little as possible.
 
-    A question without Tantivy syntax characters (:data:`TANTIVY_SYNTAX`), unusual white
-    space, upper-case boolean keywords or 40+-byte words, and that tantivy's parser accepts,
-    is returned unchanged, so a stock Pathway server answers it exactly as ragsweep scores it.
-    Otherwise each syntax character and unusual space becomes a space, the keywords
-    ``AND OR NOT IN TO`` are lower-cased, words of 40+ bytes (which Tantivy drops; a query left
-    with none of its words ends the run) are left out, and if tantivy's parser still refuses
-    the result, only letters, digits and spaces are kept (:func:`clean_query`). ``""`` when
-    nothing searchable is left.
+    ``""`` (no match) when Tantivy keeps no token of it (punctuation only, or only runs of 40+
+    bytes such as a long Chinese sentence, which Tantivy drops): such a question searches nothing in
+    the app either. A question without Tantivy syntax characters (:data:`TANTIVY_SYNTAX`), unusual
+    white space or upper-case boolean keywords, and that tantivy's parser accepts, is returned
+    unchanged, so a stock Pathway server answers it exactly as ragsweep scores it. Otherwise each
+    syntax character and unusual space becomes a space, the keywords ``AND OR NOT IN TO`` are
+    lower-cased, and if tantivy's parser still refuses the result, only letters, digits and spaces
+    are kept (:func:`clean_query`).
     """
-    if not clean_query(text):
+    if not kept_tokens(text):
         return ""
     if not _needs_change(text):
         return text
     cleaned = "".join(" " if ch in TANTIVY_SYNTAX or ch.isspace() else ch for ch in text)
-    kept = " ".join(
-        w.lower() if w in _BOOLEAN_WORDS else w for w in cleaned.split() if len(w.encode()) < TANTIVY_MAX_WORD_BYTES
-    )
-    if kept and not _parses(kept):
-        kept = " ".join(w for w in clean_query(kept).split() if len(w.encode()) < TANTIVY_MAX_WORD_BYTES)
-    return kept
+    kept = " ".join(w.lower() if w in _BOOLEAN_WORDS else w for w in cleaned.split())
+    if not _parses(kept):
+        kept = clean_query(kept)
+    return kept if kept_tokens(kept) else ""
 
 
 def served_app_failure(text: str) -> str | None:
-    """Why a stock Pathway server over a Tantivy BM25 index cannot take this question (its whole ``pw.run``
-    ends: ``EngineError: Syntax Error``), naming the first character or word that does it; None when it can.
-    ragsweep's DocumentStore asks :func:`tantivy_safe`'s cleaned question instead."""
+    """Why a stock Pathway server over Pathway's own Tantivy BM25 index cannot take this question (its whole
+    ``pw.run`` ends), naming the first character or word that does it; None when it can. ragsweep's
+    DocumentStore asks that index :func:`tantivy_safe`'s question instead, and every other index the question.
+    A single word Tantivy keeps no token of (a Chinese question of 14+ characters) is taken: it finds nothing."""
+    if len(text.split()) > 1 and not kept_tokens(text):
+        return f"{_EXCLUDING}: no word of it keeps a token (runs of 40+ bytes and punctuation are dropped)"
     if not _needs_change(text):
         return None
     for at, ch in enumerate(text):
@@ -139,9 +148,8 @@ def served_app_failure(text: str) -> str | None:
     for word in text.split():
         if word in _BOOLEAN_WORDS:
             return f"{_ENDS}: the boolean keyword {word!r}"
-        if len(word.encode()) >= TANTIVY_MAX_WORD_BYTES:
-            return f"{_ENDS}: a word of {len(word.encode())} bytes, which Tantivy drops"
     return f"{_ENDS}: tantivy's query parser refuses it"
 
 
 _ENDS = "the app's own server ends its whole pw.run on this question (Tantivy: EngineError: Syntax Error)"
+_EXCLUDING = "the app's own server ends its whole pw.run on this question (Tantivy: Only excluding terms given)"

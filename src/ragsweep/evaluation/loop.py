@@ -296,13 +296,15 @@ def _queries_tantivy(config: PipelineConfig) -> bool:
 
 
 def warn_served_app_failures(results: Sequence[CaseResult]) -> None:
-    """Name the questions the app's own server cannot take: it would end, not answer them."""
+    """Name the questions the app's own server cannot take (its Pathway Tantivy BM25 ends the run on them:
+    the app serves no answer), and say what their numbers are for instead."""
     failed = [r for r in results if SERVED_APP in r.notes]
     if failed:
         print(
             f"warning: the served app fails on {len(failed)} of {len(results)} question(s): "
-            f"{failed[0].notes[SERVED_APP]} (first: {failed[0].id}); their numbers are for ragsweep's cleaned "
-            "question, each case's notes say so",
+            f"{failed[0].notes[SERVED_APP]} (first: {failed[0].id}); the app would serve no answer to them, "
+            "their numbers are for the question with Tantivy's syntax removed on the BM25 side (any other "
+            "index is asked it as it is); each case's notes say so",
             file=sys.stderr,
         )
 

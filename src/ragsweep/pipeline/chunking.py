@@ -205,3 +205,15 @@ def chunk_tokens(text: str, encoding_name: str = "cl100k_base") -> int:
     """A chunk's length in tokens as :func:`split_tokens` measures it (``encode_ordinary``), so a
     chunk cut at ``max_tokens`` counts exactly ``max_tokens``; what the token-budget metrics add up."""
     return len(_tokenizer(encoding_name).encode_ordinary(text))
+
+
+def check_not_empty(texts: list[str], splitter: object, path: str) -> None:
+    """A chunk table whose every chunk is empty (a splitter's arguments that cut no text) scores every
+    metric 0 with nothing to say why: an error naming the splitter, not a run."""
+    if texts and not any(text.strip() for text in texts):
+        from ragsweep.core.errors import ConfigError
+
+        raise ConfigError(
+            f"{path}: the splitter ({type(splitter).__name__}) cut the documents into {len(texts)} chunk(s), every "
+            "one empty: nothing to index or score (check its arguments: max_tokens, min_tokens...)"
+        )

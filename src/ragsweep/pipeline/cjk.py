@@ -119,14 +119,12 @@ _QUERY_UDF = {"search": _segment_query_search, "exact": _segment_query_exact}
 
 
 @dataclass(frozen=True)
-class SegmentedTantivyBM25(TantivyBM25):
-    """Pathway's Tantivy BM25 index over a segmented column; queries are segmented too.
+class QueryMappedTantivyBM25(TantivyBM25):
+    """Pathway's Tantivy BM25 index whose queries first go through :meth:`query_udf`: the BM25
+    factory's own query path, so inside a hybrid only this side gets the changed query."""
 
-    ``data_column`` is the segmented copy (same row ids as the chunks), so the matched ids
-    are those of the original rows and ``DataIndex`` joins back the original text.
-    """
-
-    mode: str = "search"
+    def query_udf(self) -> pw.UDF:
+        raise NotImplementedError
 
     def query_as_of_now(
         self,
@@ -135,17 +133,31 @@ class SegmentedTantivyBM25(TantivyBM25):
         metadata_filter: pw.ColumnExpression | None = None,
     ) -> pw.Table:
         queries = query_column.table
-        columns = {"_pw_cjk_query": _QUERY_UDF[self.mode](query_column)}
+        columns = {"_pw_bm25_query": self.query_udf()(query_column)}
         if isinstance(number_of_matches, pw.ColumnExpression):
-            columns["_pw_cjk_k"] = number_of_matches
+            columns["_pw_bm25_k"] = number_of_matches
         if metadata_filter is not None:
-            columns["_pw_cjk_filter"] = metadata_filter
-        segmented = queries.select(**columns)  # same ids (and universe) as the queries
+            columns["_pw_bm25_filter"] = metadata_filter
+        mapped = queries.select(**columns)  # same ids (and universe) as the queries
         return super().query_as_of_now(
-            segmented._pw_cjk_query,
-            number_of_matches=segmented._pw_cjk_k if "_pw_cjk_k" in columns else number_of_matches,
-            metadata_filter=segmented._pw_cjk_filter if metadata_filter is not None else None,
+            mapped._pw_bm25_query,
+            number_of_matches=mapped._pw_bm25_k if "_pw_bm25_k" in columns else number_of_matches,
+            metadata_filter=mapped._pw_bm25_filter if metadata_filter is not None else None,
         )
+
+
+@dataclass(frozen=True)
+class SegmentedTantivyBM25(QueryMappedTantivyBM25):
+    """Pathway's Tantivy BM25 index over a segmented column; queries are segmented too.
+
+    ``data_column`` is the segmented copy (same row ids as the chunks), so the matched ids
+    are those of the original rows and ``DataIndex`` joins back the original text.
+    """
+
+    mode: str = "search"
+
+    def query_udf(self) -> pw.UDF:
+        return _QUERY_UDF[self.mode]
 
 
 @dataclass

@@ -7,7 +7,8 @@ prefix of any deeper answer), the hybrid's list at every depth follows from each
 at the deepest one: :func:`fuse_served` applies ragsweep's fusion (:mod:`ragsweep.pipeline.fusion`)
 to their first k items. So :class:`ragsweep.pipeline.store.RagStore` asks one store per sub-retriever
 (ragsweep's ``DocumentStore``, as the hybrid's store builds each: same chunks, same stable order,
-the question made safe for Tantivy when the hybrid uses it) once per question and scope, at its
+the question as each sub-retriever gets it, cleaned for Tantivy on the BM25 side only) once per
+question and scope, at its
 deepest k, instead of the hybrid once per depth: a quarter of the queries for four depths, and the
 lists the hybrid serves (tests/test_fused_depths.py compares them item for item).
 """
@@ -24,15 +25,17 @@ ensure_offline()
 
 from pathway.stdlib.indexing.hybrid_index import HybridIndexFactory as _PathwayHybridFactory  # noqa: E402
 
+from ragsweep.pipeline.serving import bm25_queries_cleaned  # noqa: E402
 from ragsweep.pipeline.stable_order import TieKey, exact_index, stable_factory, tie_key  # noqa: E402
 
 
 def exact_parts(factory: Any) -> tuple[list[Any], float] | None:
-    """A hybrid factory's sub-retriever factories and RRF constant when every sub-retriever is exact;
-    None for any other factory (then each depth is asked of the store itself)."""
+    """A hybrid factory's sub-retriever factories (each asking its own query, as inside the hybrid:
+    :func:`ragsweep.pipeline.serving.bm25_queries_cleaned`) and RRF constant when every sub-retriever
+    is exact; None for any other factory (then each depth is asked of the store itself)."""
     if not isinstance(factory, _PathwayHybridFactory):
         return None
-    parts = list(factory.retriever_factories)
+    parts = [bm25_queries_cleaned(part) for part in factory.retriever_factories]
     if not parts or not all(exact_index(stable_factory(part)) for part in parts):
         return None
     return parts, factory.k

@@ -2,10 +2,14 @@
 
 :class:`DocumentStore` is Pathway's ``DocumentStore`` with two changes:
 
-- when the index has a Tantivy BM25 retriever, each question first goes through
-  :func:`ragsweep.datasets.pathway_limits.tantivy_safe`, because one question holding
+- each of Pathway's own Tantivy BM25 indexes (alone or inside a hybrid) is asked the question as
+  :func:`ragsweep.datasets.pathway_limits.tantivy_safe` leaves it, because one question holding
   Tantivy query syntax ends the whole ``pw.run`` (a server process dies with
-  ``EngineError: Syntax Error``). Questions without such characters reach Pathway unchanged;
+  ``EngineError: Syntax Error``). Only that index sees the change: a hybrid's KNN side embeds
+  the question as it is, as Pathway's ``HybridIndex`` passes it, and a question with nothing
+  searchable left searches nothing in BM25 (an empty list, fused as Pathway fuses it). Questions
+  without such characters reach Pathway unchanged; ragsweep's segmented BM25
+  (:mod:`ragsweep.pipeline.cjk`) cleans its own query;
 - its retriever serves equal scores in one documented order, run after run
   (:mod:`ragsweep.pipeline.stable_order`: each index, or each sub-retriever of a hybrid,
   orders equal scores by document id, start offset, then text, and which tied chunk makes
@@ -20,6 +24,7 @@ The in-process store (:mod:`ragsweep.pipeline.store`) builds this class, and
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ragsweep.core.offline import ensure_offline
@@ -32,26 +37,67 @@ ensure_offline()
 
 import pathway as pw  # noqa: E402
 from pathway.stdlib.indexing import TantivyBM25Factory  # noqa: E402
+from pathway.stdlib.indexing.hybrid_index import HybridIndexFactory as _PathwayHybridFactory  # noqa: E402
 from pathway.xpacks.llm import document_store as _pathway_store  # noqa: E402
 
+from ragsweep.pipeline.cjk import QueryMappedTantivyBM25, SegmentedTantivyBM25Factory  # noqa: E402
 from ragsweep.pipeline.stable_order import StableOrderFactory, stable_factory, tie_key  # noqa: E402
 
 
 def uses_tantivy(factory: Any) -> bool:
-    """Does this retriever factory (or one it fuses) query Tantivy?"""
+    """Does this retriever factory (or one it fuses) hand the question to Tantivy's query parser as it
+    is, as Pathway's own ``TantivyBM25Factory`` does (so a question with Tantivy syntax ends the app's
+    run)? ragsweep's segmented BM25 cleans its own query."""
     if isinstance(factory, TantivyBM25Factory):
-        return True
+        return not isinstance(factory, (SegmentedTantivyBM25Factory, CleanedTantivyBM25Factory))
     if isinstance(factory, StableOrderFactory):
         return uses_tantivy(factory.inner)
     return any(uses_tantivy(f) for f in getattr(factory, "retriever_factories", None) or [])
 
 
+@pw.udf(deterministic=True)
+def _tantivy_query(text: str) -> str:
+    return tantivy_safe(text)
+
+
+@dataclass(frozen=True)
+class CleanedTantivyBM25(QueryMappedTantivyBM25):
+    """Pathway's Tantivy BM25 index asked :func:`tantivy_safe`'s query: the question itself when it
+    parses, ``""`` (no match) when nothing searchable is left."""
+
+    def query_udf(self) -> pw.UDF:
+        return _tantivy_query
+
+
+@dataclass
+class CleanedTantivyBM25Factory(TantivyBM25Factory):
+    """Pathway's ``TantivyBM25Factory`` building :class:`CleanedTantivyBM25`."""
+
+    def build_inner_index(self, data_column: pw.ColumnReference, metadata_column: pw.ColumnExpression | None = None):
+        return CleanedTantivyBM25(
+            data_column, metadata_column, ram_budget=self.ram_budget, in_memory_index=self.in_memory_index
+        )
+
+
+def bm25_queries_cleaned(factory: Any) -> Any:
+    """``factory`` with each of Pathway's own Tantivy BM25 factories, alone or inside a hybrid, asking
+    :func:`tantivy_safe`'s query. Every other index (a KNN, ragsweep's segmented BM25, which cleans
+    its own) is asked the question as it is."""
+    if type(factory) is TantivyBM25Factory:
+        return CleanedTantivyBM25Factory(ram_budget=factory.ram_budget, in_memory_index=factory.in_memory_index)
+    if isinstance(factory, StableOrderFactory):
+        return StableOrderFactory(bm25_queries_cleaned(factory.inner))
+    if isinstance(factory, _PathwayHybridFactory):
+        return type(factory)([bm25_queries_cleaned(f) for f in factory.retriever_factories], factory.k)
+    return factory
+
+
 class DocumentStore(_pathway_store.DocumentStore):
-    """Pathway's DocumentStore; questions made safe for Tantivy's query parser when it is used,
+    """Pathway's DocumentStore; Pathway's Tantivy BM25 asked a question safe for its query parser,
     equal scores served in the stable order."""
 
     def __init__(self, docs: Any, retriever_factory: Any, *args: Any, **kwargs: Any):
-        super().__init__(docs, stable_factory(retriever_factory), *args, **kwargs)
+        super().__init__(docs, stable_factory(bm25_queries_cleaned(retriever_factory)), *args, **kwargs)
 
     def apply_processor(self, table: pw.Table, processor: pw.UDF) -> pw.Table:
         """Pathway's stage, except that a splitter whose chunks depend on their document's metadata
@@ -71,10 +117,6 @@ class DocumentStore(_pathway_store.DocumentStore):
         )
 
     def retrieve_query(self, retrieval_queries: pw.Table) -> pw.Table:
-        if uses_tantivy(self.retriever_factory):
-            retrieval_queries = retrieval_queries.with_columns(
-                query=pw.apply_with_type(safe_question, str, pw.this.query)
-            )
         served = super().retrieve_query(retrieval_queries)
         # Pathway sorts by distance alone: equal distances in the index's tie order
         return served.with_columns(result=pw.apply_with_type(in_served_order, pw.Json, pw.this.result))
@@ -98,12 +140,6 @@ def in_served_order(result: pw.Json) -> pw.Json:
 
 def _served_key(item: ServedItem) -> tuple[float, tuple[str, int, str]]:
     return float(item["dist"]), tie_key(str(item["text"]), item["metadata"])
-
-
-def safe_question(text: str) -> str:
-    """What reaches Tantivy: the question itself when it parses, else with the syntax
-    characters replaced by spaces (``"document"`` when nothing is left)."""
-    return tantivy_safe(text) or "document"
 
 
 def build_server(host: str, port: int, store: DocumentStore, **kwargs: Any):

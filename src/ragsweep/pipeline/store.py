@@ -23,8 +23,9 @@ from pydantic import BaseModel
 from ragsweep.core.environment import queries_per_run
 from ragsweep.core.hits import ChunkMetadata, Hit, chunk_source, split_header
 from ragsweep.core.offline import ensure_offline
+from ragsweep.datasets.pathway_limits import tantivy_safe
 from ragsweep.pipeline.app_components import check_endpoint, run_with
-from ragsweep.pipeline.config import BuiltPipeline, PipelineConfig, served_path
+from ragsweep.pipeline.config import BuiltPipeline, PipelineConfig
 from ragsweep.pipeline.corpus import Corpus, ParsedDocument, parse_corpus
 from ragsweep.pipeline.scalars import Overrides
 from ragsweep.pipeline.served_cache import ServedCache
@@ -52,7 +53,7 @@ from ragsweep.pipeline.fused_depths import exact_parts, fuse_served  # noqa: E40
 from ragsweep.pipeline.parsing import check_parser  # noqa: E402
 from ragsweep.pipeline.routing import serving_store  # noqa: E402
 from ragsweep.pipeline.scoped_lists import Ask, answer_table  # noqa: E402
-from ragsweep.pipeline.serving import DocumentStore, safe_question, uses_tantivy  # noqa: E402
+from ragsweep.pipeline.serving import DocumentStore  # noqa: E402
 from ragsweep.pipeline.stable_order import StableOrderFactory, StableOrderIndex, exact_index  # noqa: E402
 
 if TYPE_CHECKING:
@@ -96,9 +97,10 @@ class ServedBatch(NamedTuple):
 
 
 def sanitize_query(text: str) -> str:
-    """What the index is asked (see :func:`ragsweep.pipeline.serving.safe_question`): the question
-    itself unless it holds Tantivy query syntax."""
-    return safe_question(text) if text is not None else "document"
+    """What Pathway's Tantivy BM25 is asked (:mod:`ragsweep.pipeline.serving`): the question itself
+    unless it holds Tantivy query syntax; ``""`` (no match) when nothing searchable is left. Every
+    other index is asked the question as it is."""
+    return tantivy_safe(text) if text is not None else ""
 
 
 def _token_counter() -> Callable[[str], int]:
@@ -138,15 +140,14 @@ def document_store(corpus: Corpus, pipeline: BuiltPipeline) -> DocumentStore:
 def documents_table(corpus: Corpus, pipeline: BuiltPipeline) -> pw.Table:
     """The corpus as the DocumentStore's input table: each document's elements and metadata."""
     root = Path(corpus.docs_dir).resolve()
-    folder = pipeline.served_folder
     outline = bool(getattr(pipeline.splitter, "takes_metadata", False))
     titled = pipeline.route_docs is not None  # the document stage names each document by its title
-    doc_rows = [  # path: as the app reading its folder (pw.io.fs.read) gives it; its prompts show it
+    doc_rows = [  # path: where an app reading the folder (pw.io.fs.read) finds the file; its prompts may show it
         (
             json.dumps(doc.pieces()).encode("utf-8"),  # its elements, as the app's parser gave them
             pw.Json(
                 {
-                    "path": str(root / doc.doc_id) if folder is None else served_path(folder, doc.doc_id),
+                    "path": str(root / doc.doc_id),
                     "doc_id": doc.doc_id,
                     **(outline_metadata(doc) if outline else {"title": doc.title} if titled and doc.title else {}),
                 }
@@ -200,14 +201,13 @@ def _on_result(into: dict[int, list[ServedItem]], key: Any, row: dict[str, Any],
         into[int(row["qid"])] = value.value if hasattr(value, "value") else value
 
 
-def _question_groups(queries: list[Query], safe: bool) -> tuple[list[tuple[str, int, str | None]], list[int]]:  # noqa: E501
-    """One row per question (as the hybrid's store asks it) and scope filter, at the deepest k asked of
-    it; and each query's row."""
+def _question_groups(queries: list[Query]) -> tuple[list[tuple[str, int, str | None]], list[int]]:
+    """One row per question and scope filter, at the deepest k asked of it; and each query's row."""
     deepest: dict[tuple[str, str | None], int] = {}
     position: dict[tuple[str, str | None], int] = {}
     of_query = []
     for q in queries:
-        group = (safe_question(q.text) if safe else q.text, scope_filter(q.doc_scope))
+        group = (q.text, scope_filter(q.doc_scope))
         deepest[group] = max(deepest.get(group, 0), q.k)
         of_query.append(position.setdefault(group, len(position)))
     return [(text, k, where) for (text, where), k in deepest.items()], of_query
@@ -278,11 +278,11 @@ def _unwrapped(factory: Any) -> Any:
     return factory.inner if isinstance(factory, StableOrderFactory) else factory
 
 
-def _split_by_scopes(queries: list[Query], safe: bool) -> tuple[list[int], list[int]]:
+def _split_by_scopes(queries: list[Query]) -> tuple[list[int], list[int]]:
     """The queries whose question is asked with two scopes or more (each cut from one full answer:
     the scoped searches would cost more), and the others (asked as they are: an unscoped or lone
     scoped query reads far fewer matches than the index holds)."""
-    asked = [_asked_text(q.text, safe) for q in queries]  # sanitised once: it may run tantivy's parser
+    asked = [q.text for q in queries]
     many = _many_scoped(list(zip(asked, queries, strict=True)))
     cut = [i for i, text in enumerate(asked) if text in many]
     return cut, [i for i, text in enumerate(asked) if text not in many]
@@ -319,10 +319,6 @@ def run_batches(queries: list[Query], todo: list[int], limit: int, cut_whole: bo
     return batches
 
 
-def _asked_text(text: str, safe: bool) -> str:
-    return safe_question(text) if safe else text
-
-
 def _scope(doc_scope: list[str] | None) -> tuple[str, ...] | None:
     if not doc_scope:
         return None
@@ -330,7 +326,7 @@ def _scope(doc_scope: list[str] | None) -> tuple[str, ...] | None:
     return tuple(sorted(set(doc_scope)))
 
 
-def _cut_table(store: DocumentStore, plan: _CutPlan, queries: list[Query], cut: list[int], safe: bool) -> pw.Table:
+def _cut_table(store: DocumentStore, plan: _CutPlan, queries: list[Query], cut: list[int]) -> pw.Table:
     """``(qid, result)`` for the queries at ``cut``: each question asked once of each index of ``plan``
     for all its matches, every (scope, k) list cut from that answer. The store's own index (built from
     the plan's first factory) serves as the first; the others are built over its chunks."""
@@ -344,7 +340,7 @@ def _cut_table(store: DocumentStore, plan: _CutPlan, queries: list[Query], cut: 
     wanted = []
     for qid in cut:
         q = queries[qid]
-        row = questions.setdefault(_asked_text(q.text, safe), len(questions))
+        row = questions.setdefault(q.text, len(questions))
         group = groups.setdefault((row, _scope(q.doc_scope)), len(groups))
         depths.setdefault(group, set()).add(q.k)
         wanted.append((qid, group, q.k))
@@ -399,8 +395,7 @@ class RagStore:
 
         G.clear()
         plan = _cut_plan(pipeline)
-        safe = uses_tantivy(pipeline.retriever_factory)  # the store sanitises for every retriever
-        cut, rest = _split_by_scopes(queries, safe) if plan is not None else ([], list(range(len(queries))))
+        cut, rest = _split_by_scopes(queries) if plan is not None else ([], list(range(len(queries))))
         parts = exact_parts(pipeline.retriever_factory) if pipeline.route_docs is None else None
         asked: list[pw.Table] = []
         if plan is not None and not rest:  # every list cut: a store over the first index gives the chunks and it
@@ -420,12 +415,12 @@ class RagStore:
                 DocumentStore(docs, retriever_factory=f, splitter=pipeline.splitter, parser=StoredElements())
                 for f in factories
             ]
-            rows, of_query = _question_groups(_at(queries, rest), safe)
+            rows, of_query = _question_groups(_at(queries, rest))
             lists = [_ask(store, rows) for store in stores]
             store = stores[0]
             asked.append(_fused_table(_at(queries, rest), of_query, lists, rrf_k, rest))
         if cut and plan is not None:
-            asked.append(_cut_table(store, plan, queries, cut, safe))
+            asked.append(_cut_table(store, plan, queries, cut))
         return store, asked
 
     def run(
@@ -494,7 +489,7 @@ class RagStore:
         """One Pathway run (see :class:`ServedBatch`)."""
         pipeline = self.config.build()
         embedder = pipeline.embedder
-        check_endpoint(embedder, pipeline.retriever_factory)
+        check_endpoint(embedder)
         embedded_before = getattr(embedder, "embedded_count", 0)
         split_before = OffsetTokenCountSplitter.seconds
         store, asked = self._build_graph(pipeline, queries)
@@ -526,7 +521,7 @@ class RagStore:
             bar = tqdm(desc="embed (chunks + questions)", unit="text", file=sys.stderr, leave=False)
             embedder.on_progress = bar.update
         try:
-            with run_with(embedder, pipeline.retriever_factory) as options:
+            with run_with(embedder) as options:
                 pw.run(monitoring_level=pw.MonitoringLevel.NONE, default_logging=False, **options)
         finally:
             if bar is not None:
