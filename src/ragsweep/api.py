@@ -158,7 +158,7 @@ def sweep(
         check_executor(opts.executor_settings)
         config = load_config(pipeline, overrides)
         ds, cases, _ = _dataset(dataset, None, opts)
-        plan = Plan(objectives=opts.objectives, ks=opts.ks, budgets=opts.budgets)
+        plan = Plan(objectives=opts.objectives, ks=opts.ks, budgets=opts.budgets, yes=opts.yes)
         where = where_of(opts, sweep_name(ds.name))
         with PATHWAY_RUN_LOCK:  # Pathway's graph is one per process: see evaluate()
             _, report = sweep_into(config, ds, cases, sweep_settings(opts), plan, where, executor_of(opts))

@@ -18,17 +18,18 @@ from ragsweep.commands.options import AnswerOptions, RunInputs
 from ragsweep.core.errors import ConfigError, RunError
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.context import Where, open_run, sweep_state
+from ragsweep.evaluation.grid_size import MAX_CONFIGURATIONS, MAX_INDEX_GROUPS
 from ragsweep.evaluation.records import SweepResult
 from ragsweep.evaluation.run import parse_corpus
 from ragsweep.evaluation.settings import SweepSettings, option
-from ragsweep.evaluation.sweep import SweepRun, choice_and_holdout, load_sweep
+from ragsweep.evaluation.sweep import SweepRun, choice_and_holdout, load_grid, load_sweep
 from ragsweep.evaluation.sweep import run_sweep as sweep_core
 from ragsweep.evaluation.sweep_dry_run import SweepEstimate, estimate_sweep
 from ragsweep.execution.base import Executor, ExecutorError
 from ragsweep.execution.registry import ExecutorSettings, check_executor, open_executor
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.report import write_html
-from ragsweep.report.best_pipeline import write_best
+from ragsweep.report.best_pipeline import check_best_target, write_best
 from ragsweep.report.terminal import sweep_cost_lines, sweep_table, sweep_unlocated_lines
 
 
@@ -51,6 +52,11 @@ class SweepOptions(AnswerOptions, RunInputs):
         None, "write the pipeline file with the best configuration's values (on the first objective) set, every "
         "other line as it is, to FILE", metavar="FILE",
     )  # fmt: skip
+    force: bool = option(False, "let --write-best write over the input pipeline file")
+    yes: bool = option(
+        False, f"run a grid over {MAX_CONFIGURATIONS:,} configurations or {MAX_INDEX_GROUPS:,} index groups "
+        "(its size and time are printed first; without it such a grid is refused)",
+    )  # fmt: skip
 
 
 def sweep_settings(options: SweepOptions) -> SweepSettings:
@@ -65,8 +71,13 @@ def run_sweep(options: SweepOptions) -> tuple[Path, SweepResult]:
     """The sweep the options describe, in its folder (report.html written too)."""
     check_executor(options.executor_settings)
     base_config, dataset, cases = load_inputs(options)
+    if options.write_best:
+        try:
+            check_best_target(options.write_best, base_config, options.force)
+        except ConfigError as err:
+            raise RunError(str(err)) from err
     where = where_of(options, sweep_name(dataset.name))
-    plan = Plan(objectives=options.objectives, ks=options.ks, budgets=options.budgets)
+    plan = Plan(objectives=options.objectives, ks=options.ks, budgets=options.budgets, yes=options.yes)
     sweep_dir, result = sweep_into(
         base_config, dataset, cases, sweep_settings(options), plan, where, executor_of(options)
     )
@@ -82,14 +93,19 @@ def dry_run_sweep(options: SweepOptions) -> SweepEstimate:
     """What the sweep's answers would cost, the documents parsed here (no executor), no folder left behind."""
     base_config, dataset, cases = load_inputs(options)
     settings = sweep_settings(options)
-    grid = load_sweep(settings.grid, base_config, options.objectives, options.ks, options.budgets)
     chosen_on, holdout = choice_and_holdout(cases, settings.selection.split)
+    _, size = load_grid(settings.grid, base_config)
+    print(f"sweep: {size.line()}", file=sys.stderr)
+    if (why := size.over_limit()) is not None and not options.yes:  # counted only: never expanded in memory
+        note = f"{why}: no configuration estimated (--yes estimates each)"
+        return SweepEstimate(configurations=size.configurations, cases=len(chosen_on), size=size, notes=[note])
+    grid = load_sweep(settings.grid, base_config, options.objectives, options.ks, options.budgets, allow_large=True)
     state = sweep_state(base_config, settings, grid.ks, grid.budgets, chosen_on)
     where = where_of(options, sweep_name(dataset.name), create=False)
     with open_run(state, where, open_executor(ExecutorSettings())) as run:
         corpus = parse_corpus(dataset, settings.parse, settings.progress, run.executor, base_config)
     configs = {cid: cfg for cid, (_, cfg) in grid.configs.items()}
-    return estimate_sweep(configs, corpus, chosen_on, holdout, settings)
+    return estimate_sweep(configs, corpus, chosen_on, holdout, settings).model_copy(update={"size": size})
 
 
 def sweep_name(dataset_name: str) -> str:
@@ -102,6 +118,7 @@ class Plan(BaseModel):
     objectives: list[str] | None = None
     ks: list[int] | None = None
     budgets: list[int] = Field(default_factory=list)
+    yes: bool = False  # a grid over the size limits runs
 
 
 def sweep_into(
@@ -114,11 +131,11 @@ def sweep_into(
     executor: AbstractContextManager[Executor],
 ) -> tuple[Path, SweepResult]:
     """The grid over ``base_config`` in its run context, then report.html."""
-    grid = load_sweep(settings.grid, base_config, plan.objectives, plan.ks, plan.budgets)
+    grid = load_sweep(settings.grid, base_config, plan.objectives, plan.ks, plan.budgets, allow_large=plan.yes)
     chosen_on, holdout = choice_and_holdout(cases, settings.selection.split)
     state = sweep_state(base_config, settings, grid.ks, grid.budgets, chosen_on)
     with open_run(state, where, executor) as run:
-        print(f"sweep folder: {run.path}  ({len(grid.configs)} configurations)", file=sys.stderr)
+        print(f"sweep folder: {run.path}  ({grid.size.line()})", file=sys.stderr)
         result = sweep_core(SweepRun(grid, base_config, dataset, chosen_on, holdout, settings, run))
     assert run.path is not None  # a sweep keeps its configurations on disk
     write_html(run.path)

@@ -59,6 +59,7 @@ from ragsweep.evaluation.choice import best_configs, case_lift, depends_on_depth
 from ragsweep.evaluation.context import RunContext, SweepState
 from ragsweep.evaluation.cost import configuration_cost, cost_pareto
 from ragsweep.evaluation.endpoints import check_answering
+from ragsweep.evaluation.grid_size import GridSize, grid_size
 from ragsweep.evaluation.loop import Answering, evaluate_configuration, scored_ks
 from ragsweep.evaluation.manifest import CorpusManifest, DatasetManifest, SweepManifest, Timestamps
 from ragsweep.evaluation.records import (
@@ -111,14 +112,16 @@ class SweepGrid(BaseModel):
         p = Path(path)
         if not p.is_file():
             raise ConfigError(f"grid file {str(p)!r} does not exist")
-        data = yaml.safe_load(p.read_text()) or {}
-        if "grid" not in data:
+        data = _read_yaml(p)
+        if not isinstance(data, dict) or "grid" not in data:
             raise ConfigError(f"{p}: needs a top-level 'grid' mapping")
         try:
             grid = cls(**data)
         except ValidationError as err:
             shown = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors()[:3])
             raise ConfigError(f"{p}: {shown} (a grid value is a scalar, or a mapping of scalars)") from err
+        if empty := [axis for axis, values in grid.grid.items() if not values]:
+            raise ConfigError(f"{p}: grid axis {empty[0]!r} has no values: give it at least one, or remove it")
         grid.grid = {axis: [file_value(p, axis, v) for v in values] for axis, values in grid.grid.items()}
         return grid
 
@@ -134,6 +137,19 @@ class SweepGrid(BaseModel):
                     params[name] = value
             combos.append(params)
         return combos
+
+
+def _read_yaml(path: Path) -> object:
+    """The file's YAML (safe loading), or one line saying where it is not YAML."""
+    try:
+        return yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise ConfigError(f"{path}: not valid YAML: {problem}{where}") from err
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: cannot read the grid file: {getattr(err, 'strerror', None) or err}") from err
 
 
 def file_value(grid_path: Path, axis: str, value: Scalar | dict[str, Scalar]) -> Scalar | dict[str, Scalar]:
@@ -188,6 +204,16 @@ class Sweep(BaseModel):
     budgets: list[int] = Field(default_factory=list)
     configs: dict[str, tuple[Overrides, PipelineConfig]]
     baseline_id: str
+    size: GridSize
+
+
+def load_grid(grid_path: str, base_config: PipelineConfig) -> tuple[SweepGrid, GridSize]:
+    """The grid file and its size (counted, nothing expanded)."""
+    try:
+        grid = SweepGrid.load(grid_path)
+    except ConfigError as err:
+        raise RunError(str(err)) from err
+    return grid, grid_size(grid.grid, base_config)
 
 
 def load_sweep(
@@ -196,13 +222,14 @@ def load_sweep(
     objectives: Sequence[str] | None = None,
     ks: Sequence[int] | None = None,
     budgets: Sequence[int] = (),
+    allow_large: bool = False,
 ) -> Sweep:
     """The grid file's configurations over ``base_config``; ``objectives``, ``ks`` and ``budgets``
-    given here replace the grid's own."""
-    try:
-        grid = SweepGrid.load(grid_path)
-    except ConfigError as err:
-        raise RunError(str(err)) from err
+    given here replace the grid's own. A grid over the size limits (:mod:`~ragsweep.evaluation.grid_size`)
+    is refused before it is expanded unless ``allow_large``."""
+    grid, size = load_grid(grid_path, base_config)
+    if (why := size.over_limit()) is not None and not allow_large:
+        raise RunError(f"{grid_path}: {size.line()}: {why} (--yes runs it)")
     combos = grid.configurations()
     configs = {}
     for params in combos:
@@ -227,6 +254,7 @@ def load_sweep(
         budgets=all_budgets,
         configs=configs,
         baseline_id=config_id(matches[0]),
+        size=size,
     )
 
 

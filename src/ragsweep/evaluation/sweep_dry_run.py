@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from ragsweep.datasets.schema import Case
 from ragsweep.evaluation.cost import NO_PRICE, Prices, prices_of
 from ragsweep.evaluation.dry_run import longest_chunks, split_corpus
+from ragsweep.evaluation.grid_size import GridSize
 from ragsweep.evaluation.settings import SweepSettings
 from ragsweep.llm.settings import LLMSettings
 from ragsweep.metrics.dry_run import estimate_llm_run
@@ -46,6 +47,7 @@ class SweepEstimate(BaseModel):
 
     dry_run: bool = True
     configurations: int
+    size: GridSize | None = None  # counted before the grid is expanded
     cases: int
     configs: dict[str, ConfigEstimate] = Field(default_factory=dict)
     calls: int = 0  # every configuration's answer calls

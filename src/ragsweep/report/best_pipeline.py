@@ -6,6 +6,7 @@ with its interval. ``ragsweep eval --pipeline FILE`` scores exactly what the swe
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 from ragsweep.core.errors import ConfigError
@@ -83,6 +84,27 @@ def header_lines(result: SweepResult, objective: str, values: Overrides, source:
         "set here: " + ", ".join(f"{k}={v!r}" for k, v in values.items()) + f"; every other line as in {source}",
     ]
     return [f"{HEADER} {line}" for line in lines]
+
+
+def check_best_target(path: str | Path, base_config: PipelineConfig, force: bool = False) -> None:
+    """Refuse, before any work, a ``--write-best`` file that could not be written, or that is the input
+    pipeline file (without ``force``): a sweep of hours must not end on it."""
+    out = Path(path)
+    if out.is_dir():
+        raise ConfigError(f"--write-best {out}: is a folder; give a file name")
+    if out.exists() and out.resolve() == Path(base_config.path).resolve() and not force:
+        raise ConfigError(f"--write-best {out}: is the input pipeline file; --force writes over it")
+    folder = out.absolute().parent
+    if not folder.is_dir():
+        raise ConfigError(f"--write-best {out}: no folder {str(folder)!r} to write it into")
+    try:  # what a write will meet: a read-only folder or file system, no permission, a full disk
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".ragsweep-write-best-"):
+            pass
+        if out.exists():
+            with out.open("r+b"):
+                pass
+    except OSError as err:
+        raise ConfigError(f"--write-best {out}: cannot be written: {err.strerror or err}") from err
 
 
 def write_best(
