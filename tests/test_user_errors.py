@@ -261,3 +261,6 @@ def test_unanswerable_cases_whose_documents_did_not_parse_are_not_correct_absten
     assert by_id["u-parsed"].metrics["abstention_correct"] == 1.0
     assert report.counts["unanswerable_unparsed"].n == 1
     assert report.counts["abstention_correct"].n == 2 and report.counts["abstention_recall"].n == 1
+    from ragsweep.report.terminal import summary_table
+
+    assert "abstention: 1 unanswerable case(s) whose documents were not parsed are left out" in summary_table(report)

@@ -22,7 +22,7 @@ from ragsweep.commands.sweep import SweepOptions, run_sweep_cli
 from ragsweep.commands.validate import add_arguments as validate_arguments
 from ragsweep.commands.validate import parse_only_line, parse_options
 from ragsweep.commands.watch import WatchOptions, run_watch
-from ragsweep.core.errors import ConfigError, StageError
+from ragsweep.core.errors import ConfigError, RunError, StageError
 from ragsweep.core.offline import ensure_offline
 from ragsweep.core.quiet import silence_dependency_warnings
 from ragsweep.core.starter import DEFAULT_PIPELINE
@@ -342,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["PATHWAY_THREADS"] = str(args.pathway_threads)
     try:
         return int(args.func(args) or 0)
-    except (ConfigError, CorpusError, AppComponentError, StageError, FileNotFoundError) as err:
+    except (ConfigError, RunError, CorpusError, AppComponentError, StageError, FileNotFoundError) as err:
         return _fail(str(err))
     except KeyboardInterrupt:
         return _fail("interrupted", 130)

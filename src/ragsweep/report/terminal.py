@@ -49,6 +49,11 @@ def summary_table(result: RunResult) -> str:
         notes.append(f"answer_error: {errors.n} of {result.n_cases} answers failed ({common})")
     if result.answers.refused:
         notes.append(f"refusals: {result.answers.refused} answer(s) were refusals, counted as abstaining")
+    if (unparsed := result.counts.get("unanswerable_unparsed")) is not None:
+        notes.append(
+            f"abstention: {unparsed.n} unanswerable case(s) whose documents were not parsed are left out of the "
+            "abstention metrics (nothing to find is no test of knowing when to refuse)"
+        )
     notes.extend(unlocated_lines(result.unlocated, result.n_cases, table="eval"))
     notes.extend(uninformative_notes(result, [n for n in names if n in result.metrics]))
     warnings = format_warnings(result.judge)
