@@ -173,6 +173,7 @@ def test_cuad_importer_on_fixture(tmp_path):
 def test_omitted_splits_evidence_pieces():
     cell = "['First part <omitted> second part', 'Other excerpt']"
     assert split_excerpts(cell) == ["First part", "second part", "Other excerpt"]
+    assert split_excerpts("['Term <omitted> . <omitted> ends']") == ["Term", "ends"]  # no one-character span
     assert split_excerpts("[]") == []
 
 

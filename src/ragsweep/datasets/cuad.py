@@ -34,7 +34,7 @@ from pathlib import Path
 from ._util import contract_key, copy_doc, csv_rows, index_files, short_hash, slug, split_for
 from .cuad_naming import contract_parties, contract_question, contract_title
 from .loader import write_cases
-from .schema import Case
+from .schema import Case, CaseLimits
 
 OMITTED = "<omitted>"
 
@@ -96,6 +96,9 @@ def read_master(master_csv: str | Path) -> tuple[list[tuple[str, str]], list[dic
     return pairs, rows
 
 
+MIN_EVIDENCE_CHARS = CaseLimits().evidence_min_chars  # what validate accepts
+
+
 def split_excerpts(cell: str) -> list[str]:
     """A clause cell (Python-list string) -> evidence pieces (``<omitted>`` splits an excerpt)."""
     cell = cell.strip()
@@ -108,7 +111,7 @@ def split_excerpts(cell: str) -> list[str]:
     for excerpt in excerpts:
         for piece in str(excerpt).split(OMITTED):
             piece = piece.strip()
-            if piece:
+            if len("".join(piece.split())) >= MIN_EVIDENCE_CHARS:  # a stray "." left by <omitted> is no evidence
                 pieces.append(piece)
     return pieces
 
