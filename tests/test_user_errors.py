@@ -83,6 +83,29 @@ def test_python_tags_in_a_pipeline_are_refused_and_run_nothing(capsys, evil_pipe
     assert not marker.exists()
 
 
+def test_the_pytest_plugin_refuses_python_tags_in_one_line(evil_pipeline, tmp_path):
+    from importlib.metadata import entry_points
+
+    path, marker = evil_pipeline
+    (tmp_path / "pytest.ini").write_text(f"[pytest]\nragsweep_pipeline = {path.name}\nragsweep_dataset = {MINI}\n")
+    (tmp_path / "test_quality.py").write_text(
+        'def test_q(ragsweep_eval):\n    ragsweep_eval.assert_quality(min={"recall@5": 0.1})\n'
+    )
+    plugin = [] if any(ep.value == "ragsweep.pytest_plugin" for ep in entry_points(group="pytest11")) else [
+        "-p", "ragsweep.pytest_plugin"
+    ]  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert (
+        f"ragsweep: {path.name} on {MINI}: {path}: line 1, column 10: the tag !!python/object/apply:os.system is "
+        "refused" in done.stdout
+    ), done.stdout[-3000:]
+    assert "Traceback" not in done.stdout and not marker.exists()
+
+
 def test_pathway_and_importable_class_tags_still_load(tmp_path):
     path = tmp_path / "app.yaml"
     path.write_text("$x: !!str 5\n$splitter: !pw.xpacks.llm.splitters.TokenCountSplitter\n  max_tokens: 300\n")
