@@ -44,6 +44,7 @@ from ragsweep.generate.writer import (
     StepUsage,
     assign_splits,
     case_id,
+    out_problem,
     to_case,
     write_dataset,
 )
@@ -164,6 +165,8 @@ class Generator:
         bad = [t for t in settings.types if t not in KINDS]
         if bad or not settings.types:
             raise GenerateError(f"--types: unknown kind(s) {bad}; expected some of {', '.join(KINDS)}")
+        if settings.docs:  # before the endpoint is asked: a folder that cannot be written is the first thing to say
+            self._check_out(Path(settings.docs))
         self.config = PipelineConfig.load(settings.pipeline, settings.overrides)
         self.llm = client.settings if client is not None else LLMSettings.from_mapping(self.config.scalars())
         self._client = client
@@ -183,6 +186,7 @@ class Generator:
         if not docs:
             raise GenerateError("give --docs DIR (or --from-failures RUN_DIR of a run whose documents folder exists)")
         self.docs_dir = Path(docs)
+        self._check_out(self.docs_dir)
         self.corpus = parse_corpus(
             self.docs_dir,
             progress=settings.progress,
@@ -206,6 +210,10 @@ class Generator:
         self.round_calls = 0
 
     # ------------------------------------------------------------------ inputs
+    def _check_out(self, docs_dir: Path) -> None:
+        if (problem := out_problem(Path(self.settings.out), docs_dir)) is not None:
+            raise GenerateError(problem)
+
     def _read_failures(self, run_dir: str, docs: str | None) -> str | None:
         records, sources = failures_mod.read_run(run_dir)
         seeds = failures_mod.failed_seeds(records)

@@ -195,6 +195,18 @@ def to_case(candidate: Candidate, cid: str, split: str, model: str) -> Case:
     )
 
 
+def out_problem(out: Path, docs_dir: Path) -> str | None:
+    """Why the dataset cannot be written to ``out`` from ``docs_dir``: inside the documents folder it would be
+    copied into itself (a copy of a copy, without end); its ``docs/`` is replaced by the copy, so it must not
+    be the documents folder or hold it."""
+    out, docs, target = out.resolve(), docs_dir.resolve(), (out / "docs").resolve()
+    if out.is_relative_to(docs):
+        return f"--out {out}: is inside the documents folder {docs}: write the dataset elsewhere"
+    if docs.is_relative_to(target):
+        return f"--out {out}: its docs/ would replace the documents folder {docs}: write the dataset elsewhere"
+    return None
+
+
 def copy_docs(docs_dir: Path, target: Path, link: bool) -> str:
     if target.is_symlink() or target.is_file():
         target.unlink()
