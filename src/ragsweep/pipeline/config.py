@@ -602,8 +602,7 @@ class PipelineConfig:
                     continue
                 found[name] = value
                 if not _allowed(value, rule[0], _parameter_default(node.constructor, name)):
-                    kind = _callable_path(node.constructor).rsplit(".", 1)[-1]
-                    messages.append(f"{self.path}: {label}.{name} ({kind}) = {shown}: {rule[1]}")
+                    messages.append(f"{self.path}: {label}.{name} = {shown}: {rule[1]}")
             low, high = found.get("min_tokens"), found.get("max_tokens")
             if _allowed(low, 0, 0) and _allowed(high, 1, 0) and cast(int, low) > cast(int, high):
                 messages.append(
