@@ -12,6 +12,10 @@ ragsweep); the scored side is ragsweep on the same unchanged YAML files and fold
 - ``/v1/retrieve`` lists equal ragsweep's at k 1, 3, 5, 8 (order among exactly equal scores made
   canonical on both sides; membership never normalised).
 - ``/v2/answer``: the chat request bodies the app's LLM sends are byte-identical to those ragsweep sends.
+- llm-app's question-answering template as it is (``path: data`` read relative to the app's folder,
+  ``DoclingParser`` with ``chunk: false``, ``TokenCountSplitter`` 400, ``UsearchKnnFactory``,
+  ``BaseRAGQuestionAnswerer``): its lists, and its chat request bodies byte for byte, each document's
+  ``path`` in them as the app reads it (``data/lease.docx``), not where the dataset sits on this machine.
 - What the app's DoclingParser cannot parse (this Docling reads every stream it is given as a PDF named
   ``document.pdf``: HTML and Markdown fail) is indexed by neither side, and ragsweep names each skipped
   document with the parser's error.
@@ -84,6 +88,50 @@ question_answerer: !pw.xpacks.llm.question_answering.BaseRAGQuestionAnswerer
   llm: $llm
   indexer: $document_store
   search_topk: 3
+"""
+# llm-app's question-answering template as it is (its documents in data/ next to the app, read by the
+# relative path, parsed by DoclingParser without its chunker, split at 400 tokens, a USearch index), its
+# embedder's width set to the loopback fake's
+TEMPLATE_YAML = """
+$sources:
+  - !pw.io.fs.read
+    path: data
+    format: binary
+    with_metadata: true
+
+$llm: !pw.xpacks.llm.llms.OpenAIChat
+  model: "gpt-4o-mini"
+  retry_strategy: !pw.udfs.ExponentialBackoffRetryStrategy
+    max_retries: 6
+  cache_strategy: !pw.udfs.DefaultCache {}
+  temperature: 0
+  capacity: 8
+
+$embedder: !pw.xpacks.llm.embedders.OpenAIEmbedder
+  model: "text-embedding-3-small"
+  dimensions: 32
+  cache_strategy: !pw.udfs.DefaultCache {}
+
+$splitter: !pw.xpacks.llm.splitters.TokenCountSplitter
+  max_tokens: 400
+
+$parser: !pw.xpacks.llm.parsers.DoclingParser
+  chunk: false
+
+$retriever_factory: !pw.stdlib.indexing.UsearchKnnFactory
+  reserved_space: 1000
+  embedder: $embedder
+  metric: !pw.engine.USearchMetricKind.COS
+
+$document_store: !pw.xpacks.llm.document_store.DocumentStore
+  docs: $sources
+  parser: $parser
+  splitter: $splitter
+  retriever_factory: $retriever_factory
+
+question_answerer: !pw.xpacks.llm.question_answering.BaseRAGQuestionAnswerer
+  llm: $llm
+  indexer: $document_store
 """
 DOCLING = "!pw.xpacks.llm.parsers.DoclingParser {}"
 UTF8 = "!pw.xpacks.llm.parsers.Utf8Parser {}"
@@ -193,6 +241,7 @@ def apps(tmp_path_factory) -> dict[str, Path]:
         out[f"docling:{mode}"] = APP_YAML.format(folder="RAGSWEEP_PARITY_OFFICE", parser=DOCLING, mode=mode)
     for mode in ("knn", "hybrid"):
         out[f"utf8:{mode}"] = APP_YAML.format(folder="RAGSWEEP_PARITY_TEXTS", parser=UTF8, mode=mode)
+    out["template:usearch"] = TEMPLATE_YAML  # served from a folder holding data/: the office files
     paths = {}
     for variant, text in out.items():
         path = root / (variant.replace(":", "-") + ".yaml")
@@ -234,7 +283,7 @@ def _env(fake: FakeOpenAI, folders: dict[str, Path], cache: Path) -> dict[str, s
 
 
 def _folder(variant: str, folders: dict[str, Path]) -> Path:
-    return folders["office"] if variant.startswith("docling") else folders["texts"]
+    return folders["texts"] if variant.startswith("utf8") else folders["office"]
 
 
 def _canonical(items: list[tuple[float, str, str]]) -> list[tuple[float, str, str]]:
@@ -307,6 +356,7 @@ def served(apps, folders, fake, hub_cache, scored, tmp_path_factory):
         "TRANSFORMERS_OFFLINE": "1",
     }
     log_path = workdir / "server.log"
+    shutil.copytree(folders["office"], workdir / "data")  # the template app reads data/ next to it
     out: dict[str, dict] = {}
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
@@ -317,10 +367,10 @@ def served(apps, folders, fake, hub_cache, scored, tmp_path_factory):
             for variant, port in ports.items():
                 _wait_ready(proc, port, scored[variant], log_path)
             for variant, port in ports.items():
-                root = _folder(variant, folders).resolve()
+                root = (workdir / "data" if variant.startswith("template") else _folder(variant, folders)).resolve()
 
-                def doc_of(item: dict, root: Path = root) -> str:
-                    return Path(item["metadata"]["path"]).resolve().relative_to(root).as_posix()
+                def doc_of(item: dict, root: Path = root) -> str:  # a relative path is the server's, from workdir
+                    return (workdir / item["metadata"]["path"]).resolve().relative_to(root).as_posix()
 
                 out[variant] = {
                     "lists": {
@@ -409,7 +459,9 @@ def test_a_document_the_apps_parser_raises_on_ends_the_served_app_and_ragsweep_s
     assert all("DoclingParser raised ConversionError" in r and "ends its whole pw.run" in r for r in skipped.values())
 
 
-@pytest.mark.parametrize("variant", ["docling:bm25", "docling:knn", "docling:hybrid", "utf8:knn", "utf8:hybrid"])
+@pytest.mark.parametrize(
+    "variant", ["docling:bm25", "docling:knn", "docling:hybrid", "utf8:knn", "utf8:hybrid", "template:usearch"]
+)
 def test_retrieve_lists_are_the_apps(variant, scored, served):
     """Every list the app serves is the one ragsweep scores; the only allowed difference is which of several
     chunks with exactly the last score made the cut (the stock server's tie order is not stable; a tie
@@ -434,11 +486,16 @@ def test_retrieve_lists_are_the_apps(variant, scored, served):
         assert any(len(v) == 8 for v in scored[variant]["lists"].values())
 
 
-@pytest.mark.parametrize("variant", ["docling:knn", "utf8:knn"])
+@pytest.mark.parametrize("variant", ["docling:knn", "utf8:knn", "template:usearch"])
 def test_answer_requests_are_byte_identical(variant, scored, served):
     """The chat requests the app's own server sends for /v2/answer are those ragsweep sends, byte for byte
-    (each prompt holds the app's chunks, headings included, in the app's context format)."""
+    (each prompt holds the app's chunks, headings included, in the app's context format, each with its
+    document's path as the app reads it: ``data/lease.docx`` for the template reading ``path: data``)."""
     ours, theirs = scored[variant]["requests"], served[variant]["requests"]
     assert len(theirs) == len(QUESTIONS) and ours == theirs
     if variant.startswith("docling"):
         assert all("HEADINGS:" in body for body in ours)
+    if variant.startswith("template"):
+        assert all('\\"path\\": \\"data/' in body for body in ours), ours[0][:600]
+        answers = [scored[variant]["answers"][f"q{i}"].text for i in range(len(QUESTIONS))]
+        assert answers == [(a or "").strip() for a in served[variant]["answers"]]
