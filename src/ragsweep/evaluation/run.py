@@ -47,6 +47,7 @@ from ragsweep.metrics.registry import unknown_name
 from ragsweep.pipeline.app_components import Spent, embedding_usage, usage_since
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
+from ragsweep.pipeline.language import warn_unsearchable_language
 from ragsweep.pipeline.retrieval import parse_documents
 
 T = TypeVar("T")
@@ -100,6 +101,7 @@ def evaluate(
     corpus = timed(
         stage, "parse", lambda: parse_corpus(dataset, settings.parse, settings.progress, run.executor, config)
     )
+    warn_unsearchable_language(config, cases, corpus)
     answering, probes = prepare_answering(config, settings.answer, cases, stage)
     evaluated = _evaluate_cases(config, dataset, cases, settings, run, corpus, answering, done)
     stage.update(evaluated.timings)
