@@ -254,3 +254,18 @@ def test_the_served_folder_is_the_apps_as_written(tmp_path, monkeypatch):
     monkeypatch.delenv("RAGSWEEP_T")
     assert PipelineConfig.load(env_app).served_folder() is None
     assert PipelineConfig.load(ROOT / "pipelines" / "default.yaml").served_folder() is None
+
+
+def test_an_app_reading_a_connector_without_a_folder_says_which_metadata_differs(tmp_path):
+    text = ADAPTIVE_APP.format(max_tokens=400, factor=2).replace(
+        "!pw.io.fs.read\n    path: data", "!pw.io.gdrive.read\n    object_id: a-drive-folder"
+    )
+    config = PipelineConfig.load(_write(tmp_path, text))
+    assert config.served_folder() is None
+    note = config.manifest()["served_metadata"]
+    assert note.startswith("the app reads its documents with pathway.io.gdrive.read: ragsweep serves")
+    assert "path" in note and "ids, URLs, times" in note
+    assert (
+        "served_metadata"
+        not in PipelineConfig.load(_write(tmp_path, ADAPTIVE_APP.format(max_tokens=400, factor=2))).manifest()
+    )
