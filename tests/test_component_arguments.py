@@ -269,3 +269,22 @@ def test_an_app_reading_a_connector_without_a_folder_says_which_metadata_differs
         "served_metadata"
         not in PipelineConfig.load(_write(tmp_path, ADAPTIVE_APP.format(max_tokens=400, factor=2))).manifest()
     )
+
+
+def test_a_hub_model_in_the_hubs_cache_passes(tmp_path, monkeypatch):
+    """The cache looked in is the hub's (``HF_HUB_CACHE``, or ``HF_HOME``/hub): a model stored there loads."""
+    from huggingface_hub import constants
+
+    snapshot = tmp_path / "hub" / "models--mixedbread-ai--mxbai-embed-large-v1" / "snapshots" / ("0" * 40)
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text("{}")
+    (snapshot.parent.parent / "refs").mkdir()
+    (snapshot.parent.parent / "refs" / "main").write_text("0" * 40)
+    app = _write(tmp_path, HUB_APP)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty"))
+    assert str(tmp_path / "empty") in _load_error(app)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    assert (
+        PipelineConfig.load(app).embedder_description()
+        == "$embedder: SentenceTransformerEmbedder(mixedbread-ai/mxbai-embed-large-v1)"
+    )
