@@ -35,7 +35,13 @@ An llm-app ``app.yaml`` works as is:
   (:meth:`PipelineConfig.build_question_answerer`, :mod:`ragsweep.pipeline.app_answerer`), over
   ragsweep's DocumentStore; ``host``, ``port`` and other server settings are not used;
 - without ``$top_k``, the top-k is ``$search_topk``, else the ``search_topk`` of
-  the question answerer (Pathway's default when it sets none).
+  the question answerer (Pathway's default when it sets none); an adaptive answerer's is the depth
+  of its first ask, and a run reports every depth it asks (:meth:`PipelineConfig.answerer_depths`);
+- its documents are served under the folder its ``pw.io.fs.read`` names, as the app would serve them
+  (:meth:`PipelineConfig.served_folder`): a prompt showing a document's ``path`` is the app's;
+- the arguments of its components that decide what is scored (:data:`ARGUMENT_RULES`: a splitter's
+  ``max_tokens``...) are checked as the knobs are, and a Hugging Face model that is not on the machine
+  is named before any work (:data:`HUB_MODEL_ARGUMENTS`).
 """
 
 from __future__ import annotations
