@@ -288,3 +288,40 @@ def test_a_hub_model_in_the_hubs_cache_passes(tmp_path, monkeypatch):
         PipelineConfig.load(app).embedder_description()
         == "$embedder: SentenceTransformerEmbedder(mixedbread-ai/mxbai-embed-large-v1)"
     )
+
+
+HYBRID_ADAPTIVE = ADAPTIVE_APP.format(max_tokens=400, factor=2).replace(
+    "$retriever_factory: !pw.stdlib.indexing.TantivyBM25Factory {}",
+    """$embedder: !ragsweep.pipeline.embedding.CachedSentenceTransformerEmbedder
+  model: all-MiniLM-L6-v2
+$retriever_factory: !pw.stdlib.indexing.HybridIndexFactory
+  retriever_factories:
+    - !pw.stdlib.indexing.TantivyBM25Factory {}
+    - !pw.stdlib.indexing.BruteForceKnnFactory
+      embedder: $embedder""",
+)
+
+
+class _Asked(Exception):
+    pass
+
+
+@pytest.mark.parametrize(("ks", "asked"), [([2, 4, 8, 16], [(16, (2, 4, 8, 16))]), ([2, 32], [(2, ()), (32, ())])])
+def test_an_adaptive_answerers_depths_are_cut_from_the_one_list_it_asks(tmp_path, monkeypatch, ks, asked):
+    """Pathway's adaptive answerer asks its index once, at its deepest depth (16), and gives the LLM the
+    first 2, 4, 8 of that list: over a hybrid index (whose top 2 is not the first 2 of its top 16) each
+    depth is that list's prefix, not a list of its own. A depth beyond it is asked on its own."""
+    from ragsweep.datasets.schema import Case
+    from ragsweep.pipeline import retrieval
+    from ragsweep.pipeline.corpus import parse_corpus
+
+    def record(config, corpus, queries, progress, fresh):
+        raise _Asked([(q.k, q.prefix_ks) for q in queries])
+
+    monkeypatch.setattr(retrieval, "_run_store", record)
+    config = PipelineConfig.load(_write(tmp_path, HYBRID_ADAPTIVE))
+    assert not config.prefix_exact()
+    corpus = parse_corpus(_dataset(tmp_path) / "docs")
+    with pytest.raises(_Asked) as got:
+        retrieval.retrieve(config, corpus, [Case(id="q", question="What is the rent?")], ks)
+    assert got.value.args[0] == asked

@@ -121,8 +121,9 @@ def retrieve(
         raise ValueError(f"no parsable document in {corpus.docs_dir!r}: nothing to index")
     # BM25 and KNN: a case's one query at the deepest k answers every depth; a hybrid: one per (case,
     # k), answered from one ask of each exact sub-retriever (ragsweep.pipeline.fused_depths)
-    shared = len(depths) > 1 and config.prefix_exact()
-    per_case = [max(depths)] if shared else depths
+    deepest = _adaptive_ask(config, depths)
+    shared = deepest is not None or len(depths) > 1 and config.prefix_exact()
+    per_case = [deepest or max(depths)] if shared else depths
     asked = [(c, s, k) for c, s in zip(cases, scopes, strict=True) if s != [] for k in per_case]
     print(
         f"retrieve: {len(cases)} question(s) x k in {depths}{_how_asked(config, depths, shared)}: {len(asked)} "
@@ -153,7 +154,17 @@ def retrieve(
     )
 
 
+def _adaptive_ask(config: PipelineConfig, depths: Sequence[int]) -> int | None:
+    """The one depth an adaptive answerer asks its index, its deepest (each of its asks gives the LLM a
+    prefix of that one list: Pathway's geometric strategy), when every scored depth is within it; None
+    for any other answerer."""
+    own = config.answerer_depths()
+    return max(own) if own and max(depths) <= max(own) else None
+
+
 def _how_asked(config: PipelineConfig, depths: Sequence[int], shared: bool) -> str:
+    if shared and _adaptive_ask(config, depths) is not None:
+        return " (prefixes of the one list the adaptive answerer asks, at its deepest depth)"
     if shared:
         return " (prefixes of one query: exact for this index)"
     if len(depths) > 1 and config.fused_from_parts():
