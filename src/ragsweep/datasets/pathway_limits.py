@@ -22,7 +22,15 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import tantivy
 
-__all__ = ["TANTIVY_SYNTAX", "UNSCOPABLE_REASON", "clean_query", "tantivy_safe", "unscopable_reason"]
+__all__ = [
+    "TANTIVY_SYNTAX",
+    "UNSCOPABLE_REASON",
+    "clean_query",
+    "kept_tokens",
+    "served_app_failure",
+    "tantivy_safe",
+    "unscopable_reason",
+]
 
 # Tantivy query syntax (quotes, colons, parentheses, + - ^ ~ ...) and anything that is not a
 # word character: no meaning for BM25 or the embedder, and some of it ends ``pw.run``.
