@@ -5,6 +5,7 @@ stops quietly on Ctrl-C while it waits."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import shutil
@@ -65,12 +66,27 @@ def test_eval_skips_what_is_not_a_regular_file_and_never_blocks(tmp_path: Path) 
         assert f"skipped document {name}: {reason}" in done.stderr
 
 
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _live(port: int) -> dict:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", "/live.json")
+        return json.loads(conn.getresponse().read())
+    finally:
+        conn.close()
+
+
 def test_a_watch_skips_them_too_and_waits_for_its_folder_to_come_back(tmp_path: Path) -> None:
-    data, out = _hostile_docs(tmp_path), tmp_path / "runs"
+    data, out, port = _hostile_docs(tmp_path), tmp_path / "runs", _free_port()
     (data / "docs" / "zero.txt").unlink()  # not followed by default: skipped as outside the folder
     proc = subprocess.Popen(
         [*RAGSWEEP, "watch", "--pipeline", PIPELINE, "--dataset", str(data), "--out", str(out), "--name", "w",
-         "--limit", CASES, "--poll", "0.2", "--no-validate"],
+         "--limit", CASES, "--poll", "0.2", "--no-validate", "--serve", str(port)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
     try:
@@ -80,7 +96,9 @@ def test_a_watch_skips_them_too_and_waits_for_its_folder_to_come_back(tmp_path: 
         os.rename(data / "docs", away)  # the folder deleted
         time.sleep(2.5)  # a dozen looks at no folder
         assert proc.poll() is None, "the watch ended when its folder went away"
-        assert len(_history(out)) == 1 and (out / "w" / "current").resolve().name == first["run"]
+        assert len(_history(out)) == 1  # no evaluation of no folder
+        # and no numbers a fresh eval would not give: no current, the live page says so
+        assert not (out / "w" / "current").exists() and _live(port) == {"generation": None}
         first_doc = sorted(p for p in away.iterdir() if p.suffix == ".txt" and p.is_file())[0]
         first_doc.write_text(first_doc.read_text(encoding="utf-8").replace("Agreement", "Contract"), encoding="utf-8")
         os.rename(away, data / "docs")  # back, with one document changed
@@ -93,6 +111,7 @@ def test_a_watch_skips_them_too_and_waits_for_its_folder_to_come_back(tmp_path: 
         )  # fmt: skip
         assert fresh.returncode == 0, fresh.stderr[-3000:]
         _same_numbers(out / "w" / back["run"], out / "fresh")
+        assert _live(port)["generation"] == 2 and (out / "w" / "current").resolve().name == back["run"]
         time.sleep(0.5)  # waiting for the next change
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 0  # Ctrl-C on a waiting watch is how it ends, not an error

@@ -1,9 +1,11 @@
-"""`watch --serve`'s server and its clients: HEAD answers with the headers alone, and a client that goes away
-mid-reply is not an error (no traceback on the watch's stderr)."""
+"""`watch --serve`'s server and its clients: HEAD answers with the headers alone, a client that goes away
+mid-reply is not an error (no traceback on the watch's stderr), and the page says when the watch has no
+current evaluation."""
 
 from __future__ import annotations
 
 import http.client
+import shutil
 import socket
 import struct
 import time
@@ -12,6 +14,9 @@ from pathlib import Path
 import pytest
 
 from ragsweep.commands.watch_server import LiveServer
+from ragsweep.report.html import write_html_report
+from test_report_html import chromium  # noqa: F401 - a pytest fixture
+from test_watch_live import DevTools
 
 
 @pytest.fixture
@@ -53,3 +58,27 @@ def test_a_client_that_goes_away_mid_reply_leaves_no_traceback(
     conn.close()
     err = capsys.readouterr().err
     assert "Traceback" not in err and "Error" not in err, err
+
+
+def test_the_page_says_when_there_is_no_current_evaluation(chromium: Path, tmp_path: Path) -> None:
+    """The watch withdraws ``current`` while its folder is gone (or an evaluation failed): the served page keeps
+    the last report but its badge says it is not current, then live again once an evaluation is back."""
+    run = tmp_path / "w" / "gen-0000"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "runs" / "eval", run)
+    write_html_report(run, run / "report.html", live=True)
+    current: list[Path | None] = [run]
+    server = LiveServer(run.parent, lambda: current[0], 0).start()
+    browser = DevTools(chromium, tmp_path / "profile")
+    try:
+        browser.open(server.url)
+        badge = "(document.getElementById('live-badge') || {dataset: {}}).dataset.state"
+        browser.until(f"{badge} === 'live'", 15)
+        current[0] = None
+        browser.until(f"{badge} === 'waiting'", 15)
+        assert "not current" in str(browser.evaluate("document.getElementById('live-badge').textContent"))
+        current[0] = run
+        browser.until(f"{badge} === 'live'", 15)
+        assert not browser.errors(), browser.errors()
+    finally:
+        browser.close()
+        server.stop()

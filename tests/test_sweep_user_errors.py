@@ -51,7 +51,7 @@ def _one_error_line(err: str) -> str:
     [
         ("grid:\n  top_k: [1, 3\n  retriever_mode: [bm25]\n", "grid.yaml: not valid YAML: "),
         ("grid: {top_k: [1, 3], retriever_mode: []}\n", "grid axis 'retriever_mode' has no values"),
-        ("- top_k\n", "needs a top-level 'grid' mapping"),
+        ("grid\n", "needs a top-level 'grid' mapping"),  # a string that holds the word
     ],
 )
 def test_a_bad_grid_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], grid: str, said: str) -> None:

@@ -15,7 +15,8 @@ update would load for the changed document alone (:mod:`ragsweep.evaluation.warm
 
 The folder ``<out>/<name>/`` holds one run folder per evaluation (``gen-0001``...; the current one and
 the one before it are kept), ``current`` (a symlink swapped atomically to the newest complete one: its
-report.json and report.html are always whole) and ``history.jsonl`` (one line per evaluation: when,
+report.json and report.html are always whole; withdrawn while the folder is gone or its evaluation fails,
+so it never holds numbers a fresh eval of the folder would not give) and ``history.jsonl`` (one line per evaluation: when,
 what changed, the watched metrics). Interrupted (Ctrl-C, SIGKILL), ``current`` still names the last
 complete evaluation; a new ``watch`` with the same ``--name`` continues the folder and its history.
 ``--serve PORT`` serves ``current``'s report.html on 127.0.0.1 (commands/watch_server.py), a page that
@@ -31,6 +32,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ragsweep.commands.eval import EvalOptions, run_eval
@@ -124,13 +126,15 @@ class StopRequest:
             raise KeyboardInterrupt
 
 
-def settled_change(docs: Path, seen: Snapshot, poll: float, stop: StopRequest) -> tuple[Snapshot, Change]:
+def settled_change(
+    docs: Path, seen: Snapshot, poll: float, stop: StopRequest, on_gone: Callable[[], object] = lambda: None
+) -> tuple[Snapshot, Change]:
     """Wait until the folder differs from ``seen`` and has looked the same twice in a row.
 
-    A folder that is gone (deleted, or renamed away while it is replaced) is waited for, not evaluated:
-    an evaluation of no folder has no numbers, and the last evaluation stays ``current``.
+    A folder that is gone (deleted, or renamed away while it is replaced) is waited for, not evaluated
+    (``on_gone`` is called once); once it is back and settled it is evaluated, changed or not.
     """
-    last, gone = seen, False
+    last, gone, came_back = seen, False, False
     while True:
         stop.check()
         time.sleep(poll)
@@ -138,14 +142,15 @@ def settled_change(docs: Path, seen: Snapshot, poll: float, stop: StopRequest) -
             if not gone:
                 print(f"watch: the documents folder {docs} is gone: waiting for it to come back", file=sys.stderr,
                       flush=True)  # fmt: skip
+                on_gone()
             gone = True
             continue
         if gone:
             print(f"watch: the documents folder {docs} is back", file=sys.stderr, flush=True)
-            gone, last = False, snapshot(docs)
+            gone, came_back, last = False, True, snapshot(docs)
             continue  # settled only when the next look agrees with this one
         now = snapshot(docs)
-        if now == last and now != seen:
+        if now == last and (now != seen or came_back):
             return now, change_between(seen, now)
         last = now
 
@@ -219,6 +224,11 @@ class WatchFolder:
         for old in self.root.glob("gen-*"):
             if old.name not in keep:
                 shutil.rmtree(old, ignore_errors=True)
+
+    def withdraw(self) -> None:
+        """No ``current``: the folder as it stands has no evaluation (it is gone, or its evaluation failed), and
+        the last one's numbers are not a fresh eval's. The run folders stay; the next evaluation publishes."""
+        (self.root / CURRENT).unlink(missing_ok=True)
 
     def record(self, update: Update) -> None:
         with open(self.root / HISTORY, "a", encoding="utf-8") as f:
@@ -351,7 +361,9 @@ def follow(
             result = evaluate_generation(options, folder, generation, generation_after_start=updates > 0)
         except WATCHING_ON as err:  # e.g. every document deleted: say so, keep watching
             stop.check()
-            print(f"ragsweep: error: {err} (watching on)", file=sys.stderr, flush=True)
+            folder.withdraw()
+            print(f"ragsweep: error: {err} (watching on; no current evaluation until one succeeds)", file=sys.stderr,
+                  flush=True)  # fmt: skip
         else:
             update = update_of(generation, result, before, change, options, time.perf_counter() - started)
             folder.record(update)
@@ -369,8 +381,9 @@ def follow(
         if options.max_updates is not None and updates >= options.max_updates:
             return 0
         try:
-            seen, change = settled_change(Path(dataset.docs_dir), seen, options.poll, stop)
+            seen, change = settled_change(Path(dataset.docs_dir), seen, options.poll, stop, folder.withdraw)
         except KeyboardInterrupt:  # Ctrl-C while waiting for a change: how a watch is meant to end
-            print(f"watch: stopped; {folder.root / CURRENT} holds the last evaluation", file=sys.stderr, flush=True)
+            print(f"watch: stopped; {folder.root / CURRENT} holds the last evaluation"
+                  if folder.current() else "watch: stopped; no current evaluation", file=sys.stderr, flush=True)  # fmt: skip
             return 0
         updates += 1

@@ -22,8 +22,9 @@ HOST = "127.0.0.1"
 REPORT_PATHS = {"/", "/report.html"}
 WAITING_PAGE = (
     '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="1">'
-    "<title>ragsweep watch</title></head><body><p>ragsweep watch: the first evaluation is running; "
-    "this page opens its report when it is done.</p></body></html>\n"
+    "<title>ragsweep watch</title></head><body><p>ragsweep watch: no evaluation of the documents folder as it "
+    "stands yet (one is running, or the folder is gone); this page opens its report when there is one.</p>"
+    "</body></html>\n"
 ).encode()
 
 

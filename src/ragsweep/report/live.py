@@ -24,7 +24,7 @@ LIVE_JS = r"""
   var failures = 0, added = [];
   if (!/^https?:$/.test(location.protocol) || !window.fetch || !window.DOMParser) return;
   function hhmmss(d) { return d.toTimeString().slice(0, 8); }
-  function mark(stopped) {
+  function mark(state) {  // "live", "stopped" (no server), "waiting" (no evaluation of the folder as it stands)
     if (!badge) {
       badge = document.createElement("div");
       badge.id = "live-badge";
@@ -34,10 +34,11 @@ LIVE_JS = r"""
       document.body.appendChild(badge);
     }
     badge.dataset.generation = String(shown);
-    badge.dataset.state = stopped ? "stopped" : "live";
-    badge.style.background = stopped ? "#757575" : "#2e7d32";
-    badge.textContent = (stopped ? "not live (the watch stopped)" : "live") + " \u00b7 evaluation " + shown +
-      " \u00b7 updated " + hhmmss(updated);
+    badge.dataset.state = state;
+    badge.style.background = {live: "#2e7d32", stopped: "#757575", waiting: "#e65100"}[state];
+    badge.textContent = {live: "live", stopped: "not live (the watch stopped)",
+      waiting: "not current (the documents folder is gone, or its evaluation failed)"}[state] +
+      " \u00b7 evaluation " + shown + " \u00b7 updated " + hhmmss(updated);
     document.documentElement.dataset.liveGeneration = String(shown);
   }
   function rerun(code) {  // the page's own script over the new content; its window listeners replace the last ones
@@ -79,17 +80,18 @@ LIVE_JS = r"""
   }
   function poll() {
     get("live.json", "json").then(function (state) {
+      if (state.generation === null && badge) { failures = 0; return "waiting"; }  // the watch is on, no current
       if (typeof state.generation !== "number") throw new Error("live.json: no generation");
       failures = 0;
-      if (state.generation === shown) return;
-      return get(location.pathname, "text").then(swap);
-    }).then(function () {
-      mark(false);
+      if (state.generation === shown) return "live";
+      return get(location.pathname, "text").then(swap).then(function () { return "live"; });
+    }).then(function (now) {
+      mark(now);
       setTimeout(poll, 1000);
     }, function () {
       failures += 1;
       if (!badge) return;  // never live here (a file, or a server without live.json): the static page
-      if (failures > 1) mark(true);
+      if (failures > 1) mark("stopped");
       setTimeout(poll, failures < 5 ? 1000 : 5000);
     });
   }
