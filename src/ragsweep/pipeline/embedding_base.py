@@ -12,6 +12,7 @@ import hashlib
 import sqlite3
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -85,9 +86,11 @@ class EmbeddingCache:
 def vector_problem(vectors: Sequence[Any], texts: Sequence[str], width: int | None = None) -> str | None:
     """What makes an embedder's vectors unfit for a KNN index, in words (``3 of 10 vector(s) have NaN or
     infinite values (the first for '...')``), or None: an empty vector, one whose width is not ``width``
-    (without it: not the first vector's), NaN or infinite values, all zeros (no cosine, no direction)."""
+    (without it: not the batch's most common), NaN or infinite values, all zeros (no cosine, no direction)."""
     arrays = [np.asarray(v) for v in vectors]
-    expected = width if width is not None else (arrays[0].size if arrays else None)
+    sizes = Counter(a.size for a in arrays if a.size)
+    # without the index's width: the batch's most common one (a tie: the wider)
+    expected = width if width is not None else max(sizes, key=lambda w: (sizes[w], w), default=None)
     checks: list[tuple[str, Callable[[np.ndarray], bool]]] = [
         ("are empty", lambda a: a.size == 0),
         (f"are not {expected} wide", lambda a: a.size != expected),

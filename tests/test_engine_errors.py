@@ -1,0 +1,192 @@
+"""Engine errors end the run, vectors are checked where they enter, nothing broken is cached.
+
+An app shaped like Pathway's question-answering template (tests/fixtures/apps/qa_usearch.yaml: an
+OpenAIEmbedder and a USearch index Pathway sizes from the model name, 1536) against the fake endpoint,
+whose vectors are 32 wide; the fake's broken modes (NaN, all-zero, empty, mixed widths); ragsweep's own
+embedder under an index of another width; and an error of Pathway's engine itself, all with real Pathway.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fake_openai import FakeOpenAI
+from ragsweep.cli import main
+from ragsweep.core.errors import EngineError, VectorError
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = ROOT / "tests" / "fixtures" / "apps" / "qa_usearch.yaml"
+DATASET = ROOT / "datasets" / "cuad-mini"
+RAGSWEEP = Path(sys.executable).parent / "ragsweep"
+KEY = "sk-test-ENGINE-0123456789"
+FITS = "retriever_factory.dimensions=32"  # the fake's width: the index then takes its vectors
+
+
+def _cli(tmp_path: Path, base_url: str, name: str, *extra: str) -> tuple[subprocess.CompletedProcess, float]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env.update(
+        OPENAI_BASE_URL=base_url,
+        OPENAI_API_KEY=KEY,
+        RAGSWEEP_CACHE_DIR=str(tmp_path / "cache"),
+        RAGSWEEP_SERVED_CACHE="1",  # a list of the broken run, once cached, would be replayed
+    )
+    env.pop("RAGSWEEP_LLM_MODEL", None)
+    argv = [str(RAGSWEEP), "eval", "--pipeline", str(APP), "--dataset", str(DATASET), "--limit", "2", *extra]
+    started = time.monotonic()
+    done = subprocess.run(
+        [*argv, "--out", str(tmp_path / "runs"), "--name", name],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return done, time.monotonic() - started
+
+
+def _one_error_line(done: subprocess.CompletedProcess) -> str:
+    assert done.returncode == 2, f"rc {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    assert "Traceback" not in done.stderr + done.stdout, done.stderr
+    assert "panicked" not in done.stderr and "ERROR:pathway_engine" not in done.stderr, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("ragsweep: error:")]
+    assert len(errors) == 1, done.stderr
+    return errors[0]
+
+
+def _reports(tmp_path: Path) -> list[Path]:
+    return sorted((tmp_path / "runs").rglob("report.*"))
+
+
+def _cached_vectors(cache: Path) -> list[np.ndarray]:
+    path = cache / "app_embeddings.sqlite"
+    if not path.exists():
+        return []
+    with sqlite3.connect(path) as conn:
+        import io
+
+        return [np.load(io.BytesIO(blob), allow_pickle=False) for (blob,) in conn.execute("SELECT npy FROM vectors")]
+
+
+@pytest.fixture(scope="module")
+def fake():
+    server = FakeOpenAI().start()
+    yield server
+    server.stop()
+
+
+def test_an_index_of_another_width_is_one_line_naming_both_widths_and_again_on_a_second_run(fake, tmp_path):
+    """Pathway's USearch index is 1536 wide (from the model name), the endpoint's vectors 32: rc 2 in
+    under 30 s, one line naming the embedder, both widths and what sets the index's; no report; the
+    second run says the same (nothing of the first was cached as served); with the index's
+    ``dimensions`` set to the endpoint's width the app runs and is scored."""
+    for name in ("first", "second"):
+        done, elapsed = _cli(tmp_path, fake.base_url, name)
+        line = _one_error_line(done)
+        assert elapsed < 30, f"{elapsed:.1f} s"
+        assert "$embedder: OpenAIEmbedder(text-embedding-3-small)" in line, line
+        assert "32 wide" in line and "UsearchKnnFactory expects 1536" in line, line
+        assert "model name text-embedding-3-small" in line and "dimensions: 32" in line, line
+        assert _reports(tmp_path) == [], "a report was written for a run whose index could not be built"
+    assert not any(path.endswith("/chat/completions") for path, _ in fake.log), "the LLM was asked"
+    done, _ = _cli(tmp_path, fake.base_url, "fits", "--set", FITS)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "runs" / "fits" / "report.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("mode", "what"),
+    [
+        ("nan", "have NaN or infinite values"),
+        ("zero", "are all zeros"),
+        ("empty", "are empty"),
+        ("mixed", "are not 32 wide (width 16)"),
+    ],
+)
+def test_broken_vectors_stop_the_run_naming_the_embedder_and_are_never_cached(tmp_path, mode, what):
+    """The endpoint answers the probe, then gives vectors no index can use for the chunks and the
+    questions: one line naming the component, the count and the first text; no report; no broken vector
+    in the embedding cache; a second run repeats the error (asked once: each run takes seconds)."""
+    server = FakeOpenAI(broken_vectors=mode).start()
+    try:
+        for name in ("first", "second") if mode == "nan" else ("first",):
+            done, _ = _cli(tmp_path, server.base_url, name, "--set", FITS)
+            line = _one_error_line(done)
+            assert f"$embedder: OpenAIEmbedder at {server.base_url} returned vectors the index cannot use" in line
+            assert what in line and "(the first for '" in line, line
+            assert _reports(tmp_path) == []
+    finally:
+        server.stop()
+    kept = _cached_vectors(tmp_path / "cache")
+    assert kept, "not even the probe's vector was cached"
+    assert all(v.size == 32 and np.isfinite(v).all() and np.any(v) for v in kept), "a broken vector was cached"
+
+
+def test_ragsweeps_own_embedder_under_an_index_of_another_width_is_one_line(tmp_path, capsys):
+    """The default pipeline with an explicit ``UsearchKnnFactory dimensions: 768`` over MiniLM (384):
+    one line naming the embedder and both widths, not a panic of Pathway's engine."""
+    text = (ROOT / "pipelines" / "default.yaml").read_text()
+    knn = "$knn: !pw.stdlib.indexing.BruteForceKnnFactory\n"
+    metric = "  metric: !pw.stdlib.indexing.BruteForceKnnMetricKind.COS\n"
+    assert knn in text and metric in text
+    text = text.replace(knn, "$knn: !pw.stdlib.indexing.UsearchKnnFactory\n  dimensions: 768\n")
+    pipeline = tmp_path / "usearch768.yaml"
+    pipeline.write_text(text.replace(metric, "  metric: !pw.stdlib.indexing.USearchMetricKind.COS\n"))
+    argv = ["eval", "--pipeline", str(pipeline), "--dataset", str(DATASET), "--limit", "2"]
+    code = main([*argv, "--set", "retriever_mode=knn", "--out", str(tmp_path / "runs"), "--name", "own"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    line = next(line for line in err.splitlines() if line.startswith("ragsweep: error:"))
+    assert "CachedSentenceTransformerEmbedder(all-MiniLM-L6-v2) returns vectors 384 wide" in line, line
+    assert "UsearchKnnFactory expects 768 (its dimensions: 768)" in line, line
+    assert _reports(tmp_path) == []
+
+
+def test_ragsweeps_own_embedder_caches_no_broken_vector(tmp_path):
+    """A batch holding a NaN vector is refused, named by its first text, and nothing of it is stored."""
+    from ragsweep.pipeline.embedding import CachedSentenceTransformerEmbedder
+    from ragsweep.pipeline.embedding_base import EmbeddingCache, embed_through_cache
+
+    embedder = CachedSentenceTransformerEmbedder(cache_dir=tmp_path)
+    texts = ["a fine text", "a text the model breaks on"]
+    with pytest.raises(VectorError, match=r"1 of 2 vector\(s\) have NaN .*'a text the model breaks on'"):
+        embed_through_cache(embedder, texts, lambda missing: [np.ones(384), np.full(384, np.nan)])
+    assert embedder.cache.get_many([EmbeddingCache.key(embedder.embedder_id, t) for t in texts]) == {}
+    assert isinstance(embedder.failure, VectorError)
+
+
+def test_an_error_of_pathways_engine_ends_the_run_with_one_line(capfd):
+    """Pathway's own USearch index fed vectors of another width (no embedder in between): the engine
+    logs an error per row and serves empty matches; the run ends with one EngineError naming the index
+    and the engine's message instead of taking those matches as served."""
+    import pathway as pw
+    from pathway.stdlib.indexing.nearest_neighbors import UsearchKnnFactory
+
+    from ragsweep.pipeline.app_components import run_with
+
+    class Rows(pw.Schema):
+        vector: np.ndarray
+
+    pw.internals.parse_graph.G.clear()
+    docs = pw.debug.table_from_rows(Rows, [(np.ones(4),), (np.arange(4.0),)])
+    queries = pw.debug.table_from_rows(Rows, [(np.ones(4),)])
+    factory = UsearchKnnFactory(dimensions=8, reserved_space=10, embedder=None)
+    matches = factory.build_index(docs.vector, docs).query_as_of_now(queries.vector, number_of_matches=2)
+    served: list[dict] = []
+    pw.io.subscribe(
+        matches.select(match=pw.right.vector), on_change=lambda key, row, time, is_addition: served.append(row)
+    )
+    with pytest.raises(EngineError) as raised:
+        with run_with(None, factory) as options:
+            pw.run(monitoring_level=pw.MonitoringLevel.NONE, default_logging=False, **options)
+    message = str(raised.value)
+    assert "(UsearchKnnFactory)" in message and "Vector length must match index dimensionality" in message
+    assert "\n" not in message
+    assert "panicked" not in capfd.readouterr().err
