@@ -325,3 +325,12 @@ def test_an_adaptive_answerers_depths_are_cut_from_the_one_list_it_asks(tmp_path
     with pytest.raises(_Asked) as got:
         retrieval.retrieve(config, corpus, [Case(id="q", question="What is the rent?")], ks)
     assert got.value.args[0] == asked
+
+
+def test_a_hub_model_named_by_a_variable_is_looked_for_too(tmp_path):
+    """``$embedder_model: all-MiniLM-L6-v2`` passes as ragsweep's knob (its own embedder ships that model),
+    but Pathway's SentenceTransformerEmbedder given it looks in the hub's cache."""
+    for name, model in (("st_model", "mixedbread-ai/mxbai-embed-large-v1"), ("embedder_model", "all-MiniLM-L6-v2")):
+        text = HUB_APP.replace("model: mixedbread-ai/mxbai-embed-large-v1", f"model: ${name}") + f"${name}: {model}\n"
+        message = _load_error(_write(tmp_path, text))
+        assert f"$embedder (SentenceTransformerEmbedder) model: {model!r} is not on this machine" in message

@@ -626,19 +626,19 @@ class PipelineConfig:
             if argument is None:
                 continue
             given = node.kwargs.get(argument, _parameter_default(node.constructor, argument))  # HFPipelineChat: gpt2
-            _, model = self._argument_value(argument, given)
+            _, model = self._argument_value(argument, given, knobs_checked=False)
             if isinstance(model, str) and (where := missing_hub_model(model, argument)) is not None:
                 kind = _callable_path(node.constructor).rsplit(".", 1)[-1]
                 raise ConfigError(f"{self.path}: {label} ({kind}) {argument}: {model!r} {where}")
 
-    def _argument_value(self, name: str, node: object) -> tuple[str, object]:
+    def _argument_value(self, name: str, node: object, knobs_checked: bool = True) -> tuple[str, object]:
         """An argument's value as a message shows it and the value itself: a ``$variable`` followed to its
-        definition; :data:`_NOT_READ` for one checked as a knob already, read from the environment, or a
-        component."""
+        definition; :data:`_NOT_READ` for one read from the environment, a component, or (``knobs_checked``)
+        a knob checked already."""
         from pathway.internals.yaml_loader import Value, Variable
 
         if isinstance(node, Variable):
-            if node.name in KNOB_RULES or node not in self.raw:
+            if knobs_checked and node.name in KNOB_RULES or node not in self.raw:
                 return "", _NOT_READ
             value = self.raw[node]
             return f"${node.name} = {_show(name, value)}", _NOT_READ if isinstance(value, Value) else value
