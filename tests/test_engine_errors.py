@@ -190,3 +190,24 @@ def test_an_error_of_pathways_engine_ends_the_run_with_one_line(capfd):
     assert "(UsearchKnnFactory)" in message and "Vector length must match index dimensionality" in message
     assert "\n" not in message
     assert "panicked" not in capfd.readouterr().err
+
+
+def test_a_sweep_whose_configuration_cannot_be_indexed_ranks_nothing(fake, tmp_path):
+    """A grid over the index's width, the broken width as baseline: the sweep stops with one line naming
+    both widths, rather than ranking a working configuration "significantly better" than a table of
+    zeros; no sweep result is written."""
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(
+        "grid:\n  retriever_factory.dimensions: [1536, 32]\n"
+        "baseline: {retriever_factory.dimensions: 1536}\nobjectives: [recall@k]\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env.update(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY=KEY, RAGSWEEP_CACHE_DIR=str(tmp_path / "cache"))
+    argv = [str(RAGSWEEP), "sweep", "--pipeline", str(APP), "--dataset", str(DATASET), "--limit", "2"]
+    done = subprocess.run(
+        [*argv, "--grid", str(grid), "--out", str(tmp_path / "runs"), "--name", "dims"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    line = _one_error_line(done)
+    assert "returns vectors 32 wide, but its UsearchKnnFactory expects 1536" in line, line
+    assert not list((tmp_path / "runs").rglob("sweep.json")), "a sweep with a configuration of zeros was ranked"

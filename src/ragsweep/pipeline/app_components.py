@@ -345,7 +345,9 @@ def _width_message(embedder: object, width: int, factory: Any) -> str:
     given = getattr(embedder, "kwargs", None) or {}
     model = given.get("model")
     if model in OPENAI_EMBEDDERS_DIMENSIONS and given.get("dimensions") is None:
-        source = f"Pathway sizes it from the model name {model}"
+        source = (
+            f"its dimensions; where the YAML gives none, Pathway takes {factory.dimensions} from the model name {model}"
+        )
     else:
         source = f"its dimensions: {factory.dimensions}"
     return (
