@@ -37,8 +37,9 @@ def corpus():
 
 @pytest.fixture(scope="module")
 def served(corpus) -> dict[str, tuple[list, list[str]]]:
-    """Each retriever mode's top-5 lists for every question, and the texts its embedder was given; the
-    hybrid twice: fused from its sub-retrievers' lists (what eval does) and asked of its own store."""
+    """Each retriever mode's lists for every question (the hybrid's at k = 5, each sub-retriever's at 10,
+    past the depth the hybrid asks it), and the texts its embedder was given; the hybrid twice: fused from
+    its sub-retrievers' lists (what eval does) and asked of its own store."""
     from ragsweep.pipeline.embedders_extra import UseMultilingualEmbedder
 
     real = UseMultilingualEmbedder.embed
@@ -56,12 +57,14 @@ def served(corpus) -> dict[str, tuple[list, list[str]]]:
             if mode == "hybrid-store":
                 patch.setattr(store_module, "exact_parts", lambda factory: None)  # the hybrid itself asked
             config = PipelineConfig.load(CHINESE, {"retriever_mode": mode.split("-")[0]})
-            out[mode] = (RagStore(config, corpus).retrieve(QUESTIONS, k=K), list(embedded))
+            k = K if mode.startswith("hybrid") else 2 * K
+            out[mode] = (RagStore(config, corpus).retrieve(QUESTIONS, k=k), list(embedded))
     return out
 
 
 def recall(lists) -> float:
-    return sum(any(h.doc_id in c["relevant_ids"] for h in hits) for hits, c in zip(lists, CASES)) / len(CASES)
+    """recall@5: one relevant paragraph per question."""
+    return sum(any(h.doc_id in c["relevant_ids"] for h in hits[:K]) for hits, c in zip(lists, CASES)) / len(CASES)
 
 
 def first_right(lists) -> float:
@@ -118,3 +121,55 @@ def test_retrieve_of_a_20_character_question_never_serves_the_stand_ins_list(cap
     asked, stand_in = json.loads(capsys.readouterr().out)
     assert asked[0]["doc_id"] == "dujiangyan.txt"
     assert [(h["doc_id"], h["score"]) for h in asked] != [(h["doc_id"], h["score"]) for h in stand_in]
+
+
+def stock_pathway_lists() -> list[list[tuple[str, float]]]:
+    """What Pathway's own DocumentStore (no ragsweep class but the pipeline's factories and splitter)
+    serves for each question at k = 5: ``(document, score)`` in its order. It passes each question as it
+    is to the hybrid, and the hybrid to each sub-retriever."""
+    import pathway as pw
+    from pathway.xpacks.llm.document_store import DocumentStore as PathwayDocumentStore
+
+    built = PipelineConfig.load(CHINESE, {"retriever_mode": "hybrid"}).build()
+    rows = [(p.read_bytes(), pw.Json({"path": p.name}), 2, 1) for p in sorted((ZH / "docs").iterdir())]
+    docs = pw.debug.table_from_rows(pw.schema_from_types(data=bytes, _metadata=pw.Json), rows, is_stream=True)
+    store = PathwayDocumentStore(docs, retriever_factory=built.retriever_factory, splitter=built.splitter)
+    schema = pw.schema_from_types(query=str, k=int, metadata_filter=str | None, filepath_globpattern=str | None)
+    queries = pw.debug.table_from_rows(schema, [(q, K, None, None, 4, 1) for q in QUESTIONS], is_stream=True)
+    served = pw.debug.table_to_pandas(
+        queries.select(pw.this.query) + store.retrieve_query(queries).select(pw.this.result)
+    )
+    by_question = {
+        q: [(i["metadata"]["path"], -i["dist"]) for i in r.as_list()] for q, r in zip(served["query"], served["result"])
+    }
+    return [by_question[q] for q in QUESTIONS]
+
+
+def above_the_cut(items: list[tuple[str, float]]) -> tuple[list[float], dict[float, set[str]]]:
+    """A list's scores, and the documents of each score above its last (which of several chunks tied at
+    the cut makes the list is an order among equals, ragsweep's stable one or Pathway's row keys)."""
+    scores = [round(s, 9) for _, s in items]
+    groups: dict[float, set[str]] = {}
+    for doc, score in items:
+        if round(score, 9) > scores[-1]:
+            groups.setdefault(round(score, 9), set()).add(doc)
+    return scores, groups
+
+
+def tied(hits) -> bool:
+    """Equal scores in a sub-retriever's first 10 (the hybrid asks it for 5: a tie at the cut shows here)."""
+    scores = [round(h.score, 6) for h in hits]
+    return len(set(scores)) < len(scores)
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "hybrid-store"])
+def test_the_hybrids_lists_are_pathways_own_stores(served, mode):
+    """The reference: Pathway's own DocumentStore over the same factories. Every question gets the same
+    first document at the same score, and the same fused list (scores, documents above the cut) unless a
+    sub-retriever has equal scores, which ragsweep serves in its stable order and Pathway in its own."""
+    stock = stock_pathway_lists()
+    ours = [[(h.doc_id, h.score) for h in hits] for hits in served[mode][0]]
+    assert [s[0] for s in stock] == [o[0] for o in ours]
+    differing = [i for i, (s, o) in enumerate(zip(stock, ours)) if above_the_cut(s) != above_the_cut(o)]
+    assert len(differing) <= 2, [(QUESTIONS[i], stock[i], ours[i]) for i in differing]
+    assert all(tied(served["bm25"][0][i]) or tied(served["knn"][0][i]) for i in differing), differing
