@@ -102,8 +102,9 @@ def answer_table(
     rrf_k: float | None,
 ) -> pw.Table:
     """``(group, k, result)`` rows: every list of every question of ``questions`` (columns ``query``,
-    the text each index is asked, and ``row``, whose lists ``asks`` names), from one ask of each of
-    ``indexes`` (inner indexes built over ``chunks``' text and metadata) for all its matches."""
+    the question, which each index takes as its own query path does: Pathway's Tantivy BM25 cleaned,
+    a KNN as it is; and ``row``, whose lists ``asks`` names), from one ask of each of ``indexes`` (inner
+    indexes built over ``chunks``' text and metadata) for all its matches."""
     keys = chunks.select(_pw_sl_id=pw.this.id, _pw_sl_key=_tie(pw.this.text, pw.this.metadata))
     size = keys.reduce(_pw_sl_size=pw.reducers.count()).with_columns(_pw_sl_one=0)
     asked = questions.with_columns(_pw_sl_one=0)
