@@ -197,6 +197,8 @@ def test_an_adaptive_apps_report_holds_its_depths_unless_ks_are_given(tmp_path):
     data = json.loads(report.read_text())
     assert data["ks"] == [2, 4, 8, 16]
     assert {c["top_k"] for c in map(json.loads, report.with_name("cases.jsonl").read_text().splitlines())} == {2}
+    page = report.with_name("report.html").read_text()
+    assert "the answerer widens its context when it finds no answer: 2, 4, 8, 16 chunks" in page
     assert ragsweep.evaluate(app, dataset, ks=[1, 3]).ks == [1, 2, 3]  # --ks given: those, and the headline
 
 
@@ -265,6 +267,11 @@ def test_an_app_reading_a_connector_without_a_folder_says_which_metadata_differs
     note = config.manifest()["served_metadata"]
     assert note.startswith("the app reads its documents with pathway.io.gdrive.read: ragsweep serves")
     assert "path" in note and "ids, URLs, times" in note
+    from ragsweep.evaluation.records import RunResult
+    from ragsweep.report.html import _served_app_html
+
+    shown = _served_app_html(RunResult(manifest={"pipeline": config.manifest()}))
+    assert "the app reads its documents with pathway.io.gdrive.read" in shown
     assert (
         "served_metadata"
         not in PipelineConfig.load(_write(tmp_path, ADAPTIVE_APP.format(max_tokens=400, factor=2))).manifest()

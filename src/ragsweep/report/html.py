@@ -533,8 +533,14 @@ def _eval_page(run_dir: Path, live: bool = False) -> str:
 def _served_app_html(run: RunResult) -> str:
     """Where the scored run departs from the app it stands for: documents parsed by ragsweep in place of the
     app's parser (``--set parser=native``), and questions the app's own server cannot take."""
-    parse = Manifest.of(run.manifest).pipeline.parser
+    pipeline = Manifest.of(run.manifest).pipeline
+    parse = pipeline.parser
     parts = []
+    if pipeline.served_metadata:
+        parts.append(f'<p class="warning"><b>{esc(pipeline.served_metadata)}</b></p>')
+    origin = str((pipeline.top_k or {}).get("from") or "")
+    if "widens" in origin:  # an adaptive answerer: the headline is its first ask, the other depths its later ones
+        parts.append(f'<p class="note">top_k from {esc(origin)}</p>')
     if parse.replaced:
         parts.append(f'<p class="warning"><b>{esc(parse.note)}</b></p>')
     elif parse.by == "app":

@@ -425,6 +425,8 @@ class PipelineManifest(_Lenient):
     overrides: dict[str, JsonValue] | None = None
     variables: dict[str, JsonValue] = Field(default_factory=dict)
     parser: ParserManifest = Field(default_factory=ParserManifest)
+    top_k: dict[str, JsonValue] | None = None  # where a top-k that is not $top_k comes from ("from")
+    served_metadata: str | None = None  # what an app reading a connector with no folder is served otherwise
 
 
 class LLMManifest(_Lenient):
