@@ -428,7 +428,8 @@ def test_a_document_the_apps_parser_raises_on_ends_the_served_app_and_ragsweep_s
 ):
     """This DoclingParser reads every stream as a PDF named document.pdf: on an HTML or Markdown file it
     raises, and the app's own server ends (Pathway's pw.run stops on the parser's error). ragsweep skips
-    each such file with that reason, in the terminal and report.json, and scores the rest."""
+    each such file with that reason, in the terminal and report.json, and scores the rest (its gate fails
+    unless --max-failure-rate allows that share of the documents)."""
     from ragsweep.cli import main
 
     app = apps["docling:knn"].with_name("mixed.yaml")
@@ -450,7 +451,8 @@ def test_a_document_the_apps_parser_raises_on_ends_the_served_app_and_ragsweep_s
     (dataset / "dataset.yaml").write_text(f"docs: {folders['mixed']}\n")
     (dataset / "README.md").write_text("Written by tests/test_parse_parity.py: one question about lease.docx.\n")
     with environment(env):
-        rc = main(["eval", "--pipeline", str(app), "--dataset", str(dataset), "--out", str(tmp_path / "runs")])
+        argv = ["eval", "--pipeline", str(app), "--dataset", str(dataset), "--out", str(tmp_path / "runs")]
+        rc = main([*argv, "--max-failure-rate", "0.5"])  # 2 of the 4 documents, allowed
     assert rc == 0
     (report,) = (tmp_path / "runs").glob("*/report.json")
     corpus = json.loads(report.read_text())["manifest"]["corpus"]

@@ -26,6 +26,7 @@ from ragsweep.evaluation.dry_run import dry_run_report
 from ragsweep.evaluation.endpoints import check_answering
 from ragsweep.evaluation.judge_report import failure_gate
 from ragsweep.evaluation.loop import scored_ks
+from ragsweep.evaluation.parse_failures import parser_failure_gate
 from ragsweep.evaluation.records import RunResult
 from ragsweep.evaluation.run import check_floor_names, evaluate, parse_corpus
 from ragsweep.evaluation.scoring import floors_at_chance, quality_failures
@@ -158,13 +159,15 @@ def run_eval_cli(options: EvalOptions, args: argparse.Namespace) -> int:
 
 
 def gate(result: RunResult, floors: dict[str, float], max_failure_rate: float | None) -> int:
-    """The CI gate: 1 when no answer succeeded, a metric is below its floor or an LLM metric failed too often."""
+    """The CI gate: 1 when no answer succeeded, a metric is below its floor, an LLM metric failed too often
+    or the app's parser raised on too many documents."""
     if no_answer_succeeded(result):
         print("ragsweep: error: no answer succeeded (every case has an answer_error); see cases.jsonl", file=sys.stderr)
         return 1
     for line in floors_at_chance(result, floors):
         print(f"ragsweep: warning: {line}", file=sys.stderr)
     failures = quality_failures(result, floors) + failure_gate(result.judge, max_failure_rate)
+    failures += parser_failure_gate(result.manifest.corpus, max_failure_rate)  # one rule for documents too
     if failures:
         print("gate FAILED:\n" + "\n".join(failures), file=sys.stderr)
         return 1

@@ -57,7 +57,8 @@ class AnswerSettings(BaseModel):
     )  # fmt: skip
     max_failure_rate: float | None = option(
         None, "CI gate: fail when an LLM metric (judge, ragas LLM) failed on more than this share of its cases, "
-        "e.g. 0.05", ge=0, le=1, metavar="R", what="a share",
+        "or the app's parser raised on more than this share of the documents (none allowed without it), e.g. 0.05",
+        ge=0, le=1, metavar="R", what="a share",
     )  # fmt: skip
 
     @property
