@@ -42,7 +42,7 @@ def _parse_one(config: PipelineConfig, docs_dir: str) -> bool:
     from ragsweep.pipeline.parsing import check_parser
 
     spec = check_parser(config, docs_dir)
-    files = [p for p in iter_files(Path(docs_dir)) if p.suffix.lower() != ".txt"]
+    files = [p for p in iter_files(Path(docs_dir)) if p.suffix.lower() != ".txt" and p.is_file()]  # no FIFO, no loop
     if not files:
         return False
     smallest = min(files, key=lambda p: p.stat().st_size)
