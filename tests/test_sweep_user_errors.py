@@ -70,14 +70,15 @@ def test_a_huge_grid_is_counted_not_expanded(tmp_path: Path, dry_run: bool) -> N
     (tmp_path / "grid.yaml").write_text(HUGE)
     args = [sys.executable, "-m", "ragsweep.cli", "sweep", "--pipeline", str(PIPELINE), "--dataset", str(MINI)]
     args += ["--grid", str(tmp_path / "grid.yaml"), "--out", str(tmp_path / "runs"), "--limit", "4"]
-    done = subprocess.run([*args, *(["--dry-run"] if dry_run else [])], capture_output=True, text=True, timeout=90)
+    done = subprocess.run([*args, *(["--dry-run", "--yes"] if dry_run else [])], capture_output=True, text=True,
+                          timeout=90)  # fmt: skip
     # top_k, the LLM and the prompt do not change the index: 10 x 10 x 10 index groups at most
     size = "1,000,000 configurations, about 1,000 index groups"
     if dry_run:
         assert done.returncode == 0, done.stderr[-2000:]
         estimate = json.loads(done.stdout)
         assert estimate["configurations"] == 1_000_000 and estimate["configs"] == {}
-        assert estimate["size"]["index_groups"] == 1000 and "--yes" in estimate["notes"][0]
+        assert estimate["size"]["index_groups"] == 1000 and "counted, not expanded" in estimate["notes"][0]
         assert size in done.stderr
     else:
         assert done.returncode == 2

@@ -55,7 +55,7 @@ class SweepOptions(AnswerOptions, RunInputs):
     force: bool = option(False, "let --write-best write over the input pipeline file")
     yes: bool = option(
         False, f"run a grid over {MAX_CONFIGURATIONS:,} configurations or {MAX_INDEX_GROUPS:,} index groups "
-        "(its size and time are printed first; without it such a grid is refused)",
+        "(its size and time are printed first; without it such a grid is refused; --dry-run only counts one)",
     )  # fmt: skip
 
 
@@ -90,14 +90,15 @@ def run_sweep(options: SweepOptions) -> tuple[Path, SweepResult]:
 
 
 def dry_run_sweep(options: SweepOptions) -> SweepEstimate:
-    """What the sweep's answers would cost, the documents parsed here (no executor), no folder left behind."""
+    """What the sweep's answers would cost, the documents parsed here (no executor), no folder left behind;
+    a grid over the size limits is counted alone (never expanded)."""
     base_config, dataset, cases = load_inputs(options)
     settings = sweep_settings(options)
     chosen_on, holdout = choice_and_holdout(cases, settings.selection.split)
     _, size = load_grid(settings.grid, base_config)
     print(f"sweep: {size.line()}", file=sys.stderr)
-    if (why := size.over_limit()) is not None and not options.yes:  # counted only: never expanded in memory
-        note = f"{why}: no configuration estimated (--yes estimates each)"
+    if (why := size.over_limit()) is not None:  # counted only, --yes or not: a dry run never expands such a grid
+        note = f"{why}: counted, not expanded (a dry run estimates each configuration of a grid within the limits)"
         return SweepEstimate(configurations=size.configurations, cases=len(chosen_on), size=size, notes=[note])
     grid = load_sweep(settings.grid, base_config, options.objectives, options.ks, options.budgets, allow_large=True)
     state = sweep_state(base_config, settings, grid.ks, grid.budgets, chosen_on)
