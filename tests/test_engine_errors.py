@@ -211,3 +211,23 @@ def test_a_sweep_whose_configuration_cannot_be_indexed_ranks_nothing(fake, tmp_p
     line = _one_error_line(done)
     assert "returns vectors 32 wide, but its UsearchKnnFactory expects 1536" in line, line
     assert not list((tmp_path / "runs").rglob("sweep.json")), "a sweep with a configuration of zeros was ranked"
+
+
+@pytest.mark.parametrize(
+    ("vectors", "width", "said"),
+    [
+        ([[1.0, np.inf], [1.0, 2.0]], None, "1 of 2 vector(s) have NaN or infinite values (the first for 'a')"),
+        (
+            [[1.0, 2.0], [1.0, 2.0, 3.0], [3.0, 4.0]],
+            None,
+            "1 of 3 vector(s) are not 2 wide (width 3) (the first for 'b')",
+        ),
+        ([[1.0, 2.0], [3.0, 4.0]], 3, "2 of 2 vector(s) are not 3 wide (width 2) (the first for 'a')"),
+        ([[1.0, 2.0], [0.0, 0.0]], 2, "1 of 2 vector(s) are all zeros (the first for 'b')"),
+        ([[1.0, 2.0], [3.0, 4.0]], 2, None),
+    ],
+)
+def test_what_is_wrong_with_a_batch_is_said_with_its_count_and_first_text(vectors, width, said):
+    from ragsweep.pipeline.embedding_base import vector_problem
+
+    assert vector_problem([np.asarray(v) for v in vectors], ["a", "b", "c"][: len(vectors)], width) == said

@@ -89,6 +89,8 @@ def vector_problem(vectors: Sequence[Any], texts: Sequence[str], width: int | No
     (without it: not the batch's most common), NaN or infinite values, all zeros (no cosine, no direction)."""
     arrays = [np.asarray(v) for v in vectors]
     sizes = Counter(a.size for a in arrays if a.size)
+    if _all_fit(arrays, sizes, width):  # the usual batch, checked at once
+        return None
     # without the index's width: the batch's most common one (a tie: the wider)
     expected = width if width is not None else max(sizes, key=lambda w: (sizes[w], w), default=None)
     checks: list[tuple[str, Callable[[np.ndarray], bool]]] = [
@@ -104,6 +106,13 @@ def vector_problem(vectors: Sequence[Any], texts: Sequence[str], width: int | No
             wide = f" (width {', '.join(map(str, widths))})" if what.startswith("are not") else ""
             return f"{len(found)} of {len(arrays)} vector(s) {what}{wide} (the first for {_shown(texts[found[0]])})"
     return None
+
+
+def _all_fit(arrays: list[np.ndarray], sizes: Counter[int], width: int | None) -> bool:
+    if len(sizes) != 1 or sum(sizes.values()) != len(arrays) or (width is not None and width not in sizes):
+        return False
+    stacked = np.stack([a.reshape(-1) for a in arrays]).astype(np.float64, copy=False)
+    return bool(np.isfinite(stacked).all() and np.any(stacked, axis=1).all())
 
 
 def _shown(text: str, limit: int = 60) -> str:
