@@ -25,6 +25,7 @@ import os
 import random
 import shutil
 from collections import Counter, defaultdict
+from functools import partial
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
@@ -215,8 +216,26 @@ def copy_docs(docs_dir: Path, target: Path, link: bool) -> str:
     if link:
         os.symlink(docs_dir.resolve(), target, target_is_directory=True)
         return f"symlink to {docs_dir.resolve()}"
-    shutil.copytree(docs_dir, target, symlinks=False)
+    shutil.copytree(docs_dir, target, symlinks=False, ignore=partial(_not_copied, docs_dir.resolve()))
     return f"copy of {docs_dir}"
+
+
+def _not_copied(docs: Path, folder: str, names: list[str]) -> list[str]:
+    """What the copy leaves out, as parsing does: a FIFO, socket or device (a read would block or never end), a
+    symlink loop, and a symlinked folder inside the documents (its files are copied under their own path) or
+    above them (the copy would hold itself without end)."""
+    left_out = []
+    for name in names:
+        path = Path(folder, name)
+        if path.is_symlink() and path.is_dir() and _related(path.resolve(), docs):
+            left_out.append(name)
+        elif not (path.is_file() or path.is_dir()):
+            left_out.append(name)
+    return left_out
+
+
+def _related(target: Path, docs: Path) -> bool:
+    return target.is_relative_to(docs) or docs.is_relative_to(target)
 
 
 def write_dataset(
