@@ -44,7 +44,8 @@ def test_the_question_a_stock_server_cannot_take_is_named_with_its_character():
     assert served_app_failure("Which state's law governs the agreement?") is None
     why = served_app_failure("Which state\u00a0law governs?")
     assert why is not None and "U+00A0 NO-BREAK SPACE" in why and "ends its whole pw.run" in why
-    assert "'('" in (served_app_failure("Is (any) assignment restricted?") or "")
+    assert "'('" in (served_app_failure("Is (any assignment restricted?") or "")
+    assert served_app_failure("Is (any) assignment restricted?") is None  # balanced: Pathway's parser takes it
 
 
 def test_such_a_case_is_scored_on_the_cleaned_question_with_the_apps_failure_beside_it(tmp_path, monkeypatch):

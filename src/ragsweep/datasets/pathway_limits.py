@@ -79,11 +79,11 @@ _TOKEN = re.compile(r"[^\W_]+")
 _PLAIN_SPACE = frozenset(" \t\n\r")
 
 
-def _parses(text: str) -> bool:
-    """Does tantivy's own query parser (the ``tantivy`` package) accept ``text``? A second
-    line of defence for characters not measured above. That package's grammar is older than
-    Pathway's on one point (it rejects an apostrophe, which Pathway takes), so apostrophes are
-    left out of the check."""
+def _parses(text: str) -> bool | None:
+    """Does tantivy's own query parser (the ``tantivy`` package) accept ``text``? None without that
+    package. It agrees with Pathway's parser on every probe of tests/test_bm25_query.py (each character
+    above alone, balanced parentheses and quotes, hyphenated words, boolean keywords...) but one: it
+    rejects an apostrophe, which Pathway takes, so apostrophes are left out of the check."""
     global _PARSER
     try:
         if _PARSER is None:
@@ -95,7 +95,7 @@ def _parses(text: str) -> bool:
         _PARSER.parse_query(text.replace("'", " "), ["text"])
         return True
     except ImportError:
-        return True
+        return None
     except Exception:  # noqa: BLE001 - any parse error: not safe
         return False
 
@@ -109,11 +109,15 @@ def kept_tokens(text: str) -> list[str]:
 
 
 def _needs_change(text: str) -> bool:
-    return (
-        any(ch in TANTIVY_SYNTAX or (ch.isspace() and ch not in _PLAIN_SPACE) for ch in text)
-        or any(w in _BOOLEAN_WORDS for w in text.split())
-        or not _parses(text)
-    )
+    """Would Pathway's Tantivy query parser refuse ``text``? Unusual white space, or tantivy's own parser
+    refusing it (a question it accepts, say "co-op" or "(by far)", is the app's own query: asked as it is);
+    without that parser, any syntax character or boolean keyword."""
+    if any(ch.isspace() and ch not in _PLAIN_SPACE for ch in text):
+        return True
+    parses = _parses(text)
+    if parses is not None:
+        return not parses
+    return any(ch in TANTIVY_SYNTAX for ch in text) or any(w in _BOOLEAN_WORDS for w in text.split())
 
 
 @lru_cache(maxsize=65536)  # asked for each query of each configuration: a dataset repeats its questions
@@ -122,12 +126,12 @@ def tantivy_safe(text: str) -> str:
 
     ``""`` (no match) when Tantivy keeps no token of it (punctuation only, or only runs of 40+
     bytes such as a long Chinese sentence, which Tantivy drops): such a question searches nothing in
-    the app either. A question without Tantivy syntax characters (:data:`TANTIVY_SYNTAX`), unusual
-    white space or upper-case boolean keywords, and that tantivy's parser accepts, is returned
-    unchanged, so a stock Pathway server answers it exactly as ragsweep scores it. Otherwise each
-    syntax character and unusual space becomes a space, the keywords ``AND OR NOT IN TO`` are
-    lower-cased, and if tantivy's parser still refuses the result, only letters, digits and spaces
-    are kept (:func:`clean_query`).
+    the app either. A question Pathway's query parser takes (no unusual white space, and tantivy's own
+    parser accepts it: balanced parentheses and quotes, hyphenated words, ``OR`` between words) is
+    returned unchanged, so a stock Pathway server answers it exactly as ragsweep scores it. Otherwise
+    each syntax character (:data:`TANTIVY_SYNTAX`) and unusual space becomes a space, the keywords
+    ``AND OR NOT IN TO`` are lower-cased, and if tantivy's parser still refuses the result, only
+    letters, digits and spaces are kept (:func:`clean_query`).
     """
     if not kept_tokens(text):
         return ""
@@ -135,7 +139,7 @@ def tantivy_safe(text: str) -> str:
         return text
     cleaned = "".join(" " if ch in TANTIVY_SYNTAX or ch.isspace() else ch for ch in text)
     kept = " ".join(w.lower() if w in _BOOLEAN_WORDS else w for w in cleaned.split())
-    if not _parses(kept):
+    if _parses(kept) is not True:
         kept = clean_query(kept)
     return kept if kept_tokens(kept) else ""
 
