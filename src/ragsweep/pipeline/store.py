@@ -25,7 +25,7 @@ from ragsweep.core.hits import ChunkMetadata, Hit, chunk_source, split_header
 from ragsweep.core.offline import ensure_offline
 from ragsweep.datasets.pathway_limits import tantivy_safe
 from ragsweep.pipeline.app_components import check_endpoint, run_with
-from ragsweep.pipeline.config import BuiltPipeline, PipelineConfig
+from ragsweep.pipeline.config import BuiltPipeline, PipelineConfig, served_path
 from ragsweep.pipeline.corpus import Corpus, ParsedDocument, parse_corpus
 from ragsweep.pipeline.scalars import Overrides
 from ragsweep.pipeline.served_cache import ServedCache
@@ -48,7 +48,7 @@ ensure_offline()
 
 import pathway as pw  # noqa: E402
 
-from ragsweep.pipeline.chunking import OffsetTokenCountSplitter  # noqa: E402
+from ragsweep.pipeline.chunking import OffsetTokenCountSplitter, check_not_empty  # noqa: E402
 from ragsweep.pipeline.fused_depths import exact_parts, fuse_served  # noqa: E402
 from ragsweep.pipeline.parsing import check_parser  # noqa: E402
 from ragsweep.pipeline.routing import serving_store  # noqa: E402
@@ -140,14 +140,15 @@ def document_store(corpus: Corpus, pipeline: BuiltPipeline) -> DocumentStore:
 def documents_table(corpus: Corpus, pipeline: BuiltPipeline) -> pw.Table:
     """The corpus as the DocumentStore's input table: each document's elements and metadata."""
     root = Path(corpus.docs_dir).resolve()
+    folder = pipeline.served_folder
     outline = bool(getattr(pipeline.splitter, "takes_metadata", False))
     titled = pipeline.route_docs is not None  # the document stage names each document by its title
-    doc_rows = [  # path: where an app reading the folder (pw.io.fs.read) finds the file; its prompts may show it
+    doc_rows = [  # path: as the app reading its folder (pw.io.fs.read) gives it; its prompts show it
         (
             json.dumps(doc.pieces()).encode("utf-8"),  # its elements, as the app's parser gave them
             pw.Json(
                 {
-                    "path": str(root / doc.doc_id),
+                    "path": str(root / doc.doc_id) if folder is None else served_path(folder, doc.doc_id),
                     "doc_id": doc.doc_id,
                     **(outline_metadata(doc) if outline else {"title": doc.title} if titled and doc.title else {}),
                 }
@@ -532,6 +533,7 @@ class RagStore:
             (ChunkInfo(**row._asdict(), tokens=count_tokens(row.header + row.text)) for row in chunk_rows.values()),
             key=lambda c: (c.doc_id, c.start),
         )
+        check_not_empty([c.text for c in chunks], pipeline.splitter, self.config.path)  # before anything is kept
         timings = {"split": OffsetTokenCountSplitter.seconds - split_before, "embed": getattr(embedder, "seconds", 0.0)}
         answers = {qid: _named_chunks(items, served_chunks) for qid, items in got.items()}
         return ServedBatch(answers, chunks, getattr(embedder, "embedded_count", 0) - embedded_before, timings)
