@@ -16,8 +16,8 @@ update would load for the changed document alone (:mod:`ragsweep.evaluation.warm
 The folder ``<out>/<name>/`` holds one run folder per evaluation (``gen-0001``...; the current one and
 the one before it are kept), ``current`` (a symlink swapped atomically to the newest complete one: its
 report.json and report.html are always whole; withdrawn while the folder is gone or its evaluation fails,
-so it never holds numbers a fresh eval of the folder would not give) and ``history.jsonl`` (one line per evaluation: when,
-what changed, the watched metrics). Interrupted (Ctrl-C, SIGKILL), ``current`` still names the last
+so it never holds numbers a fresh eval of the folder would not give) and ``history.jsonl`` (one line per
+evaluation: when, what changed, the watched metrics). Interrupted (Ctrl-C, SIGKILL), ``current`` still names the last
 complete evaluation; a new ``watch`` with the same ``--name`` continues the folder and its history.
 ``--serve PORT`` serves ``current``'s report.html on 127.0.0.1 (commands/watch_server.py), a page that
 follows each evaluation without a reload (report/live.py).
@@ -335,6 +335,12 @@ def run_watch(options: WatchOptions) -> int:
             server.stop()
 
 
+def stopped_line(folder: WatchFolder) -> str:
+    if folder.current() is None:
+        return "watch: stopped; no current evaluation"
+    return f"watch: stopped; {folder.root / CURRENT} holds the last evaluation"
+
+
 def warm_in_background(options: WatchOptions, config: PipelineConfig, dataset: Dataset) -> threading.Thread:
     """The parser, embedder and ragas loaded while the watch waits for the first change (warm_up's why)."""
     thread = threading.Thread(
@@ -383,7 +389,6 @@ def follow(
         try:
             seen, change = settled_change(Path(dataset.docs_dir), seen, options.poll, stop, folder.withdraw)
         except KeyboardInterrupt:  # Ctrl-C while waiting for a change: how a watch is meant to end
-            print(f"watch: stopped; {folder.root / CURRENT} holds the last evaluation"
-                  if folder.current() else "watch: stopped; no current evaluation", file=sys.stderr, flush=True)  # fmt: skip
+            print(stopped_line(folder), file=sys.stderr, flush=True)
             return 0
         updates += 1

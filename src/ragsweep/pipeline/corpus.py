@@ -302,7 +302,8 @@ def read_document(path: Path, block_size: int = READ_BLOCK) -> FileCheck:
     text format is then checked to its last byte, block by block as it is read: a
     NUL byte or invalid UTF-8 anywhere refuses the file with the same kind of
     reason as in its first block, and reading stops there (a huge binary file is
-    never loaded). Raises ``OSError`` when the file cannot be read.
+    never loaded). A FIFO, socket, device or symlink loop is refused unread, with its reason. Raises
+    ``OSError`` when the file cannot be read.
     """
     opened = _open_regular(path)
     if isinstance(opened, str):
