@@ -116,6 +116,6 @@ def test_write_best_over_the_input_pipeline_needs_force(tmp_path: Path, capsys: 
     assert pipeline.read_text() == before and not (tmp_path / "runs").exists()
     assert main([*args, "--force", "--name", "s"]) == 0
     err = capsys.readouterr().err
-    assert "(2 configurations, about 1 index groups (one Pathway run each), at least ~" in err
+    assert "sweep: 2 configurations, about 1 index groups (one Pathway run each), at least ~" in err
     written = pipeline.read_text()
     assert written.startswith("# ragsweep best:") and written != before

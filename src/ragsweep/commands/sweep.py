@@ -132,11 +132,14 @@ def sweep_into(
     executor: AbstractContextManager[Executor],
 ) -> tuple[Path, SweepResult]:
     """The grid over ``base_config`` in its run context, then report.html."""
+    _, size = load_grid(settings.grid, base_config)
+    if size.over_limit() is None or plan.yes:  # before the grid is expanded (a refused one: the error says it)
+        print(f"sweep: {size.line()}", file=sys.stderr)
     grid = load_sweep(settings.grid, base_config, plan.objectives, plan.ks, plan.budgets, allow_large=plan.yes)
     chosen_on, holdout = choice_and_holdout(cases, settings.selection.split)
     state = sweep_state(base_config, settings, grid.ks, grid.budgets, chosen_on)
     with open_run(state, where, executor) as run:
-        print(f"sweep folder: {run.path}  ({grid.size.line()})", file=sys.stderr)
+        print(f"sweep folder: {run.path}  ({len(grid.configs)} configurations)", file=sys.stderr)
         result = sweep_core(SweepRun(grid, base_config, dataset, chosen_on, holdout, settings, run))
     assert run.path is not None  # a sweep keeps its configurations on disk
     write_html(run.path)

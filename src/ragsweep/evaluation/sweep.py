@@ -204,7 +204,6 @@ class Sweep(BaseModel):
     budgets: list[int] = Field(default_factory=list)
     configs: dict[str, tuple[Overrides, PipelineConfig]]
     baseline_id: str
-    size: GridSize
 
 
 def load_grid(grid_path: str, base_config: PipelineConfig) -> tuple[SweepGrid, GridSize]:
@@ -254,7 +253,6 @@ def load_sweep(
         budgets=all_budgets,
         configs=configs,
         baseline_id=config_id(matches[0]),
-        size=size,
     )
 
 
