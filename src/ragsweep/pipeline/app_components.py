@@ -317,16 +317,17 @@ def output_width(embedder: object) -> int:
 def check_vectors_fit(embedder: object, retriever_factory: object) -> None:
     """Each KNN index's width against the vectors of the embedder it indexes with, before any chunk is
     embedded: a USearch index (whose engine refuses a vector of another width, row by row) that does not
-    fit is a :class:`VectorError` naming both widths and what sets each. Every embedder is told its
-    width, so a later vector of another width is refused where it enters."""
+    fit is a :class:`VectorError` naming both widths and what sets each. Each embedder checked is told
+    its width, so a later vector of another width is refused where it enters."""
     from pathway.stdlib.indexing.nearest_neighbors import UsearchKnnFactory
 
     for factory in knn_factories(retriever_factory):
         used = factory.embedder if factory.embedder is not None else embedder
-        if used is None:
+        enforced = isinstance(factory, UsearchKnnFactory)
+        if used is None or not (enforced or is_kept(used)):  # ragsweep's own: its model is not loaded for it
             continue
         width = output_width(used)
-        if isinstance(factory, UsearchKnnFactory) and factory.dimensions != width:
+        if enforced and factory.dimensions != width:
             raise VectorError(_width_message(used, width, factory))
         setattr(used, "expected_width", width)  # noqa: B010 (Pathway's embedder classes do not declare it)
 
