@@ -23,6 +23,7 @@ from typing import Any
 
 from pathway.xpacks.llm.splitters import TokenCountSplitter
 
+from ragsweep.core.errors import ConfigError
 from ragsweep.core.offline import ensure_offline
 
 CHUNK_HEADERS = ("none", "title", "title+heading")
@@ -211,8 +212,6 @@ def check_not_empty(texts: list[str], splitter: object, path: str) -> None:
     """A chunk table whose every chunk is empty (a splitter's arguments that cut no text) scores every
     metric 0 with nothing to say why: an error naming the splitter, not a run."""
     if texts and not any(text.strip() for text in texts):
-        from ragsweep.core.errors import ConfigError
-
         raise ConfigError(
             f"{path}: the splitter ({type(splitter).__name__}) cut the documents into {len(texts)} chunk(s), every "
             "one empty: nothing to index or score (check its arguments: max_tokens, min_tokens...)"

@@ -79,7 +79,7 @@ from pydantic import (
 from ragsweep.answer.prompt import validate_template
 from ragsweep.core import environment
 from ragsweep.core.errors import ConfigError
-from ragsweep.core.offline import ensure_offline
+from ragsweep.core.offline import embedder_model_path, ensure_offline
 from ragsweep.core.starter import pipeline_path
 from ragsweep.pipeline.arguments import ComponentArguments
 from ragsweep.pipeline.component_overrides import apply_argument, argument_hint, is_argument_override
@@ -362,8 +362,6 @@ def missing_hub_model(model: str, argument: str = "model") -> str | None:
             continue
     bundled = ""
     if model.rsplit("/", 1)[-1] == _BUNDLED_MODEL:
-        from ragsweep.core.offline import embedder_model_path
-
         bundled = f" (ragsweep ships this one: {argument}: {embedder_model_path()})"
     return (
         f"is not on this machine and the hub is offline: not in the Hugging Face cache {constants.HF_HUB_CACHE} "

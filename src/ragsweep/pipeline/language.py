@@ -69,8 +69,10 @@ def _model_id(embedder: Any) -> str | None:
 def unsearchable_parts(factory: Any) -> list[str] | None:
     """What of this retriever factory cannot search Chinese or Japanese text; None when some part can
     (ragsweep's segmented BM25, or an embedder not known to be English-only)."""
+    # deferred: Pathway only when a pipeline is checked
     from pathway.stdlib.indexing import TantivyBM25Factory
 
+    # deferred: the CJK factory imports Pathway
     from ragsweep.pipeline.cjk import SegmentedTantivyBM25Factory
 
     parts = []
