@@ -282,7 +282,7 @@ def main() -> int:
     from ragsweep.pipeline import corpus as corpus_mod
     from ragsweep.pipeline import embedding as emb_mod
     from ragsweep.pipeline.chunking import OffsetTokenCountSplitter
-    from ragsweep.pipeline.store import sanitize_query, scope_filter
+    from ragsweep.pipeline.store import scope_filter
     from ragsweep.report.runs import read_cases
 
     dataset = load_dataset(args.dataset)
@@ -339,7 +339,7 @@ def main() -> int:
         chunk_texts_by_chunking[(mn, mx)] = [piece for d in corpus.documents for piece, _ in sp.chunk(d.text)]
     u_split = time.perf_counter() - t
     distinct_chunks = list(dict.fromkeys(x for v in chunk_texts_by_chunking.values() for x in v))
-    questions = list(dict.fromkeys(sanitize_query(c.question) for c in cases))
+    questions = list(dict.fromkeys(c.question for c in cases))
     t = time.perf_counter()
     from sentence_transformers import SentenceTransformer
 
@@ -355,7 +355,7 @@ def main() -> int:
     for key, chunk_list in chunk_texts_by_chunking.items():
         mat = vecs[[index_of[x] for x in chunk_list]]
         for c in cases:
-            scores = mat @ qvec[sanitize_query(c.question)]
+            scores = mat @ qvec[c.question]
             np.argsort(-scores)[:10]
     u_search = time.perf_counter() - t
     unavoidable = u_parse + u_split + u_load + u_embed + u_search
@@ -387,7 +387,7 @@ def main() -> int:
         queries_base = []
         for c in cases:
             scope = [d for d in (c.doc_scope or []) if d in known] or None
-            queries_base.append((sanitize_query(c.question), scope_filter(scope)))
+            queries_base.append((c.question, scope_filter(scope)))
         b_total = 0.0
         cold_hits = {}
         for cid, _ in configs:
