@@ -175,8 +175,10 @@ def watch(pipeline: str | Path, dataset: str | Path, *, out: str | Path = "runs"
     ``max_updates``. ``options``: every option of ``ragsweep watch`` by its name in
     :class:`~ragsweep.commands.watch.WatchOptions` (``name``, ``poll``, ``max_updates``, ``exit_on_fail``,
     ``serve``, ``min``, ``limit``...), with :func:`evaluate`'s defaults (no progress bars, no ragas string
-    metrics unless ``ragas=True``). Returns the command's exit status: 0, 1 when ``exit_on_fail`` and an
-    evaluation is below a floor, 2 on bad inputs."""
+    metrics unless ``ragas=True``). Returns the command's exit status: 0 after ``max_updates`` or a Ctrl-C
+    while the watch waits for a change (the SIGINT of the main thread: it is how a watch is meant to end,
+    ``current`` holding the last evaluation), 1 when ``exit_on_fail`` and an evaluation is below a floor, 2 on
+    bad inputs. A Ctrl-C during an evaluation still raises KeyboardInterrupt."""
     return run_watch(_options(WatchOptions, pipeline, {**options, "dataset": str(dataset), "out": str(out)}))
 
 

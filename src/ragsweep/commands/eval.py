@@ -84,9 +84,12 @@ def run_name(dataset_name: str, config: PipelineConfig) -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{dataset_name}-{config.hash[:8]}"
 
 
-def run_eval(options: EvalOptions, html: bool = True) -> tuple[Path | None, RunResult | dict[str, Any]]:
+def run_eval(
+    options: EvalOptions, html: bool = True, say_language: bool = True
+) -> tuple[Path | None, RunResult | dict[str, Any]]:
     """Evaluate; return the run folder and the result (or, for a dry run, the LLM estimate). ``html``
-    False leaves report.html to the caller (a watch writes it once its history holds the run)."""
+    False leaves report.html to the caller (a watch writes it once its history holds the run);
+    ``say_language`` False: the language warning was given already (a watch's later evaluations)."""
     config, dataset, cases = load_inputs(options)
     settings = run_settings(options, config)
     check_floor_names(settings.floors, scored_ks(settings.ks, config.top_k), settings.budgets)  # before a folder
@@ -97,7 +100,7 @@ def run_eval(options: EvalOptions, html: bool = True) -> tuple[Path | None, RunR
     where = where_of(options, run_name(dataset.name, config), create=not options.dry_run)
     if options.dry_run:
         return None, dry_run(config, dataset, cases, settings, state, where)
-    result = evaluate_into(config, dataset, cases, settings, state, where, executor_of(options), html)
+    result = evaluate_into(config, dataset, cases, settings, state, where, executor_of(options), html, say_language)
     return (Path(result.run_dir) if result.run_dir is not None else None), result
 
 
@@ -110,13 +113,14 @@ def evaluate_into(
     where: Where,
     executor: AbstractContextManager[Executor],
     html: bool = True,
+    say_language: bool = True,
 ) -> RunResult:
     """The evaluation in its run context (a folder only when ``where.out`` is set), then report.html;
     one at a time in a process (:data:`PATHWAY_RUN_LOCK`)."""
     with PATHWAY_RUN_LOCK, open_run(state, where, executor) as run:
         if run.path is not None and not settings.resume:
             print(f"run folder: {run.path}", file=sys.stderr)
-        result = evaluate(config, dataset, cases, settings, run)
+        result = evaluate(config, dataset, cases, settings, run, say_language)
     if run.path is not None and html:
         write_html(run.path)
     return result

@@ -249,7 +249,9 @@ def evaluate_generation(
         update={"out": str(folder.root), "name": f"gen-{generation:04d}", "progress": False, "floors": {}}
         | ({"validate_dataset": False, "fresh_retrieval": True} if generation_after_start else {})
     )
-    _, result = run_eval(EvalOptions(**one.model_dump(include=set(EvalOptions.model_fields))), html=False)
+    # the options given, and only those: one left out (--ks) keeps its meaning (an adaptive answerer's depths)
+    given = one.model_dump(include=set(EvalOptions.model_fields) & one.model_fields_set)
+    _, result = run_eval(EvalOptions(**given), html=False, say_language=not generation_after_start)
     assert isinstance(result, RunResult)  # not a dry run
     return result
 

@@ -88,8 +88,10 @@ def evaluate(
     cases: Sequence[Case],
     settings: RunSettings,
     run: RunContext[RunState],
+    say_language: bool = True,
 ) -> RunResult:
-    """One configuration on ``cases`` through the evaluation loop, into ``run``'s folder."""
+    """One configuration on ``cases`` through the evaluation loop, into ``run``'s folder (``say_language``:
+    the language warning, unless the caller gave it already)."""
     check_floor_names(settings.floors, scored_ks(settings.ks, config.top_k), settings.budgets)
     embedded_before = embedding_usage()  # the embedder's probe below is one of the run's calls
     check_endpoints(config, settings.answer)
@@ -101,7 +103,8 @@ def evaluate(
     corpus = timed(
         stage, "parse", lambda: parse_corpus(dataset, settings.parse, settings.progress, run.executor, config)
     )
-    warn_unsearchable_language(config, cases, corpus)
+    if say_language:
+        warn_unsearchable_language(config, cases, corpus)
     answering, probes = prepare_answering(config, settings.answer, cases, stage)
     evaluated = _evaluate_cases(config, dataset, cases, settings, run, corpus, answering, done)
     stage.update(evaluated.timings)

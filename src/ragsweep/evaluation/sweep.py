@@ -83,6 +83,7 @@ from ragsweep.metrics.registry import asked_budgets, at_k_families, at_own_k, lo
 from ragsweep.pipeline.answering import app_answers_together
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
+from ragsweep.pipeline.language import sweep_language_warning
 from ragsweep.pipeline.retrieval import Retrieved, parse_documents, store_depths
 from ragsweep.pipeline.scalars import Overrides, Scalar
 
@@ -176,9 +177,20 @@ def config_id(params: Overrides) -> str:
     return f"{readable[:80]}-{hashlib.sha256(text.encode()).hexdigest()[:6]}".replace("/", "_").replace(" ", "")
 
 
-def served_depths(ks: list[int], top_k: int) -> tuple[list[int], list[int]]:
-    """(depths a configuration serves and is scored at, reported depths it does not serve)."""
-    return sorted({k for k in ks if k <= top_k} | {top_k}), sorted(k for k in ks if k > top_k)
+def served_depths(ks: list[int], config: PipelineConfig) -> tuple[list[int], list[int]]:
+    """(depths a configuration serves and is scored at, reported depths it does not serve): those to its
+    top_k, or to the deepest ask of an adaptive answerer, which widens its context up to it."""
+    top_k = config.top_k
+    deepest = max(config.answerer_depths() or [top_k])
+    return sorted({k for k in ks if k <= deepest} | {top_k}), sorted(k for k in ks if k > deepest)
+
+
+def grid_depths(grid: SweepGrid, configs: dict[str, tuple[Overrides, PipelineConfig]]) -> list[int]:
+    """The grid's ``ks``; a grid that names none: every depth its adaptive answerers ask (as eval reports
+    an adaptive app, :meth:`PipelineConfig.report_depths`), or the default ones."""
+    if "ks" in grid.model_fields_set:
+        return grid.ks
+    return sorted({k for _, cfg in configs.values() for k in cfg.answerer_depths() or []}) or grid.ks
 
 
 def pareto_front(points: list[tuple[str, float, float]], higher_is_better: bool = True) -> list[str]:
@@ -240,7 +252,7 @@ def load_sweep(
     if not matches:
         raise RunError(f"{grid_path}: the baseline {grid.baseline} is not a point of the grid")
     chosen = list(objectives or grid.objectives)
-    depths_asked = sorted(set(ks or grid.ks))
+    depths_asked = sorted(set(ks or grid_depths(grid, configs)))
     all_budgets = sorted(set(budgets or grid.budgets) | set(asked_budgets(chosen)))
     depths = set(depths_asked) | {cfg.top_k for _, cfg in configs.values()}
     problems = [why for m in chosen if not m.endswith("@k") and (why := unknown_name(m, depths, all_budgets))]
@@ -301,6 +313,7 @@ def run_sweep(sweep: SweepRun) -> SweepResult:
         check_answering(config, sweep.settings.answer if sweep.settings.answers else None)
     corpora = parse_corpora(sweep)
     corpus = corpus_for(corpora, sweep.base_config)
+    warn_unsearchable_language(sweep, corpus)
     parse_seconds = time.perf_counter() - started
     results = finished_configs(sweep.folder, sweep.plan)
     embedded = run_groups(sweep, corpora, results)
@@ -339,6 +352,15 @@ def run_sweep(sweep: SweepRun) -> SweepResult:
     result.sweep_dir = str(sweep.folder.path)
     sweep.folder.write_json("sweep.json", result.model_dump(mode="python"))
     return result
+
+
+def warn_unsearchable_language(sweep: SweepRun, corpus: Corpus) -> None:
+    """Once, before any number: the configurations that cannot search the questions' or documents' script."""
+    configs = {cid: cfg for cid, (_, cfg) in sweep.plan.configs.items()}
+    questions = (c.question for c in [*sweep.cases, *sweep.holdout])
+    line = sweep_language_warning(configs, questions, (d.text for d in corpus.documents))
+    if line is not None:
+        print(line, file=sys.stderr)
 
 
 def parse_corpora(sweep: SweepRun) -> Corpora:
@@ -501,7 +523,7 @@ def config_result(
 ) -> ConfigResult:
     """A configuration's aggregate: ``<family>@k`` at its own top_k beside every depth, and a depth
     deeper than its top_k reported as missing (it does not serve it)."""
-    own, unserved = served_depths(sweep.ks, config.top_k)
+    own, unserved = served_depths(sweep.ks, config)
     names = [own_k_name(m, config.top_k) for m in [*interval_metrics, *(at_own_k(f) for f in at_k_families())]]
     agg = with_own_k(aggregate(cases, interval_metrics=names), config.top_k, unserved)
     return ConfigResult(

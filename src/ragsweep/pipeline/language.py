@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -92,11 +92,15 @@ def unsearchable_parts(factory: Any) -> list[str] | None:
     return parts or None
 
 
+def _cjk_texts(questions: Iterable[str], documents: Iterable[str]) -> str | None:
+    """Which texts are mostly Chinese or Japanese: "questions", "documents", or None."""
+    return "questions" if mostly_cjk(questions) else "documents" if mostly_cjk(documents) else None
+
+
 def language_warning(config: PipelineConfig, questions: Iterable[str], documents: Iterable[str]) -> str | None:
     """One line when most questions or documents are Chinese or Japanese and the pipeline cannot search
     them, naming the shipped pipeline that can; None otherwise (the pipeline is built only then)."""
-    questions, documents = list(questions), list(documents)
-    which = "questions" if mostly_cjk(questions) else "documents" if mostly_cjk(documents) else None
+    which = _cjk_texts(questions, documents)
     if which is None:
         return None
     parts = unsearchable_parts(config.build().retriever_factory)
@@ -113,3 +117,27 @@ def warn_unsearchable_language(config: PipelineConfig, cases: Sequence[Case], co
     line = language_warning(config, (c.question for c in cases), (d.text for d in corpus.documents))
     if line is not None:
         print(line, file=sys.stderr)
+
+
+def sweep_language_warning(
+    configs: Mapping[str, PipelineConfig], questions: Iterable[str], documents: Iterable[str]
+) -> str | None:
+    """:func:`language_warning` for a sweep: one line naming the configurations that cannot search the
+    questions or documents (each index's retriever built once, and only when the texts are CJK)."""
+    which = _cjk_texts(questions, documents)
+    if which is None:
+        return None
+    by_index: dict[str, list[str] | None] = {}
+    for config in configs.values():
+        if config.index_key not in by_index:
+            by_index[config.index_key] = unsearchable_parts(config.build().retriever_factory)
+    cannot = [cid for cid, config in configs.items() if by_index[config.index_key] is not None]
+    if not cannot:
+        return None
+    parts = dict.fromkeys(part for found in by_index.values() for part in found or [])
+    named = ", ".join(cannot[:5]) + (f" ... (+{len(cannot) - 5})" if len(cannot) > 5 else "")
+    return (
+        f"warning: most {which} are Chinese or Japanese, which {len(cannot)} of {len(configs)} configurations "
+        f"cannot search ({'; '.join(parts)}): {named}: their numbers are not those of a pipeline that can; "
+        f"{CJK_PIPELINE} can (segmented BM25, a multilingual embedder)"
+    )
