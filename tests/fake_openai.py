@@ -51,7 +51,8 @@ Normal replies:
 
 ``FakeOpenAI(broken_vectors=MODE)`` answers the probe text ``"."`` as usual and every other text with a
 vector an index cannot use: ``nan`` (32 NaNs), ``zero`` (32 zeros), ``empty`` (no value) or ``mixed``
-(16 wide for about half the texts, 32 for the others). Vectors are 32 wide otherwise (narrower than any
+(16 wide for about half the texts, 32 for the others); ``short`` answers a request of several texts with
+one vector fewer. Vectors are 32 wide otherwise (narrower than any
 OpenAI model's).
 
 ``FakeOpenAI(models_status=401)`` answers ``GET /v1/models`` (what an endpoint probe asks) with that
@@ -308,9 +309,11 @@ def broken_vector(mode: str, text: str) -> list[float]:
         return [0.0] * 32
     if mode == "empty":
         return []
+    if mode == "short":
+        return _embed(text)
     if mode == "mixed":
         return _embed(text, 16 if int(hashlib.md5(text.encode()).hexdigest(), 16) % 2 else 32)
-    raise ValueError(f"broken_vectors={mode!r}: nan, zero, empty or mixed")
+    raise ValueError(f"broken_vectors={mode!r}: nan, zero, empty, mixed or short")
 
 
 def huge_reply(size: int, body: dict) -> bytes:
@@ -511,6 +514,8 @@ class FakeOpenAI:
             inputs = body.get("input")
             inputs = [inputs] if isinstance(inputs, str) else list(inputs or [])
             data = [{"object": "embedding", "index": i, "embedding": self._vector(t)} for i, t in enumerate(inputs)]
+            if self.broken_vectors == "short" and inputs != [PROBE]:
+                data = data[:-1]
             return (
                 200,
                 json.dumps(
