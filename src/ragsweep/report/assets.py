@@ -156,7 +156,12 @@ JS = r"""
   var data = null, loading = null, haystacks = [], chunkText = [];
 
   var ESC = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;"};
-  function esc(v) { return String(v === null || v === undefined ? "" : v).replace(/[&<>"']/g, function (ch) { return ESC[ch]; }); }
+  // svg.esc's unseen characters (control characters, bidirectional marks), named as it names them: <U+202E>
+  var UNSEEN = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+  function codePoint(ch) { return "<U+" + ("000" + ch.charCodeAt(0).toString(16).toUpperCase()).slice(-4) + ">"; }
+  function esc(v) {
+    return String(v === null || v === undefined ? "" : v).replace(UNSEEN, codePoint).replace(/[&<>"']/g, function (ch) { return ESC[ch]; });
+  }
   function fmt(v) { return v === null || v === undefined ? "\u2013" : Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(3); }
   function cut(s, n, tail) { var a = Array.from(s); return a.length <= n ? s : a.slice(0, n).join("") + tail; }
   function short(s, n) { var a = Array.from(s); return a.length <= n ? s : a.slice(0, n - 1).join("") + "\u2026"; }

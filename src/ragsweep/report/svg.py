@@ -8,6 +8,7 @@ with a ``<title>`` per mark, so hovering shows the exact numbers.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
 
@@ -17,8 +18,19 @@ _VIRIDIS = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#
 FONT = 'font-family="system-ui,-apple-system,Segoe UI,Roboto,sans-serif"'
 
 
+# control characters (tab and line breaks aside) and bidirectional marks, which a page would show raw or
+# let reorder what is read around them (a question, an id, an answer): shown as <U+202E>; the page's
+# script (assets.JS's esc) mirrors it
+_UNSEEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _code_point(found: re.Match[str]) -> str:
+    return f"<U+{ord(found.group()):04X}>"
+
+
 def esc(value: object) -> str:
-    return escape("" if value is None else str(value), quote=True)
+    """``value`` as HTML text or attribute: escaped, each unseen character named by its code point."""
+    return escape(_UNSEEN.sub(_code_point, "" if value is None else str(value)), quote=True)
 
 
 def fmt(value: float | None, digits: int = 3) -> str:
