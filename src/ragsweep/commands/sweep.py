@@ -42,8 +42,9 @@ class SweepOptions(AnswerOptions, RunInputs):
         parse="append",
     )  # fmt: skip
     ks: list[int] | None = option(
-        None, "depths to report (deeper than a configuration's top_k: missing; default: the grid's)", parse="depths"
-    )
+        None, "depths to report (deeper than a configuration's top_k, or an adaptive answerer's deepest ask: "
+        "missing; default: the grid's ks, else an adaptive answerer's own depths)", parse="depths",
+    )  # fmt: skip
     answers: bool = option(False, "answer (and score the answers) as eval does; retrieval only otherwise")
     dry_run: bool = option(
         False, "print the LLM calls, tokens and price each configuration's answers would take, then stop"
