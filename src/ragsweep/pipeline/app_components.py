@@ -252,6 +252,8 @@ class KeptEmbedder(Protocol):
 
     def not_cached(self, texts: list[str]) -> list[str]: ...
 
+    def cached_vector(self, text: str) -> np.ndarray | None: ...
+
 
 def is_kept(embedder: object) -> TypeGuard[KeptEmbedder]:
     """An app embedder :func:`keep_and_cache` has wrapped (ragsweep's own carry no ``usage``)."""
@@ -310,7 +312,9 @@ def output_width(embedder: object) -> int:
     if is_kept(embedder):
         import numpy as np
 
-        return int(np.asarray(_embed_probe(embedder)[0]).size)
+        # from the cache where it is (no event loop of its own: a notebook's may be running)
+        vector = embedder.cached_vector(PROBE_TEXT)
+        return int(np.asarray(vector if vector is not None else _embed_probe(embedder)[0]).size)
     return int(cast(Any, embedder).get_embedding_dimension())
 
 
@@ -524,6 +528,7 @@ def keep_and_cache(embedder: Any, label: str, identity: str, cache_dir: str | Pa
     embedder.func = embedder._wrap_function()
     kept = cast(KeptEmbedder, embedder)  # what the lines below make of it
     kept.not_cached = cached.not_cached  # type: ignore[method-assign]
+    kept.cached_vector = cached.cached_vector  # type: ignore[method-assign]
     kept.usage = cached.usage
     kept.component = label
     kept.embedded_count = 0
@@ -595,6 +600,10 @@ class _CachedEmbedding:
                 future.exception()  # seen: no "never retrieved" log when no other call awaits it
             else:
                 future.set_result(np.asarray(plan.computed[i]))
+
+    def cached_vector(self, text: str) -> np.ndarray | None:
+        """``text``'s vector as the cache holds it (None: not there)."""
+        return self.cache.get_many([self.key("text", text)]).get(self.key("text", text))
 
     def not_cached(self, texts: list[str]) -> list[str]:
         """Those of ``texts`` whose vector the cache lacks."""
