@@ -248,7 +248,7 @@ class KeptEmbedder(Protocol):
     embedded_count: int
     seconds: float
     on_progress: Callable[[int], object] | None
-    expected_width: int | None  # the index's width once checked (None: each call's first vector's)
+    expected_width: int | None  # the index's width once checked (None: each batch's most common)
 
     def not_cached(self, texts: list[str]) -> list[str]: ...
 
