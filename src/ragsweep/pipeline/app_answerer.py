@@ -345,13 +345,13 @@ def answer_together(
     replies: list[list[AppReply | None]] = [[] for _ in answerers]
     if asked:
         pipeline = first.config.build()
-        check_endpoint(pipeline.embedder)
+        check_endpoint(pipeline.embedder, pipeline.retriever_factory)
         G.clear()
         store = document_store(first.corpus, pipeline)
         shared = SharedCalls(limit=llm_capacity(first.config) if len(answerers) > 1 else None)
         questions, asked_scopes = [cases[i].question for i in asked], [scopes[i] for i in asked]
         replies = [a._ask(store, questions, asked_scopes, shared) for a in answerers]
-        with run_with(pipeline.embedder) as options:
+        with run_with(pipeline.embedder, pipeline.retriever_factory) as options:
             pw.run(monitoring_level=pw.MonitoringLevel.NONE, default_logging=False, **options)
     return [a._collect(cases, asked, got, before) for a, got, before in zip(answerers, replies, befores)]
 

@@ -490,7 +490,7 @@ class RagStore:
         """One Pathway run (see :class:`ServedBatch`)."""
         pipeline = self.config.build()
         embedder = pipeline.embedder
-        check_endpoint(embedder)
+        check_endpoint(embedder, pipeline.retriever_factory)
         embedded_before = getattr(embedder, "embedded_count", 0)
         split_before = OffsetTokenCountSplitter.seconds
         store, asked = self._build_graph(pipeline, queries)
@@ -522,7 +522,7 @@ class RagStore:
             bar = tqdm(desc="embed (chunks + questions)", unit="text", file=sys.stderr, leave=False)
             embedder.on_progress = bar.update
         try:
-            with run_with(embedder) as options:
+            with run_with(embedder, pipeline.retriever_factory) as options:
                 pw.run(monitoring_level=pw.MonitoringLevel.NONE, default_logging=False, **options)
         finally:
             if bar is not None:
