@@ -22,7 +22,8 @@ import pytest
 from pathway.xpacks.llm.splitters import TokenCountSplitter
 
 from ragsweep.core.errors import ConfigError
-from ragsweep.pipeline.config import PipelineConfig, pathway_folder, served_path
+from ragsweep.pipeline.config import PipelineConfig
+from ragsweep.pipeline.served_paths import pathway_folder, served_path
 
 ROOT = Path(__file__).resolve().parent.parent
 RAGSWEEP = Path(sys.executable).parent / "ragsweep"

@@ -79,13 +79,15 @@ from pydantic import (
 from ragsweep.answer.prompt import validate_template
 from ragsweep.core import environment
 from ragsweep.core.errors import ConfigError
-from ragsweep.core.offline import embedder_model_path, ensure_offline
+from ragsweep.core.offline import ensure_offline
 from ragsweep.core.starter import pipeline_path
 from ragsweep.pipeline.arguments import ComponentArguments
 from ragsweep.pipeline.component_overrides import apply_argument, argument_hint, is_argument_override
 from ragsweep.pipeline.config_facts import ConfigFacts, facts_key
+from ragsweep.pipeline.hub_models import HUB_MODEL_ARGUMENTS, missing_hub_model
 from ragsweep.pipeline.parser_spec import NOT_OUTPUT, ParserSpec
 from ragsweep.pipeline.scalars import Overrides, Scalar
+from ragsweep.pipeline.served_paths import FOLDER_READER, pathway_folder
 
 if TYPE_CHECKING:
     from pathway.internals.yaml_loader import Value, Variable
@@ -107,8 +109,6 @@ NATIVE_PARSER = "ragsweep.pipeline.parsing.NativeParser"
 PATHWAY_DEFAULT_PARSER = "pathway.xpacks.llm.parsers.Utf8Parser"
 # an adaptive question answerer's arguments, in the order its depths are computed from
 ADAPTIVE_ARGUMENTS = ("n_starting_documents", "factor", "max_iterations")
-# the connector that reads a folder: its documents' ``path`` is the folder as written joined with the file's
-FOLDER_READER = "pathway.io.fs.read"
 
 
 # a pipeline file as Pathway's loader gives it: ``$variables`` and top-level keys, each a YAML node
@@ -333,44 +333,6 @@ ARGUMENT_RULES: dict[str, tuple[int, str]] = {
     "factor": (1, "must be an integer >= 1 (how much the answerer widens at each new ask)"),
     "max_iterations": (1, "must be an integer >= 1 (how many times the answerer asks)"),
 }
-# the components that load a Hugging Face model when built, and the argument that names it
-HUB_MODEL_ARGUMENTS = {
-    "pathway.xpacks.llm.embedders.SentenceTransformerEmbedder": "model",
-    "pathway.xpacks.llm.rerankers.CrossEncoderReranker": "model_name",
-    "pathway.xpacks.llm.rerankers.EncoderReranker": "model_name",
-    "pathway.xpacks.llm.llms.HFPipelineChat": "model",
-}
-_BUNDLED_MODEL = "all-MiniLM-L6-v2"  # the one model ragsweep ships (core.offline.embedder_model_path)
-
-
-def missing_hub_model(model: str, argument: str = "model") -> str | None:
-    """Why ``model`` (a hub id or a local folder) cannot be loaded on this machine, offline: None when it
-    is a folder here, the hub may be reached (``HF_HUB_OFFLINE=0``), or the hub's cache holds it."""
-    import os
-
-    if Path(model).expanduser().exists() or os.environ.get("HF_HUB_OFFLINE", "1").lower() in ("0", "false", "no"):
-        return None
-    from huggingface_hub import constants, try_to_load_from_cache
-
-    # sentence-transformers finds a bare name (all-MiniLM-L6-v2) under its organisation on the hub
-    names = [model] if "/" in model else [model, f"sentence-transformers/{model}"]
-    for name in names:
-        try:
-            if isinstance(try_to_load_from_cache(name, "config.json"), str):
-                return None
-        except Exception:  # noqa: BLE001 - not a hub id (a path that does not exist): not found
-            continue
-    bundled = ""
-    if model.rsplit("/", 1)[-1] == _BUNDLED_MODEL:
-        bundled = f" (ragsweep ships this one: {argument}: {embedder_model_path()})"
-    return (
-        f"is not on this machine and the hub is offline: not in the Hugging Face cache {constants.HF_HUB_CACHE} "
-        "(HF_HOME or HF_HUB_CACHE name the cache looked in); download it where the hub is reached "
-        f"(`huggingface-cli download {names[-1]}`) into that cache, or give {argument}: a local folder holding it"
-        f"{bundled}"
-    )
-
-
 _NOT_READ = object()  # an argument's value that is not checked here (a component, an environment variable)
 
 
@@ -1303,22 +1265,6 @@ def _yaml_error_line(err: BaseException) -> str:
         return " ".join(str(err).split())
     context = f"{err.context}: " if err.context else ""
     return f"line {mark.line + 1}, column {mark.column + 1}: {context}{problem}"
-
-
-def pathway_folder(path: str) -> str:
-    """A folder as Pathway's ``pw.io.fs.read`` writes it at the head of each file's ``path``: repeated
-    slashes as one, a leading ``./`` and the trailing slash dropped (``./data/`` -> ``data``, ``.`` -> ``""``)."""
-    folder = re.sub(r"/{2,}", "/", path)
-    while folder.startswith("./"):
-        folder = folder[2:]
-    if folder in ("", ".", "/"):
-        return "" if folder != "/" else "/"
-    return folder.rstrip("/")
-
-
-def served_path(folder: str, relative: str) -> str:
-    """A document's ``path`` as the app reading ``folder`` serves it (:func:`pathway_folder`)."""
-    return relative if not folder else folder + relative if folder.endswith("/") else f"{folder}/{relative}"
 
 
 def _why(err: BaseException) -> str:

@@ -25,7 +25,7 @@ from ragsweep.core.hits import ChunkMetadata, Hit, chunk_source, split_header
 from ragsweep.core.offline import ensure_offline
 from ragsweep.datasets.pathway_limits import tantivy_safe
 from ragsweep.pipeline.app_components import check_endpoint, run_with
-from ragsweep.pipeline.config import BuiltPipeline, PipelineConfig, served_path
+from ragsweep.pipeline.config import BuiltPipeline, PipelineConfig
 from ragsweep.pipeline.corpus import Corpus, ParsedDocument, parse_corpus
 from ragsweep.pipeline.scalars import Overrides
 from ragsweep.pipeline.served_cache import ServedCache
@@ -43,6 +43,7 @@ from ragsweep.pipeline.served_lists import (
     store_served,
 )
 from ragsweep.pipeline.served_lists import chunk_texts as chunk_texts  # the name tests and benchmarks import
+from ragsweep.pipeline.served_paths import served_path
 
 ensure_offline()
 
