@@ -73,3 +73,17 @@ def test_a_raising_parser_fails_the_gate_unless_allowed(dataset, tmp_path, capsy
 
     assert _eval(dataset, tmp_path / "allowed", "--max-failure-rate", "0.25") == 0
     assert "the app's parser:" not in capsys.readouterr().err
+
+
+def test_the_pytest_helper_and_the_quality_check_follow_the_same_rule(dataset, tmp_path):
+    """``assert_quality`` (and ``check_quality``, where the plugin's fixture ends) fail on the document the
+    app's parser raised on, as eval's gate does, unless ``max_failure_rate`` allows that share."""
+    from ragsweep.testing import QualityError, assert_quality, check_quality
+
+    with pytest.raises(QualityError) as failed:
+        assert_quality(dataset / "app.yaml", dataset, min={}, workers=1)
+    assert "the app's parser: raised on 1 of 4 documents (drums.txt; 25.0%) > --max-failure-rate 0" in str(failed.value)
+    report = failed.value.report
+    assert check_quality(report, min={}, max_failure_rate=0.25) is report
+    with pytest.raises(QualityError, match="raised on 1 of 4 documents"):
+        check_quality(report, min={}, max_failure_rate=0.2)

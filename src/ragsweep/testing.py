@@ -12,7 +12,8 @@ The failure message names each metric below its floor with its 95% CI and its ch
 level, then the worst cases (id, question, rank of the first relevant chunk). With LLM
 metrics and ``max_failure_rate=R`` (passed on to :func:`ragsweep.evaluate`), an LLM metric
 that failed on more than that share of its cases fails the test too, as ``ragsweep eval
---max-failure-rate R`` fails its gate. A floor at or below its metric's chance level (a random
+--max-failure-rate R`` fails its gate; so does an app parser that raised on more than that share of
+the documents (none allowed without it). A floor at or below its metric's chance level (a random
 order of each case's candidates passes it) is a :class:`FloorAtChanceWarning`.
 """
 
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragsweep.core.errors import RunError
 from ragsweep.evaluation.judge_report import failure_gate
+from ragsweep.evaluation.parse_failures import parser_failure_gate
 from ragsweep.evaluation.records import RunResult as Report  # what ragsweep.evaluate() returns
 from ragsweep.evaluation.scoring import floors_at_chance, quality_failures
 
@@ -48,7 +50,8 @@ class FloorAtChanceWarning(UserWarning):
 
 def check_quality(report: Report, *, min: dict[str, float], max_failure_rate: float | None = None) -> Report:  # noqa: A002
     """Raise :class:`QualityError` when a metric of an evaluated ``report`` is below its floor (or
-    an LLM metric failed on more than ``max_failure_rate`` of its cases); return the report
+    an LLM metric failed on more than ``max_failure_rate`` of its cases, or the app's parser raised on
+    more than that share of the documents); return the report
     otherwise. :func:`assert_quality` and the pytest plugin's ``ragsweep_eval`` fixture both end here.
     A floor at or below its metric's chance level is a :class:`FloorAtChanceWarning`."""
     return _checked(report, min, max_failure_rate)
@@ -59,6 +62,7 @@ def _checked(report: Report, floors: dict[str, float], max_failure_rate: float |
     for line in floors_at_chance(report, floors):
         warnings.warn(line, FloorAtChanceWarning, stacklevel=3)
     failures = quality_failures(report, floors) + failure_gate(report.judge, max_failure_rate)
+    failures += parser_failure_gate(report.manifest.corpus, max_failure_rate)  # eval's rule for documents too
     if failures:
         raise QualityError(
             f"{len(failures)} quality check(s) failed on {len(report.cases)} cases:\n" + "\n".join(failures), report
