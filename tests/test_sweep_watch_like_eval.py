@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import ragsweep
+from ragsweep.report.terminal import sweep_table
 from test_component_arguments import ADAPTIVE_APP, _dataset, _write
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,6 +54,8 @@ def test_a_sweep_reports_an_adaptive_answerer_at_its_depths(adaptive, tmp_path):
     assert by_asks[3].served_ks == [2, 4, 8] and by_asks[3].unserved_ks == [16]
     assert by_asks[4].metrics["recall@16"] is not None and by_asks[3].metrics["recall@16"] is None
     assert by_asks[4].metrics["recall@8"] == by_asks[3].metrics["recall@8"]
+    table = " ".join(sweep_table(result).split())
+    assert "deeper than a configuration serves (its top_k; an adaptive answerer: its deepest ask) is missing" in table
     assert ragsweep.sweep(app, dataset, grid, ks=[1, 3]).ks == [1, 3]
     grid.write_text("grid:\n  question_answerer.max_iterations: [4]\nks: [1, 5]\n")
     assert ragsweep.sweep(app, dataset, grid).ks == [1, 5]  # the grid's own ks, when it names them

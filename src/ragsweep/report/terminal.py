@@ -171,11 +171,19 @@ def sweep_notes(report: SweepResult) -> list[str]:
         "grid has none, on the lift over chance); a row that differs from the baseline only in depth is not tested",
         "chance: the objective under a random order of each case's candidate chunks; lift: value - chance "
         "(over the cases with a chance level); @<N>tok: over the chunks of the deepest list that fit in N tokens",
-        "@k = at the configuration's own top_k; a depth deeper than a configuration's top_k is missing for it",
+        f"@k = at the configuration's own top_k; a depth deeper than a configuration serves ({served_to(report)}) "
+        "is missing for it",
     ]
     if report.same_cases_for_choice_and_report:
         lines.append('note: "best" was chosen on the same cases it is reported on (no held-out split)')
     return lines
+
+
+def served_to(report: SweepResult) -> str:
+    """How deep a configuration serves: to its top_k, or an adaptive answerer to its deepest ask (it
+    widens its context past its first ask; evaluation.sweep.served_depths)."""
+    adaptive = any(max(r.served_ks, default=r.top_k) > r.top_k for r in report.configs)
+    return "its top_k; an adaptive answerer: its deepest ask" if adaptive else "its top_k"
 
 
 CHOSEN_ON = {
