@@ -8,6 +8,7 @@ embedder under an index of another width; and an error of Pathway's engine itsel
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -193,25 +194,65 @@ def test_an_error_of_pathways_engine_ends_the_run_with_one_line(capfd):
     assert "panicked" not in capfd.readouterr().err
 
 
-def test_a_sweep_whose_configuration_cannot_be_indexed_ranks_nothing(fake, tmp_path):
-    """A grid over the index's width, the broken width as baseline: the sweep stops with one line naming
-    both widths, rather than ranking a working configuration "significantly better" than a table of
-    zeros; no sweep result is written."""
-    grid = tmp_path / "grid.yaml"
-    grid.write_text(
+def _sweep(tmp_path: Path, base_url: str, grid: str, name: str, *extra: str) -> subprocess.CompletedProcess:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(grid)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env.update(OPENAI_BASE_URL=base_url, OPENAI_API_KEY=KEY, RAGSWEEP_CACHE_DIR=str(tmp_path / "cache"))
+    argv = [str(RAGSWEEP), "sweep", "--pipeline", str(APP), "--dataset", str(DATASET), "--limit", "2"]
+    return subprocess.run(
+        [*argv, "--grid", str(path), "--out", str(tmp_path / "runs"), "--name", name, *extra],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+
+
+def test_a_sweep_lists_a_configuration_that_cannot_be_indexed_as_failed_and_ranks_the_rest(fake, tmp_path):
+    """A grid over the index's width, the broken width as baseline: the working configuration is scored
+    and ranked alone; the broken one is listed failed with both widths (terminal, sweep.json, report.html),
+    never best nor what the other is compared with; rc 2 after the reports are written; --resume runs
+    only the failed one again."""
+    grid = (
         "grid:\n  retriever_factory.dimensions: [1536, 32]\n"
         "baseline: {retriever_factory.dimensions: 1536}\nobjectives: [recall@k]\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    env.update(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY=KEY, RAGSWEEP_CACHE_DIR=str(tmp_path / "cache"))
-    argv = [str(RAGSWEEP), "sweep", "--pipeline", str(APP), "--dataset", str(DATASET), "--limit", "2"]
-    done = subprocess.run(
-        [*argv, "--grid", str(grid), "--out", str(tmp_path / "runs"), "--name", "dims"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    done = _sweep(tmp_path, fake.base_url, grid, "dims")
     line = _one_error_line(done)
+    assert "1 of 2 configurations failed" in line and "--resume" in line, line
     assert "returns vectors 32 wide, but its UsearchKnnFactory expects 1536" in line, line
-    assert not list((tmp_path / "runs").rglob("sweep.json")), "a sweep with a configuration of zeros was ranked"
+    folder = tmp_path / "runs" / "dims"
+    sweep = json.loads((folder / "sweep.json").read_text())
+    assert [c["params"] for c in sweep["configs"]] == [{"retriever_factory.dimensions": 32}]
+    (broken,) = sweep["failed"]
+    assert broken["id"] == sweep["baseline"] and broken["params"] == {"retriever_factory.dimensions": 1536}
+    assert "32 wide" in broken["reason"] and "expects 1536" in broken["reason"]
+    (scored,) = sweep["configs"]
+    assert sweep["best"] == {"recall@k": scored["id"]} and sweep["pareto"] == [scored["id"]]
+    assert scored["compared_with"] == {"recall@k": None} and scored["p_values"] == {"recall@k": None}
+    assert scored["metrics"]["recall@k"] is not None
+    assert not (folder / "configs" / broken["id"] / "result.json").exists()
+    assert "failed: 1 of 2 configurations" in done.stdout and "the baseline failed" in done.stdout
+    page = (folder / "report.html").read_text()
+    assert "Failed configurations" in page and "expects 1536" in page
+
+    again = _sweep(tmp_path, fake.base_url, grid, "dims", "--resume", str(folder))
+    assert again.returncode == 2 and "resuming: 1 configuration(s) already done" in again.stderr, again.stderr
+    assert "[1/2]" in again.stderr and "[2/2]" not in again.stderr, again.stderr  # the scored one is not rerun
+
+
+def test_a_sweep_stops_when_its_first_tries_fail_alike(fake, tmp_path):
+    """Three index groups that all fail the same way (the index's width, which the grid's knob does not
+    change): the third is not run, listed as not run with the error; rc 2 with the reports written."""
+    grid = "grid:\n  retriever_factory.reserved_space: [100, 200, 300]\nobjectives: [recall@k]\n"
+    done = _sweep(tmp_path, fake.base_url, grid, "alike")
+    line = _one_error_line(done)
+    assert "3 of 3 configurations failed" in line, line
+    assert "[3/3]" not in done.stderr, done.stderr
+    sweep = json.loads((tmp_path / "runs" / "alike" / "sweep.json").read_text())
+    assert sweep["configs"] == [] and sweep["best"] == {}
+    reasons = [f["reason"] for f in sweep["failed"]]
+    assert reasons[0] == reasons[1] and "expects 1536" in reasons[0]
+    assert reasons[2].startswith("not run: the sweep stopped after its first 2 tries failed with the same error")
+    assert (tmp_path / "runs" / "alike" / "report.html").exists()
 
 
 @pytest.mark.parametrize(

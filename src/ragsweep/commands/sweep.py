@@ -82,7 +82,7 @@ def run_sweep(options: SweepOptions) -> tuple[Path, SweepResult]:
     sweep_dir, result = sweep_into(
         base_config, dataset, cases, sweep_settings(options), plan, where, executor_of(options)
     )
-    if options.write_best:
+    if options.write_best and not result.failed:  # a best of the configurations that ran is not the grid's
         try:
             write_best(options.write_best, result, base_config)
         except ConfigError as err:
@@ -164,8 +164,22 @@ def run_sweep_cli(options: SweepOptions, args: argparse.Namespace) -> int:
         from ragsweep.report.mlflow_log import log_to_mlflow
 
         print(f"MLflow run: {log_to_mlflow(sweep_dir, tracking_uri=args.mlflow_uri, pipeline_path=options.pipeline)}")
-    if options.write_best:
+    if options.write_best and not report.failed:
         print(f"best pipeline ({report.objectives[0]}): {options.write_best}")
     print(f"\nsweep: {sweep_dir / 'sweep.json'}  {sweep_dir / 'sweep.csv'}")
     print(f"report written: {sweep_dir / 'report.html'}")
+    if report.failed:
+        print(f"ragsweep: error: {failed_line(report, options.write_best)}", file=sys.stderr)
+        return 2
     return 0
+
+
+def failed_line(report: SweepResult, write_best: str | None) -> str:
+    """The one line a sweep with failed configurations ends on (its reports are written)."""
+    first = report.failed[0]
+    total = len(report.configs) + len(report.failed)
+    unwritten = f"; {write_best} not written" if write_best else ""
+    return (
+        f"{len(report.failed)} of {total} configurations failed, not ranked (the first, {first.id}: "
+        f"{first.reason}){unwritten}; --resume runs the failed ones again"
+    )

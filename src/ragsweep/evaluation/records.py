@@ -273,6 +273,14 @@ class HoldoutVerdict(BaseModel):
         return "better" if (self.difference > 0) != lower_is_better(self.objective) else "worse"
 
 
+class FailedConfig(BaseModel):
+    """A configuration of a sweep that has no numbers: its run failed (or the sweep stopped before it)."""
+
+    id: str
+    params: JsonObject = Field(default_factory=dict)
+    reason: str  # one line: the component and the error, or why it was not run
+
+
 class SweepResult(BaseModel):
     """sweep.json: every configuration with its paired test against the baseline, the best
     per objective, the Pareto set, and the held-out verdict when the dataset has a test split."""
@@ -300,6 +308,8 @@ class SweepResult(BaseModel):
     manifest: SweepManifest = Field(default_factory=SweepManifest)
     # with --answers: per answer-quality measure, the configurations no other beats on quality and cost
     cost_pareto: CostPareto | None = None
+    # configurations without numbers: never ranked, never best, never what another is compared with
+    failed: list[FailedConfig] = Field(default_factory=list)
     sweep_dir: str | None = Field(default=None, exclude=True)
 
     def config(self, config_id: str) -> ConfigResult:

@@ -34,6 +34,12 @@ folder (layout :data:`~ragsweep.evaluation.runfolder.SWEEP_LAYOUT_VERSION`):
                                :func:`ragsweep.report.runs.read_cases`
 - ``configs/<id>/result.json`` the configuration's aggregate, written last: it marks it done
 - ``sweep.json``, ``sweep.csv`` (``report.html`` is the report layer's, written by the caller)
+
+A configuration whose run fails (:data:`CONFIG_FAILURES`: the whole index group when its index fails) is
+recorded as failed with its one-line reason (``SweepResult.failed``) and the sweep goes on: it is never
+ranked, chosen, or what another configuration is compared with; it has no result.json, so ``--resume``
+runs it again. When the first :data:`SAME_FAILURES_STOP` tries all fail with the same line and nothing
+has been scored, the sweep stops there: the rest are listed as not run (:class:`Failures`).
 """
 
 from __future__ import annotations
@@ -45,8 +51,8 @@ import resource
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -67,6 +73,7 @@ from ragsweep.evaluation.records import (
     CaseResult,
     ConfigResult,
     Count,
+    FailedConfig,
     HoldoutConfig,
     HoldoutVerdict,
     SweepResult,
@@ -81,6 +88,7 @@ from ragsweep.evaluation.storage import expand_lines
 from ragsweep.execution.base import Executor, IndexWork
 from ragsweep.metrics.registry import asked_budgets, at_k_families, at_own_k, lower_is_better, unknown_name
 from ragsweep.pipeline.answering import app_answers_together
+from ragsweep.pipeline.app_components import AppComponentError
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.language import sweep_language_warning
@@ -90,6 +98,12 @@ from ragsweep.pipeline.scalars import Overrides, Scalar
 DEFAULT_KS = (1, 3, 5, 10)
 DEFAULT_OBJECTIVES = ("recall@k", "mrr@k", "ndcg@k")
 ALPHA = 0.05
+# what fails one configuration (or one index group's) and not the sweep: an engine error, broken vectors,
+# an app component that could not do its work, a configuration that cannot be built
+CONFIG_FAILURES = (StageError, AppComponentError, ConfigError)
+# this many failures in a row with the same line, and nothing scored yet: no knob of the grid changes
+# the failure (an endpoint that is down, a key that is wrong), so the rest is not run
+SAME_FAILURES_STOP = 2
 
 
 class SweepGrid(BaseModel):
@@ -284,6 +298,31 @@ def choice_and_holdout(cases: Sequence[Case], split: str | None) -> tuple[list[C
 
 
 @dataclass
+class Failures:
+    """The configurations that failed in this run, each with its one-line reason, and when to stop."""
+
+    reasons: dict[str, str] = field(default_factory=dict)
+    scored: bool = False  # a configuration has numbers (finished in this run or an earlier one)
+    lines: list[str] = field(default_factory=list)  # each failure's line while nothing is scored
+
+    def fail(self, cids: Sequence[str], err: Exception) -> str:
+        reason = " ".join(str(err).split()) or type(err).__name__  # one line, whatever the error
+        self.reasons.update(dict.fromkeys(cids, reason))
+        if not self.scored:
+            self.lines.append(reason)
+        return reason
+
+    def stop_line(self) -> str | None:
+        """Why the rest is not run: the first tries failed alike (no knob of the grid changed it)."""
+        if self.scored or len(self.lines) < SAME_FAILURES_STOP or len(set(self.lines)) > 1:
+            return None
+        return (
+            f"not run: the sweep stopped after its first {len(self.lines)} tries failed with the same error, "
+            f"which the grid's knobs do not change ({self.lines[0]})"
+        )
+
+
+@dataclass
 class SweepRun:
     """One sweep's inputs, as objects, and its open context."""
 
@@ -316,15 +355,16 @@ def run_sweep(sweep: SweepRun) -> SweepResult:
     warn_unsearchable_language(sweep, corpus)
     parse_seconds = time.perf_counter() - started
     results = finished_configs(sweep.folder, sweep.plan)
-    embedded = run_groups(sweep, corpora, results)
-    result = finish_sweep(sweep.folder, sweep.plan, results)
+    failures = Failures(scored=bool(results))
+    embedded = run_groups(sweep, corpora, results, failures)
+    result = finish_sweep(sweep.folder, sweep.plan, results, failures.reasons)
     result.cost_pareto = cost_pareto(result.configs, sweep.plan.objectives)
-    result.unlocated = stored_unlocated(sweep.folder, sweep.plan.baseline_id, sweep.dataset.relevance.unlocated)
+    result.unlocated = sweep_unlocated(sweep.folder, sweep.plan, results, sweep.dataset.relevance.unlocated)
     result.ks = sweep.plan.ks
     result.budgets = sweep.plan.budgets
     result.choice_split = "dev" if sweep.holdout else sweep.settings.selection.split
     result.same_cases_for_choice_and_report = not sweep.holdout
-    if sweep.holdout:
+    if sweep.holdout and result.configs:
         result.verdict = score_on_holdout(result, sweep, corpora)
     selection = sweep.settings.selection
     result.manifest = SweepManifest(
@@ -394,6 +434,12 @@ def finished_configs(folder: RunFolder, sweep: Sweep) -> dict[str, ConfigResult]
     return results
 
 
+def sweep_unlocated(folder: RunFolder, sweep: Sweep, results: dict[str, ConfigResult], mode: str) -> UnlocatedReport:
+    """The unlocated cases, from the baseline's case lines (another scored configuration's if it failed)."""
+    scored = [cid for cid in [sweep.baseline_id, *sweep.configs] if cid in results]
+    return stored_unlocated(folder, scored[0], mode) if scored else UnlocatedReport()
+
+
 def stored_unlocated(folder: RunFolder, config: str, mode: str) -> UnlocatedReport:
     """The unlocated cases, read from a configuration's case lines (finished in an earlier process too):
     which evidence is found in no parsed document does not depend on the configuration."""
@@ -410,8 +456,9 @@ def corpus_for(corpora: Corpora, config: PipelineConfig) -> Corpus:
     return corpora[config.parser_spec().identity]
 
 
-def run_groups(sweep: SweepRun, corpora: Corpora, results: dict[str, ConfigResult]) -> int:
-    """Every index group's configurations not in ``results`` yet; returns the texts embedded."""
+def run_groups(sweep: SweepRun, corpora: Corpora, results: dict[str, ConfigResult], failures: Failures) -> int:
+    """Every index group's configurations not in ``results`` yet (a failed one in ``failures``; the
+    rest listed as not run there when :meth:`Failures.stop_line` says so); returns the texts embedded."""
     groups: dict[str, list[str]] = defaultdict(list)  # one index per (chunking, retriever)
     for cid, (_, cfg) in sweep.plan.configs.items():
         groups[cfg.index_key].append(cid)
@@ -420,9 +467,23 @@ def run_groups(sweep: SweepRun, corpora: Corpora, results: dict[str, ConfigResul
     pending = {key: submit_group(sweep, corpora, todo) for key, todo in todos.items() if todo}
     embedded = 0
     for n_group, (index_key, todo) in enumerate(todos.items(), start=1):
-        if todo:
-            embedded += run_group(sweep, corpora, results, todo, (n_group, len(groups)), pending[index_key])
+        if not todo:
+            continue
+        if (stop := failures.stop_line()) is not None:
+            failures.reasons.update(dict.fromkeys(todo, stop))
+            continue
+        group = GroupRun(todo, (n_group, len(groups)), pending[index_key])
+        embedded += run_group(sweep, corpora, results, failures, group)
     return embedded
+
+
+@dataclass
+class GroupRun:
+    """One index group's configurations to run, its place among the groups, and its store work."""
+
+    todo: list[str]
+    position: tuple[int, int]
+    retrieval: Callable[[], Retrieved]
 
 
 def group_depths(sweep: Sweep, todo: list[str]) -> list[int]:
@@ -442,17 +503,14 @@ def submit_group(sweep: SweepRun, corpora: Corpora, todo: list[str]) -> Callable
 
 
 def run_group(
-    sweep: SweepRun,
-    corpora: Corpora,
-    results: dict[str, ConfigResult],
-    todo: list[str],
-    position: tuple[int, int],
-    retrieval: Callable[[], Retrieved],
+    sweep: SweepRun, corpora: Corpora, results: dict[str, ConfigResult], failures: Failures, group: GroupRun
 ) -> int:
     """One index's configurations: the store asked once at every depth any of them needs (``retrieval``,
-    from :func:`submit_group`), then each configuration through the evaluation loop on those lists.
+    from :func:`submit_group`), then each configuration through the evaluation loop on those lists; a
+    failure of the index or of its answerers fails them all, one configuration's fails it alone.
     Returns the texts embedded."""
     plan, cases, folder = sweep.plan, sweep.cases, sweep.folder
+    todo, position = group.todo, group.position
     depths = group_depths(plan, todo)
     first_params, _ = plan.configs[todo[0]]
     label = ", ".join(f"{k}={shown_value(v)}" for k, v in first_params.items() if k != "top_k")
@@ -463,21 +521,32 @@ def run_group(
     )
     rss_before = _rss_mb()
     started = time.perf_counter()
-    retrieved = retrieval()
-    group_seconds = time.perf_counter() - started
-    answerings = answer_group(sweep, corpora, todo)
+    try:
+        retrieved = group.retrieval()
+        group_seconds = time.perf_counter() - started
+        answerings = answer_group(sweep, corpora, todo)
+    except CONFIG_FAILURES as err:
+        reason = failures.fail(todo, err)
+        print(f"[{position[0]}/{position[1]}] failed ({len(todo)} configuration(s)): {reason}", file=sys.stderr)
+        return 0
     for cid in todo:
         params, cfg = plan.configs[cid]
         started = time.perf_counter()
         sink = folder.case_file("configs", cid, "cases.jsonl", chunks=True)
         sink.reset()
         answering = answerings[cid]
-        evaluated = evaluate_configuration(
-            cfg, cases, corpus=corpus_for(corpora, cfg), ks=plan.ks, relevance=sweep.dataset.relevance,
-            answering=answering, sink=sink, retrieved=retrieved, progress=sweep.settings.progress,
-            budgets=plan.budgets,
-        )  # fmt: skip
-        sink.close()
+        try:
+            evaluated = evaluate_configuration(
+                cfg, cases, corpus=corpus_for(corpora, cfg), ks=plan.ks, relevance=sweep.dataset.relevance,
+                answering=answering, sink=sink, retrieved=retrieved, progress=sweep.settings.progress,
+                budgets=plan.budgets,
+            )  # fmt: skip
+        except CONFIG_FAILURES as err:
+            print(f"{cid}: failed: {failures.fail([cid], err)}", file=sys.stderr)
+            continue
+        finally:
+            sink.close()
+        failures.scored = True
         result = config_result(cid, params, cfg, evaluated.results, plan, interval_metrics=plan.objectives)
         result.llm_calls = llm_calls(answering)
         if sweep.settings.answers:
@@ -562,14 +631,16 @@ def score_on_holdout(report: SweepResult, sweep_run: SweepRun, corpora: Corpora)
 
     sweep, holdout, settings = sweep_run.plan, sweep_run.holdout, sweep_run.settings
     main = sweep.objectives[0]
+    failed = {f.id for f in report.failed}
     chosen = report.best_on(main) or sweep.baseline_id  # a configuration's id is never empty
-    reference, on = comparison(sweep, chosen, main)
+    reference, on = comparison(sweep, chosen, main, failed)
     verdict = HoldoutVerdict(
         cases=len(holdout), objective=main, chosen=chosen, baseline=sweep.baseline_id, compared_with=reference,
         compared_on=on,
     )  # fmt: skip
     per_case: dict[str, dict[str, _StoredScores]] = {}
-    for cid in dict.fromkeys([chosen, sweep.baseline_id, *([reference] if reference else [])]):
+    wanted = dict.fromkeys([chosen, sweep.baseline_id, *([reference] if reference else [])])
+    for cid in [cid for cid in wanted if cid not in failed]:  # a failed one has no numbers here either
         params, cfg = sweep.configs[cid]
         evaluated = evaluate_configuration(
             cfg, holdout, corpus=corpus_for(corpora, cfg), ks=sweep.ks, relevance=sweep_run.dataset.relevance,
@@ -609,11 +680,17 @@ class _StoredScores(BaseModel):
         return value if on == "value" else case_lift(value, case_metric(self.chance, name, self.top_k))
 
 
-def comparison(sweep: Sweep, cid: str, metric: str) -> tuple[str | None, str]:
+def comparison(sweep: Sweep, cid: str, metric: str, failed: Collection[str] = ()) -> tuple[str | None, str]:
     """(what ``cid``'s paired test on ``metric`` is against, on "value" or "lift"): the baseline, or for an
     objective at each configuration's own depth the baseline's pipeline at ``cid``'s depth, on the value;
     where the grid has none, the baseline on each case's lift over chance. None: not tested (the baseline
-    itself, or the baseline's pipeline at another depth)."""
+    itself, the baseline's pipeline at another depth, or a reference in ``failed``: it has no numbers, and
+    no other configuration stands in for the baseline the grid names)."""
+    reference, on = _reference(sweep, cid, metric)
+    return (None if reference in failed else reference), on
+
+
+def _reference(sweep: Sweep, cid: str, metric: str) -> tuple[str | None, str]:
     if not depends_on_depth(metric):
         return (None if cid == sweep.baseline_id else sweep.baseline_id), "value"
     points = {other: (params, cfg.top_k) for other, (params, cfg) in sweep.configs.items()}
@@ -640,8 +717,13 @@ def paired_p(ours: dict[str, _StoredScores], theirs: dict[str, _StoredScores], m
     return paired_test([a for a, _ in full], [b for _, b in full]) if full else None
 
 
-def finish_sweep(folder: RunFolder, sweep: Sweep, results: dict[str, ConfigResult]) -> SweepResult:
-    """Paired tests like with like (:func:`comparison`; Holm across configurations), best, Pareto, CSV."""
+def finish_sweep(
+    folder: RunFolder, sweep: Sweep, results: dict[str, ConfigResult], failed: Mapping[str, str] | None = None
+) -> SweepResult:
+    """Paired tests like with like (:func:`comparison`; Holm across configurations), best, Pareto, CSV, over
+    the configurations in ``results``; those in ``failed`` (id -> reason) listed apart, with no numbers."""
+    failed = failed or {}
+    scored = [cid for cid in sweep.configs if cid in results and cid not in failed]
     # deferred: metrics.stats imports scipy (~1 s); --help and the API import must not
     from ragsweep.metrics.stats import holm, significant
 
@@ -655,7 +737,7 @@ def finish_sweep(folder: RunFolder, sweep: Sweep, results: dict[str, ConfigResul
             stored[cid] = {row.id: row for row in rows}
         return stored[cid]
 
-    compared = {(cid, m): comparison(sweep, cid, m) for cid in sweep.configs for m in sweep.objectives}
+    compared = {(cid, m): comparison(sweep, cid, m, failed) for cid in scored for m in sweep.objectives}
     p_values: dict[str, dict[str, float | None]] = defaultdict(dict)
     for (cid, name), (reference, on) in compared.items():
         if reference is not None:
@@ -665,22 +747,24 @@ def finish_sweep(folder: RunFolder, sweep: Sweep, results: dict[str, ConfigResul
         present = {cid: p for cid, p in by_cid.items() if p is not None}
         adj = holm(present) if present else {}
         adjusted[metric] = {cid: adj.get(cid) for cid in by_cid}
-    baseline = results[sweep.baseline_id]
+    baseline = results.get(sweep.baseline_id) if sweep.baseline_id not in failed else None
     rows = []
-    for cid in sweep.configs:
+    for cid in scored:
         row = results[cid].model_copy(deep=True)
         for m in sweep.objectives:
             row.compared_with[m], row.compared_on[m] = compared[(cid, m)]
             row.p_values[m] = p_values[m].get(cid)
             row.p_adjusted[m] = adjusted.get(m, {}).get(cid)
             row.significant[m] = significant(row.p_adjusted[m], ALPHA)
-            value, base = row.metric(m), baseline.metric(m)
+            value, base = row.metric(m), baseline.metric(m) if baseline is not None else None
             row.delta_vs_baseline[m] = None if value is None or base is None else value - base
             row.chance_level[m], row.lift_over_chance[m] = lift_over_chance(row, m)
         rows.append(row)
     report = SweepResult(
         baseline=sweep.baseline_id, grid=sweep.grid.grid, objectives=sweep.objectives, configs=rows,
         directions={m: ("lower" if lower_is_better(m) else "higher") for m in sweep.objectives}, alpha=ALPHA,
+        failed=[FailedConfig(id=cid, params=sweep.configs[cid][0], reason=failed[cid]) for cid in sweep.configs
+                if cid in failed],
     )  # fmt: skip
     choice = best_configs(rows, sweep.objectives)
     report.best, report.chosen_by, report.ties = choice.best, choice.chosen_by, choice.ties

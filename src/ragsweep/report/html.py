@@ -931,9 +931,31 @@ def _sweep_overview(sweep: SweepResult, focus_id: str | None, focus: ConfigResul
             ("objectives", esc(", ".join(sweep.objectives))),
             ("best", "".join(_best_chip(sweep, o, b) for o, b in sweep.best.items())),
             ("pareto front", esc(", ".join(str(p) for p in sweep.pareto))),
-            ("baseline", f"{esc(base_id)} {_params_of(_find(sweep, base_id))}"),
+            ("baseline", f"{esc(base_id)} {_params_of(_find(sweep, base_id))}{_failed_mark(sweep, base_id)}"),
             ("drilled-down configuration", f"{esc(focus_id)} {_params_of(focus)}"),
         ]
+    )
+
+
+def _failed_mark(sweep: SweepResult, cid: str) -> str:
+    if all(f.id != cid for f in sweep.failed):
+        return ""
+    return ' <span class="badge fail">failed: no numbers; nothing is compared with it</span>'
+
+
+def _failed_html(sweep: SweepResult) -> str:
+    """The configurations without numbers, each with its one-line reason: listed, never ranked or compared."""
+    rows = "".join(
+        f'<tr><td class="cid">{esc(f.id)}{" (baseline)" if f.id == sweep.baseline else ""}</td>'
+        f"<td>{_chips(f.params)}</td><td>{esc(f.reason)}</td></tr>"
+        for f in sweep.failed
+    )
+    return (
+        f'<p class="note">{len(sweep.failed)} of {len(sweep.configs) + len(sweep.failed)} configurations have no '
+        "numbers: they are not in the table, the heatmaps or the Pareto set, never best, and no configuration is "
+        "compared with them. <code>ragsweep sweep --resume</code> runs them again.</p>"
+        '<div class="scroll"><table><thead><tr><th>id</th><th>values</th><th>reason</th></tr></thead>'
+        f"<tbody>{rows}</tbody></table></div>"
     )
 
 
@@ -971,6 +993,7 @@ def _sweep_page(run_dir: Path) -> str:
     )
     sections = [
         ("overview", "Sweep", _sweep_overview(sweep, focus_id, focus)),
+        *([("failed", "Failed configurations", _failed_html(sweep))] if sweep.failed else []),
         ("heatmap", "Chunk size × top_k", _heat_note(sweep) + _switcher("sweep-heat", heat)),
         ("table", "Configurations", _sweep_table(sweep, shown[:6])),
         ("curves", "Metrics vs k", _sweep_curves(focus, base)),

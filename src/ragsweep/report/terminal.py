@@ -125,8 +125,9 @@ GROUP = f"{'value':>6} {'chance':>6} {'lift':>6}"  # each objective's columns, u
 
 def sweep_table(report: SweepResult) -> str:
     objectives = report.objectives
-    labels = {r.id: sweep_label(r.params) for r in report.configs}
-    knobs = list(dict.fromkeys(k for r in report.configs for k in r.params))
+    params = {r.id: r.params for r in report.configs} | {r.id: r.params for r in report.failed}
+    labels = {cid: sweep_label(p) for cid, p in params.items()}
+    knobs = list(dict.fromkeys(k for p in params.values() for k in p))
     width = max([len("configuration"), *map(len, labels.values())])
     names = " ".join(f"{m:^{len(GROUP)}}" for m in objectives)
     lines = [
@@ -146,6 +147,7 @@ def sweep_table(report: SweepResult) -> str:
                 + f" {'n/a' if chance is None else f'{chance:.3f}':>6} {'n/a' if lift is None else f'{lift:+.3f}':>6}"
             )
         lines.append(f"{labels[r.id]:<{width}} " + " ".join(cells) + f" {r.latency_ms_per_query:>8.2f}")
+    lines += failed_lines(report, labels)
     notes = [*sweep_notes(report), *(line for m in report.best for line in best_lines(report, m))]
     if report.verdict:
         notes += verdict_lines(report.verdict)
@@ -153,6 +155,18 @@ def sweep_table(report: SweepResult) -> str:
     lines += [part for note in notes for part in wrapped(note)]
     lines += llm_call_lines(sweep_llm_calls(report.configs))
     return "\n".join(lines)
+
+
+def failed_lines(report: SweepResult, labels: Mapping[str, str]) -> list[str]:
+    """The configurations without numbers, each with its reason: listed, never ranked."""
+    if not report.failed:
+        return []
+    lines = [f"failed: {len(report.failed)} of {len(report.configs) + len(report.failed)} configurations "
+             "(no numbers: not ranked, not chosen, compared with nothing; --resume runs them again)"]  # fmt: skip
+    for row in report.failed:
+        role = " (the baseline)" if row.id == report.baseline else ""
+        lines += wrapped(f"  {labels[row.id]}{role}: {row.reason}")
+    return lines
 
 
 def wrapped(line: str) -> list[str]:
@@ -176,6 +190,11 @@ def sweep_notes(report: SweepResult) -> list[str]:
     ]
     if report.same_cases_for_choice_and_report:
         lines.append('note: "best" was chosen on the same cases it is reported on (no held-out split)')
+    if any(row.id == report.baseline for row in report.failed):
+        lines.append(
+            "the baseline failed: nothing is compared with it (no paired test, no delta); no other configuration "
+            "stands in for it"
+        )
     return lines
 
 
@@ -233,6 +252,9 @@ def verdict_lines(verdict: HoldoutVerdict) -> list[str]:
         ci_text = "" if low is None or high is None else f" [{low:.3f}, {high:.3f}]"
         lines.append(f"test split ({verdict.cases} cases), {role}: {cid}: {main} = {text}{ci_text}")
     if verdict.chosen == verdict.baseline:
+        return lines
+    if verdict.baseline not in verdict.configs:
+        lines.append("test split: the baseline failed: the chosen configuration is tested against nothing")
         return lines
     if verdict.compared_with is None:
         lines.append(
