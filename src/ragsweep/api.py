@@ -146,6 +146,10 @@ def sweep(
     ``options``: every option of ``ragsweep sweep`` (:class:`~ragsweep.commands.sweep.SweepOptions`);
     a :class:`PipelineConfig` is used as it is.
 
+    A configuration whose run failed (an engine error, vectors its index cannot take, an app component
+    that could not do its work) is in ``.failed`` with its one-line reason, not in ``.configs``: it is
+    never best nor compared with (the command exits 2 for it); check ``.failed`` before using ``.best``.
+
     A sweep keeps per-configuration results on disk to be resumable: without ``out`` it
     writes them to a temporary folder that is removed afterwards.
     """
