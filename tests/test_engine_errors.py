@@ -209,13 +209,14 @@ def _sweep(tmp_path: Path, base_url: str, grid: str, name: str, *extra: str) -> 
 def test_a_sweep_lists_a_configuration_that_cannot_be_indexed_as_failed_and_ranks_the_rest(fake, tmp_path):
     """A grid over the index's width, the broken width as baseline: the working configuration is scored
     and ranked alone; the broken one is listed failed with both widths (terminal, sweep.json, report.html),
-    never best nor what the other is compared with; rc 2 after the reports are written; --resume runs
-    only the failed one again."""
+    never best nor what the other is compared with, on the dev split and in the test split's verdict; rc 2
+    after the reports are written; --resume runs only the failed one again."""
     grid = (
         "grid:\n  retriever_factory.dimensions: [1536, 32]\n"
         "baseline: {retriever_factory.dimensions: 1536}\nobjectives: [recall@k]\n"
     )
-    done = _sweep(tmp_path, fake.base_url, grid, "dims")
+    every_case = ("--limit", "200")  # both splits: the choice on dev, its verdict on test
+    done = _sweep(tmp_path, fake.base_url, grid, "dims", *every_case)
     line = _one_error_line(done)
     assert "1 of 2 configurations failed" in line and "--resume" in line, line
     assert "returns vectors 32 wide, but its UsearchKnnFactory expects 1536" in line, line
@@ -231,10 +232,14 @@ def test_a_sweep_lists_a_configuration_that_cannot_be_indexed_as_failed_and_rank
     assert scored["metrics"]["recall@k"] is not None
     assert not (folder / "configs" / broken["id"] / "result.json").exists()
     assert "failed: 1 of 2 configurations" in done.stdout and "the baseline failed" in done.stdout
+    verdict = sweep["verdict"]
+    assert verdict["chosen"] == scored["id"] and verdict["compared_with"] is None and verdict["p_value"] is None
+    assert list(verdict["configs"]) == [scored["id"]], "the failed baseline was scored on the test split"
+    assert "test split: the baseline failed: the chosen configuration is tested against nothing" in done.stdout
     page = (folder / "report.html").read_text()
     assert "Failed configurations" in page and "expects 1536" in page
 
-    again = _sweep(tmp_path, fake.base_url, grid, "dims", "--resume", str(folder))
+    again = _sweep(tmp_path, fake.base_url, grid, "dims", *every_case, "--resume", str(folder))
     assert again.returncode == 2 and "resuming: 1 configuration(s) already done" in again.stderr, again.stderr
     assert "[1/2]" in again.stderr and "[2/2]" not in again.stderr, again.stderr  # the scored one is not rerun
 
