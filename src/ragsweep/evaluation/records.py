@@ -256,6 +256,7 @@ class HoldoutVerdict(BaseModel):
     objective: str
     chosen: str
     baseline: str
+    baseline_failed: bool = False  # its run failed: it has no numbers here, and nothing is tested against it
     configs: dict[str, HoldoutConfig] = Field(default_factory=dict)
     # what the chosen one is tested against: the baseline's pipeline at the chosen depth for an ``@k``
     # objective (None: not tested, it is the baseline's pipeline at another depth), on "value" or "lift"

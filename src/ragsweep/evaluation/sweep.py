@@ -636,7 +636,7 @@ def score_on_holdout(report: SweepResult, sweep_run: SweepRun, corpora: Corpora)
     reference, on = comparison(sweep, chosen, main, failed)
     verdict = HoldoutVerdict(
         cases=len(holdout), objective=main, chosen=chosen, baseline=sweep.baseline_id, compared_with=reference,
-        compared_on=on,
+        compared_on=on, baseline_failed=sweep.baseline_id in failed,
     )  # fmt: skip
     per_case: dict[str, dict[str, _StoredScores]] = {}
     wanted = dict.fromkeys([chosen, sweep.baseline_id, *([reference] if reference else [])])

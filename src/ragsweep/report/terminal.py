@@ -253,7 +253,7 @@ def verdict_lines(verdict: HoldoutVerdict) -> list[str]:
         lines.append(f"test split ({verdict.cases} cases), {role}: {cid}: {main} = {text}{ci_text}")
     if verdict.chosen == verdict.baseline:
         return lines
-    if verdict.baseline not in verdict.configs:
+    if verdict.baseline_failed:
         lines.append("test split: the baseline failed: the chosen configuration is tested against nothing")
         return lines
     if verdict.compared_with is None:
