@@ -276,3 +276,27 @@ def test_a_ray_address_without_the_ray_executor_is_refused_before_any_work(tmp_p
 
     with pytest.raises(ExecutorError, match="--ray-address: only with --executor ray"):
         ragsweep.evaluate(PIPELINE, MINI, limit=1, ray_address="127.0.0.1:6379")
+
+
+def test_a_configuration_whose_index_fails_in_a_task_is_listed_failed_and_the_rest_ranked(cluster, tmp_path):
+    """A USearch index sized 768 over MiniLM's 384-wide vectors fails inside a Ray task: the driver gets the
+    component's own one-line error, the sweep lists that configuration failed (never ranked) and scores the
+    other, as in one process."""
+    text = PIPELINE.read_text()
+    knn = "$knn: !pw.stdlib.indexing.BruteForceKnnFactory\n"
+    metric = "  metric: !pw.stdlib.indexing.BruteForceKnnMetricKind.COS\n"
+    assert knn in text and metric in text
+    text = text.replace(knn, "$knn: !pw.stdlib.indexing.UsearchKnnFactory\n  dimensions: 768\n")
+    pipeline = tmp_path / "usearch.yaml"
+    pipeline.write_text(text.replace(metric, "  metric: !pw.stdlib.indexing.USearchMetricKind.COS\n"))
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("grid:\n  knn.dimensions: [768, 384]\nbaseline: {knn.dimensions: 384}\nks: [1, 3]\n")
+    common: dict[str, Any] = {"limit": 4, "fresh_retrieval": True, "overrides": {"retriever_mode": "knn"}}
+    on_ray = ragsweep.sweep(pipeline, MINI, grid, out=tmp_path / "ray", name="s", executor="ray", **common)
+    (failed,) = on_ray.failed
+    assert failed.params == {"knn.dimensions": 768}
+    assert "returns vectors 384 wide, but its UsearchKnnFactory expects 768" in failed.reason, failed.reason
+    assert [c.params for c in on_ray.configs] == [{"knn.dimensions": 384}]
+    local = ragsweep.sweep(pipeline, MINI, grid, out=tmp_path / "local", name="s", **common)
+    assert [f.reason for f in local.failed] == [failed.reason]
+    assert on_ray.best == local.best

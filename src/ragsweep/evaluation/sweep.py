@@ -85,10 +85,9 @@ from ragsweep.evaluation.runfolder import RunFolder, git_commit, now, package_ve
 from ragsweep.evaluation.scoring import aggregate, unlocated_report
 from ragsweep.evaluation.settings import SweepSettings
 from ragsweep.evaluation.storage import expand_lines
-from ragsweep.execution.base import Executor, IndexWork
+from ragsweep.execution.base import CONFIG_FAILURES, Executor, IndexWork
 from ragsweep.metrics.registry import asked_budgets, at_k_families, at_own_k, lower_is_better, unknown_name
 from ragsweep.pipeline.answering import app_answers_together
-from ragsweep.pipeline.app_components import AppComponentError
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.language import sweep_language_warning
@@ -98,9 +97,6 @@ from ragsweep.pipeline.scalars import Overrides, Scalar
 DEFAULT_KS = (1, 3, 5, 10)
 DEFAULT_OBJECTIVES = ("recall@k", "mrr@k", "ndcg@k")
 ALPHA = 0.05
-# what fails one configuration (or one index group's) and not the sweep: an engine error, broken vectors,
-# an app component that could not do its work, a configuration that cannot be built
-CONFIG_FAILURES = (StageError, AppComponentError, ConfigError)
 # this many failures in a row with the same line, and nothing scored yet: no knob of the grid changes
 # the failure (an endpoint that is down, a key that is wrong), so the rest is not run
 SAME_FAILURES_STOP = 2

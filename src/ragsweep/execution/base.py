@@ -13,11 +13,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Required, TypedDict
 
+from ragsweep.core.errors import ConfigError, StageError
 from ragsweep.datasets.schema import Case
+from ragsweep.pipeline.app_components import AppComponentError
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus, Dispatch
 from ragsweep.pipeline.retrieval import Retrieved
 from ragsweep.pipeline.scalars import Overrides
+
+# what fails one configuration (or one index group's), wherever it ran, and names its cause in one line: an
+# engine error, broken vectors, an app component that could not do its work, a configuration that cannot be built
+CONFIG_FAILURES = (StageError, AppComponentError, ConfigError)
 
 
 class ExecutorError(Exception):

@@ -24,6 +24,7 @@ from ragsweep.core.cache_files import default_cache_dir
 from ragsweep.core.reachability import unreachable
 from ragsweep.datasets.schema import Case
 from ragsweep.execution.base import (
+    CONFIG_FAILURES,
     ConfigRef,
     EmbedTask,
     EmbedTaskInfo,
@@ -198,6 +199,10 @@ class RayExecutor(Executor):
             fetch = self._ray.get  # the object store's fetch, not a mapping's lookup
             return fetch(refs)
         except self._ray.exceptions.RayTaskError as err:  # raised in a task: its own message, not Ray's trace
+            if isinstance(
+                err.cause, CONFIG_FAILURES
+            ):  # a component's own one line: a sweep lists its configuration failed
+                raise err.cause from None
             raise ExecutorError(f"--executor ray: a task failed: {type(err.cause).__name__}: {err.cause}") from None
 
     def _corpus_ref(self, corpus: Corpus) -> ObjectRef[Corpus]:
