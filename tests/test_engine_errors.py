@@ -22,6 +22,7 @@ import pytest
 from fake_openai import FakeOpenAI
 from ragsweep.cli import main
 from ragsweep.core.errors import EngineError, VectorError
+from usearch_pipeline import write_usearch_pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "tests" / "fixtures" / "apps" / "qa_usearch.yaml"
@@ -134,13 +135,7 @@ def test_broken_vectors_stop_the_run_naming_the_embedder_and_are_never_cached(tm
 def test_ragsweeps_own_embedder_under_an_index_of_another_width_is_one_line(tmp_path, capsys):
     """The default pipeline with an explicit ``UsearchKnnFactory dimensions: 768`` over MiniLM (384):
     one line naming the embedder and both widths, not a panic of Pathway's engine."""
-    text = (ROOT / "pipelines" / "default.yaml").read_text()
-    knn = "$knn: !pw.stdlib.indexing.BruteForceKnnFactory\n"
-    metric = "  metric: !pw.stdlib.indexing.BruteForceKnnMetricKind.COS\n"
-    assert knn in text and metric in text
-    text = text.replace(knn, "$knn: !pw.stdlib.indexing.UsearchKnnFactory\n  dimensions: 768\n")
-    pipeline = tmp_path / "usearch768.yaml"
-    pipeline.write_text(text.replace(metric, "  metric: !pw.stdlib.indexing.USearchMetricKind.COS\n"))
+    pipeline = write_usearch_pipeline(tmp_path / "usearch768.yaml", 768)
     argv = ["eval", "--pipeline", str(pipeline), "--dataset", str(DATASET), "--limit", "2"]
     code = main([*argv, "--set", "retriever_mode=knn", "--out", str(tmp_path / "runs"), "--name", "own"])
     err = capsys.readouterr().err

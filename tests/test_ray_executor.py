@@ -26,6 +26,7 @@ from ray.cluster_utils import Cluster
 
 import ragsweep
 from ragsweep.execution.ray_executor import worker_env
+from usearch_pipeline import write_usearch_pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
 MINI = ROOT / "datasets" / "cuad-mini"
@@ -282,13 +283,7 @@ def test_a_configuration_whose_index_fails_in_a_task_is_listed_failed_and_the_re
     """A USearch index sized 768 over MiniLM's 384-wide vectors fails inside a Ray task: the driver gets the
     component's own one-line error, the sweep lists that configuration failed (never ranked) and scores the
     other, as in one process."""
-    text = PIPELINE.read_text()
-    knn = "$knn: !pw.stdlib.indexing.BruteForceKnnFactory\n"
-    metric = "  metric: !pw.stdlib.indexing.BruteForceKnnMetricKind.COS\n"
-    assert knn in text and metric in text
-    text = text.replace(knn, "$knn: !pw.stdlib.indexing.UsearchKnnFactory\n  dimensions: 768\n")
-    pipeline = tmp_path / "usearch.yaml"
-    pipeline.write_text(text.replace(metric, "  metric: !pw.stdlib.indexing.USearchMetricKind.COS\n"))
+    pipeline = write_usearch_pipeline(tmp_path / "usearch.yaml", 768)
     grid = tmp_path / "grid.yaml"
     grid.write_text("grid:\n  knn.dimensions: [768, 384]\nbaseline: {knn.dimensions: 384}\nks: [1, 3]\n")
     common: dict[str, Any] = {"limit": 4, "fresh_retrieval": True, "overrides": {"retriever_mode": "knn"}}
