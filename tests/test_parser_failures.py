@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from ragsweep.cli import main
-from ragsweep.evaluation.parse_failures import PARSER_RAISED
+from ragsweep.evaluation.manifest import CorpusManifest
+from ragsweep.evaluation.parse_failures import parser_failures
 from ragsweep.pipeline.parsing import SERVED_APP_ENDS
 from raising_parser import APP
 
@@ -51,7 +52,9 @@ def _eval(dataset: Path, out: Path, *extra: str) -> int:
 
 
 def test_the_rule_reads_what_the_parse_writes():
-    assert PARSER_RAISED in SERVED_APP_ENDS
+    raised = {"doc_id": "a.txt", "reason": f"RaisingParser raised ValueError: boom{SERVED_APP_ENDS}"}
+    other = {"doc_id": "b.pdf", "reason": "not a PDF"}
+    assert parser_failures(CorpusManifest(documents=2, skipped=[raised, other])) == ["a.txt"]
 
 
 def test_a_raising_parser_fails_the_gate_unless_allowed(dataset, tmp_path, capsys):

@@ -9,16 +9,13 @@ rule for failed LLM calls and failed documents.
 from __future__ import annotations
 
 from ragsweep.evaluation.manifest import CorpusManifest
-
-# what ragsweep.pipeline.parsing.SERVED_APP_ENDS says of such a document (not imported: parsing imports
-# Pathway, which a warm run never does)
-PARSER_RAISED = "the app's own server ends its whole pw.run on this document"
+from ragsweep.pipeline.parser_spec import SERVED_APP_ENDS
 
 
 def parser_failures(corpus: CorpusManifest | None) -> list[str]:
     """The documents of a run that the app's parser raised on."""
     skipped = corpus.skipped if corpus is not None else None
-    return [str(s.get("doc_id")) for s in skipped or [] if PARSER_RAISED in str(s.get("reason", ""))]
+    return [str(s.get("doc_id")) for s in skipped or [] if SERVED_APP_ENDS in str(s.get("reason", ""))]
 
 
 def parser_failure_gate(corpus: CorpusManifest | None, max_failure_rate: float | None) -> list[str]:

@@ -13,6 +13,10 @@ if TYPE_CHECKING:
     from ragsweep.pipeline.scalars import Overrides
 
 # the arguments of a parser that do not change what it returns (Pathway's UDF plumbing)
+# how a skipped document's reason ends when the app's parser raised on it: Pathway's DocumentStore runs the
+# parser in the graph, and pw.run's default (terminate_on_error) ends the whole run on the first such error
+# (read back by ragsweep.evaluation.parse_failures from a run's manifest, with no Pathway imported)
+SERVED_APP_ENDS = " (the app's own server ends its whole pw.run on this document: Pathway's default terminate_on_error)"
 NOT_OUTPUT = frozenset({"cache_strategy", "async_mode", "capacity", "retry_strategy", "executor"})
 
 # what a report says of the parse (``manifest.pipeline.parser``), in this key order; "class" is a keyword

@@ -36,7 +36,7 @@ from ragsweep.core import environment
 from ragsweep.core.errors import ConfigError, StageError
 from ragsweep.core.offline import embedder_model_path, ensure_offline
 from ragsweep.pipeline.corpus import Outline, convert, join_elements, layout_models_available
-from ragsweep.pipeline.parser_spec import ParserSpec
+from ragsweep.pipeline.parser_spec import SERVED_APP_ENDS, ParserSpec
 
 if TYPE_CHECKING:
     from docling_core.transforms.chunker.tokenizer.huggingface import HuggingFaceTokenizer
@@ -49,11 +49,6 @@ import pathway as pw  # noqa: E402
 
 # the value of ``--set parser=native``: ragsweep's own parse in place of the app's
 NATIVE = "native"
-
-
-# what a document the app's parser raises on does to the app itself: Pathway's DocumentStore runs the parser
-# in the graph, and pw.run's default (terminate_on_error) ends the whole run on the first such error
-SERVED_APP_ENDS = " (the app's own server ends its whole pw.run on this document: Pathway's default terminate_on_error)"
 
 
 class AppParserFailure(ValueError):
