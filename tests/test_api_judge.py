@@ -14,7 +14,7 @@ import pytest
 
 import ragsweep
 from fake_openai import fake_server  # noqa: F401 - pytest fixture
-from ragsweep.evaluation.trust import ScoreAgreement, VerdictAgreement
+from ragsweep.judge.trust import ScoreAgreement, VerdictAgreement
 from ragsweep.testing import QualityError, assert_quality
 from test_judge_trust import _dataset
 

@@ -44,6 +44,13 @@ INTERFACES = {
     "ragsweep.argtypes",
     "ragsweep.commands",
 }
+# A feature package keeps one concern in one folder although its parts belong to different layers
+# (the judge: its metric beside the metrics, its report beside the evaluation, its page section beside
+# the report). Each of its modules is named with the layer of what it does, so the rules hold module by
+# module; its ``__init__`` sits with its lowest module (it imports nothing up).
+FEATURES: dict[str, dict[str, str]] = {
+    "judge": {"metric": "metrics", "stats": "metrics", "trust": "evaluation", "report": "evaluation", "html": "report"},
+}
 
 
 @dataclass(frozen=True)
@@ -73,9 +80,20 @@ def layer_of(module: str) -> str:
     parts = module.split(".")
     if module in INTERFACES or ".".join(parts[:2]) in INTERFACES:
         return "interfaces"
+    if len(parts) > 1 and parts[1] in FEATURES:
+        return _feature_layer(module, FEATURES[parts[1]])
     if len(parts) > 1 and parts[1] in LAYERS:
         return parts[1]
     raise AssertionError(f"{module} belongs to no layer: name it in LAYERS or INTERFACES of {__file__}")
+
+
+def _feature_layer(module: str, layers: dict[str, str]) -> str:
+    parts = module.split(".")
+    if len(parts) == 2:  # the package's __init__
+        return max(layers.values(), key=LAYERS.index)
+    if ".".join(parts[2:]) in layers:
+        return layers[".".join(parts[2:])]
+    raise AssertionError(f"{module} belongs to no layer: name it in FEATURES of {__file__}")
 
 
 def _resolve(source: str, is_package: bool, node: ast.ImportFrom) -> str:
@@ -182,6 +200,11 @@ def test_every_module_has_a_layer() -> None:
         layer_of(name)
 
 
+def test_every_feature_module_exists() -> None:
+    named = {f"ragsweep.{package}.{m}" for package, layers in FEATURES.items() for m in layers}
+    assert not named - all_modules().keys(), "FEATURES names modules that are gone"
+
+
 def test_no_import_points_back_up() -> None:
     offenders = back_up_imports(all_edges())
     assert not offenders, "a lower layer imports a higher one:\n" + "\n".join(offenders)
@@ -200,6 +223,12 @@ def test_the_checks_catch_what_they_are_for(tmp_path: Path) -> None:
     up = Edge("ragsweep.core.errors", "ragsweep.cli", fake, 3)
     down = Edge("ragsweep.cli", "ragsweep.core.errors", fake, 4)
     assert back_up_imports([up, down]) == [f"{fake}:3: ragsweep.core.errors (core) imports ragsweep.cli (interfaces)"]
+    # inside a feature package, each module keeps its own layer
+    judge_up = Edge("ragsweep.judge.metric", "ragsweep.judge.html", fake, 5)
+    judge_down = Edge("ragsweep.judge.html", "ragsweep.judge.trust", fake, 6)
+    assert back_up_imports([judge_up, judge_down]) == [
+        f"{fake}:5: ragsweep.judge.metric (metrics) imports ragsweep.judge.html (report)"
+    ]
     a_b = Edge("ragsweep.llm.a", "ragsweep.llm.b", fake, 1)
     b_a = Edge("ragsweep.llm.b", "ragsweep.llm.a", fake, 2)
     assert find_cycles([a_b, b_a, Edge("ragsweep.llm.b", "ragsweep.core.x", fake, 3)]) == [[a_b, b_a]]

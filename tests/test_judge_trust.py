@@ -14,11 +14,11 @@ import pytest
 
 from fake_openai import fake_server, llm_settings  # noqa: F401 - pytest fixtures
 from ragsweep.datasets.schema import Case
-from ragsweep.evaluation.judge_report import failure_gate, judge_section
 from ragsweep.evaluation.records import CaseResult
-from ragsweep.evaluation.trust import JudgeSection, Probes, ScoreAgreement, VerdictAgreement
-from ragsweep.metrics import judge_stats as js
-from ragsweep.metrics.judge import JudgeItem, LLMJudge, estimate_judge_calls, probe_judge
+from ragsweep.judge import stats as js
+from ragsweep.judge.metric import JudgeItem, LLMJudge, estimate_judge_calls, probe_judge
+from ragsweep.judge.report import failure_gate, judge_section
+from ragsweep.judge.trust import JudgeSection, Probes, ScoreAgreement, VerdictAgreement
 
 ROOT = Path(__file__).resolve().parent.parent
 Z95 = 1.959963984540054
@@ -342,7 +342,7 @@ def test_eval_with_replicates_reference_verdicts_and_the_failure_gate(
 
 
 def test_ragas_llm_replicates_are_separate_requests_and_reported(fake_server, llm_settings):  # noqa: F811
-    from ragsweep.evaluation.judge_report import ragas_metric_sections
+    from ragsweep.judge.report import ragas_metric_sections
     from ragsweep.metrics.ragas_llm import (
         CONTEXT_RECALL,
         FAITHFULNESS,

@@ -128,7 +128,7 @@ def test_a_reply_of_nested_braces_is_no_object_and_no_crash():
 def test_answerer_and_judge_name_an_oversized_reply(fake_server, llm_settings):
     from ragsweep.answer.llm import LLMAnswerer
     from ragsweep.core.hits import Hit
-    from ragsweep.metrics.judge import LLMJudge
+    from ragsweep.judge.metric import LLMJudge
 
     hits = [Hit(rank=1, score=1.0, text="#huge The term is five years.", doc_id="d", start=0, end=10)]
     answer = LLMAnswerer(llm_settings).answer("What is the term?", hits)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from ragsweep.judge.metric import parse_verdict
 from ragsweep.llm.replies import as_bool, as_strings, as_text, as_verdict, first_object, json_objects
-from ragsweep.metrics.judge import parse_verdict
 
 
 @pytest.mark.parametrize(

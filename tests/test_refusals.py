@@ -97,7 +97,7 @@ def test_answer_record_keeps_the_reason():
 
 
 def test_judge_treats_a_refusal_as_abstaining(fake_server, llm_settings):
-    from ragsweep.metrics.judge import LLMJudge
+    from ragsweep.judge.metric import LLMJudge
 
     judge = LLMJudge(llm_settings)
     sorry = "I'm sorry, I can't help with that."
@@ -109,7 +109,7 @@ def test_judge_treats_a_refusal_as_abstaining(fake_server, llm_settings):
 
 
 def test_judge_model_refusing_is_a_recorded_failure(fake_server, llm_settings):
-    from ragsweep.metrics.judge import LLMJudge
+    from ragsweep.judge.metric import LLMJudge
 
     verdict = LLMJudge(llm_settings).judge("What is it? #refusal", "The term is five years.", reference="five years")
     assert verdict.is_correct is None and "refused" in (verdict.error or "")

@@ -27,7 +27,7 @@ from ragsweep.answer.base import Answer
 from ragsweep.core.hits import chunk_id
 from ragsweep.evaluation.records import CaseResult, JudgedHit
 from ragsweep.evaluation.storage import compact
-from ragsweep.metrics.judge import JudgeVerdict
+from ragsweep.judge.metric import JudgeVerdict
 from ragsweep.report import drilldown
 from ragsweep.report.html import write_html_report
 from ragsweep.report.runs import case_failures

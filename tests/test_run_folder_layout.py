@@ -140,7 +140,7 @@ def test_a_layout1_eval_folder_reads_as_a_run_result(tmp_path):
     """The first layout still reads as a RunResult with CaseResults: the depth from the manifest's pipeline
     variables (report.json and the lines had no top_k), each judge dict as a JudgeVerdict; it holds the
     same run as tests/fixtures/runs/eval (layout 3, drawn the same), case for case."""
-    from ragsweep.metrics.judge import JudgeVerdict
+    from ragsweep.judge.metric import JudgeVerdict
     from ragsweep.report.html import write_html_report
 
     old = read_run(FIXTURE)

@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragsweep.core.errors import RunError
-from ragsweep.evaluation.judge_report import failure_gate
 from ragsweep.evaluation.parse_failures import parser_failure_gate
 from ragsweep.evaluation.records import RunResult as Report  # what ragsweep.evaluate() returns
 from ragsweep.evaluation.scoring import floors_at_chance, quality_failures
+from ragsweep.judge.report import failure_gate
 
 if TYPE_CHECKING:
     from ragsweep.datasets.schema import Case

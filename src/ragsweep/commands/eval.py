@@ -24,7 +24,6 @@ from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.context import RunState, Where, open_run, run_state
 from ragsweep.evaluation.dry_run import dry_run_report
 from ragsweep.evaluation.endpoints import check_answering
-from ragsweep.evaluation.judge_report import failure_gate
 from ragsweep.evaluation.loop import scored_ks
 from ragsweep.evaluation.parse_failures import parser_failure_gate
 from ragsweep.evaluation.records import RunResult
@@ -33,6 +32,7 @@ from ragsweep.evaluation.scoring import floors_at_chance, quality_failures
 from ragsweep.evaluation.settings import RunSettings, option
 from ragsweep.execution.base import Executor, ExecutorError
 from ragsweep.execution.registry import ExecutorSettings, check_executor, open_executor
+from ragsweep.judge.report import failure_gate
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.report import write_html
 from ragsweep.report.terminal import gate_passed_line, no_answer_succeeded, summary_table

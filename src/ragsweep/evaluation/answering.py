@@ -10,9 +10,9 @@ from typing import Any
 from ragsweep.datasets.schema import Case
 from ragsweep.evaluation.loop import Answering
 from ragsweep.evaluation.settings import AnswerSettings
-from ragsweep.evaluation.trust import Probes
+from ragsweep.judge.metric import LLMJudge, probe_judge
+from ragsweep.judge.trust import Probes
 from ragsweep.llm.settings import LLMSettings
-from ragsweep.metrics.judge import LLMJudge, probe_judge
 from ragsweep.metrics.ragas_llm import RagasLLMScorer
 from ragsweep.pipeline.answering import make_answerer
 from ragsweep.pipeline.config import PipelineConfig

@@ -29,9 +29,9 @@ from ragsweep.answer.base import Answer
 from ragsweep.core.hits import Hit, chunk_key
 from ragsweep.datasets.schema import Case, RelevanceConfig
 from ragsweep.evaluation.records import CaseResult, JudgedHit
+from ragsweep.judge.metric import JudgeVerdict
 from ragsweep.metrics.answer import UNPARSED_SCOPE, answer_metrics_for_case, unparsed_scope_note, without_abstention
 from ragsweep.metrics.baselines import case_baselines
-from ragsweep.metrics.judge import JudgeVerdict
 from ragsweep.metrics.ragas_bridge import id_based_context_scores
 from ragsweep.metrics.registry import at_k_families, budget_names, leveled_names, ranking_metrics
 from ragsweep.metrics.relevance import mark_hits

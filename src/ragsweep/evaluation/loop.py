@@ -23,8 +23,8 @@ from ragsweep.evaluation.records import CaseResult
 from ragsweep.evaluation.scored_cache import CaseCache, Inputs, ReadTexts, case_key
 from ragsweep.execution.base import Executor, IndexWork
 from ragsweep.execution.local import LOCAL
+from ragsweep.judge.metric import JudgeVerdict, LLMJudge
 from ragsweep.llm.settings import LLMSettings
-from ragsweep.metrics.judge import JudgeVerdict, LLMJudge
 from ragsweep.metrics.ragas_bridge import ragas_answer_scores_batch
 from ragsweep.pipeline.answering import answer_or_given, app_answers
 from ragsweep.pipeline.config import PipelineConfig
@@ -49,7 +49,7 @@ class Answering:
 
     ``answerer`` None: retrieval only (no answer, no answer metric). ``use_given``: a case
     carrying the system's own response is scored as given. ``judge``: an
-    :class:`~ragsweep.metrics.judge.LLMJudge`; ``ragas_llm``: a
+    :class:`~ragsweep.judge.metric.LLMJudge`; ``ragas_llm``: a
     :class:`~ragsweep.metrics.ragas_llm.RagasLLMScorer`, run once every case has its answer.
     """
 

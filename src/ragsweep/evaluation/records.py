@@ -18,8 +18,8 @@ from ragsweep.answer.base import Answer
 from ragsweep.core.hits import Hit
 from ragsweep.evaluation.cost_records import ConfigCost, CostPareto
 from ragsweep.evaluation.manifest import RunManifest, SweepManifest
-from ragsweep.evaluation.trust import JudgeSection, ScoreAgreement, VerdictAgreement
-from ragsweep.metrics.judge import JudgeVerdict
+from ragsweep.judge.metric import JudgeVerdict
+from ragsweep.judge.trust import JudgeSection, ScoreAgreement, VerdictAgreement
 from ragsweep.metrics.registry import lower_is_better
 from ragsweep.metrics.retrieval import UnlocatedSpan
 
@@ -183,7 +183,7 @@ class RunResult(Aggregate):
     answer_errors: AnswerErrors = Field(default_factory=AnswerErrors)
     answers: AnswerCounts = Field(default_factory=AnswerCounts)
     unlocated: UnlocatedReport = Field(default_factory=UnlocatedReport)
-    # how far the LLM metrics can be trusted (ragsweep.evaluation.trust.JudgeSection); None without them
+    # how far the LLM metrics can be trusted (ragsweep.judge.trust.JudgeSection); None without them
     judge: JudgeSection | None = None
     manifest: RunManifest = Field(default_factory=RunManifest)
     cases: list[CaseResult] = Field(default_factory=list, exclude=True)

@@ -32,7 +32,6 @@ from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.answering import llm_calls, metric_temperature, prepare_answering
 from ragsweep.evaluation.context import RunContext, RunState
 from ragsweep.evaluation.endpoints import check_endpoints
-from ragsweep.evaluation.judge_report import judge_section
 from ragsweep.evaluation.loop import Answering, Evaluated, evaluate_configuration, scored_ks
 from ragsweep.evaluation.manifest import CorpusManifest, DatasetManifest, RetrievalCounts, RunManifest, Timestamps
 from ragsweep.evaluation.records import AnswerCounts, AnswerErrors, CaseResult, RunResult
@@ -40,9 +39,10 @@ from ragsweep.evaluation.runfolder import RunCaseFile, RunFolder, git_commit, no
 from ragsweep.evaluation.scoring import aggregate, unlocated_report
 from ragsweep.evaluation.settings import ParseSettings, RunSettings
 from ragsweep.evaluation.storage import metric_names
-from ragsweep.evaluation.trust import Probes
 from ragsweep.execution.base import Executor
 from ragsweep.execution.local import LOCAL
+from ragsweep.judge.report import judge_section
+from ragsweep.judge.trust import Probes
 from ragsweep.metrics.registry import unknown_name
 from ragsweep.pipeline.app_components import Spent, embedding_usage, usage_since
 from ragsweep.pipeline.config import PipelineConfig
@@ -192,7 +192,7 @@ def run_result(
     probes: Probes | None,
 ) -> RunResult:
     """report.json's body (without the manifest): the one aggregator over the cases, the answers'
-    outcome, and how far the LLM metrics can be trusted (:mod:`ragsweep.evaluation.judge_report`)."""
+    outcome, and how far the LLM metrics can be trusted (:mod:`ragsweep.judge.report`)."""
     answer = settings.answer
     rules = sorted({c.relevance_rule for c in cases if c.relevance_rule})
     judge = judge_section(

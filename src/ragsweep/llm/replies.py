@@ -1,6 +1,6 @@
 """Reading the JSON object a prompt asked for out of any model's reply: the one parser of ragsweep.
 
-Used by the judge (:mod:`ragsweep.metrics.judge`) and by ``ragsweep generate``
+Used by the judge (:mod:`ragsweep.judge.metric`) and by ``ragsweep generate``
 (:mod:`ragsweep.generate.propose`, :mod:`ragsweep.generate.verify`).
 
 Small models wrap JSON in code fences, prefix it with prose or add a trailing comment:

@@ -4,8 +4,8 @@
   relevance rule, a :class:`~.retrieval.Judgement`;
 * :mod:`.retrieval` — :func:`~.retrieval.per_case_value`: one retrieval metric of a judgement
   (ranx-compatible definitions); :mod:`.baselines` — their chance and oracle levels;
-* :mod:`.answer`, :mod:`.judge`, :mod:`.ragas_bridge`, :mod:`.ragas_llm` — answer metrics;
-  :mod:`.judge_stats` — how far the LLM metrics can be trusted (their report: :mod:`ragsweep.evaluation.judge_report`);
+* :mod:`.answer`, :mod:`.ragas_bridge`, :mod:`.ragas_llm` — answer metrics (the LLM judge, its
+  statistics and its report: :mod:`ragsweep.judge`);
   :mod:`.stats` — intervals and paired tests;
 * :mod:`.registry` — the one list of metric names, families and their order.
 

@@ -1,7 +1,7 @@
 """Dry run of a whole LLM run: answer + judge + ragas LLM metrics, nothing sent.
 
 It sums the estimates of the answerer (:mod:`ragsweep.answer.llm`) and of the LLM metrics
-(:mod:`ragsweep.metrics.judge`, :mod:`ragsweep.metrics.ragas_llm`), so it sits with the metrics,
+(:mod:`ragsweep.judge.metric`, :mod:`ragsweep.metrics.ragas_llm`), so it sits with the metrics,
 above both; :mod:`ragsweep.llm` (the client, settings and token counts) imports neither.
 """
 
@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 from ragsweep.answer.llm import estimate_answer_calls
 from ragsweep.core.hits import Hit
+from ragsweep.judge.metric import estimate_judge_calls
 from ragsweep.llm.cost import CallEstimate, combine
 from ragsweep.llm.settings import LLMSettings
-from ragsweep.metrics.judge import estimate_judge_calls
 from ragsweep.metrics.ragas_llm import METRIC_NAMES, estimate_ragas_calls
 
 

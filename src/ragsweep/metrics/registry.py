@@ -73,7 +73,7 @@ _SPECS: dict[str, MetricSpec] = {}
 _DECLARING = (
     "ragsweep.metrics.retrieval",
     "ragsweep.metrics.answer",
-    "ragsweep.metrics.judge",
+    "ragsweep.judge.metric",
     "ragsweep.metrics.ragas_bridge",
 )
 

@@ -24,6 +24,7 @@ from ragsweep.evaluation.records import (
     SweepResult,
     UnlocatedReport,
 )
+from ragsweep.judge.html import judge_html, judge_warnings_html
 from ragsweep.metrics.intervals import bootstrap_interval
 from ragsweep.metrics.registry import REPEATS, at_k_families, curve_families, headline, metric_sort_key
 from ragsweep.metrics.uninformative import answerer_way, uninformative
@@ -32,7 +33,6 @@ from ragsweep.report.assets import CSS, JS
 from ragsweep.report.cost_html import cost_section
 from ragsweep.report.drilldown import PACKED_TYPE, drilldown_html, pack
 from ragsweep.report.history import history_html
-from ragsweep.report.judge_html import judge_html, judge_warnings_html
 from ragsweep.report.live import LIVE_CSP, live_script
 from ragsweep.report.runs import (
     Manifest,

@@ -8,11 +8,11 @@ import textwrap
 from collections.abc import Iterable, Mapping
 
 from ragsweep.evaluation.choice import tie_knobs
-from ragsweep.evaluation.judge_report import format_judge_section, format_warnings
 from ragsweep.evaluation.manifest import DatasetManifest
 from ragsweep.evaluation.records import ConfigResult, HoldoutVerdict, RunResult, SweepResult
 from ragsweep.evaluation.scoring import unlocated_lines
 from ragsweep.evaluation.sweep import shown_value
+from ragsweep.judge.report import format_judge_section, format_warnings
 from ragsweep.llm.call_stats import LLMCalls
 from ragsweep.metrics.registry import REPEATS, lower_is_better, summary_metrics
 from ragsweep.metrics.uninformative import answerer_way, uninformative

@@ -20,7 +20,7 @@ Replicate 1 is the plain request (shared with single-replicate runs and their ca
 replicate ``r >= 2`` carries OpenAI's ``seed=r - 1``, so it is its own request and its own
 cache entry. The case's ``score`` is the mean of its valid replicate verdicts (true = 1),
 ``sd`` their spread, ``is_correct`` the majority (None on a tie) and ``replicates`` each
-one. Statistics over replicates are in :mod:`ragsweep.metrics.judge_stats`.
+one. Statistics over replicates are in :mod:`ragsweep.judge.stats`.
 
 Reference verdicts (``Case.reference_verdict``): the judge also judges the labelled
 answer (or re-uses its verdict on the run's answer when that is the same text) and the

@@ -1,7 +1,7 @@
 """The "LLM judge" section of report.html: how far the run's LLM metrics can be trusted.
 
-It shows report.json's ``judge`` block (:mod:`ragsweep.evaluation.judge_report`, read back as a
-:class:`~ragsweep.evaluation.judge_report.JudgeSection`) as tables, each with a line on how to read
+It shows report.json's ``judge`` block (:mod:`ragsweep.judge.report`, read back as a
+:class:`~ragsweep.judge.trust.JudgeSection`) as tables, each with a line on how to read
 it: failures, self-agreement of replicates, the judge-noise share of the CI, agreement with
 reference verdicts (with the prediction-powered estimate) and the probes. A run without an LLM
 metric or probe has no such block, and the page no such section.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from ragsweep.evaluation.trust import JudgeSection, MetricTrust, Probes, ReferenceAgreement, ScoreAgreement
+from ragsweep.judge.trust import JudgeSection, MetricTrust, Probes, ReferenceAgreement, ScoreAgreement
 from ragsweep.report.svg import esc, fmt
 
 MAX_IDS = 12  # case ids listed in a cell (flips, varying cases) before "… n more"

@@ -17,7 +17,7 @@ report and compare read the same thing. Per LLM metric (``judge_correct``, and e
 :func:`judge_section` builds the section, a :class:`JudgeSection`: what report.json holds, and
 what the terminal, the gate and report.html read.
 
-Formulas: :mod:`ragsweep.metrics.judge_stats`.
+Formulas: :mod:`ragsweep.judge.stats`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from ragsweep.evaluation.records import CaseResult
-from ragsweep.evaluation.trust import (
+from ragsweep.judge import stats as js
+from ragsweep.judge.metric import JudgeVerdict, ReplicateVerdict, failure_kind
+from ragsweep.judge.trust import (
     DEFAULT_WARN_RATE,
     Disagreement,
     Example,
@@ -43,8 +45,6 @@ from ragsweep.evaluation.trust import (
     ScoreAgreement,
     VerdictAgreement,
 )
-from ragsweep.metrics import judge_stats as js
-from ragsweep.metrics.judge import JudgeVerdict, ReplicateVerdict, failure_kind
 
 JUDGE_METRIC = "judge_correct"
 
@@ -159,7 +159,7 @@ def judge_metric_section(cases: Sequence[CaseResult], confidence: float = 0.95) 
 
 
 class _ReferenceCheck(BaseModel):
-    """A case's ``judge.reference_check`` (:mod:`ragsweep.metrics.judge`), as read here."""
+    """A case's ``judge.reference_check`` (:mod:`ragsweep.judge.metric`), as read here."""
 
     source: Any = None
     reference: float | None = None
@@ -314,7 +314,7 @@ def judge_section(
     confidence: float = 0.95,
 ) -> JudgeSection | None:
     """report.json's ``judge`` section (``RunResult.judge``); None when the run has no LLM metric
-    and no probe. ``probes``: :func:`ragsweep.metrics.judge.probe_judge`'s result."""
+    and no probe. ``probes``: :func:`ragsweep.judge.metric.probe_judge`'s result."""
     metrics: dict[str, MetricTrust] = {}
     jm = judge_metric_section(cases, confidence)
     if jm is not None:

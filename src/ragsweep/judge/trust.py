@@ -1,6 +1,6 @@
 """How far a run's LLM metrics can be trusted: report.json's ``judge`` section, as models.
 
-Built by :func:`ragsweep.evaluation.judge_report.judge_section` from the cases; read by the
+Built by :func:`ragsweep.judge.report.judge_section` from the cases; read by the
 terminal, the gate, report.html and compare as :attr:`RunResult.judge <ragsweep.evaluation.records.RunResult>`.
 """
 
@@ -66,7 +66,7 @@ class ScoreAgreement(AsSet):
 
 
 class Noise(AsSet):
-    """:func:`ragsweep.metrics.judge_stats.noise_share`'s result."""
+    """:func:`ragsweep.judge.stats.noise_share`'s result."""
 
     cases: int | None = None
     variance_share: float | None = None
@@ -86,7 +86,7 @@ class Confusion(AsSet):
 
 
 class Ppi(AsSet):
-    """:func:`ragsweep.metrics.judge_stats.ppi_mean`'s result."""
+    """:func:`ragsweep.judge.stats.ppi_mean`'s result."""
 
     N: int | None = None
     n: int | None = None
@@ -157,7 +157,7 @@ class Probe(AsSet):
 
 
 class Probes(AsSet):
-    """:func:`ragsweep.metrics.judge.probe_judge`'s result."""
+    """:func:`ragsweep.judge.metric.probe_judge`'s result."""
 
     total: int = 0
     passed: int = 0
