@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from support import FIXTURES, PIPELINE
+
 os.environ.setdefault("RAGSWEEP_CACHE_DIR", tempfile.mkdtemp(prefix="ragsweep-test-cache-"))
 # every test asks Pathway itself; tests/test_served_cache.py turns the served-list cache on
 os.environ.setdefault("RAGSWEEP_SERVED_CACHE", "0")
@@ -16,9 +18,6 @@ from ragsweep.core.offline import ensure_offline  # noqa: E402
 
 ensure_offline()
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "tests" / "fixtures"
-
 
 @pytest.fixture(scope="session")
 def fixture_corpus_dir() -> Path:
@@ -27,4 +26,4 @@ def fixture_corpus_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def default_pipeline() -> Path:
-    return ROOT / "pipelines" / "default.yaml"
+    return PIPELINE

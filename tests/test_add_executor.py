@@ -20,10 +20,8 @@ from ragsweep.execution.registry import EXECUTORS, ExecutorSettings, register_ex
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import Retrieved
+from support import MINI, PIPELINE
 
-ROOT = Path(__file__).resolve().parent.parent
-MINI = ROOT / "datasets" / "cuad-mini"
-PIPELINE = ROOT / "pipelines" / "default.yaml"
 LIMIT = 4
 
 

@@ -27,11 +27,11 @@ import pytest
 
 from fake_openai import FakeOpenAI
 from loopback import environment, free_port, post_json, stop
+from support import MINI as DATASET
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "tests" / "answer_parity_app.py"
 APPS = {"base": "parity_base.yaml", "adaptive": "parity_adaptive.yaml"}
-DATASET = ROOT / "datasets" / "cuad-mini"
 N_QUESTIONS = 10
 
 

@@ -15,12 +15,12 @@ import pytest
 
 from fake_openai import FakeOpenAI
 from ragsweep.cli import main
+from support import MINI as DATASET
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 APPS = ROOT / "tests" / "fixtures" / "apps"
 APP = APPS / "answer_sweep.yaml"
 GRID = APPS / "answer_grid.yaml"
-DATASET = ROOT / "datasets" / "cuad-mini"
 LIMIT = 4
 
 
@@ -45,7 +45,7 @@ def fake(tmp_path, monkeypatch):
 @pytest.fixture
 def together(monkeypatch):
     """How many question answerers each Pathway run of the app asked."""
-    import ragsweep.pipeline.app_answerer as app_answerer  # where answering imports it from, when it asks
+    import ragsweep.answer.app as app_answerer  # where answering imports it from, when it asks
 
     runs: list[int] = []
     real = app_answerer.answer_together
@@ -146,7 +146,7 @@ def test_identical_requests_in_flight_at_once_are_sent_once():
     import asyncio
     import threading
 
-    from ragsweep.pipeline.app_answerer import SharedCalls
+    from ragsweep.answer.app import SharedCalls
 
     shared, sent, results = SharedCalls(), [], []
     gate = threading.Barrier(2)
@@ -215,7 +215,7 @@ def test_answerers_asked_together_keep_one_apps_capacity_in_flight():
     import asyncio
     import threading
 
-    from ragsweep.pipeline.app_answerer import SharedCalls
+    from ragsweep.answer.app import SharedCalls
 
     shared, lock = SharedCalls(limit=2), threading.Lock()
     now, high = [0], [0]

@@ -11,10 +11,7 @@ from ragsweep.datasets.loader import load_dataset
 from ragsweep.evaluation.records import CaseResult
 from ragsweep.evaluation.selection import stratified_sample
 from ragsweep.testing import QualityError, assert_quality
-
-ROOT = Path(__file__).resolve().parent.parent
-MINI = ROOT / "datasets" / "cuad-mini"
-PIPELINE = ROOT / "pipelines" / "default.yaml"
+from support import MINI, PIPELINE
 
 
 @pytest.fixture(scope="module")

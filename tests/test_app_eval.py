@@ -22,8 +22,8 @@ from fake_openai import FakeOpenAI, fake_server  # noqa: F401 - pytest fixture
 from loopback import free_port
 from ragsweep.cli import main
 from ragsweep.report.runs import read_run
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "tests" / "fixtures" / "apps" / "rag_evals_style.yaml"
 # cuad-mini's contracts as DOCX: the app's parser is Pathway's DoclingParser, which parses DOCX here and
 # fails on .txt (tests/docx_dataset.py); written once per test process

@@ -20,11 +20,11 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from support import ROOT
+
 BENCHMARKS = ROOT / "benchmarks"
 TIMEOUT_S = 300
 

@@ -18,9 +18,9 @@ import pytest
 
 from loopback import free_port, post_json, stop
 from server_parity_app import AS_WRITTEN
+from support import ROOT
 from test_server_parity import ALL_CHUNKS_K, probe_query, ranked, served_items
 
-ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "datasets" / "cuad-mini" / "docs"
 APP = Path(__file__).resolve().parent / "server_parity_app.py"
 READY_TIMEOUT = 240.0  # seconds from start-up to a fully indexed server, on 2 busy cores

@@ -13,10 +13,9 @@ from ragsweep.datasets.pathway_limits import served_app_failure, tantivy_safe
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import parse_corpus
 from ragsweep.pipeline.store import RagStore
+from support import CHINESE
+from support import PIPELINE as DEFAULT
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT = ROOT / "pipelines" / "default.yaml"
-CHINESE = ROOT / "pipelines" / "chinese.yaml"
 LONG = "莫高窟的藏经洞是在哪一年被谁发现的"  # one run of 17 CJK characters: 51 bytes, a token Tantivy drops
 NOTHING = "？！🙂"  # no token at all
 SYNTAX = "Which moon of Jupiter is the largest (by far?"  # an unbalanced parenthesis: the app's run ends

@@ -14,8 +14,7 @@ from ragsweep.evaluation.case_scoring import build_case_result
 from ragsweep.metrics.baselines import case_baselines, chance_estimate, oracle_estimate
 from ragsweep.metrics.registry import ordered, spec, summary_metrics, unknown_name
 from ragsweep.metrics.retrieval import Judgement, RankVerdict, per_case_value
-
-ROOT = Path(__file__).resolve().parent.parent
+from support import ROOT
 
 
 def judged(chunks: list[tuple[int, set[str]]], items: tuple[str, ...] = ("a", "b")) -> Judgement:

@@ -15,9 +15,8 @@ import pytest
 from ragsweep.core.errors import ConfigError
 from ragsweep.pipeline.chunking import OffsetTokenCountSplitter, header_of
 from ragsweep.pipeline.config import PipelineConfig
+from support import PIPELINE, ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-PIPELINE = ROOT / "pipelines" / "default.yaml"
 FIXTURES = ROOT / "tests" / "fixtures" / "corpus"
 MODES = ("none", "title", "title+heading")
 

@@ -22,10 +22,9 @@ from ragsweep.pipeline.cjk import (
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import parse_corpus
 from ragsweep.pipeline.store import RagStore
-
-ROOT = Path(__file__).resolve().parent.parent
-CHINESE_PIPELINE = ROOT / "pipelines" / "chinese.yaml"
-DEFAULT_PIPELINE = ROOT / "pipelines" / "default.yaml"
+from support import CHINESE as CHINESE_PIPELINE
+from support import PIPELINE as DEFAULT_PIPELINE
+from support import ROOT
 
 QUESTIONS = {
     # question -> the document that must come first

@@ -16,13 +16,11 @@ the observed sum 0.8 (the zero's sign is free: 2 of 16) -> one-sided 1/8, two-si
 
 import json
 from argparse import Namespace
-from pathlib import Path
 
 import pytest
 
 from ragsweep.report.compare import compare_runs, render_markdown, render_terminal, run_compare_cli
-
-RUNS = Path(__file__).parent / "fixtures" / "runs"
+from support import RUNS
 
 
 @pytest.fixture(scope="module")

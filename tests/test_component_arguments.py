@@ -24,8 +24,8 @@ from pathway.xpacks.llm.splitters import TokenCountSplitter
 from ragsweep.core.errors import ConfigError
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.served_paths import pathway_folder, served_path
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 RAGSWEEP = Path(sys.executable).parent / "ragsweep"
 
 # llm-app's adaptive template in miniature: BM25 only (no embedder), Pathway's default Utf8Parser

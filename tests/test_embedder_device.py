@@ -28,8 +28,7 @@ from ragsweep.pipeline.embedding import (
     resolve_device,
     resolve_dtype,
 )
-
-ROOT = Path(__file__).resolve().parent.parent
+from support import ROOT
 
 
 def device_pipeline(tmp_path: Path, device: str = "auto", dtype: str = "auto") -> Path:

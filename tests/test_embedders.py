@@ -32,9 +32,9 @@ from ragsweep.pipeline.embedding import (
     ModelChecksumError,
     assemble_split_zip,
 )
+from support import PIPELINE as DEFAULT_PIPELINE
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_PIPELINE = ROOT / "pipelines" / "default.yaml"
 TEXTS = [
     "The agreement is governed by the laws of the State of Delaware.",
     "Governing law: Delaware.",

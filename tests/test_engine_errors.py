@@ -22,11 +22,11 @@ import pytest
 from fake_openai import FakeOpenAI
 from ragsweep.cli import main
 from ragsweep.core.errors import EngineError, VectorError
+from support import MINI as DATASET
+from support import ROOT
 from usearch_pipeline import write_usearch_pipeline
 
-ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "tests" / "fixtures" / "apps" / "qa_usearch.yaml"
-DATASET = ROOT / "datasets" / "cuad-mini"
 RAGSWEEP = Path(sys.executable).parent / "ragsweep"
 KEY = "sk-test-ENGINE-0123456789"
 FITS = "retriever_factory.dimensions=32"  # the fake's width: the index then takes its vectors

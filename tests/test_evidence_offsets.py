@@ -19,8 +19,8 @@ from ragsweep.datasets.schema import Case, Evidence
 from ragsweep.evaluation.dataset_check import validate_dataset
 from ragsweep.metrics.relevance import mark_hits
 from ragsweep.pipeline.corpus import parse_corpus
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 CLAUSE = "This Agreement is governed by the laws of the State of New York."
 DOC = (
     "The Licensor is Acme Corp. The term is five years.\n\n" + CLAUSE + "\n\n"

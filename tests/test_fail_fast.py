@@ -15,10 +15,10 @@ import pytest
 
 from fake_openai import FakeOpenAI
 from loopback import free_port
+from support import MINI as DATASET
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 RAGSWEEP = [sys.executable, "-m", "ragsweep.cli"]
-DATASET = ROOT / "datasets" / "cuad-mini"
 KEY = "sk-test-FAILFAST-0123456789abcdef"
 TIMEOUT_S = 60  # the process limit; the probe itself answers in seconds
 

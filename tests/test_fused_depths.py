@@ -5,16 +5,13 @@ cuad-mini (scoped and unscoped, four depths)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from ragsweep.pipeline import store as store_module
 from ragsweep.pipeline.fused_depths import exact_parts, fuse_served
 from ragsweep.pipeline.store import Query, RagStore
-
-ROOT = Path(__file__).resolve().parent.parent
-MINI = ROOT / "datasets" / "cuad-mini"
+from support import MINI, ROOT
 
 
 def _queries() -> list[Query]:

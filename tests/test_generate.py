@@ -28,8 +28,8 @@ from ragsweep.generate.settings import GenerateSettings
 from ragsweep.llm.client import LLMClient
 from ragsweep.llm.cost import count_message_tokens
 from ragsweep.llm.settings import LLMSettings
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 OVERRIDES = {"min_tokens": 30, "max_tokens": 90, "retriever_mode": "bm25", "top_k": 3}
 
 

@@ -12,9 +12,7 @@ import pytest
 from ragsweep.cli import main
 from ragsweep.core.errors import ConfigError, RunError
 from ragsweep.core.starter import DEFAULT_PIPELINE, packaged_dataset, packaged_pipeline, pipeline_path
-
-ROOT = Path(__file__).resolve().parent.parent
-MINI = ROOT / "datasets" / "cuad-mini"
+from support import MINI, ROOT
 
 
 def test_the_packaged_files_are_the_repository_s_default_pipeline_and_cuad_mini():

@@ -4,17 +4,14 @@ pipelines/chinese.yaml (ragsweep.pipeline.language)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.language import english_only, is_cjk_text, language_warning, mostly_cjk
+from support import CHINESE, ZH
+from support import PIPELINE as DEFAULT
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT = ROOT / "pipelines" / "default.yaml"
-CHINESE = ROOT / "pipelines" / "chinese.yaml"
-ZH = ROOT / "datasets" / "zh-long"
 ZH_QUESTIONS = [json.loads(line)["question"] for line in (ZH / "cases.jsonl").read_text(encoding="utf-8").splitlines()]
 EN_QUESTIONS = ["Which state's law governs the agreement?", "Who pays the royalties?"]
 

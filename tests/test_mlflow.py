@@ -8,9 +8,7 @@ from pathlib import Path
 import pytest
 
 from ragsweep.report.mlflow_log import log_to_mlflow, mlflow_key
-
-ROOT = Path(__file__).resolve().parent.parent
-RUNS = ROOT / "tests" / "fixtures" / "runs"
+from support import ROOT, RUNS
 
 
 @pytest.fixture

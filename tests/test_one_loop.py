@@ -11,8 +11,8 @@ from ragsweep.commands.sweep import SweepOptions, run_sweep
 from ragsweep.evaluation.records import CaseResult, RunResult
 from ragsweep.evaluation.runfolder import RunFolder
 from ragsweep.evaluation.sweep import config_id
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 PIPELINE = str(ROOT / "pipelines" / "default.yaml")
 N_CASES = 12
 

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from counting_parser import app_yaml
-
-ROOT = Path(__file__).resolve().parent.parent
 
 APP = app_yaml("upper: $upper", extra="$upper: false\n")
 

@@ -4,11 +4,10 @@ reversed reads, through PDFium and through ragsweep's own parse, the same but fo
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
 from ragsweep.pipeline.corpus import parse_corpus
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 PDF = (
     ROOT
     / "datasets"

@@ -19,7 +19,8 @@ import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from support import ROOT
+
 PLUGIN = "ragsweep.pytest_plugin"
 
 

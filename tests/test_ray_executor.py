@@ -26,11 +26,9 @@ from ray.cluster_utils import Cluster
 
 import ragsweep
 from ragsweep.execution.ray_executor import worker_env
+from support import MINI, PIPELINE, ROOT
 from usearch_pipeline import write_usearch_pipeline
 
-ROOT = Path(__file__).resolve().parent.parent
-MINI = ROOT / "datasets" / "cuad-mini"
-PIPELINE = ROOT / "pipelines" / "default.yaml"
 TASK_TITLE = "ray::retrieve_shard"  # a worker's process title while it runs a shard task
 GRID = """\
 grid:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from ragsweep.core.hits import Hit
@@ -17,8 +15,7 @@ from ragsweep.metrics.relevance import (
     word_overlap_ratio,
 )
 from ragsweep.metrics.retrieval import per_case_value
-
-MINI = Path(__file__).resolve().parents[1] / "datasets" / "cuad-mini"
+from support import MINI
 
 DOC = (
     "MASTER AGREEMENT\n\nThis  Agreement is made between ACME Corp. (\u201cLicensor\u201d) and\n"

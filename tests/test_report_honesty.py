@@ -19,9 +19,8 @@ from ragsweep.metrics.stats import bootstrap_ci
 from ragsweep.report.html import write_html_report
 from ragsweep.report.runs import case_failures, read_run
 from ragsweep.report.terminal import summary_table
+from support import RUNS
 from test_report_html import _expected_failures, _section, chromium, dump_dom  # noqa: F401 - the fixture
-
-RUNS = Path(__file__).parent / "fixtures" / "runs"
 
 
 def _eval_run(tmp_path: Path, answerer: str | None = None) -> Path:

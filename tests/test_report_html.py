@@ -19,8 +19,8 @@ import pytest
 from ragsweep.evaluation.records import CaseResult
 from ragsweep.report.html import write_html_report
 from ragsweep.report.runs import read_config_cases, read_run
+from support import RUNS
 
-RUNS = Path(__file__).parent / "fixtures" / "runs"
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = [
     "--headless",

@@ -15,9 +15,8 @@ import pytest
 import ragsweep
 from ragsweep.report.assets import JS
 from ragsweep.report.svg import esc
+from support import PIPELINE as DEFAULT
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT = ROOT / "pipelines" / "default.yaml"
 UNSEEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 SAMPLE = "a\x00b\x1b[31mc\u202edcba\u2066d\x7fe\x85f\tg\nh"
 

@@ -34,9 +34,9 @@ from ragsweep.pipeline.rerank import (
     rerank_prompt,
     rerank_served,
 )
+from support import PIPELINE as DEFAULT
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT = ROOT / "pipelines" / "default.yaml"
 DOCS = ROOT / "datasets" / "cuad-mini" / "docs"
 QUESTIONS = [
     "Which state/country's law governs the interpretation of the contract?",

@@ -5,15 +5,14 @@ it reorders them by dense similarity."""
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import pytest
 
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.rerank import _warn_once, build_reranker, encoder_repeats_knn, rerank_batch
+from support import PIPELINE as DEFAULT
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT = ROOT / "pipelines" / "default.yaml"
 DOCS = ROOT / "datasets" / "cuad-mini" / "docs"
 QUESTIONS = [
     "Which state/country's law governs the interpretation of the contract?",

@@ -7,10 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import ragsweep
-
-ROOT = Path(__file__).resolve().parent.parent
-MINI = ROOT / "datasets" / "cuad-mini"
-PIPELINE = ROOT / "pipelines" / "default.yaml"
+from support import MINI, PIPELINE
 
 
 def test_eval_with_a_reranker_scores_the_reranked_lists():

@@ -13,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-MINI = ROOT / "datasets" / "cuad-mini"
+from support import MINI, ROOT
+
 RAGSWEEP = [sys.executable, "-m", "ragsweep.cli"]
 
 

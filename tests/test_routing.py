@@ -14,9 +14,7 @@ import pytest
 
 from ragsweep.core.errors import ConfigError
 from ragsweep.pipeline.config import PipelineConfig
-
-ROOT = Path(__file__).resolve().parent.parent
-PIPELINE = ROOT / "pipelines" / "default.yaml"
+from support import PIPELINE, ROOT
 
 QUESTION = "What are the delivery terms of the widget supply agreement?"
 RIGHT = "widget-supply-agreement.txt"

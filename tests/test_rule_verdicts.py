@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from pathlib import Path
 
 import pytest
 
@@ -17,8 +16,7 @@ from ragsweep.datasets.rule_verdicts import (
     rule_verdict,
     select_cases,
 )
-
-ROOT = Path(__file__).resolve().parent.parent
+from support import ROOT
 
 
 def test_dates_in_written_and_numeric_forms():

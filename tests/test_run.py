@@ -6,15 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from ragsweep.answer import served as answering_module
 from ragsweep.cli import main
 from ragsweep.commands.eval import EvalOptions, run_eval
 from ragsweep.core.errors import RunError
 from ragsweep.core.hits import chunk_id
 from ragsweep.evaluation import loop as loop_module
-from ragsweep.pipeline import answering as answering_module
-
-ROOT = Path(__file__).resolve().parent.parent
-MINI = ROOT / "datasets" / "cuad-mini"
+from support import MINI, ROOT
 
 
 def options(tmp_path, **kw) -> EvalOptions:

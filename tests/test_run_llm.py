@@ -1,13 +1,12 @@
 """`eval` through the LLM path against the deterministic fake endpoint (wiring, not quality)."""
 
 import json
-from pathlib import Path
 
 from fake_openai import fake_server  # noqa: F401 - pytest fixture
 from ragsweep.commands.eval import EvalOptions, run_eval
 from ragsweep.report.runs import read_cases
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 SECRET = "sk-test-SECRET-never-in-a-report"
 
 

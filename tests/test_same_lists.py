@@ -21,8 +21,7 @@ import numpy as np
 import pytest
 
 from ragsweep.pipeline.stable_order import TIE_TOLERANCE, first_depth, ordered, tie_key
-
-ROOT = Path(__file__).resolve().parent.parent
+from support import ROOT
 
 # ------------------------------------------------------------------ the order (no Pathway)
 

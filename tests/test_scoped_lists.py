@@ -7,16 +7,13 @@ cases at four depths."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from ragsweep.pipeline import store as store_module
 from ragsweep.pipeline.scoped_lists import Ask, answer_lists, by_document, scoped_cut
 from ragsweep.pipeline.store import Query, RagStore
-
-ROOT = Path(__file__).resolve().parent.parent
-MINI = ROOT / "datasets" / "cuad-mini"
+from support import MINI, ROOT
 
 
 def _queries() -> list[Query]:

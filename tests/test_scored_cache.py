@@ -11,8 +11,8 @@ import pytest
 
 from ragsweep.commands.eval import EvalOptions, run_eval
 from ragsweep.evaluation import loop
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 PIPELINE = str(ROOT / "pipelines" / "default.yaml")
 LIMIT = 60  # the first two contracts' cases and some of the third's
 

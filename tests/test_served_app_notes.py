@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-PIPELINE = ROOT / "pipelines" / "default.yaml"
+from support import PIPELINE, ROOT
+
 RAGSWEEP = Path(sys.executable).parent / "ragsweep"
 PDF = ROOT / "tests" / "fixtures" / "corpus" / "lucid-distributor-agreement.pdf"
 

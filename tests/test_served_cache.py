@@ -2,7 +2,6 @@
 
 import logging
 import os
-from pathlib import Path
 
 import pytest
 
@@ -13,8 +12,8 @@ from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import parse_corpus
 from ragsweep.pipeline.served_cache import ServedCache
 from ragsweep.pipeline.store import ChunkInfo, Query, RagStore, chunk_texts
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS = [
     "Which moon of Jupiter has its own magnetic field?",
     "How long should the levain dough proof in the refrigerator?",

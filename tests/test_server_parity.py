@@ -48,9 +48,8 @@ import pytest
 
 from loopback import free_port, post_json, stop
 from server_parity_app import overrides_of
+from support import PIPELINE, ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-PIPELINE = ROOT / "pipelines" / "default.yaml"
 DOCS = ROOT / "datasets" / "cuad-mini" / "docs"
 APP = Path(__file__).resolve().parent / "server_parity_app.py"
 

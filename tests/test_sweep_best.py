@@ -18,8 +18,8 @@ from ragsweep.pipeline.yaml_edit import check_values, set_values
 from ragsweep.report.best_pipeline import HEADER
 from ragsweep.report.runs import read_cases, read_sweep
 from ragsweep.report.terminal import TERMINAL_COLUMNS
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "tests" / "fixtures" / "apps" / "rag_evals_style.yaml"
 
 

@@ -20,8 +20,8 @@ from ragsweep.evaluation.storage import expand_lines
 from ragsweep.report.compare import compare_runs
 from ragsweep.report.html import write_html_report
 from ragsweep.report.runs import RunFolderError, read_cases, read_chunk_texts
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 GRID = (
     "grid:\n  top_k: [1, 3]\n  retriever_mode: [bm25]\nbaseline: {top_k: 3, retriever_mode: bm25}\n"
     "objectives: [recall@k, mrr@k]\nks: [1, 3]\n"

@@ -5,12 +5,12 @@ recomputes no finished configuration."""
 import csv
 import json
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-DATASET = ROOT / "datasets" / "cuad-mini"
+from support import MINI as DATASET
+from support import ROOT
+
 LIMIT = 6
 
 GRID = """\

@@ -1,15 +1,12 @@
 """Sweep bookkeeping: Pareto front, grid expansion, resume guard."""
 
-from pathlib import Path
-
 import pytest
 
 from ragsweep.commands.sweep import SweepOptions, run_sweep
 from ragsweep.core.errors import RunError
 from ragsweep.evaluation.sweep import SweepGrid, pareto_front
 from ragsweep.report.runs import read_cases
-
-ROOT = Path(__file__).resolve().parent.parent
+from support import ROOT
 
 
 def test_pareto_front_keeps_only_undominated_points():

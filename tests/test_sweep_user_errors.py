@@ -14,10 +14,8 @@ from pathlib import Path
 import pytest
 
 from ragsweep.cli import main
+from support import MINI, PIPELINE
 
-ROOT = Path(__file__).resolve().parent.parent
-PIPELINE = ROOT / "pipelines" / "default.yaml"
-MINI = ROOT / "datasets" / "cuad-mini"
 # 10^6 configurations: expanded, this took minutes and gigabytes
 HUGE = "grid:\n" + "".join(
     f"  {axis}: {values}\n"

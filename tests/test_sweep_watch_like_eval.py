@@ -13,11 +13,10 @@ import pytest
 
 import ragsweep
 from ragsweep.report.terminal import sweep_table
+from support import PIPELINE as DEFAULT
+from support import ZH
 from test_component_arguments import ADAPTIVE_APP, _dataset, _write
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT = ROOT / "pipelines" / "default.yaml"
-ZH = ROOT / "datasets" / "zh-long"
 WARNED = "pipelines/chinese.yaml can"  # the language warning's remedy, in eval's line and in a sweep's
 
 

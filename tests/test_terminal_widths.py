@@ -9,8 +9,7 @@ from pathlib import Path
 
 from ragsweep.report.runs import read_run
 from ragsweep.report.terminal import TERMINAL_COLUMNS, fit, gate_passed_line, summary_table
-
-RUNS = Path(__file__).resolve().parent / "fixtures" / "runs"
+from support import RUNS
 
 
 def _run(tmp_path: Path, answerer: str) -> Path:

@@ -4,13 +4,11 @@ document is parsed and without leaving a run folder."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from ragsweep.cli import main
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 ARGS = [
     "eval",
     "--pipeline",

@@ -17,9 +17,7 @@ from ragsweep.evaluation.case_scoring import build_case_result
 from ragsweep.evaluation.scoring import aggregate
 from ragsweep.metrics.relevance import UNLOCATED, mark_hits, unlocated_evidence
 from ragsweep.report.runs import read_sweep
-
-ROOT = Path(__file__).resolve().parent.parent
-PIPELINE = ROOT / "pipelines" / "default.yaml"
+from support import PIPELINE, ROOT
 
 CONTRACT = (
     "DISTRIBUTION AGREEMENT. This agreement is made between Acme Corp. and Foo Inc. "

@@ -15,11 +15,9 @@ import ragsweep
 from ragsweep.cli import main
 from ragsweep.core.errors import ConfigError, RunError
 from ragsweep.pipeline.config import PipelineConfig, parse_overrides
+from support import MINI, ROOT, RUNS
 
-ROOT = Path(__file__).resolve().parent.parent
-MINI = ROOT / "datasets" / "cuad-mini"
 ZH_DOCS = ROOT / "tests" / "fixtures" / "corpus_zh"
-RUNS = ROOT / "tests" / "fixtures" / "runs"
 
 
 def _one_line_error(capsys, code: int, *named: str) -> str:

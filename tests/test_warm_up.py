@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from ragsweep.evaluation.warm_up import warm_up
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import _converter
 from ragsweep.pipeline.embedding import load_sentence_transformer
-
-ROOT = Path(__file__).resolve().parent.parent
+from support import ROOT
 
 
 def test_warm_up_loads_what_a_changed_document_needs(tmp_path):

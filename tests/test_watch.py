@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 
 from fake_openai import fake_server  # noqa: F401 - a pytest fixture
+from support import MINI, ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-MINI = ROOT / "datasets" / "cuad-mini"
 RAGSWEEP = [sys.executable, "-m", "ragsweep.cli"]
 PIPELINE = str(ROOT / "pipelines" / "default.yaml")
 CASES = "60"  # the first two contracts' cases and some of the third's

