@@ -41,7 +41,7 @@ def internals():
         "EvalOptions": "ragsweep.commands.eval",
         "load_inputs": "ragsweep.commands.inputs",
         "Retrieved": "ragsweep.pipeline.retrieval",
-        "prepare_answering": "ragsweep.evaluation.answering",
+        "prepare_answering": "ragsweep.answer.run_setup",
         "evaluate_configuration": "ragsweep.evaluation.loop",
     }
     found, missing = {}, []

@@ -46,10 +46,16 @@ INTERFACES = {
 }
 # A feature package keeps one concern in one folder although its parts belong to different layers
 # (the judge: its metric beside the metrics, its report beside the evaluation, its page section beside
-# the report). Each of its modules is named with the layer of what it does, so the rules hold module by
+# the report; answering: the answerers in their own layer, the app's answerer with the pipeline it is
+# built from, what a run asks for with the evaluation). Each of its modules is named with the layer of what it does, so the rules hold module by
 # module; its ``__init__`` sits with its lowest module (it imports nothing up).
 FEATURES: dict[str, dict[str, str]] = {
     "judge": {"metric": "metrics", "stats": "metrics", "trust": "evaluation", "report": "evaluation", "html": "report"},
+    "answer": {
+        **dict.fromkeys(("base", "refusal", "prompt", "extractive", "stored_answers", "llm"), "answer"),
+        **dict.fromkeys(("served", "app"), "pipeline"),
+        "run_setup": "evaluation",
+    },
 }
 
 

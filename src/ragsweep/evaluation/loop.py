@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ragsweep.answer.base import Answer
+from ragsweep.answer.served import answer_or_given, app_answers
 from ragsweep.datasets.pathway_limits import served_app_failure
 from ragsweep.datasets.schema import Case, RelevanceConfig
 from ragsweep.evaluation.case_scoring import build_case_result
@@ -26,7 +27,6 @@ from ragsweep.execution.local import LOCAL
 from ragsweep.judge.metric import JudgeVerdict, LLMJudge
 from ragsweep.llm.settings import LLMSettings
 from ragsweep.metrics.ragas_bridge import ragas_answer_scores_batch
-from ragsweep.pipeline.answering import answer_or_given, app_answers
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import Retrieved, Served, serve, store_depths

@@ -234,7 +234,7 @@ class ConfigResult(Aggregate):
     # depth for an ``@k`` objective; None: not tested) and on what ("value" or "lift": value - chance)
     compared_with: dict[str, str | None] = Field(default_factory=dict)
     compared_on: dict[str, str] = Field(default_factory=dict)
-    # with --answers: each LLM part's calls and failure rate (ragsweep.evaluation.answering.llm_calls)
+    # with --answers: each LLM part's calls and failure rate (ragsweep.answer.run_setup.llm_calls)
     llm_calls: dict[str, dict[str, Any]] = Field(default_factory=dict)
     # with --answers: what its answers cost (tokens, price, per 1,000 questions)
     cost: ConfigCost | None = None

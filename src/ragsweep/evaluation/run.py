@@ -27,9 +27,9 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from ragsweep.answer.run_setup import llm_calls, metric_temperature, prepare_answering
 from ragsweep.core.errors import RunError, StageError
 from ragsweep.datasets.schema import Case, Dataset
-from ragsweep.evaluation.answering import llm_calls, metric_temperature, prepare_answering
 from ragsweep.evaluation.context import RunContext, RunState
 from ragsweep.evaluation.endpoints import check_endpoints
 from ragsweep.evaluation.loop import Answering, Evaluated, evaluate_configuration, scored_ks

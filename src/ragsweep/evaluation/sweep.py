@@ -17,7 +17,7 @@ cached on disk by content); every distinct chunk text is embedded once per
 embedder (the SQLite cache of :mod:`ragsweep.pipeline.embedding`); one Pathway index per
 (chunking, retriever) answers every configuration's depths in one graph run; with ``--answers --llm``
 its configurations' app question answerers are asked in one Pathway run too, a request two of them
-send alike sent once (:func:`ragsweep.pipeline.app_answerer.answer_together`), and each
+send alike sent once (:func:`ragsweep.answer.app.answer_together`), and each
 configuration's answer cost is kept (:mod:`ragsweep.evaluation.cost`).
 
 Each configuration's per-case results are written as soon as it is done, so an
@@ -58,9 +58,10 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, Field, ValidationError
 
+from ragsweep.answer.run_setup import llm_calls, prepare_answering
+from ragsweep.answer.served import app_answers_together
 from ragsweep.core.errors import ConfigError, RunError, StageError
 from ragsweep.datasets.schema import Case, Dataset
-from ragsweep.evaluation.answering import llm_calls, prepare_answering
 from ragsweep.evaluation.choice import best_configs, case_lift, depends_on_depth, measured, same_depth_baseline
 from ragsweep.evaluation.context import RunContext, SweepState
 from ragsweep.evaluation.cost import configuration_cost, cost_pareto
@@ -87,7 +88,6 @@ from ragsweep.evaluation.settings import SweepSettings
 from ragsweep.evaluation.storage import expand_lines
 from ragsweep.execution.base import CONFIG_FAILURES, Executor, IndexWork
 from ragsweep.metrics.registry import asked_budgets, at_k_families, at_own_k, lower_is_better, unknown_name
-from ragsweep.pipeline.answering import app_answers_together
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.language import sweep_language_warning

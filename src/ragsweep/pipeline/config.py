@@ -32,7 +32,7 @@ An llm-app ``app.yaml`` works as is:
 - its embedder (``OpenAIEmbedder``...) is built and used as is, behind ragsweep's vector cache
   (:mod:`ragsweep.pipeline.app_components`);
 - its ``question_answerer`` is built only for ``--llm`` answers
-  (:meth:`PipelineConfig.build_question_answerer`, :mod:`ragsweep.pipeline.app_answerer`), over
+  (:meth:`PipelineConfig.build_question_answerer`, :mod:`ragsweep.answer.app`), over
   ragsweep's DocumentStore; ``host``, ``port`` and other server settings are not used;
 - without ``$top_k``, the top-k is ``$search_topk``, else the ``search_topk`` of
   the question answerer (Pathway's default when it sets none); an adaptive answerer's is the depth

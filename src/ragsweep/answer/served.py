@@ -1,5 +1,5 @@
 """The answer the app serves for a question: with ``--llm``, its own question answerer when the
-pipeline declares one (:mod:`ragsweep.pipeline.app_answerer`), else ragsweep's LLM answerer over the
+pipeline declares one (:mod:`ragsweep.answer.app`), else ragsweep's LLM answerer over the
 served chunks; without an LLM the deterministic extractive one; a dataset's own responses are
 scored as given."""
 
@@ -25,7 +25,7 @@ def make_answerer(config: PipelineConfig, use_llm: bool) -> tuple[Any, Any]:
     ragsweep's LLM answerer when asked for (or configured), else the extractive one."""
     if use_llm and config.question_answerer_ref() is not None:
         # deferred: the app's answerer brings the LLM client and httpx, which other runs never need
-        from ragsweep.pipeline.app_answerer import AppAnswerer
+        from ragsweep.answer.app import AppAnswerer
 
         return AppAnswerer(config), LLMSettings.from_mapping(config.scalars())
     if use_llm or config.variables.llm_model:
@@ -36,7 +36,8 @@ def make_answerer(config: PipelineConfig, use_llm: bool) -> tuple[Any, Any]:
 
 def answer(answerer: Any, items: Sequence[tuple[str, Sequence[Hit]]]) -> list[Answer]:
     if hasattr(answerer, "answer_batch"):
-        return answerer.answer_batch(list(items))
+        answers: list[Answer] = answerer.answer_batch(list(items))
+        return answers
     return [answerer.answer(q, list(h)) for q, h in items]
 
 
@@ -62,7 +63,7 @@ def app_answers_together(
     todo = [c for c in cases if not (use_given and c.response is not None)]
     if len(apps) < 2 or not todo:
         return
-    from ragsweep.pipeline.app_answerer import answer_together  # deferred: the LLM client, httpx
+    from ragsweep.answer.app import answer_together  # deferred: the LLM client, httpx
 
     for app in apps:
         app.corpus = corpus

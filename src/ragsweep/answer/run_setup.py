@@ -7,6 +7,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from ragsweep.answer.served import make_answerer
 from ragsweep.datasets.schema import Case
 from ragsweep.evaluation.loop import Answering
 from ragsweep.evaluation.settings import AnswerSettings
@@ -14,7 +15,6 @@ from ragsweep.judge.metric import LLMJudge, probe_judge
 from ragsweep.judge.trust import Probes
 from ragsweep.llm.settings import LLMSettings
 from ragsweep.metrics.ragas_llm import RagasLLMScorer
-from ragsweep.pipeline.answering import make_answerer
 from ragsweep.pipeline.config import PipelineConfig
 
 
