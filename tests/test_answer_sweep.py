@@ -191,8 +191,8 @@ def test_the_adaptive_answerers_iterations_as_an_axis(fake, tmp_path, capsys):
 
 
 def test_the_cost_pareto_set_keeps_what_nothing_beats_on_quality_and_cost():
-    from ragsweep.evaluation.cost import cost_pareto
-    from ragsweep.evaluation.cost_records import ConfigCost
+    from ragsweep.cost.configuration import cost_pareto
+    from ragsweep.cost.records import ConfigCost
     from ragsweep.evaluation.records import ConfigResult
 
     def row(cid: str, judge: float, f1: float, usd: float | None, tokens: float) -> ConfigResult:

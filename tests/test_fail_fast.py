@@ -146,7 +146,7 @@ def test_version_is_the_installed_packages():
 # ---------------------------------------------------------------- --dry-run: no key, no price
 def test_dry_run_needs_no_key_and_says_when_no_price_is_set(tmp_path, monkeypatch, capsys):
     from ragsweep.cli import main
-    from ragsweep.llm.cost import NO_PRICE
+    from ragsweep.cost.calls import NO_PRICE
 
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGSWEEP_LLM_MODEL"):
         monkeypatch.delenv(name, raising=False)
@@ -170,7 +170,7 @@ def test_dry_run_needs_no_key_and_says_when_no_price_is_set(tmp_path, monkeypatc
 
 
 def test_a_cost_without_a_price_is_none_never_zero():
-    from ragsweep.llm.cost import NO_PRICE, CallEstimate, combine, cost_text
+    from ragsweep.cost.calls import NO_PRICE, CallEstimate, combine, cost_text
     from ragsweep.llm.settings import LLMSettings
 
     unpriced = CallEstimate(what="a", model="m", calls=1, prompt_tokens=100).priced(LLMSettings())

@@ -21,12 +21,12 @@ from pathlib import Path
 import pytest
 
 from fake_openai import FakeOpenAI
+from ragsweep.cost.calls import count_message_tokens
 from ragsweep.datasets.loader import load_dataset
 from ragsweep.evaluation.dataset_check import validate_dataset
 from ragsweep.generate.generator import generate
 from ragsweep.generate.settings import GenerateSettings
 from ragsweep.llm.client import LLMClient
-from ragsweep.llm.cost import count_message_tokens
 from ragsweep.llm.settings import LLMSettings
 from support import ROOT
 

@@ -47,7 +47,7 @@ INTERFACES = {
 # A feature package keeps one concern in one folder although its parts belong to different layers
 # (the judge: its metric beside the metrics, its report beside the evaluation, its page section beside
 # the report; answering: the answerers in their own layer, the app's answerer with the pipeline it is
-# built from, what a run asks for with the evaluation). Each of its modules is named with the layer of what it does, so the rules hold module by
+# built from, what a run asks for with the evaluation; cost: what a call costs with the LLM client). Each of its modules is named with the layer of what it does, so the rules hold module by
 # module; its ``__init__`` sits with its lowest module (it imports nothing up).
 FEATURES: dict[str, dict[str, str]] = {
     "judge": {"metric": "metrics", "stats": "metrics", "trust": "evaluation", "report": "evaluation", "html": "report"},
@@ -56,6 +56,7 @@ FEATURES: dict[str, dict[str, str]] = {
         **dict.fromkeys(("served", "app"), "pipeline"),
         "run_setup": "evaluation",
     },
+    "cost": {"calls": "llm", "records": "evaluation", "configuration": "evaluation", "html": "report"},
 }
 
 

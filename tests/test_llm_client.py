@@ -9,10 +9,10 @@ import time
 import pytest
 
 from fake_openai import fake_server, llm_settings  # noqa: F401 - pytest fixtures
+from ragsweep.cost.calls import combine, count_message_tokens, count_tokens, encoding_name
 from ragsweep.llm import LLMClient, LLMSettings
 from ragsweep.llm.cache import ResponseCache, request_key
 from ragsweep.llm.client import EndpointUnreachable
-from ragsweep.llm.cost import combine, count_message_tokens, count_tokens, encoding_name
 
 SECRET = "sk-test-SECRET-0123456789"
 
@@ -184,7 +184,7 @@ def test_token_counting_offline():
 
 
 def test_combine_estimates():
-    from ragsweep.llm.cost import CallEstimate
+    from ragsweep.cost.calls import CallEstimate
 
     a = CallEstimate(what="a", model="m", calls=2, prompt_tokens=10, completion_tokens=5, cost_usd=0.1)
     b = CallEstimate(what="b", model="m", calls=1, prompt_tokens=4, completion_tokens=1, cost_usd=0.2)

@@ -32,10 +32,10 @@ from pydantic import BaseModel, Field
 
 from ragsweep.answer.base import IDK, Answer
 from ragsweep.answer.refusal import is_refusal
+from ragsweep.cost.calls import cost_usd, count_message_tokens
 from ragsweep.datasets.schema import Case
 from ragsweep.llm.cache import CACHE_HEADER
 from ragsweep.llm.client import make_async_openai
-from ragsweep.llm.cost import cost_usd, count_message_tokens
 from ragsweep.llm.endpoint import unreachable_reason
 from ragsweep.llm.errors import describe_error
 from ragsweep.llm.settings import LLMSettings

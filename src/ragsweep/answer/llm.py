@@ -27,7 +27,7 @@ from ragsweep.answer.base import IDK, Answer
 from ragsweep.answer.prompt import validate_template
 from ragsweep.answer.refusal import is_refusal as metric_refusal
 from ragsweep.core.hits import Hit
-from ragsweep.llm.cost import CallEstimate, count_message_tokens
+from ragsweep.cost.calls import CallEstimate, count_message_tokens
 from ragsweep.llm.settings import LLMSettings
 
 if TYPE_CHECKING:  # the client (with httpx) is imported where one is made

@@ -9,10 +9,10 @@ import sys
 from ragsweep.argtypes import add_options, bounded, options_from
 from ragsweep.commands.options import DocumentOptions
 from ragsweep.core.errors import RunError
+from ragsweep.cost.calls import NO_PRICE
 from ragsweep.evaluation.settings import ParseSettings
 from ragsweep.generate.propose import KINDS
 from ragsweep.generate.settings import DEFAULT_DEDUPE_THRESHOLD, GenerateSettings
-from ragsweep.llm.cost import NO_PRICE
 from ragsweep.pipeline.config import parse_overrides
 
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, JsonValue, SerializerFunctionWrapHandler,
 
 from ragsweep.answer.base import Answer
 from ragsweep.core.hits import Hit
-from ragsweep.evaluation.cost_records import ConfigCost, CostPareto
+from ragsweep.cost.records import ConfigCost, CostPareto
 from ragsweep.evaluation.manifest import RunManifest, SweepManifest
 from ragsweep.judge.metric import JudgeVerdict
 from ragsweep.judge.trust import JudgeSection, ScoreAgreement, VerdictAgreement

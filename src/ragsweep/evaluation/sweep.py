@@ -18,7 +18,7 @@ embedder (the SQLite cache of :mod:`ragsweep.pipeline.embedding`); one Pathway i
 (chunking, retriever) answers every configuration's depths in one graph run; with ``--answers --llm``
 its configurations' app question answerers are asked in one Pathway run too, a request two of them
 send alike sent once (:func:`ragsweep.answer.app.answer_together`), and each
-configuration's answer cost is kept (:mod:`ragsweep.evaluation.cost`).
+configuration's answer cost is kept (:mod:`ragsweep.cost.configuration`).
 
 Each configuration's per-case results are written as soon as it is done, so an
 interrupted sweep resumes without recomputing a finished configuration. The sweep
@@ -61,10 +61,10 @@ from pydantic import BaseModel, Field, ValidationError
 from ragsweep.answer.run_setup import llm_calls, prepare_answering
 from ragsweep.answer.served import app_answers_together
 from ragsweep.core.errors import ConfigError, RunError, StageError
+from ragsweep.cost.configuration import configuration_cost, cost_pareto
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.choice import best_configs, case_lift, depends_on_depth, measured, same_depth_baseline
 from ragsweep.evaluation.context import RunContext, SweepState
-from ragsweep.evaluation.cost import configuration_cost, cost_pareto
 from ragsweep.evaluation.endpoints import check_answering
 from ragsweep.evaluation.grid_size import GridSize, grid_size
 from ragsweep.evaluation.loop import Answering, evaluate_configuration, scored_ks

@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ragsweep.cost.configuration import NO_PRICE, Prices, prices_of
 from ragsweep.datasets.schema import Case
-from ragsweep.evaluation.cost import NO_PRICE, Prices, prices_of
 from ragsweep.evaluation.dry_run import longest_chunks, split_corpus
 from ragsweep.evaluation.grid_size import GridSize
 from ragsweep.evaluation.settings import SweepSettings

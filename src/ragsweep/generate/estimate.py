@@ -19,9 +19,9 @@ proposing about ``shortfall x oversample``); the estimate names that bound.
 from __future__ import annotations
 
 from ragsweep.core.hits import Hit
+from ragsweep.cost.calls import CallEstimate, combine, count_message_tokens
 from ragsweep.generate import propose, verify
 from ragsweep.generate.propose import Candidate
-from ragsweep.llm.cost import CallEstimate, combine, count_message_tokens
 from ragsweep.llm.settings import LLMSettings
 
 PROPOSAL_TOKENS = 150

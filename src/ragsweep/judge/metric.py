@@ -39,8 +39,8 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict as ModelDict
 
 from ragsweep.answer.llm import is_refusal
+from ragsweep.cost.calls import CallEstimate, count_message_tokens
 from ragsweep.datasets.schema import ReferenceVerdict
-from ragsweep.llm.cost import CallEstimate, count_message_tokens
 from ragsweep.llm.replies import as_verdict, json_objects
 from ragsweep.llm.settings import LLMSettings
 from ragsweep.metrics import registry

@@ -1,4 +1,5 @@
-"""The LLM path: endpoint settings, a retrying/caching openai client, token counts and costs.
+"""The LLM path: endpoint settings, a retrying/caching openai client (token counts and costs:
+:mod:`ragsweep.cost.calls`).
 
 The package's names are loaded on first use: a module that needs only the costs or the settings does
 not import the client and httpx with them.
@@ -12,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from ragsweep.llm.redact import register_env
 
 if TYPE_CHECKING:
+    from ragsweep.cost.calls import CallEstimate, combine, count_message_tokens, count_tokens
     from ragsweep.llm.client import ChatResult, LLMClient, make_async_openai, make_openai
-    from ragsweep.llm.cost import CallEstimate, combine, count_message_tokens, count_tokens
     from ragsweep.llm.settings import LLMSettings
 
 register_env()  # OPENAI_API_KEY is masked in every log record from the first import on
@@ -23,10 +24,10 @@ _WHERE = {
     "LLMClient": "client",
     "make_async_openai": "client",
     "make_openai": "client",
-    "CallEstimate": "cost",
-    "combine": "cost",
-    "count_message_tokens": "cost",
-    "count_tokens": "cost",
+    "CallEstimate": "ragsweep.cost.calls",
+    "combine": "ragsweep.cost.calls",
+    "count_message_tokens": "ragsweep.cost.calls",
+    "count_tokens": "ragsweep.cost.calls",
     "LLMSettings": "settings",
 }
 
@@ -34,7 +35,8 @@ _WHERE = {
 def __getattr__(name: str) -> Any:
     if name not in _WHERE:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    where = _WHERE[name]
+    return getattr(importlib.import_module(where if "." in where else f"{__name__}.{where}"), name)
 
 
 __all__ = [

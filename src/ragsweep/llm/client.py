@@ -33,9 +33,9 @@ import httpx
 from pydantic import BaseModel
 
 from ragsweep.core.errors import RunError
+from ragsweep.cost.calls import Message, cost_usd, count_message_tokens, count_tokens
 from ragsweep.llm.cache import CACHE_HEADER, AsyncCachingTransport, CachingTransport, shared_cache
 from ragsweep.llm.call_stats import LLMCalls
-from ragsweep.llm.cost import Message, cost_usd, count_message_tokens, count_tokens
 from ragsweep.llm.endpoint import AdaptiveLimit, AsyncEndpointTransport, EndpointTransport
 from ragsweep.llm.errors import UNREACHABLE, describe_error
 from ragsweep.llm.redact import register_secret

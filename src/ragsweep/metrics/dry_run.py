@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 from ragsweep.answer.llm import estimate_answer_calls
 from ragsweep.core.hits import Hit
+from ragsweep.cost.calls import CallEstimate, combine
 from ragsweep.judge.metric import estimate_judge_calls
-from ragsweep.llm.cost import CallEstimate, combine
 from ragsweep.llm.settings import LLMSettings
 from ragsweep.metrics.ragas_llm import METRIC_NAMES, estimate_ragas_calls
 

@@ -48,7 +48,7 @@ from pydantic import BaseModel
 
 from ragsweep.answer.llm import is_refusal
 from ragsweep.core.offline import embedder_model_path, ensure_offline
-from ragsweep.llm.cost import CallEstimate, count_tokens
+from ragsweep.cost.calls import CallEstimate, count_tokens
 from ragsweep.llm.errors import describe_error
 from ragsweep.llm.settings import LLMSettings
 from ragsweep.metrics.registry import RAGAS_LLM_METRICS

@@ -38,7 +38,7 @@ from pydantic import BaseModel
 from ragsweep.core import environment
 from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
 from ragsweep.core.errors import EngineError, StageError, VectorError
-from ragsweep.llm.cost import cost_text
+from ragsweep.cost.calls import cost_text
 from ragsweep.llm.errors import describe_error
 from ragsweep.pipeline.arguments import ComponentArguments
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragsweep.cost.html import cost_section
 from ragsweep.evaluation.records import (
     Aggregate,
     Baseline,
@@ -30,7 +31,6 @@ from ragsweep.metrics.registry import REPEATS, at_k_families, curve_families, he
 from ragsweep.metrics.uninformative import answerer_way, uninformative
 from ragsweep.report import svg
 from ragsweep.report.assets import CSS, JS
-from ragsweep.report.cost_html import cost_section
 from ragsweep.report.drilldown import PACKED_TYPE, drilldown_html, pack
 from ragsweep.report.history import history_html
 from ragsweep.report.live import LIVE_CSP, live_script

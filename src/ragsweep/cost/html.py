@@ -3,7 +3,7 @@ what its answers cost per 1,000 questions, its Pareto set marked, and the costs 
 
 from __future__ import annotations
 
-from ragsweep.evaluation.cost_records import NO_PRICE, USD_AXIS
+from ragsweep.cost.records import NO_PRICE, USD_AXIS
 from ragsweep.evaluation.records import SweepResult
 from ragsweep.report import svg
 from ragsweep.report.svg import esc, fmt

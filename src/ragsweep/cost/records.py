@@ -1,4 +1,4 @@
-"""What a configuration's answers cost, as sweep.json holds it (:mod:`ragsweep.evaluation.cost` computes it)."""
+"""What a configuration's answers cost, as sweep.json holds it (:mod:`ragsweep.cost.configuration` computes it)."""
 
 from __future__ import annotations
 

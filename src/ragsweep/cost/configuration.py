@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ragsweep.evaluation.cost_records import NO_PRICE, TOKEN_AXIS, USD_AXIS, ConfigCost, CostPareto, Prices
+from ragsweep.cost.records import NO_PRICE, TOKEN_AXIS, USD_AXIS, ConfigCost, CostPareto, Prices
 from ragsweep.evaluation.records import CaseResult, ConfigResult
 from ragsweep.metrics.registry import lower_is_better, spec
 from ragsweep.pipeline.config import PipelineConfig
@@ -27,7 +27,7 @@ FALLBACK_QUALITY = "token_f1"  # without the judge, ragas or unanswerable cases
 def configuration_cost(config: PipelineConfig, cases: Sequence[CaseResult], answerer: object) -> ConfigCost:
     """What the answers of ``cases`` cost at the pipeline's prices."""
     # deferred: tiktoken loads its encodings (~0.3 s); a sweep without answers never counts
-    from ragsweep.llm.cost import count_tokens
+    from ragsweep.cost.calls import count_tokens
 
     answered = [c for c in cases if c.answer is not None and c.answer.answerer not in ("dataset", "extractive")]
     prices = prices_of(config)
