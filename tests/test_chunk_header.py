@@ -225,7 +225,7 @@ def test_eval_and_a_sweep_over_the_header(dataset, tmp_path, monkeypatch):
 
 
 def test_the_dry_run_counts_the_header_and_generation_quotes_the_document(corpus):
-    from ragsweep.evaluation.dry_run import split_corpus as dry_run_chunks
+    from ragsweep.dry_run.run import split_corpus as dry_run_chunks
     from ragsweep.generate.sampling import split_corpus as passages
 
     config = _config("title")

@@ -57,6 +57,7 @@ FEATURES: dict[str, dict[str, str]] = {
         "run_setup": "evaluation",
     },
     "cost": {"calls": "llm", "records": "evaluation", "configuration": "evaluation", "html": "report"},
+    "dry_run": {"llm_calls": "metrics", "run": "evaluation", "sweep": "evaluation"},
 }
 
 

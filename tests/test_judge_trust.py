@@ -408,8 +408,8 @@ def test_ragas_llm_replicates_are_separate_requests_and_reported(fake_server, ll
 
 
 def test_dry_run_counts_every_judge_replicate():
+    from ragsweep.dry_run.llm_calls import estimate_llm_run
     from ragsweep.llm.settings import LLMSettings
-    from ragsweep.metrics.dry_run import estimate_llm_run
 
     settings = LLMSettings(model="fake-model", base_url="http://127.0.0.1:9/v1")
     items = [("Who are the parties?", []), ("What is the term?", [])]

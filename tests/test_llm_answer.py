@@ -151,7 +151,7 @@ def test_dry_run_counts_without_calling(fake_server, llm_settings):
 
 
 def test_whole_run_dry_run(fake_server, llm_settings):
-    from ragsweep.metrics.dry_run import estimate_llm_run
+    from ragsweep.dry_run.llm_calls import estimate_llm_run
 
     items = [("What is the term?", HITS), ("Who audits?", HITS)]
     est = estimate_llm_run(items, llm_settings, references=["Three years.", ""])

@@ -21,8 +21,8 @@ from ragsweep.commands.inputs import answer_settings, dataset_hash, load_inputs,
 from ragsweep.commands.options import AnswerOptions, RunInputs
 from ragsweep.core.errors import RunError
 from ragsweep.datasets.schema import Case, Dataset
+from ragsweep.dry_run.run import dry_run_report
 from ragsweep.evaluation.context import RunState, Where, open_run, run_state
-from ragsweep.evaluation.dry_run import dry_run_report
 from ragsweep.evaluation.endpoints import check_answering
 from ragsweep.evaluation.loop import scored_ks
 from ragsweep.evaluation.parse_failures import parser_failure_gate

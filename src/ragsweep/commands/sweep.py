@@ -17,6 +17,7 @@ from ragsweep.commands.inputs import answer_settings, load_inputs, parse_setting
 from ragsweep.commands.options import AnswerOptions, RunInputs
 from ragsweep.core.errors import ConfigError, RunError
 from ragsweep.datasets.schema import Case, Dataset
+from ragsweep.dry_run.sweep import SweepEstimate, estimate_sweep
 from ragsweep.evaluation.context import Where, open_run, sweep_state
 from ragsweep.evaluation.grid_size import MAX_CONFIGURATIONS, MAX_INDEX_GROUPS
 from ragsweep.evaluation.records import SweepResult
@@ -24,7 +25,6 @@ from ragsweep.evaluation.run import parse_corpus
 from ragsweep.evaluation.settings import SweepSettings, option
 from ragsweep.evaluation.sweep import SweepRun, choice_and_holdout, load_grid, load_sweep
 from ragsweep.evaluation.sweep import run_sweep as sweep_core
-from ragsweep.evaluation.sweep_dry_run import SweepEstimate, estimate_sweep
 from ragsweep.execution.base import Executor, ExecutorError
 from ragsweep.execution.registry import ExecutorSettings, check_executor, open_executor
 from ragsweep.pipeline.config import PipelineConfig

@@ -1,8 +1,9 @@
 """Dry run of a whole LLM run: answer + judge + ragas LLM metrics, nothing sent.
 
 It sums the estimates of the answerer (:mod:`ragsweep.answer.llm`) and of the LLM metrics
-(:mod:`ragsweep.judge.metric`, :mod:`ragsweep.metrics.ragas_llm`), so it sits with the metrics,
-above both; :mod:`ragsweep.llm` (the client, settings and token counts) imports neither.
+(:mod:`ragsweep.judge.metric`, :mod:`ragsweep.metrics.ragas_llm`), so it sits in the metrics' layer,
+above both; :mod:`ragsweep.llm` and :mod:`ragsweep.cost.calls` (the client, settings and token counts)
+import neither.
 """
 
 from __future__ import annotations

@@ -17,11 +17,11 @@ from pydantic import BaseModel, Field
 
 from ragsweep.cost.configuration import NO_PRICE, Prices, prices_of
 from ragsweep.datasets.schema import Case
-from ragsweep.evaluation.dry_run import longest_chunks, split_corpus
+from ragsweep.dry_run.llm_calls import estimate_llm_run
+from ragsweep.dry_run.run import longest_chunks, split_corpus
 from ragsweep.evaluation.grid_size import GridSize
 from ragsweep.evaluation.settings import SweepSettings
 from ragsweep.llm.settings import LLMSettings
-from ragsweep.metrics.dry_run import estimate_llm_run
 from ragsweep.pipeline.app_components import EmbeddingSpend, estimate_embeddings
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus

@@ -9,9 +9,9 @@ from ragsweep.answer.served import make_answerer
 from ragsweep.core.environment import placeholder_openai_key
 from ragsweep.core.hits import Hit
 from ragsweep.datasets.schema import Case
+from ragsweep.dry_run.llm_calls import estimate_llm_run
 from ragsweep.evaluation.loop import scored_ks
 from ragsweep.evaluation.settings import RunSettings
-from ragsweep.metrics.dry_run import estimate_llm_run
 from ragsweep.pipeline.app_components import EMBEDDING_NO_PRICE, estimate_embeddings
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
