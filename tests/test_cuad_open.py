@@ -13,7 +13,7 @@ from ragsweep.datasets import load_dataset
 from ragsweep.datasets.build import build_cuad_open
 from ragsweep.datasets.cuad import import_cuad
 from ragsweep.datasets.cuad_naming import contract_parties, contract_phrase, contract_question, contract_title
-from ragsweep.evaluation.dataset_check import validate_dataset
+from ragsweep.validate.parsed import validate_dataset
 from support import DATASETS, ROOT
 
 SMALL = ROOT / "tests" / "fixtures" / "datasets" / "cuad_small"

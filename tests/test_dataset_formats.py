@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from ragsweep.commands.validate import main
 from ragsweep.datasets import (
     UNSCOPABLE_REASON,
     Case,
@@ -20,7 +19,8 @@ from ragsweep.datasets import (
     unscopable_reason,
     write_cases,
 )
-from ragsweep.evaluation.dataset_check import validate_dataset
+from ragsweep.validate.command import main
+from ragsweep.validate.parsed import validate_dataset
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "datasets"
 

@@ -19,7 +19,7 @@ from ragsweep.datasets._util import contract_key, split_for
 from ragsweep.datasets.cuad import import_cuad, read_categories, split_excerpts
 from ragsweep.datasets.pathway_tsv import PATHWAY_QUESTIONS, import_pathway_labeled
 from ragsweep.datasets.trec import cranfield_grade, import_cranfield, parse_dotted
-from ragsweep.evaluation.dataset_check import validate_dataset
+from ragsweep.validate.parsed import validate_dataset
 from support import DATASETS
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "datasets"

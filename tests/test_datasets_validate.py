@@ -5,9 +5,9 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from ragsweep.commands.validate import main
 from ragsweep.datasets import load_dataset
-from ragsweep.evaluation.dataset_check import validate_cases_file, validate_dataset
+from ragsweep.validate.command import main
+from ragsweep.validate.parsed import validate_cases_file, validate_dataset
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "datasets"
 

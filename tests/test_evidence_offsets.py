@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from ragsweep.commands.validate import main
 from ragsweep.core.hits import Hit
 from ragsweep.datasets.loader import case_to_json, load_dataset, read_cases
 from ragsweep.datasets.schema import Case, Evidence
-from ragsweep.evaluation.dataset_check import validate_dataset
 from ragsweep.metrics.relevance import mark_hits
 from ragsweep.pipeline.corpus import parse_corpus
+from ragsweep.validate.command import main
+from ragsweep.validate.parsed import validate_dataset
 from support import ROOT
 
 CLAUSE = "This Agreement is governed by the laws of the State of New York."
@@ -141,7 +141,7 @@ def test_datasets_without_offsets_load_and_validate_as_before(monkeypatch):
     def no_parse(*args, **kwargs):
         raise AssertionError("validate parsed documents for a dataset without offsets")
 
-    monkeypatch.setattr("ragsweep.evaluation.dataset_check.parse_corpus", no_parse)
+    monkeypatch.setattr("ragsweep.validate.parsed.parse_corpus", no_parse)
     assert validate_dataset(mini) == []
 
 

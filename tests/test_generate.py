@@ -23,11 +23,11 @@ import pytest
 from fake_openai import FakeOpenAI
 from ragsweep.cost.calls import count_message_tokens
 from ragsweep.datasets.loader import load_dataset
-from ragsweep.evaluation.dataset_check import validate_dataset
 from ragsweep.generate.generator import generate
 from ragsweep.generate.settings import GenerateSettings
 from ragsweep.llm.client import LLMClient
 from ragsweep.llm.settings import LLMSettings
+from ragsweep.validate.parsed import validate_dataset
 from support import ROOT
 
 OVERRIDES = {"min_tokens": 30, "max_tokens": 90, "retriever_mode": "bm25", "top_k": 3}

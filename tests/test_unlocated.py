@@ -185,7 +185,7 @@ def test_validate_parse_shows_the_closest_passage(dataset, capsys):
 def test_plain_validate_locates_what_it_can_read_and_counts_what_needs_a_parse(dataset, tmp_path, capsys, monkeypatch):
     import shutil
 
-    from ragsweep.commands.validate import main as validate_main
+    from ragsweep.validate.command import main as validate_main
 
     monkeypatch.setenv("RAGSWEEP_CACHE_DIR", str(tmp_path / "cache"))  # no document parsed before
     (dataset / "dataset.yaml").write_text("name: unlocated\nrelevance: word_overlap\n")
@@ -226,8 +226,8 @@ def test_a_sweeps_unserved_depth_counts_each_case_once():
 
 
 def test_validate_says_why_the_word_rule_misses_a_span_whose_text_is_there():
-    from ragsweep.datasets.validate import closest_passage
-    from ragsweep.evaluation.dataset_check import unlocated_problems
+    from ragsweep.validate.dataset import closest_passage
+    from ragsweep.validate.parsed import unlocated_problems
 
     rule = RelevanceConfig(rule="word_overlap")
     case = _case("c1", "ACME CORP. and FOO INC.")  # the text is there, in other case: Pathway's rule is case-sensitive

@@ -19,17 +19,17 @@ from ragsweep.commands.init import add_arguments as init_arguments
 from ragsweep.commands.init import run_init_cli
 from ragsweep.commands.options import DocumentOptions
 from ragsweep.commands.sweep import SweepOptions, run_sweep_cli
-from ragsweep.commands.validate import add_arguments as validate_arguments
-from ragsweep.commands.validate import parse_only_line, parse_options
 from ragsweep.commands.watch import WatchOptions, run_watch
 from ragsweep.core.errors import ConfigError, RunError, StageError
 from ragsweep.core.offline import ensure_offline
 from ragsweep.core.quiet import silence_dependency_warnings
 from ragsweep.core.starter import DEFAULT_PIPELINE
-from ragsweep.evaluation.dataset_check import check_dataset
 from ragsweep.pipeline.app_components import AppComponentError
 from ragsweep.pipeline.config import PipelineConfig, parse_overrides
 from ragsweep.pipeline.corpus import CorpusError, parse_corpus, shown_name
+from ragsweep.validate.command import add_arguments as validate_arguments
+from ragsweep.validate.command import parse_only_line, parse_options
+from ragsweep.validate.parsed import check_dataset
 
 
 def _fail(message: str, code: int = 2) -> int:

@@ -22,12 +22,12 @@ from ragsweep.datasets.loader import (
     resolve_doc_ids,
 )
 from ragsweep.datasets.schema import Case, Dataset, DatasetSettings, UnlocatedMode, list_doc_ids
-from ragsweep.datasets.validate import oversized, validate_cases, validate_offsets
-from ragsweep.evaluation.dataset_check import parsed_texts, validate_dataset
 from ragsweep.evaluation.runfolder import file_hash
 from ragsweep.evaluation.selection import select_cases
 from ragsweep.evaluation.settings import AnswerSettings, ParseSettings, Selection
 from ragsweep.pipeline.config import PipelineConfig
+from ragsweep.validate.dataset import oversized, validate_cases, validate_offsets
+from ragsweep.validate.parsed import parsed_texts, validate_dataset
 
 MAX_PROBLEMS_SHOWN = 30
 

@@ -1,4 +1,4 @@
-"""Evaluation datasets: canonical case schema, loaders, validation and importers.
+"""Evaluation datasets: canonical case schema, loaders and importers.
 
 Public API::
 
@@ -7,7 +7,7 @@ Public API::
     clean_query("What?!")      # the question as the query parser gets it ("" = nothing to search)
     unscopable_reason("a`b")  # why a doc id cannot be in a doc_scope (None = it can)
 
-A dataset checked against its parsed documents: :func:`ragsweep.evaluation.dataset_check.validate_dataset`.
+A dataset's checks, on its own and against its parsed documents: :mod:`ragsweep.validate`.
 
 Importers (each also a CLI via ``python -m``): :mod:`.cuad`, :mod:`.pathway_tsv`,
 :mod:`.trec` (Cranfield); :mod:`.build` regenerates the shipped datasets.

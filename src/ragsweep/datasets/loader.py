@@ -675,7 +675,7 @@ def load_dataset(path: str | Path, split: str | None = None) -> Dataset:
     ``split`` ("dev"/"test") keeps only the cases of that split. Document references given
     as a unique file stem are resolved to the document's id (:func:`resolve_doc_ids`). Raises
     :class:`DatasetError` when the cases file or the settings have problems, or a stem names
-    several documents (run :func:`ragsweep.evaluation.dataset_check.validate_dataset` for the full report,
+    several documents (run :func:`ragsweep.validate.parsed.validate_dataset` for the full report,
     including document ids missing from ``docs/``).
     """
     root = Path(path)

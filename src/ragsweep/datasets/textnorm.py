@@ -4,7 +4,7 @@
 Quotes and dashes straightened, soft hyphens and zero-width characters dropped, NFKC, casefold,
 runs of whitespace collapsed to one space; :func:`normalize_map` also gives, for each normalised
 character, the ``[start, end)`` of the original characters it came from. The dataset checks
-(:mod:`ragsweep.evaluation.dataset_check`: do a case's offsets point at its quote?), the relevance rule
+(:mod:`ragsweep.validate.parsed`: do a case's offsets point at its quote?), the relevance rule
 and the generator all compare texts through this one function.
 """
 

@@ -29,7 +29,6 @@ from pydantic import JsonValue
 
 from ragsweep.core.hits import Hit
 from ragsweep.datasets.loader import load_dataset
-from ragsweep.evaluation.dataset_check import validate_dataset
 from ragsweep.evaluation.runfolder import now
 from ragsweep.generate import failures as failures_mod
 from ragsweep.generate import propose, verify
@@ -54,6 +53,7 @@ from ragsweep.llm.settings import LLMSettings
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import parse_corpus
 from ragsweep.pipeline.store import RagStore
+from ragsweep.validate.parsed import validate_dataset
 
 GENERATOR = "ragsweep's own generator (ragsweep.generate)"
 MAX_ASKS = 2  # a candidate whose call failed at the endpoint goes through the steps at most this often

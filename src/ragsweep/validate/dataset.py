@@ -16,7 +16,7 @@ rule-specific needs (``relevance: doc_id`` needs relevant_ids or evidence doc id
 ``dataset.yaml`` errors, missing ``docs/`` or ``README.md``. Problems about one case name its id.
 
 The checks that need the documents parsed (evidence offsets against the parsed text, ``--parse``) are
-:mod:`ragsweep.evaluation.dataset_check`; ``ragsweep validate`` is :mod:`ragsweep.commands.validate`.
+:mod:`ragsweep.validate.parsed`; ``ragsweep validate`` is :mod:`ragsweep.validate.command`.
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 
-from .loader import (
+from ragsweep.datasets.loader import (
     Problem,
 )
-from .pathway_limits import clean_query, unscopable_reason
-from .schema import Case, CaseLimits, Evidence
-from .textnorm import normalize, normalize_map
+from ragsweep.datasets.pathway_limits import clean_query, unscopable_reason
+from ragsweep.datasets.schema import Case, CaseLimits, Evidence
+from ragsweep.datasets.textnorm import normalize, normalize_map
 
 __all__ = [
     "Problem",

@@ -1,7 +1,7 @@
 """Validate a dataset folder or a cases file, collecting ALL problems (never stopping at the first).
 
-``ragsweep validate`` (and ``python -m ragsweep.commands.validate``): the checks of
-:mod:`ragsweep.evaluation.dataset_check`, printed one problem a line; without ``--parse`` the
+``ragsweep validate`` (and ``python -m ragsweep.validate.command``): the checks of
+:mod:`ragsweep.validate.parsed`, printed one problem a line; without ``--parse`` the
 evidence is located in the text readable without parsing, and the cases left to ``--parse`` counted.
 """
 
@@ -11,16 +11,16 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TypedDict
+from typing import TextIO, TypedDict
 
 from ragsweep.argtypes import add_options, options_from
 from ragsweep.commands.options import DocumentOptions
 from ragsweep.datasets.loader import cases_file_name, read_cases, read_settings
 from ragsweep.datasets.schema import list_doc_ids
-from ragsweep.evaluation.dataset_check import check_dataset, validate_cases_file
+from ragsweep.validate.parsed import check_dataset, validate_cases_file
 
 
-def main(argv: Sequence[str] | None = None, out=None) -> int:
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     """``ragsweep validate --dataset D``: print every problem; exit code 0 when valid, 1 otherwise."""
     out = out or sys.stdout
     parser = argparse.ArgumentParser(prog="ragsweep validate", description=__doc__.splitlines()[0])

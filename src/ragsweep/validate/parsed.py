@@ -1,5 +1,5 @@
 """A dataset checked against its documents as the eval parses them, on top of its own checks
-(:mod:`ragsweep.datasets.validate`): every problem sorted by file and line.
+(:mod:`ragsweep.validate.dataset`): every problem sorted by file and line.
 
 Evidence offsets (``evidence[i].start``/``.end``): always ``0 <= start < end``, both or neither,
 with a ``doc_id`` (the schema). When some case carries offsets and ``docs/`` exists, its
@@ -38,10 +38,10 @@ from ragsweep.datasets.loader import (
     resolve_doc_ids,
 )
 from ragsweep.datasets.schema import Case, RelevanceConfig, list_doc_ids
-from ragsweep.datasets.validate import closest_passage, shown, unsafe_characters, validate_cases, validate_offsets
 from ragsweep.metrics.relevance import unlocated_evidence, word_overlap_ratio
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import NEEDS_PARSING, CorpusError, parse_corpus, read_without_parsing
+from ragsweep.validate.dataset import closest_passage, shown, unsafe_characters, validate_cases, validate_offsets
 
 
 def parsed_texts(
