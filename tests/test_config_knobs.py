@@ -176,6 +176,37 @@ def test_the_knob_model_covers_the_llm_settings():
     assert {f"llm_{name}" for name in LLMSettings.model_fields} <= set(PipelineVariables.model_fields)
 
 
+def test_the_llm_knobs_take_their_bounds_from_the_llm_settings(monkeypatch):
+    """``LLMSettings`` is the one declaration of the ``llm_*`` bounds: a changed bound changes the knob."""
+    from pydantic import Field
+
+    from ragsweep.core.knob import knobs_of_model
+    from ragsweep.llm import settings
+
+    knobs = {k.name: k for k in settings.KNOBS}
+    assert set(knobs) == {f"llm_{name}" for name in settings.LLMSettings.model_fields}
+    assert knobs["llm_concurrency"].domain() == {"integer": True, "low": 1, "high": 64}
+    assert knobs["llm_timeout"].domain() == {"integer": False, "low": 0, "low_open": True}
+    assert knobs["llm_embeddings"].domain() == {"choices": ["minilm", "endpoint"]}
+    assert knobs["llm_max_tokens"].default == 512 and knobs["llm_max_tokens"].nullable
+
+    class Wider(settings.LLMSettings):
+        concurrency: int = Field(default=4, ge=1, le=128)
+
+    wider = {k.name: k for k in knobs_of_model(Wider, "llm_", settings._KNOB_MESSAGES, settings._KNOB_STAGES)}
+    assert wider["llm_concurrency"].domain()["high"] == 128
+
+
+def test_each_stage_marks_what_its_knobs_change():
+    from ragsweep.pipeline.knobs import knobs_affecting
+
+    assert knobs_affecting("chunks") == ("min_tokens", "max_tokens", "chunk_header")
+    assert "route_docs" in knobs_affecting("index") and "top_k" not in knobs_affecting("index")
+    # the ones a key adds by value: a component's argument is in that component's definition already
+    assert knobs_affecting("index", applied_by="ragsweep") == ("route_docs",)
+    assert knobs_affecting("chunks", applied_by="ragsweep") == ()
+
+
 # ------------------------------------------------------------------ --limit
 
 

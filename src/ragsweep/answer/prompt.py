@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ragsweep.core.knob import Knob
+
 
 def validate_template(template: str) -> str:
     """``$prompt_template`` as Pathway's ``RAGPromptTemplate`` takes it: ``{context}`` and ``{query}``, no other field."""
@@ -14,3 +16,25 @@ def validate_template(template: str) -> str:
             f"prompt template may use only {{context}} and {{query}} (escape other braces as {{{{ }}}}): {err}"
         ) from err
     return template
+
+
+def _check_template(value: str | None) -> str | None:
+    if value is not None:
+        try:
+            validate_template(value)
+        except ValueError as err:
+            raise ValueError(f"must be null (Pathway's RAG prompt) or a template: {err}") from None
+    return value
+
+
+KNOBS = (
+    Knob(
+        name="prompt_template",
+        kind="str",
+        nullable=True,
+        message="must be null or a string with the {context} and {query} placeholders",
+        affects="answer",
+        applied_by="ragsweep",
+        check=_check_template,
+    ),
+)

@@ -19,13 +19,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, SecretStr, field_validator
 
 from ragsweep.core.cache_files import default_cache_dir
+from ragsweep.core.knob import Knob, Stage, knobs_of_model
 from ragsweep.llm.redact import register_secret
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -42,9 +44,9 @@ class LLMSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     base_url: str = DEFAULT_BASE_URL
-    model: str = DEFAULT_MODEL
+    model: str = Field(default=DEFAULT_MODEL, min_length=1)
     api_key: SecretStr = Field(default=SecretStr(""), repr=False)
-    api_key_env: str = "OPENAI_API_KEY"
+    api_key_env: str = Field(default="OPENAI_API_KEY", min_length=1)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(default=512, ge=1)
     timeout: float = Field(default=60.0, gt=0)  # seconds, per attempt
@@ -54,15 +56,15 @@ class LLMSettings(BaseModel):
     # the most bytes of a chat reply read; a bigger one is that call's error, never cached
     max_reply_bytes: int = Field(default=1_000_000, ge=1_000)
     cache: bool = True
-    cache_dir: str = Field(default_factory=default_llm_cache_dir)
+    cache_dir: str = Field(default_factory=default_llm_cache_dir, min_length=1)
     # USD per 1,000 tokens, for the costs shown; None: no price set (a cost is then "no price set", never $0)
     price_per_1k_prompt: float | None = Field(default=None, ge=0.0)
     price_per_1k_completion: float | None = Field(default=None, ge=0.0)
     json_mode: bool = True  # send response_format=json_object for structured replies (judge)
     # embeddings for ragas AnswerRelevancy / AnswerCorrectness similarity:
     # "minilm" = offline all-MiniLM-L6-v2; "endpoint" = the endpoint's /embeddings with embedding_model
-    embeddings: str = "minilm"
-    embedding_model: str = "text-embedding-3-small"
+    embeddings: Literal["minilm", "endpoint"] = "minilm"
+    embedding_model: str = Field(default="text-embedding-3-small", min_length=1)
 
     def model_post_init(self, __context: Any) -> None:
         register_secret(self.api_key.get_secret_value())
@@ -71,13 +73,6 @@ class LLMSettings(BaseModel):
     @classmethod
     def _strip_slash(cls, v: str) -> str:
         return v.rstrip("/")
-
-    @field_validator("embeddings")
-    @classmethod
-    def _check_embeddings(cls, v: str) -> str:
-        if v not in ("minilm", "endpoint"):
-            raise ValueError("embeddings must be 'minilm' or 'endpoint'")
-        return v
 
     # ------------------------------------------------------------ construction
     @classmethod
@@ -150,3 +145,40 @@ class LLMSettings(BaseModel):
 
     def __str__(self) -> str:  # never the key
         return f"LLMSettings(model={self.model!r}, base_url={self.base_url!r})"
+
+
+# ------------------------------------------------------------ the llm_* knobs
+def _check_url(value: str | None) -> str | None:
+    if value is not None and not re.match(r"^https?://\S+$", value):
+        raise ValueError("must be an http:// or https:// URL, or null")
+    return value
+
+
+# the line a bad ``$llm_<field>`` gets; its type, bounds and default are the field's own
+_KNOB_MESSAGES = {
+    "base_url": "must be an http:// or https:// URL, or null",
+    "model": "must be a non-empty string, or null",
+    "api_key": "must be a string, or null",
+    "api_key_env": "must be the name of an environment variable, or null",
+    "temperature": "must be a number from 0 to 2, or null",
+    "max_tokens": "must be an integer >= 1, or null",
+    "timeout": "must be a number of seconds > 0, or null",
+    "max_retries": "must be an integer >= 0, or null",
+    "concurrency": "must be an integer from 1 to 64, or null",
+    "max_reply_bytes": "must be an integer >= 1000 (bytes), or null",
+    "cache": "must be true or false, or null",
+    "cache_dir": "must be a non-empty path, or null",
+    "price_per_1k_prompt": "must be a number >= 0, or null",
+    "price_per_1k_completion": "must be a number >= 0, or null",
+    "json_mode": "must be true or false, or null",
+    "embeddings": "must be 'minilm' or 'endpoint', or null",
+    "embedding_model": "must be a non-empty string, or null",
+}
+# what each changes: the answers and the LLM metrics, how the calls go, or only the costs shown
+_RUN_ONLY = ("api_key", "api_key_env", "timeout", "max_retries", "concurrency", "max_reply_bytes", "cache", "cache_dir")
+_KNOB_STAGES: dict[str, Stage] = {name: "run" if name in _RUN_ONLY else "answer" for name in LLMSettings.model_fields}
+_KNOB_STAGES |= {"price_per_1k_prompt": "cost", "price_per_1k_completion": "cost"}
+
+KNOBS: tuple[Knob, ...] = knobs_of_model(
+    LLMSettings, "llm_", _KNOB_MESSAGES, _KNOB_STAGES, base_url={"check": _check_url}, api_key={"default": None}
+)

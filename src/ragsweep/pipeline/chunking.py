@@ -25,8 +25,7 @@ from pathway.xpacks.llm.splitters import TokenCountSplitter
 
 from ragsweep.core.errors import ConfigError
 from ragsweep.core.offline import ensure_offline
-
-CHUNK_HEADERS = ("none", "title", "title+heading")
+from ragsweep.pipeline.chunking_knobs import CHUNK_HEADERS
 
 
 def header_of(mode: str, metadata: dict[str, Any], start: int) -> str:
