@@ -10,6 +10,12 @@ differently once you know that chance gives 0.80. This module computes, for one 
 * **oracle**: the best value of the metric at k over all orderings of the candidates (the
   ceiling left by chunking and relevance marking: an item no candidate covers caps recall).
 
+Each metric brings its own levels: its declaration hands the registry a chance and an oracle
+function (the closed forms and searches below are :mod:`ragsweep.metrics.levels`' functions, one
+per metric), and what of a verdict it reads. This module groups the candidates, caches the searches
+and the levels, and enumerates or samples the orderings where no closed form holds; it asks the
+registry, never a metric's name, what to do.
+
 Input
 -----
 The *candidates* of a case are all the chunks in its scope (every chunk of the scoped
@@ -158,6 +164,7 @@ from functools import lru_cache
 from typing import NotRequired, TypedDict, TypeVar
 
 from . import registry
+from .levels import BudgetCandidates, BudgetLevels, Estimate, Stop, idcg, ideal_dcg
 from .retrieval import Judgement, RankVerdict, parse_budget, parse_metric, per_case_value
 
 __all__ = [
@@ -170,34 +177,10 @@ __all__ = [
     "case_baselines",
 ]
 
-# the token-budget families whose levels _Chunks.values computes
-_BUDGETED: tuple[str, ...] = ("hit_rate", "recall")
-# what the enumeration of chunk types may merge: the metrics that read only relevance, or only covers
-_ONLY_RELEVANT = {"hits", "hit_rate", "precision", "mrr", "first_relevant_rank"}
-_ONLY_COVERS = {"recall", "ndcg", "r_precision"}
-
 DEFAULT_SAMPLES = 2000
 DEFAULT_EXACT_BUDGET = 5000
 DEFAULT_SEARCH_BUDGET = 100_000
 _MAX_ENUM_DEPTH = 400  # recursion guard for enumeration (deeper words are sampled)
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A chance or oracle value and how it was obtained.
-
-    ``method``: ``"closed_form"`` (exact formula), ``"enumerated"`` (exact: the ndcg cap
-    walk, or all orderings by chunk type), ``"sampled"`` (mean over ``samples`` seeded random orderings,
-    ``stderr`` = s / sqrt(n)), ``"exact"`` (oracle by exhaustive / branch-and-bound
-    search) or ``"greedy"`` (oracle search cut short: an achievable lower bound).
-    ``value`` is None when the case is not scored (or, for ``first_relevant_rank``, when no
-    relevant chunk can appear in the top k).
-    """
-
-    value: float | None
-    method: str
-    stderr: float = 0.0
-    samples: int = 0
 
 
 # --------------------------------------------------------------------------- the pool
@@ -205,7 +188,8 @@ class Estimate:
 
 @dataclass
 class _Pool:
-    """A case's candidates, grouped by (covered items, relevant)."""
+    """A case's candidates, grouped by (covered items, relevant): the :class:`~.levels.Candidates` the
+    metrics' level functions read, with the searches they ask for (cached here)."""
 
     judgement: Judgement
     keys: list[tuple[frozenset[str], bool]]
@@ -215,12 +199,38 @@ class _Pool:
     items: dict[str, int]
     cover_count: dict[str, int]  # c_j
     rel_cover_count: dict[str, int]  # a_j
+    nodes: int = DEFAULT_SEARCH_BUDGET  # the node budget of every search
     # the best-cover oracles by (family, depth, target, budget), and the budget levels by budget
     cover_cache: dict[tuple[object, ...], tuple[float, str]] = field(default_factory=dict)
     budget_cache: dict[int, tuple[dict[str, Estimate], dict[str, Estimate]]] = field(default_factory=dict)
 
+    def depth(self, k: int) -> int:
+        return self.n if k == 0 else min(k, self.n)
 
-def _pool(j: Judgement, extra_blank: int = 0) -> _Pool:
+    def max_dcg(self, k: int, target: float) -> tuple[float, str]:
+        key = ("max_dcg", k, target, self.nodes)
+        if key not in self.cover_cache:
+            ids, masks = _cover_sets(self)
+            weights = [float(self.items[i]) for i in ids]
+            self.cover_cache[key] = _best_cover(masks, weights, self.depth(k), True, target, self.nodes)
+        return self.cover_cache[key]
+
+    def max_cover(self, depth: int) -> tuple[float, str]:
+        key = ("max_cover", depth, self.nodes)
+        if key not in self.cover_cache:
+            ids, masks = _cover_sets(self)
+            total = float(sum(1 for i in ids if self.cover_count[i] > 0))
+            self.cover_cache[key] = _best_cover(masks, [1.0] * len(ids), depth, False, total, self.nodes)
+        return self.cover_cache[key]
+
+    def ndcg_cap_excess(self, k: int) -> tuple[float, bool] | None:
+        return _ndcg_cap_excess(self, k, self.nodes)
+
+    def searched_oracle(self, metric: str, k: int) -> Estimate:
+        return _search_oracle(self, metric, k, self.nodes)
+
+
+def _pool(j: Judgement, extra_blank: int = 0, nodes: int = DEFAULT_SEARCH_BUDGET) -> _Pool:
     if extra_blank < 0:
         raise ValueError("extra_blank must be >= 0")
     item_ids = frozenset(j.items)
@@ -248,6 +258,7 @@ def _pool(j: Judgement, extra_blank: int = 0) -> _Pool:
         items=dict(j.items),
         cover_count=c,
         rel_cover_count=a,
+        nodes=nodes,
     )
 
 
@@ -257,10 +268,23 @@ def _leveled(base: str) -> registry.MetricSpec | None:
     return spec if spec is not None and spec.chance is not None and spec.oracle is not None else None
 
 
+def _spec(base: str) -> registry.MetricSpec:
+    spec = _leveled(base)
+    assert spec is not None  # _resolve checked
+    return spec
+
+
 def _pooled(base: str) -> bool:
-    """Whether this module's closed forms and searches give ``base``'s levels (else its record's own)."""
+    """Whether ``base``'s levels read the pool of chunk types (else its record's functions read the judgement)."""
     spec = _leveled(base)
     return spec is not None and isinstance(spec.chance, registry.PooledLevel)
+
+
+def _pooled_level(base: str, which: str) -> Callable[[_Pool, int], Estimate | None]:
+    spec = _spec(base)
+    level = spec.chance if which == "chance" else spec.oracle
+    assert isinstance(level, registry.PooledLevel)  # _pooled sent the others to _own_level
+    return level.level
 
 
 def _resolve(metric: str, k: int | None) -> tuple[str, int]:
@@ -278,92 +302,12 @@ def _resolve(metric: str, k: int | None) -> tuple[str, int]:
 
 
 def _name(base: str, k: int) -> str:
-    return base if (k == 0 or base == "r_precision") else f"{base}@{k}"
+    return base if (k == 0 or _spec(base).at_items) else f"{base}@{k}"
 
 
 def _depth(p: _Pool, base: str, k: int) -> int:
     """How many top positions the metric reads (K)."""
-    if base == "r_precision":
-        return min(len(p.items), p.n)
-    return p.n if k == 0 else min(k, p.n)
-
-
-# --------------------------------------------------------------------------- closed forms
-
-
-@lru_cache(maxsize=65536)
-def _moments(n: int, c: int, depth: int) -> tuple[float, float, float, float, float]:
-    """Sums over r <= depth of P_c(r) times 1, 1/r, 1/log2(r+1), (r-1)/r and r.
-
-    P_c(r) = probability that the first of c marked chunks among n (random order) is at r.
-    """
-    if c <= 0 or n <= 0 or depth <= 0:
-        return (0.0, 0.0, 0.0, 0.0, 0.0)
-    s0 = s_inv = s_log = s_rm1 = s_r = 0.0
-    survive = 1.0  # P(first > r - 1)
-    for r in range(1, depth + 1):
-        p = survive * c / (n - r + 1)
-        s0 += p
-        s_inv += p / r
-        s_log += p / math.log2(r + 1)
-        s_rm1 += p * (r - 1) / r
-        s_r += p * r
-        survive *= (n - c - r + 1) / (n - r + 1)
-        if survive <= 0.0:
-            break
-    return (min(s0, 1.0), s_inv, s_log, s_rm1, s_r)
-
-
-def _idcg(items: Mapping[str, int], k: int) -> float:
-    return _ideal_dcg(items.values(), k)
-
-
-def _ideal_dcg(grades: Iterable[float], k: int) -> float:
-    ideal = sorted(grades, reverse=True)
-    if k:
-        ideal = ideal[:k]
-    return sum(g / math.log2(i + 1) for i, g in enumerate(ideal, start=1))
-
-
-def _closed_chance(p: _Pool, base: str, k: int) -> float | None:
-    """The closed form (for ndcg: E[DCG] / IDCG, before the cap excess is subtracted)."""
-    n, m, big_r = p.n, p.m, len(p.items)
-    depth = _depth(p, base, k)
-    if base == "first_relevant_rank":
-        s0, _, _, _, s_r = _moments(n, m, depth)
-        return s_r / s0 if s0 > 0 else None
-    if n == 0:
-        return 0.0
-    if base == "hits":
-        return depth * m / n
-    if base == "precision":
-        return depth * m / (n * (k if k else n))
-    if base == "r_precision":  # = recall@R in retrieval.py
-        return _closed_chance(p, "recall", big_r)
-    if base == "hit_rate":
-        return _moments(n, m, depth)[0]
-    if base == "mrr":
-        return _moments(n, m, depth)[1]
-    if base == "recall":
-        return math.fsum(_moments(n, p.cover_count[i], depth)[0] for i in p.items) / big_r
-    if base == "ndcg":
-        idcg = _idcg(p.items, k)
-        if idcg == 0.0:
-            return 0.0
-        edcg = math.fsum(g * _moments(n, p.cover_count[i], depth)[2] for i, g in p.items.items())
-        return edcg / idcg
-    if base == "map":
-        total = []
-        for i in p.items:
-            c = p.cover_count[i]
-            if c == 0:
-                continue
-            a = p.rel_cover_count[i]
-            _, s_inv, _, s_rm1, _ = _moments(n, c, depth)
-            above = (m - a) / (n - c) * s_rm1 if n > c else 0.0
-            total.append(above + a / c * s_inv)
-        return math.fsum(total) / big_r
-    raise AssertionError(base)
+    return min(len(p.items), p.n) if _spec(base).at_items else p.depth(k)
 
 
 # --------------------------------------------------------------------------- cover search
@@ -379,10 +323,6 @@ def _cover_sets(p: _Pool) -> tuple[list[str], list[int]]:
         if not any(k & mask == mask for k in kept):
             kept.append(mask)
     return ids, kept
-
-
-class _Stop(Exception):
-    pass
 
 
 def _best_cover(
@@ -451,11 +391,11 @@ def _search_cover(
         nonlocal best, nodes
         nodes += 1
         if nodes > budget:
-            raise _Stop("budget")
+            raise Stop("budget")
         if value > best:
             best = value
             if best >= target:
-                raise _Stop("target")
+                raise Stop("target")
         if level == depth:
             return
         cand = []
@@ -476,27 +416,9 @@ def _search_cover(
 
     try:
         dfs(0, 0, 0.0, 0, 0)
-    except _Stop as stop:
+    except Stop as stop:
         return best, str(stop)
     return best, "complete"
-
-
-def _max_dcg(p: _Pool, k: int, target: float, budget: int) -> tuple[float, str]:
-    key = ("max_dcg", k, target, budget)
-    if key not in p.cover_cache:
-        ids, masks = _cover_sets(p)
-        weights = [float(p.items[i]) for i in ids]
-        p.cover_cache[key] = _best_cover(masks, weights, _depth(p, "ndcg", k), True, target, budget)
-    return p.cover_cache[key]
-
-
-def _max_cover(p: _Pool, depth: int, budget: int) -> tuple[float, str]:
-    key = ("max_cover", depth, budget)
-    if key not in p.cover_cache:
-        ids, masks = _cover_sets(p)
-        total = float(sum(1 for i in ids if p.cover_count[i] > 0))
-        p.cover_cache[key] = _best_cover(masks, [1.0] * len(ids), depth, False, total, budget)
-    return p.cover_cache[key]
 
 
 @lru_cache(maxsize=65536)
@@ -532,7 +454,7 @@ def _ndcg_cap_excess(p: _Pool, k: int, budget: int) -> tuple[float, bool] | None
     """
     if all(len(cov) <= 1 for (cov, _), n in zip(p.keys, p.counts) if n):
         return 0.0, False  # distinct ranks for distinct items: DCG <= IDCG (rearrangement)
-    if _idcg(p.items, k) == 0.0:
+    if idcg(p.items, k) == 0.0:
         return 0.0, False
     ids = list(p.items)
     bit = {item: 1 << i for i, item in enumerate(ids)}
@@ -563,13 +485,13 @@ def _cap_excess(
     grades and cover counts, and how many chunks cover each set of items (a bit mask over the
     items). Cases with the same shape (common: one contract's questions are scored over the
     same chunks) share one walk; the walk at 255 CUAD contracts was a third of the scoring time."""
-    idcg = _ideal_dcg(grades, k)
-    depth = n if k == 0 else min(k, n)  # _depth(p, "ndcg", k)
+    ideal = ideal_dcg(grades, k)
+    depth = n if k == 0 else min(k, n)  # the pool's depth(k)
     grade = list(grades)
     masks = [mask for mask, _ in tally]
     members = [[i for i in range(len(grade)) if mask >> i & 1] for mask in masks]
     try:
-        return _excess_walk(n, depth, budget, idcg, grade, masks, members, list(cover_counts), tally)
+        return _excess_walk(n, depth, budget, ideal, grade, masks, members, list(cover_counts), tally)
     except _OverBudget:
         return None
 
@@ -678,12 +600,13 @@ def _marginal_gains(
 
 def _project(p: _Pool, base: str) -> tuple[list[RankVerdict], list[int]]:
     """Interchangeable chunk types for ``base`` with a representative hit and a count each."""
+    reads = _spec(base).reads
     merged: Counter[tuple[frozenset[str], bool]] = Counter()
     for (cov, rel), n in zip(p.keys, p.counts):
         key: tuple[frozenset[str], bool]
-        if base in _ONLY_RELEVANT:
+        if reads == "relevance":
             key = (frozenset(), rel)
-        elif base in _ONLY_COVERS:
+        elif reads == "covers":
             key = (cov, bool(cov))
         else:
             key = (cov, rel)
@@ -742,7 +665,7 @@ def _enumerate_chance(p: _Pool, base: str, k: int) -> float | None:
     walk(1.0, 0)
     if acc[1] <= 0.0:
         return None
-    return acc[0] / acc[1] if base == "first_relevant_rank" else acc[0]
+    return acc[0] / acc[1] if _spec(base).partial else acc[0]
 
 
 def _seed(seed: int, case_id: str, name: str) -> int:
@@ -779,7 +702,7 @@ def _search_oracle(p: _Pool, base: str, k: int, budget: int) -> Estimate:
     reps, counts = _project(p, base)
     depth = _depth(p, base, k)
     name = _name(base, k)
-    sign = -1.0 if registry.lower_is_better(base) else 1.0
+    sign = 1.0 if _spec(base).higher_is_better else -1.0
 
     def score(word: list[RankVerdict]) -> float | None:
         v = _value(p, word, name)
@@ -827,25 +750,12 @@ def _search_oracle(p: _Pool, base: str, k: int, budget: int) -> Estimate:
 # --------------------------------------------------------------------------- token budgets
 
 
-@dataclass(frozen=True)
-class _Chunks:
-    """A case's candidates for the token-budget levels: lengths, covered items (bit masks), relevance."""
-
-    tokens: list[int]
-    masks: list[int]
-    relevant: list[bool]
-    n_items: int
-
-    def values(self, chosen: Iterable[int]) -> tuple[float, float]:
-        """(recall, hit_rate) of a context holding the candidates ``chosen``."""
-        covered, hit = 0, False
-        for i in chosen:
-            covered |= self.masks[i]
-            hit = hit or self.relevant[i]
-        return covered.bit_count() / self.n_items, 1.0 if hit else 0.0
+def _budget_specs() -> list[tuple[str, BudgetLevels]]:
+    """The metrics leveled at a token budget, in display order."""
+    return [(m.name, m.budget_levels) for m in registry.metrics("at_k") if m.budget_levels is not None]
 
 
-def _budget_chunks(j: Judgement, extra_blank: int) -> _Chunks:
+def _budget_chunks(j: Judgement, extra_blank: int) -> BudgetCandidates:
     if extra_blank:
         raise ValueError("a token-budget level needs every candidate's length: pass the candidates, not extra_blank")
     bit = {item: 1 << i for i, item in enumerate(j.items)}
@@ -855,22 +765,34 @@ def _budget_chunks(j: Judgement, extra_blank: int) -> _Chunks:
             raise ValueError(f"case {j.case_id}: a token-budget level needs each candidate's token count")
         tokens.append(h.tokens)
     masks = [sum(bit[x] for x in h.covers if x in bit) for h in j.hits]
-    return _Chunks(tokens, masks, [bool(h.relevant) for h in j.hits], len(j.items))
+    return BudgetCandidates(tokens, masks, [bool(h.relevant) for h in j.hits], len(j.items))
+
+
+def _in_context(c: BudgetCandidates, chosen: Iterable[int], specs: Sequence[tuple[str, BudgetLevels]]) -> list[float]:
+    """Each budget metric's value for a context holding the candidates ``chosen``."""
+    covered, hit = c.context(chosen)
+    return [levels.value(c, covered, hit) for _, levels in specs]
 
 
 def _budget_chance(
-    c: _Chunks, budget: int, case_id: str, samples: int, seed: int, nodes: int
-) -> tuple[dict[str, float], str, dict[str, float]]:
-    """Chance of (recall, hit_rate) at ``budget``: values, method, standard errors (sampled only)."""
+    j: Judgement,
+    c: BudgetCandidates,
+    budget: int,
+    specs: Sequence[tuple[str, BudgetLevels]],
+    draws: tuple[int, int, int],
+) -> tuple[list[float], str, list[float]]:
+    """Chance of each of ``specs`` at ``budget``: values, method, standard errors (sampled only).
+    ``draws``: the samples, the seed and the enumeration's node budget."""
+    samples, seed, nodes = draws
     n = len(c.tokens)
+    exact = [0.0] * len(specs)
     if sum(c.tokens) <= budget:
-        recall, hit = c.values(range(n))
-        return {"recall": recall, "hit_rate": hit}, "closed_form", dict.fromkeys(_BUDGETED, 0.0)
+        return _in_context(c, range(n), specs), "closed_form", exact
     try:
-        return _enumerate_budget(c, budget, nodes), "enumerated", dict.fromkeys(_BUDGETED, 0.0)
-    except _Stop:
+        return _enumerate_budget(c, budget, specs, nodes), "enumerated", exact
+    except Stop:
         pass
-    rng = random.Random(_seed(seed, case_id, f"@{budget}tok"))
+    rng = random.Random(_seed(seed, j.case_id, f"@{budget}tok"))
     cap = _most_that_fit(c.tokens, budget) + 1  # a prefix is never longer: later draws are not read
     rows = []
     for _ in range(samples):
@@ -880,11 +802,10 @@ def _budget_chance(
             if used > budget:
                 break
             chosen.append(i)
-        rows.append(c.values(chosen))
-    means, errors = {}, {}
-    for name, column in zip(("recall", "hit_rate"), zip(*rows, strict=True), strict=True):
-        means[name] = statistics.fmean(column)
-        errors[name] = statistics.stdev(column) / math.sqrt(len(column)) if len(column) > 1 else 0.0
+        rows.append(_in_context(c, chosen, specs))
+    columns = list(zip(*rows, strict=True))
+    means = [statistics.fmean(column) for column in columns]
+    errors = [statistics.stdev(column) / math.sqrt(len(column)) if len(column) > 1 else 0.0 for column in columns]
     return means, "sampled", errors
 
 
@@ -898,11 +819,13 @@ def _most_that_fit(tokens: Sequence[int], budget: int) -> int:
     return count
 
 
-def _enumerate_budget(c: _Chunks, budget: int, nodes: int) -> dict[str, float]:
+def _enumerate_budget(
+    c: BudgetCandidates, budget: int, specs: Sequence[tuple[str, BudgetLevels]], nodes: int
+) -> list[float]:
     """sum over the fitting sets S of P(prefix = S) metric(S), P as in the module docstring."""
     n = len(c.tokens)
     log_n = math.lgamma(n + 1)
-    acc = [0.0, 0.0]
+    acc = [0.0] * len(specs)
     chosen: list[int] = []
     visited = 0
 
@@ -910,7 +833,7 @@ def _enumerate_budget(c: _Chunks, budget: int, nodes: int) -> dict[str, float]:
         nonlocal visited
         visited += 1
         if visited > nodes:
-            raise _Stop
+            raise Stop
         if i == n:
             size = len(chosen)
             if size == n:
@@ -920,9 +843,8 @@ def _enumerate_budget(c: _Chunks, budget: int, nodes: int) -> dict[str, float]:
             f = sum(1 for t in c.tokens if t > room) - sum(1 for k in chosen if c.tokens[k] > room)
             if f:
                 weight = f * math.exp(math.lgamma(size + 1) + math.lgamma(n - size) - log_n)
-                recall, hit = c.values(chosen)
-                acc[0] += weight * recall
-                acc[1] += weight * hit
+                for at, value in enumerate(_in_context(c, chosen, specs)):
+                    acc[at] += weight * value
             return
         if used + c.tokens[i] <= budget:
             chosen.append(i)
@@ -931,67 +853,7 @@ def _enumerate_budget(c: _Chunks, budget: int, nodes: int) -> dict[str, float]:
         walk(i + 1, used)
 
     walk(0, 0)
-    return {"recall": acc[0], "hit_rate": acc[1]}
-
-
-def _budget_oracle(c: _Chunks, budget: int, nodes: int) -> tuple[dict[str, float], str]:
-    """Oracle of (recall, hit_rate) at ``budget`` and the method of the recall search."""
-    hit = 1.0 if any(r and t <= budget for r, t in zip(c.relevant, c.tokens, strict=True)) else 0.0
-    fits = [i for i in range(len(c.tokens)) if c.masks[i] and c.tokens[i] <= budget]
-    # a candidate covering a subset of another's items with at least its length is never needed
-    kept = [
-        i
-        for i in fits
-        if not any(
-            j != i and c.masks[i] & c.masks[j] == c.masks[i] and c.tokens[j] <= c.tokens[i]
-            and (c.masks[j] != c.masks[i] or c.tokens[j] < c.tokens[i] or j < i)
-            for j in fits
-        )
-    ]  # fmt: skip
-    kept.sort(key=lambda i: (-c.masks[i].bit_count(), c.tokens[i]))
-    best = _greedy_budget_cover(c, kept, budget)
-    reach = [0] * (len(kept) + 1)  # items the candidates from position i on could still add
-    for pos in range(len(kept) - 1, -1, -1):
-        reach[pos] = reach[pos + 1] | c.masks[kept[pos]]
-    visited = 0
-
-    def walk(pos: int, used: int, covered: int) -> None:
-        nonlocal best, visited
-        visited += 1
-        if visited > nodes:
-            raise _Stop
-        best = max(best, covered.bit_count())
-        if pos == len(kept) or (covered | reach[pos]).bit_count() <= best or best == c.n_items:
-            return
-        i = kept[pos]
-        if used + c.tokens[i] <= budget and c.masks[i] & ~covered:
-            walk(pos + 1, used + c.tokens[i], covered | c.masks[i])
-        walk(pos + 1, used, covered)
-
-    try:
-        walk(0, 0, 0)
-        method = "exact"
-    except _Stop:
-        method = "greedy"
-    return {"recall": best / c.n_items, "hit_rate": hit}, method
-
-
-def _greedy_budget_cover(c: _Chunks, order: Sequence[int], budget: int) -> int:
-    """Items covered by taking, while any fits, the candidate with the most new items per token."""
-    used = covered = 0
-    left = list(order)
-    while True:
-        options = [
-            ((c.masks[i] & ~covered).bit_count() / max(1, c.tokens[i]), i)
-            for i in left
-            if used + c.tokens[i] <= budget and c.masks[i] & ~covered
-        ]
-        if not options:
-            return covered.bit_count()
-        _, i = max(options)
-        used += c.tokens[i]
-        covered |= c.masks[i]
-        left.remove(i)
+    return acc
 
 
 def _budget_levels(
@@ -999,45 +861,44 @@ def _budget_levels(
 ) -> tuple[dict[str, Estimate], dict[str, Estimate]]:
     """Chance and oracle estimates of every token-budget family at ``budget`` (cached on the pool:
     one enumeration or one set of samples serves them all)."""
-    key = budget
-    if key not in p.budget_cache:
-        j = p.judgement
-        if not j.scored:
-            none = {name: Estimate(None, "closed_form") for name in _BUDGETED}
-            p.budget_cache[key] = (none, none)
-        else:
-            c = _budget_chunks(j, extra_blank)
-            values, method, errors = _budget_chance(c, budget, j.case_id, samples, seed, exact_nodes)
-            n = samples if method == "sampled" else 0
-            chance_est = {name: Estimate(values[name], method, errors[name], n) for name in values}
-            best, how = _budget_oracle(c, budget, nodes)
-            oracle_est = {"recall": Estimate(best["recall"], how), "hit_rate": Estimate(best["hit_rate"], "exact")}
-            p.budget_cache[key] = (chance_est, oracle_est)
-    return p.budget_cache[key]
+    if budget not in p.budget_cache:
+        p.budget_cache[budget] = _budget_estimates(
+            p.judgement, extra_blank, budget, (samples, seed, exact_nodes), nodes
+        )
+    return p.budget_cache[budget]
+
+
+def _budget_estimates(
+    j: Judgement, extra_blank: int, budget: int, draws: tuple[int, int, int], nodes: int
+) -> tuple[dict[str, Estimate], dict[str, Estimate]]:
+    specs = _budget_specs()
+    if not j.scored:
+        none = {name: Estimate(None, "closed_form") for name, _ in specs}
+        return none, none
+    c = _budget_chunks(j, extra_blank)
+    values, method, errors = _budget_chance(j, c, budget, specs, draws)
+    n = draws[0] if method == "sampled" else 0
+    chance_est = {
+        name: Estimate(value, method, error, n) for (name, _), value, error in zip(specs, values, errors, strict=True)
+    }
+    oracle_est = {name: Estimate(*levels.oracle(c, budget, nodes)) for name, levels in specs}
+    return chance_est, oracle_est
 
 
 # --------------------------------------------------------------------------- public API
 
 
-def _chance_pool(
-    p: _Pool, base: str, k: int, method: str, samples: int, seed: int, exact_budget: int, budget: int
-) -> Estimate:
+def _chance_pool(p: _Pool, base: str, k: int, method: str, samples: int, seed: int, exact_budget: int) -> Estimate:
     if method not in ("auto", "enumerate", "sample"):
         raise ValueError("method must be 'auto', 'enumerate' or 'sample'")
     if not p.judgement.scored:
         return Estimate(None, "closed_form")
     if method == "auto":
-        if base != "ndcg":
-            return Estimate(_closed_chance(p, base, k), "closed_form")
-        capped = _ndcg_cap_excess(p, k, budget)
-        if capped is not None:
-            excess, can_bind = capped
-            value = _closed_chance(p, base, k)
-            if not can_bind or not value:
-                return Estimate(value, "closed_form")
-            return Estimate(max(0.0, value - excess / _idcg(p.items, k)), "enumerated")
+        closed = _pooled_level(base, "chance")(p, k)
+        if closed is not None:
+            return closed
     if p.n == 0:
-        return Estimate(None if base == "first_relevant_rank" else 0.0, "closed_form")
+        return Estimate(None if _spec(base).partial else 0.0, "closed_form")
     depth = _depth(p, base, k)
     if method == "enumerate" and depth > _MAX_ENUM_DEPTH:
         raise ValueError(f"cannot enumerate orderings of depth {depth} (> {_MAX_ENUM_DEPTH}); sample instead")
@@ -1050,35 +911,12 @@ def _chance_pool(
     return _sample_chance(p, base, k, samples, seed)
 
 
-def _oracle_pool(p: _Pool, base: str, k: int, budget: int) -> Estimate:
+def _oracle_pool(p: _Pool, base: str, k: int) -> Estimate:
     if not p.judgement.scored:
         return Estimate(None, "exact")
-    n, m, big_r = p.n, p.m, len(p.items)
-    depth = _depth(p, base, k)
-    if base == "first_relevant_rank":
-        return Estimate(1.0 if m and depth else None, "exact")
-    if n == 0:
-        return Estimate(0.0, "exact")
-    if base == "hits":
-        return Estimate(float(min(depth, m)), "exact")
-    if base == "hit_rate" or base == "mrr":
-        return Estimate(1.0 if m and depth else 0.0, "exact")
-    if base == "precision":
-        return Estimate(min(depth, m) / (k if k else n), "exact")
-    if base == "r_precision":  # = recall@R in retrieval.py
-        return _oracle_pool(p, "recall", big_r, budget)
-    if base == "recall" or (base == "map" and all(rel for (cov, rel), c in zip(p.keys, p.counts) if cov and c)):
-        best, status = _max_cover(p, depth, budget)
-        return Estimate(best / big_r, "greedy" if status == "budget" else "exact")
-    if base == "map":
-        return _search_oracle(p, base, k, budget)
-    if base == "ndcg":
-        idcg = _idcg(p.items, k)
-        if idcg == 0.0:
-            return Estimate(0.0, "exact")
-        best, status = _max_dcg(p, k, idcg, budget)
-        return Estimate(min(1.0, best / idcg), "greedy" if status == "budget" else "exact")
-    raise AssertionError(base)
+    level = _pooled_level(base, "oracle")(p, k)
+    assert level is not None  # an oracle always has a value
+    return level
 
 
 def chance_estimate(
@@ -1110,7 +948,7 @@ def chance_estimate(
     base, k = _resolve(metric, k)
     if not _pooled(base):
         return _own_level(judgement, base, k, extra_blank, "chance")
-    return _chance_pool(_pool(judgement, extra_blank), base, k, method, samples, seed, exact_budget, budget)
+    return _chance_pool(_pool(judgement, extra_blank, budget), base, k, method, samples, seed, exact_budget)
 
 
 def chance(
@@ -1159,7 +997,7 @@ def oracle_estimate(
     base, k = _resolve(metric, k)
     if not _pooled(base):
         return _own_level(judgement, base, k, extra_blank, "oracle")
-    return _oracle_pool(_pool(judgement, extra_blank), base, k, budget)
+    return _oracle_pool(_pool(judgement, extra_blank, budget), base, k)
 
 
 def _own_level(judgement: Judgement, base: str, k: int, extra_blank: int, which: str) -> Estimate:
@@ -1262,7 +1100,7 @@ def _metric_levels(
     if budgeted:
         chance_est, oracle_est = _budget_levels(p, blank, k, samples, seed, exact_budget, budget)
         return chance_est[base], oracle_est[base]
-    return _chance_pool(p, base, k, "auto", samples, seed, exact_budget, budget), _oracle_pool(p, base, k, budget)
+    return _chance_pool(p, base, k, "auto", samples, seed, exact_budget), _oracle_pool(p, base, k)
 
 
 class _LevelMemo:
@@ -1273,7 +1111,7 @@ class _LevelMemo:
 
     def __init__(self, pools: int = 8192):
         self.pools = pools
-        self.by_pool: OrderedDict[bytes, dict[str, tuple[Estimate, Estimate]]] = OrderedDict()
+        self.by_pool: OrderedDict[str, dict[str, tuple[Estimate, Estimate]]] = OrderedDict()
 
     def of(self, j: Judgement, settings: tuple[int, ...]) -> dict[str, tuple[Estimate, Estimate]]:
         """The levels known for this pool (filled in place by the caller)."""
@@ -1316,43 +1154,58 @@ def case_baselines(
     parsed = [(name, *(parse_budget(name) or _resolve(name, None))) for name in metrics]
     budgeted = {name for name in metrics if parse_budget(name) is not None}
     extra_blank = extra_blank or {}
-    chance_t: dict[str, dict[str, float | None]] = {}
-    oracle_t: dict[str, dict[str, float | None]] = {}
-    stderr_t: dict[str, dict[str, float]] = {}
+    settings = (samples, seed, exact_budget, budget)
+    out = Baselines(metrics=list(metrics), chance={}, oracle={}, chance_stderr={}, methods={}, excluded={})
     methods: dict[str, Counter[str]] = {name: Counter() for name in metrics}
-    excluded: dict[str, list[str]] = {}
     for j in judgements:
         if not j.scored:
-            excluded.setdefault(j.excluded or "no relevance information", []).append(j.case_id)
+            out.excluded.setdefault(j.excluded or "no relevance information", []).append(j.case_id)
             continue
         blank = extra_blank.get(j.case_id, 0)
-        p = _pool(j, blank)
-        known = _LEVELS.of(j, (blank, samples, seed, exact_budget, budget))
-        crow: dict[str, float | None] = {}
-        orow: dict[str, float | None] = {}
-        for name, base, k in parsed:
-            if name not in known:
-                levels = _metric_levels(p, blank, base, k, name in budgeted, samples, seed, exact_budget, budget)
-                if name in budgeted or _pooled(base):  # a registered level may read anything of the judgement
-                    known[name] = levels
-            else:
-                levels = known[name]
-            est, o = levels
-            crow[name] = est.value
-            tally = methods[name]
-            tally[f"chance:{est.method}"] += 1
-            if est.method == "sampled":
-                stderr_t.setdefault(j.case_id, {})[name] = est.stderr
-            if oracle_levels:
-                orow[name] = o.value
-                tally[f"oracle:{o.method}"] += 1
-        chance_t[j.case_id] = crow
-        oracle_t[j.case_id] = orow
-    return Baselines(
-        metrics=list(metrics),
-        chance=chance_t,
-        oracle=oracle_t,
-        chance_stderr=stderr_t,
-        methods={name: dict(tally) for name, tally in methods.items()},
-        excluded=excluded,
-    )
+        row = _case_levels(_pool(j, blank, budget), blank, parsed, budgeted, settings)
+        _fill(out, methods, j.case_id, row, oracle_levels)
+    out.methods = {name: dict(tally) for name, tally in methods.items()}
+    return out
+
+
+def _case_levels(
+    p: _Pool,
+    blank: int,
+    parsed: Sequence[tuple[str, str, int]],
+    budgeted: set[str],
+    settings: tuple[int, int, int, int],
+) -> dict[str, tuple[Estimate, Estimate]]:
+    """Each metric's chance and oracle on one case's pool, from memory where the same pool was seen."""
+    samples, seed, exact_budget, budget = settings
+    known = _LEVELS.of(p.judgement, (blank, *settings))
+    row: dict[str, tuple[Estimate, Estimate]] = {}
+    for name, base, k in parsed:
+        if name not in known:
+            found = _metric_levels(p, blank, base, k, name in budgeted, samples, seed, exact_budget, budget)
+            if name in budgeted or _pooled(base):  # a registered level may read anything of the judgement
+                known[name] = found
+        row[name] = known[name] if name in known else found
+    return row
+
+
+def _fill(
+    out: Baselines,
+    methods: Mapping[str, Counter[str]],
+    case_id: str,
+    row: Mapping[str, tuple[Estimate, Estimate]],
+    oracle_levels: bool,
+) -> None:
+    """Write one case's levels into ``out`` and count their methods."""
+    crow: dict[str, float | None] = {}
+    orow: dict[str, float | None] = {}
+    for name, (est, o) in row.items():
+        crow[name] = est.value
+        tally = methods[name]
+        tally[f"chance:{est.method}"] += 1
+        if est.method == "sampled":
+            out.chance_stderr.setdefault(case_id, {})[name] = est.stderr
+        if oracle_levels:
+            orow[name] = o.value
+            tally[f"oracle:{o.method}"] += 1
+    out.chance[case_id] = crow
+    out.oracle[case_id] = orow

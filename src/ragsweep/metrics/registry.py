@@ -18,16 +18,19 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Literal
 
+from .levels import BudgetLevels
+
 LevelFn = Callable[[Any, int], "float | None"]  # (the case's candidates as one Judgement, depth k) -> level
 
 
 @dataclass(frozen=True)
 class PooledLevel:
-    """A level :mod:`ragsweep.metrics.baselines` computes by its own closed forms and searches, which group a
-    case's candidates once for every metric leveled this way (the built-in retrieval metrics)."""
+    """A level over a case's candidates grouped by (covered items, relevant) (a
+    :class:`~ragsweep.metrics.levels.Candidates`, shared by every metric leveled this way):
+    ``level(candidates, k)`` gives an :class:`~ragsweep.metrics.levels.Estimate`, or None where its
+    closed form does not hold (the orderings are then enumerated or sampled)."""
 
-    base: str
-    which: Literal["chance", "oracle"]
+    level: Callable[[Any, int], Any]
 
 
 Kind = Literal["at_k", "ranking", "answer", "set", "case", "judge", "ragas"]
@@ -44,9 +47,15 @@ class MetricSpec:
     :data:`RAGAS_METRICS`, not by ``order``). ``compute``: a retrieval metric's
     ``(Judgement, k) -> value``, an answer metric's ``(AnsweredCase) -> value``; None where the
     computing module fills the value itself. ``chance`` / ``oracle``: ``(candidates, k) -> level`` over
-    a case's candidate chunks (one :class:`~ragsweep.metrics.retrieval.Judgement` holding them all); a
-    metric without them has no baseline. ``budget``: the value at a context-token budget
-    (``<name>@<N>tok``), ``(Judgement, tokens) -> value``. ``order``: display order (lower first).
+    a case's candidate chunks (one :class:`~ragsweep.metrics.retrieval.Judgement` holding them all), or a
+    :class:`PooledLevel` over them grouped by chunk type; a metric without them has no baseline.
+    ``reads``: what of a chunk's verdict the metric reads (``relevance``, ``covers`` or ``both``: chunk
+    types differing only in the rest are merged when orderings are enumerated). ``at_items``: read at
+    depth R, the case's number of items (k is ignored). ``partial``: None for an ordering with no
+    relevant chunk in reach (its chance is its mean over the orderings where it has a value).
+    ``budget``: the value at a context-token budget (``<name>@<N>tok``), ``(Judgement, tokens) ->
+    value``; ``budget_levels``: its chance and oracle there (:class:`~ragsweep.metrics.levels.BudgetLevels`).
+    ``order``: display order (lower first).
     ``says_nothing_for``: answerer kind -> why the metric says nothing about that answerer's answers.
     ``curve``: drawn over k in the reports; ``headline``: its place among the report's key numbers;
     ``summary``: a row of an eval run's terminal summary; ``scored``: computed for every case (False:
@@ -60,7 +69,11 @@ class MetricSpec:
     higher_is_better: bool = True
     chance: LevelFn | PooledLevel | None = None
     oracle: LevelFn | PooledLevel | None = None
+    reads: Literal["relevance", "covers", "both"] = "both"
+    at_items: bool = False
+    partial: bool = False
     budget: Callable[[Any, int], float] | None = None
+    budget_levels: BudgetLevels | None = None
     says_nothing_for: Mapping[str, str] = field(default_factory=dict)
     curve: bool = False
     headline: float | None = None
@@ -197,6 +210,20 @@ SUMMARY_RANKING: tuple[str, ...] = ("first_relevant_rank_mean", "first_relevant_
 REPEATS: dict[str, str] = {"first_relevant_rank_mean": "first_relevant_rank"}
 # the ragas metrics of an eval run's terminal summary, after the registered answer metrics
 RAGAS_SUMMARY: tuple[str, ...] = (*RAGAS_ID_CONTEXT_METRICS, "ragas_rouge", *RAGAS_LLM_METRICS)
+# the metrics named by their role (the pages, the gate, compare, the sweep and cost pick them from here)
+FIRST_RELEVANT_RANK = "first_relevant_rank"  # the rank of a case's first relevant chunk (its mean, median: below)
+SCORED_RETRIEVAL = "r_precision"  # at no depth: a case has a value when its retrieval is scored
+HIT_FAMILY = "hit_rate"  # a case's hit: correctness without a judge, a retrieval miss at 0
+JUDGE_CORRECT = "judge_correct"  # the judge's verdict: a case's correctness when a judge ran
+DEFAULT_OBJECTIVES: tuple[str, ...] = ("recall@k", "mrr@k", "ndcg@k")  # a sweep's objectives when none is asked
+FALLBACK_QUALITY = "token_f1"  # the quality cost is weighed against without the judge, ragas or unanswerable cases
+# the answer metrics the pages show when a case has them, and correctness without a judge or a hit rate
+PAGE_ANSWERS: tuple[str, ...] = (JUDGE_CORRECT, "token_f1", "pathway_strsim")
+SIMILARITY_CORRECTNESS: tuple[str, ...] = ("pathway_strsim", "token_f1")
+CASE_BARS: tuple[str, ...] = ("hit_rate", "recall", "ndcg")  # the families (at the served k) of the pages' bars
+# the eval page's document-type heatmap: families (at the served k) and answer metrics, after correctness
+DOC_TYPE_HEAT: tuple[str, ...] = ("hit_rate", "pathway_strsim", "token_f1", "recall")
+SWEEP_DEPTH_10: tuple[str, ...] = ("mrr@10", "ndcg@10")  # a sweep page's tables after the families at k
 # lower is better for these names (and any name starting with them), besides the registered metrics
 LOWER_IS_BETTER: tuple[str, ...] = (
     "latency",
@@ -339,6 +366,12 @@ def summary_metrics(k: int, budgets: Iterable[int] = ()) -> list[str]:
 def at_own_k(family: str) -> str:
     """A sweep's name for ``family`` at each configuration's own top-k."""
     return f"{family}@k"
+
+
+def at_served(names: Iterable[str], kk: str) -> list[str]:
+    """``names`` with each at-k family at the depth suffix ``kk`` (``"@5"``; ``""``: the family's name)."""
+    families = at_k_families()
+    return [f"{name}{kk}" if name in families else name for name in names]
 
 
 def metric_sort_key(name: str) -> tuple[int, int, int, str]:

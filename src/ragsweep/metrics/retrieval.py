@@ -65,7 +65,7 @@ from typing import Literal, TypedDict, Unpack
 
 from pydantic import BaseModel
 
-from . import registry
+from . import levels, registry
 
 __all__ = [
     "RankVerdict",
@@ -362,39 +362,84 @@ class _SpecOptions(TypedDict, total=False):
     """The :class:`~ragsweep.metrics.registry.MetricSpec` fields a retrieval metric may set besides its levels."""
 
     budget: Callable[[Judgement, int], float]
+    budget_levels: levels.BudgetLevels
     curve: bool
     headline: float
     higher_is_better: bool
     scored: bool
+    reads: Literal["relevance", "covers", "both"]
+    at_items: bool
+    partial: bool
 
 
 def _retrieval(
     name: str,
     compute: Callable[[Judgement, int], float | int | None],
     order: float,
+    levels_of: tuple[Callable[..., levels.Estimate | None], Callable[..., levels.Estimate]],
     kind: registry.Kind = "at_k",
     **more: Unpack[_SpecOptions],
 ) -> None:
+    chance, oracle = levels_of
     registry.register(
         registry.MetricSpec(
             name,
             kind,
             order,
             compute,
-            chance=registry.PooledLevel(name, "chance"),
-            oracle=registry.PooledLevel(name, "oracle"),
+            chance=registry.PooledLevel(chance),
+            oracle=registry.PooledLevel(oracle),
             **more,
         )
     )
 
 
-_retrieval("hits", hits, 5, scored=False)
-_retrieval("hit_rate", hit_rate, 10, budget=hit_rate_in_budget, curve=True, headline=1)
-_retrieval("recall", recall, 20, budget=recall_in_budget, curve=True, headline=2)
-_retrieval("precision", precision, 30, curve=True)
-_retrieval("mrr", reciprocal_rank, 40, headline=3)
-_retrieval("ndcg", ndcg, 50, curve=True, headline=4)
-_retrieval("map", average_precision, 60, curve=True)
-_retrieval("r_precision", r_precision, 70, kind="ranking")
-_retrieval("first_relevant_rank", first_relevant_rank, 80, kind="ranking", higher_is_better=False)
+_retrieval("hits", hits, 5, (levels.hits_chance, levels.hits_oracle), scored=False, reads="relevance")
+_retrieval(
+    "hit_rate",
+    hit_rate,
+    10,
+    (levels.hit_rate_chance, levels.found_oracle),
+    budget=hit_rate_in_budget,
+    budget_levels=levels.HIT_RATE_IN_BUDGET,
+    curve=True,
+    headline=1,
+    reads="relevance",
+)
+_retrieval(
+    "recall",
+    recall,
+    20,
+    (levels.recall_chance, levels.recall_oracle),
+    budget=recall_in_budget,
+    budget_levels=levels.RECALL_IN_BUDGET,
+    curve=True,
+    headline=2,
+    reads="covers",
+)
+_retrieval(
+    "precision", precision, 30, (levels.precision_chance, levels.precision_oracle), curve=True, reads="relevance"
+)
+_retrieval("mrr", reciprocal_rank, 40, (levels.mrr_chance, levels.found_oracle), headline=3, reads="relevance")
+_retrieval("ndcg", ndcg, 50, (levels.ndcg_chance, levels.ndcg_oracle), curve=True, headline=4, reads="covers")
+_retrieval("map", average_precision, 60, (levels.map_chance, levels.map_oracle), curve=True)
+_retrieval(
+    "r_precision",
+    r_precision,
+    70,
+    (levels.r_precision_chance, levels.r_precision_oracle),
+    kind="ranking",
+    reads="covers",
+    at_items=True,
+)
+_retrieval(
+    "first_relevant_rank",
+    first_relevant_rank,
+    80,
+    (levels.first_relevant_rank_chance, levels.first_relevant_rank_oracle),
+    kind="ranking",
+    higher_is_better=False,
+    reads="relevance",
+    partial=True,
+)
 registry.register(registry.MetricSpec(_CITATIONS, "answer", 100))  # filled by the case scorer from the citations
