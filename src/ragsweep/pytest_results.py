@@ -26,7 +26,6 @@ Standard library only at import: pytest loads the plugin in every session of the
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import json
 import os
 import re
@@ -34,6 +33,8 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from ragsweep.core.keys import cache_key, digest_blocks, read_blocks
 
 if TYPE_CHECKING:
     from ragsweep.evaluation.records import RunResult
@@ -58,7 +59,7 @@ def entry_key(pipeline: Path, dataset: Path, options: Mapping[str, object]) -> s
     """What names an entry: the evaluation asked for, by whom (which Python)."""
     what = [FORMAT, str(pipeline.resolve()), str(dataset.resolve()), repr(sorted(options.items()))]
     what += [sys.executable, sys.version]
-    return hashlib.sha256(json.dumps(what).encode()).hexdigest()[:32]
+    return cache_key("pytest-result", *what, length=32)
 
 
 def file_hashes(roots: Iterable[Path]) -> dict[str, str]:
@@ -67,22 +68,14 @@ def file_hashes(roots: Iterable[Path]) -> dict[str, str]:
     for root in roots:
         root = root.resolve()
         if root.is_file():
-            out[str(root)] = _sha256(root)
+            out[str(root)] = digest_blocks(read_blocks(root))
             continue
         for folder, dirs, files in os.walk(root, followlinks=True):
             dirs.sort()
             for name in sorted(files):
                 path = Path(folder, name)
-                out[str(path)] = _sha256(path)
+                out[str(path)] = digest_blocks(read_blocks(path))
     return out
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def module_stats(skip_patterns: Sequence[str] = ()) -> dict[str, list[int]]:
@@ -117,7 +110,7 @@ def env_hash(pipeline_text: str) -> str:
     named = set(_UPPER_VARIABLE.findall(pipeline_text))
     items = sorted((k, v) for k, v in os.environ.items() if k.startswith(ENV_PREFIXES) or k in named)
     items += [(name, "<unset>") for name in sorted(named - set(os.environ))]
-    return hashlib.sha256(json.dumps(items).encode()).hexdigest()
+    return cache_key("pytest-environment", items)
 
 
 class ResultCache:

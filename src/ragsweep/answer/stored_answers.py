@@ -11,24 +11,23 @@ answer is a miss.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from ragsweep.answer.base import Answer
-from ragsweep.core.cache_files import BlobTable, default_cache_dir, source_fingerprint
+from ragsweep.core.cache_files import BlobTable, default_cache_dir
 from ragsweep.core.environment import scored_cache_enabled
+from ragsweep.core.keys import CodeDependencies, cache_key
+
+# an extractive answer is computed by ragsweep's code alone
+_CODE = CodeDependencies()
 
 
 def answer_key(settings: Sequence[float | int], question: str, texts: Sequence[str]) -> str:
     """The key of one answer: ragsweep's code, the settings, the question and the texts in order."""
-    digest = hashlib.sha256(f"{source_fingerprint()}\0{tuple(settings)!r}\0{question}".encode())
-    for text in texts:  # each text's length first: no two lists of texts hash alike
-        digest.update(f"\0{len(text)}\0".encode())
-        digest.update(text.encode())
-    return digest.hexdigest()
+    return cache_key("stored-answer", _CODE.fingerprint(), list(settings), question, list(texts))
 
 
 class StoredAnswers:

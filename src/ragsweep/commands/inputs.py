@@ -5,7 +5,6 @@ the run's settings (:mod:`ragsweep.evaluation.settings`)."""
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 from ragsweep.commands.options import AnswerOptions, DocumentOptions, RunInputs
 from ragsweep.core.errors import ConfigError, RunError
+from ragsweep.core.keys import digest
 from ragsweep.datasets.loader import (
     DatasetError,
     Problem,
@@ -135,4 +135,4 @@ def dataset_hash(dataset: Dataset) -> str:
 def cases_hash(cases: Sequence[Case]) -> str:
     """The hash of cases given as objects: that of a cases.jsonl holding them."""
     text = "".join(json.dumps(case_to_json(c), ensure_ascii=False) + "\n" for c in cases)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return digest(text, 16)

@@ -20,7 +20,6 @@ Other SQLite / OS errors (a locked file, a full disk, a read-only folder) are lo
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import shutil
@@ -29,7 +28,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -48,17 +46,6 @@ _CHECKED_LOCK = threading.Lock()
 def default_cache_dir() -> Path:
     """``$RAGSWEEP_CACHE_DIR``, else ``.cache/ragsweep``: the parse, embedding, served-list and LLM caches."""
     return environment.cache_dir()
-
-
-@lru_cache(maxsize=1)
-def source_fingerprint() -> str:
-    """A hash of every source file of the ragsweep package (by its path inside the package, so any
-    checkout of the same code gives the same): what the caches of computed results key their code by."""
-    root = Path(__file__).resolve().parent.parent
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
 
 
 def _cannot_write(err: sqlite3.Error) -> bool:

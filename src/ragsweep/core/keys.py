@@ -2,7 +2,8 @@
 
 Every cache (parse, embedding, vector, served list, scored case, interval, stored answer, LLM reply,
 config facts, pytest result) keys its rows with :func:`cache_key`; every cache whose rows depend on
-code keys that code with :func:`code_fingerprint`, given the modules and packages it depends on.
+code keys that code with :func:`code_fingerprint`, given the modules and packages it depends on
+(one :class:`CodeDependencies` per cache, declared next to it).
 A key is a SHA-256 over a namespace and parts written as canonical JSON, so two caches never share a
 key by accident, and the same parts give the same key in every process and on every machine.
 
@@ -14,11 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from importlib.util import find_spec
 from pathlib import Path
+from typing import NamedTuple
 
 _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,16 +50,32 @@ def cache_key(namespace: str, *parts: object, length: int = 64) -> str:
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()[:length]
 
 
-def digest(data: str | bytes, length: int = 64) -> str:
-    """SHA-256 of a text or of bytes, as hex: the content id of a document, a file, a chunk."""
+def digest(data: str | bytes, length: int = 64, *, algorithm: str = "sha256") -> str:
+    """A text's or bytes' hash, as hex: the content id of a document, a file, a chunk. ``algorithm``
+    (a :mod:`hashlib` name) only where an id already published with another one must keep its value."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
-    return hashlib.sha256(raw).hexdigest()[:length]
+    return hashlib.new(algorithm, raw).hexdigest()[:length]
+
+
+def digest_blocks(blocks: Iterable[bytes]) -> str:
+    """SHA-256 of bytes read block by block (a model file, a large document), as hex."""
+    found = hashlib.sha256()
+    for block in blocks:
+        found.update(block)
+    return found.hexdigest()
+
+
+def read_blocks(path: str | Path, size: int = 1 << 20) -> Iterator[bytes]:
+    """A file's bytes, ``size`` at a time (raises ``OSError`` when it cannot be read)."""
+    with open(path, "rb") as f:
+        while block := f.read(size):
+            yield block
 
 
 def file_digest(path: str | Path) -> str:
     """SHA-256 of a file's bytes ("-" when it cannot be read: a cache then misses, never fails)."""
     try:
-        return digest(Path(path).read_bytes())
+        return digest_blocks(read_blocks(path))
     except OSError:
         return "-"
 
@@ -70,17 +88,34 @@ def package_version(name: str) -> str:
         return "-"
 
 
+def _source_of(name: str) -> Path | None:
+    """A module's source file (a package's ``__init__.py``), found on disk: neither it nor its parent
+    packages are imported (ragsweep's serving modules import Pathway)."""
+    top, *inner = name.split(".")
+    try:
+        spec = find_spec(top)  # a top-level name: its spec is found without importing it
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    place = Path(spec.origin)
+    for part in inner:
+        if place.name != "__init__.py":
+            return None
+        package, module = place.parent / part / "__init__.py", place.parent / f"{part}.py"
+        place = package if package.is_file() else module
+        if not place.is_file():
+            return None
+    return place
+
+
 def _module_files(name: str) -> list[Path]:
-    """The source files of a module, or of every module of a package, found without importing them."""
+    """The source files of a module, or of every module of a package."""
     if name == "ragsweep":
         return sorted(_PACKAGE_ROOT.rglob("*.py"))
-    try:
-        spec = find_spec(name)
-    except (ImportError, ValueError):
+    origin = _source_of(name)
+    if origin is None:
         return []
-    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-        return []
-    origin = Path(spec.origin)
     return sorted(origin.parent.rglob("*.py")) if origin.name == "__init__.py" else [origin]
 
 
@@ -104,3 +139,14 @@ def code_fingerprint(modules: Sequence[str] = ("ragsweep",), packages: Iterable[
     modules, ``"ragsweep"`` the whole package) and the installed versions of ``packages`` (distribution
     names). Read from the files, never by importing them."""
     return _fingerprint(tuple(modules), tuple(packages))
+
+
+class CodeDependencies(NamedTuple):
+    """What one cache's rows are computed by, declared once next to the cache: modules (dotted names) and
+    installed distributions. :meth:`fingerprint` is the part of its keys that stands for that code."""
+
+    modules: tuple[str, ...] = ("ragsweep",)
+    packages: tuple[str, ...] = ()
+
+    def fingerprint(self) -> str:
+        return code_fingerprint(self.modules, self.packages)

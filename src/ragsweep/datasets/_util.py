@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 import shutil
 import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
+
+from ragsweep.core.keys import digest
 
 
 def contract_key(name: str) -> str:
@@ -30,12 +31,12 @@ def csv_rows(header: list[str], rows: Iterable[list[str]]) -> list[dict[str, str
 
 def split_for(key: str, dev_fraction: float = 0.5) -> str:
     """Deterministic dev/test assignment from a SHA-256 of ``key``."""
-    bucket = int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:8], 16) / 0xFFFFFFFF
+    bucket = int(digest(key, 8), 16) / 0xFFFFFFFF
     return "dev" if bucket < dev_fraction else "test"
 
 
 def short_hash(text: str, n: int = 8) -> str:
-    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:n]
+    return digest(text, n, algorithm="sha1")
 
 
 def slug(text: str) -> str:

@@ -32,7 +32,6 @@ CLI::
 from __future__ import annotations
 
 import argparse
-import hashlib
 import re
 import zipfile
 from collections.abc import Sequence
@@ -40,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+
+from ragsweep.core.keys import digest
 
 from ._util import short_hash, split_for
 from .loader import write_cases
@@ -94,7 +95,7 @@ def read_source(source: str | Path) -> Source:
                 if n.startswith(LANGUAGE_DIR) and n.endswith(".yml")
             }
         match = re.match(r"chatterbot_corpus-([^-]+)-", path.name)
-        return Source(path.name, files, hashlib.sha256(data).hexdigest(), match.group(1) if match else None)
+        return Source(path.name, files, digest(data), match.group(1) if match else None)
     if path.is_dir():
         files = {p.name: p.read_text(encoding="utf-8") for p in sorted(path.glob("*.yml"))}
         return Source(str(path), files)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
 import json
 import os
 import shutil
@@ -28,7 +27,6 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any, ClassVar, TypedDict, TypeVar
 
@@ -36,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue
 
 from ragsweep.core.errors import RunError
 from ragsweep.core.hits import Hit, chunk_id
+from ragsweep.core.keys import digest, package_version
 from ragsweep.evaluation.records import RECORD_VERSION, CaseResult, JsonObject, RunResult
 from ragsweep.evaluation.storage import compact, expand_lines
 from ragsweep.pipeline.retrieval import Retrieved, Served
@@ -93,7 +92,8 @@ def now() -> str:
 
 
 def file_hash(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    """A file's short content id (raises ``OSError`` when it cannot be read)."""
+    return digest(path.read_bytes(), 16)
 
 
 def git_commit() -> str | None:
@@ -115,13 +115,8 @@ def git_commit() -> str | None:
 
 
 def package_versions() -> dict[str, str]:
-    versions = {}
-    for name in PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
-    return versions
+    found = {name: package_version(name) for name in PACKAGES}
+    return {name: shown for name, shown in found.items() if shown != "-"}
 
 
 # ------------------------------------------------------------------ durable lines
@@ -272,7 +267,7 @@ def stored_chunk_id(doc_id: str, start: int, end: int, text: str, known: Mapping
     key = chunk_id(doc_id, start, end)
     if known.get(key, text) == text:
         return key
-    return f"{key}~{hashlib.sha256(text.encode('utf-8')).hexdigest()[:12]}"
+    return f"{key}~{digest(text, 12)}"
 
 
 def append_chunks(path: Path, hits: Iterable[Hit], known: dict[str, str]) -> int:

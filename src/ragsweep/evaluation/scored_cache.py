@@ -20,35 +20,21 @@ result (floats, NaN included, come back bit for bit), read back as a new object 
 
 from __future__ import annotations
 
-import hashlib
 import pickle
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-from ragsweep.core.cache_files import BlobTable, default_cache_dir, source_fingerprint
+from ragsweep.core.cache_files import BlobTable, default_cache_dir
 from ragsweep.core.environment import scored_cache_enabled
 from ragsweep.core.hits import Hit
+from ragsweep.core.keys import CodeDependencies, cache_key, digest
 from ragsweep.evaluation.records import CaseResult
 
-_PACKAGES = ("ragas", "rapidfuzz", "rouge-score", "nltk", "numpy", "pydantic")
+# a scored case is computed by ragsweep's code and the packages that score
+_CODE = CodeDependencies(packages=("ragas", "rapidfuzz", "rouge-score", "nltk", "numpy", "pydantic"))
 EVERY_DOCUMENT = "*"  # the case searched every parsed document
-
-
-@lru_cache(maxsize=1)
-def code_fingerprint() -> str:
-    """ragsweep's source files and the versions of the scoring packages."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    digest = hashlib.sha256(source_fingerprint().encode())
-    for name in _PACKAGES:
-        try:
-            digest.update(f"{name}={version(name)}\0".encode())
-        except PackageNotFoundError:
-            digest.update(f"{name}=-\0".encode())
-    return digest.hexdigest()
 
 
 class ReadTexts(Mapping[str, str]):
@@ -98,16 +84,16 @@ class Digests:
 
     def text(self, text: str) -> str:
         if (found := self._text.get(text)) is None:
-            found = self._text[text] = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+            found = self._text[text] = digest(text, 32)
         return found
 
     def hits(self, hits: Sequence[Hit]) -> str:
         """A list of hits (memoised by the list object: each scope's candidates are one list, shared)."""
         if (known := self._lists.get(id(hits))) is not None:
             return known[1]
-        digest = hashlib.blake2b(repr([self._hit(h) for h in hits]).encode(), digest_size=16).hexdigest()
-        self._lists[id(hits)] = (hits, digest)
-        return digest
+        found = cache_key("hits", [self._hit(h) for h in hits], length=32)
+        self._lists[id(hits)] = (hits, found)
+        return found
 
     def _hit(self, hit: Hit) -> str:
         """One hit's fields, named, its texts by their hashes (a hit in several lists is written once)."""
@@ -126,15 +112,14 @@ class Digests:
         parts = [f"{d}\0{self.text(t) if (t := self.texts.get(d)) is not None else '-'}" for d in names]
         if EVERY_DOCUMENT in ids:
             parts.insert(0, EVERY_DOCUMENT)
-        return hashlib.blake2b("\n".join(parts).encode(), digest_size=16).hexdigest()
+        return cache_key("documents", parts, length=32)
 
 
 def case_key(inputs: Inputs, digests: Digests) -> str:
     served = {k: digests.hits(v) for k, v in sorted(inputs.served.items())}
     candidates = digests.hits(inputs.candidates) if inputs.candidates is not None else None
-    payload = repr((code_fingerprint(), inputs.settings, _dump(inputs.case), served, candidates,
-                    _dump(inputs.answer), _dump(inputs.verdict)))  # fmt: skip
-    return hashlib.sha256(payload.encode()).hexdigest()
+    return cache_key("scored-case", _CODE.fingerprint(), inputs.settings, _dump(inputs.case), served, candidates,
+                     _dump(inputs.answer), _dump(inputs.verdict))  # fmt: skip
 
 
 def _dump(value: object) -> str:

@@ -44,7 +44,6 @@ has been scored, the sweep stops there: the rest are listed as not run (:class:`
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import resource
@@ -61,6 +60,7 @@ from pydantic import BaseModel, Field, ValidationError
 from ragsweep.answer.run_setup import llm_calls, prepare_answering
 from ragsweep.answer.served import app_answers_together
 from ragsweep.core.errors import ConfigError, RunError, StageError
+from ragsweep.core.keys import digest
 from ragsweep.cost.configuration import configuration_cost, cost_pareto
 from ragsweep.datasets.schema import Case, Dataset
 from ragsweep.evaluation.choice import best_configs, case_lift, depends_on_depth, measured, same_depth_baseline
@@ -177,14 +177,14 @@ def shown_value(value: object) -> str:
     """A value as a configuration's id shows it: a multi-line or very long text (a prompt) by its hash."""
     text = str(value)
     if len(text) > 80 or "\n" in text:
-        return "text" + hashlib.sha256(text.encode()).hexdigest()[:6]
+        return "text" + digest(text, 6)
     return text
 
 
 def config_id(params: Overrides) -> str:
     text = json.dumps(params, sort_keys=True)
     readable = "-".join(f"{k}={shown_value(v)}" for k, v in sorted(params.items()))
-    return f"{readable[:80]}-{hashlib.sha256(text.encode()).hexdigest()[:6]}".replace("/", "_").replace(" ", "")
+    return f"{readable[:80]}-{digest(text, 6)}".replace("/", "_").replace(" ", "")
 
 
 def served_depths(ks: list[int], config: PipelineConfig) -> tuple[list[int], list[int]]:

@@ -19,7 +19,6 @@ quote was located (``exact`` or ``alnum``).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
@@ -32,6 +31,7 @@ from typing import Any, NotRequired, TypedDict
 import yaml
 from pydantic import JsonValue
 
+from ragsweep.core.keys import digest
 from ragsweep.datasets.schema import Case, Evidence
 from ragsweep.generate.failures import FROM_FAILURE
 from ragsweep.generate.propose import Candidate, Span
@@ -136,8 +136,8 @@ transform aborts the run."""
 
 
 def case_id(candidate: Candidate, taken: set[str]) -> str:
-    digest = hashlib.sha1(f"{candidate.question}\0{'|'.join(candidate.doc_scope)}".encode()).hexdigest()[:10]
-    base = f"gen-{candidate.kind.replace('_', '')}-{digest}"
+    short = digest(f"{candidate.question}\0{'|'.join(candidate.doc_scope)}", 10, algorithm="sha1")
+    base = f"gen-{candidate.kind.replace('_', '')}-{short}"
     cid, n = base, 1
     while cid in taken:
         n += 1

@@ -17,7 +17,6 @@ reply any more is a miss too.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import sqlite3
@@ -29,6 +28,7 @@ from pathlib import Path
 import httpx
 
 from ragsweep.core.cache_files import SQLiteCacheFile
+from ragsweep.core.keys import cache_key
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +43,7 @@ def request_key(url: str, body: bytes) -> str | None:
         payload = json.loads(body or b"null")
     except (ValueError, UnicodeDecodeError):
         return None
-    canonical = json.dumps({"url": url, "body": payload}, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return cache_key("llm-reply", url, payload)
 
 
 def _well_formed(path: str, content: bytes, max_bytes: int | None = None) -> bool:

@@ -15,12 +15,12 @@ The probe, once per endpoint and key in a process:
 
 from __future__ import annotations
 
-import hashlib
 import threading
 
 import httpx
 
 from ragsweep.core import environment
+from ragsweep.core.keys import digest
 from ragsweep.llm.client import EndpointUnreachable
 from ragsweep.llm.endpoint import unreachable_reason
 from ragsweep.llm.redact import mask
@@ -65,8 +65,7 @@ def check_llm_endpoint(settings: LLMSettings, what: str = "LLM", key_too: bool =
     """Raise :class:`EndpointUnreachable` (or :class:`EndpointRefused`) when every call to the endpoint
     of ``settings`` would fail the same way; ``what`` names its user (``LLM``, ``judge``...). ``key_too``
     False: only whether it can be reached (an app's own LLM component, which may hold a key of its own)."""
-    digest = hashlib.sha256(settings.api_key.get_secret_value().encode()).hexdigest()
-    key = (settings.base_url, digest, key_too)
+    key = (settings.base_url, digest(settings.api_key.get_secret_value()), key_too)
     with _lock:
         if key in _passed:
             return

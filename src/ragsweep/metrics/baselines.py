@@ -151,7 +151,6 @@ References
 
 from __future__ import annotations
 
-import hashlib
 import math
 import random
 import statistics
@@ -162,6 +161,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NotRequired, TypedDict, TypeVar
+
+from ragsweep.core.keys import digest
 
 from . import registry
 from .levels import BudgetCandidates, BudgetLevels, Estimate, Stop, idcg, ideal_dcg
@@ -1119,7 +1120,7 @@ class _LevelMemo:
             (j.case_id, j.rule, j.excluded, list(j.items.items()), settings,
              [(h.rank, sorted(h.covers), h.relevant, h.grade, h.doc_id, h.tokens) for h in j.hits])
         )  # fmt: skip
-        key = hashlib.blake2b(shown.encode(), digest_size=16).digest()
+        key = digest(shown, 32)
         known = self.by_pool.pop(key, None)
         self.by_pool[key] = known = known if known is not None else {}
         if len(self.by_pool) > self.pools:

@@ -11,22 +11,18 @@ did not move) so never imports scipy (~0.6 s). On with the scored-case cache
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Sequence
-from functools import lru_cache
 
-from ragsweep.core.cache_files import BlobTable, default_cache_dir, source_fingerprint
+from ragsweep.core.cache_files import BlobTable, default_cache_dir
 from ragsweep.core.environment import scored_cache_enabled
+from ragsweep.core.keys import CodeDependencies, cache_key
 
 Interval = tuple[float | None, float | None]
 
 
-@lru_cache(maxsize=1)
-def _code() -> str:
-    from importlib.metadata import version
-
-    return f"{source_fingerprint()}\0scipy={version('scipy')}\0numpy={version('numpy')}"
+# an interval is computed by ragsweep's code with scipy and numpy
+_CODE = CodeDependencies(packages=("scipy", "numpy"))
 
 
 def _file() -> BlobTable | None:
@@ -41,7 +37,7 @@ def _cached(kind: str, data: str, compute: Callable[[], Interval]) -> Interval:
     store = _file()
     if store is None:
         return compute()
-    key = hashlib.sha256(f"{_code()}\0{kind}\0{data}".encode()).hexdigest()
+    key = cache_key("interval", _CODE.fingerprint(), kind, data)
     if (found := store.get_many([key]).get(key)) is not None:
         try:
             low, high = json.loads(found)

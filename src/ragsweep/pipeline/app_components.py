@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import hashlib
 import io
 import logging
 import threading
@@ -38,6 +37,7 @@ from pydantic import BaseModel
 from ragsweep.core import environment
 from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
 from ragsweep.core.errors import EngineError, StageError, VectorError
+from ragsweep.core.keys import cache_key
 from ragsweep.cost.calls import cost_text
 from ragsweep.llm.errors import describe_error
 from ragsweep.pipeline.arguments import ComponentArguments
@@ -562,7 +562,7 @@ class _CachedEmbedding:
         self.in_flight: dict[int, dict[str, asyncio.Future[np.ndarray]]] = {}
 
     def key(self, kind: str, text: str) -> str:
-        return hashlib.sha256(f"{self.identity}\0{kind}\0{text}".encode()).hexdigest()
+        return cache_key("app-embedding", self.identity, kind, text)
 
     def share(self, plan: _Plan) -> dict[str, asyncio.Future[np.ndarray]]:
         """Texts that another call on this event loop is embedding right now are awaited from it, not

@@ -15,7 +15,6 @@ key cannot see that code.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import sys
@@ -27,33 +26,31 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from ragsweep.core.cache_files import BlobTable, default_cache_dir, source_fingerprint
+from ragsweep.core.cache_files import BlobTable, default_cache_dir
+from ragsweep.core.keys import CodeDependencies, cache_key
 
 # a YAML local tag (``!pw.stdlib.indexing.BruteForceKnnFactory``); ``!!str`` and a word's ``!`` are not
 _TAG = re.compile(r"(?<![\w!])!([A-Za-z_][\w.:]*)")
 _KNOWN_CODE = ("pw.", "pw:", "pathway.", "pathway:", "ragsweep.", "ragsweep:")
 
 
-@lru_cache(maxsize=1)
-def _code_identity() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+# the facts are computed by ragsweep's code and Pathway's loader
+_CODE = CodeDependencies(packages=("pathway",))
 
-    try:
-        pathway = version("pathway")
-    except PackageNotFoundError:
-        pathway = "-"
-    # where both are installed too: a fact may name a file of theirs (a component's source)
-    where = [str(Path(__file__).resolve().parents[1]), str(getattr(find_spec("pathway"), "origin", None))]
-    return f"pathway={pathway}\0python={sys.version}\0ragsweep={source_fingerprint()}\0" + "\0".join(where)
+
+@lru_cache(maxsize=1)
+def _where() -> tuple[str, str]:
+    """Where ragsweep and Pathway are installed: a fact may name a file of theirs (a component's source)."""
+    return str(Path(__file__).resolve().parents[1]), str(getattr(find_spec("pathway"), "origin", None))
 
 
 def facts_key(text: str, path: Path, overrides: Mapping[str, object]) -> str | None:
     """The key of a file's facts (None: it names code outside Pathway and ragsweep)."""
     if any(not tag.startswith(_KNOWN_CODE) for tag in _TAG.findall(text)):
         return None
-    given = json.dumps(sorted((str(k), repr(v)) for k, v in overrides.items()))
-    parts = [text, str(path), str(path.resolve()), given, _code_identity()]
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+    given = sorted((str(k), repr(v)) for k, v in overrides.items())
+    where = [text, str(path), str(path.resolve())]
+    return cache_key("config-facts", *where, given, _CODE.fingerprint(), sys.version, _where())
 
 
 class ConfigFacts:

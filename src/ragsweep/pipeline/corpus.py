@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import codecs
 import errno
-import hashlib
 import json
 import logging
 import os
@@ -59,6 +58,7 @@ from pydantic import BaseModel, JsonValue
 from ragsweep.core import environment
 from ragsweep.core.cache_files import default_cache_dir, quarantine
 from ragsweep.core.hits import ChunkMetadata, chunk_span
+from ragsweep.core.keys import cache_key, digest
 from ragsweep.core.offline import ensure_offline
 
 if TYPE_CHECKING:
@@ -202,12 +202,8 @@ class Corpus(BaseModel):
     @property
     def content_hash(self) -> str:
         """Hash of every parsed text and its id: equal hashes mean equal indexes."""
-        h = hashlib.sha256()
-        for doc in sorted(self.documents, key=lambda d: d.doc_id):
-            h.update(doc.doc_id.encode())
-            h.update(b"\0")
-            h.update(hashlib.sha256(doc.text.encode()).digest())
-        return h.hexdigest()
+        docs = sorted(self.documents, key=lambda d: d.doc_id)
+        return digest(b"".join(d.doc_id.encode() + b"\0" + bytes.fromhex(digest(d.text)) for d in docs))
 
     @property
     def outline_hash(self) -> str:
@@ -216,7 +212,7 @@ class Corpus(BaseModel):
         outlines = [(d.doc_id, d.title, d.headings) for d in sorted(self.documents, key=lambda d: d.doc_id)]
         if not any(title or headings for _, title, headings in outlines):
             return ""
-        return hashlib.sha256(json.dumps(outlines).encode()).hexdigest()
+        return digest(json.dumps(outlines))
 
     @property
     def elements_hash(self) -> str:
@@ -226,7 +222,7 @@ class Corpus(BaseModel):
         if not any(d.elements for d in docs):
             return ""
         payload = [(d.doc_id, [e.model_dump() for e in d.elements]) for d in docs]
-        return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+        return digest(json.dumps(payload, sort_keys=True, default=str))
 
     def text_of(self, doc_id: str) -> str | None:
         for doc in self.documents:
@@ -314,7 +310,6 @@ def read_document(path: Path, block_size: int = READ_BLOCK) -> FileCheck:
         if fmt is None:
             return FileCheck(None, reason or "unsupported")
         encoding = text_encoding(first)
-        sha = hashlib.sha256()
         blocks: list[bytes] = []
         decoder = codecs.getincrementaldecoder(encoding)() if fmt in TEXT_FORMATS else None
         offset = 0  # bytes of the file before `block`
@@ -324,7 +319,6 @@ def read_document(path: Path, block_size: int = READ_BLOCK) -> FileCheck:
                 problem = _text_problem(block, offset, decoder, path.suffix.lower(), encoding)
                 if problem:
                     return FileCheck(None, problem)
-            sha.update(block)
             blocks.append(block)
             offset += len(block)
             block = f.read(block_size)
@@ -336,12 +330,13 @@ def read_document(path: Path, block_size: int = READ_BLOCK) -> FileCheck:
                 return FileCheck(None, f"not {_codec_label(encoding)} text ({err.reason} at byte {at})")
     data = blocks[0] if len(blocks) == 1 else b"".join(blocks)
     del blocks
+    sha = digest(data)  # of the bytes as read, before any re-encoding
     if fmt in TEXT_FORMATS and encoding != "utf-8":  # the parsers read UTF-8: hand the text on as such
         data = data.decode(encoding).encode("utf-8")
     warnings = []
     if fmt == "pdf" and b"%%EOF" not in data[-1024:]:
         warnings.append(PDF_TRUNCATED)
-    return FileCheck(fmt, None, data, sha.hexdigest(), warnings)
+    return FileCheck(fmt, None, data, sha, warnings)
 
 
 def _open_regular(path: Path) -> BinaryIO | str:
@@ -823,15 +818,15 @@ def _parse_job(parse_fn: ParseFn, data: bytes, fmt: str, doc_id: str, standard_p
 
 
 def _warnings_key(key: str) -> str:
-    return hashlib.sha256(f"{key}:warnings".encode()).hexdigest()
+    return cache_key("parse-warnings", key)
 
 
 def _outline_key(key: str) -> str:
-    return hashlib.sha256(f"{key}:outline".encode()).hexdigest()
+    return cache_key("parse-outline", key)
 
 
 def _elements_key(key: str) -> str:
-    return hashlib.sha256(f"{key}:elements".encode()).hexdigest()
+    return cache_key("parse-elements", key)
 
 
 # an app's parser's documents are known by "app:" and the parser's identity (ragsweep.pipeline.parsing)
@@ -938,7 +933,7 @@ def _read_job(
         slots.skip(index, doc_id, check.reason or "unsupported")
         return None
     parser = APP_PARSER_PREFIX + parser_id if parser_id else parser_name(check.fmt, standard_pdf)
-    key = hashlib.sha256(f"{check.sha256}:{parser}:{PARSER_VERSION}".encode()).hexdigest()
+    key = cache_key("parse", check.sha256, parser, PARSER_VERSION)
     started = time.perf_counter()
     hit = _cached(cache, key, parser)
     job = _Job(

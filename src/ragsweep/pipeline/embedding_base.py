@@ -8,7 +8,6 @@ this module; it imports neither, so the two embedder modules import in one direc
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 import threading
 import time
@@ -21,6 +20,7 @@ import numpy as np
 
 from ragsweep.core.cache_files import SQLiteCacheFile, default_cache_dir, rows_for_keys
 from ragsweep.core.errors import VectorError
+from ragsweep.core.keys import cache_key
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim INTEGER, vec BLOB)",)
 
@@ -52,7 +52,7 @@ class EmbeddingCache:
 
     @staticmethod
     def key(embedder_id: str, text: str) -> str:
-        return hashlib.sha256(f"{embedder_id}\0{text}".encode()).hexdigest()
+        return cache_key("embedding", embedder_id, text)
 
     def get_many(self, keys: list[str]) -> dict[str, np.ndarray]:
         if self._db is None or not keys:

@@ -30,11 +30,9 @@ moved aside and the queries are asked again (:class:`ragsweep.core.cache_files.S
 
 from __future__ import annotations
 
-import hashlib
 import json
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -44,87 +42,73 @@ from ragsweep.core import environment
 from ragsweep.core.cache_files import BlobTable, default_cache_dir
 from ragsweep.core.environment import cuda_available
 from ragsweep.core.hits import chunk_id, chunk_source, chunk_span
+from ragsweep.core.keys import CodeDependencies, cache_key, file_digest
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 
-# ragsweep's modules that decide what the store serves
-_SERVING_MODULES = (
-    "ragsweep.pipeline.store",
-    "ragsweep.pipeline.served_lists",
-    "ragsweep.core.hits",
-    "ragsweep.pipeline.serving",
-    "ragsweep.pipeline.routing",
-    "ragsweep.pipeline.fusion",
-    "ragsweep.pipeline.fused_depths",
-    "ragsweep.pipeline.scoped_lists",
-    "ragsweep.pipeline.stable_order",
-    "ragsweep.pipeline.chunking",
-    "ragsweep.pipeline.cjk",
-    "ragsweep.pipeline.embedding",
-    "ragsweep.pipeline.embedders_extra",
-    "ragsweep.pipeline.embedding_base",
-    "ragsweep.datasets.pathway_limits",
-    "ragsweep.pipeline.config",
+# what the store serves is decided by these modules of ragsweep and these packages (pathway's engine
+# holds tantivy and the KNN index)
+_CODE = CodeDependencies(
+    modules=(
+        "ragsweep.pipeline.store",
+        "ragsweep.pipeline.served_lists",
+        "ragsweep.core.hits",
+        "ragsweep.pipeline.serving",
+        "ragsweep.pipeline.routing",
+        "ragsweep.pipeline.fusion",
+        "ragsweep.pipeline.fused_depths",
+        "ragsweep.pipeline.scoped_lists",
+        "ragsweep.pipeline.stable_order",
+        "ragsweep.pipeline.chunking",
+        "ragsweep.pipeline.cjk",
+        "ragsweep.pipeline.embedding",
+        "ragsweep.pipeline.embedders_extra",
+        "ragsweep.pipeline.embedding_base",
+        "ragsweep.datasets.pathway_limits",
+        "ragsweep.pipeline.config",
+        # the spec, its keys and its knobs, each stage's declarations beside its code
+        "ragsweep.core.knob",
+        "ragsweep.pipeline.knobs",
+        "ragsweep.pipeline.chunking_knobs",
+        "ragsweep.pipeline.embedding_knobs",
+        "ragsweep.pipeline.language_knobs",
+        "ragsweep.pipeline.rerank_knobs",
+        "ragsweep.pipeline.retrieval_knobs",
+        "ragsweep.pipeline.routing_knobs",
+        "ragsweep.pipeline.spec_tree",
+        "ragsweep.pipeline.spec_keys",
+        "ragsweep.pipeline.spec_checks",
+        "ragsweep.pipeline.yaml_symbolic",
+        "ragsweep.pipeline.tag_classes",
+        "ragsweep.pipeline.built",
+        "ragsweep.pipeline.embedding_names",
+    ),
+    packages=("pathway", "sentence-transformers", "transformers", "torch", "rjieba"),
 )
-_PACKAGES = ("pathway", "sentence-transformers", "transformers", "torch", "rjieba")
-
-
-def _file_hash(path: str | None) -> str:
-    if not path:
-        return "-"
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return "-"
-
-
-def _package_version(name: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "-"
-
-
-def _module_file(name: str) -> str | None:
-    """A module's source file, found without importing it (ragsweep's serving modules import Pathway)."""
-    from importlib.util import find_spec
-
-    try:
-        spec = find_spec(name)
-    except (ImportError, ValueError):
-        return None
-    return spec.origin if spec is not None and spec.origin and spec.origin.endswith(".py") else None
-
-
-@lru_cache(maxsize=1)
-def _environment_fingerprint() -> str:
-    parts = [f"{p}={_package_version(p)}" for p in _PACKAGES]
-    parts.append(f"cuda={cuda_available()}")
-    parts += [f"{m}:{_file_hash(_module_file(m))}" for m in _SERVING_MODULES]
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
 def index_fingerprint(config: PipelineConfig, corpus: Corpus) -> str:
     """What every query of one index shares: corpus, index definition, code."""
-    components = [f"{module}:{_file_hash(path)}" for module, path in config.component_sources().items()]
-    # the outline (titles, headings: what chunk headers are made of) only where a document has one
-    outline = [corpus.outline_hash] if corpus.outline_hash else []
-    elements = [corpus.elements_hash] if corpus.elements_hash else []  # an app's parser: its elements too
-    text = "\n".join(
-        [corpus.content_hash, *outline, *elements, config.index_key, _environment_fingerprint(), *components]
+    # each class or function the YAML names, read again on every call: an edited one is a miss at once
+    components = [[module, file_digest(path) if path else "-"] for module, path in config.component_sources().items()]
+    return cache_key(
+        "served-index",
+        corpus.content_hash,
+        corpus.outline_hash,  # titles, headings: what chunk headers are made of ("" where none has one)
+        corpus.elements_hash,  # an app's parser: its elements too ("" for ragsweep's own parse)
+        config.index_key,
+        _CODE.fingerprint(),
+        cuda_available(),
+        components,
     )
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def query_key(index_key: str, text: str, k: int, metadata_filter: str | None, prefix_ks: Sequence[int]) -> str:
-    payload = json.dumps([index_key, text, int(k), metadata_filter, list(prefix_ks)])
-    return hashlib.sha256(payload.encode()).hexdigest()
+    return cache_key("served-query", index_key, text, int(k), metadata_filter, list(prefix_ks))
 
 
 def chunks_key(index_key: str) -> str:
-    return hashlib.sha256(f"{index_key}\0chunks".encode()).hexdigest()
+    return cache_key("served-chunks", index_key)
 
 
 UNRESOLVED = object()  # a stored list whose chunk texts the stored chunk table cannot give back: a miss
