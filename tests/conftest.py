@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from fake_openai import fake_server, llm_settings  # noqa: F401 - the fake OpenAI server's fixtures, for every file
 from support import FIXTURES, PIPELINE
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from docx_dataset import docx_copy
-from fake_openai import FakeOpenAI, fake_server  # noqa: F401 - pytest fixture
+from fake_openai import FakeOpenAI
 from loopback import free_port
 from ragsweep.cli import main
 from ragsweep.report.runs import read_run

@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fake_openai import fake_server, llm_settings  # noqa: F401 - pytest fixtures
 from ragsweep.core.cache_files import SQLiteCacheFile, is_corruption, quarantine
 from ragsweep.llm.cache import ResponseCache
 from ragsweep.pipeline.embedding import CachedSentenceTransformerEmbedder

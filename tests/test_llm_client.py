@@ -8,7 +8,6 @@ import time
 
 import pytest
 
-from fake_openai import fake_server, llm_settings  # noqa: F401 - pytest fixtures
 from ragsweep.cost.calls import combine, count_message_tokens, count_tokens, encoding_name
 from ragsweep.llm import LLMClient, LLMSettings
 from ragsweep.llm.cache import ResponseCache, request_key

@@ -7,7 +7,6 @@ import math
 
 import pytest
 
-from fake_openai import fake_server, llm_settings  # noqa: F401 - pytest fixtures
 from ragsweep.metrics.ragas_llm import (
     ANSWER_CORRECTNESS,
     ANSWER_RELEVANCY,

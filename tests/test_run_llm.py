@@ -2,7 +2,6 @@
 
 import json
 
-from fake_openai import fake_server  # noqa: F401 - pytest fixture
 from ragsweep.commands.eval import EvalOptions, run_eval
 from ragsweep.report.runs import read_cases
 from support import ROOT

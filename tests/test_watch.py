@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from fake_openai import fake_server  # noqa: F401 - a pytest fixture
 from support import MINI, ROOT
 
 RAGSWEEP = [sys.executable, "-m", "ragsweep.cli"]
