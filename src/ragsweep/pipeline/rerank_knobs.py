@@ -7,16 +7,21 @@ from pydantic import ValidationInfo
 from ragsweep.core.knob import Knob
 
 
+def _earlier(info: ValidationInfo, name: str) -> object:
+    """A knob checked before this one (declared earlier); None when absent or invalid."""
+    return info.data[name] if name in info.data else None
+
+
 def _check_candidates(value: int | None, info: ValidationInfo) -> int | None:
     """Read after ``$reranker``, ``$top_k`` and ``$search_topk`` (declared before it)."""
     if value is None:
-        if info.data.get("reranker") is not None:
+        if _earlier(info, "reranker") is not None:
             raise ValueError(
                 "must be set when $reranker is set: the number of chunks retrieved and reranked, an integer >= $top_k"
             )
         return value
-    top_k = info.data.get("top_k") or info.data.get("search_topk")
-    if top_k is not None and value < top_k:
+    top_k = _earlier(info, "top_k") or _earlier(info, "search_topk")
+    if isinstance(top_k, int) and value < top_k:
         raise ValueError(
             f"must be >= $top_k = {top_k}: the reranker keeps the best $top_k of the $rerank_candidates chunks retrieved"
         )
