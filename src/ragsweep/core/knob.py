@@ -91,34 +91,31 @@ def knobs_of_model(
     **overrides: Mapping[str, object],
 ) -> tuple[Knob, ...]:
     """One knob per field of ``model`` (``prefix`` + its name), the type, bounds and default read from the
-    field itself: the model stays the one declaration of them. Every field needs its ``messages`` entry and
-    its ``affects`` stage; ``overrides`` adds knob fields per field name (``check``, ``nullable``...)."""
+    field itself: the model stays the one declaration of them. Each knob may be null (the model's own
+    default applies). Every field needs its ``messages`` entry and its ``affects`` stage; ``overrides``
+    adds knob fields per field name (``check``, ``default``...)."""
+    extra: dict[str, Mapping[str, object]] = {name: {} for name in model.model_fields} | overrides
     return tuple(
-        _knob_of_field(prefix + name, field, messages[name], affects[name], overrides.get(name, {}))
+        Knob(
+            **_field_spec(field), name=prefix + name, message=messages[name], affects=affects[name], nullable=True
+        ).model_copy(update=extra[name])
         for name, field in model.model_fields.items()
     )
 
 
-def _knob_of_field(name: str, field: FieldInfo, message: str, affects: Stage, extra: Mapping[str, object]) -> Knob:
-    annotation, nullable = _without_none(field.annotation)
-    spec: dict[str, Any] = {"name": name, "message": message, "affects": affects, "nullable": True}
-    if get_origin(annotation) is Literal:
-        spec |= {"kind": "str", "choices": get_args(annotation)}
-    else:
-        spec["kind"] = _KINDS[annotation]
+def _field_spec(field: FieldInfo) -> dict[str, Any]:
+    """A field's type, bounds and default as a knob's fields."""
+    annotation = field.annotation
+    if get_origin(annotation) in (Union, types.UnionType):  # an optional field: its other type
+        annotation = next(a for a in get_args(annotation) if a is not type(None))
+    spec: dict[str, Any] = {"kind": "str", "choices": get_args(annotation)}
+    if get_origin(annotation) is not Literal:
+        spec = {"kind": _KINDS[annotation]}
     for rule in field.metadata:
         spec |= _bound(rule)
-    if field.default_factory is None:
+    if field.default_factory is None:  # a computed default (a folder under the cache) is the model's to say
         spec["default"] = field.get_default()
-    spec["nullable"] = True if nullable else spec["nullable"]
-    return Knob(**{**spec, **extra})
-
-
-def _without_none(annotation: Any) -> tuple[Any, bool]:
-    if get_origin(annotation) in (Union, types.UnionType):
-        args = [a for a in get_args(annotation) if a is not type(None)]
-        return args[0], len(args) < len(get_args(annotation))
-    return annotation, False
+    return spec
 
 
 def _bound(rule: object) -> dict[str, object]:
