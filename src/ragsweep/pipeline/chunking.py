@@ -10,6 +10,9 @@ alike, its document's title and, with ``title+heading``, the nearest section hea
 (:func:`header_of`). The pieces are split exactly as without a header (the header does not
 count toward ``max_tokens``), so ``start``/``end`` stay those of the piece in the original
 text; the chunk metadata's ``header`` says what was prepended.
+
+The knobs (``$min_tokens``, ``$max_tokens``, ``$chunk_header``) are declared in
+:mod:`ragsweep.pipeline.chunking_knobs` (Pathway-free: a spec reads them).
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ The ranks it fuses are stable too: ragsweep's ``DocumentStore`` wraps each sub-r
 :mod:`ragsweep.pipeline.stable_order` (equal BM25 or KNN scores ordered by document id and
 offset, not by where Pathway's index holds the chunks), and builds this fusion for a
 Pathway ``HybridIndexFactory`` as well.
+
+``$rrf_k``, with the retrieval knobs, is declared in :mod:`ragsweep.pipeline.retrieval_knobs` (Pathway-free).
 """
 
 from __future__ import annotations

@@ -50,6 +50,8 @@ the LLM cache, so a re-run only asks again for the failed ones.
 >>> reranker = build_reranker(config)                 # None when $reranker is null
 >>> hits = store.retrieve([q], k=config.variables.rerank_candidates)[0]
 >>> rerank_hits(q, hits, reranker, top_k=config.top_k)
+
+The knobs are declared in :mod:`ragsweep.pipeline.rerank_knobs` (Pathway-free: a spec reads them).
 """
 
 from __future__ import annotations

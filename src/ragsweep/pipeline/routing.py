@@ -13,6 +13,8 @@ in-process store and a ``DocumentStoreServer`` over it serve the same lists
 among the documents that filter allows, so stage 2 gets the intersection; a scope of at most
 N documents is therefore served exactly as without routing (the scope wins). When stage 1
 returns no document, or one whose id a filter cannot express, the query is served unrouted.
+
+``$route_docs`` is declared in :mod:`ragsweep.pipeline.routing_knobs` (Pathway-free: a spec reads it).
 """
 
 from __future__ import annotations
