@@ -45,3 +45,38 @@ def test_a_section_id_is_registered_once(added_section):
     with pytest.raises(ValueError):
         html.register_section(html.Section("longest", "again", slowest_answers))
     assert [s.id for s in html.EVAL_SECTIONS][-2:] == ["longest", "run"]
+
+
+SWEEP = ROOT / "tests" / "fixtures" / "runs" / "sweep"
+
+
+def configurations_line(view: html.SweepView) -> str:
+    """One line naming the drilled-down configuration and how many were swept."""
+    return f"<p>{esc(view.focus_id)} of {len(view.sweep.configs)}</p>"
+
+
+@pytest.fixture
+def added_sweep_section():
+    html.register_section(
+        html.Section("count", "Configurations swept", configurations_line), before="run", page="sweep"
+    )
+    yield
+    html.unregister_section("count", page="sweep")
+
+
+def test_a_registered_sweep_section_is_in_the_written_sweep_page(added_sweep_section, tmp_path):
+    page = html.write_html_report(SWEEP, tmp_path / "report.html").read_text()
+    assert '<a href="#count">Configurations swept</a>' in page
+    body = page.split('<section id="count"><h2>Configurations swept</h2>', 1)[1]
+    view = html.SweepView.of(SWEEP)
+    assert body.startswith(f"<p>{esc(view.focus_id)} of {len(view.sweep.configs)}</p>")
+    assert body.index("</section>") < body.index('<section id="run">')
+    assert "count" not in [s.id for s in html.EVAL_SECTIONS]  # the eval page is left as it is
+
+
+def test_a_sweep_section_id_is_registered_once_and_removed(added_sweep_section, tmp_path):
+    with pytest.raises(ValueError):
+        html.register_section(html.Section("count", "again", configurations_line), page="sweep")
+    assert [s.id for s in html.SWEEP_SECTIONS][-2:] == ["count", "run"]
+    html.unregister_section("count", page="sweep")
+    assert '<section id="count">' not in html.write_html_report(SWEEP, tmp_path / "report.html").read_text()

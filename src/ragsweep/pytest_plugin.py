@@ -78,7 +78,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def parse_floors(lines: list[str], where: str) -> dict[str, float]:
-    """``["recall@5=0.9", ...]`` -> ``{"recall@5": 0.9}``; a malformed line is a usage error naming ``where``."""
+    """``METRIC=FLOOR`` lines -> ``{METRIC: FLOOR}``; a malformed line is a usage error naming ``where``."""
     floors: dict[str, float] = {}
     for line in lines:
         metric, sep, value = line.partition("=")

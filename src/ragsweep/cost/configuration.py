@@ -16,12 +16,11 @@ from collections.abc import Sequence
 
 from ragsweep.cost.records import NO_PRICE, TOKEN_AXIS, USD_AXIS, ConfigCost, CostPareto, Prices
 from ragsweep.evaluation.records import CaseResult, ConfigResult
-from ragsweep.metrics.registry import lower_is_better, spec
+from ragsweep.metrics.registry import FALLBACK_QUALITY, lower_is_better, spec
 from ragsweep.pipeline.config import PipelineConfig
 
 # the answer-quality measures a cost Pareto set is drawn for, those a run computed
 QUALITY_METRICS = ("judge_correct", "ragas_llm_faithfulness", "abstention_f1")
-FALLBACK_QUALITY = "token_f1"  # without the judge, ragas or unanswerable cases
 
 
 def configuration_cost(config: PipelineConfig, cases: Sequence[CaseResult], answerer: object) -> ConfigCost:

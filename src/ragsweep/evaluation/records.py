@@ -20,7 +20,7 @@ from ragsweep.cost.records import ConfigCost, CostPareto
 from ragsweep.evaluation.manifest import RunManifest, SweepManifest
 from ragsweep.judge.metric import JudgeVerdict
 from ragsweep.judge.trust import JudgeSection, ScoreAgreement, VerdictAgreement
-from ragsweep.metrics.registry import lower_is_better
+from ragsweep.metrics.registry import FIRST_RELEVANT_RANK, JUDGE_CORRECT, lower_is_better
 from ragsweep.metrics.retrieval import UnlocatedSpan
 
 RECORD_VERSION = 2
@@ -190,13 +190,13 @@ class RunResult(Aggregate):
     run_dir: str | None = Field(default=None, exclude=True)
     seconds: float = Field(default=0.0, exclude=True)
 
-    def self_agreement(self, metric: str = "judge_correct") -> VerdictAgreement | ScoreAgreement | None:
+    def self_agreement(self, metric: str = JUDGE_CORRECT) -> VerdictAgreement | ScoreAgreement | None:
         """The replicates' self-agreement of an LLM metric (``judge_correct``, ``ragas_llm_*``);
         None without replicates or without that metric."""
         return self.judge.self_agreement(metric) if self.judge is not None else None
 
     def first_relevant_rank(self, case: CaseResult) -> int | None:
-        value = case.metric("first_relevant_rank")
+        value = case.metric(FIRST_RELEVANT_RANK)
         return None if value is None else int(value)
 
     def report_json(self) -> dict[str, Any]:

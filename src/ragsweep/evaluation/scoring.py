@@ -19,7 +19,13 @@ from typing import Any
 from ragsweep.evaluation.records import Aggregate, CaseResult, Count, RunResult, UnlocatedCase, UnlocatedReport
 from ragsweep.metrics.answer import UNPARSED_SCOPE, aggregate_abstention
 from ragsweep.metrics.intervals import abstention_f1_interval, bootstrap_interval
-from ragsweep.metrics.registry import judged_by_relevance, set_metrics, unknown_name
+from ragsweep.metrics.registry import (
+    FIRST_RELEVANT_RANK,
+    SCORED_RETRIEVAL,
+    judged_by_relevance,
+    set_metrics,
+    unknown_name,
+)
 from ragsweep.pipeline.corpus import shown_name
 
 
@@ -57,12 +63,12 @@ def aggregate(
         metrics[name] = statistics.fmean(values) if values else None
         if with_intervals and len(values) >= 2 and (interval_metrics is None or name in interval_metrics):
             intervals[name] = list(bootstrap_interval(values, seed=seed))
-    frr = [v for case in cases if (v := case.metric("first_relevant_rank")) is not None]
+    frr = [v for case in cases if (v := case.metric(FIRST_RELEVANT_RANK)) is not None]
     if frr:
         metrics["first_relevant_rank_mean"] = statistics.fmean(frr)
         metrics["first_relevant_rank_median"] = float(statistics.median(frr))
-    scored = [case for case in cases if case.metric("r_precision") is not None]  # any k
-    counts["first_relevant_rank"] = Count(n=len(frr), missing=len(scored) - len(frr))
+    scored = [case for case in cases if case.metric(SCORED_RETRIEVAL) is not None]  # any k
+    counts[FIRST_RELEVANT_RANK] = Count(n=len(frr), missing=len(scored) - len(frr))
     _unlocated_counts(cases, counts)
     pairs = _abstention(cases, metrics, counts)
     if with_intervals and pairs:

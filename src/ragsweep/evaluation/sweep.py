@@ -87,7 +87,14 @@ from ragsweep.evaluation.scoring import aggregate, unlocated_report
 from ragsweep.evaluation.settings import SweepSettings
 from ragsweep.evaluation.storage import expand_lines
 from ragsweep.execution.base import CONFIG_FAILURES, Executor, IndexWork
-from ragsweep.metrics.registry import asked_budgets, at_k_families, at_own_k, lower_is_better, unknown_name
+from ragsweep.metrics.registry import (
+    DEFAULT_OBJECTIVES,
+    asked_budgets,
+    at_k_families,
+    at_own_k,
+    lower_is_better,
+    unknown_name,
+)
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.language import sweep_language_warning
@@ -95,7 +102,6 @@ from ragsweep.pipeline.retrieval import Retrieved, parse_documents, store_depths
 from ragsweep.pipeline.scalars import Overrides, Scalar
 
 DEFAULT_KS = (1, 3, 5, 10)
-DEFAULT_OBJECTIVES = ("recall@k", "mrr@k", "ndcg@k")
 ALPHA = 0.05
 # this many failures in a row with the same line, and nothing scored yet: no knob of the grid changes
 # the failure (an endpoint that is down, a key that is wrong), so the rest is not run

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Literal, TypeVar
 
 from ragsweep.cost.html import cost_section
 from ragsweep.evaluation.records import (
@@ -27,7 +27,18 @@ from ragsweep.evaluation.records import (
 )
 from ragsweep.judge.html import judge_html, judge_warnings_html
 from ragsweep.metrics.intervals import bootstrap_interval
-from ragsweep.metrics.registry import REPEATS, at_k_families, curve_families, headline, metric_sort_key
+from ragsweep.metrics.registry import (
+    CASE_BARS,
+    DOC_TYPE_HEAT,
+    PAGE_ANSWERS,
+    REPEATS,
+    SWEEP_DEPTH_10,
+    at_k_families,
+    at_served,
+    curve_families,
+    headline,
+    metric_sort_key,
+)
 from ragsweep.metrics.uninformative import answerer_way, uninformative
 from ragsweep.report import svg
 from ragsweep.report.assets import CSS, JS
@@ -418,21 +429,6 @@ def _doc_type_heatmap(cases: Sequence[CaseResult], metrics: Sequence[str]) -> st
     return note + _switcher("doc-type", panels, wide=True)
 
 
-def _case_sections(
-    cases: Sequence[CaseResult], k: int | None, label: str = "", answerer: str | None = None
-) -> list[tuple[str, str, str]]:
-    """Type bars, the document x type heatmap and the drilldown; ``k``: the depth served (the main k).
-    The figures leave out the metrics that say nothing about ``answerer``'s answers."""
-    if not cases:
-        return [("drilldown", "Cases", _NO_CASES)]
-    prefix = f'<p class="note">{label}</p>' if label else ""
-    return [
-        ("types", "By question type", prefix + _types_html(cases, k, answerer)),
-        ("doc-type-map", "Document × question type", prefix + _doc_type_html(cases, k, answerer)),
-        ("drilldown", "Cases", prefix + drilldown_html(cases, k)),
-    ]
-
-
 _NO_CASES = '<p class="note">This run folder has no cases.jsonl.</p>'
 
 
@@ -444,14 +440,14 @@ def _present(cases: Sequence[CaseResult], answerer: str | None, ms: Sequence[str
 def _types_html(cases: Sequence[CaseResult], k: int | None, answerer: str | None) -> str:
     kk = f"@{k}" if k is not None else ""
     correct = correctness_metric(cases, k)
-    bars = [correct, f"hit_rate{kk}", f"recall{kk}", f"ndcg{kk}", "judge_correct", "token_f1", "pathway_strsim"]
+    bars = [correct, *at_served(CASE_BARS, kk), *PAGE_ANSWERS]
     return _type_bars(cases, _present(cases, answerer, [*bars, "fact_coverage"])[:7])
 
 
 def _doc_type_html(cases: Sequence[CaseResult], k: int | None, answerer: str | None) -> str:
     kk = f"@{k}" if k is not None else ""
     correct = correctness_metric(cases, k)
-    heat = _present(cases, answerer, [correct, f"hit_rate{kk}", "pathway_strsim", "token_f1", f"recall{kk}"])[:5]
+    heat = _present(cases, answerer, [correct, *at_served(DOC_TYPE_HEAT, kk)])[:5]
     return (
         f'<p class="note">Correctness measure: <b>{esc(correct)}</b> '
         "(judge_correct when an LLM judge ran, else hit rate at the pipeline's k, else Pathway's string "
@@ -462,14 +458,18 @@ def _doc_type_html(cases: Sequence[CaseResult], k: int | None, answerer: str | N
 # ----------------------------------------------------------------------------- eval page
 
 
+_Of = TypeVar("_Of")
+
+
 @dataclass(frozen=True)
-class Section:
-    """One section of an eval run's report.html: its anchor, its heading, and its body from the run
-    (None: the section is left out of that run's page)."""
+class Section(Generic[_Of]):
+    """One section of a report.html: its anchor, its heading, and its body from what the page shows (an
+    eval page's :class:`RunResult`, a sweep page's :class:`SweepView`; None: the section is left out of
+    that page)."""
 
     id: str
     title: str
-    render: Callable[[RunResult], str | None]
+    render: Callable[[_Of], str | None]
 
 
 def _summary_html(run: RunResult) -> str:
@@ -482,7 +482,7 @@ def _run_html(run: RunResult) -> str:
     return _meta(_manifest_items(Manifest.of(run.manifest), run))
 
 
-EVAL_SECTIONS: list[Section] = [
+EVAL_SECTIONS: list[Section[RunResult]] = [
     Section("summary", "Summary", _summary_html),
     Section("history", "Over time (ragsweep watch)", history_html),
     Section("baselines", "Against chance and oracle", lambda run: _baselines_table(run.baselines) or None),
@@ -504,18 +504,26 @@ EVAL_SECTIONS: list[Section] = [
 ]
 
 
-def register_section(section: Section, *, before: str | None = None) -> Section:
-    """Add ``section`` to every eval report.html written from now on: before the section ``before``
-    (an id), else last."""
-    if any(s.id == section.id for s in EVAL_SECTIONS):
+def _sections(page: Literal["eval", "sweep"]) -> list[Section[Any]]:
+    return EVAL_SECTIONS if page == "eval" else SWEEP_SECTIONS
+
+
+def register_section(
+    section: Section[Any], *, before: str | None = None, page: Literal["eval", "sweep"] = "eval"
+) -> Section[Any]:
+    """Add ``section`` to every report.html of ``page`` (an eval run's or a sweep's) written from now
+    on: before the section ``before`` (an id), else last."""
+    sections = _sections(page)
+    if any(s.id == section.id for s in sections):
         raise ValueError(f"a report section {section.id!r} is already registered")
-    ids = [s.id for s in EVAL_SECTIONS]
-    EVAL_SECTIONS.insert(ids.index(before) if before is not None else len(ids), section)
+    ids = [s.id for s in sections]
+    sections.insert(ids.index(before) if before is not None else len(ids), section)
     return section
 
 
-def unregister_section(section_id: str) -> None:
-    EVAL_SECTIONS[:] = [s for s in EVAL_SECTIONS if s.id != section_id]
+def unregister_section(section_id: str, page: Literal["eval", "sweep"] = "eval") -> None:
+    sections = _sections(page)
+    sections[:] = [s for s in sections if s.id != section_id]
 
 
 def _eval_page(run_dir: Path, live: bool = False) -> str:
@@ -896,9 +904,9 @@ def _shown_metrics(sweep: SweepResult, k: int | None, answerer: str | None = Non
     """Up to 8 metrics for the heatmaps and the table: the objectives first, then the main ones at ``k``
     (an answer metric that says nothing about ``answerer``'s answers only when it is an objective)."""
     all_metrics = ordered({m for c in sweep.configs for m in c.metrics})
-    kk = [f"hit_rate@{k}", f"recall@{k}", f"ndcg@{k}"] if k is not None else []
-    more = [m for m in ("judge_correct", "token_f1", "pathway_strsim") if not uninformative(m, answerer)]
-    preferred = [*sweep.objectives, *kk, "mrr@10", "ndcg@10", *more]
+    kk = at_served(CASE_BARS, f"@{k}") if k is not None else []
+    more = [m for m in PAGE_ANSWERS if not uninformative(m, answerer)]
+    preferred = [*sweep.objectives, *kk, *SWEEP_DEPTH_10, *more]
     return [m for m in dict.fromkeys(preferred) if m in all_metrics][:8]
 
 
@@ -971,43 +979,88 @@ def _heat_note(sweep: SweepResult) -> str:
 SWEEP_COUNTED = "in each configuration's counts, the same in all of them"
 
 
+@dataclass(frozen=True)
+class SweepView:
+    """What a sweep page's sections read: the sweep, its baseline, the drilled-down configuration (the best
+    by the first objective) and that configuration's cases."""
+
+    sweep: SweepResult
+    focus_id: str | None
+    focus: ConfigResult | None
+    base: ConfigResult | None
+    k: int | None  # the depth the drilled-down configuration serves
+    cases: list[CaseResult]
+    answerer: str | None
+    shown: list[str]  # the metrics of the heatmaps and the table
+
+    @classmethod
+    def of(cls, run_dir: Path) -> SweepView:
+        sweep = read_sweep(run_dir)
+        focus_id, focus = _focus(sweep)
+        k = focus.top_k if focus is not None else None
+        cases_dir = run_dir / "configs" / str(focus_id)
+        cases = read_config_cases(cases_dir) if (cases_dir / "cases.jsonl").is_file() else []
+        answerer = next((c.answer.answerer for c in cases if c.answer is not None), None)
+        shown = _shown_metrics(sweep, k, answerer)
+        return cls(sweep, focus_id, focus, _find(sweep, sweep.baseline), k, cases, answerer, shown)
+
+    def labelled(self, body: str) -> str:
+        """A section of the drilled-down configuration's cases, under the line that names it."""
+        objectives = self.sweep.objectives
+        label = (
+            f"Configuration {esc(self.focus_id)} (best by {esc(objectives[0]) if objectives else '?'}; "
+            f"top_k {esc(self.k)}): {_params_of(self.focus)}"
+        )
+        return f'<p class="note">{label}</p>' + body
+
+
+def _sweep_heat_html(view: SweepView) -> str:
+    heat = {m: _sweep_heatmaps(view.sweep, m) for m in view.shown}
+    return _heat_note(view.sweep) + _switcher("sweep-heat", heat)
+
+
+def _sweep_run_html(view: SweepView) -> str | None:
+    manifest = view.sweep.manifest
+    return _meta(items) if manifest and (items := _manifest_items(Manifest.of(manifest))) else None
+
+
+def _sweep_unlocated_html(view: SweepView) -> str | None:
+    unlocated = view.sweep.unlocated
+    return _unlocated_html(unlocated, SWEEP_COUNTED) if unlocated.cases else None
+
+
+SWEEP_SECTIONS: list[Section[SweepView]] = [
+    Section("overview", "Sweep", lambda v: _sweep_overview(v.sweep, v.focus_id, v.focus)),
+    Section("failed", "Failed configurations", lambda v: _failed_html(v.sweep) if v.sweep.failed else None),
+    Section("heatmap", "Chunk size × top_k", _sweep_heat_html),
+    Section("table", "Configurations", lambda v: _sweep_table(v.sweep, v.shown[:6])),
+    Section("curves", "Metrics vs k", lambda v: _sweep_curves(v.focus, v.base)),
+    Section("cost", "Quality vs cost", lambda v: cost_section(v.sweep)),
+    Section("unlocated", "Unlocated evidence", _sweep_unlocated_html),
+    Section(
+        "types",
+        "By question type",
+        lambda v: v.labelled(_types_html(v.cases, v.k, v.answerer)) if v.cases else None,
+    ),
+    Section(
+        "doc-type-map",
+        "Document × question type",
+        lambda v: v.labelled(_doc_type_html(v.cases, v.k, v.answerer)) if v.cases else None,
+    ),
+    Section("drilldown", "Cases", lambda v: v.labelled(drilldown_html(v.cases, v.k)) if v.cases else _NO_CASES),
+    Section("run", "Run", _sweep_run_html),
+]
+
+
 def _sweep_page(run_dir: Path) -> str:
-    sweep = read_sweep(run_dir)
-    configs, objectives, best, base_id = sweep.configs, sweep.objectives, sweep.best, sweep.baseline
-    focus_id, focus = _focus(sweep)
-    base = _find(sweep, base_id)
-    k = focus.top_k if focus is not None else None  # the depth the drilled-down configuration serves
-    cases_dir = run_dir / "configs" / str(focus_id)
-    cases = read_config_cases(cases_dir) if (cases_dir / "cases.jsonl").is_file() else []
-    answerer = next((c.answer.answerer for c in cases if c.answer is not None), None)
-    shown = _shown_metrics(sweep, k, answerer)
-    heat = {m: _sweep_heatmaps(sweep, m) for m in shown}
+    view = SweepView.of(run_dir)
+    sweep = view.sweep
     subtitle = (
-        f"sweep · {len(configs)} configurations over {esc(', '.join(sweep.grid))} · baseline {_short_id(base_id)} · "
-        + " · ".join(f"best {esc(o)}: {_short_id(b)}" for o, b in best.items())
+        f"sweep · {len(sweep.configs)} configurations over {esc(', '.join(sweep.grid))} · baseline "
+        f"{_short_id(sweep.baseline)} · " + " · ".join(f"best {esc(o)}: {_short_id(b)}" for o, b in sweep.best.items())
     )
-    run_items = _manifest_items(Manifest.of(sweep.manifest)) if sweep.manifest else []
-    label = (
-        f"Configuration {esc(focus_id)} (best by {esc(objectives[0]) if objectives else '?'}; top_k {esc(k)}): "
-        f"{_params_of(focus)}"
-    )
-    sections = [
-        ("overview", "Sweep", _sweep_overview(sweep, focus_id, focus)),
-        *([("failed", "Failed configurations", _failed_html(sweep))] if sweep.failed else []),
-        ("heatmap", "Chunk size × top_k", _heat_note(sweep) + _switcher("sweep-heat", heat)),
-        ("table", "Configurations", _sweep_table(sweep, shown[:6])),
-        ("curves", "Metrics vs k", _sweep_curves(focus, base)),
-        *([("cost", "Quality vs cost", cost)] if (cost := cost_section(sweep)) is not None else []),
-        *(
-            [("unlocated", "Unlocated evidence", _unlocated_html(sweep.unlocated, SWEEP_COUNTED))]
-            if sweep.unlocated.cases
-            else []
-        ),
-        *_case_sections(cases, k, label, answerer),
-    ]
-    if run_items:
-        sections.append(("run", "Run", _meta(run_items)))
+    sections = [(s.id, s.title, html) for s in SWEEP_SECTIONS if (html := s.render(view)) is not None]
     return _page(f"ragsweep sweep: {run_dir.name}", subtitle, sections)
 
 
-__all__ = ["Section", "register_section", "unregister_section", "write_html_report"]
+__all__ = ["Section", "SweepView", "register_section", "unregister_section", "write_html_report"]

@@ -44,7 +44,11 @@ from ragsweep.evaluation.records import (
 from ragsweep.evaluation.scoring import aggregate
 from ragsweep.evaluation.storage import expand_lines
 from ragsweep.metrics.registry import (  # noqa: F401 - the one registry, re-exported for the reports
+    HIT_FAMILY,
+    JUDGE_CORRECT,
+    SIMILARITY_CORRECTNESS,
     at_k_families,
+    at_own_k,
     lower_is_better,
     metric_sort_key,
     ordered,
@@ -465,11 +469,11 @@ def has_values(cases: Sequence[CaseResult], metric: str) -> bool:
 
 def correctness_metric(cases: Sequence[CaseResult], k: int | None) -> str | None:
     """judge_correct when judged, else hit_rate@k, else pathway_strsim (first with values)."""
-    candidates = ["judge_correct"]
+    candidates = [JUDGE_CORRECT]
     if k is not None:
-        candidates.append(f"hit_rate@{k}")
-    candidates += [m for m in ordered({m for c in cases for m in c.metrics}) if m.startswith("hit_rate@")]
-    candidates += ["pathway_strsim", "token_f1"]
+        candidates.append(f"{HIT_FAMILY}@{k}")
+    candidates += [m for m in ordered({m for c in cases for m in c.metrics}) if m.startswith(f"{HIT_FAMILY}@")]
+    candidates += SIMILARITY_CORRECTNESS
     return next((m for m in candidates if has_values(cases, m)), None)
 
 
@@ -514,7 +518,7 @@ def case_failures(case: CaseResult) -> list[str]:
     """
     kinds = []
     if not case.unanswerable:
-        hit = num(case.metric("hit_rate@k"))
+        hit = num(case.metric(at_own_k(HIT_FAMILY)))
         if hit is None and not case.evidence_unlocated:
             hit = float(any(h.relevant for h in case.hits if h.rank <= case.top_k))
         if hit == 0:
@@ -522,7 +526,7 @@ def case_failures(case: CaseResult) -> list[str]:
     if case.judge is not None and case.judge.is_correct is not None:
         if not case.judge.is_correct:
             kinds.append("judged-wrong")
-    elif num(case.metric("judge_correct")) == 0:
+    elif num(case.metric(JUDGE_CORRECT)) == 0:
         kinds.append("judged-wrong")
     if case.answer is not None:
         if case.answer.abstained and not case.unanswerable:
