@@ -9,7 +9,7 @@ scored are checked by :data:`ARGUMENT_RULES`.
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
@@ -109,7 +109,7 @@ def withdraw(*names: str) -> None:
     _declared = _compose(added, PipelineVariables) if added else PipelineVariables
 
 
-def knobs_affecting(stage: Stage, applied_by: str | None = None) -> tuple[str, ...]:
+def knobs_affecting(stage: Stage, applied_by: Literal["component", "ragsweep"] | None = None) -> tuple[str, ...]:
     """The knobs whose value changes ``stage``'s output (``"chunks"``, ``"index"``...), in declaration order.
 
     A change of an earlier stage changes every later one too (:data:`ragsweep.core.knob.STAGES`): a key
