@@ -675,4 +675,5 @@ def estimate_judge_calls(
 
 
 # the mean of a case's replicate verdicts, set by the case scorer
-registry.register(registry.MetricSpec("judge_correct", "judge", 210, headline=5))
+JUDGE_METRIC = "judge_correct"
+registry.register(registry.MetricSpec(JUDGE_METRIC, "judge", 210, headline=5))

@@ -30,7 +30,7 @@ from pydantic import BaseModel
 
 from ragsweep.evaluation.records import CaseResult
 from ragsweep.judge import stats as js
-from ragsweep.judge.metric import JudgeVerdict, ReplicateVerdict, failure_kind
+from ragsweep.judge.metric import JUDGE_METRIC, JudgeVerdict, ReplicateVerdict, failure_kind
 from ragsweep.judge.trust import (
     DEFAULT_WARN_RATE,
     Disagreement,
@@ -45,9 +45,6 @@ from ragsweep.judge.trust import (
     ScoreAgreement,
     VerdictAgreement,
 )
-
-JUDGE_METRIC = "judge_correct"
-
 
 # ----------------------------------------------------------------- the section, built from the cases
 
