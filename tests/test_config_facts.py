@@ -1,5 +1,5 @@
-"""A pipeline loaded again reads what ragsweep needs of it from its remembered facts, without Pathway's
-loader, and every fact equals what the loader gives; a warm evaluation then never imports Pathway."""
+"""A pipeline loaded again reads what its built components answer from its remembered facts, without
+building them, and every fact equals what a build gives; a warm evaluation then never imports Pathway."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def test_a_second_load_reads_every_fact_back_as_pathways_loader_gives_it(path, o
     expected = facts_of(fresh)
     monkeypatch.delenv("RAGSWEEP_CONFIG_FACTS")
     first = PipelineConfig.load(path)  # computes each fact and keeps it
-    assert first.tree is not None and facts_of(first) == expected
+    assert facts_of(first) == expected and first.tree is not None  # the built facts built it
     second = PipelineConfig.load(path)
     assert second.tree is None  # nothing read through Pathway's loader
     assert facts_of(second) == expected
@@ -92,7 +92,7 @@ def test_an_edited_file_is_loaded_anew(own_cache, tmp_path):
     assert PipelineConfig.load(path).tree is None
     path.write_text(path.read_text().replace("$top_k: 5", "$top_k: 7"))
     edited = PipelineConfig.load(path)
-    assert edited.tree is not None and edited.top_k == 7
+    assert edited.facts is not None and edited.facts.values == {} and edited.top_k == 7
 
 
 def test_a_file_naming_code_outside_pathway_and_ragsweep_is_never_remembered(own_cache):
@@ -109,8 +109,10 @@ def test_a_damaged_row_is_computed_again(own_cache):
     assert key is not None
     BlobTable.shared(own_cache / "config_facts.sqlite", "facts", what="pipeline-facts").put_many({key: b"\x00not json"})
     again = PipelineConfig.load(path)
-    assert again.tree is not None and again.index_key == expected
-    assert PipelineConfig.load(path).tree is None  # remembered again
+    assert again.facts is not None and again.facts.values == {} and again.index_key == expected
+    assert again.uses_tantivy() is True
+    remembered = PipelineConfig.load(path)
+    assert remembered.uses_tantivy() is True and remembered.tree is None  # remembered again
 
 
 WARM = """

@@ -65,7 +65,7 @@ def test_the_canonical_form_names_engine_values_and_never_holds_an_address(defau
         __slots__ = ()
 
     opaque = PipelineConfig("x.yaml", {Variable("thing"): Value(constructed=True, value=Opaque())})
-    assert " at 0x" not in opaque._canonical_text(opaque.raw)
+    assert " at 0x" not in opaque._canonical_text(opaque.symbols)
     assert opaque.hash == PipelineConfig("x.yaml", {Variable("thing"): Value(constructed=True, value=Opaque())}).hash
     leaked = PipelineConfig("x.yaml", {Variable("thing"): "<Thing object at 0x7f3a2b1c0d90>"})
     with pytest.raises(ConfigError, match=r"x.yaml: cannot hash this config stably: .* \(a memory address\)"):

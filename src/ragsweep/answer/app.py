@@ -43,6 +43,7 @@ from ragsweep.pipeline.app_components import AppComponentError, LLMSpend, check_
 from ragsweep.pipeline.arguments import ComponentArguments
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
+from ragsweep.pipeline.yaml_symbolic import Ref
 
 
 @dataclass
@@ -194,7 +195,7 @@ class AppAnswerer:
         self.config = config
         self.corpus = corpus
         _, node = config.question_answerer_ref() or ("", None)
-        self.kind = getattr(node.constructor, "__name__", "question_answerer") if node is not None else ""
+        self.kind = node.name if node is not None else ""
         self.settings: LLMSettings | None = None
         self.ledger = CallLedger()
         self.name = f"app:{self.kind}"
@@ -358,11 +359,9 @@ def answer_together(
 
 def llm_capacity(config: PipelineConfig) -> int | None:
     """The ``capacity`` of the app's chat model (the calls it keeps in flight), None where it sets none."""
-    from pathway.internals.yaml_loader import Variable
-
     found = config.question_answerer_ref()
     llm = ComponentArguments.of(found[1].kwargs).llm if found is not None else None
-    llm = config.raw.get(llm) if isinstance(llm, Variable) else llm
+    llm = config.symbols.get(llm) if isinstance(llm, Ref) else llm
     capacity = (getattr(llm, "kwargs", None) or {}).get("capacity")
-    capacity = config.raw.get(capacity) if isinstance(capacity, Variable) else capacity
+    capacity = config.symbols.get(capacity) if isinstance(capacity, Ref) else capacity
     return capacity if isinstance(capacity, int) and not isinstance(capacity, bool) and capacity > 0 else None

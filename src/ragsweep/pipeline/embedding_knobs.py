@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from ragsweep.core.knob import Knob
+from ragsweep.pipeline.embedding_names import check_model_name
 
 
 def _check_model(value: str | None) -> str | None:
     if value is not None:  # a registered model or a local folder; whether it is installed is checked at build
-        # deferred: embedding imports pathway (~1 s); importing config (the API, the CLI) must not
-        from ragsweep.pipeline.embedding import check_model_name
-
         check_model_name(value)
     return value
 

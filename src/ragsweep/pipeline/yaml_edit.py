@@ -5,7 +5,7 @@ A knob is a top-level ``$variable`` (its line, and a block under it such as a ``
 one argument of a component (``question_answerer.search_topk``, ``llm.model``: its line in the
 component's block, or one added under the component's tag line where the app takes the default; an app's
 top-k is its question answerer's ``search_topk``). What the edit gives is loaded back
-with Pathway's loader and must hold exactly the values asked for.
+as ``eval --pipeline`` loads it and must hold exactly the values asked for.
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ def check_values(path: Path, values: Mapping[str, Scalar]) -> None:
     written = PipelineConfig.load(path)
     for name, value in values.items():
         if is_argument_override(name):
-            got = component_argument(written.raw, name)
+            got = component_argument(written.symbols, name)
         elif name == "top_k" and name not in written.scalars():
             got = written.top_k
         else:
