@@ -261,19 +261,17 @@ def _mlflow_options(p) -> None:
     p.add_argument("--mlflow-uri", help="MLflow tracking URI (default: a local file store)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ragsweep", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"ragsweep {package_version()}")
-    sub = parser.add_subparsers(dest="command", required=True)
+def _pipeline_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--pipeline", default=DEFAULT_PIPELINE,
+        help="pipeline YAML (Pathway syntax); where ./pipelines/default.yaml does not exist, the default is "
+        "the one ragsweep ships (default: %(default)s)",
+    )  # fmt: skip
+    p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a $variable of the pipeline")
 
-    def pipeline_args(p):
-        p.add_argument(
-            "--pipeline", default=DEFAULT_PIPELINE,
-            help="pipeline YAML (Pathway syntax); where ./pipelines/default.yaml does not exist, the default is "
-            "the one ragsweep ships (default: %(default)s)",
-        )  # fmt: skip
-        p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a $variable of the pipeline")
 
+def _add_corpus_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The commands that set up or look at a documents folder and a dataset, before any evaluation."""
     p = sub.add_parser(
         "init", help="write the default pipeline and a starter dataset folder into DIR, next to your app"
     )
@@ -281,7 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=run_init_cli)
 
     p = sub.add_parser("index", help="parse, split, embed and index a documents folder; report what was built")
-    pipeline_args(p)
+    _pipeline_args(p)
     p.add_argument("--docs", required=True)
     _document_options(p)
     _pathway_threads_option(p)
@@ -289,7 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("retrieve", help="top-k chunks for one or more questions")
-    pipeline_args(p)
+    _pipeline_args(p)
     p.add_argument("--docs", required=True)
     p.add_argument("-k", type=bounded(int, low=1), default=None, help="how many chunks (default: the pipeline's top_k)")
     p.add_argument("--scope", action="append", help="restrict to this document id (repeatable)")
@@ -303,6 +301,9 @@ def build_parser() -> argparse.ArgumentParser:
     validate_arguments(p)
     p.set_defaults(func=cmd_validate)
 
+
+def _add_evaluation_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The commands that evaluate (once, on every change, over a grid) and that compare two runs."""
     p = sub.add_parser("eval", help="evaluate a pipeline on a dataset; write a run folder")
     add_options(p, EvalOptions)
     _mlflow_options(p)
@@ -326,8 +327,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", help="also write the comparison as Markdown to this file")
     p.set_defaults(func=cmd_compare)
 
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ragsweep", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"ragsweep {package_version()}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_corpus_commands(sub)
+    _add_evaluation_commands(sub)
     p = sub.add_parser("generate", help="a verified test set from a documents folder (OpenAI-compatible LLM)")
-    pipeline_args(p)
+    _pipeline_args(p)
     generate_arguments(p)
     p.set_defaults(func=cmd_generate)
     return parser

@@ -16,7 +16,6 @@ endpoint that is down, not slow).
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from collections import Counter
@@ -27,14 +26,14 @@ from typing import TypedDict
 import numpy as np
 from pydantic import JsonValue
 
-from ragsweep.core.hits import Hit
 from ragsweep.datasets.loader import load_dataset
 from ragsweep.evaluation.runfolder import now
 from ragsweep.generate import failures as failures_mod
 from ragsweep.generate import propose, verify
+from ragsweep.generate.drawing import CandidateDraw
 from ragsweep.generate.estimate import estimate_generation
 from ragsweep.generate.propose import KINDS, Candidate
-from ragsweep.generate.sampling import ChunkSampler, SourceChunk, split_corpus, usable
+from ragsweep.generate.sampling import split_corpus, usable
 from ragsweep.generate.settings import GenerateSettings
 from ragsweep.generate.writer import (
     FailuresRun,
@@ -199,11 +198,11 @@ class Generator:
             raise GenerateError(f"{self.docs_dir}: no document could be parsed")
         self.texts = {d.doc_id: d.text for d in self.corpus.documents}
         self.chunks = split_corpus(self.corpus, self.config)
-        # one sampler per kind: a passage is the source of at most one question of each kind
-        self.samplers = {kind: ChunkSampler(self.chunks, f"{settings.seed}:{kind}") for kind in KINDS}
-        self._store = None
-        self._order = 0
-        self._seed_cursor = 0
+        self._store: RagStore | None = None
+        self.drawing = CandidateDraw(
+            self.chunks, list(self.texts), settings.seed, settings.oversample, self.check_k, self.seeds,
+            self.run_info, lambda: self.store,
+        )  # fmt: skip
         self.usage = Usage()
         self.proposed: Counter = Counter()
         self.round_errors: Counter = Counter()  # this round's failed calls, by kind
@@ -248,81 +247,6 @@ class Generator:
         if self._store is None:
             self._store = RagStore(self.config, self.corpus)
         return self._store
-
-    def _candidate(self, kind: str, sources: list[SourceChunk], hint: failures_mod.Seed | None = None) -> Candidate:
-        c = Candidate(
-            order=self._order, kind=kind, type=(hint.type if hint else None) or kind, sources=sources, hint=hint
-        )
-        self._order += 1
-        return c
-
-    # ------------------------------------------------------------------ candidates
-    def draw(self, need: dict[str, int]) -> list[Candidate]:
-        """Fresh candidates for what each kind still needs (x oversample)."""
-        if self.seeds:
-            return self._draw_from_failures(sum(need.values()))
-        left = {kind: math.ceil(missing * self.settings.oversample) for kind, missing in need.items() if missing > 0}
-        batch: list[Candidate] = []
-        while any(left.values()):
-            for kind in list(left):
-                if left[kind] <= 0:
-                    continue
-                sampler = self.samplers[kind]
-                if kind == "multi_hop":
-                    drawn = [list(pair) for pair in sampler.draw_pairs(1)]
-                else:
-                    drawn = [[c] for c in sampler.draw(1)]
-                if not drawn:  # this kind has no unused passage left
-                    left[kind] = 0
-                    continue
-                batch.append(self._candidate(kind, drawn[0]))
-                left[kind] -= 1
-        return batch
-
-    def _draw_from_failures(self, missing: int) -> list[Candidate]:
-        n = math.ceil(missing * self.settings.oversample)
-        picks = [self.seeds[(self._seed_cursor + i) % len(self.seeds)] for i in range(n)]
-        self._seed_cursor += n
-        all_docs = sorted(self.texts)
-        other_docs = []
-        for seed in picks:
-            own = set(seed.doc_scope or seed.relevant_docs)
-            other_docs.append([d for d in all_docs if d not in own] or all_docs)
-        ask = [i for i, s in enumerate(picks) if s.kind != "unanswerable"]
-        hits_of: list[list[Hit]] = [[] for _ in picks]  # an unanswerable seed retrieves nothing
-        if ask:
-            found = self.store.retrieve(
-                [picks[i].question for i in ask],
-                k=max(10, 2 * self.check_k),
-                doc_scopes=[other_docs[i] for i in ask],
-            )
-            for i, hits in zip(ask, found):
-                hits_of[i] = hits
-        batch: list[Candidate] = []
-        for i, seed in enumerate(picks):
-            kind = seed.kind
-            hint = seed.model_copy(update={"run": self.run_info["run"] if self.run_info else None})
-            want = 2 if kind == "multi_hop" else 1
-            ranked = [SourceChunk(h.doc_id, h.start, h.end, h.text) for h in hits_of[i]]
-            sampler = self.samplers[kind]
-            ranked = [c for c in ranked if usable(c) and c.key not in sampler.used]
-            sources: list[SourceChunk] = ranked[:1]
-            if want == 2 and sources:  # the second passage: of the same document if one was retrieved
-                rest = ranked[1:]
-                same = [c for c in rest if c.doc_id == sources[0].doc_id]
-                sources += (same or rest)[:1]
-            for chunk in sources:
-                sampler.take(chunk)
-            if len(sources) < want:  # nothing (more) retrieved: a drawn passage of another document
-                own = set(all_docs) - set(other_docs[i])
-                if sources:  # a second passage: the same document first
-                    sources += sampler.draw_from([sources[0].doc_id], 1)
-                if len(sources) < want:
-                    sources += sampler.draw(want - len(sources), exclude_docs=own)
-            if len(sources) < want:
-                continue
-            batch.append(self._candidate(kind, sorted(sources, key=lambda c: (c.doc_id, c.start)), hint))
-        return batch
 
     # ------------------------------------------------------------------ steps
     def _ask(self, step: str, batch: list[Messages]) -> list[ChatResult]:
@@ -394,7 +318,7 @@ class Generator:
 
     def dry_run(self) -> DryRun:
         need = self.requested()
-        batch = self.draw(need)
+        batch = self.drawing.draw(need)
         est = estimate_generation(batch, self.llm, self.check_k, self.settings.max_rounds)
         return {
             "dry_run": True,
@@ -416,7 +340,7 @@ class Generator:
         """The candidates whose call failed, asked again, then fresh ones for what they do not cover."""
         pending = Counter(self._slot(c) for c in waiting)
         need = {k: q - have[k] - pending[k] for k, q in quota.items()}
-        fresh = self.draw({k: v for k, v in need.items() if v > 0}) if any(v > 0 for v in need.values()) else []
+        fresh = self.drawing.draw({k: v for k, v in need.items() if v > 0}) if any(v > 0 for v in need.values()) else []
         return [c.again() for c in waiting] + fresh
 
     def _round_failed(self, round_no: int) -> str | None:
