@@ -175,7 +175,7 @@ def case_moves(before: RunResult, after: RunResult) -> tuple[list[str], list[str
         was = old.get(case.id)
         if was is None or _served(was) != _served(case) or was.metrics != case.metrics:
             changed.append(case.id)
-        a, b = (was.metrics.get(hit) if was else None), case.metrics.get(hit)
+        a, b = (was.metric(hit) if was else None), case.metric(hit)
         if a == 1.0 and b == 0.0:
             lost.append(case.id)
         elif a == 0.0 and b == 1.0:

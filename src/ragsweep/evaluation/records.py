@@ -243,6 +243,10 @@ class ConfigResult(Aggregate):
         """Significantly different from the baseline on ``metric`` (Holm-adjusted); False where not tested."""
         return self.significant.get(metric, False)
 
+    def lift(self, objective: str) -> float | None:
+        """``objective``'s value less its chance level; None where it has no chance level."""
+        return self.lift_over_chance.get(objective)
+
 
 class HoldoutConfig(Aggregate):
     params: JsonObject = Field(default_factory=dict)
@@ -319,3 +323,11 @@ class SweepResult(BaseModel):
     def best_on(self, objective: str) -> str | None:
         """The best configuration on ``objective``; None where no configuration has a value of it."""
         return self.best.get(objective)
+
+    def chosen_on(self, objective: str) -> str:
+        """What the best on ``objective`` was chosen on: "lift" over chance or its "value"."""
+        return self.chosen_by.get(objective, "value")
+
+    def tied(self, objective: str) -> list[str]:
+        """The configurations that tie with the best on ``objective``, the best first (empty: no best)."""
+        return self.ties.get(objective, [])

@@ -719,15 +719,19 @@ def paired_p(ours: dict[str, _StoredScores], theirs: dict[str, _StoredScores], m
     return paired_test([a for a, _ in full], [b for _, b in full]) if full else None
 
 
-def finish_sweep(
-    folder: RunFolder, sweep: Sweep, results: dict[str, ConfigResult], failed: Mapping[str, str] | None = None
-) -> SweepResult:
-    """Paired tests like with like (:func:`comparison`; Holm across configurations), best, Pareto, CSV, over
-    the configurations in ``results``; those in ``failed`` (id -> reason) listed apart, with no numbers."""
-    failed = failed or {}
-    scored = [cid for cid in sweep.configs if cid in results and cid not in failed]
+@dataclass
+class _PairedTests:
+    """Each scored configuration's paired test per objective: against what and on what (``compared``),
+    its p-value, and that p-value Holm-adjusted across the configurations tested on the same metric."""
+
+    compared: dict[tuple[str, str], tuple[str | None, str]]
+    p_values: dict[str, dict[str, float | None]]
+    adjusted: dict[str, dict[str, float | None]]
+
+
+def _paired_tests(folder: RunFolder, sweep: Sweep, scored: list[str], failed: Mapping[str, str]) -> _PairedTests:
     # deferred: metrics.stats imports scipy (~1 s); --help and the API import must not
-    from ragsweep.metrics.stats import holm, significant
+    from ragsweep.metrics.stats import holm
 
     stored: dict[str, dict[str, _StoredScores]] = {}
 
@@ -749,34 +753,58 @@ def finish_sweep(
         present = {cid: p for cid, p in by_cid.items() if p is not None}
         adj = holm(present) if present else {}
         adjusted[metric] = {cid: adj.get(cid) for cid in by_cid}
+    return _PairedTests(compared, p_values, adjusted)
+
+
+def _tested_row(
+    cid: str, row: ConfigResult, objectives: list[str], tests: _PairedTests, baseline: ConfigResult | None
+) -> ConfigResult:
+    """``row`` (configuration ``cid``) with, per objective, its paired test, its difference from the baseline and its lift over chance."""
+    # deferred: metrics.stats imports scipy (~1 s); --help and the API import must not
+    from ragsweep.metrics.stats import significant
+
+    for m in objectives:
+        row.compared_with[m], row.compared_on[m] = tests.compared[(cid, m)]
+        row.p_values[m] = tests.p_values[m].get(cid)
+        row.p_adjusted[m] = tests.adjusted.get(m, {}).get(cid)
+        row.significant[m] = significant(row.p_adjusted[m], ALPHA)
+        value, base = row.metric(m), baseline.metric(m) if baseline is not None else None
+        row.delta_vs_baseline[m] = None if value is None or base is None else value - base
+        row.chance_level[m], row.lift_over_chance[m] = lift_over_chance(row, m)
+    return row
+
+
+def _choose(report: SweepResult, rows: list[ConfigResult], objectives: list[str]) -> None:
+    """The best configuration per objective (ties named) and the Pareto front of the main objective
+    against latency, on what "best" is chosen on (the value or its lift over chance)."""
+    choice = best_configs(rows, objectives)
+    report.best, report.chosen_by, report.ties = choice.best, choice.chosen_by, choice.ties
+    main_metric = objectives[0]
+    on = report.chosen_on(main_metric)  # quality on what "best" is chosen on: depth is not quality
+    report.pareto = pareto_front(
+        [(r.id, v, r.latency_ms_per_query) for r in rows if (v := measured(r, main_metric, on)) is not None],
+        higher_is_better=not lower_is_better(main_metric),
+    )
+    report.pareto_axes = [f"{main_metric} lift over chance" if on == "lift" else main_metric, "latency_ms_per_query"]
+
+
+def finish_sweep(
+    folder: RunFolder, sweep: Sweep, results: dict[str, ConfigResult], failed: Mapping[str, str] | None = None
+) -> SweepResult:
+    """Paired tests like with like (:func:`comparison`; Holm across configurations), best, Pareto, CSV, over
+    the configurations in ``results``; those in ``failed`` (id -> reason) listed apart, with no numbers."""
+    failed = failed or {}
+    scored = [cid for cid in sweep.configs if cid in results and cid not in failed]
+    tests = _paired_tests(folder, sweep, scored, failed)
     baseline = results.get(sweep.baseline_id) if sweep.baseline_id not in failed else None
-    rows = []
-    for cid in scored:
-        row = results[cid].model_copy(deep=True)
-        for m in sweep.objectives:
-            row.compared_with[m], row.compared_on[m] = compared[(cid, m)]
-            row.p_values[m] = p_values[m].get(cid)
-            row.p_adjusted[m] = adjusted.get(m, {}).get(cid)
-            row.significant[m] = significant(row.p_adjusted[m], ALPHA)
-            value, base = row.metric(m), baseline.metric(m) if baseline is not None else None
-            row.delta_vs_baseline[m] = None if value is None or base is None else value - base
-            row.chance_level[m], row.lift_over_chance[m] = lift_over_chance(row, m)
-        rows.append(row)
+    rows = [_tested_row(cid, results[cid].model_copy(deep=True), sweep.objectives, tests, baseline) for cid in scored]
     report = SweepResult(
         baseline=sweep.baseline_id, grid=sweep.grid.grid, objectives=sweep.objectives, configs=rows,
         directions={m: ("lower" if lower_is_better(m) else "higher") for m in sweep.objectives}, alpha=ALPHA,
         failed=[FailedConfig(id=cid, params=sweep.configs[cid][0], reason=failed[cid]) for cid in sweep.configs
                 if cid in failed],
     )  # fmt: skip
-    choice = best_configs(rows, sweep.objectives)
-    report.best, report.chosen_by, report.ties = choice.best, choice.chosen_by, choice.ties
-    main_metric = sweep.objectives[0]
-    on = report.chosen_by.get(main_metric, "value")  # quality on what "best" is chosen on: depth is not quality
-    report.pareto = pareto_front(
-        [(r.id, v, r.latency_ms_per_query) for r in rows if (v := measured(r, main_metric, on)) is not None],
-        higher_is_better=not lower_is_better(main_metric),
-    )
-    report.pareto_axes = [f"{main_metric} lift over chance" if on == "lift" else main_metric, "latency_ms_per_query"]
+    _choose(report, rows, sweep.objectives)
     if folder.path is not None:
         write_csv(folder.path / "sweep.csv", rows, sweep.objectives)
     return report

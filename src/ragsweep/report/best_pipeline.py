@@ -65,12 +65,12 @@ def header_lines(result: SweepResult, objective: str, values: Overrides, source:
     """The header comment of a written best pipeline."""
     chosen = result.best_on(objective) or ""
     row = result.config(chosen)
-    on = result.chosen_by.get(objective, "value")
+    on = result.chosen_on(objective)
     split = f" on the {result.choice_split} split" if result.choice_split else ""
     measure = "lift over chance (value - chance at its own top_k)" if on == "lift" else "its value"
-    lift = row.lift_over_chance.get(objective)
+    lift = row.lift(objective)
     cases = (result.manifest.dataset.cases if result.manifest.dataset else None) or 0
-    tie = result.ties.get(objective, [])
+    tie = result.tied(objective)
     lines = [
         f"sweep {Path(result.sweep_dir or '.').name}: {len(result.configs)} configurations, "
         f"dataset {result.manifest.dataset.path if result.manifest.dataset else '?'}",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Iterable, Mapping
 
-from ragsweep.evaluation.choice import tie_knobs
+from ragsweep.evaluation.choice import measured, tie_knobs
 from ragsweep.evaluation.manifest import DatasetManifest
 from ragsweep.evaluation.records import ConfigResult, HoldoutVerdict, RunResult, SweepResult
 from ragsweep.evaluation.scoring import unlocated_lines
@@ -49,7 +49,7 @@ def summary_table(result: RunResult) -> str:
         notes.append(f"answer_error: {errors.n} of {result.n_cases} answers failed ({common})")
     if result.answers.refused:
         notes.append(f"refusals: {result.answers.refused} answer(s) were refusals, counted as abstaining")
-    if (unparsed := result.counts.get("unanswerable_unparsed")) is not None:
+    if (unparsed := result.count("unanswerable_unparsed")) is not None:
         notes.append(
             f"abstention: {unparsed.n} unanswerable case(s) whose documents were not parsed are left out of the "
             "abstention metrics (nothing to find is no test of knowing when to refuse)"
@@ -214,13 +214,13 @@ CHOSEN_ON = {
 def best_lines(report: SweepResult, metric: str) -> list[str]:
     """The best configuration on ``metric``, what it was chosen on, and a tie named as one."""
     best = report.best[metric]
-    on = report.chosen_by.get(metric, "value")
+    on = report.chosen_on(metric)
     split = " on the dev split" if report.verdict else ""
     lines = [f"best {metric}{split}, {CHOSEN_ON.get(on, on)}: {best}"]
-    tied = report.ties.get(metric, [])
+    tied = report.tied(metric)
     if len(tied) > 1:
         row = report.config(best)
-        value = row.lift_over_chance.get(metric) if on == "lift" else row.metric(metric)
+        value = measured(row, metric, on)
         knobs = tie_knobs(report.configs, tied)
         differ = f", differing only in {', '.join(knobs)}" if knobs else ""
         shown = "n/a" if value is None else f"{value:.4f}"
