@@ -675,5 +675,4 @@ def estimate_judge_calls(
 
 
 # the mean of a case's replicate verdicts, set by the case scorer
-JUDGE_METRIC = "judge_correct"
-registry.register(registry.MetricSpec(JUDGE_METRIC, "judge", 210, headline=5))
+registry.register(registry.MetricSpec(registry.JUDGE_CORRECT, "judge", 210, headline=5))

@@ -30,7 +30,7 @@ from pydantic import BaseModel
 
 from ragsweep.evaluation.records import CaseResult
 from ragsweep.judge import stats as js
-from ragsweep.judge.metric import JUDGE_METRIC, JudgeVerdict, ReplicateVerdict, failure_kind
+from ragsweep.judge.metric import JudgeVerdict, ReplicateVerdict, failure_kind
 from ragsweep.judge.trust import (
     DEFAULT_WARN_RATE,
     Disagreement,
@@ -45,6 +45,7 @@ from ragsweep.judge.trust import (
     ScoreAgreement,
     VerdictAgreement,
 )
+from ragsweep.metrics.registry import JUDGE_CORRECT
 
 # ----------------------------------------------------------------- the section, built from the cases
 
@@ -190,7 +191,7 @@ def reference_section(cases: Sequence[CaseResult], confidence: float = 0.95) -> 
         if ch.reference_is_correct is not None and ch.judge_is_correct is not None
     ]
     agreement = js.verdict_agreement([bool(r) for r, _ in binary], [bool(j) for _, j in binary])
-    judge_all = [v for c in cases if (v := c.metric(JUDGE_METRIC)) is not None]
+    judge_all = [v for c in cases if (v := c.metric(JUDGE_CORRECT)) is not None]
     labelled = [(ch.judge, ch.reference) for _, ch in checks if ch.judge is not None and ch.reference is not None]
     ppi = js.ppi_mean(judge_all, [f for f, _ in labelled], [y for _, y in labelled], confidence, bounds=(0.0, 1.0))
     same = sum(1 for _, ch in checks if ch.answer_is_run_answer)
@@ -315,7 +316,7 @@ def judge_section(
     metrics: dict[str, MetricTrust] = {}
     jm = judge_metric_section(cases, confidence)
     if jm is not None:
-        metrics[JUDGE_METRIC] = jm
+        metrics[JUDGE_CORRECT] = jm
     metrics.update(ragas_metric_sections(cases))
     if not metrics and not probes:
         return None
