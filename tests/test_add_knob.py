@@ -1,11 +1,15 @@
 """How to add a knob: declared here alone (``ragsweep.pipeline.knobs.declare``), a pipeline that hands it to
 its splitter follows it through ``--set``: the chunks, the chunking and index keys and the served lists
-change with it, and a bad value is refused before any work with the knob's own message and domain.
+change with it, and a bad value is refused before any work with the knob's own message and domain. A knob
+ragsweep applies itself is in the keys of the stage it marks, and only there.
 
 Real Pathway and tantivy over three small text files (BM25: no embedder to load)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -74,6 +78,19 @@ def test_the_declared_knob_is_data_a_search_can_read(declared):
     assert knobs.PipelineVariables.model_validate({"chunk_tokens": 12}).model_dump()["chunk_tokens"] == 12
 
 
+def test_every_declaration_is_read_without_pathway():
+    """What a search reads (each knob's domain and stage) imports no Pathway."""
+    script = (
+        "import json, sys\n"
+        "from ragsweep.pipeline.knobs import KNOBS\n"
+        "print(json.dumps([sorted({k.affects for k in KNOBS}), 'pathway' in sys.modules]))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    stages, pathway = json.loads(done.stdout)
+    assert not pathway and {"chunks", "index", "query", "answer"} <= set(stages)
+
+
 def test_the_chunks_the_keys_and_the_served_lists_follow_the_knob(declared, pipeline, corpus):
     from ragsweep.pipeline.store import Query, RagStore
 
@@ -105,3 +122,35 @@ def test_a_bad_value_is_refused_with_the_knobs_message_before_any_work(declared,
 def test_a_name_taken_is_refused(declared):
     with pytest.raises(ValueError, match="knobs declared already: chunk_tokens, top_k"):
         knobs.declare(declared, CHUNK_TOKENS.model_copy(update={"name": "top_k"}))
+
+
+def test_a_knob_ragsweep_applies_is_in_the_keys_of_the_stage_it_marks(tmp_path):
+    """No component takes these two: the keys follow their marks alone (``knobs_affecting``)."""
+    marked = Knob(
+        name="chunk_casing",
+        kind="str",
+        choices=("keep", "lower"),
+        message="must be keep or lower",
+        affects="chunks",
+        applied_by="ragsweep",
+    )
+    later = Knob(
+        name="probe_depth", kind="int", low=1, message="must be an integer >= 1", affects="query", applied_by="ragsweep"
+    )
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(PIPELINE.read_text() + "\n$chunk_casing: keep\n$probe_depth: 1\n")
+    knobs.declare(marked, later)
+    try:
+        keys = {
+            name: (config.chunking_key, config.index_key, config.hash)
+            for name, config in (
+                ("base", PipelineConfig.load(path)),
+                ("cased", PipelineConfig.load(path, parse_overrides(["chunk_casing=lower"]))),
+                ("deeper", PipelineConfig.load(path, parse_overrides(["probe_depth=3"]))),
+            )
+        }
+    finally:
+        knobs.withdraw(marked.name, later.name)
+    assert keys["base"][0] != keys["cased"][0] and keys["base"][1] != keys["cased"][1]
+    assert keys["deeper"][:2] == keys["base"][:2]
+    assert len({config_hash for _, _, config_hash in keys.values()}) == 3
