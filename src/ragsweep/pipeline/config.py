@@ -72,6 +72,7 @@ from ragsweep.pipeline.component_overrides import apply_argument, check_variable
 from ragsweep.pipeline.config_facts import ConfigFacts, facts_key
 from ragsweep.pipeline.knobs import KNOB_RULES, PipelineVariables
 from ragsweep.pipeline.parser_spec import ParserSpec
+from ragsweep.pipeline.retrieval_knobs import DEFAULT_TOP_K
 from ragsweep.pipeline.scalars import Overrides, Scalar
 from ragsweep.pipeline.spec_checks import SECRET_NAME, checked_variables, show
 from ragsweep.pipeline.spec_keys import HASH_LENGTH, canonical_text, config_hash, knobs_changing, sub_hash
@@ -88,7 +89,6 @@ if TYPE_CHECKING:
 __all__ = ["KNOB_RULES", "BuiltPipeline", "PipelineConfig", "PipelineVariables", "parse_overrides", "redact"]
 
 _T = TypeVar("_T")
-DEFAULT_TOP_K = 5
 
 # where a top-k that is not ``$top_k`` comes from (``question_answerer.search_topk``...); "from" is
 # a keyword, hence the functional form
