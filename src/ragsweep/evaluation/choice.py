@@ -64,13 +64,13 @@ def choice_measure(rows: Sequence[ConfigResult], metric: str) -> str:
     """ "lift" for an objective at each configuration's own depth where every configuration with a value
     has a chance level; "value" otherwise."""
     valued = [r for r in rows if r.metric(metric) is not None]
-    if depends_on_depth(metric) and valued and all(r.lift_over_chance.get(metric) is not None for r in valued):
+    if depends_on_depth(metric) and valued and all(r.lift(metric) is not None for r in valued):
         return "lift"
     return "value"
 
 
 def measured(row: ConfigResult, metric: str, measure: str) -> float | None:
-    return row.lift_over_chance.get(metric) if measure == "lift" else row.metric(metric)
+    return row.lift(metric) if measure == "lift" else row.metric(metric)
 
 
 def best_configs(rows: Sequence[ConfigResult], objectives: Sequence[str]) -> Choice:

@@ -384,7 +384,8 @@ def _usage_lines(p: Provenance) -> list[str]:
         "|---|---:|---:|---:|---:|---:|",
     ]
     llm = p["llm"]
-    priced = llm.get("price_per_1k_prompt") is not None or llm.get("price_per_1k_completion") is not None
+    # public_dict() holds every LLMSettings field, a price left unset as None
+    priced = llm["price_per_1k_prompt"] is not None or llm["price_per_1k_completion"] is not None
     for step, u in p["usage"].items():
         cost = f"{u['cost_usd']:.4f}" if priced else "no price set"
         lines.append(
