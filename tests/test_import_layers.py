@@ -50,7 +50,11 @@ INTERFACES = {
 # built from, what a run asks for with the evaluation; cost: what a call costs with the LLM client). Each of its modules is named with the layer of what it does, so the rules hold module by
 # module; its ``__init__`` sits with its lowest module (it imports nothing up).
 FEATURES: dict[str, dict[str, str]] = {
-    "judge": {"metric": "metrics", "stats": "metrics", "trust": "evaluation", "report": "evaluation", "html": "report"},
+    "judge": {
+        **dict.fromkeys(("metric", "probes", "stats"), "metrics"),
+        **dict.fromkeys(("trust", "report"), "evaluation"),
+        "html": "report",
+    },
     "answer": {
         **dict.fromkeys(("base", "refusal", "prompt", "extractive", "stored_answers", "llm"), "answer"),
         **dict.fromkeys(("served", "app"), "pipeline"),

@@ -16,7 +16,8 @@ from fake_openai import fake_server, llm_settings  # noqa: F401 - pytest fixture
 from ragsweep.datasets.schema import Case
 from ragsweep.evaluation.records import CaseResult
 from ragsweep.judge import stats as js
-from ragsweep.judge.metric import JudgeItem, LLMJudge, estimate_judge_calls, probe_judge
+from ragsweep.judge.metric import JudgeItem, LLMJudge, estimate_judge_calls
+from ragsweep.judge.probes import probe_judge
 from ragsweep.judge.report import failure_gate, judge_section
 from ragsweep.judge.trust import JudgeSection, Probes, ScoreAgreement, VerdictAgreement
 

@@ -11,7 +11,8 @@ from ragsweep.answer.served import make_answerer
 from ragsweep.datasets.schema import Case
 from ragsweep.evaluation.loop import Answering
 from ragsweep.evaluation.settings import AnswerSettings
-from ragsweep.judge.metric import LLMJudge, probe_judge
+from ragsweep.judge.metric import LLMJudge
+from ragsweep.judge.probes import probe_judge
 from ragsweep.judge.trust import Probes
 from ragsweep.llm.settings import LLMSettings
 from ragsweep.metrics.ragas_llm import RagasLLMScorer

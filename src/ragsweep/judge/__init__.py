@@ -1,7 +1,8 @@
 """The LLM judge, in one place: what it asks, what its statistics say, and how a run shows them.
 
-* :mod:`.metric` — :class:`~.metric.LLMJudge`: the prompt, the verdict parsing, the replicates, the
-  reference verdicts and the probes (:func:`~.metric.probe_judge`); it registers ``judge_correct``;
+* :mod:`.metric` — :class:`~.metric.LLMJudge`: the prompt, the verdict parsing, the replicates and the
+  reference verdicts; it registers ``judge_correct``;
+* :mod:`.probes` — answers whose verdict is known, asked of the judge before a run (:func:`~.probes.probe_judge`);
 * :mod:`.stats` — the arithmetic on verdicts: self-agreement, agreement with reference verdicts,
   prediction-powered estimates;
 * :mod:`.trust` — report.json's ``judge`` section, as models;

@@ -312,7 +312,7 @@ def judge_section(
     confidence: float = 0.95,
 ) -> JudgeSection | None:
     """report.json's ``judge`` section (``RunResult.judge``); None when the run has no LLM metric
-    and no probe. ``probes``: :func:`ragsweep.judge.metric.probe_judge`'s result."""
+    and no probe. ``probes``: :func:`ragsweep.judge.probes.probe_judge`'s result."""
     metrics: dict[str, MetricTrust] = {}
     jm = judge_metric_section(cases, confidence)
     if jm is not None:

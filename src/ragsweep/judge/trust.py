@@ -157,7 +157,7 @@ class Probe(AsSet):
 
 
 class Probes(AsSet):
-    """:func:`ragsweep.judge.metric.probe_judge`'s result."""
+    """:func:`ragsweep.judge.probes.probe_judge`'s result."""
 
     total: int = 0
     passed: int = 0
