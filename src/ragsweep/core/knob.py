@@ -17,8 +17,9 @@ import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, StrictBool, StrictFloat, StrictInt, StrictStr
 from pydantic.fields import FieldInfo
 
-# what a knob's value changes, in the order a run goes: a change of one changes every later one too.
-# "run": how a run goes, not what it scores (batch sizes, concurrency); "cost": only the costs shown.
+# what a knob's value changes: parse -> chunks -> index -> query -> answer, in the order a run goes (a change
+# of one changes every later one too); "cost": only the costs shown; "run": how a run goes, not what it
+# scores (batch sizes, concurrency, timeouts)
 Stage = Literal["parse", "chunks", "index", "query", "answer", "cost", "run"]
 STAGES: tuple[Stage, ...] = get_args(Stage)
 
