@@ -2,8 +2,8 @@
 
 Keys are the same in every process, never shared between caches, and see every part in its order; a code
 fingerprint sees an edited module without importing it; the content ids ragsweep has published (dataset
-splits, case ids, chunk ids, corpus and file hashes) keep their values; and only content ids are hashed
-outside core/.
+splits, case ids, chunk ids, corpus and file hashes) keep their values; and nothing outside core/ hashes
+but the places allowed.
 """
 
 from __future__ import annotations
@@ -124,14 +124,16 @@ def test_published_content_ids_keep_their_values(tmp_path):
 
 
 _HASHING = re.compile(r"\bhashlib\b|\bblake2b\b|\bsha(1|224|256|384|512)\(")
+# the one hash left outside core/: the splitter's in-process memo of a text's chunks
+ALLOWED = ("pipeline/chunking.py",)
 
 
-def test_outside_core_only_content_ids_are_hashed():
+def test_outside_core_nothing_hashes_but_the_allowed_places():
     sites = [
-        f"{path.relative_to(SRC)}:{n}"
+        (path.relative_to(SRC).as_posix(), n)
         for path in sorted(SRC.rglob("*.py"))
         if path.relative_to(SRC).parts[0] != "core"
         for n, line in enumerate(path.read_text().splitlines(), 1)
         if _HASHING.search(line) and not line.lstrip().startswith(("import ", "#"))
     ]
-    assert len(sites) <= 6, sites
+    assert len(sites) <= 6 and all(where in ALLOWED for where, _ in sites), sites

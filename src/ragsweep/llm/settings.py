@@ -16,7 +16,6 @@ logs or cache keys. Every settings object registers its key with
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -27,6 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, SecretStr, field_validator
 
 from ragsweep.core.cache_files import default_cache_dir
+from ragsweep.core.keys import digest
 from ragsweep.core.knob import Knob, Stage, knobs_of_model
 from ragsweep.llm.redact import register_secret
 
@@ -134,7 +134,7 @@ class LLMSettings(BaseModel):
     def fingerprint(self) -> str:
         """Hash of what changes a reply (endpoint, model, parameters); no secret."""
         keep = {k: getattr(self, k) for k in ("base_url", "model", "temperature", "max_tokens")}
-        return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:16]
+        return digest(json.dumps(keep, sort_keys=True), 16)
 
     def cache_path(self) -> Path:
         return Path(self.cache_dir) / "responses.sqlite"
