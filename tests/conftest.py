@@ -46,16 +46,3 @@ def fixture_corpus_dir() -> Path:
 @pytest.fixture(scope="session")
 def default_pipeline() -> Path:
     return PIPELINE
-
-
-# these files start Ray clusters, kill and time real processes, or follow a live page: under pytest-xdist
-# (`--dist loadgroup`) they run on one worker, one after another, never two of them at once
-PROCESS_FILES = {"test_ray_executor.py", "test_resume_processes.py", "test_watch_live.py"}
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    for item in items:
-        if item.path.name in PROCESS_FILES:
-            item.add_marker(pytest.mark.xdist_group("processes"))

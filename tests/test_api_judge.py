@@ -8,18 +8,14 @@ The dataset and the fake endpoint's scripted verdicts are those of tests/test_ju
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 import ragsweep
-from fake_openai import fake_server  # noqa: F401 - pytest fixture
 from ragsweep.judge.trust import ScoreAgreement, VerdictAgreement
 from ragsweep.testing import QualityError, assert_quality
+from support import PIPELINE
 from test_judge_trust import _dataset
-
-ROOT = Path(__file__).resolve().parent.parent
-PIPELINE = ROOT / "pipelines" / "default.yaml"
 
 
 @pytest.fixture

@@ -14,13 +14,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from fake_openai import FakeOpenAI, fake_server, huge_reply, llm_settings  # noqa: F401 - pytest fixtures
+from fake_openai import FakeOpenAI, huge_reply
 from ragsweep.llm import LLMClient
 from ragsweep.llm.cache import request_key, shared_cache
 from ragsweep.llm.endpoint import ERROR_HEADER, AdaptiveLimit, read_capped, send_or_unreachable, unreachable_reason
 from ragsweep.llm.replies import first_object
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 SECRET = "sk-test-SECRET-0123456789"
 
 

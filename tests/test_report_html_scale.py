@@ -22,7 +22,6 @@ from pathlib import Path
 
 import pytest
 
-from fake_openai import fake_server  # noqa: F401 - pytest fixture
 from ragsweep.answer.base import Answer
 from ragsweep.core.hits import chunk_id
 from ragsweep.evaluation.records import CaseResult, JudgedHit
@@ -31,9 +30,9 @@ from ragsweep.judge.metric import JudgeVerdict
 from ragsweep.report import drilldown
 from ragsweep.report.html import write_html_report
 from ragsweep.report.runs import case_failures
+from support import ROOT
 from test_report_html import _Dom, chromium, dump_dom  # noqa: F401 - chromium: pytest fixture
 
-ROOT = Path(__file__).resolve().parent.parent
 KS = (1, 3, 5, 10)
 FAMILIES = ("hit_rate", "recall", "precision", "mrr", "ndcg", "map")
 

@@ -21,9 +21,8 @@ from ragsweep.evaluation.runfolder import LAYOUT_VERSION, FolderState, SavedStat
 from ragsweep.evaluation.storage import compact, expand_lines
 from ragsweep.report.compare import compare_runs
 from ragsweep.report.runs import RunFolderError, read_cases, read_run
+from support import ROOT, RUNS
 
-ROOT = Path(__file__).resolve().parent.parent
-RUNS = ROOT / "tests" / "fixtures" / "runs"
 FIXTURE = RUNS / "eval_layout1"  # layout 1: every hit carries its text, no version, no top_k
 
 
