@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from fake_openai import fake_server, llm_settings  # noqa: F401 - pytest fixtures
 from ragsweep.answer.base import Answer
 from ragsweep.answer.llm import LLMAnswerer, is_safety_refusal
 from ragsweep.answer.llm import is_refusal as answerer_refusal
