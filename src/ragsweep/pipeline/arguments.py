@@ -30,6 +30,8 @@ class ComponentArguments(BaseModel):
     model: object = None  # a chat model's or an embedder's model name
     base_url: object = None  # where a client sends its requests (the openai client's name for it)
     api_base: object = None  # the same, under LiteLLM's name
+    docs: object = None  # the connectors a document store reads
+    path: object = None  # the folder a connector reads (``pw.io.fs.read``)
 
     @classmethod
     def of(cls, kwargs: Mapping[K, object]) -> ComponentArguments:

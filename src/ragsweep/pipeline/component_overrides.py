@@ -27,12 +27,12 @@ def is_argument_override(name: str) -> bool:
     return "." in name
 
 
-def _component_key(raw: SymbolicTree, component: str) -> str | Ref | None:
-    """The key of ``component``'s node in the file: a top-level key, else a ``$variable``."""
+def _component_key(raw: SymbolicTree, component: str) -> tuple[str | Ref, object] | None:
+    """The key of ``component``'s node in the file (a top-level key, else a ``$variable``) and the node."""
     plain = component.removeprefix("$")
     for key in (component, Ref(plain)) if not component.startswith("$") else (Ref(plain),):
         if key in raw:
-            return key
+            return key, raw[key]
     return None
 
 
@@ -44,9 +44,8 @@ def apply_argument(raw: SymbolicTree, path: str, name: str, value: Scalar) -> No
     """``raw`` (a copy of the file's nodes) with ``name`` = ``<component>.<argument>`` set to ``value``;
     a component or argument that is not there is one :class:`ConfigError` naming what is."""
     component, _, argument = name.partition(".")
-    key = _component_key(raw, component)
-    node = raw.get(key) if key is not None else None
-    if key is None or not isinstance(node, Tagged) or not argument or "." in argument:
+    key, node = _component_key(raw, component) or ("", None)
+    if not isinstance(node, Tagged) or not argument or "." in argument:
         known = _components(raw)
         close = difflib.get_close_matches(component, known, n=2, cutoff=0.5)
         hint = f" (did you mean {' or '.join(close)}?)" if close else ""
@@ -64,8 +63,7 @@ def apply_argument(raw: SymbolicTree, path: str, name: str, value: Scalar) -> No
 def component_argument(raw: SymbolicTree, name: str) -> object:
     """The value ``<component>.<argument>`` has in a file's nodes (None: not set there)."""
     component, _, argument = name.partition(".")
-    key = _component_key(raw, component)
-    node = raw.get(key) if key is not None else None
+    _, node = _component_key(raw, component) or ("", None)
     return node.kwargs.get(argument) if isinstance(node, Tagged) else None
 
 

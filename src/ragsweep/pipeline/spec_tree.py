@@ -48,7 +48,7 @@ class SpecTree:
         """A node and the name it goes by: a ``$variable`` reference as ``$name`` and its definition,
         any other node as ``label`` and itself."""
         if isinstance(ref, Ref):
-            return f"${ref.name}", self.raw.get(ref)
+            return f"${ref.name}", self.variable(ref.name)
         return label, ref
 
     def scalars(self) -> dict[str, Scalar]:
@@ -256,7 +256,7 @@ class SpecTree:
     def source_readers(self) -> list[Tagged]:
         """The connectors the app's document store reads (its ``docs``, else ``$sources``)."""
         store = self.document_store()
-        docs = store.kwargs.get("docs") if isinstance(store, Tagged) else None
+        docs = ComponentArguments.of(store.kwargs).docs if isinstance(store, Tagged) else None
         root = docs if docs is not None else self.variable("sources")
         return [n for n in yaml_nodes(root, self.raw) if isinstance(n, Tagged)]
 
@@ -267,7 +267,7 @@ class SpecTree:
         folders = [n for n in readers if n.path == FOLDER_READER]
         if len(folders) != 1 or len(readers) != 1:
             return None
-        node, seen = folders[0].kwargs.get("path"), 0
+        node, seen = ComponentArguments.of(folders[0].kwargs).path, 0
         while isinstance(node, Ref) and node in self.raw and seen < 10:
             node, seen = self.raw[node], seen + 1
         if isinstance(node, Ref):
