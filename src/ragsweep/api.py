@@ -1,11 +1,13 @@
 """What ``import ragsweep`` offers: ``evaluate``, ``sweep``, ``watch``, ``compare`` and typed results.
 
 >>> import ragsweep
+>>> from ragsweep.metrics.registry import HIT_FAMILY
 >>> report = ragsweep.evaluate("pipelines/default.yaml", "datasets/cuad-mini")
->>> report.metrics["recall@5"], report.interval("recall@5"), report.baselines["recall@5"]["chance"]
+>>> hit = f"{HIT_FAMILY}@{report.top_k}"  # the hit rate at the depth the pipeline serves
+>>> report.metric(hit), report.interval(hit), report.chance(hit)
 >>> judged = ragsweep.evaluate("pipelines/default.yaml", "datasets/cuad-mini", llm=True, judge=True,
 ...                            judge_replicates=3, max_failure_rate=0.05)
->>> judged.self_agreement("judge_correct").krippendorff_alpha, judged.judge.warnings
+>>> judged.self_agreement().krippendorff_alpha, judged.judge.warnings  # of the judge's verdicts
 
 The same run as ``ragsweep eval`` (:func:`ragsweep.evaluation.run.evaluate`: parse -> retrieve -> answer ->
 score), with the same options (:class:`~ragsweep.commands.eval.EvalOptions`) turned into the same objects; the

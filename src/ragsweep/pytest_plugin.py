@@ -17,8 +17,10 @@ ini option                 command line                meaning
 A path in the ini file is relative to the ini file's folder, one on the command line to the
 folder pytest was started in, one given in a test to the rootdir. Then::
 
+    from ragsweep.metrics.registry import HIT_FAMILY
+
     def test_rag_quality(ragsweep_eval):
-        ragsweep_eval.assert_quality(min={"recall@5": 0.9})
+        ragsweep_eval.assert_quality(min={f"{HIT_FAMILY}@5": 0.9})  # the hit rate at depth 5
 
 Floors are merged per metric: ``ragsweep_min``, then the test's ``min=``, then ``--ragsweep-min``
 (so a CI job can raise one floor). A failure names each metric below its floor with its 95% CI,

@@ -187,10 +187,9 @@ def metric_move(metric: str, before: RunResult, after: RunResult) -> MetricMove:
     # deferred: scipy's bootstrap (~0.7 s to import); only an update with a previous run needs it
     from ragsweep.metrics.stats import paired_bootstrap_ci
 
-    old = {c.id: c.metrics.get(metric) for c in before.cases}
-    pairs = [
-        (v, w) for c in after.cases if (v := c.metrics.get(metric)) is not None and (w := old.get(c.id)) is not None
-    ]
+    # ``metric`` is an aggregate's name (at a served depth), so a case's value is its own
+    old = {c.id: w for c in before.cases if (w := c.metric(metric)) is not None}
+    pairs = [(v, old[c.id]) for c in after.cases if c.id in old and (v := c.metric(metric)) is not None]
     low = high = None
     if len(pairs) > 1 and any(a != b for a, b in pairs):
         low, high = paired_bootstrap_ci([a for a, _ in pairs], [b for _, b in pairs], seed=0)

@@ -16,11 +16,8 @@ from collections.abc import Sequence
 
 from ragsweep.cost.records import NO_PRICE, TOKEN_AXIS, USD_AXIS, ConfigCost, CostPareto, Prices
 from ragsweep.evaluation.records import CaseResult, ConfigResult
-from ragsweep.metrics.registry import FALLBACK_QUALITY, lower_is_better, spec
+from ragsweep.metrics.registry import COST_QUALITY, FALLBACK_QUALITY, lower_is_better, spec
 from ragsweep.pipeline.config import PipelineConfig
-
-# the answer-quality measures a cost Pareto set is drawn for, those a run computed
-QUALITY_METRICS = ("judge_correct", "ragas_llm_faithfulness", "abstention_f1")
 
 
 def configuration_cost(config: PipelineConfig, cases: Sequence[CaseResult], answerer: object) -> ConfigCost:
@@ -65,7 +62,8 @@ def _calls(answerer: object, answered: Sequence[CaseResult]) -> tuple[int, int]:
 
 def cost_pareto(rows: Sequence[ConfigResult], objectives: Sequence[str] = ()) -> CostPareto | None:
     """The cost-quality Pareto sets of a sweep's answered configurations (None: nothing was answered):
-    over each answer objective of the sweep and each of :data:`QUALITY_METRICS` the run computed."""
+    over each answer objective of the sweep and each quality measure of
+    :data:`~ragsweep.metrics.registry.COST_QUALITY` the run computed."""
     costs = {r.id: r.cost for r in rows if r.cost is not None and r.cost.questions}
     if not costs:
         return None
@@ -73,12 +71,13 @@ def cost_pareto(rows: Sequence[ConfigResult], objectives: Sequence[str] = ()) ->
     axis = USD_AXIS if priced else TOKEN_AXIS
     out = CostPareto(axis=axis, priced=priced)
     asked = [m for m in objectives if spec(m).family not in ("retrieval", "cost")]
-    candidates = list(dict.fromkeys([*asked, *QUALITY_METRICS]))
-    computed = [m for m in candidates if any(r.metric(m) is not None for r in rows if r.id in costs)]
+    candidates = list(dict.fromkeys([*asked, *COST_QUALITY]))
+    answered = [r for r in rows if r.id in costs]
+    computed = [m for m in candidates if any(r.metric(m) is not None for r in answered)]
     for metric in computed or [FALLBACK_QUALITY]:
         points = []
-        for r in rows:
-            value, cost = r.metric(metric), getattr(costs.get(r.id), axis, None)
+        for r in answered:
+            value, cost = r.metric(metric), getattr(r.cost, axis, None)
             if value is not None and cost is not None:
                 points.append((r.id, value if not lower_is_better(metric) else -value, float(cost)))
         if points:

@@ -33,7 +33,14 @@ from ragsweep.judge.metric import JudgeVerdict
 from ragsweep.metrics.answer import UNPARSED_SCOPE, answer_metrics_for_case, unparsed_scope_note, without_abstention
 from ragsweep.metrics.baselines import case_baselines
 from ragsweep.metrics.ragas_bridge import id_based_context_scores
-from ragsweep.metrics.registry import at_k_families, budget_names, leveled_names, ranking_metrics
+from ragsweep.metrics.registry import (
+    CITATION_PRECISION,
+    JUDGE_CORRECT,
+    at_k_families,
+    budget_names,
+    leveled_names,
+    ranking_metrics,
+)
 from ragsweep.metrics.relevance import mark_hits
 from ragsweep.metrics.retrieval import Judgement, UnlocatedSpan, per_case_value
 
@@ -91,7 +98,7 @@ def build_case_result(
             metrics.update(without_abstention(metrics))
             budget_notes[UNPARSED_SCOPE] = unscored
     if verdict is not None:  # the mean of the case's replicate verdicts (the verdict itself with one)
-        metrics["judge_correct"] = _num(verdict.score)
+        metrics[JUDGE_CORRECT] = _num(verdict.score)
     return CaseResult(
         id=case.id,
         question=case.question,
@@ -180,7 +187,7 @@ def _retrieval_metrics(
     own = judgements[top_k]
     for name in ranking_metrics():
         metrics[name] = _num(per_case_value(own, name))
-    metrics["citation_precision"] = _num(per_case_value(own, "citation_precision")) if cited and own.scored else None
+    metrics[CITATION_PRECISION] = _num(per_case_value(own, CITATION_PRECISION)) if cited and own.scored else None
     return metrics, own
 
 

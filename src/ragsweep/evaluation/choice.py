@@ -97,9 +97,9 @@ def best_configs(rows: Sequence[ConfigResult], objectives: Sequence[str]) -> Cho
 
 def tie_knobs(rows: Sequence[ConfigResult], tied: Sequence[str]) -> list[str]:
     """The knobs the tied configurations differ in (what does not change the objective among them)."""
-    params = [r.params for r in rows if r.id in tied]
-    names = dict.fromkeys(name for p in params for name in p)
-    return [name for name in names if len({repr(p.get(name)) for p in params}) > 1]
+    among = [r for r in rows if r.id in tied]
+    names = dict.fromkeys(name for r in among for name in r.params)
+    return [name for name in names if len({repr(r.param(name)) for r in among}) > 1]
 
 
 def case_lift(value: float | None, chance: float | None) -> float | None:

@@ -239,6 +239,14 @@ class ConfigResult(Aggregate):
     # with --answers: what its answers cost (tokens, price, per 1,000 questions)
     cost: ConfigCost | None = None
 
+    def param(self, name: str) -> JsonValue:
+        """The grid's value of knob ``name`` here; None where the grid does not vary it."""
+        return self.params.get(name)
+
+    def chance_on(self, objective: str) -> float | None:
+        """``objective``'s chance level over the same cases as its value; None where it has none."""
+        return self.chance_level.get(objective)
+
     def is_significant(self, metric: str) -> bool:
         """Significantly different from the baseline on ``metric`` (Holm-adjusted); False where not tested."""
         return self.significant.get(metric, False)

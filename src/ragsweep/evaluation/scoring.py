@@ -17,10 +17,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ragsweep.evaluation.records import Aggregate, CaseResult, Count, RunResult, UnlocatedCase, UnlocatedReport
-from ragsweep.metrics.answer import UNPARSED_SCOPE, aggregate_abstention
+from ragsweep.metrics.answer import ABSTAINED, UNPARSED_SCOPE, abstention_values, aggregate_abstention
 from ragsweep.metrics.intervals import abstention_f1_interval, bootstrap_interval
 from ragsweep.metrics.registry import (
     FIRST_RELEVANT_RANK,
+    FIRST_RELEVANT_RANK_MEAN,
+    FIRST_RELEVANT_RANK_MEDIAN,
     SCORED_RETRIEVAL,
     judged_by_relevance,
     set_metrics,
@@ -65,8 +67,8 @@ def aggregate(
             intervals[name] = list(bootstrap_interval(values, seed=seed))
     frr = [v for case in cases if (v := case.metric(FIRST_RELEVANT_RANK)) is not None]
     if frr:
-        metrics["first_relevant_rank_mean"] = statistics.fmean(frr)
-        metrics["first_relevant_rank_median"] = float(statistics.median(frr))
+        metrics[FIRST_RELEVANT_RANK_MEAN] = statistics.fmean(frr)
+        metrics[FIRST_RELEVANT_RANK_MEDIAN] = float(statistics.median(frr))
     scored = [case for case in cases if case.metric(SCORED_RETRIEVAL) is not None]  # any k
     counts[FIRST_RELEVANT_RANK] = Count(n=len(frr), missing=len(scored) - len(frr))
     _unlocated_counts(cases, counts)
@@ -168,7 +170,7 @@ def _abstention(
     answered = [case for case in cases if case.answer is not None and not case.answer.error]
     unparsed = sum(UNPARSED_SCOPE in case.notes for case in answered)  # nothing to find: no abstention to judge
     pairs = [
-        (bool(case.metrics.get("abstained", case.answer.abstained)), case.unanswerable)
+        (bool(case.metrics.get(ABSTAINED, case.answer.abstained)), case.unanswerable)
         for case in answered
         if UNPARSED_SCOPE not in case.notes and case.answer is not None
     ]
@@ -184,20 +186,6 @@ def _abstention(
     for name, values in abstention_values(pairs).items():
         counts[name] = Count(n=len(values), missing=len(cases) - len(values))
     return pairs
-
-
-def abstention_values(pairs: Sequence[tuple[bool, bool]]) -> dict[str, list[float]]:
-    """Each abstention rate as the mean of a per-case value over the cases it is a share of, so its
-    interval is the bootstrap of that mean over those cases, like every per-case metric's:
-    precision = unanswerable over the abstained cases, recall = abstained over the unanswerable
-    ones, and their complements. (F1 is no mean of cases: its interval is
-    :func:`ragsweep.metrics.stats.abstention_f1_ci`.)"""
-    return {
-        "abstention_precision": [float(u) for a, u in pairs if a],
-        "abstention_recall": [float(a) for a, u in pairs if u],
-        "answered_unanswerable_rate": [float(not a) for a, u in pairs if u],
-        "abstained_on_answerable_rate": [float(a) for a, u in pairs if not u],
-    }
 
 
 def baselines(cases: Sequence[CaseResult]) -> dict[str, dict[str, float | int | None]]:

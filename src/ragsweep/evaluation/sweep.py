@@ -842,7 +842,7 @@ def write_csv(path: Path, rows: list[ConfigResult], objectives: list[str]) -> No
             w.writerow(
                 [
                     r.id,
-                    *[r.params.get(p) for p in params],
+                    *[r.param(p) for p in params],
                     *[r.metric(m) for m in metric_names],
                     *[
                         v

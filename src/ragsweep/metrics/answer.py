@@ -439,6 +439,7 @@ def pathway_string_match(
 # ----------------------------------------------------------------------------- per case
 
 
+ABSTAINED = "abstained"  # a case's answer abstains (the answerer's flag or a refusal-style text)
 UNPARSED_SCOPE = "abstention"  # a case's note: its abstention is left unscored, and why
 
 
@@ -589,9 +590,23 @@ def aggregate_abstention(pairs: Iterable[tuple[bool, bool]]) -> dict[str, float 
     }
 
 
+def abstention_values(pairs: Sequence[tuple[bool, bool]]) -> dict[str, list[float]]:
+    """Each abstention rate as the mean of a per-case value over the cases it is a share of, so its
+    interval is the bootstrap of that mean over those cases, like every per-case metric's:
+    precision = unanswerable over the abstained cases, recall = abstained over the unanswerable
+    ones, and their complements. (F1 is no mean of cases: its interval is
+    :func:`ragsweep.metrics.stats.abstention_f1_ci`.)"""
+    return {
+        "abstention_precision": [float(u) for a, u in pairs if a],
+        "abstention_recall": [float(a) for a, u in pairs if u],
+        "answered_unanswerable_rate": [float(not a) for a, u in pairs if u],
+        "abstained_on_answerable_rate": [float(a) for a, u in pairs if not u],
+    }
+
+
 # registered in the order a case's record holds them; ``order`` places them in the reports
 _EXTRACTIVE = "the sentence's length, not its correctness, sets the"
-registry.register(registry.MetricSpec("abstained", "answer", 150, lambda c: float(c.abstained), summary=False))
+registry.register(registry.MetricSpec(ABSTAINED, "answer", 150, lambda c: float(c.abstained), summary=False))
 registry.register(
     registry.MetricSpec("abstention_correct", "case", 0, lambda c: float(c.abstained == c.unanswerable), summary=False)
 )

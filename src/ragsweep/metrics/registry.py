@@ -205,9 +205,11 @@ RAGAS_LLM_METRICS: tuple[str, ...] = (
     "ragas_llm_answer_relevancy",
 )
 # the run-level first-relevant-rank figures of that summary (the aggregator's names)
-SUMMARY_RANKING: tuple[str, ...] = ("first_relevant_rank_mean", "first_relevant_rank_median")
+FIRST_RELEVANT_RANK_MEAN = "first_relevant_rank_mean"
+FIRST_RELEVANT_RANK_MEDIAN = "first_relevant_rank_median"
+SUMMARY_RANKING: tuple[str, ...] = (FIRST_RELEVANT_RANK_MEAN, FIRST_RELEVANT_RANK_MEDIAN)
 # aggregate names whose value is another metric's mean: a report shows that one (with its CI and n)
-REPEATS: dict[str, str] = {"first_relevant_rank_mean": "first_relevant_rank"}
+REPEATS: dict[str, str] = {FIRST_RELEVANT_RANK_MEAN: "first_relevant_rank"}
 # the ragas metrics of an eval run's terminal summary, after the registered answer metrics
 RAGAS_SUMMARY: tuple[str, ...] = (*RAGAS_ID_CONTEXT_METRICS, "ragas_rouge", *RAGAS_LLM_METRICS)
 # the metrics named by their role (the pages, the gate, compare, the sweep and cost pick them from here)
@@ -215,6 +217,10 @@ FIRST_RELEVANT_RANK = "first_relevant_rank"  # the rank of a case's first releva
 SCORED_RETRIEVAL = "r_precision"  # at no depth: a case has a value when its retrieval is scored
 HIT_FAMILY = "hit_rate"  # a case's hit: correctness without a judge, a retrieval miss at 0
 JUDGE_CORRECT = "judge_correct"  # the judge's verdict: a case's correctness when a judge ran
+CITATION_PRECISION = "citation_precision"  # of the answer's citations (the case scorer fills it), not of a depth
+FACT_COVERAGE = "fact_coverage"  # the share of a case's expected facts its answer states
+# the answer-quality measures a cost Pareto set is drawn for, those a run computed
+COST_QUALITY: tuple[str, ...] = (JUDGE_CORRECT, "ragas_llm_faithfulness", "abstention_f1")
 DEFAULT_OBJECTIVES: tuple[str, ...] = ("recall@k", "mrr@k", "ndcg@k")  # a sweep's objectives when none is asked
 FALLBACK_QUALITY = "token_f1"  # the quality cost is weighed against without the judge, ragas or unanswerable cases
 # the answer metrics the pages show when a case has them, and correctness without a judge or a hit rate

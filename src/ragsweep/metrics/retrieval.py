@@ -319,7 +319,6 @@ def parse_budget(name: str) -> tuple[str, int] | None:
 
 _ALIASES = {"r-precision": "r_precision", "hitrate": "hit_rate", "success": "hit_rate", "ap": "map"}
 _METRIC_RE = re.compile(r"^([a-z_\-]+)(?:@(\d+))?$")
-_CITATIONS = "citation_precision"  # of the answer's citations, not of a depth
 
 
 def _base(family: str) -> str:
@@ -337,8 +336,8 @@ def parse_metric(name: str) -> tuple[str, int]:
     if not m:
         raise ValueError(f"bad metric name {name!r}")
     base = _base(m.group(1))
-    if base != _CITATIONS and _ranking_metric(base) is None:
-        known = sorted([*(s.name for s in registry.metrics("at_k", "ranking")), _CITATIONS])
+    if base != registry.CITATION_PRECISION and _ranking_metric(base) is None:
+        known = sorted([*(s.name for s in registry.metrics("at_k", "ranking")), registry.CITATION_PRECISION])
         raise ValueError(f"unknown metric {name!r}; known: {', '.join(known)}")
     return base, int(m.group(2) or 0)
 
@@ -442,4 +441,6 @@ _retrieval(
     reads="relevance",
     partial=True,
 )
-registry.register(registry.MetricSpec(_CITATIONS, "answer", 100))  # filled by the case scorer from the citations
+registry.register(
+    registry.MetricSpec(registry.CITATION_PRECISION, "answer", 100)
+)  # filled by the case scorer from the citations

@@ -77,7 +77,7 @@ def header_lines(result: SweepResult, objective: str, values: Overrides, source:
         f"objective {objective}, chosen{split} on {measure}: {chosen}"
         + (f" (tied with {len(tie) - 1} others: the cheapest)" if len(tie) > 1 else ""),
         f"chosen on: {objective} = {_value_text(row, objective)}"
-        + ("" if lift is None else f", lift {lift:+.4f} over chance {row.chance_level.get(objective) or 0:.4f}"),
+        + ("" if lift is None else f", lift {lift:+.4f} over chance {row.chance_on(objective) or 0:.4f}"),
         _verdict_line(result.verdict, chosen, cases),
         *([warning] if result.verdict and (warning := verdict_warning(result.verdict)) else []),
         *([_budget_note(objective)] if split_budget(objective) else []),

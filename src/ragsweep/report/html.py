@@ -30,6 +30,7 @@ from ragsweep.metrics.intervals import bootstrap_interval
 from ragsweep.metrics.registry import (
     CASE_BARS,
     DOC_TYPE_HEAT,
+    FACT_COVERAGE,
     PAGE_ANSWERS,
     REPEATS,
     SWEEP_DEPTH_10,
@@ -181,7 +182,7 @@ def _n_missing(result: Aggregate, metric: str, unknown: str = "") -> tuple[int |
 
 
 def _param(config: ConfigResult, name: str | None) -> Any:
-    return config.params.get(name) if name is not None else None
+    return config.param(name) if name is not None else None
 
 
 def _manifest_items(manifest: Manifest, run: RunResult | None = None) -> list[tuple[str, str]]:
@@ -441,7 +442,7 @@ def _types_html(cases: Sequence[CaseResult], k: int | None, answerer: str | None
     kk = f"@{k}" if k is not None else ""
     correct = correctness_metric(cases, k)
     bars = [correct, *at_served(CASE_BARS, kk), *PAGE_ANSWERS]
-    return _type_bars(cases, _present(cases, answerer, [*bars, "fact_coverage"])[:7])
+    return _type_bars(cases, _present(cases, answerer, [*bars, FACT_COVERAGE])[:7])
 
 
 def _doc_type_html(cases: Sequence[CaseResult], k: int | None, answerer: str | None) -> str:
@@ -877,7 +878,7 @@ def _sweep_table(sweep: SweepResult, metrics: list[str]) -> str:
 
 def _chance_lift(config: ConfigResult, metric: str) -> str:
     """An objective's chance level and the lift over it, under its value."""
-    chance, lift = config.chance_level.get(metric), config.lift_over_chance.get(metric)
+    chance, lift = config.chance_on(metric), config.lift(metric)
     if chance is None or lift is None:
         return ""
     return f'<br><span class="ci-text">chance {fmt(chance)} · lift {"+" if lift >= 0 else ""}{fmt(lift)}</span>'
@@ -885,8 +886,8 @@ def _chance_lift(config: ConfigResult, metric: str) -> str:
 
 def _best_chip(sweep: SweepResult, objective: str, best: str) -> str:
     """The best on an objective, what it was chosen on, and a tie named as one."""
-    on = "lift over chance" if sweep.chosen_by.get(objective) == "lift" else "its value"
-    tied = sweep.ties.get(objective, [])
+    on = "lift over chance" if sweep.chosen_on(objective) == "lift" else "its value"
+    tied = sweep.tied(objective)
     tie = f"; a tie of {len(tied)} configurations: the cheapest (fewest chunks, then fastest)" if len(tied) > 1 else ""
     return f'<span class="chip">{esc(objective)}: {esc(best)} (chosen on {on}{tie})</span>'
 

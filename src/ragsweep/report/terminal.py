@@ -322,9 +322,9 @@ def sweep_cost_lines(report: SweepResult) -> list[str]:
     if not costed:
         return []
     varying = [
-        p for p in dict.fromkeys(k for c in costed for k in c.params) if len({str(c.params.get(p)) for c in costed}) > 1
+        p for p in dict.fromkeys(k for c in costed for k in c.params) if len({str(c.param(p)) for c in costed}) > 1
     ]
-    labels = {c.id: " ".join(f"{p}={shown_value(c.params.get(p))}" for p in varying) or c.id for c in costed}
+    labels = {c.id: " ".join(f"{p}={shown_value(c.param(p))}" for p in varying) or c.id for c in costed}
     width = min(60, max(len(label) for label in labels.values()))
     lines = [
         "",
