@@ -453,13 +453,13 @@ class ExtractiveAnswerer:
         settings = self._settings()
         texts = [tuple(hit.text for hit in hits) for _, hits in items]
         keys = [answer_key(settings, question, t) for (question, _), t in zip(items, texts, strict=True)]
-        found = store.get_many(keys)
+        known = store.get_many(keys)  # the stored answers, then those computed here
         computed: dict[str, Answer] = {}
         out: list[Answer] = []
         given: set[str] = set()
         for key, (question, _), t in zip(keys, items, texts, strict=True):
-            if (answer := found.get(key) or computed.get(key)) is None:
-                answer = computed[key] = _answered(settings, question, t).model_copy(deep=True)
+            if (answer := known.get(key)) is None:
+                answer = known[key] = computed[key] = _answered(settings, question, t).model_copy(deep=True)
             out.append(answer.model_copy(deep=True) if key in given else answer)  # each case its own object
             given.add(key)
         store.put_many(computed)

@@ -55,7 +55,7 @@ import bisect
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
 from typing import TypeAlias
 
@@ -272,20 +272,29 @@ def _map_rest(record: Record, used: set[str], out: Record, meta: Record) -> Reco
     return meta
 
 
+# the list fields of a foreign record and how each item is mapped to its canonical shape
+_ITEM_SHAPES: tuple[tuple[str, Callable[[JsonValue], JsonValue]], ...] = (
+    ("evidence", _evidence_item),
+    ("retrieved_contexts", _context_item),
+    ("sub_questions", _sub_question),
+)
+
+
 def _map_items(out: Record) -> None:
     """Foreign shapes of the evidence, retrieved contexts and sub-questions, in place."""
-    evidence = out.get("evidence")
-    if isinstance(evidence, list):
-        out["evidence"] = [_evidence_item(e) for e in evidence]
-    contexts = out.get("retrieved_contexts")
-    if isinstance(contexts, list):
-        out["retrieved_contexts"] = [_context_item(c) for c in contexts]
-    subs = out.get("sub_questions")
-    if isinstance(subs, list):
-        out["sub_questions"] = [_sub_question(q) for q in subs]
-        meta = out.setdefault("meta", {})
-        if any(isinstance(q, dict) for q in subs) and isinstance(meta, dict):  # map_record's meta: a dict
-            meta.setdefault("sub_questions", subs)
+    for key, item in _ITEM_SHAPES:
+        items = out.get(key)
+        if isinstance(items, list):
+            out[key] = [item(i) for i in items]
+            if key == "sub_questions":
+                _keep_sub_questions(out, items)
+
+
+def _keep_sub_questions(out: Record, subs: list[JsonValue]) -> None:
+    """Foreign sub-questions given as objects are kept as they were in the record's meta."""
+    meta = out.setdefault("meta", {})
+    if any(isinstance(q, dict) for q in subs) and isinstance(meta, dict):  # map_record's meta: a dict
+        meta.setdefault("sub_questions", subs)
 
 
 def _message(err: ErrorDetails) -> str:

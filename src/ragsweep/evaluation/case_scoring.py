@@ -89,7 +89,7 @@ def build_case_result(
     chance: dict[str, float | None] = {}
     oracle: dict[str, float | None] = {}
     if pool is not None and candidates is not None and own.scored:
-        chance, oracle = _levels(case.id, pool, sorted(served), budgets)
+        chance, oracle = _levels(pool, sorted(served), budgets)
         relevant_ids = {chunk_key(h) for h, jh in zip(candidates, pool.hits, strict=True) if jh.relevant}
         metrics.update(chunk_id_context_scores([chunk_key(h) for h in served[top_k]], relevant_ids))
     if answer is not None:
@@ -237,14 +237,15 @@ def with_tokens(judgement: Judgement, hits: Sequence[Hit]) -> Judgement:
 
 
 def _levels(
-    case_id: str, pool: Judgement, ks: Sequence[int], budgets: Sequence[int] = ()
+    pool: Judgement, ks: Sequence[int], budgets: Sequence[int] = ()
 ) -> tuple[dict[str, float | None], dict[str, float | None]]:
     """The case's chance and oracle level of every ``<family>@k`` and ``<family>@<N>tok`` over its
-    candidate pool."""
-    names = leveled_names(ks, budgets)
-    levels = case_baselines([pool], names)
-    chance = {n: _num(v) for n, v in levels.chance.get(case_id, {}).items()}
-    oracle = {n: _num(v) for n, v in levels.oracle.get(case_id, {}).items()}
+    candidate pool (none where the pool is not scored: no relevance information)."""
+    if not pool.scored:
+        return {}, {}
+    levels = case_baselines([pool], leveled_names(ks, budgets))
+    chance = {n: _num(v) for n, v in levels.chance[pool.case_id].items()}
+    oracle = {n: _num(v) for n, v in levels.oracle[pool.case_id].items()}
     return chance, oracle
 
 

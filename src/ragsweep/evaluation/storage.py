@@ -117,8 +117,8 @@ def _expand(line: JsonObject, chunk_texts: Mapping[str, str], names: Sequence[st
     out["hits"] = [_expand_hit(_object(hit), chunk_texts) for hit in _list(out["hits"])]
     if out["answer"] is not None:
         out["answer"] = _with_defaults(_object(out["answer"]), Answer)
-    metrics = _object(out["metrics"])
-    out["metrics"] = {name: metrics.get(name) for name in names}
+    # every name of ``names`` (those of every line: a superset of this line's), None where it has no value
+    out["metrics"] = {**dict.fromkeys(names), **_object(out["metrics"])}
     return out
 
 

@@ -265,7 +265,7 @@ def _pool(j: Judgement, extra_blank: int = 0, nodes: int = DEFAULT_SEARCH_BUDGET
 
 def _leveled(base: str) -> registry.MetricSpec | None:
     """The record of ``base`` when it has a chance and an oracle level."""
-    spec = registry.get(base)
+    spec = registry.find(base)
     return spec if spec is not None and spec.chance is not None and spec.oracle is not None else None
 
 

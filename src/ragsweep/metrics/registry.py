@@ -132,7 +132,7 @@ def _ordered_specs(kinds: tuple[str, ...]) -> tuple[MetricSpec, ...]:
     return tuple(sorted((m for m in _SPECS.values() if not kinds or m.kind in kinds), key=lambda m: m.order))
 
 
-def get(name: str) -> MetricSpec | None:
+def find(name: str) -> MetricSpec | None:
     """The record of a family (``ndcg``) or plain name (``token_f1``); None if none is registered."""
     _load()
     return _SPECS.get(name)
@@ -176,7 +176,7 @@ def headline() -> tuple[str, ...]:
 
 def says_nothing(metric: str, answerer_kind: str) -> str | None:
     """Why ``metric`` says nothing about the answers of an answerer of ``answerer_kind`` (None: it does)."""
-    record = get(metric)
+    record = find(metric)
     reasons = record.says_nothing_for if record is not None else {}
     return reasons[answerer_kind] if answerer_kind in reasons else None
 

@@ -301,7 +301,7 @@ _BUDGET_RE = re.compile(r"^([a-z_\-]+)@(\d+)tok$")
 
 
 def _budget_func(base: str) -> Callable[[Judgement, int], float] | None:
-    spec = registry.get(base)
+    spec = registry.find(base)
     return spec.budget if spec is not None and spec.kind == "at_k" else None
 
 
@@ -326,7 +326,7 @@ def _base(family: str) -> str:
 
 
 def _ranking_metric(base: str) -> Callable[[Judgement, int], float | int | None] | None:
-    spec = registry.get(base)
+    spec = registry.find(base)
     return spec.compute if spec is not None and spec.kind in ("at_k", "ranking") else None
 
 

@@ -275,13 +275,16 @@ def _metric_row(agg: Aggregate, name: str, why_not: str | None = None) -> str:
     )
 
 
+# the header of each group of metric_sort_key's first part (0, a metric at a depth, falls under "Other")
+_TABLE_GROUPS = ("Other", "Retrieval", "Answer", "ragas", "LLM judge", "Other")
+
+
 def _metrics_table(agg: Aggregate, names: Sequence[str], answerer: str | None = None) -> str:
     """A table of the metrics ``names`` (in order), under a header row per group of metrics; a metric
     that says nothing about ``answerer``'s answers is marked, with why under the table."""
     rows, group = [], None
-    groups = {1: "Retrieval", 2: "Answer", 3: "ragas", 4: "LLM judge", 5: "Other"}
     for name in names:
-        g = groups.get(metric_sort_key(name)[0], "Other")
+        g = _TABLE_GROUPS[metric_sort_key(name)[0]]
         if g != group:
             rows.append(f'<tr class="group"><td colspan="6">{esc(g)}</td></tr>')
             group = g
@@ -547,7 +550,7 @@ def _served_app_html(run: RunResult) -> str:
     parts = []
     if pipeline.served_metadata:
         parts.append(f'<p class="warning"><b>{esc(pipeline.served_metadata)}</b></p>')
-    origin = str((pipeline.top_k or {}).get("from") or "")
+    origin = str(pipeline.top_k.origin or "") if pipeline.top_k is not None else ""
     if "widens" in origin:  # an adaptive answerer: the headline is its first ask, the other depths its later ones
         parts.append(f'<p class="note">top_k from {esc(origin)}</p>')
     if parse.replaced:

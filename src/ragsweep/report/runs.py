@@ -423,13 +423,19 @@ class ParserManifest(_Lenient):
     note: str = ""
 
 
+class TopKOrigin(_Lenient):
+    """Where a top-k that is not ``$top_k`` comes from (``question_answerer.search_topk``...)."""
+
+    origin: JsonValue = Field(default=None, alias="from")
+
+
 class PipelineManifest(_Lenient):
     path: str | None = None
     hash: str | None = None
     overrides: dict[str, JsonValue] | None = None
     variables: dict[str, JsonValue] = Field(default_factory=dict)
     parser: ParserManifest = Field(default_factory=ParserManifest)
-    top_k: dict[str, JsonValue] | None = None  # where a top-k that is not $top_k comes from ("from")
+    top_k: TopKOrigin | None = None
     served_metadata: str | None = None  # what an app reading a connector with no folder is served otherwise
 
 
