@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -98,12 +99,12 @@ def topics_qrels_cases(
     meta_of=lambda qid: {},
 ) -> list[Case]:
     """Generic TREC import: one case per topic, ``relevant_ids`` graded by ``grade_of(code)``."""
-    judged: dict[str, dict[str, int]] = {}
+    judged: defaultdict[str, dict[str, int]] = defaultdict(dict)  # a topic with no judgement: none relevant
     for q, d, code in qrels:
-        judged.setdefault(q, {})[doc_id_of(d)] = grade_of(code)
+        judged[q][doc_id_of(d)] = grade_of(code)
     cases = []
     for qid, text in topics:
-        rel = judged.get(qid, {})
+        rel = judged[qid]
         cases.append(
             Case(
                 id=f"{id_prefix}{qid}",
