@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ragsweep.evaluation.records import Aggregate, CaseResult, Count, RunResult, UnlocatedCase, UnlocatedReport
-from ragsweep.metrics.answer import ABSTAINED, UNPARSED_SCOPE, abstention_values, aggregate_abstention
+from ragsweep.metrics.answer import ABSTAINED, ABSTENTION_F1, UNPARSED_SCOPE, abstention_values, aggregate_abstention
 from ragsweep.metrics.intervals import abstention_f1_interval, bootstrap_interval
 from ragsweep.metrics.registry import (
     FIRST_RELEVANT_RANK,
@@ -77,8 +77,8 @@ def aggregate(
         for name, values in abstention_values(pairs).items():
             if len(values) >= 2 and (interval_metrics is None or name in interval_metrics):
                 intervals[name] = list(bootstrap_interval(values, seed=seed))
-        if interval_metrics is None or "abstention_f1" in interval_metrics:
-            intervals["abstention_f1"] = list(abstention_f1_interval(pairs, seed=seed))
+        if interval_metrics is None or ABSTENTION_F1 in interval_metrics:
+            intervals[ABSTENTION_F1] = list(abstention_f1_interval(pairs, seed=seed))
     return Aggregate(
         metrics=metrics,
         counts=counts,

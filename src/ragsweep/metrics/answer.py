@@ -440,6 +440,7 @@ def pathway_string_match(
 
 
 ABSTAINED = "abstained"  # a case's answer abstains (the answerer's flag or a refusal-style text)
+ABSTENTION_F1 = "abstention_f1"  # over the cases only: its interval is no bootstrap of a mean (stats.abstention_f1_ci)
 UNPARSED_SCOPE = "abstention"  # a case's note: its abstention is left unscored, and why
 
 
@@ -583,7 +584,7 @@ def aggregate_abstention(pairs: Iterable[tuple[bool, bool]]) -> dict[str, float 
         "n_abstained_unanswerable": n_au,
         "abstention_precision": precision,
         "abstention_recall": recall,
-        "abstention_f1": f1,
+        ABSTENTION_F1: f1,
         "answered_unanswerable_rate": _ratio(n_u - n_au, n_u),
         "abstained_on_answerable_rate": _ratio(n_a_not_u, n - n_u),
         "abstention_accuracy": _ratio(n_au + (n - n_u - n_a_not_u), n),
@@ -639,7 +640,7 @@ registry.register(registry.MetricSpec("answer_error", "case", 0, summary=False))
 for _order, _name, _summary, _better in (
     (160, "abstention_precision", True, True),
     (170, "abstention_recall", True, True),
-    (180, "abstention_f1", False, True),
+    (180, ABSTENTION_F1, False, True),
     (190, "answered_unanswerable_rate", False, False),
     (200, "abstained_on_answerable_rate", False, False),
 ):  # over the cases: aggregate_abstention
