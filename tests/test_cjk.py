@@ -7,7 +7,6 @@ token, longer than the 40 bytes it keeps.
 """
 
 import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
