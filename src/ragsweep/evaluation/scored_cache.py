@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import pickle
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import cache, partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -73,38 +74,34 @@ class Inputs(NamedTuple):
     settings: str  # top_k, relevance rule, language, budgets, ragas' string metrics: the same for every case
 
 
+class _PerObject:
+    """Values memoised by an object's identity, the object kept so that its id is not reused."""
+
+    def __init__(self) -> None:
+        self._found: dict[int, tuple[object, str]] = {}
+
+    def value(self, obj: object, compute: Callable[[], str]) -> str:
+        if (known := self._found.get(id(obj))) is None:
+            known = self._found[id(obj)] = (obj, compute())
+        return known[1]
+
+
 class Digests:
     """Hashes of texts and of documents, each computed once per run."""
 
     def __init__(self, texts: Mapping[str, str]):
         self.texts = texts
-        self._text: dict[str, str] = {}
-        self._lists: dict[int, tuple[Sequence[Hit], str]] = {}  # the list kept: its id is not reused
-        self._hits: dict[int, tuple[Hit, str]] = {}  # likewise the hit
-
-    def text(self, text: str) -> str:
-        if (found := self._text.get(text)) is None:
-            found = self._text[text] = digest(text, 32)
-        return found
+        self.text = cache(partial(digest, length=32))
+        self._lists = _PerObject()  # each scope's candidates are one list, shared
+        self._hits = _PerObject()  # a hit in several lists is written once
 
     def hits(self, hits: Sequence[Hit]) -> str:
-        """A list of hits (memoised by the list object: each scope's candidates are one list, shared)."""
-        if (known := self._lists.get(id(hits))) is not None:
-            return known[1]
-        found = cache_key("hits", [self._hit(h) for h in hits], length=32)
-        self._lists[id(hits)] = (hits, found)
-        return found
+        """A list of hits, memoised by the list object."""
+        return self._lists.value(hits, lambda: cache_key("hits", [self._hit(h) for h in hits], length=32))
 
     def _hit(self, hit: Hit) -> str:
-        """One hit's fields, named, its texts by their hashes (a hit in several lists is written once)."""
-        if (known := self._hits.get(id(hit))) is not None:
-            return known[1]
-        # every field by name (a subclass's too), in the model's order: an order that differs only misses
-        fields = dict(vars(hit))
-        fields["text"], fields["header"] = self.text(hit.text), self.text(hit.header)
-        row = repr(fields)
-        self._hits[id(hit)] = (hit, row)
-        return row
+        """One hit's fields, named, its texts by their hashes."""
+        return self._hits.value(hit, lambda: _hit_row(hit, self.text))
 
     def documents(self, ids: Sequence[str]) -> str:
         """The texts of these documents (absent ones as absent); :data:`EVERY_DOCUMENT` stands for all."""
@@ -113,6 +110,13 @@ class Digests:
         if EVERY_DOCUMENT in ids:
             parts.insert(0, EVERY_DOCUMENT)
         return cache_key("documents", parts, length=32)
+
+
+def _hit_row(hit: Hit, text: Callable[[str], str]) -> str:
+    # every field by name (a subclass's too), in the model's order: an order that differs only misses
+    fields = dict(vars(hit))
+    fields["text"], fields["header"] = text(hit.text), text(hit.header)
+    return repr(fields)
 
 
 def case_key(inputs: Inputs, digests: Digests) -> str:

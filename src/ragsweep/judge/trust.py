@@ -138,9 +138,13 @@ class MetricTrust(AsSet):
     @classmethod
     def _agreement_of_its_kind(cls, data: object) -> object:
         """A stored block's ``self_agreement`` read as its kind's (the two share most keys)."""
-        if isinstance(data, dict) and isinstance(data.get("self_agreement"), dict):
-            kind = ScoreAgreement if data.get("kind") == "score" else VerdictAgreement
-            return {**data, "self_agreement": kind.model_validate(data["self_agreement"])}
+        if not isinstance(data, dict):
+            return data
+        match data:
+            case {"kind": "score", "self_agreement": dict() as given}:
+                return {**data, "self_agreement": ScoreAgreement.model_validate(given)}
+            case {"self_agreement": dict() as given}:
+                return {**data, "self_agreement": VerdictAgreement.model_validate(given)}
         return data
 
 

@@ -149,6 +149,14 @@ def _hit_response(request: httpx.Request, body: bytes) -> httpx.Response:
     )
 
 
+def _cached_reply(
+    cache: ResponseCache, request: httpx.Request, key: str | None, valid: Callable[[bytes], bool]
+) -> httpx.Response | None:
+    """The stored reply to ``request`` (None: not a cacheable request, or a miss)."""
+    body = cache.get(key, valid=valid) if key is not None else None
+    return _hit_response(request, body) if body is not None else None
+
+
 class CachingTransport(httpx.BaseTransport):
     def __init__(
         self, cache: ResponseCache, inner: httpx.BaseTransport | None = None, max_body_bytes: int | None = None
@@ -162,10 +170,8 @@ class CachingTransport(httpx.BaseTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         key = request_key(str(request.url), request.read()) if _cacheable(request) else None
-        if key is not None:
-            body = self.cache.get(key, valid=self._valid(request))
-            if body is not None:
-                return _hit_response(request, body)
+        if (hit := _cached_reply(self.cache, request, key, self._valid(request))) is not None:
+            return hit
         response = self.inner.handle_request(request)
         if key is not None and response.status_code == 200:
             content = response.read()
@@ -190,10 +196,8 @@ class AsyncCachingTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         key = request_key(str(request.url), await request.aread()) if _cacheable(request) else None
-        if key is not None:
-            body = self.cache.get(key, valid=self._valid(request))
-            if body is not None:
-                return _hit_response(request, body)
+        if (hit := _cached_reply(self.cache, request, key, self._valid(request))) is not None:
+            return hit
         response = await self.inner.handle_async_request(request)
         if key is not None and response.status_code == 200:
             content = await response.aread()

@@ -116,11 +116,11 @@ UNRESOLVED = object()  # a stored list whose chunk texts the stored chunk table 
 
 def _chunk_of(item: JsonValue) -> str | None:
     """The chunk id of a stored item (None: not a chunk with offsets)."""
-    meta = item.get("metadata") if isinstance(item, dict) else None
-    if not isinstance(meta, dict):
-        return None
-    span = chunk_span(meta)
-    return None if span is None else chunk_id(chunk_source(meta), *span)
+    match item:
+        case {"metadata": dict() as meta}:
+            span = chunk_span(meta)
+            return None if span is None else chunk_id(chunk_source(meta), *span)
+    return None
 
 
 def compact_list(raw: Any, texts: Mapping[str, str]) -> Any:
@@ -133,9 +133,10 @@ def compact_list(raw: Any, texts: Mapping[str, str]) -> Any:
     items, from_table = [], []
     for n, item in enumerate(raw):
         key = _chunk_of(item)
-        if key is not None and isinstance(item.get("text"), str) and texts.get(key) == item["text"]:
-            item = {k: v for k, v in item.items() if k != "text"}
-            from_table.append(n)
+        match item:
+            case {"text": str() as text} if key is not None and texts.get(key) == text:
+                item = {k: v for k, v in item.items() if k != "text"}
+                from_table.append(n)
         items.append(item)
     return {"items": items, "text_from_table": from_table} if from_table else raw
 
