@@ -94,9 +94,9 @@ class LLMSettings(BaseModel):
         fields = set(cls.model_fields)
         values = values or {}
         data: dict[str, object] = {}
-        nested = values.get("llm") if prefix else None
-        if isinstance(nested, Mapping):
-            data.update({k: v for k, v in nested.items() if k in fields and v is not None})
+        match values:
+            case {"llm": Mapping() as nested} if prefix:
+                data.update({k: v for k, v in nested.items() if k in fields and v is not None})
         for key, value in values.items():
             if value is None or not isinstance(key, str) or not key.startswith(prefix):
                 continue

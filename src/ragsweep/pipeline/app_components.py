@@ -338,7 +338,8 @@ def check_vectors_fit(embedder: object, retriever_factory: object) -> None:
 
 def _embedder_name(embedder: object) -> str:
     """``$embedder: OpenAIEmbedder(text-embedding-3-small)``, or ``embedder ...`` for ragsweep's own."""
-    model = getattr(embedder, "model_name", None) or (getattr(embedder, "kwargs", None) or {}).get("model")
+    given = ComponentArguments.of(getattr(embedder, "kwargs", None) or {})
+    model = getattr(embedder, "model_name", None) or given.model
     label = getattr(embedder, "component", None)
     name = type(embedder).__name__ + (f"({model})" if model else "")
     return f"{label}: {name}" if label else f"embedder {name}"
@@ -347,9 +348,9 @@ def _embedder_name(embedder: object) -> str:
 def _width_message(embedder: object, width: int, factory: Any) -> str:
     from pathway.xpacks.llm.embedders import OPENAI_EMBEDDERS_DIMENSIONS
 
-    given = getattr(embedder, "kwargs", None) or {}
-    model = given.get("model")
-    if model in OPENAI_EMBEDDERS_DIMENSIONS and given.get("dimensions") is None:
+    given = ComponentArguments.of(getattr(embedder, "kwargs", None) or {})
+    model = given.model
+    if model in OPENAI_EMBEDDERS_DIMENSIONS and given.dimensions is None:
         source = (
             f"its dimensions; where the YAML gives none, Pathway takes {factory.dimensions} from the model name {model}"
         )

@@ -25,6 +25,7 @@ class ComponentArguments(BaseModel):
     n_starting_documents: object = None  # an adaptive answerer's first depth...
     factor: object = None  # ... multiplied by this at each new ask...
     max_iterations: object = None  # ... this many asks in all
+    prompt_template: object = None  # a question answerer's prompt
     llm: object = None  # a question answerer's chat model
     retriever_factory: object = None  # a document store's index
     model: object = None  # a chat model's or an embedder's model name
@@ -32,6 +33,8 @@ class ComponentArguments(BaseModel):
     api_base: object = None  # the same, under LiteLLM's name
     docs: object = None  # the connectors a document store reads
     path: object = None  # the folder a connector reads (``pw.io.fs.read``)
+    capacity: object = None  # the calls a chat model keeps in flight
+    dimensions: object = None  # the width an embedder is asked for
 
     @classmethod
     def of(cls, kwargs: Mapping[K, object]) -> ComponentArguments:
