@@ -43,7 +43,6 @@ from ragsweep.pipeline.app_components import AppComponentError, LLMSpend, check_
 from ragsweep.pipeline.arguments import ComponentArguments
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
-from ragsweep.pipeline.yaml_symbolic import Ref
 
 
 @dataclass
@@ -103,10 +102,9 @@ class SharedCalls:
     async def once(self, key: str, send: Callable[[], Awaitable[Any]]) -> tuple[Any, bool]:
         """(the reply, whether another call sent it)."""
         with self._lock:
-            future = self._calls.get(key)
-            leader = future is None
-            if future is None:
-                future = self._calls[key] = concurrent.futures.Future()
+            fresh: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            future = self._calls.setdefault(key, fresh)
+            leader = future is fresh
         if not leader:
             return await asyncio.wrap_future(future), True
         try:
@@ -359,9 +357,8 @@ def answer_together(
 
 def llm_capacity(config: PipelineConfig) -> int | None:
     """The ``capacity`` of the app's chat model (the calls it keeps in flight), None where it sets none."""
-    found = config.question_answerer_ref()
-    llm = ComponentArguments.of(found[1].kwargs).llm if found is not None else None
-    llm = config.symbols.get(llm) if isinstance(llm, Ref) else llm
-    capacity = (getattr(llm, "kwargs", None) or {}).get("capacity")
-    capacity = config.symbols.get(capacity) if isinstance(capacity, Ref) else capacity
+    spec = config.spec
+    found = spec.question_answerer_ref()
+    llm = spec.llm_ref(*found)[1] if found is not None else None
+    _, capacity = spec.follow(ComponentArguments.of(getattr(llm, "kwargs", None) or {}).capacity, "capacity")
     return capacity if isinstance(capacity, int) and not isinstance(capacity, bool) and capacity > 0 else None

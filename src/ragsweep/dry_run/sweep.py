@@ -11,7 +11,6 @@ endpoint gets can be fewer: a prompt two configurations share is sent once.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -23,10 +22,10 @@ from ragsweep.evaluation.grid_size import GridSize
 from ragsweep.evaluation.settings import SweepSettings
 from ragsweep.llm.settings import LLMSettings
 from ragsweep.pipeline.app_components import EmbeddingSpend, estimate_embeddings
+from ragsweep.pipeline.arguments import ComponentArguments
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 from ragsweep.pipeline.retrieval import parsed_scopes
-from ragsweep.pipeline.yaml_symbolic import Ref
 
 ADAPTIVE = "AdaptiveRAGQuestionAnswerer"
 
@@ -60,26 +59,20 @@ class SweepEstimate(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
-def _argument(config: PipelineConfig, node: Any, name: str, default: object) -> object:
-    """A component's argument as the file sets it (a ``$variable`` followed), else ``default``."""
-    kwargs = getattr(node, "kwargs", None) or {}
-    value = kwargs.get(name, default)
-    return config.symbols.get(value, default) if isinstance(value, Ref) else value
-
-
 def answer_shape(config: PipelineConfig) -> tuple[str, int, bool, str | None, object]:
     """(answerer, calls per question, exact, the prompt template, the model) of a configuration's answers."""
-    found = config.question_answerer_ref()
+    spec = config.spec
+    found = spec.question_answerer_ref()
     if found is None:
         return "llm", 1, True, config.variables.prompt_template, config.variables.llm_model
-    _, node = found
-    kind = node.name
-    template = _argument(config, node, "prompt_template", None)
-    model = _argument(config, _argument(config, node, "llm", None), "model", None)
+    kind, given = found[1].name, ComponentArguments.of(found[1].kwargs)
+    _, template = spec.follow(given.prompt_template, "prompt_template")
+    _, llm = spec.llm_ref(*found)
+    _, model = spec.follow(ComponentArguments.of(getattr(llm, "kwargs", None) or {}).model, "model")
     per_question, exact = 1, kind != ADAPTIVE
     if kind == ADAPTIVE:
-        iterations = _argument(config, node, "max_iterations", 4)  # Pathway's default
-        per_question = iterations if isinstance(iterations, int) else 4
+        _, iterations = spec.follow(given.max_iterations, "max_iterations")
+        per_question = iterations if isinstance(iterations, int) else 4  # Pathway's default
     return f"app:{kind}", per_question, exact, template if isinstance(template, str) else None, model
 
 

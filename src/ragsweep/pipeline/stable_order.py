@@ -69,9 +69,9 @@ def tie_key(text: str, metadata: pw.Json | ChunkMetadata | None) -> TieKey:
     """(document id or path, start offset or -1, text when there is no offset)."""
     meta = metadata.as_dict() if isinstance(metadata, pw.Json) else dict(metadata or {})
     doc = chunk_source(meta)
-    start = meta.get("start")
-    if isinstance(start, int) and not isinstance(start, bool):
-        return (doc, start, "")  # (document, offset) is one chunk: the text adds nothing
+    match meta:
+        case {"start": int() as start} if not isinstance(start, bool):
+            return (doc, start, "")  # (document, offset) is one chunk: the text adds nothing
     return (doc, -1, str(text))
 
 
