@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
@@ -205,12 +205,12 @@ def _on_result(into: dict[int, list[ServedItem]], key: Any, row: dict[str, Any],
 
 def _question_groups(queries: list[Query]) -> tuple[list[tuple[str, int, str | None]], list[int]]:
     """One row per question and scope filter, at the deepest k asked of it; and each query's row."""
-    deepest: dict[tuple[str, str | None], int] = {}
+    deepest: defaultdict[tuple[str, str | None], int] = defaultdict(int)
     position: dict[tuple[str, str | None], int] = {}
     of_query = []
     for q in queries:
         group = (q.text, scope_filter(q.doc_scope))
-        deepest[group] = max(deepest.get(group, 0), q.k)
+        deepest[group] = max(deepest[group], q.k)
         of_query.append(position.setdefault(group, len(position)))
     return [(text, k, where) for (text, where), k in deepest.items()], of_query
 
