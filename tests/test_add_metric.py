@@ -15,10 +15,7 @@ from ragsweep.metrics import registry
 from ragsweep.metrics.answer import AnsweredCase
 from ragsweep.metrics.levels import Candidates, Estimate, first_marked
 from ragsweep.metrics.retrieval import Judgement
-
-ROOT = Path(__file__).resolve().parent.parent
-MINI = ROOT / "datasets" / "cuad-mini"
-PIPELINE = ROOT / "pipelines" / "default.yaml"
+from support import MINI, PIPELINE
 
 
 def relevant_share(j: Judgement, k: int) -> float:

@@ -11,10 +11,7 @@ import ragsweep
 from ragsweep.evaluation.records import RunResult
 from ragsweep.report import html
 from ragsweep.report.svg import esc
-
-ROOT = Path(__file__).resolve().parent.parent
-MINI = ROOT / "datasets" / "cuad-mini"
-PIPELINE = ROOT / "pipelines" / "default.yaml"
+from support import MINI, PIPELINE, ROOT
 
 
 def slowest_answers(run: RunResult) -> str | None:

@@ -16,8 +16,8 @@ import pytest
 from ragsweep.core.cache_files import BlobTable
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.config_facts import facts_key
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 APPS = ROOT / "tests" / "fixtures" / "apps"
 # every pipeline file shipped or tested (the others in those folders are sweep grids)
 FILES = [ROOT / "pipelines" / "default.yaml", ROOT / "pipelines" / "chinese.yaml"] + [

@@ -4,14 +4,12 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from ragsweep.core.errors import ConfigError
 from ragsweep.pipeline.config import KNOB_RULES, PipelineConfig, PipelineVariables, parse_overrides
-
-ROOT = Path(__file__).resolve().parent.parent
+from support import ROOT
 
 # ------------------------------------------------------------------ hash
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from fake_openai import fake_server, llm_settings  # noqa: F401 - pytest fixtures
 from ragsweep.judge.metric import (
     JUDGE_SYSTEM_PROMPT,
     JudgeItem,

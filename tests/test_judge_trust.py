@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from fake_openai import fake_server, llm_settings  # noqa: F401 - pytest fixtures
 from ragsweep.datasets.schema import Case
 from ragsweep.evaluation.records import CaseResult
 from ragsweep.judge import stats as js
@@ -21,7 +20,6 @@ from ragsweep.judge.probes import probe_judge
 from ragsweep.judge.report import failure_gate, judge_section
 from ragsweep.judge.trust import JudgeSection, Probes, ScoreAgreement, VerdictAgreement
 
-ROOT = Path(__file__).resolve().parent.parent
 Z95 = 1.959963984540054
 T, F = True, False
 

@@ -17,9 +17,9 @@ from ragsweep.core.errors import ConfigError
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.tag_classes import is_retriever_factory
 from ragsweep.pipeline.yaml_symbolic import Ref, Tagged, load_symbolic
+from support import PIPELINE as DEFAULT
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT = ROOT / "pipelines" / "default.yaml"
 APP = ROOT / "tests" / "fixtures" / "apps" / "qa_usearch.yaml"
 CASES = [
     (DEFAULT, {"max_tokens": 400, "retriever_mode": "knn"}),
