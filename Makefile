@@ -54,12 +54,12 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 
 # lint, format and types first (seconds, a minute for mypy), then the suite, which runs every
-# benchmark's --smoke mode too (tests/test_benchmarks_smoke.py)
+# benchmark's --smoke mode too (tests/test_benchmarks_smoke.py); the slowest 40 listed at the end, where time goes
 test: install browser
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/mypy
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=40
 
 eval: install
 	$(VENV)/bin/ragsweep eval --pipeline $(PIPELINE) --dataset $(DATASET) --out runs $(EVAL_ARGS)
