@@ -129,7 +129,9 @@ def _fingerprint(modules: tuple[str, ...], packages: tuple[str, ...]) -> str:
     parts: list[object] = []
     for module in modules:
         files = _module_files(module)
-        parts.append([module, [[_shown(f), file_digest(f)] for f in files] or "-"])
+        if not files:  # a declaration naming a module that moved: a key blind to its code would hit stale rows
+            raise LookupError(f"code fingerprint: no source file found for module {module!r}")
+        parts.append([module, [[_shown(f), file_digest(f)] for f in files]])
     parts.append([[p, package_version(p)] for p in packages])
     return cache_key("code", *parts)
 
