@@ -63,6 +63,7 @@ FEATURES: dict[str, dict[str, str]] = {
     "cost": {"calls": "llm", "records": "evaluation", "configuration": "evaluation", "html": "report"},
     "dry_run": {"llm_calls": "metrics", "run": "evaluation", "sweep": "evaluation"},
     "validate": {"dataset": "datasets", "parsed": "evaluation", "command": "interfaces"},
+    "funnel": {"stages": "metrics", "records": "metrics"},
     "tune": {"records": "evaluation"},
 }
 

@@ -18,6 +18,7 @@ from ragsweep.answer.base import Answer
 from ragsweep.core.hits import Hit
 from ragsweep.cost.records import ConfigCost, CostPareto
 from ragsweep.evaluation.manifest import RunManifest, SweepManifest
+from ragsweep.funnel.records import Diagnosis, SpanLoss
 from ragsweep.judge.metric import JudgeVerdict
 from ragsweep.judge.trust import JudgeSection, ScoreAgreement, VerdictAgreement
 from ragsweep.metrics.registry import FIRST_RELEVANT_RANK, JUDGE_CORRECT, lower_is_better
@@ -58,6 +59,13 @@ class CaseResult(BaseModel):
     # none of its evidence is found: its retrieval metrics are missing (--unlocated exclude) or 0 (zero)
     evidence_unlocated: bool = False
     notes: dict[str, str] = Field(default_factory=dict)  # metric or stage -> why it is missing / what happened
+    # the funnel (ragsweep.funnel): the first stage that lost its evidence at top_k (None: found, or
+    # outside the funnel), the stage or "found" at every reported depth ({}: outside the funnel),
+    # each evidence item's stage at top_k, and an answer judged correct without relevant context
+    lost_at: str | None = None
+    lost_at_k: dict[int, str] = Field(default_factory=dict)
+    loss: list[SpanLoss] = Field(default_factory=list)
+    correct_without_context: bool = False
     llm_replicates: dict[str, list[float | None]] = Field(default_factory=dict)  # LLM metric -> each replicate
     version: int = RECORD_VERSION
 
@@ -112,6 +120,7 @@ class Aggregate(BaseModel):
     intervals: dict[str, Interval] = Field(default_factory=dict)
     baselines: dict[str, Baseline] = Field(default_factory=dict)
     groups: dict[str, dict[str, GroupSummary]] = Field(default_factory=dict)
+    diagnosis: Diagnosis | None = None  # where the cases were lost (ragsweep.funnel); None: no case in the funnel
 
     def metric(self, name: str) -> float | None:
         """``name``'s mean; None where no case has a value, or where ``name`` is not computed at all."""

@@ -1,0 +1,57 @@
+"""The stages a case's evidence passes through, in pipeline order, and the rule that says a stage
+lost it. A span is attributed to the first stage whose rule holds; a case to the first stage
+among its lost spans (``found`` when none is lost)."""
+
+from __future__ import annotations
+
+PARSE = "parse"
+CHUNKING = "chunking"
+ROUTING = "routing"
+RETRIEVAL = "retrieval"
+RERANK = "rerank"
+ANSWER = "answer"
+FOUND = "found"
+
+STAGES = (PARSE, CHUNKING, ROUTING, RETRIEVAL, RERANK, ANSWER)
+
+
+def stage_order(stage: str) -> int:
+    """A stage's place in pipeline order; ``found`` comes after every stage."""
+    return STAGES.index(stage) if stage in STAGES else len(STAGES)
+
+
+def earliest(stages: list[str]) -> str:
+    """The first stage in pipeline order among ``stages`` (``found`` when empty or all found)."""
+    return min(stages, key=stage_order, default=FOUND)
+
+
+def lost_at_parse(located: bool) -> bool:
+    """The span is found in no parsed text of the documents it may come from."""
+    return not located
+
+
+def lost_at_chunking(candidate_ranks: list[int]) -> bool:
+    """No chunk among the case's candidates is relevant to the span: no order of them can serve it."""
+    return not candidate_ranks
+
+
+def lost_at_routing(doc_routed: bool | None) -> bool:
+    """With routing, the span's document is not among the documents routed to the question."""
+    return doc_routed is False
+
+
+def lost_at_retrieval(served_rank: int | None, k: int, pre_rerank_rank: int | None) -> bool:
+    """A relevant chunk exists, but none is served within ``k``, and none was before the reranker."""
+    within = served_rank is not None and served_rank <= k
+    return not within and not (pre_rerank_rank is not None and pre_rerank_rank <= k)
+
+
+def lost_at_rerank(served_rank: int | None, k: int, pre_rerank_rank: int | None) -> bool:
+    """A relevant chunk was within ``k`` before the reranker and none is within ``k`` after it."""
+    within = served_rank is not None and served_rank <= k
+    return not within and pre_rerank_rank is not None and pre_rerank_rank <= k
+
+
+def lost_at_answer(correct: bool | None) -> bool:
+    """The served context holds the evidence, but the answer is wrong or abstains."""
+    return correct is False
