@@ -1,0 +1,142 @@
+"""report.html of a tune run, from its TuneReport, opened in headless Chromium over the DevTools protocol.
+
+The page must show every section (study, best trial with dev, test, CI and paired test, the trace against
+trials and against cases evaluated, each knob's effect, the Pareto front of two objectives, the trials),
+lay out every chart, and log no error; its numbers are the report's (best so far, cases evaluated, saving).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ragsweep.report.tune_html import best_so_far, write_tune_html
+from ragsweep.tune.records import PairedVerdict, TrialRecord, TuneBest, TuneReport
+from test_report_html import chromium  # noqa: F401 - pytest fixture
+
+OBJ, SECOND = "recall@5", "mrr@5"
+DEV = 82
+# (state, recall@5, mrr@5, cases evaluated, chunk max_tokens, retriever mode)
+TRIALS = [
+    ("complete", 0.61, 0.40, DEV, 200, "bm25"),
+    ("complete", 0.72, 0.45, DEV, 600, "hybrid"),
+    ("pruned", 0.30, 0.20, 20, 100, "knn"),
+    ("complete", 0.70, 0.52, DEV, 400, "hybrid"),
+    ("failed", None, None, 0, 1000, "bm25"),
+    ("complete", 0.78, 0.50, DEV, 600, "knn"),
+    ("pruned", 0.41, 0.30, 40, 150, "bm25"),
+    ("complete", 0.66, 0.55, DEV, 300, "knn"),
+]
+
+
+def _report() -> TuneReport:
+    trials = [
+        TrialRecord(
+            number=i,
+            config_id=f"cfg{i}",
+            params={"max_tokens": size, "retriever_mode": mode},
+            state=state,  # type: ignore[arg-type]
+            values={} if recall is None else {OBJ: recall, SECOND: mrr},
+            cases_evaluated=cases,
+            seconds=1.5 + i,
+            reason={"pruned": "pruned at step 1", "failed": "engine error"}.get(state),
+        )
+        for i, (state, recall, mrr, cases, size, mode) in enumerate(TRIALS)
+    ]
+    best = TuneBest(
+        trial=5,
+        config_id="cfg5",
+        params={"max_tokens": 600, "retriever_mode": "knn"},
+        dev={OBJ: 0.78, SECOND: 0.50},
+        test={OBJ: 0.71, SECOND: 0.47},
+        test_intervals={OBJ: (0.62, 0.80), SECOND: (0.40, 0.55)},
+        baseline={OBJ: 0.66, SECOND: 0.44},
+        paired=PairedVerdict(metric=OBJ, difference=0.05, p_value=0.031, significant=True),
+        trials_tried=8,
+    )
+    return TuneReport(
+        dataset="cuad-mini",
+        space={"max_tokens": {"low": 100, "high": 1000, "step": 50}, "retriever_mode": ["bm25", "knn", "hybrid"]},
+        objectives=[OBJ, SECOND],
+        directions={OBJ: "higher", SECOND: "higher"},
+        sampler="nsga2",
+        seed=3,
+        prune=True,
+        n_trials=8,
+        space_size=57,
+        dev_cases=DEV,
+        cases_evaluated=sum(t.cases_evaluated for t in trials),
+        cases_possible=8 * DEV,
+        best=best,
+        pareto=[5, 7, 3],
+        trials=trials,
+        importance={"max_tokens": 0.7, "retriever_mode": 0.3},
+    )
+
+
+def test_best_so_far_counts_complete_trials_and_every_case_spent():
+    trace = best_so_far(_report())
+    assert [b for _, _, b in trace] == [0.61, 0.72, 0.72, 0.72, 0.72, 0.78, 0.78, 0.78]  # pruned 0.30 never counts
+    assert [spent for _, spent, _ in trace] == [82, 164, 184, 266, 266, 348, 388, 470]
+    lower = _report().model_copy(update={"directions": {OBJ: "lower", SECOND: "higher"}})
+    assert [b for _, _, b in best_so_far(lower)][-1] == 0.61
+
+
+PAGE_STATE = """JSON.stringify({
+  sections: [...document.querySelectorAll("main > section")].map(s => s.id),
+  plots: document.querySelectorAll("svg.plot").length,
+  drawn: Number(document.body.dataset.plotsDrawn),
+  traceBest: document.querySelectorAll("#trace-trials circle[r='5']").length,
+  costTicks: [...document.querySelectorAll("#trace-cost text")].map(t => t.textContent),
+  knobs: [...document.querySelectorAll(".knob")].map(k => k.dataset.knob),
+  importanceBars: document.querySelectorAll("#importance rect.bar").length,
+  paretoPoints: document.querySelectorAll("#pareto-front circle[r='5']").length,
+  rows: [...document.querySelectorAll("table.trials tbody tr")].map(r => r.dataset.state),
+  best: [...document.querySelectorAll("table.best tr[data-metric]")].map(r => r.innerText),
+  paired: document.querySelector("p.paired").innerText,
+  study: document.querySelector("#study dl").innerText,
+})"""
+
+
+def test_tune_page_in_a_browser(chromium, tmp_path: Path) -> None:
+    from test_watch_live import DevTools  # deferred: it imports the report tests' module
+
+    page = write_tune_html(_report(), tmp_path)
+    assert page == tmp_path / "report.html"
+    browser = DevTools(chromium, tmp_path / "profile")
+    try:
+        browser.open(page.as_uri())
+        state = json.loads(str(browser.evaluate(PAGE_STATE)))
+        assert not browser.errors()
+    finally:
+        browser.close()
+    assert state["sections"] == ["study", "best", "trace", "knobs", "pareto", "trials"]
+    assert state["plots"] == state["drawn"] == 6  # 2 trace charts, importance, 2 knobs, the Pareto front
+    assert state["traceBest"] == 8  # the best so far after each trial, pruned and failed ones too
+    assert state["knobs"] == ["max_tokens", "retriever_mode"] and state["importanceBars"] == 2
+    assert state["paretoPoints"] == 3
+    assert state["rows"] == [s for s, *_ in TRIALS]
+    assert state["best"][0].split("\t")[:2] == [OBJ, "0.780"] and "0.710 [0.620, 0.800]" in state["best"][0]
+    assert "+0.050" in state["paired"] and "p = 0.0310" in state["paired"] and "significant" in state["paired"]
+    assert "470 cases evaluated of 656 possible (pruning saved 28%)" in state["study"]
+    assert "3 complete" not in state["study"] and "5 complete, 1 failed, 2 pruned" in state["study"]
+
+
+def test_one_objective_no_front_and_no_completed_trial(tmp_path: Path) -> None:
+    single = _report().model_copy(update={"objectives": [OBJ], "pareto": []})
+    text = write_tune_html(single, tmp_path / "one.html").read_text()
+    assert 'id="pareto"' not in text and 'id="trace"' in text
+    failed = [t.model_copy(update={"state": "failed", "values": {}}) for t in single.trials]
+    empty = single.model_copy(update={"trials": failed, "best": None, "importance": {}})
+    text = write_tune_html(empty, tmp_path / "none.html").read_text()
+    assert "No trial completed" in text and "<svg" not in text
+
+
+@pytest.mark.parametrize("hostile", ["<script>alert(1)</script>", "\u202eevil"])
+def test_parameters_are_escaped(tmp_path: Path, hostile: str) -> None:
+    report = _report()
+    report.trials[0].params["retriever_mode"] = hostile
+    text = write_tune_html(report, tmp_path / "r.html").read_text()
+    assert hostile not in text
