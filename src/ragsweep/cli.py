@@ -325,6 +325,7 @@ def _add_evaluation_commands(sub: argparse._SubParsersAction[argparse.ArgumentPa
     p.add_argument("run_a")
     p.add_argument("run_b")
     p.add_argument("--markdown", help="also write the comparison as Markdown to this file")
+    p.add_argument("--json", help="also write the comparison as JSON to this file (the case ids of each move)")
     p.set_defaults(func=cmd_compare)
 
 

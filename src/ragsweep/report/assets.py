@@ -151,6 +151,7 @@ JS = r"""
   var box = document.getElementById("cases"), packed = document.getElementById("case-data");
   var show = document.getElementById("case-show"), onlyFail = document.getElementById("only-failures");
   var type = document.getElementById("case-type"), search = document.getElementById("case-search");
+  var lost = document.getElementById("case-lost");  // the funnel's stage filter: "<k>:<stage>"
   var count = document.getElementById("case-count"), more = document.getElementById("case-more");
   var cases = box ? slice(box.querySelectorAll("details.case")) : [];
   var data = null, loading = null, haystacks = [], chunkText = [];
@@ -166,10 +167,11 @@ JS = r"""
   function cut(s, n, tail) { var a = Array.from(s); return a.length <= n ? s : a.slice(0, n).join("") + tail; }
   function short(s, n) { var a = Array.from(s); return a.length <= n ? s : a.slice(0, n - 1).join("") + "\u2026"; }
   // data.cases and data.chunks hold a list per field (drilldown.page_data); a case, as a row:
-  // [id, type, question, docs, unanswerable, reference, answer, judge, kinds, values, hits], its answer
+  // [id, type, question, docs, unanswerable, reference, answer, judge, kinds, values, hits, lost_at, lost], its answer
   // [text, answerer, abstained, error, cited], a hit [chunk, rank, score, relevant, grade];
   // a chunk: [doc_id, start, end, text]
-  var CASE = ["id", "type", "question", "docs", "unanswerable", "reference", "answer", "judge", "kinds", "values", "hits"];
+  var CASE = ["id", "type", "question", "docs", "unanswerable", "reference", "answer", "judge", "kinds", "values", "hits",
+              "lost_at", "lost"];
   var CHUNK = ["doc_id", "start", "end", "text"];
   function row(columns, fields, i) { return fields.map(function (f) { return columns[f][i]; }); }
   function caseAt(i) { return row(data.cases, CASE, i); }
@@ -178,8 +180,10 @@ JS = r"""
     var badges = c[8].map(function (k) { return '<span class="badge fail">' + esc(data.kinds[k]) + "</span>"; }).join("")
                  || '<span class="badge ok">pass</span>';
     if (c[4]) badges += '<span class="badge info">unanswerable</span>';
+    if (c[11]) badges += '<span class="badge warn">lost at ' + esc(c[11]) + "</span>";
     return '<details class="case" data-i="' + i + '" data-id="' + esc(c[0]) + '" data-type="' + esc(c[1]) +
-      '" data-fail="' + (c[8].length ? 1 : 0) + '" data-kinds="' + esc(c[8].join(" ")) + '"><summary>' + badges +
+      '" data-fail="' + (c[8].length ? 1 : 0) + '" data-kinds="' + esc(c[8].join(" ")) + '" data-lost="' + esc(c[12]) +
+      '"><summary>' + badges +
       '<span class="qid">' + esc(c[0]) + '</span><span class="qtype">' + esc(c[1]) + "</span>" +
       esc(short(c[2], 160)) + '</summary><div class="case-body"></div></details>';
   }
@@ -246,12 +250,14 @@ JS = r"""
   function applyFilter() {
     if (!box) return;
     var s = show.value, t = type ? type.value : "", q = search ? search.value.trim().toLowerCase() : "";
+    var l = lost ? lost.value : "";
     if (onlyFail.checked && s === "all") s = "failures";
     var n = 0;
     cases.forEach(function (c) {
       var ok = s === "all" || (s === "failures" ? c.dataset.fail === "1"
                                                 : (" " + c.dataset.kinds + " ").indexOf(" " + s + " ") >= 0);
       if (ok && t && c.dataset.type !== t) ok = false;
+      if (ok && l && (" " + c.dataset.lost + " ").indexOf(" " + l + " ") < 0) ok = false;
       if (ok && q) ok = data ? hasText(+c.dataset.i, q) : c.textContent.toLowerCase().indexOf(q) >= 0;
       c.hidden = !ok;
       if (ok) n++;
@@ -264,9 +270,14 @@ JS = r"""
     return function () { return loadCases().then(then); };
   }
   function applyHash(h) {
+    if (h.indexOf("lost=") === 0) {  // #lost=<k>:<stage>: the cases a funnel bar counts
+      show.value = "all"; onlyFail.checked = false; lost.value = h.slice(5); applyFilter();
+      box.scrollIntoView();
+      return;
+    }
     if (h.indexOf("case=") === 0) {  // #case=<id>: open that case
       var id = h.slice(5);
-      show.value = "all"; onlyFail.checked = false; applyFilter();
+      show.value = "all"; onlyFail.checked = false; if (lost) lost.value = ""; applyFilter();
       cases.forEach(function (c) {
         if (c.dataset.id === id) {
           fillBody(c);
@@ -279,19 +290,21 @@ JS = r"""
     }
     show.value = h;
     onlyFail.checked = h !== "all";
+    if (lost) lost.value = "";
     applyFilter();
   }
   function fromHash() {
     if (!box) return Promise.resolve();
     var h = decodeURIComponent(location.hash.replace(/^#/, ""));
     var opts = slice(show.options).map(function (o) { return o.value; });
-    if (h.indexOf("case=") !== 0 && opts.indexOf(h) < 0) return Promise.resolve();  // not about cases
-    var embedded = cases.some(function (c) { return "case=" + c.dataset.id === h; });
+    var stage = lost && h.indexOf("lost=") === 0 && slice(lost.options).some(function (o) { return "lost=" + o.value === h; });
+    if (h.indexOf("case=") !== 0 && opts.indexOf(h) < 0 && !stage) return Promise.resolve();  // not about cases
+    var embedded = !stage && cases.some(function (c) { return "case=" + c.dataset.id === h; });
     return (embedded ? Promise.resolve() : loadCases()).then(function () { applyHash(h); });
   }
   var shown = Promise.resolve();
   if (box) {
-    [show, type].forEach(function (el) { if (el) el.addEventListener("change", withEveryCase(applyFilter)); });
+    [show, type, lost].forEach(function (el) { if (el) el.addEventListener("change", withEveryCase(applyFilter)); });
     onlyFail.addEventListener("change", withEveryCase(function () {
       show.value = onlyFail.checked ? "failures" : "all"; applyFilter();
     }));

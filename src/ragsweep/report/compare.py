@@ -38,6 +38,7 @@ from ragsweep.report.runs import (
     read_case_results,
     read_sweep,
 )
+from ragsweep.report.stage_moves import StageComparison, stage_lines, stage_markdown, stage_moves
 
 ABSTAINED = "abstained"
 
@@ -92,6 +93,7 @@ class Comparison(BaseModel):
     alpha: float
     metrics: list[MetricDelta]
     flips: list[Flip]
+    stages: StageComparison | None = None  # the funnel's stages, paired (None: neither run has a funnel)
 
     def flips_of(self, metric: str, direction: str | None = None) -> list[Flip]:
         return [f for f in self.flips if f.metric == metric and (direction is None or f.direction == direction)]
@@ -280,6 +282,7 @@ def compare_runs(
         alpha=alpha,
         metrics=rows,
         flips=flips,
+        stages=stage_moves(common, cases_a, cases_b),
     )
 
 
@@ -378,6 +381,8 @@ def render_terminal(comparison: Comparison, max_flips: int = 20) -> str:
                 out.append(f"    … {len(fl) - max_flips} more")
     else:
         out += ["", "flipped cases: none"]
+    if c.stages is not None:
+        out += ["", *stage_lines(c.stages)]
     return "\n".join(out) + "\n"
 
 
@@ -448,27 +453,35 @@ def render_markdown(comparison: Comparison, max_flips: int = 50) -> str:
         if len(fl) > max_flips:
             out.append(f"- … {len(fl) - max_flips} more")
         out += ["", "</details>"]
+    if c.stages is not None:
+        out += ["", *stage_markdown(c.stages, {i: _code(i) for m in c.stages.moves for i in m.ids})]
     return "\n".join(out) + "\n"
 
 
 def run_compare_cli(args) -> int:
-    """``args.run_a``, ``args.run_b``, optional ``args.markdown`` (a path to also write Markdown to)."""
-    md_path = getattr(args, "markdown", None)
+    """``args.run_a``, ``args.run_b``, optional ``args.markdown`` and ``args.json`` (paths to also write the
+    comparison to, as Markdown and as JSON: every case id of every flip and stage move)."""
+    outputs = {
+        option: Path(path)
+        for option, path in (("--markdown", getattr(args, "markdown", None)), ("--json", getattr(args, "json", None)))
+        if path
+    }
     try:
-        if md_path:  # before the comparison: a file that cannot be written is known now
-            check_writable(Path(md_path), "--markdown")
+        for option, path in outputs.items():  # before the comparison: a file that cannot be written is known now
+            check_writable(path, option)
         comparison = compare_runs(args.run_a, args.run_b)
     except (RunFolderError, RunError) as err:
         print(f"ragsweep compare: error: {err}", file=sys.stderr)
         return 2
     print(render_terminal(comparison), end="")
-    if md_path:
+    for option, path in outputs.items():
+        text = render_markdown(comparison) if option == "--markdown" else comparison.model_dump_json(indent=2) + "\n"
         try:
-            Path(md_path).write_text(render_markdown(comparison), encoding="utf-8")
+            path.write_text(text, encoding="utf-8")
         except OSError as err:
-            print(f"ragsweep compare: error: --markdown {md_path}: cannot write it: {err}", file=sys.stderr)
+            print(f"ragsweep compare: error: {option} {path}: cannot write it: {err}", file=sys.stderr)
             return 2
-        print(f"Markdown written to {md_path}")
+        print(f"{'Markdown' if option == '--markdown' else 'JSON'} written to {path}")
     return 0
 
 

@@ -16,11 +16,13 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+from collections import Counter
 from collections.abc import Sequence
 from typing import NamedTuple, TypedDict
 
 from ragsweep.core.hits import chunk_id
 from ragsweep.evaluation.records import CaseResult
+from ragsweep.funnel.stages import FOUND, stage_order
 from ragsweep.report.runs import FAILURE_KINDS, case_failures, doc_label, natural_key, num, ordered
 from ragsweep.report.svg import esc, fmt
 
@@ -68,6 +70,8 @@ class CaseView(NamedTuple):
     kinds: list[str]  # why it fails (keys of runs.FAILURE_KINDS); empty: it passes
     values: list[float | int | None]  # one per metric of Drilldown.metrics, rounded as shown
     hits: list[HitView]
+    lost_at: str | None  # the stage that lost it at its top_k (ragsweep.funnel); None: found or outside the funnel
+    lost: str  # its stage at every reported depth, as the stage filter matches it: "1:retrieval 5:found"
 
 
 class Drilldown(NamedTuple):
@@ -211,7 +215,14 @@ def _case_view(case: CaseResult, values: list[float | int | None], hits: list[Hi
         kinds=case_failures(case),
         values=values,
         hits=hits,
+        lost_at=case.lost_at,
+        lost=" ".join(lost_token(k, stage) for k, stage in sorted(case.lost_at_k.items())),
     )
+
+
+def lost_token(k: int, stage: str) -> str:
+    """What the stage filter matches: a case lost at ``stage`` (or ``found``) at depth ``k``."""
+    return f"{k}:{stage}"
 
 
 # ----------------------------------------------------------------------------- HTML (the page's script mirrors it)
@@ -233,7 +244,8 @@ def _controls(views: list[CaseView], n_embedded: int, k: int | None) -> str:
         '<label><input type="checkbox" id="only-failures"> failures only</label>'
         f'<label>show <select id="case-show">{show}</select></label>'
         f'<label>type <select id="case-type">{type_opts}</select></label>'
-        '<label>search <input type="search" id="case-search" placeholder="id, question, text…"></label>'
+        + _stage_select(views, k)
+        + '<label>search <input type="search" id="case-search" placeholder="id, question, text…"></label>'
         f'<span id="case-count">{n_embedded} of {len(views)} cases shown</span></div>'
         f'<p class="note">A case fails on: no relevant chunk in the top {esc(k)} of an answerable question, an '
         "answer judged wrong (LLM judge), abstained on an answerable question, answered an unanswerable question, "
@@ -241,6 +253,22 @@ def _controls(views: list[CaseView], n_embedded: int, k: int | None) -> str:
         f"<code>#case=ID</code> to open a case. Chunk texts are cut at {HIT_TEXT_CHARS} characters "
         f"({OTHER_HIT_TEXT_CHARS} for chunks that are not relevant); chunks.jsonl has them whole.</p>"
     )
+
+
+def _stage_select(views: list[CaseView], k: int | None) -> str:
+    """The stage filter (the funnel's bars link to it): each depth's stages present, the served depth's first."""
+    counts = Counter(token for v in views for token in v.lost.split())
+    if not counts:
+        return ""
+    depth = {token: int(token.split(":", 1)[0]) for token in counts}
+    first = sorted(counts, key=lambda t: (depth[t] != k, depth[t], stage_order(t.split(":", 1)[1])))
+    opts = "".join(f'<option value="{esc(t)}">{esc(_stage_label(t))} ({counts[t]})</option>' for t in first)
+    return f'<label>stage <select id="case-lost"><option value="">any stage</option>{opts}</select></label>'
+
+
+def _stage_label(token: str) -> str:
+    k, stage = token.split(":", 1)
+    return f"found @{k}" if stage == FOUND else f"lost at {stage} @{k}"
 
 
 def _embedded_note(views: list[CaseView], embedded: list[int]) -> str:
@@ -259,7 +287,8 @@ def case_html(view: Drilldown, i: int) -> str:
     c = view.cases[i]
     return (
         f'<details class="case" data-i="{i}" data-id="{esc(c.id)}" data-type="{esc(c.type)}" '
-        f'data-fail="{1 if c.kinds else 0}" data-kinds="{esc(" ".join(c.kinds))}">{_summary(c)}'
+        f'data-fail="{1 if c.kinds else 0}" data-kinds="{esc(" ".join(c.kinds))}" data-lost="{esc(c.lost)}">'
+        f"{_summary(c)}"
         f'<div class="case-body">{_body(view, c)}</div></details>'
     )
 
@@ -271,6 +300,8 @@ def _summary(c: CaseView) -> str:
     )
     if c.unanswerable:
         badges += '<span class="badge info">unanswerable</span>'
+    if c.lost_at:
+        badges += f'<span class="badge warn">lost at {esc(c.lost_at)}</span>'
     return (
         f'<summary>{badges}<span class="qid">{esc(c.id)}</span><span class="qtype">{esc(c.type)}</span>'
         f"{esc(_short(c.question, 160))}</summary>"

@@ -44,6 +44,7 @@ from ragsweep.metrics.uninformative import answerer_way, uninformative
 from ragsweep.report import svg
 from ragsweep.report.assets import CSS, JS
 from ragsweep.report.drilldown import PACKED_TYPE, drilldown_html, pack
+from ragsweep.report.funnel_html import funnel_html, sweep_funnel_html
 from ragsweep.report.history import history_html
 from ragsweep.report.live import LIVE_CSP, live_script
 from ragsweep.report.runs import (
@@ -490,6 +491,7 @@ EVAL_SECTIONS: list[Section[RunResult]] = [
     Section("summary", "Summary", _summary_html),
     Section("history", "Over time (ragsweep watch)", history_html),
     Section("baselines", "Against chance and oracle", lambda run: _baselines_table(run.baselines) or None),
+    Section("funnel", "Where cases are lost", lambda run: funnel_html(run.diagnosis)),
     Section("judge", "LLM judge", lambda run: judge_html(run.judge) if run.judge else None),
     Section("curves", "Metrics vs k", lambda run: _curves(run, "retrieval metrics at each k (95% CI)")),
     Section(
@@ -821,6 +823,13 @@ def _param_columns(configs: Sequence[ConfigResult]) -> list[str]:
     return varying + [n for n in names if n not in varying]
 
 
+def _config_label(sweep: SweepResult) -> Callable[[ConfigResult], str]:
+    """A configuration named by the values it varies (its short id where it varies none)."""
+    configs = sweep.configs
+    varying = [n for n in _param_columns(configs) if len({repr(_param(c, n)) for c in configs}) > 1]
+    return lambda c: ", ".join(f"{n}={_param(c, n)}" for n in varying) or _short_plain(c.id)
+
+
 def _gridmean_of(v: object) -> str:
     if isinstance(v, dict):
         return ", ".join(f"{k}={x}" for k, x in v.items())
@@ -1038,6 +1047,7 @@ SWEEP_SECTIONS: list[Section[SweepView]] = [
     Section("failed", "Failed configurations", lambda v: _failed_html(v.sweep) if v.sweep.failed else None),
     Section("heatmap", "Chunk size × top_k", _sweep_heat_html),
     Section("table", "Configurations", lambda v: _sweep_table(v.sweep, v.shown[:6])),
+    Section("funnel", "Where cases are lost", lambda v: sweep_funnel_html(v.sweep.configs, _config_label(v.sweep))),
     Section("curves", "Metrics vs k", lambda v: _sweep_curves(v.focus, v.base)),
     Section("cost", "Quality vs cost", lambda v: cost_section(v.sweep)),
     Section("unlocated", "Unlocated evidence", _sweep_unlocated_html),

@@ -1,5 +1,6 @@
 """Small hand-written SVG charts (no JS, no network): line chart with error bars, horizontal
-bars with confidence intervals, heatmap, and an inline CI glyph for tables.
+bars with confidence intervals, bars of counts (each may be a link), stacked bars, heatmap, and an
+inline CI glyph for tables.
 
 Every text that reaches the SVG goes through :func:`esc`. Every chart is an ``<svg class="plot">``
 with a ``<title>`` per mark, so hovering shows the exact numbers.
@@ -11,6 +12,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
+from typing import NamedTuple
 
 PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"]
 # viridis, 9 stops
@@ -463,4 +465,80 @@ def scatter_chart(
             f'<circle cx="{X(x):.1f}" cy="{Y(y):.1f}" r="{5 if on_front else 4}" fill="{fill}" fill-opacity="0.85">'
             f"<title>{esc(label)}: {esc(y_title)} {fmt(y)}, {esc(x_title)} {fmt(x, 4)}</title></circle>"
         )
+    return _svg(width, height, body, title)
+
+
+class Bar(NamedTuple):
+    """One bar of :func:`count_bars` or one segment of :func:`stacked_bars`: a count, its colour, and
+    where a click on it leads (None: nowhere)."""
+
+    label: str
+    n: int
+    colour: str
+    href: str | None = None
+
+
+def _pct(n: int, total: int) -> str:
+    return f"{100 * n / total:.0f}%" if total else "–"
+
+
+def _linked(mark: str, bar: Bar, attrs: str = "") -> str:
+    """``mark`` inside a link to ``bar.href`` (a bar of nothing links nowhere)."""
+    if bar.href is None or bar.n == 0:
+        return mark
+    return f'<a href="{esc(bar.href)}"{attrs}>{mark}</a>'
+
+
+def count_bars(bars: Sequence[Bar], total: int, title: str, width: int = 440, attrs: Callable[[Bar], str] = str) -> str:
+    """Horizontal bars of counts out of ``total`` (each labelled with its count and share); ``attrs``:
+    extra attributes of each bar's link."""
+    ml = int(min(160, max(60, max((_text_width(b.label) for b in bars), default=60) + 14)))
+    mr, mt, row = 86, 30, 24
+    height = mt + row * max(1, len(bars)) + 8
+    width = max(width, int(_text_width(title, 14)) + 16)
+    pw = width - ml - mr
+    body = [f'<text x="4" y="18" font-size="14" font-weight="600">{esc(title)}</text>']
+    for i, bar in enumerate(bars):
+        y = mt + i * row
+        w = pw * bar.n / total if total else 0.0
+        tip = f"<title>{esc(bar.label)}: {bar.n} of {total} ({_pct(bar.n, total)})</title>"
+        mark = (
+            f'<text x="{ml - 6}" y="{y + 16}" font-size="12" text-anchor="end">{esc(bar.label)}</text>'
+            f'<rect class="bar" x="{ml}" y="{y + 4}" width="{max(0.5, w):.1f}" height="{row - 8}" '
+            f'fill="{bar.colour}" opacity="0.9">{tip}</rect>'
+            f'<text x="{ml + w + 6:.1f}" y="{y + 16}" font-size="11" fill="#333">{bar.n} ({_pct(bar.n, total)})</text>'
+        )
+        body.append(_linked(mark, bar, attrs(bar)))
+    return _svg(width, height, body, title)
+
+
+def stacked_bars(rows: Sequence[tuple[str, Sequence[Bar]]], title: str, legend: Sequence[Bar], width: int = 720) -> str:
+    """One horizontal bar per row, its segments side by side, each as wide as its share of the row's
+    total; a legend of the segments' colours above."""
+    ml = int(min(260, max(60, max((_text_width(label) for label, _ in rows), default=60) + 14)))
+    mr, mt, row = 70, 52, 24
+    height = mt + row * max(1, len(rows)) + 8
+    pw = width - ml - mr
+    body = [f'<text x="4" y="18" font-size="14" font-weight="600">{esc(title)}</text>']
+    x = 4.0
+    for item in legend:
+        body.append(
+            f'<rect x="{x:.1f}" y="28" width="12" height="12" fill="{item.colour}"/>'
+            f'<text x="{x + 16:.1f}" y="38" font-size="11.5">{esc(item.label)}</text>'
+        )
+        x += 28 + _text_width(item.label, 11.5)
+    for i, (label, segments) in enumerate(rows):
+        y, total = mt + i * row, sum(s.n for s in segments)
+        body.append(f'<text x="{ml - 6}" y="{y + 16}" font-size="12" text-anchor="end">{esc(label)}</text>')
+        left = float(ml)
+        for s in segments:
+            w = pw * s.n / total if total else 0.0
+            tip = f"<title>{esc(label)}: {esc(s.label)} {s.n} of {total} ({_pct(s.n, total)})</title>"
+            if s.n:
+                body.append(
+                    f'<rect class="bar" x="{left:.1f}" y="{y + 4}" width="{w:.1f}" height="{row - 8}" '
+                    f'fill="{s.colour}" data-segment="{esc(s.label)}" data-n="{s.n}">{tip}</rect>'
+                )
+            left += w
+        body.append(f'<text x="{ml + pw + 6}" y="{y + 16}" font-size="11" fill="#333">{total}</text>')
     return _svg(width, height, body, title)

@@ -1,0 +1,141 @@
+"""The funnel of report.html (ragsweep.funnel): where each answerable case was lost, at every depth,
+with each stage's cases one click away in the Cases section; and a sweep's funnel per configuration."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ragsweep.evaluation.records import ConfigResult
+from ragsweep.funnel.records import Diagnosis, DiagnosisCounts
+from ragsweep.funnel.stages import ANSWER, CHUNKING, FOUND, PARSE, RERANK, RETRIEVAL, ROUTING, STAGES
+from ragsweep.report import svg
+from ragsweep.report.drilldown import lost_token
+from ragsweep.report.svg import Bar, esc
+
+STAGE_COLOURS = {
+    FOUND: "#59a14f",
+    PARSE: "#9c755f",
+    CHUNKING: "#f28e2b",
+    ROUTING: "#b07aa1",
+    RETRIEVAL: "#e15759",
+    RERANK: "#edc948",
+    ANSWER: "#4e79a7",
+}
+
+
+def counts_at(diagnosis: Diagnosis, k: int) -> DiagnosisCounts:
+    """The funnel's counts at depth ``k`` (the headline's at its own k)."""
+    return diagnosis.headline() if k == diagnosis.k else diagnosis.by_k[k]
+
+
+def depths(diagnosis: Diagnosis) -> list[int]:
+    """Every depth the funnel counts, the served one first."""
+    return [diagnosis.k, *sorted(k for k in diagnosis.by_k if k != diagnosis.k)]
+
+
+def shown_stages(diagnosis: Diagnosis) -> list[str]:
+    """The stages the funnel names, in pipeline order: those it tested (a stage it counts at some depth)."""
+    counted = set(diagnosis.lost).union(*(c.lost for c in diagnosis.by_k.values()))
+    return [s for s in STAGES if s in counted]
+
+
+def lost_text(counts: DiagnosisCounts, stages: Sequence[str]) -> str:
+    """``found 25 · chunking 3 · retrieval 12`` (a stage that lost no case is left out)."""
+    parts = [f"found {counts.found}"] + [f"{s} {n}" for s in stages if (n := counts.lost.get(s, 0))]
+    return " · ".join(parts)
+
+
+def _bars(counts: DiagnosisCounts, k: int, stages: Sequence[str]) -> list[Bar]:
+    """Found, then each stage, each a link to its cases (the drilldown's stage filter)."""
+    return [
+        Bar(stage, counts.found if stage == FOUND else counts.lost.get(stage, 0), STAGE_COLOURS[stage],
+            f"#lost={lost_token(k, stage)}")
+        for stage in (FOUND, *stages)
+    ]  # fmt: skip
+
+
+def _link_attrs(k: int) -> Callable[[Bar], str]:
+    return lambda bar: f' class="funnel-link" data-k="{k}" data-stage="{esc(bar.label)}" data-n="{bar.n}"'
+
+
+def funnel_html(diagnosis: Diagnosis | None) -> str | None:
+    """A funnel per reported depth (the served depth's first), a click on a bar shows its cases;
+    what lies outside the funnel and how answers were judged, under it. None: no funnel."""
+    if diagnosis is None:
+        return None
+    stages = shown_stages(diagnosis)
+    figs = []
+    for k in depths(diagnosis):
+        title = f"at k = {k}" + (" (the depth served)" if k == diagnosis.k else "")
+        chart = svg.count_bars(_bars(counts_at(diagnosis, k), k, stages), diagnosis.cases, title, attrs=_link_attrs(k))
+        figs.append(f'<div class="funnel" data-k="{k}">{chart}</div>')
+    return f'<div class="figs">{"".join(figs)}</div>' + _funnel_note(diagnosis)
+
+
+def _funnel_note(diagnosis: Diagnosis) -> str:
+    excluded = ", ".join(f"{esc(why)}: {n}" for why, n in diagnosis.excluded.items() if n)
+    answer = (
+        f" The answer stage judges an answer by {esc(diagnosis.answer_rule)}"
+        + (
+            " (" + ", ".join(f"{esc(kind)}: {n}" for kind, n in diagnosis.answer_kinds.items()) + ")"
+            if diagnosis.answer_kinds
+            else ""
+        )
+        + f"; {diagnosis.correct_without_context} case(s) were answered correctly without relevant context "
+        "(not a loss)."
+        if diagnosis.answer_rule
+        else " Answers are not scored here: the funnel ends at the served context."
+    )
+    return (
+        f'<p class="note">Each of the {diagnosis.cases} answerable cases with relevance information is counted once '
+        "at each depth: found, or at the first stage in pipeline order (parse, chunking, routing, retrieval, "
+        "rerank, answer) that lost its evidence; found + every stage = "
+        f"{diagnosis.cases}. Outside the funnel: {excluded or 'none'}.{answer} Click a bar to show its cases "
+        "below (the Cases section's stage filter).</p>"
+    )
+
+
+# ----------------------------------------------------------------------------- a sweep's funnel per configuration
+
+
+def sweep_funnel_html(configs: Sequence[ConfigResult], label: Callable[[ConfigResult], str]) -> str | None:
+    """A stacked bar and a table row per configuration, at its own top_k (``label``: a row's name)."""
+    rows = [(c, c.diagnosis) for c in configs if c.diagnosis is not None]
+    if not rows:
+        return None
+    stages = [s for s in STAGES if any(s in shown_stages(d) for _, d in rows)]
+    legend = [Bar(s, 0, STAGE_COLOURS[s]) for s in (FOUND, *stages)]
+    bars = [
+        (f"{label(c)} @{d.k}", [Bar(b.label, b.n, b.colour) for b in _bars(d.headline(), d.k, stages)]) for c, d in rows
+    ]
+    chart = svg.stacked_bars(bars, "where each configuration's cases were lost, at its top_k", legend)
+    return f'<div class="scroll">{chart}</div>' + _sweep_funnel_table(rows, stages, label)
+
+
+def _sweep_funnel_table(
+    rows: list[tuple[ConfigResult, Diagnosis]], stages: Sequence[str], label: Callable[[ConfigResult], str]
+) -> str:
+    head = (
+        '<tr><th>configuration</th><th class="num">k</th><th class="num">found</th>'
+        + "".join(f'<th class="num">{esc(s)}</th>' for s in stages)
+        + '<th class="num">cases</th><th>outside the funnel</th></tr>'
+    )
+    body = []
+    for c, d in rows:
+        cells = [d.found, *(d.lost.get(s, 0) for s in stages), d.cases]
+        outside = ", ".join(f"{esc(why)} {n}" for why, n in d.excluded.items() if n)
+        body.append(
+            f'<tr data-id="{esc(c.id)}"><td data-v="{esc(label(c))}">{esc(label(c))}</td><td class="num">{d.k}</td>'
+            + "".join(f'<td class="num" data-v="{n}">{n}</td>' for n in cells)
+            + f"<td>{outside}</td></tr>"
+        )
+    return (
+        f'<div class="scroll"><table class="sortable funnel-table"><thead>{head}</thead><tbody>{"".join(body)}'
+        "</tbody></table></div>"
+        '<p class="note">Each configuration at the depth it serves: found + every stage = its cases in the funnel '
+        "(the answerable cases with relevance information). A chunking change moves cases between chunking and "
+        "found; a deeper top_k moves them out of retrieval. Click a header to sort.</p>"
+    )
+
+
+__all__ = ["STAGE_COLOURS", "counts_at", "depths", "funnel_html", "lost_text", "shown_stages", "sweep_funnel_html"]
