@@ -63,8 +63,15 @@ FEATURES: dict[str, dict[str, str]] = {
     "cost": {"calls": "llm", "records": "evaluation", "configuration": "evaluation", "html": "report"},
     "dry_run": {"llm_calls": "metrics", "run": "evaluation", "sweep": "evaluation"},
     "validate": {"dataset": "datasets", "parsed": "evaluation", "command": "interfaces"},
-    "funnel": {"stages": "metrics", "records": "metrics"},
-    "tune": {"records": "evaluation"},
+    "funnel": {
+        **dict.fromkeys(("stages", "records"), "metrics"),
+        **dict.fromkeys(("attribute", "lists"), "evaluation"),
+        "terminal": "report",
+    },
+    "tune": {
+        **dict.fromkeys(("records", "space", "study", "trial", "summary", "search"), "evaluation"),
+        "table": "report",
+    },
 }
 
 

@@ -1,4 +1,4 @@
-"""`ragsweep init|index|retrieve|validate|eval|watch|sweep|compare|generate`."""
+"""`ragsweep init|index|retrieve|validate|eval|watch|sweep|tune|compare|generate`."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from ragsweep.commands.init import add_arguments as init_arguments
 from ragsweep.commands.init import run_init_cli
 from ragsweep.commands.options import DocumentOptions
 from ragsweep.commands.sweep import SweepOptions, run_sweep_cli
+from ragsweep.commands.tune import TuneOptions, run_tune_cli
 from ragsweep.commands.watch import WatchOptions, run_watch
 from ragsweep.core.errors import ConfigError, RunError, StageError
 from ragsweep.core.offline import ensure_offline
@@ -237,6 +238,14 @@ def cmd_sweep(args) -> int:
     return run_sweep_cli(options, args)
 
 
+def cmd_tune(args) -> int:
+    try:
+        options = options_from(TuneOptions, args)
+    except ValueError as err:
+        return _fail(str(err))
+    return run_tune_cli(options, args)
+
+
 def cmd_compare(args) -> int:
     # deferred: the paired tests import scipy (~0.3 s); --help must not
     from ragsweep.report.compare import run_compare_cli
@@ -320,6 +329,11 @@ def _add_evaluation_commands(sub: argparse._SubParsersAction[argparse.ArgumentPa
     _mlflow_options(p)
     _pathway_threads_option(p)
     p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("tune", help="search a space of pipeline variables with Optuna (a grid is a space)")
+    add_options(p, TuneOptions)
+    _pathway_threads_option(p)
+    p.set_defaults(func=cmd_tune)
 
     p = sub.add_parser("compare", help="per-metric deltas between two runs, paired")
     p.add_argument("run_a")

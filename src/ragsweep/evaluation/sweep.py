@@ -129,7 +129,7 @@ class SweepGrid(BaseModel):
         p = Path(path)
         if not p.is_file():
             raise ConfigError(f"grid file {str(p)!r} does not exist")
-        data = _read_yaml(p)
+        data = read_yaml(p)
         if not isinstance(data, dict) or "grid" not in data:
             raise ConfigError(f"{p}: needs a top-level 'grid' mapping")
         try:
@@ -156,7 +156,7 @@ class SweepGrid(BaseModel):
         return combos
 
 
-def _read_yaml(path: Path) -> object:
+def read_yaml(path: Path) -> object:
     """The file's YAML (safe loading), or one line saying where it is not YAML."""
     try:
         return yaml.safe_load(path.read_text()) or {}
@@ -407,18 +407,24 @@ def warn_unsearchable_language(sweep: SweepRun, corpus: Corpus) -> None:
 
 def parse_corpora(sweep: SweepRun) -> Corpora:
     """The documents parsed once for the whole sweep, by each distinct parser configuration of the grid."""
-    settings = sweep.settings
     corpora: Corpora = {}
-    try:
-        for cfg in [sweep.base_config, *(cfg for _, cfg in sweep.plan.configs.values())]:
-            if (identity := cfg.parser_spec().identity) not in corpora:
-                corpora[identity] = parse_documents(
-                    sweep.dataset, settings.progress, settings.parse.workers, settings.parse.follow_symlinks,
-                    sweep.executor.dispatch, cfg,
-                )  # fmt: skip
-    except StageError as err:
-        raise RunError(str(err)) from err
+    for cfg in [sweep.base_config, *(cfg for _, cfg in sweep.plan.configs.values())]:
+        parse_for(sweep, corpora, cfg)
     return corpora
+
+
+def parse_for(sweep: SweepRun, corpora: Corpora, config: PipelineConfig) -> Corpus:
+    """The documents as ``config``'s parser parses them: parsed now unless ``corpora`` holds them already."""
+    settings = sweep.settings
+    if (identity := config.parser_spec().identity) not in corpora:
+        try:
+            corpora[identity] = parse_documents(
+                sweep.dataset, settings.progress, settings.parse.workers, settings.parse.follow_symlinks,
+                sweep.executor.dispatch, config,
+            )  # fmt: skip
+        except StageError as err:
+            raise RunError(str(err)) from err
+    return corpora[identity]
 
 
 def finished_configs(folder: RunFolder, sweep: Sweep) -> dict[str, ConfigResult]:

@@ -72,3 +72,16 @@ class TuneReport(BaseModel):
     pareto: list[int] = Field(default_factory=list)  # trial numbers on the Pareto front (multi-objective)
     trials: list[TrialRecord] = Field(default_factory=list)
     importance: dict[str, float] = Field(default_factory=dict)  # knob -> share (fANOVA), sums to 1
+
+
+class TuneSettings(BaseModel):
+    """What a tune asks beyond a sweep's settings: the space, the trials, the sampler, pruning and budgets."""
+
+    space: str
+    trials: int
+    objectives: list[str] | None = None  # None: the space file's
+    sampler: str = "tpe"
+    seed: int | None = None
+    prune: bool = False
+    max_cost: float | None = None  # dollars of answer calls over the study
+    max_calls: int | None = None  # LLM calls over the study

@@ -1,0 +1,111 @@
+"""`ragsweep tune`: its options turned into objects at this edge -> :func:`ragsweep.tune.search.tune_into` in one
+run folder -> the terminal table of the best trials (and ``--write-best``, as sweep writes it)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from ragsweep.commands.eval import executor_of, where_of
+from ragsweep.commands.inputs import load_inputs
+from ragsweep.commands.options import AnswerOptions, RunInputs
+from ragsweep.commands.sweep import SweepOptions, sweep_settings
+from ragsweep.core.errors import ConfigError, RunError
+from ragsweep.evaluation.records import SweepResult
+from ragsweep.evaluation.settings import SweepSettings, option
+from ragsweep.execution.base import ExecutorError
+from ragsweep.execution.registry import check_executor
+from ragsweep.report.best_pipeline import check_best_target, write_best
+from ragsweep.tune.records import TuneReport, TuneSettings
+from ragsweep.tune.search import load_plan, tune_into
+from ragsweep.tune.study import SAMPLERS
+from ragsweep.tune.table import tune_table
+
+
+class TuneOptions(AnswerOptions, RunInputs):
+    """Everything `ragsweep tune` and ``ragsweep.tune()`` take (the command line is built from it)."""
+
+    space: str = option(..., "the space file: a grid file whose values may also be ranges {low, high, step|log}")
+    trials: int = option(20, "trials in the study (a resumed study: in all, those done counted)", ge=1, metavar="N")
+    objectives: list[str] | None = option(
+        None, "metric to optimise (repeatable: a Pareto front; latency_ms_per_query and cost_usd_per_1k_questions "
+        "too; default: the space file's)", flag="--objective", parse="append",
+    )  # fmt: skip
+    sampler: str = option("tpe", "Optuna's sampler (grid: every configuration of a discrete space)", choices=SAMPLERS)
+    prune: bool = option(
+        False, "evaluate each trial on the dev cases in steps and stop it when it is worse than the best trial on "
+        "the same cases (Optuna's Wilcoxon pruner; one objective)",
+    )  # fmt: skip
+    answers: bool = option(False, "answer (and score the answers) as eval does; retrieval only otherwise")
+    write_best: str | None = option(
+        None, "write the pipeline file with the chosen trial's values set, as sweep --write-best does", metavar="FILE"
+    )
+    force: bool = option(False, "let --write-best write over the input pipeline file")
+    max_cost: float | None = option(None, "stop before the study's answer calls could cost more (dollars)", ge=0)
+    max_calls: int | None = option(None, "stop before the study's LLM calls could pass N", ge=0, metavar="N")
+    dry_run: bool = option(False, "check the space and print its size and the study's plan, then stop")
+
+
+def tune_settings(options: TuneOptions) -> tuple[SweepSettings, TuneSettings]:
+    """The sweep settings the trials run with (the space file stands where a sweep's grid does), and the tune's."""
+    fields = {k: v for k, v in options.model_dump().items() if k in SweepOptions.model_fields}
+    sweep = sweep_settings(SweepOptions.model_validate({**fields, "grid": options.space, "objectives": None}))
+    tune = TuneSettings(
+        space=options.space, trials=options.trials, objectives=options.objectives, sampler=options.sampler,
+        seed=options.seed, prune=options.prune, max_cost=options.max_cost, max_calls=options.max_calls,
+    )  # fmt: skip
+    return sweep, tune
+
+
+def tune_name(dataset_name: str) -> str:
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-tune-{dataset_name}"
+
+
+def run_tune(options: TuneOptions) -> tuple[Path, TuneReport, SweepResult | None]:
+    """The tune the options describe, in its folder; the chosen configuration written with ``--write-best``."""
+    check_executor(options.executor_settings)
+    base_config, dataset, cases = load_inputs(options)
+    settings, tune = tune_settings(options)
+    if options.write_best:
+        try:
+            check_best_target(options.write_best, base_config, options.force)
+        except ConfigError as err:
+            raise RunError(str(err)) from err
+    where = where_of(options, tune_name(dataset.name))
+    folder, report, scored = tune_into(base_config, dataset, cases, settings, tune, where, executor_of(options))
+    if options.write_best and scored is not None:
+        try:
+            write_best(options.write_best, scored, base_config)
+        except ConfigError as err:
+            raise RunError(str(err)) from err
+    return folder, report, scored
+
+
+def dry_run_tune(options: TuneOptions) -> str:
+    """The space checked (one line per problem) and its size: nothing evaluated, no folder written."""
+    base_config, _, _ = load_inputs(options)
+    _, tune = tune_settings(options)
+    space, plan = load_plan(base_config, tune)
+    size = space.size()
+    return (
+        f"tune: space {tune.space}: {f'{size:,}' if size is not None else 'continuous'} configurations, "
+        f"{tune.trials} trial(s), sampler {tune.sampler}, objectives {', '.join(plan.objectives)}"
+    )
+
+
+def run_tune_cli(options: TuneOptions, args: argparse.Namespace) -> int:
+    try:
+        if options.dry_run:
+            print(dry_run_tune(options))
+            return 0
+        folder, report, _ = run_tune(options)
+    except (RunError, ExecutorError) as err:
+        print(f"ragsweep: error: {err}", file=sys.stderr)
+        return 2
+    print(tune_table(report))
+    if options.write_best and report.best is not None:
+        print(f"best pipeline ({report.objectives[0]}): {options.write_best}")
+    print(f"\ntune: {folder / 'tune.json'}  study: {folder / 'study.db'}")
+    return 0

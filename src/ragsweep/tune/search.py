@@ -1,0 +1,181 @@
+"""A tune: Optuna proposes configurations of a space, each trial is evaluated as sweep evaluates a configuration
+(:mod:`ragsweep.tune.trial`), and the best is chosen on dev and reported on test as sweep reports its choice
+(:func:`ragsweep.evaluation.sweep.finish_sweep`, :func:`ragsweep.evaluation.sweep.score_on_holdout`).
+
+The run folder is a sweep's (``configs/<id>/``, ``sweep-state.json``) plus ``study.db`` (the Optuna study) and
+``tune.json`` (:class:`~ragsweep.tune.records.TuneReport`). Resumed, the study goes on from its stored trials: a
+trial the killed process left running is marked failed, and ``trials`` counts the study's finished trials.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ragsweep.core.errors import ConfigError, RunError
+from ragsweep.datasets.schema import Case, Dataset
+from ragsweep.evaluation.context import Where, open_run, sweep_state
+from ragsweep.evaluation.records import ConfigResult, SweepResult
+from ragsweep.evaluation.settings import SweepSettings
+from ragsweep.evaluation.sweep import (
+    DEFAULT_KS,
+    Sweep,
+    SweepRun,
+    choice_and_holdout,
+    config_id,
+    finished_configs,
+    parse_corpora,
+)
+from ragsweep.execution.base import CONFIG_FAILURES, Executor
+from ragsweep.metrics.registry import asked_budgets, lower_is_better, unknown_name
+from ragsweep.pipeline.config import PipelineConfig
+from ragsweep.tune.records import TuneReport, TuneSettings
+from ragsweep.tune.space import Space, load_space
+from ragsweep.tune.study import (
+    CASES_ATTR,
+    COST_ATTR,
+    PARAMS_ATTR,
+    REASON_ATTR,
+    SECONDS_ATTR,
+    fail_interrupted,
+    make_sampler,
+    open_study,
+    sample,
+    trial_overrides,
+)
+from ragsweep.tune.summary import tune_report
+from ragsweep.tune.trial import TrialFailed, Trials, run_trial
+
+if TYPE_CHECKING:
+    import optuna
+
+# objectives besides the registry's metrics: a configuration's query latency and its answers' price
+LATENCY = "latency_ms_per_query"
+COST = "cost_usd_per_1k_questions"
+
+
+def load_plan(base: PipelineConfig, tune: TuneSettings) -> tuple[Space, Sweep]:
+    """The space and the sweep its trials run in (the baseline its only configuration yet); every problem
+    one line, before any work."""
+    try:
+        space = load_space(tune.space, base)
+        baseline = base.with_overrides(space.grid.baseline)
+    except ConfigError as err:
+        raise RunError(str(err)) from err
+    objectives = list(tune.objectives or space.grid.objectives)
+    if tune.prune and len(objectives) > 1:
+        raise RunError("--prune: pruning compares one objective; give one --objective, or leave out --prune")
+    ks = sorted(set(space.grid.ks if "ks" in space.grid.model_fields_set else DEFAULT_KS))
+    budgets = sorted(set(space.grid.budgets) | set(asked_budgets(objectives)))
+    depths = set(ks) | {baseline.top_k} | {int(v) for v in space.choices.get("top_k", []) if isinstance(v, int)}
+    for m in objectives:
+        if m not in (LATENCY, COST) and not m.endswith("@k") and (why := unknown_name(m, depths, budgets)):
+            raise RunError(f"{tune.space}: objective {why}")
+    bid = config_id(space.grid.baseline)
+    plan = Sweep(
+        grid=space.grid, objectives=objectives, ks=ks, budgets=budgets,
+        configs={bid: (space.grid.baseline, baseline)}, baseline_id=bid,
+    )  # fmt: skip
+    return space, plan
+
+
+def objective_value(result: ConfigResult, name: str) -> float | None:
+    if name == LATENCY:
+        return result.latency_ms_per_query
+    if name == COST:
+        return result.cost.usd_per_1k_questions if result.cost is not None else None
+    return result.metric(name)
+
+
+def direction(name: str) -> str:
+    return "lower" if lower_is_better(name) else "higher"
+
+
+def tune_into(
+    base: PipelineConfig,
+    dataset: Dataset,
+    cases: Sequence[Case],
+    settings: SweepSettings,
+    tune: TuneSettings,
+    where: Where,
+    executor: AbstractContextManager[Executor],
+) -> tuple[Path, TuneReport, SweepResult | None]:
+    """The study over ``base`` in its run folder (created, or resumed), then tune.json."""
+    space, plan = load_plan(base, tune)
+    sampler = make_sampler(tune.sampler, space, tune.seed, len(plan.objectives))
+    chosen_on, holdout = choice_and_holdout(cases, settings.selection.split)
+    state = sweep_state(base, settings, plan.ks, plan.budgets, chosen_on)
+    with open_run(state, where, executor) as run:
+        assert run.path is not None  # a tune keeps its study and configurations on disk
+        print(f"tune folder: {run.path}  (space: {space.size() or 'continuous'} configurations)", file=sys.stderr)
+        sweep = SweepRun(plan, base, dataset, chosen_on, holdout, settings, run)
+        study = open_study(run.path, sampler, [direction(m) for m in plan.objectives], tune.prune)
+        if stale := fail_interrupted(study):
+            print(f"resuming: {stale} trial(s) in flight when the run stopped, marked failed", file=sys.stderr)
+        trials = Trials(sweep, parse_corpora(sweep), prune=tune.prune)
+        for trial in study.trials:  # the configurations earlier trials evaluated, and their results on disk
+            if (params := trial_overrides(trial)) and config_id(params) not in plan.configs:
+                plan.configs[config_id(params)] = (params, base.with_overrides(params))
+        trials.results.update(finished_configs(run.folder, plan))
+        finished = sum(1 for t in study.trials if t.state.is_finished())
+        study.optimize(
+            lambda trial: _objective(trial, trials, space),
+            n_trials=max(0, tune.trials - finished),
+            catch=(TrialFailed,),
+            callbacks=[_Budget(tune, trials)],
+        )
+        report = tune_report(study, trials, space.shown(), tune, space.size())
+        run.folder.write_json("tune.json", report.model_dump(mode="json"))
+    return run.path, report, trials.scored
+
+
+def _objective(trial: optuna.Trial, trials: Trials, space: Space) -> list[float]:
+    import optuna
+
+    objectives = trials.sweep.plan.objectives
+    params = sample(trial, space)
+    trial.set_user_attr(PARAMS_ATTR, json.dumps(params, sort_keys=True))
+    try:
+        outcome = run_trial(trials, params, trial, objectives[0])
+    except (TrialFailed, *CONFIG_FAILURES) as err:
+        trial.set_user_attr(REASON_ATTR, " ".join(str(err).split()))
+        raise TrialFailed(str(err)) from err
+    trial.set_user_attr(CASES_ATTR, outcome.cases_evaluated)
+    trial.set_user_attr(SECONDS_ATTR, round(outcome.seconds, 3))
+    if outcome.result is None:
+        trial.set_user_attr(REASON_ATTR, f"pruned after {outcome.pruned_at} dev case(s)")
+        raise optuna.TrialPruned()
+    if outcome.result.cost is not None:
+        trial.set_user_attr(COST_ATTR, outcome.result.cost.usd)
+    values = [objective_value(outcome.result, m) for m in objectives]
+    if any(v is None for v in values):
+        missing = [m for m, v in zip(objectives, values) if v is None]
+        trial.set_user_attr(REASON_ATTR, f"no value of {', '.join(missing)}")
+        raise TrialFailed(f"no value of {', '.join(missing)}")
+    return [float(v) for v in values if v is not None]
+
+
+class _Budget:
+    """Stops the study before the next trial could take it past ``--max-cost`` / ``--max-calls``: the
+    dearest trial so far stands for the next one."""
+
+    def __init__(self, tune: TuneSettings, trials: Trials) -> None:
+        self.tune, self.trials = tune, trials
+
+    def __call__(self, study: optuna.Study, _: optuna.trial.FrozenTrial) -> None:
+        costs = [r.cost for r in self.trials.results.values() if r.cost is not None]
+        for limit, spent in (
+            (self.tune.max_calls, [c.calls for c in costs]),
+            (self.tune.max_cost, [c.usd or 0.0 for c in costs]),
+        ):
+            if limit is not None and spent and sum(spent) + max(spent) > limit:
+                print(
+                    f"tune: stopped: the next trial could pass the budget ({sum(spent):g} of {limit:g})",
+                    file=sys.stderr,
+                )
+                study.stop()
+                return

@@ -1,0 +1,118 @@
+"""The space as Optuna sees it: its distributions, a trial's configuration sampled from them, the samplers by
+name, and the study kept in the run folder (Optuna's SQLite storage, ``study.db``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ragsweep.core.errors import RunError
+from ragsweep.pipeline.scalars import Overrides
+from ragsweep.tune.space import OFF_WHEN, Choice, Space, label, switched_off
+
+if TYPE_CHECKING:
+    import optuna
+
+SAMPLERS = ("tpe", "nsga2", "random", "grid")
+STUDY_FILE = "study.db"
+STUDY_NAME = "ragsweep-tune"
+# user attributes of a trial (Optuna's storage keeps them: a resumed study reads them back)
+PARAMS_ATTR = "overrides"  # the trial's configuration, as the pipeline's overrides
+REASON_ATTR = "reason"  # why it failed, or where it was pruned
+CASES_ATTR = "cases_evaluated"
+SECONDS_ATTR = "seconds"
+COST_ATTR = "cost"
+INTERRUPTED = "interrupted: its process ended before the trial did"
+
+
+def ordered_axes(space: Space) -> list[str]:
+    """The axes in sampling order: a knob that switches a stage before the knobs that stage alone reads."""
+    dependents = set(OFF_WHEN)
+    axes = [*space.choices, *space.ranges]
+    return [a for a in axes if a not in dependents] + [a for a in axes if a in dependents]
+
+
+def sample(trial: optuna.Trial, space: Space) -> Overrides:
+    """The configuration ``trial`` asks for: each axis suggested in turn, a group's knobs set together,
+    a knob whose stage is off left out."""
+    params: Overrides = {}
+    for axis in ordered_axes(space):
+        if switched_off(axis, params):
+            continue
+        if axis in space.choices:
+            choices = space.choices[axis]
+            picked = trial.suggest_categorical(axis, [label(c) for c in choices])
+            value: Choice = next(c for c in choices if label(c) == picked)
+            params.update(value if isinstance(value, dict) else {axis: value})
+        else:
+            rng = space.ranges[axis]
+            if rng.integer:
+                params[axis] = trial.suggest_int(axis, int(rng.low), int(rng.high), step=int(rng.step or 1))
+            else:
+                params[axis] = trial.suggest_float(axis, rng.low, rng.high, step=rng.step, log=rng.log)
+    return params
+
+
+def grid_space(space: Space) -> dict[str, list[object]]:
+    """Every axis's values, for Optuna's GridSampler; a continuous range cannot be enumerated."""
+    out: dict[str, list[object]] = {axis: [label(c) for c in values] for axis, values in space.choices.items()}
+    for axis, rng in space.ranges.items():
+        if rng.size() is None:
+            raise RunError(f"{space.path}: {axis}: --sampler grid needs a step on a float range (it is continuous)")
+        out[axis] = list(rng.values())
+    return out
+
+
+def make_sampler(name: str, space: Space, seed: int | None, objectives: int) -> optuna.samplers.BaseSampler:
+    """The sampler by its name: TPE (multi-objective TPE with several objectives), NSGA-II, random, or the
+    grid (every configuration of a discrete space, in an order the seed shuffles)."""
+    import optuna
+
+    if name == "tpe":
+        return optuna.samplers.TPESampler(seed=seed)
+    if name == "nsga2":
+        return optuna.samplers.NSGAIISampler(seed=seed)
+    if name == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if name == "grid":
+        return optuna.samplers.GridSampler(grid_space(space), seed=seed)  # type: ignore[arg-type]
+    raise RunError(f"--sampler {name}: one of {', '.join(SAMPLERS)}")
+
+
+def open_study(folder: Path, sampler: optuna.samplers.BaseSampler, directions: list[str], prune: bool) -> optuna.Study:
+    """The study in ``folder/study.db``: created, or loaded to go on (a run resumed in a new process)."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = optuna.storages.RDBStorage(f"sqlite:///{folder / STUDY_FILE}")
+    pruner = optuna.pruners.WilcoxonPruner(p_threshold=0.1, n_startup_steps=5) if prune else optuna.pruners.NopPruner()
+    study = optuna.create_study(
+        storage=storage,
+        study_name=STUDY_NAME,
+        sampler=sampler,
+        pruner=pruner,
+        directions=["minimize" if d == "lower" else "maximize" for d in directions],
+        load_if_exists=True,
+    )
+    if [d.name.lower()[:3] for d in study.directions] != [("min" if d == "lower" else "max") for d in directions]:
+        raise RunError(f"{folder}: the study there has other objectives ({len(study.directions)}): resume it with them")
+    return study
+
+
+def fail_interrupted(study: optuna.Study) -> int:
+    """Trials a killed process left running, marked failed (their configuration was not finished); their count."""
+    from optuna.trial import TrialState
+
+    storage = study._storage  # the study's own storage: the public API has no call to end a stale trial
+    stale = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+    for trial in stale:
+        storage.set_trial_user_attr(trial._trial_id, REASON_ATTR, INTERRUPTED)
+        storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+    return len(stale)
+
+
+def trial_overrides(trial: optuna.trial.FrozenTrial) -> Overrides:
+    """A finished trial's configuration, as it was evaluated."""
+    stored = trial.user_attrs.get(PARAMS_ATTR)
+    return json.loads(stored) if isinstance(stored, str) else {}
