@@ -10,6 +10,7 @@ from ragsweep.funnel.records import Diagnosis, DiagnosisCounts
 from ragsweep.funnel.stages import ANSWER, CHUNKING, FOUND, PARSE, RERANK, RETRIEVAL, ROUTING, STAGES
 from ragsweep.report import svg
 from ragsweep.report.drilldown import lost_token
+from ragsweep.report.funnel_view import counts_at, depths, shown_stages
 from ragsweep.report.svg import Bar, esc
 
 STAGE_COLOURS = {
@@ -21,28 +22,6 @@ STAGE_COLOURS = {
     RERANK: "#edc948",
     ANSWER: "#4e79a7",
 }
-
-
-def counts_at(diagnosis: Diagnosis, k: int) -> DiagnosisCounts:
-    """The funnel's counts at depth ``k`` (the headline's at its own k)."""
-    return diagnosis.headline() if k == diagnosis.k else diagnosis.by_k[k]
-
-
-def depths(diagnosis: Diagnosis) -> list[int]:
-    """Every depth the funnel counts, the served one first."""
-    return [diagnosis.k, *sorted(k for k in diagnosis.by_k if k != diagnosis.k)]
-
-
-def shown_stages(diagnosis: Diagnosis) -> list[str]:
-    """The stages the funnel names, in pipeline order: those it tested (a stage it counts at some depth)."""
-    counted = set(diagnosis.lost).union(*(c.lost for c in diagnosis.by_k.values()))
-    return [s for s in STAGES if s in counted]
-
-
-def lost_text(counts: DiagnosisCounts, stages: Sequence[str]) -> str:
-    """``found 25 · chunking 3 · retrieval 12`` (a stage that lost no case is left out)."""
-    parts = [f"found {counts.found}"] + [f"{s} {n}" for s in stages if (n := counts.lost.get(s, 0))]
-    return " · ".join(parts)
 
 
 def _bars(counts: DiagnosisCounts, k: int, stages: Sequence[str]) -> list[Bar]:
@@ -138,4 +117,4 @@ def _sweep_funnel_table(
     )
 
 
-__all__ = ["STAGE_COLOURS", "counts_at", "depths", "funnel_html", "lost_text", "shown_stages", "sweep_funnel_html"]
+__all__ = ["STAGE_COLOURS", "funnel_html", "sweep_funnel_html"]

@@ -16,6 +16,7 @@ from ragsweep.judge.report import format_judge_section, format_warnings
 from ragsweep.llm.call_stats import LLMCalls
 from ragsweep.metrics.registry import REPEATS, lower_is_better, summary_metrics
 from ragsweep.metrics.uninformative import answerer_way, uninformative
+from ragsweep.report.funnel_view import lost_text
 from ragsweep.report.values import mean_of
 
 
@@ -148,6 +149,7 @@ def sweep_table(report: SweepResult) -> str:
             )
         lines.append(f"{labels[r.id]:<{width}} " + " ".join(cells) + f" {r.latency_ms_per_query:>8.2f}")
     lines += failed_lines(report, labels)
+    lines += sweep_funnel_lines(report, labels)
     notes = [*sweep_notes(report), *(line for m in report.best for line in best_lines(report, m))]
     if report.verdict:
         notes += verdict_lines(report.verdict)
@@ -155,6 +157,18 @@ def sweep_table(report: SweepResult) -> str:
     lines += [part for note in notes for part in wrapped(note)]
     lines += llm_call_lines(sweep_llm_calls(report.configs))
     return "\n".join(lines)
+
+
+def sweep_funnel_lines(report: SweepResult, labels: Mapping[str, str]) -> list[str]:
+    """``lost@k`` of each configuration: where its cases were lost at its own top_k (ragsweep.funnel)."""
+    rows = [(r, r.diagnosis) for r in report.configs if r.diagnosis is not None]
+    if not rows:
+        return []
+    width = max(len(labels[r.id]) for r, _ in rows)
+    lines = ["lost@k: where each configuration's cases were lost at its top_k (found + each stage = its cases)"]
+    return lines + [
+        part for r, d in rows for part in wrapped(f"  {labels[r.id]:<{width}} @{d.k}: {lost_text(d.headline())}")
+    ]
 
 
 def failed_lines(report: SweepResult, labels: Mapping[str, str]) -> list[str]:
