@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ragsweep.answer.base import Answer
 from ragsweep.answer.served import answer_or_given, app_answers
+from ragsweep.core.hits import Hit
 from ragsweep.datasets.pathway_limits import served_app_failure
 from ragsweep.datasets.schema import Case, RelevanceConfig
 from ragsweep.evaluation.case_scoring import build_case_result
@@ -24,6 +25,7 @@ from ragsweep.evaluation.records import CaseResult
 from ragsweep.evaluation.scored_cache import CaseCache, Inputs, ReadTexts, case_key
 from ragsweep.execution.base import Executor, IndexWork
 from ragsweep.execution.local import LOCAL
+from ragsweep.funnel.lists import pre_rerank_lists
 from ragsweep.judge.metric import JudgeVerdict, LLMJudge
 from ragsweep.llm.settings import LLMSettings
 from ragsweep.metrics.ragas_bridge import ragas_answer_scores_batch
@@ -191,6 +193,7 @@ def _answer_and_score(
     tantivy = _queries_tantivy(config)
     prepared = app_answers(answering.answerer, cases, corpus, answering.use_given) if answering.answerer else {}
     cache = CaseCache.open(texts)
+    pre_rerank = pre_rerank_lists(config, retrieved)
     with progress_bar(len(cases), "answer+score", progress) as bar:
         for part in in_batches(cases, answering.batch):
             answers = _answers(answering, part, [served[c.id][config.top_k] for c in part], prepared)
@@ -198,7 +201,8 @@ def _answer_and_score(
             for result in score(
                 part, served, top_k=config.top_k, relevance=relevance, texts=texts, retrieved=retrieved,
                 answers=answers, verdicts=verdicts, ragas_answer_metrics=answering.ragas_nonllm and bool(answers),
-                language=language, budgets=budgets, cache=cache,
+                language=language, budgets=budgets, cache=cache, route_docs=config.variables.route_docs,
+                pre_rerank=pre_rerank,
             ):  # fmt: skip
                 bar.update(1)
                 if tantivy and (why := served_app_failure(result.question)) is not None:
@@ -246,6 +250,8 @@ def score(
     language: str = "en",
     budgets: Sequence[int] = (),
     cache: CaseCache | None = None,
+    route_docs: int | None = None,
+    pre_rerank: Mapping[str, Sequence[Hit]] | None = None,
 ) -> list[CaseResult]:
     """One :class:`CaseResult` per case (:func:`ragsweep.evaluation.case_scoring.build_case_result`);
     with a ``cache`` (:mod:`ragsweep.evaluation.scored_cache`), a case whose inputs and read texts
@@ -253,14 +259,16 @@ def score(
 
     ``retrieved`` gives each case its candidate chunks (chance, oracle, ID-based context
     metrics). ``ragas_answer_metrics`` adds ragas' string similarity, BLEU and ROUGE,
-    computed in one batch.
+    computed in one batch. ``route_docs`` and ``pre_rerank`` (each case's store list before the
+    reranker) tell the funnel's routing and rerank stages.
     """
     answer_list = list(answers) if answers is not None else [None] * len(cases)
     verdict_list = list(verdicts) if verdicts is not None else [None] * len(cases)
-    settings = repr((top_k, relevance.model_dump_json(), language, tuple(budgets), ragas_answer_metrics))
+    settings = repr((top_k, relevance.model_dump_json(), language, tuple(budgets), ragas_answer_metrics, route_docs))
+    pre = pre_rerank or {}
     inputs = [
         Inputs(case, served[case.id], retrieved.candidates(parsed_scope(case, retrieved)) if retrieved else None,
-               ans, verdict, settings)
+               ans, verdict, settings, pre.get(case.id))
         for case, ans, verdict in zip(cases, answer_list, verdict_list, strict=True)
     ]  # fmt: skip
     keys = [case_key(one, cache.digests) for one in inputs] if cache is not None else []
@@ -273,6 +281,7 @@ def score(
         results[i] = build_case_result(
             cases[i], one.served, top_k=top_k, relevance=relevance, texts=texts_read, answer=answer_list[i],
             verdict=verdict_list[i], candidates=one.candidates, language=language, budgets=budgets,
+            route_docs=route_docs, pre_rerank=one.pre_rerank,
         )  # fmt: skip
         read[i] = texts_read.read
     done = [r for r in results if r is not None]

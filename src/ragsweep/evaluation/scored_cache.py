@@ -72,6 +72,7 @@ class Inputs(NamedTuple):
     answer: object
     verdict: object
     settings: str  # top_k, relevance rule, language, budgets, ragas' string metrics: the same for every case
+    pre_rerank: Sequence[Hit] | None = None  # the store's list before the reranker (the funnel's rerank stage)
 
 
 class _PerObject:
@@ -122,8 +123,9 @@ def _hit_row(hit: Hit, text: Callable[[str], str]) -> str:
 def case_key(inputs: Inputs, digests: Digests) -> str:
     served = {k: digests.hits(v) for k, v in sorted(inputs.served.items())}
     candidates = digests.hits(inputs.candidates) if inputs.candidates is not None else None
+    pre_rerank = digests.hits(inputs.pre_rerank) if inputs.pre_rerank is not None else None
     return cache_key("scored-case", _CODE.fingerprint(), inputs.settings, _dump(inputs.case), served, candidates,
-                     _dump(inputs.answer), _dump(inputs.verdict))  # fmt: skip
+                     _dump(inputs.answer), _dump(inputs.verdict), pre_rerank)  # fmt: skip
 
 
 def _dump(value: object) -> str:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ragsweep.evaluation.records import Aggregate, CaseResult, Count, RunResult, UnlocatedCase, UnlocatedReport
+from ragsweep.funnel.attribute import diagnose
 from ragsweep.metrics.answer import ABSTAINED, ABSTENTION_F1, UNPARSED_SCOPE, abstention_values, aggregate_abstention
 from ragsweep.metrics.intervals import abstention_f1_interval, bootstrap_interval
 from ragsweep.metrics.registry import (
@@ -50,7 +51,8 @@ def aggregate(
     seed: int = 0,
     interval_metrics: Sequence[str] | None = None,
 ) -> Aggregate:
-    """Means, counts (n, missing), bootstrap intervals, set metrics, chance/oracle and groups.
+    """Means, counts (n, missing), bootstrap intervals, set metrics, chance/oracle, groups, and where
+    the cases were lost (the funnel's diagnosis).
 
     ``interval_metrics`` limits the bootstrap to those names (a sweep needs
     intervals for its objectives, not for every metric of every configuration).
@@ -88,6 +90,7 @@ def aggregate(
             "type": group_by(cases, lambda case: case.type or "(none)"),
             "document": group_by(cases, case_document),
         },
+        diagnosis=diagnose(cases),
     )
 
 

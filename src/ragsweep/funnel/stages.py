@@ -4,6 +4,12 @@ among its lost spans (``found`` when none is lost)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from ragsweep.metrics.answer import ABSTAINED
+from ragsweep.metrics.registry import ANSWER_VERDICTS, FAITHFULNESS, JUDGE_CORRECT
+from ragsweep.metrics.uninformative import uninformative
+
 PARSE = "parse"
 CHUNKING = "chunking"
 ROUTING = "routing"
@@ -30,9 +36,9 @@ def lost_at_parse(located: bool) -> bool:
     return not located
 
 
-def lost_at_chunking(candidate_ranks: list[int]) -> bool:
+def lost_at_chunking(reachable: bool) -> bool:
     """No chunk among the case's candidates is relevant to the span: no order of them can serve it."""
-    return not candidate_ranks
+    return not reachable
 
 
 def lost_at_routing(doc_routed: bool | None) -> bool:
@@ -55,3 +61,27 @@ def lost_at_rerank(served_rank: int | None, k: int, pre_rerank_rank: int | None)
 def lost_at_answer(correct: bool | None) -> bool:
     """The served context holds the evidence, but the answer is wrong or abstains."""
     return correct is False
+
+
+def answer_verdict(metrics: Mapping[str, float | None], answerer: str | None) -> tuple[str, bool] | None:
+    """The rule that judges a case's answer (the judge's verdict, else the first deterministic answer
+    metric it has that says something of ``answerer``'s answers) and whether the answer is correct by
+    it; None: the answer is not scored."""
+    for name, at_least in ANSWER_VERDICTS:
+        value = metrics.get(name)
+        if value is not None and uninformative(name, answerer) is None:
+            by = "the LLM judge" if name == JUDGE_CORRECT else "deterministic"
+            return f"{name}>={at_least:g} ({by})", value >= at_least
+    return None
+
+
+def answer_loss_kind(metrics: Mapping[str, float | None]) -> str:
+    """Why an answer with the evidence in its context is lost: it abstained, its claims go beyond the
+    context (ragas faithfulness under 0.5), it keeps to the context yet misses the evidence, or wrong
+    (no faithfulness score to tell which)."""
+    if metrics.get(ABSTAINED):
+        return "abstained"
+    faithful = metrics.get(FAITHFULNESS)
+    if faithful is None:
+        return "wrong"
+    return "beyond the context" if faithful < 0.5 else "ignored the evidence"

@@ -226,6 +226,15 @@ FALLBACK_QUALITY = "token_f1"  # the quality cost is weighed against without the
 # the answer metrics the pages show when a case has them, and correctness without a judge or a hit rate
 PAGE_ANSWERS: tuple[str, ...] = (JUDGE_CORRECT, "token_f1", "pathway_strsim")
 SIMILARITY_CORRECTNESS: tuple[str, ...] = ("pathway_strsim", "token_f1")
+# the funnel's answer stage: the first of these a case has judges its answer, correct at or above the value
+ANSWER_VERDICTS: tuple[tuple[str, float], ...] = (
+    (JUDGE_CORRECT, 0.5),
+    (FACT_COVERAGE, 1.0),
+    ("token_f1", 0.5),
+    ("exact_match", 1.0),
+    ("pathway_strsim", 1.0),
+)
+FAITHFULNESS = "ragas_llm_faithfulness"  # the funnel tells an answer that went beyond its context by it
 CASE_BARS: tuple[str, ...] = ("hit_rate", "recall", "ndcg")  # the families (at the served k) of the pages' bars
 # the eval page's document-type heatmap: families (at the served k) and answer metrics, after correctness
 DOC_TYPE_HEAT: tuple[str, ...] = ("hit_rate", "pathway_strsim", "token_f1", "recall")

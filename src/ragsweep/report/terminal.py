@@ -12,6 +12,7 @@ from ragsweep.evaluation.manifest import DatasetManifest
 from ragsweep.evaluation.records import ConfigResult, HoldoutVerdict, RunResult, SweepResult
 from ragsweep.evaluation.scoring import unlocated_lines
 from ragsweep.evaluation.sweep import shown_value
+from ragsweep.funnel.terminal import funnel_lines
 from ragsweep.judge.report import format_judge_section, format_warnings
 from ragsweep.llm.call_stats import LLMCalls
 from ragsweep.metrics.registry import REPEATS, lower_is_better, summary_metrics
@@ -37,6 +38,7 @@ def summary_table(result: RunResult) -> str:
         f"relevance rule: {result.relevance_rule}   cases: {result.n_cases}   top_k: {k}"
     )
     notes = [
+        *funnel_lines(result.diagnosis),
         "chance: expected value under a random order of the case's candidate chunks (its scoped documents', or the "
         "corpus')",
         "oracle: the best any order reaches",
