@@ -14,6 +14,7 @@ import pytest
 
 from ragsweep.report.tune_html import best_so_far, write_tune_html
 from ragsweep.tune.records import PairedVerdict, TrialRecord, TuneBest, TuneReport
+from support import MINI, PIPELINE
 from test_report_html import chromium  # noqa: F401 - pytest fixture
 
 OBJ, SECOND = "recall@5", "mrr@5"
@@ -140,3 +141,58 @@ def test_parameters_are_escaped(tmp_path: Path, hostile: str) -> None:
     report.trials[0].params["retriever_mode"] = hostile
     text = write_tune_html(report, tmp_path / "r.html").read_text()
     assert hostile not in text
+
+
+REAL_SPACE = """grid:
+  chunking:
+    - {min_tokens: 100, max_tokens: 200}
+    - {min_tokens: 250, max_tokens: 600}
+  retriever_mode: [bm25]
+  chunk_header: [none, title]
+  top_k: [5]
+baseline: {min_tokens: 250, max_tokens: 600, retriever_mode: bm25, chunk_header: none, top_k: 5}
+objectives: [recall@5, mrr@5]
+ks: [1, 5]
+"""
+
+
+@pytest.fixture(scope="module")
+def real_tune(tmp_path_factory) -> Path:
+    """One real `ragsweep tune` over cuad-mini: 4 trials of a 4-configuration bm25 space, two objectives."""
+    from ragsweep.cli import main
+
+    work = tmp_path_factory.mktemp("tune")
+    space = work / "space.yaml"
+    space.write_text(REAL_SPACE)
+    args = ["--dataset", str(MINI), "--space", str(space), "--trials", "4", "--seed", "0", "--out", str(work / "runs")]
+    assert main(["tune", "--pipeline", str(PIPELINE), *args]) == 0
+    (folder,) = (work / "runs").iterdir()
+    return folder
+
+
+def test_a_real_tune_run_in_a_browser(chromium, real_tune: Path, tmp_path: Path) -> None:
+    from test_watch_live import DevTools  # deferred: it imports the report tests' module
+
+    report = TuneReport.model_validate_json((real_tune / "tune.json").read_text())
+    page = write_tune_html(report, tmp_path / "tune.html")
+    browser = DevTools(chromium, tmp_path / "profile")
+    try:
+        browser.open(page.as_uri())
+        state = json.loads(str(browser.evaluate(PAGE_STATE)))
+        assert not browser.errors()
+    finally:
+        browser.close()
+    assert state["sections"] == ["study", "best", "trace", "knobs", "pareto", "trials"]
+    assert state["plots"] == state["drawn"] >= 4  # 2 trace charts, a knob's effect, the Pareto front
+    assert state["rows"] == [t.state for t in report.trials] and len(report.trials) == 4
+    assert state["traceBest"] == 4 and state["paretoPoints"] == len(report.pareto)
+    assert f"{report.cases_evaluated} cases evaluated of {report.cases_possible} possible" in state["study"]
+    complete = [t.values[OBJ] for t in report.trials if t.state == "complete"]
+    assert best_so_far(report)[-1][2] == max(complete) == report.best.dev[OBJ]  # type: ignore[union-attr]
+    assert state["best"][0].split("\t")[:2] == [OBJ, f"{report.best.dev[OBJ]:.3f}"]  # type: ignore[union-attr]
+    # a group axis (chunking) charted by its knobs' values; a knob every trial set alike (top_k) has no chart
+    assert "top_k" not in state["knobs"] and "retriever_mode" not in state["knobs"]
+    assert set(state["knobs"]) <= {"chunking", "chunk_header"} and state["knobs"]
+    if "chunking" in state["knobs"]:  # both chunkings were tried: a bar each, named by its knobs
+        text = page.read_text()
+        assert "min_tokens=100, max_tokens=200" in text and "min_tokens=250, max_tokens=600" in text

@@ -201,9 +201,28 @@ def _trace_html(report: TuneReport) -> str:
     )
 
 
+def _group_keys(report: TuneReport, knob: str) -> list[str]:
+    """The knobs a group axis (``chunking``: mappings of several knobs) sets together; [] for one knob."""
+    choices = report.space.get(knob)
+    if not isinstance(choices, list):
+        return []
+    return list(dict.fromkeys(k for choice in choices if isinstance(choice, dict) for k in choice))
+
+
 def _knob_values(report: TuneReport, knob: str) -> list[tuple[object, float]]:
-    objective = _main(report)
-    return [(t.params.get(knob), v) for t in _complete(report) if (v := _value(t, objective)) is not None]
+    """(the knob's value, the main objective) of each complete trial; a group's value is its knobs' values."""
+    objective, keys = _main(report), _group_keys(report, knob)
+
+    def value_of(trial: TrialRecord) -> object:
+        if keys:
+            return ", ".join(f"{k}={trial.params.get(k)}" for k in keys)
+        return trial.params.get(knob)
+
+    return [(value_of(t), v) for t in _complete(report) if (v := _value(t, objective)) is not None]
+
+
+def _varies(report: TuneReport, knob: str) -> bool:
+    return len({repr(x) for x, _ in _knob_values(report, knob)}) > 1
 
 
 def _is_number(value: object) -> TypeGuard[int | float]:
@@ -235,15 +254,13 @@ def _knobs_html(report: TuneReport) -> str:
     else:
         head = '<p class="note">No importance: too few complete trials to estimate it.</p>'
     charts = "".join(
-        f'<div class="knob" data-knob="{esc(k)}">{_knob_chart(report, k)}</div>'
-        for k in knobs
-        if _knob_values(report, k)
+        f'<div class="knob" data-knob="{esc(k)}">{_knob_chart(report, k)}</div>' for k in knobs if _varies(report, k)
     )
     return (
         head
         + f'<h3>Value against objective</h3><div class="figs">{charts}</div>'
         + '<p class="note">A numeric knob: one point per complete trial. A knob of choices: the mean over the '
-        "complete trials that took each choice (n: how many).</p>"
+        "complete trials that took each choice (n: how many). A knob every complete trial set alike has no chart.</p>"
     )
 
 
