@@ -1,0 +1,110 @@
+"""The funnel of a real sweep over cuad-mini (30 cases; retriever_mode bm25 | hybrid x top_k 1 | 5), run once
+for the module: each configuration's funnel in its result, its terminal line and its report.html row, a deeper
+top_k moving cases out of retrieval, and `ragsweep compare` of the bm25 and the hybrid configuration naming
+the cases that moved between stages (the pair of real runs; a hand-made pair is in test_compare_funnel.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from ragsweep.cli import main
+from ragsweep.commands.sweep import SweepOptions, run_sweep
+from ragsweep.evaluation.records import ConfigResult, SweepResult
+from ragsweep.report.html import write_html_report
+from ragsweep.report.runs import read_config_cases
+from ragsweep.report.terminal import sweep_table
+from support import MINI, PIPELINE
+
+GRID = "grid:\n  retriever_mode: [bm25, hybrid]\n  top_k: [1, 5]\nbaseline: {retriever_mode: bm25, top_k: 5}\n"
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> tuple[Path, SweepResult]:
+    tmp = tmp_path_factory.mktemp("sweep-funnel")
+    (tmp / "grid.yaml").write_text(GRID + "objectives: [recall@k]\nks: [1, 5]\n")
+    options = SweepOptions(
+        pipeline=str(PIPELINE), dataset=str(MINI), grid=str(tmp / "grid.yaml"), out=str(tmp / "runs"),
+        progress=False, limit=30, name="funnel",
+    )  # fmt: skip
+    return run_sweep(options)
+
+
+def _config(report: SweepResult, mode: str, k: int) -> ConfigResult:
+    return next(c for c in report.configs if c.params == {"retriever_mode": mode, "top_k": k})
+
+
+def _stages(sweep_dir: Path, config: ConfigResult) -> dict[str, str]:
+    """Each case in the funnel: its stage at the configuration's top_k, from its case line."""
+    cases = read_config_cases(sweep_dir / "configs" / config.id)
+    return {c.id: c.lost_at or "found" for c in cases if c.lost_at_k}
+
+
+def test_each_configuration_carries_its_funnel(sweep):
+    sweep_dir, report = sweep
+    assert len(report.configs) == 4
+    for config in report.configs:
+        d = config.diagnosis
+        assert d is not None and d.k == config.top_k
+        stages = _stages(sweep_dir, config)
+        assert d.cases == len(stages) == d.found + sum(d.lost.values()) > 0
+        assert d.found == sum(s == "found" for s in stages.values())
+        assert {s: n for s, n in d.lost.items() if n} == {
+            s: sum(v == s for v in stages.values()) for s in set(stages.values()) - {"found"}
+        }
+    for mode in ("bm25", "hybrid"):  # a deeper list: fewer lost at retrieval, the same lost before it
+        shallow, deep = _config(report, mode, 1).diagnosis, _config(report, mode, 5).diagnosis
+        assert shallow is not None and deep is not None
+        assert deep.lost.get("retrieval", 0) < shallow.lost.get("retrieval", 0)
+        assert deep.found > shallow.found
+        for stage in ("parse", "chunking"):
+            assert deep.lost.get(stage, 0) == shallow.lost.get(stage, 0), stage
+
+
+def test_the_sweep_table_and_page_show_a_funnel_per_configuration(sweep):
+    sweep_dir, report = sweep
+    text = sweep_table(report)
+    assert "lost@k: where each configuration's cases were lost at its top_k" in text
+    for config in report.configs:
+        d = config.diagnosis
+        assert d is not None
+        line = next(li for li in text.splitlines() if li.startswith(f"  {config.params['retriever_mode']},{d.k} "))
+        assert f"@{d.k}: found {d.found}" in line and line.endswith(f" of {d.cases}")
+        assert all(f"{s} {n}" in line for s, n in d.lost.items() if n)
+
+    page = write_html_report(sweep_dir).read_text()
+    section = page[page.index('<section id="funnel">') :]
+    section = section[: section.index("</section>")]
+    assert section.count('<svg class="plot"') == 1
+    for config in report.configs:
+        d = config.diagnosis
+        assert d is not None
+        row = section[section.index(f'<tr data-id="{config.id}">') :]
+        cells = [int(v) for v in re.findall(r'<td class="num" data-v="(\d+)"', row[: row.index("</tr>")])]
+        assert cells[0] == d.found and cells[-1] == d.cases == sum(cells[:-1])
+    segments = [int(n) for n in re.findall(r'data-segment="[a-z]+" data-n="(\d+)"', section)]
+    assert sum(segments) == sum(c.diagnosis.cases for c in report.configs if c.diagnosis)
+
+
+def test_compare_of_a_bm25_and_a_hybrid_run_names_the_cases_that_moved(sweep, tmp_path, capsys):
+    sweep_dir, report = sweep
+    bm25, hybrid = _config(report, "bm25", 5), _config(report, "hybrid", 5)
+    a, b = _stages(sweep_dir, bm25), _stages(sweep_dir, hybrid)
+    expected: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for case_id, stage in a.items():
+        if case_id in b and b[case_id] != stage:
+            expected[(stage, b[case_id])].append(case_id)
+    assert expected, "bm25 and hybrid lose the same cases at the same stages: nothing to compare"
+
+    out = tmp_path / "compare.json"
+    folders = [str(sweep_dir / "configs" / c.id) for c in (bm25, hybrid)]
+    assert main(["compare", *folders, "--json", str(out)]) == 0
+    moves = json.loads(out.read_text())["stages"]["moves"]
+    assert {(m["from_stage"], m["to_stage"]): m["ids"] for m in moves} == expected
+    terminal = capsys.readouterr().out
+    for (src, dst), ids in expected.items():
+        assert f"  {src} → {dst}: {len(ids)}  ({', '.join(ids[:10])}" in terminal
