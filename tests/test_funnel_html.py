@@ -36,14 +36,18 @@ def _stage(line: dict, k: int) -> str:
 
 
 def _diagnosis(lines: list[dict]) -> dict:
-    def counts(k: int) -> dict:
-        stages = Counter(_stage(line, k) for line in lines if not line.get("unanswerable"))
+    def counts(k: int, type_: str | None = None) -> dict:
+        inside = [line for line in lines if not line.get("unanswerable") and type_ in (None, line["type"])]
+        stages = Counter(_stage(line, k) for line in inside)
         return {"found": stages.pop("found", 0), "lost": dict(stages)}
 
     head = counts(10)
+    types = {line["type"] for line in lines if not line.get("unanswerable")}
+    by_type = {t: counts(10, t) for t in sorted(types)}
     return {
         "k": 10, "cases": 12, "found": head["found"], "lost": head["lost"], "excluded": {"unanswerable": 2},
         "by_k": {str(k): counts(k) for k in KS}, "answer_rule": "judge", "answer_kinds": {"wrong": 3},
+        "groups": {"type": by_type},
     }  # fmt: skip
 
 
@@ -63,10 +67,13 @@ def run(tmp_path_factory) -> Path:
     return run
 
 
+def _lines(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "cases.jsonl").read_text().splitlines()]
+
+
 def _expected(run: Path, token: str) -> set[str]:
     k, stage = token.split(":")
-    lines = [json.loads(line) for line in (run / "cases.jsonl").read_text().splitlines()]
-    return {line["id"] for line in lines if line.get("lost_at_k", {}).get(k) == stage}
+    return {line["id"] for line in _lines(run) if line.get("lost_at_k", {}).get(k) == stage}
 
 
 def test_the_funnel_adds_up_and_each_bar_links_to_its_cases(run):
@@ -86,6 +93,13 @@ def test_the_funnel_adds_up_and_each_bar_links_to_its_cases(run):
     assert "Outside the funnel: unanswerable: 2" in section and "judge (wrong: 3)" in section
     assert '<option value="10:chunking">lost at chunking @10 (4)</option>' in text
     assert text.count('<span class="badge warn">lost at chunking</span>') == 4
+    table = section[section.index('<table class="sortable funnel-type">') :]
+    rows = re.findall(r"<tr><td>([^<]+)</td>((?:<td class=\"num\" data-v=\"\d+\">\d+</td>)+)</tr>", table)
+    per_type = Counter(line["type"] for line in _lines(run) if not line.get("unanswerable"))
+    assert {t for t, _ in rows} == set(per_type)
+    for t, cells in rows:  # found, retrieval... then the type's cases, which they add up to
+        numbers = [int(n) for n in re.findall(r'data-v="(\d+)"', cells)]
+        assert sum(numbers[:-1]) == numbers[-1] == per_type[t], t
 
 
 def test_a_click_on_a_bar_shows_its_cases_in_a_browser(run, chromium, tmp_path, monkeypatch):  # noqa: F811

@@ -13,6 +13,7 @@ from ragsweep.report.drilldown import lost_token
 from ragsweep.report.funnel_view import counts_at, depths, shown_stages
 from ragsweep.report.svg import Bar, esc
 
+MAX_GROUP_ROWS = 40  # a table of the funnel by document beyond this is left to report.json
 STAGE_COLOURS = {
     FOUND: "#59a14f",
     PARSE: "#9c755f",
@@ -48,7 +49,33 @@ def funnel_html(diagnosis: Diagnosis | None) -> str | None:
         title = f"at k = {k}" + (" (the depth served)" if k == diagnosis.k else "")
         chart = svg.count_bars(_bars(counts_at(diagnosis, k), k, stages), diagnosis.cases, title, attrs=_link_attrs(k))
         figs.append(f'<div class="funnel" data-k="{k}">{chart}</div>')
-    return f'<div class="figs">{"".join(figs)}</div>' + _funnel_note(diagnosis)
+    groups = "".join(_group_table(diagnosis, g, stages) for g in ("type", "document") if g in diagnosis.groups)
+    return f'<div class="figs">{"".join(figs)}</div>' + _funnel_note(diagnosis) + groups
+
+
+def _group_table(diagnosis: Diagnosis, group: str, stages: Sequence[str]) -> str:
+    """The served depth's funnel of each question type (or document): found and each stage, a row each
+    (up to :data:`MAX_GROUP_ROWS` of them; report.json has every one)."""
+    values = diagnosis.groups[group]
+    if not values or len(values) > MAX_GROUP_ROWS:
+        many = f"{len(values)} values: report.json's diagnosis.groups holds each" if values else "none"
+        return f'<p class="note">By {esc(group)}: {esc(many)}.</p>'
+    head = (
+        f"<tr><th>{esc(group)}</th>"
+        + "".join(f'<th class="num">{esc(s)}</th>' for s in (FOUND, *stages))
+        + '<th class="num">cases</th></tr>'
+    )
+    rows = []
+    for value, counts in sorted(values.items()):
+        cells = [counts.found, *(counts.lost.get(s, 0) for s in stages), counts.total]
+        rows.append(
+            f"<tr><td>{esc(value)}</td>" + "".join(f'<td class="num" data-v="{n}">{n}</td>' for n in cells) + "</tr>"
+        )
+    return (
+        f"<h3>By {esc(group)}, at k = {diagnosis.k}</h3>"
+        f'<div class="scroll"><table class="sortable funnel-{esc(group)}"><thead>{head}</thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
 
 
 def _funnel_note(diagnosis: Diagnosis) -> str:
