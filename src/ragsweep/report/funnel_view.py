@@ -24,9 +24,10 @@ def shown_stages(diagnosis: Diagnosis) -> list[str]:
 
 
 def lost_text(counts: DiagnosisCounts) -> str:
-    """``found 25 · chunking 3 · retrieval 12 of 40`` (a stage that lost no case is left out)."""
-    parts = [f"found {counts.found}"] + [f"{s} {n}" for s in STAGES if (n := counts.lost.get(s, 0))]
-    return " · ".join(parts) + f" of {counts.total}"
+    """``chunking 3 · retrieval 12 of 40 (found 25)``, as eval's line under its table says it (a stage that
+    lost no case is left out)."""
+    lost = " · ".join(f"{s} {n}" for s in STAGES if (n := counts.lost.get(s, 0))) or "nothing"
+    return f"{lost} of {counts.total} (found {counts.found})"
 
 
 __all__ = ["counts_at", "depths", "lost_text", "shown_stages"]
