@@ -93,6 +93,18 @@ def test_terminal_markdown_and_json_name_the_moved_cases(pair, tmp_path, capsys)
     assert "- retrieval → found: 2 (`c1`, `c2`)" in md
 
 
+def test_a_run_without_a_funnel_is_named_not_compared(pair, tmp_path):
+    old = tmp_path / "cases.jsonl"  # B as a run written before losses were attributed
+    lines = [json.loads(line) for line in (pair[1] / "cases.jsonl").read_text().splitlines()]
+    old.write_text(
+        "".join(json.dumps({k: v for k, v in line.items() if not k.startswith("lost")}) + "\n" for line in lines)
+    )
+    comparison = compare_runs(pair[0], old)
+    assert comparison.stages is not None and comparison.stages.without_funnel == ["B"]
+    assert comparison.stages.moves == [] and comparison.stages.stages == []
+    assert "where cases were lost: not compared, run B has no funnel" in render_terminal(comparison)
+
+
 def test_runs_without_a_funnel_say_nothing_of_stages():
     comparison = compare_runs(RUNS / "tiny_a", RUNS / "tiny_b")
     assert comparison.stages is None

@@ -38,6 +38,9 @@ class StageComparison(BaseModel):
     top_k_b: list[int]
     stages: list[StageShift]
     moves: list[StageMove]  # the most cases first
+    # the runs ("A", "B") whose case lines carry no funnel (written before ragsweep attributed losses):
+    # then nothing is compared, and the report says so
+    without_funnel: list[str] = Field(default_factory=list)
 
 
 def stage_of(case: CaseResult) -> str:
@@ -51,6 +54,11 @@ def stage_moves(
     common: list[str], cases_a: Mapping[str, CaseResult], cases_b: Mapping[str, CaseResult]
 ) -> StageComparison | None:
     """The funnel compared over the ``common`` case ids; None: neither run has a funnel."""
+    without = [side for side, cases in (("A", cases_a), ("B", cases_b)) if not any(cases[i].lost_at_k for i in common)]
+    if len(without) == 2:
+        return None
+    if without:  # every case of one run would seem to leave (or enter) the funnel
+        return StageComparison(n=0, top_k_a=[], top_k_b=[], stages=[], moves=[], without_funnel=without)
     pairs = [(i, stage_of(cases_a[i]), stage_of(cases_b[i])) for i in common]
     pairs = [(i, a, b) for i, a, b in pairs if OUTSIDE not in (a, b) or a != b]
     if not pairs:
@@ -81,8 +89,17 @@ def _ks(ks: list[int]) -> str:
     return "/".join(str(k) for k in ks) or "?"
 
 
+def _not_compared(c: StageComparison) -> str:
+    return (
+        f"where cases were lost: not compared, run {' and '.join(c.without_funnel)} has no funnel (its case lines "
+        "carry no stage of loss: a run written before ragsweep attributed losses; evaluate it again)"
+    )
+
+
 def stage_lines(c: StageComparison, max_ids: int = 10) -> list[str]:
     """The terminal's lines: each stage's cases in A and B with what moved in and out, then each move."""
+    if c.without_funnel:
+        return [_not_compared(c)]
     width = max(len("stage"), *(len(s.stage) for s in c.stages))
     out = [
         f"where cases were lost (each at its run's top_k: A {_ks(c.top_k_a)}, B {_ks(c.top_k_b)}; "
@@ -99,6 +116,8 @@ def stage_lines(c: StageComparison, max_ids: int = 10) -> list[str]:
 
 def stage_markdown(c: StageComparison, code: Mapping[str, str], max_ids: int = 20) -> list[str]:
     """The Markdown of the stage table and the moves; ``code``: each case id as inline code."""
+    if c.without_funnel:
+        return [_not_compared(c)]
     out = [
         f"#### Where cases were lost (each at its run's top_k: A {_ks(c.top_k_a)}, B {_ks(c.top_k_b)}; "
         f"{c.n} paired cases)",
