@@ -182,6 +182,9 @@ def test_report_json_and_the_stored_cases_carry_the_funnel(run):
     stored = [json.loads(line) for line in (Path(run.run_dir) / "cases.jsonl").read_text().splitlines()]
     by_id = {line["id"]: line for line in stored}
     assert by_id["chunking"]["lost_at"] == "chunking" and "lost_at" not in by_id["found"]
+    assert by_id["rerank"]["loss"] == [
+        {"span": 0, "doc_id": "rerank.txt", "stage": "rerank", "rank": 3, "pre_rerank_rank": 1}
+    ]
     expanded = expand_lines([compact(_case(run, "rerank").line(), settled=True)], {})
     back = CaseResult.model_validate(expanded[0])
     assert back.lost_at_k == _case(run, "rerank").lost_at_k and back.loss == _case(run, "rerank").loss

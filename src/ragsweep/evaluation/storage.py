@@ -16,6 +16,7 @@ from pydantic import BaseModel, JsonValue
 from ragsweep.answer.base import Answer
 from ragsweep.core.hits import chunk_id
 from ragsweep.evaluation.records import RECORD_VERSION, CaseResult, JsonObject, JudgedHit
+from ragsweep.funnel.records import SpanLoss
 
 
 def compact(line: JsonObject, *, settled: bool = False) -> JsonObject:
@@ -24,7 +25,7 @@ def compact(line: JsonObject, *, settled: bool = False) -> JsonObject:
     Left out: each hit's text (the run's ``chunks.jsonl`` holds it once, keyed by the
     :func:`chunk_id` of the hit's ``doc_id``, ``start`` and ``end``, or by its ``chunk`` id where the
     line has one) and every field at its
-    default (None, false, 0, empty) in the case, its hits and its answer; ``version`` is
+    default (None, false, 0, empty) in the case, its hits, its answer and its span losses; ``version`` is
     always kept. ``settled``: ``report.json`` holds the run's aggregate, so the case's chance
     and oracle values (their means are there) and its metrics without a value (the list of
     metrics is there, ``case_metrics``) are left out too.
@@ -39,6 +40,9 @@ def compact(line: JsonObject, *, settled: bool = False) -> JsonObject:
     answer = line["answer"]
     if answer:
         out["answer"] = _without_defaults(_object(answer), Answer)
+    loss = _list(line.get("loss") or [])
+    if loss:
+        out["loss"] = [_without_defaults(_object(span), SpanLoss) for span in loss]
     if settled:
         out.pop("chance", None)
         out.pop("oracle", None)
@@ -117,6 +121,7 @@ def _expand(line: JsonObject, chunk_texts: Mapping[str, str], names: Sequence[st
     out["hits"] = [_expand_hit(_object(hit), chunk_texts) for hit in _list(out["hits"])]
     if out["answer"] is not None:
         out["answer"] = _with_defaults(_object(out["answer"]), Answer)
+    out["loss"] = [_with_defaults(_object(span), SpanLoss) for span in _list(out["loss"])]
     # every name of ``names`` (those of every line: a superset of this line's), None where it has no value
     out["metrics"] = {**dict.fromkeys(names), **_object(out["metrics"])}
     return out

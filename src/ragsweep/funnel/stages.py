@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ragsweep.metrics.answer import ABSTAINED
-from ragsweep.metrics.registry import ANSWER_VERDICTS, FAITHFULNESS, JUDGE_CORRECT
-from ragsweep.metrics.uninformative import uninformative
+from ragsweep.metrics.registry import ANSWER_VERDICTS, FACT_COVERAGE, FAITHFULNESS, JUDGE_CORRECT
+from ragsweep.metrics.uninformative import answerer_kind, uninformative
 
 PARSE = "parse"
 CHUNKING = "chunking"
@@ -63,13 +63,26 @@ def lost_at_answer(correct: bool | None) -> bool:
     return correct is False
 
 
+# ragsweep's extractive stand-in quotes whole sentences: only a verdict on what a sentence states (the
+# judge's, the expected facts') says whether it answered; a similarity to a short reference does not
+QUOTES = "extractive"
+QUOTED_VERDICTS = (JUDGE_CORRECT, FACT_COVERAGE)
+
+
+def judges(metric: str, answerer: str | None) -> bool:
+    """Whether ``metric`` says if an answer of ``answerer`` is correct."""
+    if uninformative(metric, answerer) is not None:
+        return False
+    return answerer_kind(answerer) != QUOTES or metric in QUOTED_VERDICTS
+
+
 def answer_verdict(metrics: Mapping[str, float | None], answerer: str | None) -> tuple[str, bool] | None:
     """The rule that judges a case's answer (the judge's verdict, else the first deterministic answer
     metric it has that says something of ``answerer``'s answers) and whether the answer is correct by
     it; None: the answer is not scored."""
     for name, at_least in ANSWER_VERDICTS:
         value = metrics.get(name)
-        if value is not None and uninformative(name, answerer) is None:
+        if value is not None and judges(name, answerer):
             by = "the LLM judge" if name == JUDGE_CORRECT else "deterministic"
             return f"{name}>={at_least:g} ({by})", value >= at_least
     return None
