@@ -250,7 +250,7 @@ def _controls(views: list[CaseView], n_embedded: int, k: int | None) -> str:
         f'<p class="note">A case fails on: no relevant chunk in the top {esc(k)} of an answerable question, an '
         "answer judged wrong (LLM judge), abstained on an answerable question, answered an unanswerable question, "
         "or its answerer failed. Open a link ending in <code>#failures</code> to start filtered, "
-        f"<code>#case=ID</code> to open a case. Chunk texts are cut at {HIT_TEXT_CHARS} characters "
+        f"<code>#case=ID</code> to open a case{_stage_link(views, k)}. Chunk texts are cut at {HIT_TEXT_CHARS} characters "
         f"({OTHER_HIT_TEXT_CHARS} for chunks that are not relevant); chunks.jsonl has them whole.</p>"
     )
 
@@ -264,6 +264,13 @@ def _stage_select(views: list[CaseView], k: int | None) -> str:
     first = sorted(counts, key=lambda t: (depth[t] != k, depth[t], stage_order(t.split(":", 1)[1])))
     opts = "".join(f'<option value="{esc(t)}">{esc(_stage_label(t))} ({counts[t]})</option>' for t in first)
     return f'<label>stage <select id="case-lost"><option value="">any stage</option>{opts}</select></label>'
+
+
+def _stage_link(views: list[CaseView], k: int | None) -> str:
+    """How a link names a stage's cases, where the page has a funnel."""
+    if not any(v.lost for v in views):
+        return ""
+    return f", <code>#lost={esc(k)}:retrieval</code> for the cases lost at retrieval at k = {esc(k)}"
 
 
 def _stage_label(token: str) -> str:
