@@ -1,12 +1,16 @@
 """ragsweep: an in-process Pathway RAG pipeline and its evaluator.
 
-``ragsweep.evaluate(pipeline, dataset) -> Report``, ``ragsweep.sweep(...)``,
+``ragsweep.evaluate(pipeline, dataset) -> Report``, ``ragsweep.sweep(...)``, ``ragsweep.tune(...)``,
 ``ragsweep.watch(pipeline, dataset, max_updates=...)``, ``ragsweep.compare(a, b)``, ``ragsweep.RagStore``; for pytest,
 ``from ragsweep.testing import assert_quality``. Imported lazily: ``import ragsweep``
 is cheap until one of them is used.
 """
 
 from __future__ import annotations
+
+import importlib
+import types
+from typing import Any
 
 __version__ = "0.1.0"
 
@@ -22,12 +26,22 @@ _LAZY = {
     "RagStore": "ragsweep.pipeline.store",
 }
 
-__all__ = ["Case", "CaseResult", "PipelineConfig", "RagStore", "Report", "compare", "evaluate", "sweep", "watch"]
+__all__ = ["Case", "CaseResult", "PipelineConfig", "RagStore", "Report", "compare", "evaluate", "sweep", "tune", "watch"]
+
+
+class _TuneModule(types.ModuleType):
+    """``ragsweep.tune``: the search's package (``ragsweep.tune.records``...) is also the API's ``tune()``, so
+    the one name is callable whichever was imported first."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return importlib.import_module("ragsweep.api").tune(*args, **kwargs)
+
+
+# the package holds a docstring only: importing it here costs nothing
+importlib.import_module("ragsweep.tune").__class__ = _TuneModule
 
 
 def __getattr__(name: str):
     if name in _LAZY:
-        import importlib
-
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'ragsweep' has no attribute {name!r}")

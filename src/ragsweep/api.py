@@ -1,4 +1,4 @@
-"""What ``import ragsweep`` offers: ``evaluate``, ``sweep``, ``watch``, ``compare`` and typed results.
+"""What ``import ragsweep`` offers: ``evaluate``, ``sweep``, ``tune``, ``watch``, ``compare`` and typed results.
 
 >>> import ragsweep
 >>> from ragsweep.metrics.registry import HIT_FAMILY
@@ -37,6 +37,7 @@ from ragsweep.commands.eval import (
 from ragsweep.commands.inputs import cases_dataset, cases_hash, dataset_hash, load_config, load_folder, selection_of
 from ragsweep.commands.options import RunInputs
 from ragsweep.commands.sweep import Plan, SweepOptions, sweep_into, sweep_name, sweep_settings
+from ragsweep.commands.tune import TuneOptions, tune_name, tune_settings, write_chosen
 from ragsweep.commands.watch import WatchOptions, run_watch
 from ragsweep.core.errors import RunError
 from ragsweep.datasets.loader import DatasetError, load_cases
@@ -49,6 +50,8 @@ from ragsweep.evaluation.runfolder import file_hash
 from ragsweep.evaluation.selection import select_cases
 from ragsweep.execution.registry import check_executor
 from ragsweep.pipeline.config import PipelineConfig
+from ragsweep.tune.records import TuneReport
+from ragsweep.tune.search import tune_into
 
 if TYPE_CHECKING:
     from ragsweep.report.compare import Comparison
@@ -169,6 +172,42 @@ def sweep(
         with PATHWAY_RUN_LOCK:  # Pathway's graph is one per process: see evaluate()
             _, report = sweep_into(config, ds, cases, sweep_settings(opts), plan, where, executor_of(opts))
         report.sweep_dir = report.sweep_dir if out is not None else None
+        return report
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+
+
+def tune(
+    pipeline: str | Path | PipelineConfig,
+    dataset: str | Path,
+    space: str | Path,
+    *,
+    trials: int = 20,
+    overrides: dict[str, Any] | None = None,
+    out: str | Path | None = None,
+    **options: Any,
+) -> TuneReport:
+    """Search ``space`` as ``ragsweep tune`` does; returns its :class:`TuneReport` (``tune.json``).
+    ``options``: every option of ``ragsweep tune`` (:class:`~ragsweep.commands.tune.TuneOptions`: ``objectives``,
+    ``sampler``, ``prune``, ``seed``, ``resume``, ``write_best``...). Without ``out`` the study and its
+    configurations go to a temporary folder that is removed afterwards."""
+    tmp = tempfile.TemporaryDirectory(prefix="ragsweep-tune-") if out is None else None
+    out_dir = tmp.name if tmp is not None else str(out)
+    try:
+        given = {**options, "dataset": str(dataset), "space": str(space), "trials": trials, "out": out_dir}
+        opts = _options(TuneOptions, pipeline, given)
+        if opts.dry_run:
+            raise ValueError("ragsweep: bad option: dry_run is the command's (`ragsweep tune --dry-run`)")
+        check_executor(opts.executor_settings)
+        config = load_config(pipeline, overrides)
+        ds, cases, _ = _dataset(dataset, None, opts)
+        settings, tune_opts = tune_settings(opts)
+        with PATHWAY_RUN_LOCK:  # Pathway's graph is one per process: see evaluate()
+            _, report, scored = tune_into(
+                config, ds, cases, settings, tune_opts, where_of(opts, tune_name(ds.name)), executor_of(opts)
+            )
+        write_chosen(opts, scored, config)
         return report
     finally:
         if tmp is not None:

@@ -17,6 +17,7 @@ from ragsweep.evaluation.records import SweepResult
 from ragsweep.evaluation.settings import SweepSettings, option
 from ragsweep.execution.base import ExecutorError
 from ragsweep.execution.registry import check_executor
+from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.report.best_pipeline import check_best_target, write_best
 from ragsweep.tune.records import TuneReport, TuneSettings
 from ragsweep.tune.search import load_plan, tune_into
@@ -75,12 +76,17 @@ def run_tune(options: TuneOptions) -> tuple[Path, TuneReport, SweepResult | None
             raise RunError(str(err)) from err
     where = where_of(options, tune_name(dataset.name))
     folder, report, scored = tune_into(base_config, dataset, cases, settings, tune, where, executor_of(options))
+    write_chosen(options, scored, base_config)
+    return folder, report, scored
+
+
+def write_chosen(options: TuneOptions, scored: SweepResult | None, base_config: PipelineConfig) -> None:
+    """``--write-best``: the chosen trial's values set in the user's file, as sweep writes its choice."""
     if options.write_best and scored is not None:
         try:
             write_best(options.write_best, scored, base_config)
         except ConfigError as err:
             raise RunError(str(err)) from err
-    return folder, report, scored
 
 
 def dry_run_tune(options: TuneOptions) -> str:

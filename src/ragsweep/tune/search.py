@@ -38,6 +38,7 @@ from ragsweep.tune.space import Space, load_space
 from ragsweep.tune.study import (
     CASES_ATTR,
     COST_ATTR,
+    INTERRUPTED,
     PARAMS_ATTR,
     REASON_ATTR,
     SECONDS_ATTR,
@@ -106,7 +107,7 @@ def tune_into(
 ) -> tuple[Path, TuneReport, SweepResult | None]:
     """The study over ``base`` in its run folder (created, or resumed), then tune.json."""
     space, plan = load_plan(base, tune)
-    sampler = make_sampler(tune.sampler, space, tune.seed, len(plan.objectives))
+    sampler = make_sampler(tune.sampler, space, tune.seed, tune.trials)
     chosen_on, holdout = choice_and_holdout(cases, settings.selection.split)
     state = sweep_state(base, settings, plan.ks, plan.budgets, chosen_on)
     with open_run(state, where, executor) as run:
@@ -121,13 +122,13 @@ def tune_into(
             if (params := trial_overrides(trial)) and config_id(params) not in plan.configs:
                 plan.configs[config_id(params)] = (params, base.with_overrides(params))
         trials.results.update(finished_configs(run.folder, plan))
-        finished = sum(1 for t in study.trials if t.state.is_finished())
-        study.optimize(
-            lambda trial: _objective(trial, trials, space),
-            n_trials=max(0, tune.trials - finished),
-            catch=(TrialFailed,),
-            callbacks=[_Budget(tune, trials)],
-        )
+        enough = _Enough(tune.trials, space.size())
+        if not enough.reached(study):
+            study.optimize(
+                lambda trial: _objective(trial, trials, space),
+                catch=(TrialFailed,),
+                callbacks=[enough, _Budget(tune, trials)],
+            )
         report = tune_report(study, trials, space.shown(), tune, space.size())
         run.folder.write_json("tune.json", report.model_dump(mode="json"))
     return run.path, report, trials.scored
@@ -157,6 +158,23 @@ def _objective(trial: optuna.Trial, trials: Trials, space: Space) -> list[float]
         trial.set_user_attr(REASON_ATTR, f"no value of {', '.join(missing)}")
         raise TrialFailed(f"no value of {', '.join(missing)}")
     return [float(v) for v in values if v is not None]
+
+
+class _Enough:
+    """Stops the study once ``trials`` distinct configurations were tried (a configuration proposed again is
+    answered from the folder and not counted), the whole space was, or ten times ``trials`` trials ran."""
+
+    def __init__(self, trials: int, space_size: int | None) -> None:
+        self.trials, self.space_size = trials, space_size
+
+    def reached(self, study: optuna.Study) -> bool:
+        finished = [t for t in study.trials if t.state.is_finished()]
+        tried = len({t.user_attrs.get(PARAMS_ATTR) for t in finished if t.user_attrs.get(REASON_ATTR) != INTERRUPTED})
+        return tried >= min(self.trials, self.space_size or self.trials) or len(finished) >= 10 * self.trials
+
+    def __call__(self, study: optuna.Study, _: optuna.trial.FrozenTrial) -> None:
+        if self.reached(study):
+            study.stop()
 
 
 class _Budget:

@@ -196,7 +196,9 @@ def _knob(name: str) -> Knob | None:
 
 def _check_range(path: Path, axis: str, rng: Range, knob: Knob) -> None:
     if knob.choices or knob.kind in ("str", "bool"):
-        shown = f"one of {list(knob.choices)}" if knob.choices else f"a {knob.kind}"
+        shown = (
+            f"one of {list(knob.choices)}" if knob.choices else {"str": "a name", "bool": "true or false"}[knob.kind]
+        )
         raise ConfigError(f"{path}: {axis}: a range on a knob whose values are choices ({shown}): give a list")
     if knob.kind == "int" and not rng.integer:
         raise ConfigError(f"{path}: {axis}: an integer knob: low, high and step must be integers")

@@ -4,6 +4,7 @@ name, and the study kept in the run folder (Optuna's SQLite storage, ``study.db`
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -64,13 +65,17 @@ def grid_space(space: Space) -> dict[str, list[object]]:
     return out
 
 
-def make_sampler(name: str, space: Space, seed: int | None, objectives: int) -> optuna.samplers.BaseSampler:
+def make_sampler(name: str, space: Space, seed: int | None, trials: int) -> optuna.samplers.BaseSampler:
     """The sampler by its name: TPE (multi-objective TPE with several objectives), NSGA-II, random, or the
     grid (every configuration of a discrete space, in an order the seed shuffles)."""
     import optuna
 
     if name == "tpe":
-        return optuna.samplers.TPESampler(seed=seed)
+        # Optuna's 10 random start-up trials would be the whole of a small study: a third of it, 2 to 10; the
+        # knobs modelled jointly (multivariate), a stage's own knobs apart from the rest (group: conditional ones)
+        warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+        startup = min(10, max(2, trials // 3))
+        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup, multivariate=True, group=True)
     if name == "nsga2":
         return optuna.samplers.NSGAIISampler(seed=seed)
     if name == "random":

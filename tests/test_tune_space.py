@@ -1,0 +1,82 @@
+"""A space file: every grid file is one, ranges map to Optuna's distributions, and a bad space is one line
+naming the file and the knob (rc 2 from the command, before any work)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import optuna
+import pytest
+
+from ragsweep.cli import main
+from ragsweep.commands.inputs import load_config
+from ragsweep.core.errors import ConfigError
+from ragsweep.tune.space import load_space
+from ragsweep.tune.study import grid_space, sample
+from support import MINI, PIPELINE
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def base():
+    return load_config(str(PIPELINE), None)
+
+
+@pytest.mark.parametrize("grid", sorted((ROOT / "pipelines").glob("sweep*.yaml")), ids=lambda p: p.name)
+def test_every_grid_file_is_a_space(grid: Path, base) -> None:
+    from ragsweep.evaluation.sweep import SweepGrid
+
+    space = load_space(grid, base)
+    assert space.size() == len(SweepGrid.load(grid).configurations())
+    assert sum(1 for _ in optuna.samplers.GridSampler(grid_space(space))._all_grids) == space.size()
+
+
+def test_ranges_and_conditional_knobs(tmp_path: Path, base) -> None:
+    path = tmp_path / "space.yaml"
+    path.write_text(
+        "space:\n  max_tokens: {low: 300, high: 1000, step: 100}\n  rrf_k: {low: 1.0, high: 200.0, log: true}\n"
+        "  retriever_mode: [bm25, hybrid]\n  reranker: [null, encoder]\n  rerank_candidates: {low: 5, high: 20, step: 5}\n"
+    )
+    space = load_space(path, base)
+    assert space.size() is None  # a log range is continuous
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=3))
+    seen = []
+    for _ in range(24):
+        trial = study.ask()
+        params = sample(trial, space)
+        seen.append(params)
+        study.tell(trial, 0.0)
+        assert params["max_tokens"] in range(300, 1001, 100)
+        # a stage switched off removes its knobs: no candidates without a reranker, no rrf_k without fusion
+        assert ("rerank_candidates" in params) == (params["reranker"] is not None)
+        assert ("rrf_k" in params) == (params["retriever_mode"] == "hybrid")
+        base.with_overrides(params)  # every sampled configuration is a valid pipeline
+    assert {p["reranker"] for p in seen} == {None, "encoder"}
+
+
+BAD = {
+    "unknown knob": ("  max_tokenz: [100, 200]\n", "max_tokenz"),
+    "empty choice": ("  max_tokens: []\n", "max_tokens"),
+    "empty range": ("  max_tokens: {low: 200, high: 200, step: 10}\n", "max_tokens"),
+    "low > high": ("  max_tokens: {low: 900, high: 100, step: 100}\n", "max_tokens"),
+    "range on a choice knob": ("  retriever_mode: {low: 1, high: 3, step: 1}\n", "retriever_mode"),
+    "step does not divide": ("  max_tokens: {low: 100, high: 1000, step: 400}\n", "max_tokens"),
+    "outside the domain": ("  top_k: {low: 0, high: 10, step: 1}\n", "top_k"),
+    "value not a choice": ("  chunk_header: [none, subtitle]\n", "chunk_header"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_a_bad_space_is_one_line_naming_the_knob(case: str, tmp_path: Path, base, capsys) -> None:
+    text, knob = BAD[case]
+    path = tmp_path / "bad.yaml"
+    path.write_text("grid:\n" + text)
+    with pytest.raises(ConfigError) as err:
+        load_space(path, base)
+    assert str(path) in str(err.value) and knob in str(err.value) and "\n" not in str(err.value)
+    out = tmp_path / "runs"
+    rc = main(["tune", "--dataset", str(MINI), "--space", str(path), "--trials", "2", "--out", str(out)])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(lines) == 1 and knob in lines[0], lines
+    assert not out.exists() or not any(out.iterdir())  # refused before any work: no run folder
