@@ -120,6 +120,11 @@ EXPECTED: dict[str, list[str]] = {
         "RESULT update delete: evaluation median",
         "RESULT update add: evaluation median",
     ],
+    "tune_vs_grid.py": [
+        "SMOKE RUN",
+        "RESULT cuad-mini grid: 4 configurations, best recall@5",
+        "RESULT cuad-mini tune seed 0: within the CI after",
+    ],
     "app_parse.py": [
         "SMOKE RUN",
         "RESULT documents: 3 contracts as DOCX and HTML",
@@ -243,6 +248,15 @@ def _app_parse(s: dict) -> None:
     assert [(d["a"], d["b"]) for d in s["paired"]] == [("native docx", "docling docx"), ("native docx", "native html")]
 
 
+def _tune_vs_grid(s: dict) -> None:
+    result = s["results"]["cuad-mini"]
+    grid, (seed,) = result["grid"], result["tune"]
+    assert grid["configurations"] == 4 and grid["cases_evaluated"] == 4 * grid["dev_cases"] == 4 * 82
+    assert grid["ci"][0] <= grid["best_value"] <= grid["ci"][1] and grid["embedding_passes"] == 0
+    assert seed["possible"] == 2 * 82 and 0 < seed["evaluated"] <= seed["possible"]
+    assert seed["trials"] in (1, 2) and seed["cases"] <= seed["evaluated"]
+
+
 # script -> checks of its final JSON line
 def _pathway_workers(s: dict) -> None:
     assert list(s["modes"]) == ["threads-1", "threads-2", "spawn-2"] and all(m["same"] for m in s["modes"].values())
@@ -294,6 +308,7 @@ CHECKS = {
     "scale.py": _scale,
     "sweep_vs_server.py": _sweep_vs_server,
     "app_parse.py": _app_parse,
+    "tune_vs_grid.py": _tune_vs_grid,
     "watch_updates.py": _watch_updates,
     "unreachable_endpoint.py": _unreachable_endpoint,
     "pdf_reword.py": _pdf_reword,
