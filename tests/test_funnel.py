@@ -1,7 +1,7 @@
 """The funnel (ragsweep.funnel): each lost case attributed to the first stage that lost its evidence.
 
 One tiny corpus written here, one real run (an app parser, Pathway's TokenCountSplitter, tantivy BM25,
-``$route_docs``, a reranker, answers from the fake OpenAI endpoint) under Pathway's word-overlap rule,
+``$route_docs``, a reranker, answers and verdicts from the fake OpenAI endpoint) under Pathway's word-overlap rule,
 with one case built for each stage; then the totals of a run on cuad-mini.
 """
 
@@ -126,8 +126,9 @@ def run(tmp_path_factory) -> RunResult:
                 "reranker": "encoder", "rerank_candidates": max(KS),
             }  # fmt: skip
             return ragsweep.evaluate(
-                _pipeline(root), _dataset(root / "dataset"), overrides=overrides, ks=KS, llm=True, out=root / "runs"
-            )
+                _pipeline(root), _dataset(root / "dataset"), overrides=overrides, ks=KS, llm=True, judge=True,
+                judge_probe=0, out=root / "runs",
+            )  # fmt: skip
     finally:
         server.stop()
 
@@ -168,7 +169,7 @@ def test_the_diagnosis_adds_up_and_names_its_answer_rule(run):
     for counts in diagnosis.by_k.values():
         assert counts.total == diagnosis.cases
     assert diagnosis.by_k[max(KS)].lost.get("retrieval", 0) == 0  # found at the deeper k
-    assert diagnosis.answer_rule == "token_f1>=0.5 (deterministic)"
+    assert diagnosis.answer_rule == "judge_correct>=0.5 (the LLM judge)"  # the judge's verdict, before token_f1
     assert diagnosis.answer_kinds == {"wrong": 1}
     line = funnel_lines(diagnosis)[0]
     assert line.startswith(
