@@ -78,8 +78,8 @@ def test_terminal_markdown_and_json_name_the_moved_cases(pair, tmp_path, capsys)
     assert main(["compare", str(pair[0]), str(pair[1]), "--json", str(out_json), "--markdown", str(out_md)]) == 0
     text = capsys.readouterr().out
     assert "7 paired cases in a funnel" in text
-    assert "  retrieval → found: 2  (c1, c2)" in text
-    assert "  chunking → retrieval: 1  (c8)" in text and "  found → answer: 1  (c4)" in text
+    assert "  retrieval → found: 2\n    c1, c2\n" in text
+    assert "  chunking → retrieval: 1\n    c8\n" in text and "  found → answer: 1\n    c4\n" in text
     row = next(line for line in text.splitlines() if line.strip().startswith("retrieval "))
     assert row.split() == ["retrieval", "2", "1", "-1", "1", "2"]
     moves = json.loads(out_json.read_text())["stages"]["moves"]

@@ -78,20 +78,20 @@ def _group_table(diagnosis: Diagnosis, group: str, stages: Sequence[str]) -> str
     )
 
 
+def _answer_note(diagnosis: Diagnosis) -> str:
+    """What judged the answers at the answer stage, and the answers right without relevant context."""
+    if not diagnosis.answer_rule:
+        return " Answers are not scored here: the funnel ends at the served context."
+    kinds = ", ".join(f"{esc(kind)}: {n}" for kind, n in diagnosis.answer_kinds.items())
+    return (
+        f" The answer stage judges an answer by {esc(diagnosis.answer_rule)}{f' ({kinds})' if kinds else ''}; "
+        f"{diagnosis.correct_without_context} case(s) were answered correctly without relevant context (not a loss)."
+    )
+
+
 def _funnel_note(diagnosis: Diagnosis) -> str:
     excluded = ", ".join(f"{esc(why)}: {n}" for why, n in diagnosis.excluded.items() if n)
-    answer = (
-        f" The answer stage judges an answer by {esc(diagnosis.answer_rule)}"
-        + (
-            " (" + ", ".join(f"{esc(kind)}: {n}" for kind, n in diagnosis.answer_kinds.items()) + ")"
-            if diagnosis.answer_kinds
-            else ""
-        )
-        + f"; {diagnosis.correct_without_context} case(s) were answered correctly without relevant context "
-        "(not a loss)."
-        if diagnosis.answer_rule
-        else " Answers are not scored here: the funnel ends at the served context."
-    )
+    answer = _answer_note(diagnosis)
     return (
         f'<p class="note">Each of the {diagnosis.cases} answerable cases with relevance information is counted once '
         "at each depth: found, or at the first stage in pipeline order (parse, chunking, routing, retrieval, "
@@ -131,7 +131,7 @@ def _sweep_funnel_table(
         cells = [d.found, *(d.lost.get(s, 0) for s in stages), d.cases]
         outside = ", ".join(f"{esc(why)} {n}" for why, n in d.excluded.items() if n)
         body.append(
-            f'<tr data-id="{esc(c.id)}"><td data-v="{esc(label(c))}">{esc(label(c))}</td><td class="num">{d.k}</td>'
+            f'<tr data-config="{esc(c.id)}"><td data-v="{esc(label(c))}">{esc(label(c))}</td><td class="num">{d.k}</td>'
             + "".join(f'<td class="num" data-v="{n}">{n}</td>' for n in cells)
             + f"<td>{outside}</td></tr>"
         )

@@ -3,6 +3,7 @@ its run's top_k in A and in B (ragsweep.funnel), and the cases that moved from o
 
 from __future__ import annotations
 
+import textwrap
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 
@@ -110,7 +111,10 @@ def stage_lines(c: StageComparison, max_ids: int = 10) -> list[str]:
     out.append("moved (A → B):" if c.moves else "moved (A → B): none")
     for m in c.moves:
         ids = ", ".join(m.ids[:max_ids]) + (f", … ({m.n - max_ids} more)" if m.n > max_ids else "")
-        out.append(f"  {m.from_stage} → {m.to_stage}: {m.n}  ({ids})")
+        out.append(f"  {m.from_stage} → {m.to_stage}: {m.n}")
+        out += textwrap.wrap(
+            ids, 120, initial_indent="    ", subsequent_indent="    ", break_long_words=False, break_on_hyphens=False
+        )
     return out
 
 
