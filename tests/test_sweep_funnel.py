@@ -19,6 +19,7 @@ from ragsweep.report.html import write_html_report
 from ragsweep.report.runs import read_config_cases
 from ragsweep.report.terminal import sweep_table
 from support import MINI, PIPELINE
+from test_report_html import chromium, dump_dom  # noqa: F401 - chromium: pytest fixture
 
 GRID = "grid:\n  retriever_mode: [bm25, hybrid]\n  top_k: [1, 5]\nbaseline: {retriever_mode: bm25, top_k: 5}\n"
 
@@ -65,7 +66,7 @@ def test_each_configuration_carries_its_funnel(sweep):
             assert deep.lost.get(stage, 0) == shallow.lost.get(stage, 0), stage
 
 
-def test_the_sweep_table_and_page_show_a_funnel_per_configuration(sweep):
+def test_the_sweep_table_and_page_show_a_funnel_per_configuration(sweep, chromium, tmp_path):  # noqa: F811
     sweep_dir, report = sweep
     text = sweep_table(report)
     assert "lost@k: where each configuration's cases were lost at its top_k" in text
@@ -88,6 +89,9 @@ def test_the_sweep_table_and_page_show_a_funnel_per_configuration(sweep):
         assert cells[0] == d.found and cells[-1] == d.cases == sum(cells[:-1])
     segments = [int(n) for n in re.findall(r'data-segment="[a-z]+" data-n="(\d+)"', section)]
     assert sum(segments) == sum(c.diagnosis.cases for c in report.configs if c.diagnosis)
+    dom = dump_dom(chromium, tmp_path, sweep_dir / "report.html")  # laid out by a browser, the page's script ran
+    drawn = dom[dom.index('<section id="funnel">') :]
+    assert re.search(r'<svg class="plot"[^>]*data-drawn="1"', drawn[: drawn.index("</section>")])
 
 
 def test_compare_of_a_bm25_and_a_hybrid_run_names_the_cases_that_moved(sweep, tmp_path, capsys):
