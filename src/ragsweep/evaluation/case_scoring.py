@@ -29,7 +29,7 @@ from ragsweep.answer.base import Answer
 from ragsweep.core.hits import Hit, chunk_key
 from ragsweep.datasets.schema import Case, RelevanceConfig
 from ragsweep.evaluation.records import CaseResult, JudgedHit
-from ragsweep.funnel.attribute import StageLists, case_funnel
+from ragsweep.funnel.attribute import CaseFunnel, StageInputs, StageLists, case_funnel
 from ragsweep.judge.metric import JudgeVerdict
 from ragsweep.metrics.answer import UNPARSED_SCOPE, answer_metrics_for_case, unparsed_scope_note, without_abstention
 from ragsweep.metrics.baselines import case_baselines
@@ -73,24 +73,20 @@ def build_case_result(
     notes: Mapping[str, str] | None = None,
     language: str = "en",
     budgets: Sequence[int] = (),
-    route_docs: int | None = None,
-    pre_rerank: Sequence[Hit] | None = None,
+    stages: StageInputs = StageInputs(),
 ) -> CaseResult:
-    """Judge the served lists, score them, carry the answer and verdict, and say where the case's
-    evidence was lost (:mod:`ragsweep.funnel`).
+    """Judge the served lists, score them, carry the answer and verdict, and say where its evidence was lost.
 
     ``served``: ``{k: hits the store returned for k}``; must hold ``top_k``.
-    ``candidates``: every chunk the case could have been served (for chance/oracle, the
-    chunk-id context metrics and the chunking stage); None skips those. ``budgets``: the
-    context-token budgets of the ``<family>@<N>tok`` metrics. ``route_docs``: the configuration's
-    ``$route_docs``; ``pre_rerank``: the store's list before its reranker.
+    ``candidates``: every chunk the case could have been served (for chance/oracle, the chunking
+    stage and the chunk-id context metrics); None skips those. ``budgets``: the context-token
+    budgets of the ``<family>@<N>tok`` metrics. ``stages``: what the funnel's later stages read.
     """
     if top_k not in served:
         raise ValueError(f"case {case.id}: no list served at its top_k={top_k}")
     cited = (answer.cited or None) if answer is not None else None
     pool = _candidate_pool(case, candidates, relevance, texts, budgets) if candidates is not None else None
-    metrics, judged = _retrieval_metrics(case, served, top_k, relevance, texts, pool, candidates, cited)
-    own = judged[top_k]
+    metrics, own, judged = _retrieval_metrics(case, served, top_k, relevance, texts, pool, candidates, cited)
     budget_notes = _budget_metrics(metrics, case, served, relevance, texts, budgets, pool, candidates)
     chance: dict[str, float | None] = {}
     oracle: dict[str, float | None] = {}
@@ -105,9 +101,6 @@ def build_case_result(
             budget_notes[UNPARSED_SCOPE] = unscored
     if verdict is not None:  # the mean of the case's replicate verdicts (the verdict itself with one)
         metrics[JUDGE_CORRECT] = _num(verdict.score)
-    pre = _judged_list(case, pre_rerank, pool, candidates, relevance, texts)
-    lists = StageLists(route_docs=route_docs, pre_rerank=pre)
-    answered = (metrics, answer.answerer) if answer is not None else None
     return CaseResult(
         id=case.id,
         question=case.question,
@@ -124,28 +117,34 @@ def build_case_result(
         chance=chance,
         oracle=oracle,
         relevance_rule=own.rule,
-        **vars(
-            case_funnel(
-                case, judged, served, top_k, answered, pool=pool, candidates=candidates, texts=texts, lists=lists
-            )
-        ),
+        **vars(_funnel(case, judged, served, top_k, answer, metrics, pool, candidates, relevance, texts, stages)),
         **_unlocated_fields(own, relevance, {**budget_notes, **(notes or {})}),
     )
 
 
-def _judged_list(
+def _funnel(
     case: Case,
-    hits: Sequence[Hit] | None,
+    judged: Mapping[int, Judgement],
+    served: Mapping[int, Sequence[Hit]],
+    top_k: int,
+    answer: Answer | None,
+    metrics: Mapping[str, float | None],
     pool: Judgement | None,
     candidates: Sequence[Hit] | None,
     relevance: RelevanceConfig,
     texts: Mapping[str, str],
-) -> Judgement | None:
-    """A list's judgement (the store's list before the reranker), from the candidates' verdicts where
-    they hold it; None without the list."""
-    if hits is None:
-        return None
-    return _judge_from_pool(pool, candidates, hits, None) or mark_hits(case, hits, relevance, texts)
+    stages: StageInputs,
+) -> CaseFunnel:
+    """Where the case's evidence was lost (:mod:`ragsweep.funnel`), the store's list before the
+    reranker judged from the candidates' verdicts where they hold it."""
+    pre = stages.pre_rerank
+    pre_judged = (
+        None if pre is None else _judge_from_pool(pool, candidates, pre, None) or mark_hits(case, pre, relevance, texts)
+    )
+    return case_funnel(
+        case, judged, served, top_k, (metrics, answer.answerer) if answer is not None else None, pool=pool,
+        candidates=candidates, texts=texts, lists=StageLists(route_docs=stages.route_docs, pre_rerank=pre_judged),
+    )  # fmt: skip
 
 
 def _candidate_pool(
@@ -201,9 +200,9 @@ def _retrieval_metrics(
     pool: Judgement | None,
     candidates: Sequence[Hit] | None,
     cited: Sequence[int] | None,
-) -> tuple[dict[str, float | None], dict[int, Judgement]]:
+) -> tuple[dict[str, float | None], Judgement, dict[int, Judgement]]:
     """Every ``<family>@k`` on the list served at k; the ranking metrics and citations on the one
-    served at ``top_k``. Each list's judgement comes back too."""
+    served at ``top_k``. That list's judgement comes back, and each list's."""
     metrics: dict[str, float | None] = {}
     judgements: dict[int, Judgement] = {}
     for k in sorted(served):
@@ -217,7 +216,7 @@ def _retrieval_metrics(
     for name in ranking_metrics():
         metrics[name] = _num(per_case_value(own, name))
     metrics[CITATION_PRECISION] = _num(per_case_value(own, CITATION_PRECISION)) if cited and own.scored else None
-    return metrics, judgements
+    return metrics, own, judgements
 
 
 def _budget_metrics(

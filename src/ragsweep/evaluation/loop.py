@@ -25,6 +25,7 @@ from ragsweep.evaluation.records import CaseResult
 from ragsweep.evaluation.scored_cache import CaseCache, Inputs, ReadTexts, case_key
 from ragsweep.execution.base import Executor, IndexWork
 from ragsweep.execution.local import LOCAL
+from ragsweep.funnel.attribute import StageInputs
 from ragsweep.funnel.lists import pre_rerank_lists
 from ragsweep.judge.metric import JudgeVerdict, LLMJudge
 from ragsweep.llm.settings import LLMSettings
@@ -281,7 +282,7 @@ def score(
         results[i] = build_case_result(
             cases[i], one.served, top_k=top_k, relevance=relevance, texts=texts_read, answer=answer_list[i],
             verdict=verdict_list[i], candidates=one.candidates, language=language, budgets=budgets,
-            route_docs=route_docs, pre_rerank=one.pre_rerank,
+            stages=StageInputs(route_docs, one.pre_rerank),
         )  # fmt: skip
         read[i] = texts_read.read
     done = [r for r in results if r is not None]

@@ -43,6 +43,15 @@ NO_RELEVANCE = "no relevance information"
 
 
 @dataclass(frozen=True)
+class StageInputs:
+    """What the funnel's later stages read besides the served lists: ``$route_docs`` (None: no routing)
+    and the store's list before the reranker (None: no reranker, or not kept)."""
+
+    route_docs: int | None = None
+    pre_rerank: Sequence[Hit] | None = None
+
+
+@dataclass(frozen=True)
 class StageLists:
     """What the stages after chunking are judged from besides the served lists: ``$route_docs``
     (None: no routing) and the store's list before the reranker (None: no reranker, or not kept:
