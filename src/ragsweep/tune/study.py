@@ -90,6 +90,7 @@ def open_study(folder: Path, sampler: optuna.samplers.BaseSampler, directions: l
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)  # Wilcoxon, multivariate TPE
     storage = optuna.storages.RDBStorage(f"sqlite:///{folder / STUDY_FILE}")
     pruner = optuna.pruners.WilcoxonPruner(p_threshold=0.1, n_startup_steps=5) if prune else optuna.pruners.NopPruner()
     study = optuna.create_study(

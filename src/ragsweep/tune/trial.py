@@ -120,7 +120,7 @@ def _stepped(trials: Trials, cid: str, trial: optuna.Trial, metric: str, started
             step = order[start : start + size]
             evaluated = evaluate_configuration(
                 cfg, step, corpus=corpus, ks=sweep.plan.ks, relevance=sweep.dataset.relevance, answering=answering,
-                sink=sink, progress=sweep.settings.progress, budgets=sweep.plan.budgets,
+                sink=sink, progress=sweep.settings.progress, budgets=sweep.plan.budgets, executor=sweep.executor,
             )  # fmt: skip
             trials.asked += len(step)
             done.extend(evaluated.results)
