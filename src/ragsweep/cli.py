@@ -332,6 +332,7 @@ def _add_evaluation_commands(sub: argparse._SubParsersAction[argparse.ArgumentPa
 
     p = sub.add_parser("tune", help="search a space of pipeline variables with Optuna (a grid is a space)")
     add_options(p, TuneOptions)
+    _mlflow_options(p)
     _pathway_threads_option(p)
     p.set_defaults(func=cmd_tune)
 

@@ -13,15 +13,19 @@ from ragsweep.commands.inputs import load_inputs
 from ragsweep.commands.options import AnswerOptions, RunInputs
 from ragsweep.commands.sweep import SweepOptions, sweep_settings
 from ragsweep.core.errors import ConfigError, RunError
+from ragsweep.dry_run.sweep import SweepEstimate, estimate_sweep
 from ragsweep.evaluation.records import SweepResult
+from ragsweep.evaluation.run import parse_corpus
 from ragsweep.evaluation.settings import SweepSettings, option
+from ragsweep.evaluation.sweep import choice_and_holdout
 from ragsweep.execution.base import ExecutorError
+from ragsweep.execution.local import LOCAL
 from ragsweep.execution.registry import check_executor
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.report.best_pipeline import check_best_target, write_best
 from ragsweep.tune.records import TuneReport, TuneSettings
 from ragsweep.tune.search import load_plan, tune_into
-from ragsweep.tune.study import SAMPLERS
+from ragsweep.tune.study import SAMPLERS, draw
 from ragsweep.tune.table import tune_table
 
 
@@ -77,6 +81,10 @@ def run_tune(options: TuneOptions) -> tuple[Path, TuneReport, SweepResult | None
     where = where_of(options, tune_name(dataset.name))
     folder, report, scored = tune_into(base_config, dataset, cases, settings, tune, where, executor_of(options))
     write_chosen(options, scored, base_config)
+    # deferred: the page's modules build the report readers; --help must not
+    from ragsweep.report.tune_html import write_tune_html
+
+    write_tune_html(report, folder)
     return folder, report, scored
 
 
@@ -89,29 +97,37 @@ def write_chosen(options: TuneOptions, scored: SweepResult | None, base_config: 
             raise RunError(str(err)) from err
 
 
-def dry_run_tune(options: TuneOptions) -> str:
-    """The space checked (one line per problem) and its size: nothing evaluated, no folder written."""
-    base_config, _, _ = load_inputs(options)
-    _, tune = tune_settings(options)
-    space, plan = load_plan(base_config, tune)
+def dry_run_tune(options: TuneOptions) -> SweepEstimate:
+    """The space checked and the calls, tokens and price of ``--trials`` configurations drawn from it (Optuna's
+    random sampler, ``--seed``), predicted as ``sweep --dry-run`` predicts a grid's: nothing evaluated, no folder."""
+    base_config, dataset, cases = load_inputs(options)
+    settings, tune = tune_settings(options)
+    space, _ = load_plan(base_config, tune)
     size = space.size()
-    return (
-        f"tune: space {tune.space}: {f'{size:,}' if size is not None else 'continuous'} configurations, "
-        f"{tune.trials} trial(s), sampler {tune.sampler}, objectives {', '.join(plan.objectives)}"
-    )
+    print(f"tune: {f'{size:,}' if size is not None else 'a continuous space of'} configurations", file=sys.stderr)
+    chosen_on, holdout = choice_and_holdout(cases, settings.selection.split)
+    drawn = draw(space, base_config, tune.trials, tune.seed)
+    corpus = parse_corpus(dataset, settings.parse, settings.progress, LOCAL, base_config)
+    return estimate_sweep(drawn, corpus, chosen_on, holdout, settings)
 
 
 def run_tune_cli(options: TuneOptions, args: argparse.Namespace) -> int:
     try:
         if options.dry_run:
-            print(dry_run_tune(options))
+            print(dry_run_tune(options).model_dump_json(indent=2))
             return 0
         folder, report, _ = run_tune(options)
     except (RunError, ExecutorError) as err:
         print(f"ragsweep: error: {err}", file=sys.stderr)
         return 2
     print(tune_table(report))
+    if args.mlflow:
+        # deferred: the MLflow logger is imported only when asked for
+        from ragsweep.report.tune_mlflow import log_tune_to_mlflow
+
+        print(f"MLflow run: {log_tune_to_mlflow(folder, tracking_uri=args.mlflow_uri)}")
     if options.write_best and report.best is not None:
         print(f"best pipeline ({report.objectives[0]}): {options.write_best}")
     print(f"\ntune: {folder / 'tune.json'}  study: {folder / 'study.db'}")
+    print(f"report written: {folder / 'report.html'}")
     return 0

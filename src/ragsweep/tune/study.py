@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragsweep.core.errors import RunError
+from ragsweep.evaluation.sweep import config_id
+from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.scalars import Overrides
 from ragsweep.tune.space import OFF_WHEN, Choice, Space, label, switched_off
 
@@ -122,3 +124,19 @@ def trial_overrides(trial: optuna.trial.FrozenTrial) -> Overrides:
     """A finished trial's configuration, as it was evaluated."""
     stored = trial.user_attrs.get(PARAMS_ATTR)
     return json.loads(stored) if isinstance(stored, str) else {}
+
+
+def draw(space: Space, base: PipelineConfig, n: int, seed: int | None) -> dict[str, PipelineConfig]:
+    """Up to ``n`` distinct configurations of the space, drawn as a random sampler draws trials (a dry run's)."""
+    import optuna
+
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
+    drawn: dict[str, PipelineConfig] = {}
+    for _ in range(10 * n):
+        if len(drawn) >= min(n, space.size() or n):
+            break
+        trial = study.ask()
+        params = sample(trial, space)
+        study.tell(trial, 0.0)
+        drawn.setdefault(config_id(params), base.with_overrides(params))
+    return drawn
