@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TypeGuard
 
 from ragsweep.report import svg
+from ragsweep.report.funnel_html import trials_funnel_html
 from ragsweep.report.html import _meta, _page
 from ragsweep.report.svg import esc, fmt
 from ragsweep.tune.records import TrialRecord, TuneBest, TuneReport
@@ -36,6 +37,8 @@ def write_tune_html(report: TuneReport, path: Path) -> Path:
     ]
     if len(report.objectives) >= 2:
         sections.append(("pareto", "Pareto front", _pareto_html(report)))
+    if (funnel := trials_funnel_html(path.parent, report.trials)) is not None:
+        sections.append(("funnel", "Where cases are lost", funnel))
     sections.append(("trials", "Trials", _trials_table(report)))
     subtitle = (
         f"{esc(report.dataset)} · {esc(report.sampler)} sampler · {len(report.trials)} trials · "
@@ -100,7 +103,8 @@ def _study_html(report: TuneReport) -> str:
         ("pruning", "on: paired on the same dev cases, in steps" if report.prune else "off"),
         (
             "trials",
-            esc(f"{len(report.trials)} of {report.n_trials} asked: ")
+            esc(f"{len({t.config_id for t in report.trials})} distinct configurations of {report.n_trials} asked, in ")
+            + esc(f"{len(report.trials)} trials: ")
             + ", ".join(f"{n} {esc(s)}" for s, n in sorted(states.items())),
         ),  # fmt: skip
         ("space", esc(f"{report.space_size} configurations" if report.space_size else "continuous ranges")),
