@@ -190,17 +190,14 @@ def _covering_docs(pool: Judgement | None, candidates: Sequence[Hit] | None) -> 
 
 
 def _routed_docs(served: Mapping[int, Sequence[Hit]], route_docs: int | None) -> set[str] | None:
-    """The documents routed to the question, where the served lists tell them: the deepest list
-    draws on exactly ``route_docs`` documents (routing serves from no more), or it is shorter than
-    asked (it holds every chunk of the routed documents). None: no routing, or not told."""
+    """The documents routed to the question, where the served lists tell them: the deepest list draws
+    on exactly ``route_docs`` documents (routing serves from no more, so those are the routed ones).
+    None: no routing, or not told (fewer documents served: BM25 serves only the chunks that match, so a
+    routed document may be missing from the list; more: the question was served unrouted)."""
     if route_docs is None:
         return None
-    deepest = max(served)
-    hits = served[deepest]
-    docs = {h.doc_id for h in hits}
-    if len(docs) == route_docs or (len(docs) < route_docs and len(hits) < deepest):
-        return docs
-    return None
+    docs = {h.doc_id for h in served[max(served)]}
+    return docs if len(docs) == route_docs else None
 
 
 def _pre_rerank_ranks(pre_rerank: Judgement | None, deepest: Sequence[Hit], judged: Judgement) -> dict[str, int]:
