@@ -88,3 +88,50 @@ def test_the_diagnosis_counts_every_case_once():
         "1 ignored the evidence); 1 answered correctly without relevant context (not a loss)"
     ]
     assert diagnose(cases[5:]) is None and funnel_lines(None) == []
+
+
+def _chunk(doc: str, start: int, text: str, rank: int = 1) -> Hit:
+    return Hit(rank=rank, score=1.0, text=text, doc_id=doc, start=start, end=start + len(text))
+
+
+def test_graded_documents_are_items_under_the_doc_id_rule():
+    """Each relevant document is an item: one served, one with no chunk among the candidates, one
+    never parsed; the case is lost at the earliest of their stages."""
+    from ragsweep.datasets.schema import Case, RelevanceConfig
+    from ragsweep.evaluation.case_scoring import build_case_result
+
+    case = Case(id="q", question="q?", relevant_ids=[{"id": "a.txt", "grade": 2}, {"id": "b.txt", "grade": 1}])
+    texts = {"a.txt": "alpha text", "b.txt": "beta text", "c.txt": "gamma text"}
+    a, c = _chunk("a.txt", 0, "alpha text"), _chunk("c.txt", 0, "gamma text")
+    served = {1: [c], 2: [c.model_copy(update={"rank": 1}), a.model_copy(update={"rank": 2})]}
+    rule = RelevanceConfig(rule="doc_id")
+    result = build_case_result(case, served, top_k=1, relevance=rule, texts=texts, candidates=[a, c])
+    assert result.lost_at_k == {1: "chunking", 2: "chunking"}  # b.txt has no chunk to serve
+    assert [(s.doc_id, s.stage) for s in result.loss] == [("a.txt", "retrieval"), ("b.txt", "chunking")]
+    assert result.loss[0].rank == 2  # served at the deeper k
+    unparsed = build_case_result(
+        case, served, top_k=2, relevance=rule, texts={"a.txt": "alpha text"}, candidates=[a, c]
+    )
+    assert unparsed.lost_at == "parse" and [s.stage for s in unparsed.loss] == ["found", "parse"]
+
+
+def test_a_span_over_three_chunks_is_lost_at_chunking_under_evidence_offsets():
+    """No chunk overlaps the 150-character span by min(100 characters, half of it): no order of the
+    candidates can serve it; the loss says how it lies across them."""
+    from ragsweep.datasets.schema import Case, RelevanceConfig
+    from ragsweep.evaluation.case_scoring import build_case_result
+
+    span = " ".join(f"word{i:02d}" for i in range(25))[:150]
+    text = "Intro. " + span + " Outro."
+    start = text.index(span)
+    chunks = [_chunk("d.txt", 0, text[: start + 50])]
+    chunks += [_chunk("d.txt", start + 50 * i, text[start + 50 * i : start + 50 * (i + 1)]) for i in (1, 2)]
+    chunks.append(_chunk("d.txt", start + 150, text[start + 150 :]))
+    served = {3: [h.model_copy(update={"rank": i}) for i, h in enumerate(chunks[:3], start=1)]}
+    case = Case(id="q", question="q?", evidence=[{"text": span, "doc_id": "d.txt"}])
+    result = build_case_result(
+        case, served, top_k=3, relevance=RelevanceConfig(), texts={"d.txt": text}, candidates=chunks
+    )
+    assert result.relevance_rule == "evidence_offsets" and result.lost_at == "chunking"
+    (loss,) = result.loss
+    assert loss.chunks_split == 3 and loss.span_tokens is not None and loss.chunk_tokens is not None
