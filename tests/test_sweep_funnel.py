@@ -18,6 +18,8 @@ from ragsweep.evaluation.records import ConfigResult, SweepResult
 from ragsweep.report.html import write_html_report
 from ragsweep.report.runs import read_config_cases
 from ragsweep.report.terminal import sweep_table
+from ragsweep.report.tune_html import write_tune_html
+from ragsweep.tune.records import TrialRecord, TuneReport
 from support import MINI, PIPELINE
 from test_report_html import chromium, dump_dom  # noqa: F401 - chromium: pytest fixture
 
@@ -112,3 +114,22 @@ def test_compare_of_a_bm25_and_a_hybrid_run_names_the_cases_that_moved(sweep, tm
     terminal = " ".join(capsys.readouterr().out.split())  # the ids wrap under their move
     for (src, dst), ids in expected.items():
         assert f" {src} → {dst}: {len(ids)} {', '.join(ids[:10])}" in terminal
+
+
+def test_a_tune_page_shows_the_funnel_of_each_complete_trial(sweep):
+    """A tune's trials are configurations of the same folder layout: each complete one's funnel is on its page."""
+    sweep_dir, report = sweep
+    trials = [
+        TrialRecord(number=i, config_id=c.id, params=dict(c.params), state="pruned" if i == 3 else "complete")
+        for i, c in enumerate(report.configs)
+    ]
+    tune = TuneReport(
+        dataset="cuad-mini", space={"top_k": [1, 5]}, objectives=["recall@k"], directions={"recall@k": "higher"},
+        sampler="tpe", n_trials=4, dev_cases=30, cases_evaluated=120, cases_possible=120, trials=trials,
+    )  # fmt: skip
+    page = write_tune_html(tune, sweep_dir / "tune.html").read_text()
+    section = page[page.index('<section id="funnel">') :]
+    section = section[: section.index("</section>")]
+    rows = re.findall(r'<tr data-config="([^"]+)">', section)
+    assert rows == [c.id for c in report.configs[:3]]  # the pruned trial has no funnel of its own
+    assert "trial 0: retriever_mode=bm25, top_k=1 @1" in section

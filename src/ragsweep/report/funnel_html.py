@@ -4,6 +4,7 @@ with each stage's cases one click away in the Cases section; and a sweep's funne
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from ragsweep.evaluation.records import ConfigResult
 from ragsweep.funnel.records import Diagnosis, DiagnosisCounts
@@ -12,6 +13,7 @@ from ragsweep.report import svg
 from ragsweep.report.drilldown import lost_token
 from ragsweep.report.funnel_view import counts_at, depths, shown_stages
 from ragsweep.report.svg import Bar, esc
+from ragsweep.tune.records import TrialRecord
 
 MAX_GROUP_ROWS = 40  # a table of the funnel by document beyond this is left to report.json
 STAGE_COLOURS = {
@@ -144,4 +146,15 @@ def _sweep_funnel_table(
     )
 
 
-__all__ = ["STAGE_COLOURS", "funnel_html", "sweep_funnel_html"]
+def trials_funnel_html(folder: Path, trials: Sequence[TrialRecord]) -> str | None:
+    """A tune's funnel per complete trial, from the result each wrote in ``folder`` (configs/<id>/result.json)."""
+    results, labels = [], {}
+    for trial in sorted(trials, key=lambda t: t.number):
+        path = folder / "configs" / trial.config_id / "result.json"
+        if trial.state == "complete" and path.is_file():
+            results.append(ConfigResult.model_validate_json(path.read_text(encoding="utf-8")))
+            labels[trial.config_id] = f"trial {trial.number}: " + ", ".join(f"{k}={v}" for k, v in trial.params.items())
+    return sweep_funnel_html(results, lambda c: labels[c.id])
+
+
+__all__ = ["STAGE_COLOURS", "funnel_html", "sweep_funnel_html", "trials_funnel_html"]

@@ -512,12 +512,17 @@ def count_bars(bars: Sequence[Bar], total: int, title: str, width: int = 440, at
     return _svg(width, height, body, title)
 
 
+STACKED_LABEL_CHARS = 60  # a stacked bar's label beyond this is cut (whole in its tooltip)
+
+
 def stacked_bars(rows: Sequence[tuple[str, Sequence[Bar]]], title: str, legend: Sequence[Bar], width: int = 720) -> str:
     """One horizontal bar per row, its segments side by side, each as wide as its share of the row's
     total; a legend of the segments' colours above."""
-    ml = int(min(260, max(60, max((_text_width(label) for label, _ in rows), default=60) + 14)))
+    shown = [_truncate(label, STACKED_LABEL_CHARS) for label, _ in rows]
+    ml = int(max(60, max((_text_width(label) for label in shown), default=60) + 14))
     mr, mt, row = 70, 52, 24
     height = mt + row * max(1, len(rows)) + 8
+    width = max(width, ml + mr + 400)  # bars at least 400 px wide beside a long label
     pw = width - ml - mr
     body = [f'<text x="4" y="18" font-size="14" font-weight="600">{esc(title)}</text>']
     x = 4.0
@@ -529,7 +534,10 @@ def stacked_bars(rows: Sequence[tuple[str, Sequence[Bar]]], title: str, legend: 
         x += 28 + _text_width(item.label, 11.5)
     for i, (label, segments) in enumerate(rows):
         y, total = mt + i * row, sum(s.n for s in segments)
-        body.append(f'<text x="{ml - 6}" y="{y + 16}" font-size="12" text-anchor="end">{esc(label)}</text>')
+        body.append(
+            f'<text x="{ml - 6}" y="{y + 16}" font-size="12" text-anchor="end"><title>{esc(label)}</title>'
+            f"{esc(shown[i])}</text>"
+        )
         left = float(ml)
         for s in segments:
             w = pw * s.n / total if total else 0.0
