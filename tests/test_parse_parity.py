@@ -32,6 +32,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,7 @@ APP = Path(__file__).resolve().parent / "parse_parity_app.py"
 KS = (1, 3, 5, 8)
 MODES = ("bm25", "knn", "hybrid")
 READY_TIMEOUT = 240.0
+HTTP_WORKERS = 16  # concurrent requests: Pathway answers a commit's requests together
 
 APP_YAML = """
 $sources:
@@ -366,6 +368,9 @@ def served(apps, folders, fake, hub_cache, scored, tmp_path_factory):
         try:
             for variant, port in ports.items():
                 _wait_ready(proc, port, scored[variant], log_path)
+            asked = [(variant, q, k) for variant in ports for q in QUESTIONS for k in KS]
+            with ThreadPoolExecutor(HTTP_WORKERS) as pool:
+                replies = dict(zip(asked, pool.map(lambda r: _retrieve(ports[r[0]], r[1], r[2]), asked)))
             for variant, port in ports.items():
                 root = (workdir / "data" if variant.startswith("template") else _folder(variant, folders)).resolve()
 
@@ -374,16 +379,16 @@ def served(apps, folders, fake, hub_cache, scored, tmp_path_factory):
 
                 out[variant] = {
                     "lists": {
-                        (q, k): [
-                            (-float(r["dist"]), doc_of(r), r["text"])
-                            for r in post_json(port, "/v1/retrieve", {"query": q, "k": k})
-                        ]
+                        (q, k): [(-float(r["dist"]), doc_of(r), r["text"]) for r in replies[variant, q, k]]
                         for q in QUESTIONS
                         for k in KS
                     }
                 }
                 fake.reset()
-                answers = [post_json(port, "/v2/answer", {"prompt": q})["response"] for q in QUESTIONS]
+                with ThreadPoolExecutor(HTTP_WORKERS) as pool:
+                    answers = list(
+                        pool.map(lambda q: post_json(port, "/v2/answer", {"prompt": q})["response"], QUESTIONS)
+                    )
                 out[variant]["answers"] = answers
                 out[variant]["requests"] = sorted(
                     json.dumps(b, sort_keys=True) for p, b in fake.log if p.endswith("/chat/completions")
@@ -392,6 +397,10 @@ def served(apps, folders, fake, hub_cache, scored, tmp_path_factory):
             stop(proc)
     out["log"] = log_path.read_text()  # type: ignore[assignment]
     return out
+
+
+def _retrieve(port: int, question: str, k: int) -> list[dict]:
+    return post_json(port, "/v1/retrieve", {"query": question, "k": k})
 
 
 def _wait_ready(proc: subprocess.Popen, port: int, scored: dict, log_path: Path) -> None:
