@@ -80,3 +80,20 @@ def test_a_bad_space_is_one_line_naming_the_knob(case: str, tmp_path: Path, base
     lines = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(lines) == 1 and knob in lines[0], lines
     assert not out.exists() or not any(out.iterdir())  # refused before any work: no run folder
+
+
+def test_a_budget_stops_the_study_before_the_next_trial_could_pass_it() -> None:
+    from types import SimpleNamespace
+
+    from ragsweep.cost.records import ConfigCost
+    from ragsweep.tune.records import TuneSettings
+    from ragsweep.tune.search import Budget
+
+    stopped: list[bool] = []
+    study = SimpleNamespace(stop=lambda: stopped.append(True))
+    results: dict[str, SimpleNamespace] = {}
+    budget = Budget(TuneSettings(space="s.yaml", trials=9, max_calls=100), SimpleNamespace(results=results))
+    for n in range(3):
+        results[f"c{n}"] = SimpleNamespace(cost=ConfigCost(calls=40, usd=0.5))
+        budget(study, None)  # 40 spent + 40 for the next: 80 <= 100, then 80 + 40 > 100
+        assert stopped == ([] if n == 0 else [True] * n)

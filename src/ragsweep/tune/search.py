@@ -118,20 +118,30 @@ def tune_into(
         if stale := fail_interrupted(study):
             print(f"resuming: {stale} trial(s) in flight when the run stopped, marked failed", file=sys.stderr)
         trials = Trials(sweep, parse_corpora(sweep), prune=tune.prune)
-        for trial in study.trials:  # the configurations earlier trials evaluated, and their results on disk
-            if (params := trial_overrides(trial)) and config_id(params) not in plan.configs:
-                plan.configs[config_id(params)] = (params, base.with_overrides(params))
-        trials.results.update(finished_configs(run.folder, plan))
+        restore(study, trials)
         enough = _Enough(tune.trials, space.size())
         if not enough.reached(study):
             study.optimize(
                 lambda trial: _objective(trial, trials, space),
                 catch=(TrialFailed,),
-                callbacks=[enough, _Budget(tune, trials)],
+                callbacks=[enough, Budget(tune, trials)],
             )
         report = tune_report(study, trials, space.shown(), tune, space.size())
         run.folder.write_json("tune.json", report.model_dump(mode="json"))
     return run.path, report, trials.scored
+
+
+def restore(study: optuna.Study, trials: Trials) -> None:
+    """The configurations a resumed study's trials evaluated, and their results on disk (an invalid one, a
+    failed trial's, has none)."""
+    plan, base = trials.sweep.plan, trials.sweep.base_config
+    for trial in study.trials:
+        if (params := trial_overrides(trial)) and config_id(params) not in plan.configs:
+            try:
+                plan.configs[config_id(params)] = (params, base.with_overrides(params))
+            except ConfigError:
+                continue
+    trials.results.update(finished_configs(trials.sweep.folder, plan))
 
 
 def _objective(trial: optuna.Trial, trials: Trials, space: Space) -> list[float]:
@@ -177,7 +187,7 @@ class _Enough:
             study.stop()
 
 
-class _Budget:
+class Budget:
     """Stops the study before the next trial could take it past ``--max-cost`` / ``--max-calls``: the
     dearest trial so far stands for the next one."""
 
