@@ -7,7 +7,14 @@ from ragsweep.answer.base import Answer
 from ragsweep.core.hits import Hit
 from ragsweep.evaluation.records import CaseResult
 from ragsweep.funnel.attribute import _routed_docs, diagnose
-from ragsweep.funnel.stages import STAGES, answer_loss_kind, answer_verdict, earliest
+from ragsweep.funnel.stages import (
+    STAGES,
+    answer_loss_kind,
+    answer_verdict,
+    earliest,
+    lost_at_rerank,
+    lost_at_retrieval,
+)
 from ragsweep.funnel.terminal import funnel_lines
 from ragsweep.metrics.registry import FACT_COVERAGE, FAITHFULNESS, JUDGE_CORRECT
 
@@ -38,6 +45,10 @@ def test_stages_are_taken_in_pipeline_order():
     assert earliest(["answer", "retrieval", "chunking"]) == "chunking"
     assert earliest([]) == "found"
     assert STAGES == ("parse", "chunking", "routing", "retrieval", "rerank", "answer")
+    # k = 2: before the reranker at rank 1 and after it at 3 (rerank); at 3 both times (retrieval)
+    assert lost_at_rerank(3, 2, 1) and not lost_at_retrieval(3, 2, 1)
+    assert lost_at_retrieval(3, 2, 3) and not lost_at_rerank(3, 2, 3)
+    assert lost_at_retrieval(None, 2, None) and not lost_at_rerank(None, 2, None)  # no reranker
 
 
 def _hits(*docs: str) -> list[Hit]:

@@ -30,9 +30,10 @@ from ragsweep.funnel.stages import (
     answer_loss_kind,
     answer_verdict,
     earliest,
+    lost_at_answer,
     lost_at_chunking,
     lost_at_parse,
-    lost_at_rerank,
+    lost_at_retrieval,
     lost_at_routing,
 )
 from ragsweep.metrics.relevance import UNLOCATED, locate_spans
@@ -110,7 +111,7 @@ def case_funnel(
     by_k = {k: earliest([s for item in items if (s := _item_stage(item, k)) != FOUND]) for k in sorted(judged)}
     verdict = answer_verdict(*answered) if answered is not None else None
     correct = None if verdict is None else verdict[1]
-    if by_k[top_k] == FOUND and correct is False:
+    if by_k[top_k] == FOUND and lost_at_answer(correct):
         by_k[top_k] = ANSWER
     loss = [_span_loss(item, top_k, served, candidates, texts) for item in items]
     without_context = correct is True and all(item.ranks.get(top_k) is None for item in items)
@@ -121,15 +122,15 @@ def case_funnel(
 def _item_stage(item: _Item, k: int) -> str:
     """The first stage whose rule holds for ``item`` at depth ``k`` (``found``: none)."""
     rank = item.ranks.get(k)
+    if rank is not None:  # served within k: nothing lost it (as recall counts it)
+        return FOUND
     if lost_at_parse(item.located):
         return PARSE
     if item.reachable is not None and lost_at_chunking(item.reachable):
         return CHUNKING
     if lost_at_routing(item.routed):
         return ROUTING
-    if rank is not None:
-        return FOUND
-    return RERANK if lost_at_rerank(rank, k, item.pre_rerank_rank) else RETRIEVAL
+    return RETRIEVAL if lost_at_retrieval(rank, k, item.pre_rerank_rank) else RERANK
 
 
 def _item_ids(case: Case, judgement: Judgement) -> list[tuple[str, str | None, str]]:
