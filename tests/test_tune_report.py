@@ -122,7 +122,7 @@ def test_tune_page_in_a_browser(chromium, tmp_path: Path) -> None:
     assert state["best"][0].split("\t")[:2] == [OBJ, "0.780"] and "0.710 [0.620, 0.800]" in state["best"][0]
     assert "+0.050" in state["paired"] and "p = 0.0310" in state["paired"] and "significant" in state["paired"]
     assert "470 cases evaluated of 656 possible (pruning saved 28%)" in state["study"]
-    assert "3 complete" not in state["study"] and "5 complete, 1 failed, 2 pruned" in state["study"]
+    assert "8 distinct configurations of 8 asked, in 8 trials: 5 complete, 1 failed, 2 pruned" in state["study"]
 
 
 def test_one_objective_no_front_and_no_completed_trial(tmp_path: Path) -> None:
@@ -165,9 +165,23 @@ def real_tune(tmp_path_factory) -> Path:
     space = work / "space.yaml"
     space.write_text(REAL_SPACE)
     args = ["--dataset", str(MINI), "--space", str(space), "--trials", "4", "--seed", "0", "--out", str(work / "runs")]
-    assert main(["tune", "--pipeline", str(PIPELINE), *args]) == 0
+    mlflow = ["--mlflow", "--mlflow-uri", (work / "mlruns").as_uri()]
+    assert main(["tune", "--pipeline", str(PIPELINE), *args, *mlflow]) == 0
     (folder,) = (work / "runs").iterdir()
     return folder
+
+
+def test_the_command_writes_the_page_and_logs_each_trial_to_mlflow(real_tune: Path) -> None:
+    from mlflow.tracking import MlflowClient
+
+    report = TuneReport.model_validate_json((real_tune / "tune.json").read_text())
+    page = (real_tune / "report.html").read_text()
+    assert f"ragsweep tune · {report.dataset}" in page and page.count('<tr data-state="') == len(report.trials)
+    client = MlflowClient(tracking_uri=(real_tune.parent.parent / "mlruns").as_uri())
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    (parent,) = client.search_runs(experiments, filter_string="tags.`ragsweep.kind` = 'tune'")
+    children = client.search_runs([parent.info.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'")
+    assert sorted(int(c.data.tags["ragsweep.trial"]) for c in children) == [t.number for t in report.trials]
 
 
 def test_a_real_tune_run_in_a_browser(chromium, real_tune: Path, tmp_path: Path) -> None:
@@ -184,8 +198,8 @@ def test_a_real_tune_run_in_a_browser(chromium, real_tune: Path, tmp_path: Path)
         browser.close()
     assert state["sections"] == ["study", "best", "trace", "knobs", "pareto", "trials"]
     assert state["plots"] == state["drawn"] >= 4  # 2 trace charts, a knob's effect, the Pareto front
-    assert state["rows"] == [t.state for t in report.trials] and len(report.trials) == 4
-    assert state["traceBest"] == 4 and state["paretoPoints"] == len(report.pareto)
+    assert state["rows"] == [t.state for t in report.trials] and len(report.trials) >= 4  # repeats are extra
+    assert state["traceBest"] == len(report.trials) and state["paretoPoints"] == len(report.pareto)
     assert f"{report.cases_evaluated} cases evaluated of {report.cases_possible} possible" in state["study"]
     complete = [t.values[OBJ] for t in report.trials if t.state == "complete"]
     assert best_so_far(report)[-1][2] == max(complete) == report.best.dev[OBJ]  # type: ignore[union-attr]
