@@ -154,16 +154,19 @@ def run_tune(dataset: str, space: Path, out: Path, trials: int, seed: int, **opt
 
 def reached(report: Any, low: float) -> dict[str, Any]:
     """The first trial (in trial order) whose complete dev value lies within the grid best's CI, and the
-    cost of the study up to and with it; ``trials`` None where no trial reached it."""
-    spent, seconds, seen = 0, 0.0, []
+    cost of the study up to and with it; ``trials`` (distinct configurations, as a study counts its trials)
+    None where no trial reached it."""
+    spent, seconds, seen = 0, 0.0, {}
+    cost: dict[str, Any] = {"cases": 0, "passes": 0, "seconds": 0.0}
     for t in sorted(report.trials, key=lambda t: t.number):
         spent += t.cases_evaluated
         seconds += t.seconds
-        seen.append(t.params)
+        seen[t.config_id] = t.params
         value = t.values.get(OBJECTIVE)
+        cost = {"cases": spent, "passes": embedding_passes(list(seen.values())), "seconds": seconds}
         if t.state == "complete" and value is not None and value >= low:
-            return {"trials": t.number + 1, "cases": spent, "passes": embedding_passes(seen), "seconds": seconds}
-    return {"trials": None, "cases": spent, "passes": embedding_passes(seen), "seconds": seconds}
+            return {"trials": len(seen), **cost}
+    return {"trials": None, **cost}
 
 
 def sub_space(dataset: str, space: Path, out: Path, seeds: int, trials: int, prune: bool = True) -> dict[str, Any]:
