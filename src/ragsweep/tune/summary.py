@@ -52,15 +52,20 @@ def _record(trial: optuna.trial.FrozenTrial, objectives: list[str]) -> TrialReco
 
 
 def _importance(study: optuna.Study, complete: list[optuna.trial.FrozenTrial]) -> dict[str, float]:
-    """Each knob's share of the first objective's variance (fANOVA), where two trials and two knobs vary."""
+    """Each knob's share of the first objective's variance (Optuna's fANOVA) over the knobs the complete trials
+    varied (a knob with one value explains nothing), where two trials and two such knobs are."""
     import optuna
 
-    if len(complete) < 2 or len({p for t in complete for p in t.params}) < 2:
+    names = sorted({p for t in complete for p in t.params})
+    varied = [p for p in names if len({repr(t.params.get(p)) for t in complete}) > 1]
+    if len(complete) < 2 or len(varied) < 2:
         return {}
     try:
         evaluator = optuna.importance.FanovaImportanceEvaluator(seed=0)  # the same shares for the same study
-        found = optuna.importance.get_param_importances(study, evaluator=evaluator, target=lambda t: t.values[0])
-    except (ValueError, RuntimeError) as err:  # e.g. every trial sampled one value of each knob
+        found = optuna.importance.get_param_importances(
+            study, evaluator=evaluator, params=varied, target=lambda t: t.values[0]
+        )
+    except (ValueError, RuntimeError) as err:  # e.g. a knob sampled by only some trials (a stage switched off)
         print(f"tune: no importance: {err}", file=sys.stderr)
         return {}
     return {k: round(float(v), 6) for k, v in found.items()}
