@@ -42,9 +42,9 @@ def cache_dir_setting() -> str | None:
 
 
 def cache_dir() -> Path:
-    """``$RAGSWEEP_CACHE_DIR``, else ``.cache/ragsweep``: the parse, embedding, served-list and LLM caches."""
-    value = cache_dir_setting()
-    return Path(DEFAULT_CACHE_DIR if value is None else value)
+    """``$RAGSWEEP_CACHE_DIR`` (unless empty: an empty path would be the working directory), else
+    ``.cache/ragsweep``: the parse, embedding, served-list and LLM caches."""
+    return Path(cache_dir_setting() or DEFAULT_CACHE_DIR)
 
 
 def models_dir() -> Path:
