@@ -9,11 +9,12 @@ embedder under an index of another width; and an error of Pathway's engine itsel
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
-import subprocess
-import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -27,34 +28,56 @@ from support import ROOT
 from usearch_pipeline import write_usearch_pipeline
 
 APP = ROOT / "tests" / "fixtures" / "apps" / "qa_usearch.yaml"
-RAGSWEEP = Path(sys.executable).parent / "ragsweep"
 KEY = "sk-test-ENGINE-0123456789"
 FITS = "retriever_factory.dimensions=32"  # the fake's width: the index then takes its vectors
 
 
-def _cli(tmp_path: Path, base_url: str, name: str, *extra: str) -> tuple[subprocess.CompletedProcess, float]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    env.update(
-        OPENAI_BASE_URL=base_url,
-        OPENAI_API_KEY=KEY,
+@dataclass
+class Done:
+    """What a command printed and returned, as a finished process's: rc, stdout, stderr."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture()
+def ragsweep_here(monkeypatch, capfd, caplog) -> Callable[..., Done]:
+    """`ragsweep <argv>` in this process, from the repository, with only the given endpoint and key in its
+    environment: the command's own code path without a new interpreter importing Pathway, torch and the
+    parsers again. What it printed is read from file descriptors 1 and 2 (a panic of Pathway's engine
+    too), and each log record that reached a handler is added to stderr as the command's own logging
+    prints it (``LEVEL:logger:message``)."""
+
+    def run(base_url: str, argv: list[str], **env: str) -> Done:
+        for name in [k for k in os.environ if k.startswith("OPENAI_")] + ["RAGSWEEP_LLM_MODEL"]:
+            monkeypatch.delenv(name, raising=False)
+        for name, value in {"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": KEY, **env}.items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.chdir(ROOT)
+        capfd.readouterr()
+        caplog.clear()
+        code = main(argv)
+        said = capfd.readouterr()
+        logged = [f"{r.levelname}:{r.name}:{r.getMessage()}" for r in caplog.records if r.levelno >= logging.WARNING]
+        return Done(code, said.out, "\n".join([said.err, *logged]))
+
+    return run
+
+
+def _cli(run: Callable[..., Done], tmp_path: Path, base_url: str, name: str, *extra: str) -> tuple[Done, float]:
+    argv = ["eval", "--pipeline", str(APP), "--dataset", str(DATASET), "--limit", "2", *extra]
+    started = time.monotonic()
+    done = run(
+        base_url,
+        [*argv, "--out", str(tmp_path / "runs"), "--name", name],
         RAGSWEEP_CACHE_DIR=str(tmp_path / "cache"),
         RAGSWEEP_SERVED_CACHE="1",  # a list of the broken run, once cached, would be replayed
-    )
-    env.pop("RAGSWEEP_LLM_MODEL", None)
-    argv = [str(RAGSWEEP), "eval", "--pipeline", str(APP), "--dataset", str(DATASET), "--limit", "2", *extra]
-    started = time.monotonic()
-    done = subprocess.run(
-        [*argv, "--out", str(tmp_path / "runs"), "--name", name],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
     )
     return done, time.monotonic() - started
 
 
-def _one_error_line(done: subprocess.CompletedProcess) -> str:
+def _one_error_line(done: Done) -> str:
     assert done.returncode == 2, f"rc {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     assert "Traceback" not in done.stderr + done.stdout, done.stderr
     assert "panicked" not in done.stderr and "ERROR:pathway_engine" not in done.stderr, done.stderr
@@ -84,13 +107,15 @@ def fake():
     server.stop()
 
 
-def test_an_index_of_another_width_is_one_line_naming_both_widths_and_again_on_a_second_run(fake, tmp_path):
+def test_an_index_of_another_width_is_one_line_naming_both_widths_and_again_on_a_second_run(
+    fake, tmp_path, ragsweep_here
+):
     """Pathway's USearch index is 1536 wide (from the model name), the endpoint's vectors 32: rc 2 in
     under 30 s, one line naming the embedder, both widths and what sets the index's; no report; the
     second run says the same (nothing of the first was cached as served); with the index's
     ``dimensions`` set to the endpoint's width the app runs and is scored."""
     for name in ("first", "second"):
-        done, elapsed = _cli(tmp_path, fake.base_url, name)
+        done, elapsed = _cli(ragsweep_here, tmp_path, fake.base_url, name)
         line = _one_error_line(done)
         assert elapsed < 30, f"{elapsed:.1f} s"
         assert "$embedder: OpenAIEmbedder(text-embedding-3-small)" in line, line
@@ -98,7 +123,7 @@ def test_an_index_of_another_width_is_one_line_naming_both_widths_and_again_on_a
         assert "model name text-embedding-3-small" in line and "dimensions: 32" in line, line
         assert _reports(tmp_path) == [], "a report was written for a run whose index could not be built"
     assert not any(path.endswith("/chat/completions") for path, _ in fake.log), "the LLM was asked"
-    done, _ = _cli(tmp_path, fake.base_url, "fits", "--set", FITS)
+    done, _ = _cli(ragsweep_here, tmp_path, fake.base_url, "fits", "--set", FITS)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "runs" / "fits" / "report.json").exists()
 
@@ -113,14 +138,14 @@ def test_an_index_of_another_width_is_one_line_naming_both_widths_and_again_on_a
         ("short", "vector(s) for"),
     ],
 )
-def test_broken_vectors_stop_the_run_naming_the_embedder_and_are_never_cached(tmp_path, mode, what):
+def test_broken_vectors_stop_the_run_naming_the_embedder_and_are_never_cached(tmp_path, ragsweep_here, mode, what):
     """The endpoint answers the probe, then gives vectors no index can use for the chunks and the
     questions: one line naming the component, the count and the first text; no report; no broken vector
     in the embedding cache; a second run repeats the error (asked once: each run takes seconds)."""
     server = FakeOpenAI(broken_vectors=mode).start()
     try:
         for name in ("first", "second") if mode == "nan" else ("first",):
-            done, _ = _cli(tmp_path, server.base_url, name, "--set", FITS)
+            done, _ = _cli(ragsweep_here, tmp_path, server.base_url, name, "--set", FITS)
             line = _one_error_line(done)
             assert f"$embedder: OpenAIEmbedder at {server.base_url} returned vectors the index cannot use" in line
             assert what in line and ("(the first for '" in line or mode == "short"), line
@@ -189,19 +214,20 @@ def test_an_error_of_pathways_engine_ends_the_run_with_one_line(capfd):
     assert "panicked" not in capfd.readouterr().err
 
 
-def _sweep(tmp_path: Path, base_url: str, grid: str, name: str, *extra: str) -> subprocess.CompletedProcess:
+def _sweep(run: Callable[..., Done], tmp_path: Path, base_url: str, grid: str, name: str, *extra: str) -> Done:
     path = tmp_path / f"{name}.yaml"
     path.write_text(grid)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    env.update(OPENAI_BASE_URL=base_url, OPENAI_API_KEY=KEY, RAGSWEEP_CACHE_DIR=str(tmp_path / "cache"))
-    argv = [str(RAGSWEEP), "sweep", "--pipeline", str(APP), "--dataset", str(DATASET), "--limit", "2"]
-    return subprocess.run(
+    argv = ["sweep", "--pipeline", str(APP), "--dataset", str(DATASET), "--limit", "2"]
+    return run(
+        base_url,
         [*argv, "--grid", str(path), "--out", str(tmp_path / "runs"), "--name", name, *extra],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
+        RAGSWEEP_CACHE_DIR=str(tmp_path / "cache"),
+    )
 
 
-def test_a_sweep_lists_a_configuration_that_cannot_be_indexed_as_failed_and_ranks_the_rest(fake, tmp_path):
+def test_a_sweep_lists_a_configuration_that_cannot_be_indexed_as_failed_and_ranks_the_rest(
+    fake, tmp_path, ragsweep_here
+):
     """A grid over the index's width, the broken width as baseline: the working configuration is scored
     and ranked alone; the broken one is listed failed with both widths (terminal, sweep.json, report.html),
     never best nor what the other is compared with, on the dev split and in the test split's verdict; rc 2
@@ -211,7 +237,7 @@ def test_a_sweep_lists_a_configuration_that_cannot_be_indexed_as_failed_and_rank
         "baseline: {retriever_factory.dimensions: 1536}\nobjectives: [recall@k]\n"
     )
     every_case = ("--limit", "200")  # both splits: the choice on dev, its verdict on test
-    done = _sweep(tmp_path, fake.base_url, grid, "dims", *every_case)
+    done = _sweep(ragsweep_here, tmp_path, fake.base_url, grid, "dims", *every_case)
     line = _one_error_line(done)
     assert "1 of 2 configurations failed" in line and "--resume" in line, line
     assert "returns vectors 32 wide, but its UsearchKnnFactory expects 1536" in line, line
@@ -234,16 +260,16 @@ def test_a_sweep_lists_a_configuration_that_cannot_be_indexed_as_failed_and_rank
     page = (folder / "report.html").read_text()
     assert "Failed configurations" in page and "expects 1536" in page
 
-    again = _sweep(tmp_path, fake.base_url, grid, "dims", *every_case, "--resume", str(folder))
+    again = _sweep(ragsweep_here, tmp_path, fake.base_url, grid, "dims", *every_case, "--resume", str(folder))
     assert again.returncode == 2 and "resuming: 1 configuration(s) already done" in again.stderr, again.stderr
     assert "[1/2]" in again.stderr and "[2/2]" not in again.stderr, again.stderr  # the scored one is not rerun
 
 
-def test_a_sweep_stops_when_its_first_tries_fail_alike(fake, tmp_path):
+def test_a_sweep_stops_when_its_first_tries_fail_alike(fake, tmp_path, ragsweep_here):
     """Three index groups that all fail the same way (the index's width, which the grid's knob does not
     change): the third is not run, listed as not run with the error; rc 2 with the reports written."""
     grid = "grid:\n  retriever_factory.reserved_space: [100, 200, 300]\nobjectives: [recall@k]\n"
-    done = _sweep(tmp_path, fake.base_url, grid, "alike")
+    done = _sweep(ragsweep_here, tmp_path, fake.base_url, grid, "alike")
     line = _one_error_line(done)
     assert "3 of 3 configurations failed" in line, line
     assert "[3/3]" not in done.stderr, done.stderr
