@@ -95,6 +95,7 @@ PAGE_STATE = """JSON.stringify({
   importanceBars: document.querySelectorAll("#importance rect.bar").length,
   paretoPoints: document.querySelectorAll("#pareto-front circle[r='5']").length,
   rows: [...document.querySelectorAll("table.trials tbody tr")].map(r => r.dataset.state),
+  pruned: [...document.querySelectorAll("table.trials tr[data-state='pruned'] td:nth-child(3)")].map(c => c.innerText),
   best: [...document.querySelectorAll("table.best tr[data-metric]")].map(r => r.innerText),
   paired: document.querySelector("p.paired").innerText,
   study: document.querySelector("#study dl").innerText,
@@ -119,6 +120,7 @@ def test_tune_page_in_a_browser(chromium, tmp_path: Path) -> None:
     assert state["knobs"] == ["max_tokens", "retriever_mode"] and state["importanceBars"] == 2
     assert state["paretoPoints"] == 3
     assert state["rows"] == [s for s, *_ in TRIALS]
+    assert state["pruned"] == ["–", "–"]  # what Optuna keeps of a pruned trial is no value over the dev cases
     assert state["best"][0].split("\t")[:2] == [OBJ, "0.780"] and "0.710 [0.620, 0.800]" in state["best"][0]
     assert "+0.050" in state["paired"] and "p = 0.0310" in state["paired"] and "significant" in state["paired"]
     assert "470 cases evaluated of 656 possible (pruning saved 28%)" in state["study"]

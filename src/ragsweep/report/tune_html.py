@@ -291,8 +291,10 @@ def _trial_row(report: TuneReport, trial: TrialRecord, best: int | None) -> str:
         badge += '<span class="badge info">best</span>'
     if trial.number in report.pareto:
         badge += '<span class="badge warn">pareto</span>'
+    # a pruned trial stopped before its last dev case: what Optuna kept of it is no value over the dev cases
+    shown = trial.state == "complete"
     values = "".join(
-        f'<td class="num" data-v="{"" if (v := _value(trial, o)) is None else v}">{fmt(v)}</td>'
+        f'<td class="num" data-v="{"" if (v := _value(trial, o) if shown else None) is None else v}">{fmt(v)}</td>'
         for o in report.objectives
     )
     params = ", ".join(f"{k}={v}" for k, v in trial.params.items())
@@ -314,8 +316,8 @@ def _trials_table(report: TuneReport) -> str:
         '<div class="scroll"><table class="sortable trials"><thead><tr><th class="num">trial</th><th>state</th>'
         f'{head}<th class="num">cases evaluated</th><th class="num">seconds</th><th class="num">cost</th>'
         f"<th>parameters</th><th>reason</th></tr></thead><tbody>{rows}</tbody></table></div>"
-        '<p class="note">A pruned trial\'s value is over the dev cases it reached before its paired test against '
-        "the best trial stopped it. Click a header to sort.</p>"
+        '<p class="note">A pruned trial has no value: its paired test against the best trial on the same dev cases '
+        "stopped it before the last of them (its reason says after how many). Click a header to sort.</p>"
     )
 
 

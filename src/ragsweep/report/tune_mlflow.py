@@ -5,8 +5,8 @@ The parent holds the study (dataset, sampler, seed, pruning, objectives, the spa
 params and its dev, test and baseline values with the test's 95% CI, the evaluation cost (cases
 evaluated of cases possible) and each knob's importance, with the run folder's files (``tune.json``,
 ``study.db``, ``report.html``) as artifacts. A trial's child run holds its parameters, its objective values
-on the dev cases, the dev cases it evaluated, its seconds and cost; its status says what became of it
-(complete: FINISHED, pruned: KILLED, failed: FAILED). Names and the local file store follow
+on the dev cases (a complete trial's only), the dev cases it evaluated, its seconds and cost; its status says
+what became of it (complete: FINISHED, pruned: KILLED, failed: FAILED). Names and the local file store follow
 report/mlflow_log.py (``recall@5`` is logged as ``recall_at_5``).
 """
 
@@ -129,7 +129,9 @@ def _log_trial(client: Any, exp_id: str, name: str, report: TuneReport, trial: T
         for knob, value in trial.params.items():
             _flatten(knob, value, params)
         figures = {"cases_evaluated": trial.cases_evaluated, "seconds": trial.seconds, "cost": trial.cost}
-        metrics = _metric_dict(trial.values) | _metric_dict(figures)
+        # a pruned trial stopped before its last dev case: what Optuna kept of it is no value over the dev cases
+        values = trial.values if trial.state == "complete" else {}
+        metrics = _metric_dict(values) | _metric_dict(figures)
         _log_batch(client, run_id, params=params, metrics=metrics)
     except BaseException:
         client.set_terminated(run_id, status="FAILED")
