@@ -311,33 +311,36 @@ def _verdict(ours: list[tuple[float, str, str]], theirs: list[tuple[float, str, 
 
 @pytest.fixture(scope="module")
 def scored(apps, folders, fake, tmp_path_factory):
-    """ragsweep on each unchanged app: variant -> the corpus, {(question, k): lists}, every chunk, answers."""
+    """ragsweep on each unchanged app: variant -> the corpus, {(question, k): lists}, every chunk, answers.
+    The lists are asked at the depths the evaluation scores (KS and the app's own top k), so the evaluation
+    after them reads the same Pathway answers from the served-list cache (on here, as for a user) and asks
+    the LLM from them; the chunk count is the index's own, from that one run."""
     import ragsweep
     from ragsweep.datasets.schema import Case
+    from ragsweep.evaluation.loop import scored_ks
     from ragsweep.pipeline import retrieval
     from ragsweep.pipeline.config import PipelineConfig
     from ragsweep.pipeline.corpus import parse_corpus
-    from ragsweep.pipeline.store import Query, RagStore
 
     cache = tmp_path_factory.mktemp("ragsweep-cache")
     cases = [Case(id=f"q{i}", question=q) for i, q in enumerate(QUESTIONS)]
     out: dict[str, dict] = {}
-    with environment(_env(fake, folders, cache)):
+    with environment({**_env(fake, folders, cache), "RAGSWEEP_SERVED_CACHE": "1"}):
         for variant, app in apps.items():
             config = PipelineConfig.load(app)
             spec = config.parser_spec()
             corpus = parse_corpus(_folder(variant, folders), parse_fn=spec.parse_fn(), parser_id=spec.identity)
-            retrieved = retrieval.retrieve(config, corpus, cases, KS)
+            retrieved = retrieval.retrieve(config, corpus, cases, scored_ks(KS, config.top_k))
             lists = {
                 (c.question, k): [(h.score, h.doc_id, h.served_text) for h in retrieved.served[c.id][k]]
                 for c in cases
                 for k in KS
             }
-            chunks = RagStore(config, corpus).run([Query("agreement", 1)]).chunks
+            chunks = retrieved.candidates(None)
             # a question BM25 matches in every chunk (a word of each): the servers' readiness probe
             words = sorted({next(iter(re.findall(r"[A-Za-z]{5,}", c.text)), "agreement").lower() for c in chunks})
             fake.reset()
-            report = ragsweep.evaluate(app, cases, docs=_folder(variant, folders), llm=True, validate=False)
+            report = ragsweep.evaluate(app, cases, docs=_folder(variant, folders), llm=True, validate=False, ks=KS)
             requests = sorted(json.dumps(b, sort_keys=True) for p, b in fake.log if p.endswith("/chat/completions"))
             out[variant] = {"corpus": corpus, "lists": lists, "chunks": len(chunks), "requests": requests}
             out[variant]["probe"] = " ".join(words)
