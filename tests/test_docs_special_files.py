@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from test_watch import MINI, PIPELINE, RAGSWEEP, _history, _same_numbers, _wait_for
+from test_watch import MINI, PIPELINE, RAGSWEEP, _fresh_eval, _history, _same_numbers, _wait_for
 
 CASES = "12"  # the first contract's cases: each evaluation takes seconds
 
@@ -105,13 +105,7 @@ def test_a_watch_skips_them_too_and_waits_for_its_folder_to_come_back(tmp_path: 
         os.rename(away, data / "docs")  # back, with one document changed
         back = _wait_for(out, 2, proc, timeout=120)
         assert back["change"]["modified"] == [first_doc.name]
-        fresh = subprocess.run(
-            [*RAGSWEEP, "eval", "--pipeline", PIPELINE, "--dataset", str(data), "--out", str(out), "--name", "fresh",
-             "--limit", CASES, "--no-validate"],
-            capture_output=True, text=True, timeout=180,
-        )  # fmt: skip
-        assert fresh.returncode == 0, fresh.stderr[-3000:]
-        _same_numbers(out / "w" / back["run"], out / "fresh")
+        _same_numbers(out / "w" / back["run"], _fresh_eval(data, out, CASES))
         assert _live(port)["generation"] == 2 and (out / "w" / "current").resolve().name == back["run"]
         time.sleep(0.5)  # waiting for the next change
         proc.send_signal(signal.SIGINT)

@@ -68,13 +68,13 @@ def _wait_until_update_2_begins(out: Path) -> None:
         time.sleep(0.01)
 
 
-def _fresh_eval(data: Path, out: Path) -> Path:
-    done = subprocess.run(
-        [*RAGSWEEP, "eval", "--pipeline", PIPELINE, "--dataset", str(data), "--out", str(out), "--name", "fresh",
-         "--limit", CASES, "--no-validate"],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
+def _fresh_eval(data: Path, out: Path, cases: str = CASES) -> Path:
+    """`ragsweep eval` over the folder as it stands, in this process: the command's own code path, without
+    a new interpreter loading Pathway and the embedding model again (the watch is the process under test)."""
+    from ragsweep.cli import main
+
+    argv = ["eval", "--pipeline", PIPELINE, "--dataset", str(data), "--out", str(out), "--name", "fresh"]
+    assert main([*argv, "--limit", cases, "--no-validate"]) == 0
     return out / "fresh"
 
 
