@@ -69,7 +69,9 @@ FEATURES: dict[str, dict[str, str]] = {
         "terminal": "report",
     },
     "tune": {
-        **dict.fromkeys(("records", "space", "study", "trial", "summary", "search"), "evaluation"),
+        **dict.fromkeys(
+            ("records", "space", "study", "trial", "summary", "search", "replay", "parallel"), "evaluation"
+        ),
         "table": "report",
     },
 }

@@ -33,12 +33,13 @@ from ragsweep.evaluation.sweep import (
 from ragsweep.execution.base import CONFIG_FAILURES, Executor
 from ragsweep.metrics.registry import asked_budgets, lower_is_better, unknown_name
 from ragsweep.pipeline.config import PipelineConfig
+from ragsweep.tune.parallel import optimize_in_batches, parallel_trials
 from ragsweep.tune.records import TuneReport, TuneSettings
+from ragsweep.tune.replay import Enough
 from ragsweep.tune.space import Space, load_space
 from ragsweep.tune.study import (
     CASES_ATTR,
     COST_ATTR,
-    INTERRUPTED,
     PARAMS_ATTR,
     REASON_ATTR,
     SECONDS_ATTR,
@@ -49,7 +50,7 @@ from ragsweep.tune.study import (
     trial_overrides,
 )
 from ragsweep.tune.summary import tune_report
-from ragsweep.tune.trial import TrialFailed, Trials, run_trial
+from ragsweep.tune.trial import Outcome, TrialFailed, Trials, run_trial
 
 if TYPE_CHECKING:
     import optuna
@@ -119,12 +120,15 @@ def tune_into(
             print(f"resuming: {stale} trial(s) in flight when the run stopped, marked failed", file=sys.stderr)
         trials = Trials(sweep, parse_corpora(sweep), prune=tune.prune)
         restore(study, trials)
-        enough = _Enough(tune.trials, space.size())
-        if not enough.reached(study):
+        enough, budget = Enough(tune.trials, space.size()), Budget(tune, trials)
+        if (side_by_side := parallel_trials(run.executor, tune.prune)) > 1:
+            optimize_in_batches(
+                study, trials, space, side_by_side, enough, budget.passed,
+                lambda trial, outcome: trial_values(trial, outcome, plan.objectives),
+            )  # fmt: skip
+        elif not enough.reached(study):
             study.optimize(
-                lambda trial: _objective(trial, trials, space),
-                catch=(TrialFailed,),
-                callbacks=[enough, Budget(tune, trials)],
+                lambda trial: _objective(trial, trials, space), catch=(TrialFailed,), callbacks=[enough, budget]
             )
         report = tune_report(study, trials, space.shown(), tune, space.size())
         run.folder.write_json("tune.json", report.model_dump(mode="json"))
@@ -145,16 +149,23 @@ def restore(study: optuna.Study, trials: Trials) -> None:
 
 
 def _objective(trial: optuna.Trial, trials: Trials, space: Space) -> list[float]:
-    import optuna
-
-    objectives = trials.sweep.plan.objectives
     params = sample(trial, space)
     trial.set_user_attr(PARAMS_ATTR, json.dumps(params, sort_keys=True))
     try:
-        outcome = run_trial(trials, params, trial, objectives[0])
+        outcome: Outcome | Exception = run_trial(trials, params, trial, trials.sweep.plan.objectives[0])
     except (TrialFailed, *CONFIG_FAILURES) as err:
-        trial.set_user_attr(REASON_ATTR, " ".join(str(err).split()))
-        raise TrialFailed(str(err)) from err
+        outcome = err
+    return trial_values(trial, outcome, trials.sweep.plan.objectives)
+
+
+def trial_values(trial: optuna.Trial, outcome: Outcome | Exception, objectives: list[str]) -> list[float]:
+    """The trial's objective values, what it cost kept as its user attributes; TrialFailed (its reason kept)
+    when it failed or has no value of an objective, TrialPruned when pruning stopped it."""
+    import optuna
+
+    if isinstance(outcome, Exception):
+        trial.set_user_attr(REASON_ATTR, " ".join(str(outcome).split()))
+        raise TrialFailed(str(outcome)) from outcome
     trial.set_user_attr(CASES_ATTR, outcome.cases_evaluated)
     trial.set_user_attr(SECONDS_ATTR, round(outcome.seconds, 3))
     if outcome.result is None:
@@ -170,23 +181,6 @@ def _objective(trial: optuna.Trial, trials: Trials, space: Space) -> list[float]
     return [float(v) for v in values if v is not None]
 
 
-class _Enough:
-    """Stops the study once ``trials`` distinct configurations were tried (a configuration proposed again is
-    answered from the folder and not counted), the whole space was, or ten times ``trials`` trials ran."""
-
-    def __init__(self, trials: int, space_size: int | None) -> None:
-        self.trials, self.space_size = trials, space_size
-
-    def reached(self, study: optuna.Study) -> bool:
-        finished = [t for t in study.trials if t.state.is_finished()]
-        tried = len({t.user_attrs.get(PARAMS_ATTR) for t in finished if t.user_attrs.get(REASON_ATTR) != INTERRUPTED})
-        return tried >= min(self.trials, self.space_size or self.trials) or len(finished) >= 10 * self.trials
-
-    def __call__(self, study: optuna.Study, _: optuna.trial.FrozenTrial) -> None:
-        if self.reached(study):
-            study.stop()
-
-
 class Budget:
     """Stops the study before the next trial could take it past ``--max-cost`` / ``--max-calls``: the
     dearest trial so far stands for the next one."""
@@ -195,6 +189,11 @@ class Budget:
         self.tune, self.trials = tune, trials
 
     def __call__(self, study: optuna.Study, _: optuna.trial.FrozenTrial) -> None:
+        if self.passed():
+            study.stop()
+
+    def passed(self) -> bool:
+        """Whether the next trial could pass the budget (said on stderr)."""
         costs = [r.cost for r in self.trials.results.values() if r.cost is not None]
         for limit, spent in (
             (self.tune.max_calls, [c.calls for c in costs]),
@@ -205,5 +204,5 @@ class Budget:
                     f"tune: stopped: the next trial could pass the budget ({sum(spent):g} of {limit:g})",
                     file=sys.stderr,
                 )
-                study.stop()
-                return
+                return True
+        return False

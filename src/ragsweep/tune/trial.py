@@ -78,26 +78,56 @@ def case_order(cases: Sequence[Case]) -> list[Case]:
 
 def run_trial(trials: Trials, params: Overrides, trial: optuna.Trial | None, metric: str) -> Outcome:
     """``params`` evaluated on the dev cases (pruned on ``metric`` when the tune prunes and ``trial`` is given)."""
+    if trials.prune and trial is not None and config_id(params) not in trials.results:
+        sweep = trials.sweep
+        cid = _planned(sweep, params)
+        started = time.perf_counter()
+        parse_for(sweep, trials.corpora, sweep.plan.configs[cid][1])
+        return _stepped(trials, cid, trial, metric, started)
+    outcome = run_batch(trials, [params])[0]
+    if isinstance(outcome, TrialFailed):
+        raise outcome
+    return outcome
+
+
+def run_batch(trials: Trials, batch: Sequence[Overrides]) -> list[Outcome | TrialFailed]:
+    """Configurations evaluated together on the dev cases, as one sweep of them: each index's work is submitted
+    before any is gathered (on Ray they run side by side), and each has the numbers it has alone. One outcome per
+    entry: a configuration already finished, or twice in the batch, is answered from the first (no case asked)."""
     sweep = trials.sweep
+    cids = [_planned(sweep, params) for params in batch]
+    todo = list(dict.fromkeys(cid for cid in cids if cid not in trials.results))
+    started = time.perf_counter()
+    for cid in todo:
+        parse_for(sweep, trials.corpora, sweep.plan.configs[cid][1])
+    failures = Failures(scored=True)  # a failure is its configuration's own, never "the rest not run"
+    some = SweepRun(
+        sweep.plan.model_copy(update={"configs": {cid: sweep.plan.configs[cid] for cid in todo}}), sweep.base_config,
+        sweep.dataset, sweep.cases, sweep.holdout, sweep.settings, sweep.run,
+    )  # fmt: skip
+    if todo:
+        run_groups(some, trials.corpora, trials.results, failures)
+    seconds = time.perf_counter() - started  # trials evaluated side by side share the batch's time
+    outcomes: list[Outcome | TrialFailed] = []
+    first = set(todo)
+    for cid in cids:
+        if cid in failures.reasons:
+            outcomes.append(TrialFailed(failures.reasons[cid]))
+        elif cid in first:
+            first.discard(cid)
+            trials.asked += len(sweep.cases)
+            outcomes.append(Outcome(cid, trials.results[cid], len(sweep.cases), seconds))
+        else:
+            outcomes.append(Outcome(cid, trials.results[cid], 0, 0.0))
+    return outcomes
+
+
+def _planned(sweep: SweepRun, params: Overrides) -> str:
+    """The configuration's id, its pipeline added to the sweep's plan."""
     cid = config_id(params)
     if cid not in sweep.plan.configs:
         sweep.plan.configs[cid] = (params, sweep.base_config.with_overrides(params))
-    if cid in trials.results:
-        return Outcome(cid, trials.results[cid], 0, 0.0)
-    started = time.perf_counter()
-    parse_for(sweep, trials.corpora, sweep.plan.configs[cid][1])
-    if trials.prune and trial is not None:
-        return _stepped(trials, cid, trial, metric, started)
-    failures = Failures(scored=True)  # one configuration: a failure is its own, never "the rest not run"
-    one = SweepRun(
-        sweep.plan.model_copy(update={"configs": {cid: sweep.plan.configs[cid]}}), sweep.base_config, sweep.dataset,
-        sweep.cases, sweep.holdout, sweep.settings, sweep.run,
-    )  # fmt: skip
-    run_groups(one, trials.corpora, trials.results, failures)
-    if cid in failures.reasons:
-        raise TrialFailed(failures.reasons[cid])
-    trials.asked += len(sweep.cases)
-    return Outcome(cid, trials.results[cid], len(sweep.cases), time.perf_counter() - started)
+    return cid
 
 
 class TrialFailed(Exception):

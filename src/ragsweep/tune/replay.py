@@ -1,0 +1,68 @@
+"""A study replayed on known numbers: the configurations a tune would try, when each configuration's objective
+value is already known (a grid computed it), without evaluating anything.
+
+The replay runs the tune's own loop: the same sampler (:func:`~ragsweep.tune.study.make_sampler`), the same
+sampling of the space (:func:`~ragsweep.tune.study.sample`) and the same stop rule (:class:`Enough`), so a
+seed gives the trials :func:`ragsweep.tune.search.tune_into` gives on those numbers. It measures how often a
+search of ``trials`` configurations reaches the grid's best, over many seeds, at no evaluation cost.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from ragsweep.evaluation.sweep import config_id
+from ragsweep.tune.space import Space
+from ragsweep.tune.study import INTERRUPTED, PARAMS_ATTR, REASON_ATTR, make_sampler, sample
+
+if TYPE_CHECKING:
+    import optuna
+
+
+class Enough:
+    """Stops the study once ``trials`` distinct configurations were tried (a configuration proposed again is
+    answered from the folder and not counted), the whole space was, or ten times ``trials`` trials ran."""
+
+    def __init__(self, trials: int, space_size: int | None) -> None:
+        self.trials, self.space_size = trials, space_size
+
+    def reached(self, study: optuna.Study) -> bool:
+        return self.left(study) == 0
+
+    def left(self, study: optuna.Study) -> int:
+        """How many more distinct configurations the study may try (0: it is done)."""
+        finished = [t for t in study.trials if t.state.is_finished()]
+        if len(finished) >= 10 * self.trials:
+            return 0
+        tried = len({t.user_attrs.get(PARAMS_ATTR) for t in finished if t.user_attrs.get(REASON_ATTR) != INTERRUPTED})
+        return max(0, min(self.trials, self.space_size or self.trials) - tried)
+
+    def __call__(self, study: optuna.Study, _: optuna.trial.FrozenTrial) -> None:
+        if self.reached(study):
+            study.stop()
+
+
+def replay(
+    space: Space, values: Mapping[str, float], sampler: str, seed: int | None, trials: int, direction: str
+) -> list[str]:
+    """The configuration ids a study of ``trials`` configurations tries, in trial order (a repeat included),
+    when configuration ``id`` scores ``values[id]`` on the one objective (``direction``: higher|lower)."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(
+        sampler=make_sampler(sampler, space, seed, trials),
+        direction="minimize" if direction == "lower" else "maximize",
+    )
+    tried: list[str] = []
+
+    def objective(trial: optuna.Trial) -> float:
+        params = sample(trial, space)
+        trial.set_user_attr(PARAMS_ATTR, json.dumps(params, sort_keys=True))
+        tried.append(config_id(params))
+        return values[tried[-1]]
+
+    study.optimize(objective, callbacks=[Enough(trials, space.size())])
+    return tried
