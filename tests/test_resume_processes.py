@@ -56,15 +56,24 @@ def _cases(run_dir: Path) -> dict[str, dict]:
     return {r["id"]: r for r in rows}
 
 
+def _run_here(args: list[str], monkeypatch) -> None:
+    """The uninterrupted run to compare with, in this process: the command's own code path (from the
+    repository, as the processes run), without a new interpreter loading Pathway and the models."""
+    from ragsweep.cli import main
+
+    monkeypatch.chdir(ROOT)
+    assert main(args) == 0
+
+
 def _run(args: list[str]) -> subprocess.CompletedProcess:
     out = subprocess.run([*RAGSWEEP, *args], cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     return out
 
 
-def test_eval_killed_while_scoring_resumes_in_a_new_process(tmp_path):
+def test_eval_killed_while_scoring_resumes_in_a_new_process(tmp_path, monkeypatch):
     common = ["eval", "--dataset", str(MINI), "--out", str(tmp_path)]
-    _run([*common, "--name", "whole"])
+    _run_here([*common, "--name", "whole"], monkeypatch)
     whole = tmp_path / "whole"
 
     proc = _start([*common, "--name", "cut"])
@@ -97,14 +106,14 @@ def test_eval_killed_while_parsing_resumes(tmp_path):
     assert (early / "report.json").exists()
 
 
-def test_sweep_killed_between_configurations_resumes(tmp_path):
+def test_sweep_killed_between_configurations_resumes(tmp_path, monkeypatch):
     grid = tmp_path / "grid.yaml"
     grid.write_text(
         "grid:\n  top_k: [1, 3]\n  retriever_mode: [bm25, knn]\n"
         "baseline: {top_k: 3, retriever_mode: bm25}\nks: [1, 3]\n"
     )
     common = ["sweep", "--dataset", str(MINI), "--limit", "20", "--grid", str(grid), "--out", str(tmp_path)]
-    _run([*common, "--name", "whole"])
+    _run_here([*common, "--name", "whole"], monkeypatch)
     proc = _start([*common, "--name", "cut"])
     cut = tmp_path / "cut"
     _kill_when(
