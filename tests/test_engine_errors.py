@@ -9,12 +9,9 @@ embedder under an index of another width; and an error of Pathway's engine itsel
 from __future__ import annotations
 
 import json
-import logging
-import os
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +22,7 @@ from ragsweep.cli import main
 from ragsweep.core.errors import EngineError, VectorError
 from support import MINI as DATASET
 from support import ROOT
+from support.in_process import Done, run_here
 from usearch_pipeline import write_usearch_pipeline
 
 APP = ROOT / "tests" / "fixtures" / "apps" / "qa_usearch.yaml"
@@ -32,35 +30,13 @@ KEY = "sk-test-ENGINE-0123456789"
 FITS = "retriever_factory.dimensions=32"  # the fake's width: the index then takes its vectors
 
 
-@dataclass
-class Done:
-    """What a command printed and returned, as a finished process's: rc, stdout, stderr."""
-
-    returncode: int
-    stdout: str
-    stderr: str
-
-
 @pytest.fixture()
 def ragsweep_here(monkeypatch, capfd, caplog) -> Callable[..., Done]:
-    """`ragsweep <argv>` in this process, from the repository, with only the given endpoint and key in its
-    environment: the command's own code path without a new interpreter importing Pathway, torch and the
-    parsers again. What it printed is read from file descriptors 1 and 2 (a panic of Pathway's engine
-    too), and each log record that reached a handler is added to stderr as the command's own logging
-    prints it (``LEVEL:logger:message``)."""
+    """The command in this process (support.in_process) with only the given endpoint and key."""
 
-    def run(base_url: str, argv: list[str], **env: str) -> Done:
-        for name in [k for k in os.environ if k.startswith("OPENAI_")] + ["RAGSWEEP_LLM_MODEL"]:
-            monkeypatch.delenv(name, raising=False)
-        for name, value in {"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": KEY, **env}.items():
-            monkeypatch.setenv(name, value)
-        monkeypatch.chdir(ROOT)
-        capfd.readouterr()
-        caplog.clear()
-        code = main(argv)
-        said = capfd.readouterr()
-        logged = [f"{r.levelname}:{r.name}:{r.getMessage()}" for r in caplog.records if r.levelno >= logging.WARNING]
-        return Done(code, said.out, "\n".join([said.err, *logged]))
+    def run(base_url: str, argv: list[str], limit_s: float, **env: str) -> Done:
+        values = {"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": KEY, **env}
+        return run_here(argv, monkeypatch, capfd, caplog, values, limit_s, drop=("OPENAI_", "RAGSWEEP_LLM_MODEL"))
 
     return run
 
@@ -71,6 +47,7 @@ def _cli(run: Callable[..., Done], tmp_path: Path, base_url: str, name: str, *ex
     done = run(
         base_url,
         [*argv, "--out", str(tmp_path / "runs"), "--name", name],
+        120,
         RAGSWEEP_CACHE_DIR=str(tmp_path / "cache"),
         RAGSWEEP_SERVED_CACHE="1",  # a list of the broken run, once cached, would be replayed
     )
@@ -221,6 +198,7 @@ def _sweep(run: Callable[..., Done], tmp_path: Path, base_url: str, grid: str, n
     return run(
         base_url,
         [*argv, "--grid", str(path), "--out", str(tmp_path / "runs"), "--name", name, *extra],
+        180,
         RAGSWEEP_CACHE_DIR=str(tmp_path / "cache"),
     )
 

@@ -1,5 +1,5 @@
 """What a newcomer's first mistakes cost: an LLM endpoint that is not there (nothing listening, no key,
-a key refused) or a Ray address where no cluster listens ends the real command with rc 2 and one line,
+a key refused) or a Ray address where no cluster listens ends the command with rc 2 and one line,
 before any case is asked; ``ragsweep --version`` says the installed version."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
 
@@ -17,29 +18,34 @@ from fake_openai import FakeOpenAI
 from loopback import free_port
 from support import MINI as DATASET
 from support import ROOT
+from support.in_process import Done, run_here
 
 RAGSWEEP = [sys.executable, "-m", "ragsweep.cli"]
 KEY = "sk-test-FAILFAST-0123456789abcdef"
-TIMEOUT_S = 60  # the process limit; the probe itself answers in seconds
+TIMEOUT_S = 60  # a command's limit; the probe itself answers in seconds
 
 
 def _env(tmp_path: Path, **values: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "RAGSWEEP_LLM"))}
-    env["RAGSWEEP_CACHE_DIR"] = str(tmp_path / "cache")
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
-    return {**env, **values}
+    """What the command's environment sets over this one's, which loses its LLM endpoint, key and model."""
+    return {"RAGSWEEP_CACHE_DIR": str(tmp_path / "cache"), **values}
 
 
-def _run(tmp_path: Path, env: dict[str, str], *argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*RAGSWEEP, *argv], cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
+@pytest.fixture()
+def ragsweep_here(monkeypatch, capfd, caplog) -> Callable[..., Done]:
+    """The command in this process (support.in_process): the probes' code path without a new interpreter."""
+
+    def run(env: dict[str, str], *argv: str) -> Done:
+        return run_here(list(argv), monkeypatch, capfd, caplog, env, TIMEOUT_S, drop=("OPENAI_", "RAGSWEEP_LLM"))
+
+    return run
 
 
-def _eval(tmp_path: Path, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess:
+def _eval(run: Callable[..., Done], tmp_path: Path, env: dict[str, str], *extra: str) -> Done:
     argv = ["eval", "--dataset", str(DATASET), "--limit", "3", "--out", str(tmp_path / "runs"), "--name", "r"]
-    return _run(tmp_path, env, *argv, *extra)
+    return run(env, *argv, *extra)
 
 
-def _one_line_rc2(done: subprocess.CompletedProcess, *expected: str) -> str:
+def _one_line_rc2(done: Done, *expected: str) -> str:
     assert done.returncode == 2, f"rc {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     assert "Traceback" not in done.stderr + done.stdout, done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("ragsweep: error:")]
@@ -56,26 +62,26 @@ def _no_run_folder(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------- the LLM endpoint, probed first
-def test_llm_with_nothing_listening_ends_before_any_work(tmp_path):
+def test_llm_with_nothing_listening_ends_before_any_work(tmp_path, ragsweep_here):
     url = f"http://127.0.0.1:{free_port()}/v1"
-    done = _eval(tmp_path, _env(tmp_path, OPENAI_BASE_URL=url, OPENAI_API_KEY=KEY), "--llm")
+    done = _eval(ragsweep_here, tmp_path, _env(tmp_path, OPENAI_BASE_URL=url, OPENAI_API_KEY=KEY), "--llm")
     _one_line_rc2(done, f"the LLM endpoint {url} cannot be reached", "nothing listens at")
     _no_run_folder(tmp_path)
 
 
-def test_llm_with_no_key_for_openai_ends_without_a_request(tmp_path):
-    done = _eval(tmp_path, _env(tmp_path), "--llm")
+def test_llm_with_no_key_for_openai_ends_without_a_request(tmp_path, ragsweep_here):
+    done = _eval(ragsweep_here, tmp_path, _env(tmp_path), "--llm")
     _one_line_rc2(done, "the LLM endpoint https://api.openai.com/v1 needs an API key", "OPENAI_API_KEY")
     _no_run_folder(tmp_path)
 
 
 @pytest.mark.parametrize("extra", [(), ("--judge", "--ragas-llm")])
-def test_a_refused_key_is_found_by_one_probe_and_no_case_is_asked(tmp_path, extra):
+def test_a_refused_key_is_found_by_one_probe_and_no_case_is_asked(tmp_path, ragsweep_here, extra):
     """The answerer, the judge and ragas share one endpoint: one probe for all, and not one chat request."""
     server = FakeOpenAI(models_status=401).start()
     try:
         env = _env(tmp_path, OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=KEY)
-        done = _eval(tmp_path, env, *extra, "--llm")
+        done = _eval(ragsweep_here, tmp_path, env, *extra, "--llm")
     finally:
         server.stop()
     _one_line_rc2(done, f"endpoint {server.base_url} refuses the key", "http 401")
@@ -84,34 +90,34 @@ def test_a_refused_key_is_found_by_one_probe_and_no_case_is_asked(tmp_path, extr
     _no_run_folder(tmp_path)
 
 
-def test_an_llm_reranker_with_nothing_listening_ends_before_any_work(tmp_path):
+def test_an_llm_reranker_with_nothing_listening_ends_before_any_work(tmp_path, ragsweep_here):
     url = f"http://127.0.0.1:{free_port()}/v1"
     knobs = ("--set", "reranker=llm", "--set", "rerank_candidates=10", "--set", f"llm_base_url={url}")
-    done = _eval(tmp_path, _env(tmp_path, OPENAI_API_KEY=KEY), *knobs)
+    done = _eval(ragsweep_here, tmp_path, _env(tmp_path, OPENAI_API_KEY=KEY), *knobs)
     _one_line_rc2(done, f"the reranker's LLM endpoint {url} cannot be reached")
     _no_run_folder(tmp_path)
 
 
-def test_a_sweep_that_answers_probes_before_parsing(tmp_path):
+def test_a_sweep_that_answers_probes_before_parsing(tmp_path, ragsweep_here):
     url = f"http://127.0.0.1:{free_port()}/v1"
     grid = tmp_path / "grid.yaml"
     grid.write_text("grid:\n  top_k: [3, 5]\nobjectives: [recall@k]\n")
     argv = ["sweep", "--dataset", str(DATASET), "--grid", str(grid), "--limit", "3", "--out", str(tmp_path / "runs")]
-    done = _run(tmp_path, _env(tmp_path, OPENAI_BASE_URL=url, OPENAI_API_KEY=KEY), *argv, "--answers", "--llm")
+    done = ragsweep_here(_env(tmp_path, OPENAI_BASE_URL=url, OPENAI_API_KEY=KEY), *argv, "--answers", "--llm")
     _one_line_rc2(done, f"the LLM endpoint {url} cannot be reached")
     assert "parse:" not in done.stderr, done.stderr
 
 
-def test_generate_probes_its_endpoint_before_parsing(tmp_path):
+def test_generate_probes_its_endpoint_before_parsing(tmp_path, ragsweep_here):
     url = f"http://127.0.0.1:{free_port()}/v1"
     argv = ["generate", "--docs", str(DATASET / "docs"), "--out", str(tmp_path / "gen"), "--n", "2"]
-    done = _run(tmp_path, _env(tmp_path, OPENAI_BASE_URL=url, OPENAI_API_KEY=KEY), *argv)
+    done = ragsweep_here(_env(tmp_path, OPENAI_BASE_URL=url, OPENAI_API_KEY=KEY), *argv)
     _one_line_rc2(done, f"the LLM endpoint {url} cannot be reached")
     assert not (tmp_path / "gen").exists()
 
     server = FakeOpenAI(models_status=401).start()
     try:
-        done = _run(tmp_path, _env(tmp_path, OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=KEY), *argv)
+        done = ragsweep_here(_env(tmp_path, OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=KEY), *argv)
     finally:
         server.stop()
     _one_line_rc2(done, "refuses the key")
@@ -119,10 +125,10 @@ def test_generate_probes_its_endpoint_before_parsing(tmp_path):
 
 
 # ---------------------------------------------------------------- Ray
-def test_a_ray_address_where_nothing_listens_is_one_line(tmp_path):
+def test_a_ray_address_where_nothing_listens_is_one_line(tmp_path, ragsweep_here):
     pytest.importorskip("ray")
     address = f"127.0.0.1:{free_port()}"
-    done = _eval(tmp_path, _env(tmp_path), "--executor", "ray", "--ray-address", address)
+    done = _eval(ragsweep_here, tmp_path, _env(tmp_path), "--executor", "ray", "--ray-address", address)
     _one_line_rc2(done, f"--ray-address {address}: cannot connect to a Ray cluster", "nothing listens at")
     _no_run_folder(tmp_path)
 
