@@ -21,6 +21,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -130,7 +131,8 @@ def _serve_and_ask(app: Path, docs: Path, fake: FakeOpenAI, questions: list[str]
                 assert time.monotonic() < deadline, "server not ready in 180 s:\n" + log_path.read_text()[-3000:]
                 time.sleep(0.5)
             fake.reset()
-            answers = [post_json(port, "/v2/answer", {"prompt": q})["response"] for q in questions]
+            with ThreadPoolExecutor(len(questions)) as pool:  # Pathway answers a commit's requests together
+                answers = list(pool.map(lambda q: post_json(port, "/v2/answer", {"prompt": q})["response"], questions))
             return {"answers": answers, "requests": _chat_bodies(fake.log)}
         finally:
             stop(proc)

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ import pytest
 from loopback import free_port, post_json, stop
 from server_parity_app import AS_WRITTEN
 from support import ROOT
-from test_server_parity import ALL_CHUNKS_K, probe_query, ranked, served_items
+from test_server_parity import ALL_CHUNKS_K, HTTP_WORKERS, probe_query, ranked, served_items
 
 DOCS = ROOT / "datasets" / "cuad-mini" / "docs"
 APP = Path(__file__).resolve().parent / "server_parity_app.py"
@@ -66,8 +67,6 @@ def test_pathways_server_built_from_the_written_file_serves_the_scored_lists(wri
     config = PipelineConfig.load(best)
     assert config.top_k == winner.top_k  # the depth a client of the app asks at: the file's
     texts = {d.doc_id: d.text for d in corpus.documents}
-    every = RagStore(config, corpus).run([Query("agreement", 1)]).chunks
-    probe = probe_query([texts[c.doc_id][c.start : c.end] for c in every])  # BM25 matches every chunk with it
     watched = tmp_path / "texts"
     watched.mkdir()
     outlines = tmp_path / "outlines.json"
@@ -79,13 +78,17 @@ def test_pathways_server_built_from_the_written_file_serves_the_scored_lists(wri
             [sys.executable, str(APP), str(watched), str(best), json.dumps({AS_WRITTEN: port}), str(outlines)],
             stdout=log, stderr=subprocess.STDOUT, cwd=str(tmp_path), env={**os.environ},
         )  # fmt: skip
-        try:
+        try:  # the in-process run while the server starts (its imports overlap it), before any document is there
+            every = RagStore(config, corpus).run([Query("agreement", 1)]).chunks
+            probe = probe_query([texts[c.doc_id][c.start : c.end] for c in every])  # BM25 matches every chunk with it
             for doc in corpus.documents:  # the bytes the in-process store feeds, whole files only
                 staged = tmp_path / f"{doc.doc_id}.part"
                 staged.write_bytes(doc.text.encode("utf-8"))
                 os.replace(staged, watched / doc.doc_id)
             _indexed(port, proc, log_path, probe, len(every))
-            served = {c["id"]: post_json(port, "/v1/retrieve", _request(c, config.top_k)) for c in cases}
+            with ThreadPoolExecutor(HTTP_WORKERS) as pool:  # Pathway answers a commit's requests together
+                replies = pool.map(lambda c: post_json(port, "/v1/retrieve", _request(c, config.top_k)), cases)
+                served = {c["id"]: reply for c, reply in zip(cases, replies, strict=True)}
         finally:
             stop(proc)
     print(f"\nserved from {best.name}: {len(cases)} questions at k={config.top_k} over {len(every)} chunks")
