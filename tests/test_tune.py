@@ -30,6 +30,7 @@ from ragsweep.evaluation.records import ConfigResult
 from ragsweep.tune.records import TuneReport
 from ragsweep.tune.replay import replay
 from ragsweep.tune.space import load_space
+from ragsweep.tune.table import best_trials
 from support import MINI, PIPELINE
 
 NDCG5, RECALL5 = "ndcg@5", "recall@5"
@@ -197,6 +198,11 @@ def test_resumed_in_new_processes_even_killed_it_keeps_its_trials(tuned: tuple[T
     done = subprocess.run(args, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     resumed = TuneReport.model_validate_json((folder / "tune.json").read_text())
+    # the terminal table: a lost@k line for each trial it shows, as sweep's shows one per configuration
+    shown = best_trials(resumed)
+    assert shown and "lost@k: where each trial's cases were lost" in done.stdout
+    lost = {line.split("@5:")[0].strip(): line for line in done.stdout.splitlines() if " @5: " in line}
+    assert all(" (found " in lost[str(t.number)] for t in shown), done.stdout
     assert [(t.number, t.params, t.values) for t in resumed.trials[: len(first)]] == first
     interrupted = [t for t in resumed.trials if t.reason and "interrupted" in t.reason]
     assert len(interrupted) == 1 and interrupted[0].state == "failed"
@@ -222,3 +228,37 @@ def test_the_grid_sampler_equals_sweep(
         assert trial.values[NDCG5] == row.metric(NDCG5)
         stored = json.loads((grid[1] / "configs" / row.id / "result.json").read_text())
         assert stored["metrics"] == row.metrics and stored["intervals"] == row.intervals
+
+
+def test_trials_side_by_side_have_the_numbers_each_has_alone(
+    grid: tuple[TuneReport, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trials evaluated in batches, as ``--executor ray`` runs one per worker (here two at a time on the local
+    executor, asking Pathway): each has the numbers the grid gave it alone; no batch is larger than the trials left."""
+    from ragsweep.tune import parallel, search
+
+    monkeypatch.setenv("RAGSWEEP_SERVED_CACHE", "0")
+    monkeypatch.setenv("RAGSWEEP_SCORED_CACHE", "0")
+    monkeypatch.setattr(search, "parallel_trials", lambda executor, prune: 2)
+    batches: list[int] = []
+    run_batch = parallel.run_batch
+
+    def counted(trials, batch):
+        batches.append(len(batch))
+        return run_batch(trials, batch)
+
+    monkeypatch.setattr(parallel, "run_batch", counted)
+    sub = tmp_path / "sub.yaml"
+    sub.write_text(
+        "grid:\n  chunking: [{min_tokens: 100, max_tokens: 200}]\n  retriever_mode: [bm25, knn, hybrid]\n"
+        "  chunk_header: [title]\n  top_k: [5]\n"
+        "baseline: {min_tokens: 100, max_tokens: 200, retriever_mode: bm25, chunk_header: title, top_k: 5}\n"
+        f"objectives: [{NDCG5}]\nks: [5]\n"
+    )
+    report = ragsweep.tune(PIPELINE, MINI, sub, trials=3, sampler="grid", out=tmp_path, name="b")
+    assert batches == [2, 1] and [t.state for t in report.trials] == ["complete"] * 3
+    for trial in report.trials:
+        assert trial.values[NDCG5] == _result(grid, trial.config_id).metric(NDCG5), trial.config_id
+        stored = json.loads((tmp_path / "b" / "configs" / trial.config_id / "result.json").read_text())
+        assert stored["metrics"] == _result(grid, trial.config_id).metrics
+    assert report.cases_evaluated == 3 * report.dev_cases

@@ -120,7 +120,7 @@ def run_tune_cli(options: TuneOptions, args: argparse.Namespace) -> int:
     except (RunError, ExecutorError) as err:
         print(f"ragsweep: error: {err}", file=sys.stderr)
         return 2
-    print(tune_table(report))
+    print(tune_table(report, folder))
     if args.mlflow:
         # deferred: the MLflow logger is imported only when asked for
         from ragsweep.report.tune_mlflow import log_tune_to_mlflow

@@ -44,8 +44,6 @@ def optimize_in_batches(
 ) -> None:
     """The study run in batches of up to ``size`` trials until ``enough`` is reached or the budget ``passed``;
     ``record`` turns a trial's outcome into its values (raising TrialFailed for a failed one)."""
-    from optuna.trial import TrialState
-
     while (left := enough.left(study)) > 0 and not passed():
         asked = [study.ask() for _ in range(min(size, left))]
         batch = [sample(trial, space) for trial in asked]
@@ -57,8 +55,22 @@ def optimize_in_batches(
             outcomes = [TrialFailed(str(err))] * len(asked)
         for trial, outcome in zip(asked, outcomes):
             try:
-                values = record(trial, outcome)
+                values: list[float] | None = record(trial, outcome)
             except TrialFailed:
-                study.tell(trial, state=TrialState.FAIL)
-            else:
-                study.tell(trial, values)
+                values = None
+            _tell(study, trial, values)
+
+
+def _tell(study: optuna.Study, trial: optuna.Trial, values: list[float] | None) -> None:
+    """The trial told its values (None: failed). Optuna's grid sampler asks the study to stop once its grid is
+    done, which outside ``optimize()`` Optuna raises after storing the trial: ``Enough`` ends the loop instead."""
+    from optuna.trial import TrialState
+
+    try:
+        if values is None:
+            study.tell(trial, state=TrialState.FAIL)
+        else:
+            study.tell(trial, values)
+    except RuntimeError as err:
+        if "Study.stop" not in str(err):
+            raise

@@ -1,8 +1,14 @@
 """The terminal table of a tune: its best trials on the main objective, then what the search cost and the
-honest choice (dev next to test, against the baseline)."""
+honest choice (dev next to test, against the baseline), and where each shown trial's cases were lost (lost@k,
+as sweep's table shows it per configuration)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
+from ragsweep.evaluation.records import ConfigResult
+from ragsweep.report.funnel_view import lost_text
 from ragsweep.tune.records import TrialRecord, TuneReport
 
 SHOWN = 10
@@ -20,7 +26,20 @@ def best_trials(report: TuneReport, n: int = SHOWN) -> list[TrialRecord]:
     return sorted(done, key=lambda t: (t.values[main] or 0.0) * (1 if lower else -1))[:n]
 
 
-def tune_table(report: TuneReport) -> str:
+def lost_lines(folder: Path, shown: Sequence[TrialRecord]) -> list[str]:
+    """``lost@k`` of each shown trial, from the result it wrote in ``folder`` (configs/<id>/result.json)."""
+    rows = []
+    for trial in shown:
+        path = folder / "configs" / trial.config_id / "result.json"
+        if path.is_file() and (d := ConfigResult.model_validate_json(path.read_text(encoding="utf-8")).diagnosis):
+            rows.append(f"  {trial.number:>5} @{d.k}: {lost_text(d.headline())}")
+    if not rows:
+        return []
+    return ["lost@k: where each trial's cases were lost at its top_k (found + each stage = its cases)", *rows]
+
+
+def tune_table(report: TuneReport, folder: Path | None = None) -> str:
+    """The table; with the run ``folder``, each shown trial's lost@k line too."""
     main = report.objectives[0]
     head = f"{'trial':>5}  " + "  ".join(f"{m:>12}" for m in report.objectives) + f"  {'cases':>5}  params"
     lines = [f"tune: {report.n_trials} trial(s), best on dev {main} ({report.directions[main]} is better)", head]
@@ -28,6 +47,8 @@ def tune_table(report: TuneReport) -> str:
         values = "  ".join(f"{_fmt(t.values.get(m)):>12}" for m in report.objectives)
         params = ", ".join(f"{k}={v}" for k, v in sorted(t.params.items()))
         lines.append(f"{t.number:>5}  {values}  {t.cases_evaluated:>5}  {params}")
+    if folder is not None:
+        lines += lost_lines(folder, best_trials(report))
     states = {s: sum(1 for t in report.trials if t.state == s) for s in ("complete", "pruned", "failed")}
     lines.append(
         f"trials: {states['complete']} complete, {states['pruned']} pruned, {states['failed']} failed; cases "
