@@ -162,19 +162,33 @@ def test_every_retriever_is_served_through_the_stable_order():
     assert not exact_index(UsearchKnnFactory(dimensions=3, embedder=None))  # approximate: no prefix promise
 
 
-def test_the_served_lists_are_the_same_in_fresh_processes_and_with_two_workers(tie_dataset):
+def _same_lists_benchmark():
+    """benchmarks/same_lists.py as a module: its child script, its runs and its comparison."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("same_lists_benchmark", ROOT / "benchmarks" / "same_lists.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_served_lists_are_the_same_in_fresh_processes_and_with_two_workers(tie_dataset, tmp_path, capsys):
     """Every mode, every case, every depth eval scores, from two processes with their own cold
-    caches, PATHWAY_THREADS=1 then 2: identical lists (the benchmark names any that differs)."""
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "same_lists.py"), "--dataset", str(tie_dataset)]
-        + ["--modes", "bm25,knn,hybrid"],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    shown = f"exit {done.returncode}\n{done.stdout[-6000:]}\n{done.stderr[-3000:]}"
-    summary = json.loads(next(x for x in done.stdout.splitlines()[::-1] if x.startswith("JSON "))[5:])
-    assert summary["lists"] == 3 * len(QUESTIONS) * 4, shown  # 3 modes x 3 cases x k in (1, 3, 5, 10)
-    assert done.returncode == 0 and summary["differ"] == [], shown
+    caches, PATHWAY_THREADS=1 and 2: identical lists (the benchmark's runs and comparison, which name
+    any list that differs). The two processes share nothing, so they run side by side."""
+    from argparse import Namespace
+    from concurrent.futures import ThreadPoolExecutor
+
+    bench = _same_lists_benchmark()
+    args = Namespace(dataset=str(tie_dataset), pipeline="pipelines/default.yaml", modes="bm25,knn,hybrid", limit=0)
+    args.shared_cache = False  # each process its own cold cache
+    (tmp_path / "child.py").write_text(bench.CHILD)
+    with ThreadPoolExecutor(2) as pool:
+        runs = list(pool.map(lambda r: bench.run_child(tmp_path, r[0], r[1], args), (("1", 1), ("2", 2))))
+    (first, _), (second, _) = runs
+    differ = bench.report(first, second)
+    shown = capsys.readouterr().out
+    lists = sum(len(b) for m in first.values() for b in m.values())
+    assert lists == 3 * len(QUESTIONS) * 4, shown  # 3 modes x 3 cases x k in (1, 3, 5, 10)
+    assert differ == [], shown
