@@ -29,6 +29,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,13 +99,18 @@ if __name__ == "__main__":
 """
 
 
-def run_python(code_file: Path, args: list[str], cwd: Path, src: Path) -> None:
+def run_python(code_file: Path, args: list[str], cwd: Path, src: Path) -> str:
+    """The script's stdout (stripped); exits naming the tree when it fails."""
     env = {**os.environ, "PYTHONPATH": str(src)}
     done = subprocess.run([sys.executable, str(code_file), *args], cwd=cwd, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"{cwd}: {code_file.name} failed (rc {done.returncode}):\n{done.stderr[-3000:]}")
-    if done.stdout.strip():
-        print(done.stdout.strip())
+    return done.stdout.strip()
+
+
+def show(stdout: str) -> None:
+    if stdout:
+        print(stdout)
 
 
 def compare(a: Path, b: Path) -> list[str]:
@@ -142,10 +148,16 @@ def main() -> int:
         subprocess.run(["git", "worktree", "add", "--detach", "-f", str(base), args.base], cwd=ROOT, check=True,
                        capture_output=True)  # fmt: skip
         try:
-            run_python(work / "dump.py", [args.dataset, str(work / "served.json"), str(args.limit)], ROOT, ROOT / "src")
-            for name, tree in (("this", ROOT), ("base", base)):
-                run_python(work / "runner.py", [str(work / "served.json"), args.dataset, str(work / name),
-                                                str(args.limit)], tree, tree / "src")  # fmt: skip
+            show(run_python(work / "dump.py", [args.dataset, str(work / "served.json"), str(args.limit)], ROOT,
+                            ROOT / "src"))  # fmt: skip
+            # the two revisions' evals share nothing but the lists: they run side by side (one core each)
+            with ThreadPoolExecutor(2) as pool:
+                runs = [pool.submit(run_python, work / "runner.py", [str(work / "served.json"), args.dataset,
+                                    str(work / name), str(args.limit)], tree, tree / "src")
+                        for name, tree in (("this", ROOT), ("base", base))]  # fmt: skip
+                outputs = [run.result() for run in runs]  # a failed one's SystemExit, raised here
+            for stdout in outputs:
+                show(stdout)
             differ = compare(work / "base" / "run", work / "this" / "run")
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, capture_output=True)
