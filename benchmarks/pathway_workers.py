@@ -7,7 +7,7 @@ whether its lists (doc id and chunk text per rank) equal the one-process lists. 
 process writes what its ``pw.io.subscribe`` saw; the lists compared are the union.
 
     .venv/bin/python benchmarks/pathway_workers.py [--dataset datasets/cuad-mini] [--limit 123] [--repeat 3]
-    .venv/bin/python benchmarks/pathway_workers.py --smoke    # 20 cases, once each
+    .venv/bin/python benchmarks/pathway_workers.py --smoke    # 20 cases, once each, the modes side by side
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ import os
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PATHWAY = Path(sys.executable).parent / "pathway"
+MODES = ("threads-1", "threads-2", "spawn-2")  # the first one's lists are the reference
 
 # Runs in each process: one Pathway run over every (case, k), its raw answers written by qid.
 CHILD = r"""
@@ -84,15 +86,19 @@ def main() -> int:
         child = work / "child.py"
         child.write_text(CHILD)
         reference = None
-        for mode in ("threads-1", "threads-2", "spawn-2"):
-            runs = [run(mode, a.dataset, a.limit, work, child) for _ in range(a.repeat)]
-            reference = reference or runs[0]["lists"]
-            same = all(r["lists"] == reference for r in runs)
-            seconds = sorted(r["seconds"] for r in runs)
-            print(f"RESULT {mode}: {runs[0]['queries']} queries, Pathway run {seconds[len(seconds) // 2]:.2f} s "
-                  f"(median of {len(runs)}; all {', '.join(f'{s:.2f}' for s in seconds)}), lists per process "
-                  f"{runs[0]['per_process']}, same lists as threads-1: {same}")  # fmt: skip
-            summary["modes"][mode] = {"seconds": seconds, "same": same, "per_process": runs[0]["per_process"]}
+        # a smoke run's timings are not measurements: its three modes (one run each) run side by side
+        with ThreadPoolExecutor(len(MODES) if a.smoke else 1) as pool:
+            started = {mode: [pool.submit(run, mode, a.dataset, a.limit, work, child) for _ in range(a.repeat)]
+                       for mode in MODES}  # fmt: skip
+            for mode, results in started.items():
+                runs = [r.result() for r in results]
+                reference = reference or runs[0]["lists"]
+                same = all(r["lists"] == reference for r in runs)
+                seconds = sorted(r["seconds"] for r in runs)
+                print(f"RESULT {mode}: {runs[0]['queries']} queries, Pathway run {seconds[len(seconds) // 2]:.2f} s "
+                      f"(median of {len(runs)}; all {', '.join(f'{s:.2f}' for s in seconds)}), lists per process "
+                      f"{runs[0]['per_process']}, same lists as threads-1: {same}", flush=True)  # fmt: skip
+                summary["modes"][mode] = {"seconds": seconds, "same": same, "per_process": runs[0]["per_process"]}
     print("JSON " + json.dumps(summary))
     return 0 if all(m["same"] for m in summary["modes"].values()) else 1
 
