@@ -9,7 +9,7 @@ many lists are identical, and each list that differs (mode, case, k, both lists)
 
     .venv/bin/python benchmarks/same_lists.py                          # datasets/cuad, hybrid
     .venv/bin/python benchmarks/same_lists.py --modes bm25,knn,hybrid --dataset datasets/cuad-mini
-    .venv/bin/python benchmarks/same_lists.py --smoke                  # cuad-mini, 30 cases, hybrid
+    .venv/bin/python benchmarks/same_lists.py --smoke                  # cuad-mini, 30 cases, hybrid, side by side
 
 Exit status 1 when any list differs. Scores are not compared: a KNN distance computed from
 embeddings of another batch differs in its last digits; which chunks are served, in which
@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,8 +63,8 @@ def run_child(work: Path, name: str, threads: int, args: argparse.Namespace) -> 
         "RAGSWEEP_SERVED_CACHE": "0",
         "PATHWAY_THREADS": str(threads),
     }
-    if args.shared_cache:
-        env.pop("RAGSWEEP_CACHE_DIR")  # the caller's parse and embedding caches
+    if args.shared_cache:  # the caller's parse and embedding caches: its RAGSWEEP_CACHE_DIR ("": the default folder)
+        env["RAGSWEEP_CACHE_DIR"] = os.environ.get("RAGSWEEP_CACHE_DIR", "")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     out = work / f"{name}.json"
     started = time.perf_counter()
@@ -123,8 +124,13 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ragsweep-same-lists-") as tmp:
         work = Path(tmp)
         (work / "child.py").write_text(CHILD)
-        first, s1 = run_child(work, "1", 1, args)
-        second, s2 = run_child(work, "2", 2, args)
+        if args.smoke:  # its timings are not measurements: the two processes run side by side
+            with ThreadPoolExecutor(2) as pool:
+                runs = [pool.submit(run_child, work, name, threads, args) for name, threads in (("1", 1), ("2", 2))]
+                (first, s1), (second, s2) = (run.result() for run in runs)
+        else:
+            first, s1 = run_child(work, "1", 1, args)
+            second, s2 = run_child(work, "2", 2, args)
     print(f"RESULT runs: {s1:.0f} s (PATHWAY_THREADS=1), {s2:.0f} s (PATHWAY_THREADS=2)")
     differ = report(first, second)
     print(
