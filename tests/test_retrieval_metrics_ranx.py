@@ -84,7 +84,9 @@ def test_matches_ranx_on_random_small_runs():
     rng = random.Random(7)
     qrels, run = {}, {}
     for q in range(40):
-        docs = [f"d{i}" for i in range(30)]
+        # ids as wide as Cranfield's ("1400.txt"): ranx holds doc ids as fixed-width strings, so the runs of
+        # both tests share its compiled conversions (another width compiles every one of them again)
+        docs = [f"doc{i:05d}" for i in range(30)]
         judged = rng.sample(docs, rng.randint(1, 8))
         qrels[f"q{q}"] = {d: rng.randint(0, 3) for d in judged}
         qrels[f"q{q}"][judged[0]] = rng.randint(1, 3)  # at least one relevant
