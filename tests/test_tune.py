@@ -1,4 +1,4 @@
-"""`ragsweep tune` over datasets/cuad-mini: the issue's 18-configuration space (3 chunkings x bm25/knn/hybrid x
+"""`ragsweep tune` over datasets/cuad-mini: an 18-configuration space (3 chunkings x bm25/knn/hybrid x
 chunk header none/title, top_k 5) searched in 6 trials, beside the full grid computed once in the same module.
 
 The grid is ``tune --sampler grid`` over the whole space: it asks Pathway for every configuration and fills the
@@ -49,8 +49,8 @@ ks: [5]
 """
 RAGSWEEP = str(Path(sys.executable).parent / "ragsweep")
 # seeds replayed on the grid's numbers (no evaluation): how often 6 TPE trials reach the grid best's CI. Measured:
-# 30 of 30 (the exact grid best in 19 of 30). The CI on 26 dev cases is wide: 9 of the 18 configurations lie in
-# it, so 6 configurations drawn at random reach it with probability 1 - C(9,6)/C(18,6) = 99.5% as well.
+# 30 of 30 (the exact grid best in 19 of 30). The CI on the 26 dev cases with evidence is wide: 9 of the 18
+# configurations lie in it, so 6 drawn at random reach it with probability 1 - C(9,6)/C(18,6) = 99.5% as well.
 SEEDS = 30
 REACHED_AT_LEAST = 27
 
@@ -120,7 +120,7 @@ def test_six_trials_reach_the_grid_best(tuned: tuple[TuneReport, Path], grid: tu
     best_grid = _grid_best(grid)
     found = report.best.dev[NDCG5]
     assert found is not None
-    # the issue's criterion: the search's best dev value lies within the grid best's 95% interval on dev
+    # the criterion: the search's best dev value lies within the grid best's 95% interval on dev
     grid_low, grid_high = best_grid.interval(NDCG5)
     assert grid_low is not None and grid_high is not None and grid_low <= found <= grid_high
     # and the grid's best lies within the chosen trial's 95% interval on dev: the two are not told apart there
