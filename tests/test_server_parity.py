@@ -83,7 +83,7 @@ HANDBOOK = "# Tenant handbook\n\n" + "".join(
 )
 ALL_CHUNKS_K = 1000  # more than the corpus has: the probe query returns every chunk it matches
 READY_TIMEOUT = 240.0  # seconds from start-up to a fully indexed server, on 2 busy cores
-HTTP_WORKERS = 16  # concurrent requests: Pathway answers a commit's requests together
+HTTP_WORKERS = 64  # concurrent requests: Pathway answers a commit's requests together (a round per commit)
 
 
 # ------------------------------------------------------------------ comparison logic
@@ -187,12 +187,14 @@ def evaluated(corpus):
         # what eval scores: the retrieve stage (bm25/knn: prefixes of one query; hybrid: a query per k)
         retrieved = retrieval.retrieve(config, corpus, cases, KS)
         out[mode] = {(c.question, k): retrieved.served[c.id][k] for c in cases for k in KS}
-        run = RagStore(config, corpus).run([Query(probe, ALL_CHUNKS_K)] if probe else [Query("agreement", 1)])
-        chunks[mode] = sorted((c.doc_id, c.header + texts[c.doc_id][c.start : c.end]) for c in run.chunks)
-        if probe is None:
+        if probe is None:  # the chunk table of the retrieve stage's run gives the probe
+            every = retrieved.candidates(None)
+            chunks[mode] = sorted((c.doc_id, c.header + texts[c.doc_id][c.start : c.end]) for c in every)
             probe = probe_query([t for _, t in chunks[mode]])
             ready[mode] = chunks[mode]
         else:  # the probe reaches every chunk in process, so the server is ready when it does
+            run = RagStore(config, corpus).run([Query(probe, ALL_CHUNKS_K)])
+            chunks[mode] = sorted((c.doc_id, c.header + texts[c.doc_id][c.start : c.end]) for c in run.chunks)
             ready[mode] = sorted((h.doc_id, h.served_text) for h in run.hits[-1])
             if "@" not in mode:
                 assert ready[mode] == chunks[mode], f"{mode}: probe misses chunks"
