@@ -417,4 +417,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from _exit import exit_now
+
+    exit_now(main())

@@ -285,4 +285,6 @@ def _f(v) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from _exit import exit_now
+
+    exit_now(main())
