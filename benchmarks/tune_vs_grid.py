@@ -144,8 +144,7 @@ def run_grid(dataset: str, space: Path, out: Path) -> dict[str, Any]:
 
 def run_tune(dataset: str, space: Path, out: Path, trials: int, seed: int, **options: Any) -> tuple[Any, float]:
     """One study (with pruning unless ``prune=False``): its TuneReport and its wall seconds."""
-    # ragsweep.api's own name: once the ragsweep.tune package is imported, that attribute of ragsweep is the package
-    from ragsweep.api import tune
+    from ragsweep import tune
 
     t0 = time.perf_counter()
     report = tune(PIPELINE, dataset, space, trials=trials, seed=seed, out=out, **{"prune": True, **options})

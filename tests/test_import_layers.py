@@ -68,7 +68,7 @@ FEATURES: dict[str, dict[str, str]] = {
         **dict.fromkeys(("attribute", "lists"), "evaluation"),
         "terminal": "report",
     },
-    "tune": {
+    "tuning": {
         **dict.fromkeys(
             ("records", "space", "study", "trial", "summary", "search", "replay", "parallel"), "evaluation"
         ),

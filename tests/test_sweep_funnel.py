@@ -19,7 +19,7 @@ from ragsweep.report.html import write_html_report
 from ragsweep.report.runs import read_config_cases
 from ragsweep.report.terminal import sweep_table
 from ragsweep.report.tune_html import write_tune_html
-from ragsweep.tune.records import TrialRecord, TuneReport
+from ragsweep.tuning.records import TrialRecord, TuneReport
 from support import MINI, PIPELINE
 from test_report_html import chromium, dump_dom  # noqa: F401 - chromium: pytest fixture
 

@@ -27,10 +27,10 @@ import pytest
 import ragsweep
 from ragsweep.commands.inputs import load_config
 from ragsweep.evaluation.records import ConfigResult
-from ragsweep.tune.records import TuneReport
-from ragsweep.tune.replay import replay
-from ragsweep.tune.space import load_space
-from ragsweep.tune.table import best_trials
+from ragsweep.tuning.records import TuneReport
+from ragsweep.tuning.replay import replay
+from ragsweep.tuning.space import load_space
+from ragsweep.tuning.table import best_trials
 from support import MINI, PIPELINE
 
 NDCG5, RECALL5 = "ndcg@5", "recall@5"
@@ -235,7 +235,7 @@ def test_trials_side_by_side_have_the_numbers_each_has_alone(
 ) -> None:
     """Trials evaluated in batches, as ``--executor ray`` runs one per worker (here two at a time on the local
     executor, asking Pathway): each has the numbers the grid gave it alone; no batch is larger than the trials left."""
-    from ragsweep.tune import parallel, search
+    from ragsweep.tuning import parallel, search
 
     monkeypatch.setenv("RAGSWEEP_SERVED_CACHE", "0")
     monkeypatch.setenv("RAGSWEEP_SCORED_CACHE", "0")

@@ -12,9 +12,9 @@ import pytest
 import ragsweep
 from ragsweep.commands.inputs import load_config
 from ragsweep.evaluation import loop
-from ragsweep.tune.space import load_space
-from ragsweep.tune.study import grid_space, sample
-from ragsweep.tune.trial import STEPS
+from ragsweep.tuning.space import load_space
+from ragsweep.tuning.study import grid_space, sample
+from ragsweep.tuning.trial import STEPS
 from support import MINI, PIPELINE
 
 # the same pipeline serving 5 chunks or 1: recall at its own depth is far lower at 1

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ragsweep.report.tune_html import best_so_far, write_tune_html
-from ragsweep.tune.records import PairedVerdict, TrialRecord, TuneBest, TuneReport
+from ragsweep.tuning.records import PairedVerdict, TrialRecord, TuneBest, TuneReport
 from support import MINI, PIPELINE
 from test_report_html import chromium  # noqa: F401 - pytest fixture
 

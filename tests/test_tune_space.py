@@ -11,8 +11,8 @@ import pytest
 from ragsweep.cli import main
 from ragsweep.commands.inputs import load_config
 from ragsweep.core.errors import ConfigError
-from ragsweep.tune.space import load_space
-from ragsweep.tune.study import grid_space, sample
+from ragsweep.tuning.space import load_space
+from ragsweep.tuning.study import grid_space, sample
 from support import MINI, PIPELINE
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,8 +86,8 @@ def test_a_budget_stops_the_study_before_the_next_trial_could_pass_it() -> None:
     from types import SimpleNamespace
 
     from ragsweep.cost.records import ConfigCost
-    from ragsweep.tune.records import TuneSettings
-    from ragsweep.tune.search import Budget
+    from ragsweep.tuning.records import TuneSettings
+    from ragsweep.tuning.search import Budget
 
     stopped: list[bool] = []
     study = SimpleNamespace(stop=lambda: stopped.append(True))
@@ -97,3 +97,11 @@ def test_a_budget_stops_the_study_before_the_next_trial_could_pass_it() -> None:
         results[f"c{n}"] = SimpleNamespace(cost=ConfigCost(calls=40, usd=0.5))
         budget(study, None)  # 40 spent + 40 for the next: 80 <= 100, then 80 + 40 > 100
         assert stopped == ([] if n == 0 else [True] * n)
+
+
+def test_ragsweep_tune_is_the_api_function_whatever_was_imported_first() -> None:
+    import ragsweep
+    import ragsweep.api
+    import ragsweep.tuning.records  # noqa: F401 - the search's package, imported before the name is asked
+
+    assert ragsweep.tune is ragsweep.api.tune

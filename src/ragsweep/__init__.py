@@ -9,8 +9,6 @@ is cheap until one of them is used.
 from __future__ import annotations
 
 import importlib
-import types
-from typing import Any
 
 __version__ = "0.1.0"
 
@@ -19,6 +17,7 @@ _LAZY = {
     "sweep": "ragsweep.api",
     "compare": "ragsweep.api",
     "watch": "ragsweep.api",
+    "tune": "ragsweep.api",
     "Report": "ragsweep.api",
     "CaseResult": "ragsweep.evaluation.records",
     "Case": "ragsweep.datasets.schema",
@@ -26,19 +25,18 @@ _LAZY = {
     "RagStore": "ragsweep.pipeline.store",
 }
 
-__all__ = ["Case", "CaseResult", "PipelineConfig", "RagStore", "Report", "compare", "evaluate", "sweep", "tune", "watch"]
-
-
-class _TuneModule(types.ModuleType):
-    """``ragsweep.tune``: the search's package (``ragsweep.tune.records``...) is also the API's ``tune()``, so
-    the one name is callable whichever was imported first."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return importlib.import_module("ragsweep.api").tune(*args, **kwargs)
-
-
-# the package holds a docstring only: importing it here costs nothing
-importlib.import_module("ragsweep.tune").__class__ = _TuneModule
+__all__ = [
+    "Case",
+    "CaseResult",
+    "PipelineConfig",
+    "RagStore",
+    "Report",
+    "compare",
+    "evaluate",
+    "sweep",
+    "tune",
+    "watch",
+]
 
 
 def __getattr__(name: str):

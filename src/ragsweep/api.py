@@ -50,8 +50,8 @@ from ragsweep.evaluation.runfolder import file_hash
 from ragsweep.evaluation.selection import select_cases
 from ragsweep.execution.registry import check_executor
 from ragsweep.pipeline.config import PipelineConfig
-from ragsweep.tune.records import TuneReport
-from ragsweep.tune.search import tune_into
+from ragsweep.tuning.records import TuneReport
+from ragsweep.tuning.search import tune_into
 
 if TYPE_CHECKING:
     from ragsweep.report.compare import Comparison

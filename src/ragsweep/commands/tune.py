@@ -1,4 +1,4 @@
-"""`ragsweep tune`: its options turned into objects at this edge -> :func:`ragsweep.tune.search.tune_into` in one
+"""`ragsweep tune`: its options turned into objects at this edge -> :func:`ragsweep.tuning.search.tune_into` in one
 run folder -> the terminal table of the best trials (and ``--write-best``, as sweep writes it)."""
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from ragsweep.execution.local import LOCAL
 from ragsweep.execution.registry import check_executor
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.report.best_pipeline import check_best_target, write_best
-from ragsweep.tune.records import TuneReport, TuneSettings
-from ragsweep.tune.search import load_plan, tune_into
-from ragsweep.tune.study import SAMPLERS, draw
-from ragsweep.tune.table import tune_table
+from ragsweep.tuning.records import TuneReport, TuneSettings
+from ragsweep.tuning.search import load_plan, tune_into
+from ragsweep.tuning.study import SAMPLERS, draw
+from ragsweep.tuning.table import tune_table
 
 
 class TuneOptions(AnswerOptions, RunInputs):

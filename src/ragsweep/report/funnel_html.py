@@ -13,7 +13,7 @@ from ragsweep.report import svg
 from ragsweep.report.drilldown import lost_token
 from ragsweep.report.funnel_view import counts_at, depths, shown_stages
 from ragsweep.report.svg import Bar, esc
-from ragsweep.tune.records import TrialRecord
+from ragsweep.tuning.records import TrialRecord
 
 MAX_GROUP_ROWS = 40  # a table of the funnel by document beyond this is left to report.json
 STAGE_COLOURS = {

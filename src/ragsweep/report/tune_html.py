@@ -19,7 +19,7 @@ from ragsweep.report import svg
 from ragsweep.report.funnel_html import trials_funnel_html
 from ragsweep.report.html import _meta, _page
 from ragsweep.report.svg import esc, fmt
-from ragsweep.tune.records import TrialRecord, TuneBest, TuneReport
+from ragsweep.tuning.records import TrialRecord, TuneBest, TuneReport
 
 _STATE_BADGE = {"complete": "ok", "pruned": "warn", "failed": "fail"}
 

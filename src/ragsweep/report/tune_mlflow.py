@@ -27,7 +27,7 @@ from ragsweep.report.mlflow_log import (
     default_tracking_uri,
     mlflow_key,
 )
-from ragsweep.tune.records import TrialRecord, TuneReport
+from ragsweep.tuning.records import TrialRecord, TuneReport
 
 TUNE_FILE = "tune.json"
 _STATUS = {"complete": "FINISHED", "pruned": "KILLED", "failed": "FAILED"}

@@ -1,7 +1,7 @@
 """Trials side by side (``--executor ray``): Optuna's ask and tell, one trial per Ray worker at a time.
 
 A batch of trials is asked, their configurations are evaluated together as one sweep of them
-(:func:`ragsweep.tune.trial.run_batch`: each index's work is submitted to the cluster before any is gathered),
+(:func:`ragsweep.tuning.trial.run_batch`: each index's work is submitted to the cluster before any is gathered),
 then each trial is told its values. A configuration's numbers are those it has evaluated alone, in one process:
 the same sweep code scores the lists the workers served. Batches are not larger than the trials left, so a
 study stops at its ``--trials`` as one run one at a time does; a killed run leaves its batch running in the
@@ -16,10 +16,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ragsweep.execution.base import CONFIG_FAILURES, Executor
-from ragsweep.tune.replay import Enough
-from ragsweep.tune.space import Space
-from ragsweep.tune.study import PARAMS_ATTR, sample
-from ragsweep.tune.trial import Outcome, TrialFailed, Trials, run_batch
+from ragsweep.tuning.replay import Enough
+from ragsweep.tuning.space import Space
+from ragsweep.tuning.study import PARAMS_ATTR, sample
+from ragsweep.tuning.trial import Outcome, TrialFailed, Trials, run_batch
 
 if TYPE_CHECKING:
     import optuna

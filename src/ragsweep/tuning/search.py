@@ -1,9 +1,9 @@
 """A tune: Optuna proposes configurations of a space, each trial is evaluated as sweep evaluates a configuration
-(:mod:`ragsweep.tune.trial`), and the best is chosen on dev and reported on test as sweep reports its choice
+(:mod:`ragsweep.tuning.trial`), and the best is chosen on dev and reported on test as sweep reports its choice
 (:func:`ragsweep.evaluation.sweep.finish_sweep`, :func:`ragsweep.evaluation.sweep.score_on_holdout`).
 
 The run folder is a sweep's (``configs/<id>/``, ``sweep-state.json``) plus ``study.db`` (the Optuna study) and
-``tune.json`` (:class:`~ragsweep.tune.records.TuneReport`). Resumed, the study goes on from its stored trials: a
+``tune.json`` (:class:`~ragsweep.tuning.records.TuneReport`). Resumed, the study goes on from its stored trials: a
 trial the killed process left running is marked failed, and ``trials`` counts the study's finished trials.
 """
 
@@ -33,11 +33,11 @@ from ragsweep.evaluation.sweep import (
 from ragsweep.execution.base import CONFIG_FAILURES, Executor
 from ragsweep.metrics.registry import asked_budgets, lower_is_better, unknown_name
 from ragsweep.pipeline.config import PipelineConfig
-from ragsweep.tune.parallel import optimize_in_batches, parallel_trials
-from ragsweep.tune.records import TuneReport, TuneSettings
-from ragsweep.tune.replay import Enough
-from ragsweep.tune.space import Space, load_space
-from ragsweep.tune.study import (
+from ragsweep.tuning.parallel import optimize_in_batches, parallel_trials
+from ragsweep.tuning.records import TuneReport, TuneSettings
+from ragsweep.tuning.replay import Enough
+from ragsweep.tuning.space import Space, load_space
+from ragsweep.tuning.study import (
     CASES_ATTR,
     COST_ATTR,
     PARAMS_ATTR,
@@ -49,8 +49,8 @@ from ragsweep.tune.study import (
     sample,
     trial_overrides,
 )
-from ragsweep.tune.summary import tune_report
-from ragsweep.tune.trial import Outcome, TrialFailed, Trials, run_trial
+from ragsweep.tuning.summary import tune_report
+from ragsweep.tuning.trial import Outcome, TrialFailed, Trials, run_trial
 
 if TYPE_CHECKING:
     import optuna

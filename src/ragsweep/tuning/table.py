@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ragsweep.evaluation.records import ConfigResult
 from ragsweep.report.funnel_view import lost_text
-from ragsweep.tune.records import TrialRecord, TuneReport
+from ragsweep.tuning.records import TrialRecord, TuneReport
 
 SHOWN = 10
 

@@ -1,4 +1,4 @@
-"""A finished study as :class:`~ragsweep.tune.records.TuneReport`: every trial, the Pareto front, each knob's
+"""A finished study as :class:`~ragsweep.tuning.records.TuneReport`: every trial, the Pareto front, each knob's
 importance, and the best trial chosen on dev and scored on test as a sweep scores its choice."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 from ragsweep.evaluation.sweep import Sweep, config_id, finish_sweep, score_on_holdout
 from ragsweep.pipeline.scalars import Overrides
-from ragsweep.tune.records import PairedVerdict, TrialRecord, TuneBest, TuneReport, TuneSettings
-from ragsweep.tune.study import CASES_ATTR, COST_ATTR, REASON_ATTR, SECONDS_ATTR, trial_overrides
-from ragsweep.tune.trial import Trials
+from ragsweep.tuning.records import PairedVerdict, TrialRecord, TuneBest, TuneReport, TuneSettings
+from ragsweep.tuning.study import CASES_ATTR, COST_ATTR, REASON_ATTR, SECONDS_ATTR, trial_overrides
+from ragsweep.tuning.trial import Trials
 
 if TYPE_CHECKING:
     import optuna

@@ -1,9 +1,9 @@
 """A study replayed on known numbers: the configurations a tune would try, when each configuration's objective
 value is already known (a grid computed it), without evaluating anything.
 
-The replay runs the tune's own loop: the same sampler (:func:`~ragsweep.tune.study.make_sampler`), the same
-sampling of the space (:func:`~ragsweep.tune.study.sample`) and the same stop rule (:class:`Enough`), so a
-seed gives the trials :func:`ragsweep.tune.search.tune_into` gives on those numbers. It measures how often a
+The replay runs the tune's own loop: the same sampler (:func:`~ragsweep.tuning.study.make_sampler`), the same
+sampling of the space (:func:`~ragsweep.tuning.study.sample`) and the same stop rule (:class:`Enough`), so a
+seed gives the trials :func:`ragsweep.tuning.search.tune_into` gives on those numbers. It measures how often a
 search of ``trials`` configurations reaches the grid's best, over many seeds, at no evaluation cost.
 """
 
@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ragsweep.evaluation.sweep import config_id
-from ragsweep.tune.space import Space
-from ragsweep.tune.study import INTERRUPTED, PARAMS_ATTR, REASON_ATTR, make_sampler, sample
+from ragsweep.tuning.space import Space
+from ragsweep.tuning.study import INTERRUPTED, PARAMS_ATTR, REASON_ATTR, make_sampler, sample
 
 if TYPE_CHECKING:
     import optuna

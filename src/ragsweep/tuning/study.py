@@ -12,7 +12,7 @@ from ragsweep.core.errors import RunError
 from ragsweep.evaluation.sweep import config_id
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.scalars import Overrides
-from ragsweep.tune.space import OFF_WHEN, Choice, Space, label, switched_off
+from ragsweep.tuning.space import OFF_WHEN, Choice, Space, label, switched_off
 
 if TYPE_CHECKING:
     import optuna

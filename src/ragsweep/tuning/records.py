@@ -1,7 +1,7 @@
 """What ``ragsweep tune`` writes: ``tune.json`` (:class:`TuneReport`), one :class:`TrialRecord` per
 Optuna trial and the honest choice (:class:`TuneBest`): chosen on dev, reported on test.
 
-Read by the terminal table (:mod:`ragsweep.tune.table`), the HTML report and MLflow; the study itself
+Read by the terminal table (:mod:`ragsweep.tuning.table`), the HTML report and MLflow; the study itself
 (every trial's parameters and values) is Optuna's SQLite storage beside it, ``study.db``.
 """
 
