@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -70,6 +71,13 @@ def _pytest(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+def _sessions(*runs: tuple) -> list[subprocess.CompletedProcess]:
+    """Several pytest sessions (each ``(cwd, *args)``) run at once: what one session checks does not
+    depend on another running beside it."""
+    with ThreadPoolExecutor(len(runs)) as pool:
+        return list(pool.map(lambda run: _pytest(*run), runs))
+
+
 def _shown(done: subprocess.CompletedProcess) -> str:
     return f"exit {done.returncode}\n--- stdout\n{done.stdout[-4000:]}\n--- stderr\n{done.stderr[-3000:]}"
 
@@ -93,13 +101,15 @@ def test_user_project_passes_caches_between_runs_and_fails_naming_the_metric(tmp
     assert re.search(served, cold.stdout), _shown(cold)
     assert (cache / "served.sqlite").is_file() and len(list((cache / "pytest-results").glob("*.json"))) == 1
 
+    # three sessions over the warm caches, side by side (each its own process, none writes what another reads):
     # a second session, started from a sub-folder: the same rootdir; nothing changed, so the result cache answers
-    warm = _pytest(project / "tests")
+    warm, failed, typo = _sessions(
+        (project / "tests",), (project, "--ragsweep-min", "recall@5=1.01"), (project, "--ragsweep-min", "recal@5=0.9")
+    )
     assert warm.returncode == 0 and "1 passed" in warm.stdout, _shown(warm)
     assert f"ragsweep: {PIPELINE} on {DATASET}: 123 cases from the result cache in " in warm.stdout, _shown(warm)
 
     # a floor out of reach from the command line: the test fails naming the metric, CI, chance, n, worst cases
-    failed = _pytest(project, "--ragsweep-min", "recall@5=1.01")
     assert failed.returncode == 1 and "1 failed" in failed.stdout, _shown(failed)
     out = failed.stdout
     assert f"ragsweep: {PIPELINE} on {DATASET}: 1 quality check(s) failed on 123 cases:" in out, _shown(failed)
@@ -111,7 +121,6 @@ def test_user_project_passes_caches_between_runs_and_fails_naming_the_metric(tmp
     assert "Traceback" not in out and "During handling" not in out
 
     # a misspelt metric: the close names, then every metric the run has (the last of them in order too)
-    typo = _pytest(project, "--ragsweep-min", "recal@5=0.9")
     assert typo.returncode == 1, _shown(typo)
     assert "recal@5 is not a metric ragsweep computes; did you mean recall@5" in typo.stdout, _shown(typo)
     listed = _listed(typo.stdout.split("this run's metrics: ")[1].splitlines())
@@ -131,16 +140,21 @@ def test_user_project_passes_caches_between_runs_and_fails_naming_the_metric(tmp
 def test_bad_settings_are_named_without_a_traceback(tmp_path):
     project = _user_project(tmp_path)
     (project / "pytest.ini").write_text(INI.replace(PIPELINE, "rag/missing.yaml"))
-    done = _pytest(project)
+    missing, nope, no_floor = _sessions(
+        (project,),
+        (project, "--ragsweep-pipeline", str(project / PIPELINE), "--ragsweep-dataset", "nope"),
+        (project, "--ragsweep-min", "recall@5"),  # no floor: a usage error before any test runs
+    )
+    done = missing
     assert done.returncode == 1, _shown(done)
     assert "ragsweep: ragsweep_pipeline (pytest.ini): rag/missing.yaml: no such file (" in done.stdout, _shown(done)
     assert "Traceback" not in done.stdout
 
-    done = _pytest(project, "--ragsweep-pipeline", str(project / PIPELINE), "--ragsweep-dataset", "nope")
+    done = nope
     assert done.returncode == 1, _shown(done)
     assert "ragsweep: --ragsweep-dataset: nope: no such dataset folder or cases file" in done.stdout, _shown(done)
 
-    done = _pytest(project, "--ragsweep-min", "recall@5")  # no floor: a usage error before any test runs
+    done = no_floor
     assert done.returncode == 4, _shown(done)
     assert "--ragsweep-min: 'recall@5': expected METRIC=FLOOR" in done.stderr, _shown(done)
 
