@@ -105,12 +105,17 @@ def test_pdfs_the_apps_parser_cannot_read_here_stop_the_run_before_any_work(pdf_
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())  # no run folder
 
 
-def test_parser_native_runs_and_every_report_says_the_parse_is_ragsweeps(pdf_dataset, tmp_path):
+def test_parser_native_runs_and_every_report_says_the_parse_is_ragsweeps(pdf_dataset, tmp_path, monkeypatch, capsys):
+    from ragsweep.cli import main  # the command in this process: what it prints and writes is the point here
+
     app, dataset = pdf_dataset
-    done, _ = _eval(app, dataset, tmp_path / "runs", "--set", "parser=native")
-    assert done.returncode == 0, done.stderr[-2000:]
+    monkeypatch.setenv("RAGSWEEP_CACHE_DIR", str(tmp_path / "cache"))
+    argv = ["eval", "--pipeline", str(app), "--dataset", str(dataset), "--out", str(tmp_path / "runs")]
+    rc = main([*argv, "--set", "parser=native"])
+    stderr = capsys.readouterr().err
+    assert rc == 0, stderr[-2000:]
     note = "parsed by ragsweep, not by the app's parser (DoclingParser)"
-    assert note in done.stderr
+    assert note in stderr
     (run,) = (tmp_path / "runs").iterdir()
     parse = json.loads((run / "report.json").read_text())["manifest"]["pipeline"]["parser"]
     assert parse["replaced"] == "DoclingParser" and parse["by"] == "ragsweep"
