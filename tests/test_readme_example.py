@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -108,7 +109,17 @@ def test_quick_start_and_pytest_examples_run_from_the_wheel_in_an_empty_folder(t
     env = _install(_build_wheel(tmp_path), tmp_path)
     project = tmp_path / "my-project"
     project.mkdir()
-    where = _run("python -c 'import ragsweep; print(ragsweep.__file__)'", project, env)
+    # two one-line checks that read nothing the quick start writes, run beside it (each its own process)
+    pool = ThreadPoolExecutor(2)
+    where_run = pool.submit(_run, "python -c 'import ragsweep; print(ragsweep.__file__)'", project, env)
+    # the default --pipeline in a project without pipelines/default.yaml: the one the wheel ships
+    default_run = pool.submit(
+        _run,
+        "python -c 'from ragsweep.pipeline.config import PipelineConfig; print(PipelineConfig.load(\"pipelines/default.yaml\").path)'",
+        project, env,
+    )  # fmt: skip
+    pool.shutdown(wait=False)
+    where = where_run.result()
     assert where.stdout.strip().startswith(str(tmp_path / "site")), _shown(where)  # the wheel's files, not src/
 
     test_file = _run_quick_start(project, env)
@@ -133,11 +144,7 @@ def test_quick_start_and_pytest_examples_run_from_the_wheel_in_an_empty_folder(t
     assert "ragsweep: pipeline config 'rag/missing.yaml' does not exist" in failed.stdout, _shown(failed)
     assert "Traceback" not in failed.stdout and "RunError" not in failed.stdout, _shown(failed)
 
-    # the default --pipeline in a project without pipelines/default.yaml: the one the wheel ships
-    default = _run(
-        "python -c 'from ragsweep.pipeline.config import PipelineConfig; print(PipelineConfig.load(\"pipelines/default.yaml\").path)'",
-        project, env,
-    )  # fmt: skip
+    default = default_run.result()
     assert default.returncode == 0, _shown(default)
     assert Path(default.stdout.strip()) == tmp_path / "site" / "ragsweep" / "starter" / "pipeline.yaml"
 
