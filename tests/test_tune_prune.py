@@ -61,6 +61,8 @@ def test_a_worse_trial_is_stopped_after_its_first_step(tmp_path: Path, monkeypat
     assert worse.params["top_k"] == 1 and worse.state == "pruned"
     first_step = -(-report.dev_cases // STEPS)
     assert worse.cases_evaluated == first_step and "pruned after" in (worse.reason or "")
+    # a pruned trial has no value over the dev cases (Optuna keeps its last reported case as its value)
+    assert worse.values == {"recall@k": None} and better.values["recall@k"] is not None
     assert report.cases_evaluated == report.dev_cases + first_step
     assert report.cases_possible == 2 * report.dev_cases
     # the store was asked the better trial's steps, the worse trial's first step, then the test cases of the

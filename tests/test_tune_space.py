@@ -55,6 +55,27 @@ def test_ranges_and_conditional_knobs(tmp_path: Path, base) -> None:
     assert {p["reranker"] for p in seen} == {None, "encoder"}
 
 
+def test_the_size_counts_distinct_configurations(tmp_path: Path, base) -> None:
+    """A knob whose stage is off adds no configuration: bm25 and knn once each, hybrid once per rrf_k; no
+    reranker once, the encoder once per candidate count (4 x 3, not the product's 3 x 2 x 2 x 2 x 2)."""
+    path = tmp_path / "space.yaml"
+    path.write_text(
+        "space:\n  retriever_mode: [bm25, knn, hybrid]\n  rrf_k: [10, 60]\n  reranker: [null, encoder]\n"
+        "  rerank_candidates: [5, 10]\n  chunk_header: [none, title]\n"
+    )
+    space = load_space(path, base)
+    assert space.size() == 4 * 3 * 2
+    distinct: set[tuple] = set()
+
+    def objective(trial: optuna.Trial) -> float:
+        distinct.add(tuple(sorted(sample(trial, space).items())))
+        return 0.0
+
+    study = optuna.create_study(sampler=optuna.samplers.GridSampler(grid_space(space)))
+    study.optimize(objective, n_trials=3 * 2 * 2 * 2 * 2)  # the grid of every axis's values: each config reached
+    assert len(distinct) == space.size()
+
+
 BAD = {
     "unknown knob": ("  max_tokenz: [100, 200]\n", "max_tokenz"),
     "empty choice": ("  max_tokens: []\n", "max_tokens"),

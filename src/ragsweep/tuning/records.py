@@ -23,7 +23,7 @@ class TrialRecord(BaseModel):
     config_id: str  # the id sweep gives the same configuration (its cached records are shared)
     params: dict[str, Scalar]  # the pipeline overrides: the names --set and --write-best take
     state: TrialState
-    values: dict[str, float | None] = Field(default_factory=dict)  # objective -> its value on the dev cases
+    values: dict[str, float | None] = Field(default_factory=dict)  # objective -> its dev value (None unless complete)
     cases_evaluated: int = 0  # dev cases this trial queried (fewer than all of them when pruned)
     seconds: float = 0.0
     cost: float | None = None  # dollars of answer/judge/embedding calls; None where no price is known

@@ -19,6 +19,7 @@ the file and the axis, raised before any work.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from pathlib import Path
@@ -82,9 +83,28 @@ class Space(BaseModel):
     grid: SweepGrid  # the file as a grid (its ranges left out): baseline, objectives, ks, budgets
 
     def size(self) -> int | None:
-        """The configurations in the space; None where a range is continuous."""
-        sizes = [len(v) for v in self.choices.values()] + [r.size() for r in self.ranges.values()]
-        return None if any(s is None for s in sizes) else math.prod(s for s in sizes if s is not None)
+        """The distinct configurations in the space (a knob whose stage is off counts once: no ``rrf_k`` without
+        fusion); None where a range is continuous."""
+        sizes = {a: len(v) for a, v in self.choices.items()} | {a: r.size() for a, r in self.ranges.items()}
+        if any(s is None for s in sizes.values()):
+            return None
+        counts = {a: s for a, s in sizes.items() if s is not None}
+        dependents = [a for a in counts if a in OFF_WHEN]
+        switching = [a for a in self.choices if a not in OFF_WHEN and self._sets_a_switch(a)]
+        rest = math.prod(n for a, n in counts.items() if a not in dependents and a not in switching)
+        picks = itertools.product(*(self.choices[a] for a in switching))
+        return rest * sum(self._dependent_size(dict(zip(switching, pick)), dependents, counts) for pick in picks)
+
+    def _sets_a_switch(self, axis: str) -> bool:
+        switches = {switch for switch, _ in OFF_WHEN.values()}
+        return axis in switches or any(isinstance(c, dict) and switches & set(c) for c in self.choices[axis])
+
+    @staticmethod
+    def _dependent_size(picked: dict[str, Choice], dependents: list[str], counts: dict[str, int]) -> int:
+        params: Overrides = {}
+        for axis, value in picked.items():
+            params.update(value if isinstance(value, dict) else {axis: value})
+        return math.prod(1 if switched_off(a, params) else counts[a] for a in dependents)
 
     def shown(self) -> dict[str, object]:
         """The space as data (tune.json's ``space``)."""

@@ -42,7 +42,9 @@ def tune_report(study: optuna.Study, trials: Trials, space_shown: dict[str, obje
 
 def _record(trial: optuna.trial.FrozenTrial, objectives: list[str]) -> TrialRecord:
     params = trial_overrides(trial)
-    values = trial.values if trial.values is not None else [None] * len(objectives)
+    # a pruned trial's value in Optuna is its last reported case's: it has none over the dev cases
+    complete = trial.state.name == "COMPLETE" and trial.values is not None
+    values = trial.values if complete else [None] * len(objectives)
     return TrialRecord(
         number=trial.number, config_id=config_id(params), params=params, state=_STATES[trial.state.name],  # type: ignore[arg-type]
         values=dict(zip(objectives, values)), cases_evaluated=int(trial.user_attrs.get(CASES_ATTR, 0)),
