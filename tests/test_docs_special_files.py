@@ -105,7 +105,7 @@ def test_a_watch_skips_them_too_and_waits_for_its_folder_to_come_back(tmp_path: 
         os.rename(away, data / "docs")  # back, with one document changed
         back = _wait_for(out, 2, proc, timeout=120)
         assert back["change"]["modified"] == [first_doc.name]
-        _same_numbers(out / "w" / back["run"], _fresh_eval(data, out, CASES))
+        _same_numbers(out / "w" / back["run"], _fresh_eval(data, out, CASES, limit_s=180))
         assert _live(port)["generation"] == 2 and (out / "w" / "current").resolve().name == back["run"]
         time.sleep(0.5)  # waiting for the next change
         proc.send_signal(signal.SIGINT)

@@ -242,7 +242,9 @@ def test_driver_killed_mid_run_resumes_on_ray(cluster, tmp_path, monkeypatch):
     common = ["eval", "--dataset", str(MINI), "--out", str(tmp_path), "--fresh-retrieval"]
     on_ray = ["--executor", "ray", "--ray-address", cluster.address]
     monkeypatch.chdir(ROOT)  # the one-process run to compare with: the command's code path, here, as the driver's
+    started = time.monotonic()
     assert main([*common, "--name", "whole"]) == 0
+    assert time.monotonic() - started < 600, "the one-process run took over 600 s"
     proc = subprocess.Popen(_cli([*common, "--name", "cut", *on_ray]), cwd=ROOT, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
     while proc.poll() is None and time.monotonic() < deadline and not _task_pids():

@@ -62,7 +62,9 @@ def _run_here(args: list[str], monkeypatch) -> None:
     from ragsweep.cli import main
 
     monkeypatch.chdir(ROOT)
+    started = time.monotonic()
     assert main(args) == 0
+    assert time.monotonic() - started < 900, "the uninterrupted run took over 900 s"
 
 
 def _run(args: list[str]) -> subprocess.CompletedProcess:

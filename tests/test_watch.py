@@ -68,13 +68,15 @@ def _wait_until_update_2_begins(out: Path) -> None:
         time.sleep(0.01)
 
 
-def _fresh_eval(data: Path, out: Path, cases: str = CASES) -> Path:
+def _fresh_eval(data: Path, out: Path, cases: str = CASES, limit_s: float = 600) -> Path:
     """`ragsweep eval` over the folder as it stands, in this process: the command's own code path, without
     a new interpreter loading Pathway and the embedding model again (the watch is the process under test)."""
     from ragsweep.cli import main
 
     argv = ["eval", "--pipeline", PIPELINE, "--dataset", str(data), "--out", str(out), "--name", "fresh"]
+    started = time.monotonic()
     assert main([*argv, "--limit", cases, "--no-validate"]) == 0
+    assert time.monotonic() - started < limit_s, f"a fresh eval took over {limit_s:.0f} s"
     return out / "fresh"
 
 
