@@ -38,6 +38,8 @@ class Knob(BaseModel):
     over that component's definition holds it already), ``"ragsweep"`` when ragsweep applies it itself
     (``$route_docs``; a key of the stage it affects must add its value). ``check``: a further rule (a
     pydantic field validator's body: ``(value, info) -> value``, a ``ValueError`` is the message).
+    ``off_when``: (the knob that switches its stage, the values that switch it off): the knob then changes
+    nothing (``$rrf_k`` without fusion), so a search does not try it.
     """
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
@@ -56,6 +58,7 @@ class Knob(BaseModel):
     nullable: bool = False
     applied_by: Literal["component", "ragsweep"] = "component"
     checked_when_absent: bool = False  # its check runs on an absent knob too (one another knob requires)
+    off_when: tuple[str, tuple[str | None, ...]] | None = None
     check: Callable[..., Any] | None = Field(default=None, exclude=True, repr=False)
 
     def annotation(self) -> Any:

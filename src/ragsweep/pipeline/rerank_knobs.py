@@ -46,6 +46,7 @@ KNOBS = (
         message="must be a non-empty string (a model name or a local model folder), or null",
         affects="query",
         applied_by="ragsweep",
+        off_when=("reranker", (None,)),
     ),
     Knob(
         name="rerank_candidates",
@@ -57,5 +58,6 @@ KNOBS = (
         applied_by="ragsweep",
         checked_when_absent=True,  # $reranker needs it
         check=_check_candidates,
+        off_when=("reranker", (None,)),
     ),
 )

@@ -51,5 +51,13 @@ KNOBS = (
         affects="index",  # it picks the factory: a key over that factory's definition holds it
         check=_check_mode,
     ),
-    Knob(name="rrf_k", kind="float", low=0, low_open=True, message="must be a number > 0", affects="query"),
+    Knob(
+        name="rrf_k",
+        kind="float",
+        low=0,
+        low_open=True,
+        message="must be a number > 0",
+        affects="query",
+        off_when=("retriever_mode", ("bm25", "knn")),  # it weighs a fusion's parts
+    ),
 )

@@ -35,12 +35,8 @@ from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.knobs import KNOBS
 from ragsweep.pipeline.scalars import Overrides, Scalar
 
-# a knob only a stage reads -> (the knob that switches the stage, the values that switch it off)
-OFF_WHEN: dict[str, tuple[str, tuple[Scalar, ...]]] = {
-    "rerank_candidates": ("reranker", (None,)),
-    "reranker_model": ("reranker", (None,)),
-    "rrf_k": ("retriever_mode", ("bm25", "knn")),
-}
+# a knob only a stage reads -> (the knob that switches the stage, the values that switch it off), as declared
+OFF_WHEN: dict[str, tuple[str, tuple[Scalar, ...]]] = {k.name: k.off_when for k in KNOBS if k.off_when is not None}
 RANGE_KEYS = {"low", "high", "step", "log"}
 # names ragsweep reads although no file declares them (PipelineConfig.with_overrides)
 READ_BY_RAGSWEEP = ("top_k", "route_docs", "parser")
