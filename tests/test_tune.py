@@ -126,6 +126,7 @@ def test_six_trials_reach_the_grid_best(tuned: tuple[TuneReport, Path], grid: tu
     # and the grid's best lies within the chosen trial's 95% interval on dev: the two are not told apart there
     low, high = _result(grid, report.best.config_id).interval(NDCG5)
     assert low is not None and high is not None and low <= (best_grid.metric(NDCG5) or 0.0) <= high
+    assert report.best.dev_intervals[NDCG5] == (low, high)  # tune.json carries the chosen trial's dev CI
     # honest: the number of trials, dev next to test, a paired test against the baseline on test
     assert report.best.trials_tried == len(report.trials) and report.best.test and report.best.baseline
     assert report.best.paired is not None

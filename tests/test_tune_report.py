@@ -205,7 +205,9 @@ def test_a_real_tune_run_in_a_browser(chromium, real_tune: Path, tmp_path: Path)
     assert f"{report.cases_evaluated} cases evaluated of {report.cases_possible} possible" in state["study"]
     complete = [t.values[OBJ] for t in report.trials if t.state == "complete"]
     assert best_so_far(report)[-1][2] == max(complete) == report.best.dev[OBJ]  # type: ignore[union-attr]
-    assert state["best"][0].split("\t")[:2] == [OBJ, f"{report.best.dev[OBJ]:.3f}"]  # type: ignore[union-attr]
+    dev_low, dev_high = report.best.dev_intervals[OBJ]  # type: ignore[union-attr]
+    dev_shown = f"{report.best.dev[OBJ]:.3f} [{dev_low:.3f}, {dev_high:.3f}]"  # type: ignore[union-attr]
+    assert state["best"][0].split("\t")[:2] == [OBJ, dev_shown]  # the chosen trial's dev value with its CI
     # a group axis (chunking) charted by its knobs' values; a knob every trial set alike (top_k) has no chart
     assert "top_k" not in state["knobs"] and "retriever_mode" not in state["knobs"]
     assert set(state["knobs"]) <= {"chunking", "chunk_header"} and state["knobs"]

@@ -131,8 +131,10 @@ def _best_rows(best: TuneBest, metrics: Sequence[str]) -> str:
         test, base = best.test.get(m), best.baseline.get(m)
         lo, hi = best.test_intervals.get(m, (None, None))
         ci = f'<span class="ci-text">[{fmt(lo)}, {fmt(hi)}]</span>' if lo is not None else ""
+        dev_lo, dev_hi = best.dev_intervals.get(m, (None, None))
+        dev_ci = f' <span class="ci-text">[{fmt(dev_lo)}, {fmt(dev_hi)}]</span>' if dev_lo is not None else ""
         rows.append(
-            f'<tr data-metric="{esc(m)}"><td>{esc(m)}</td><td class="num">{fmt(best.dev.get(m))}</td>'
+            f'<tr data-metric="{esc(m)}"><td>{esc(m)}</td><td class="num">{fmt(best.dev.get(m))}{dev_ci}</td>'
             f'<td class="num">{fmt(test)} {ci}</td><td>{svg.ci_glyph(test, lo, hi)}</td>'
             f'<td class="num">{fmt(base)}</td></tr>'
         )

@@ -46,6 +46,7 @@ class TuneBest(BaseModel):
     config_id: str
     params: dict[str, Scalar]
     dev: dict[str, float | None] = Field(default_factory=dict)
+    dev_intervals: dict[str, tuple[float, float]] = Field(default_factory=dict)  # 95% bootstrap CI on dev
     test: dict[str, float | None] = Field(default_factory=dict)  # empty where the dataset has no test split
     test_intervals: dict[str, tuple[float, float]] = Field(default_factory=dict)  # 95% bootstrap CI
     baseline: dict[str, float | None] = Field(default_factory=dict)  # the base pipeline on the same test cases

@@ -7,6 +7,7 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ragsweep.evaluation.records import Aggregate
 from ragsweep.evaluation.sweep import Sweep, config_id, finish_sweep, score_on_holdout
 from ragsweep.pipeline.scalars import Overrides
 from ragsweep.tuning.records import PairedVerdict, TrialRecord, TuneBest, TuneReport, TuneSettings
@@ -90,6 +91,7 @@ def _best(trials: Trials, tried: dict[int, Overrides], trials_tried: int) -> Tun
     best = TuneBest(
         trial=by_cid[chosen], config_id=chosen, params=plan.configs[chosen][0],
         dev={m: results[chosen].metric(m) for m in plan.objectives}, trials_tried=trials_tried,
+        dev_intervals=_intervals(results[chosen], plan.objectives),
     )  # fmt: skip
     if not sweep.holdout:
         return best
@@ -99,13 +101,20 @@ def _best(trials: Trials, tried: dict[int, Overrides], trials_tried: int) -> Tun
     base = verdict.configs.get(plan.baseline_id)
     if test is not None:
         best.test = {m: test.metrics.get(m) for m in plan.objectives}
-        best.test_intervals = {
-            m: (lo, hi) for m in plan.objectives if len(ci := test.intervals.get(m, [])) == 2
-            and (lo := ci[0]) is not None and (hi := ci[1]) is not None
-        }  # fmt: skip
+        best.test_intervals = _intervals(test, plan.objectives)
     if base is not None:
         best.baseline = {m: base.metrics.get(m) for m in plan.objectives}
     best.paired = PairedVerdict(
         metric=main, difference=verdict.difference, p_value=verdict.p_value, significant=verdict.significant
     )
     return best
+
+
+def _intervals(scored: Aggregate, metrics: list[str]) -> dict[str, tuple[float, float]]:
+    """Each metric's 95% bootstrap CI where it has one."""
+    out: dict[str, tuple[float, float]] = {}
+    for metric in metrics:
+        low, high = scored.interval(metric)
+        if low is not None and high is not None:
+            out[metric] = (low, high)
+    return out
