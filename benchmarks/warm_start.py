@@ -13,8 +13,7 @@ fixture). Its caches are its own (``.cache/ragsweep`` in that folder): the first
   ``--base REV`` REV's code does the same (a ``git archive`` of its ``src``), for the before.
 
 Each warm figure is the min / median / max of ``--runs`` runs, whole process (start-up and exit
-included); ``--smoke`` times one pytest run of each kind, the one under ``-X importtime`` that names
-the imports. pytest's ``langsmith_plugin`` (installed with ragas, loaded by every pytest of the
+included). pytest's ``langsmith_plugin`` (installed with ragas, loaded by every pytest of the
 environment, ~1 s) is turned off by ``-p no:langsmith_plugin`` unless ``--with-langsmith``.
 
     .venv/bin/python benchmarks/warm_start.py [--dataset datasets/cuad-mini] [--runs 7] [--base 78dacee]
@@ -92,50 +91,21 @@ def run(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, subproce
     return seconds, done
 
 
-def checked(
-    label: str, cmd: list[str], cwd: Path, env: dict[str, str], must: str
-) -> tuple[float, subprocess.CompletedProcess]:
-    seconds, done = run(cmd, cwd, env)
-    if must not in done.stdout + done.stderr:
-        sys.exit(f"{label}: {must!r} not in its output:\n{done.stdout[-3000:]}")
-    return seconds, done
-
-
 def timed(label: str, cmd: list[str], cwd: Path, env: dict[str, str], runs: int, must: str) -> dict:
-    walls = [checked(label, cmd, cwd, env, must)[0] for _ in range(runs)]
-    return wall_row(label, walls)
-
-
-def wall_row(label: str, walls: list[float]) -> dict:
-    row = {"min": min(walls), "median": statistics.median(walls), "max": max(walls), "runs": len(walls)}
-    print(
-        f"RESULT {label}: median {row['median']:.2f} s (min {row['min']:.2f}, max {row['max']:.2f}, {len(walls)} runs)"
-    )
-    return row
-
-
-def timed_imports(label: str, cmd: list[str], imports_cmd: list[str], cwd: Path, env: dict[str, str],
-                  args: argparse.Namespace, must: str) -> dict:  # fmt: skip
-    """``timed``, then one more run of ``imports_cmd`` under ``-X importtime`` (``import_seconds``); a smoke
-    run (its timings are not measurements) times that one run instead of a run of its own."""
-    if not args.smoke:
-        row = timed(label, cmd, cwd, env, args.runs, must)
-        row["imports"] = import_seconds(imports_cmd, cwd, env)
-        return row
-    seconds, done = checked(label, [imports_cmd[0], "-X", "importtime", *imports_cmd[1:]], cwd, env, must)
-    row = wall_row(label, [seconds])
-    row["imports"] = imported(done)
+    walls = []
+    for _ in range(runs):
+        seconds, done = run(cmd, cwd, env)
+        if must not in done.stdout + done.stderr:
+            sys.exit(f"{label}: {must!r} not in its output:\n{done.stdout[-3000:]}")
+        walls.append(seconds)
+    row = {"min": min(walls), "median": statistics.median(walls), "max": max(walls), "runs": runs}
+    print(f"RESULT {label}: median {row['median']:.2f} s (min {row['min']:.2f}, max {row['max']:.2f}, {runs} runs)")
     return row
 
 
 def import_seconds(cmd: list[str], cwd: Path, env: dict[str, str]) -> dict:
     """One more run under ``-X importtime``: seconds of import per top-level package (own time)."""
     _, done = run([cmd[0], "-X", "importtime", *cmd[1:]], cwd, env)
-    return imported(done)
-
-
-def imported(done: subprocess.CompletedProcess) -> dict:
-    """A ``-X importtime`` run's seconds of import per top-level package (own time), and its stages."""
     own: Counter[str] = Counter()
     for line in done.stderr.splitlines():
         m = re.match(r"import time:\s+(\d+) \|\s+\d+ \|\s*(\S+)", line)
@@ -189,13 +159,13 @@ def pytest_rows(project: Path, env: dict[str, str], args: argparse.Namespace) ->
     cold, _ = run(pytest, project, env)
     print(f"RESULT pytest cold (parse, embed, Pathway, score; fills {project.name}/.cache/ragsweep): {cold:.2f} s")
     rows: dict = {"cold_s": cold}
+    rows["result_cache"] = timed("pytest warm, result cache", pytest, project, env, args.runs, "from the result cache")
     fresh = [*pytest, "--ragsweep-fresh"]
-    for key, label, cmd, must in (
-        ("result_cache", "pytest warm, result cache", pytest, "from the result cache"),
-        ("evaluated", "pytest warm, evaluated again (--ragsweep-fresh)", fresh, "served lists from the cache"),
-    ):
-        rows[key] = timed_imports(label, cmd, [*cmd, "-s"], project, env, args, must)
-    for key in ("result_cache", "evaluated"):
+    rows["evaluated"] = timed(
+        "pytest warm, evaluated again (--ragsweep-fresh)", fresh, project, env, args.runs, "served lists from the cache"
+    )
+    for key, cmd in (("result_cache", pytest), ("evaluated", fresh)):
+        rows[key]["imports"] = import_seconds([*cmd, "-s"], project, env)
         show_imports(f"pytest warm, {key.replace('_', ' ')}", rows[key]["imports"])
     return rows
 
