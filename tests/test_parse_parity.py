@@ -44,7 +44,7 @@ APP = Path(__file__).resolve().parent / "parse_parity_app.py"
 KS = (1, 3, 5, 8)
 MODES = ("bm25", "knn", "hybrid")
 READY_TIMEOUT = 240.0
-HTTP_WORKERS = 16  # concurrent requests: Pathway answers a commit's requests together
+HTTP_WORKERS = 64  # concurrent requests: Pathway answers a commit's requests together
 
 APP_YAML = """
 $sources:
