@@ -125,7 +125,23 @@ def compare(a: Path, b: Path) -> list[str]:
     same_cases = (a / "cases.jsonl").read_bytes() == (b / "cases.jsonl").read_bytes()
     lines = len((a / "cases.jsonl").read_text().splitlines())
     print(f"RESULT cases.jsonl: {lines} lines, byte-identical: {same_cases}")
+    if not same_cases:
+        print(f"RESULT cases.jsonl: {common_fields(a / 'cases.jsonl', b / 'cases.jsonl')}")
     return differ + ([] if same_cases else ["cases.jsonl"])
+
+
+def common_fields(a: Path, b: Path) -> str:
+    """Whether two case files hold the same values in the fields both write (a revision may add fields)."""
+    pairs = list(zip(a.read_text().splitlines(), b.read_text().splitlines(), strict=True))
+    only: dict[str, set[str]] = {"base": set(), "this checkout": set()}
+    same = 0
+    for line_a, line_b in pairs:
+        ca, cb = json.loads(line_a), json.loads(line_b)
+        only["base"] |= set(ca) - set(cb)
+        only["this checkout"] |= set(cb) - set(ca)
+        same += all(ca[k] == cb[k] for k in set(ca) & set(cb))
+    extra = "; ".join(f"only in {side}: {', '.join(sorted(keys))}" for side, keys in only.items() if keys)
+    return f"{same} of {len(pairs)} lines equal in the fields both write" + (f" ({extra})" if extra else "")
 
 
 def main() -> int:
