@@ -102,18 +102,24 @@ PAGE_STATE = """JSON.stringify({
 })"""
 
 
-def test_tune_page_in_a_browser(chromium, tmp_path: Path) -> None:
+def _page_state(chromium, page: Path, profile: Path) -> dict:
+    """What the page drew (PAGE_STATE), opened in headless Chromium; no console error."""
     from test_watch_live import DevTools  # deferred: it imports the report tests' module
 
-    page = write_tune_html(_report(), tmp_path)
-    assert page == tmp_path / "report.html"
-    browser = DevTools(chromium, tmp_path / "profile")
+    browser = DevTools(chromium, profile)
     try:
         browser.open(page.as_uri())
         state = json.loads(str(browser.evaluate(PAGE_STATE)))
         assert not browser.errors()
     finally:
         browser.close()
+    return state
+
+
+def test_tune_page_in_a_browser(chromium, tmp_path: Path) -> None:
+    page = write_tune_html(_report(), tmp_path)
+    assert page == tmp_path / "report.html"
+    state = _page_state(chromium, page, tmp_path / "profile")
     assert state["sections"] == ["study", "best", "trace", "knobs", "pareto", "trials"]
     assert state["plots"] == state["drawn"] == 6  # 2 trace charts, importance, 2 knobs, the Pareto front
     assert state["traceBest"] == 8  # the best so far after each trial, pruned and failed ones too
@@ -187,17 +193,9 @@ def test_the_command_writes_the_page_and_logs_each_trial_to_mlflow(real_tune: Pa
 
 
 def test_a_real_tune_run_in_a_browser(chromium, real_tune: Path, tmp_path: Path) -> None:
-    from test_watch_live import DevTools  # deferred: it imports the report tests' module
-
     report = TuneReport.model_validate_json((real_tune / "tune.json").read_text())
     page = write_tune_html(report, tmp_path / "tune.html")
-    browser = DevTools(chromium, tmp_path / "profile")
-    try:
-        browser.open(page.as_uri())
-        state = json.loads(str(browser.evaluate(PAGE_STATE)))
-        assert not browser.errors()
-    finally:
-        browser.close()
+    state = _page_state(chromium, page, tmp_path / "profile")
     assert state["sections"] == ["study", "best", "trace", "knobs", "pareto", "trials"]
     assert state["plots"] == state["drawn"] >= 4  # 2 trace charts, a knob's effect, the Pareto front
     assert state["rows"] == [t.state for t in report.trials] and len(report.trials) >= 4  # repeats are extra

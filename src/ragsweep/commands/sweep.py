@@ -68,15 +68,23 @@ def sweep_settings(options: SweepOptions) -> SweepSettings:
     )  # fmt: skip
 
 
-def run_sweep(options: SweepOptions) -> tuple[Path, SweepResult]:
-    """The sweep the options describe, in its folder (report.html written too)."""
+def checked_inputs(
+    options: RunInputs, write_best: str | None, force: bool
+) -> tuple[PipelineConfig, Dataset, list[Case]]:
+    """The executor, the inputs and the file ``--write-best`` will write, each checked before any work."""
     check_executor(options.executor_settings)
     base_config, dataset, cases = load_inputs(options)
-    if options.write_best:
+    if write_best:
         try:
-            check_best_target(options.write_best, base_config, options.force)
+            check_best_target(write_best, base_config, force)
         except ConfigError as err:
             raise RunError(str(err)) from err
+    return base_config, dataset, cases
+
+
+def run_sweep(options: SweepOptions) -> tuple[Path, SweepResult]:
+    """The sweep the options describe, in its folder (report.html written too)."""
+    base_config, dataset, cases = checked_inputs(options, options.write_best, options.force)
     where = where_of(options, sweep_name(dataset.name))
     plan = Plan(objectives=options.objectives, ks=options.ks, budgets=options.budgets, yes=options.yes)
     sweep_dir, result = sweep_into(

@@ -11,7 +11,7 @@ from pathlib import Path
 from ragsweep.commands.eval import executor_of, where_of
 from ragsweep.commands.inputs import load_inputs
 from ragsweep.commands.options import AnswerOptions, RunInputs
-from ragsweep.commands.sweep import SweepOptions, sweep_settings
+from ragsweep.commands.sweep import SweepOptions, checked_inputs, sweep_settings
 from ragsweep.core.errors import ConfigError, RunError
 from ragsweep.dry_run.sweep import SweepEstimate, estimate_sweep
 from ragsweep.evaluation.records import SweepResult
@@ -20,9 +20,8 @@ from ragsweep.evaluation.settings import SweepSettings, option
 from ragsweep.evaluation.sweep import choice_and_holdout
 from ragsweep.execution.base import ExecutorError
 from ragsweep.execution.local import LOCAL
-from ragsweep.execution.registry import check_executor
 from ragsweep.pipeline.config import PipelineConfig
-from ragsweep.report.best_pipeline import check_best_target, write_best
+from ragsweep.report.best_pipeline import write_best
 from ragsweep.tuning.records import TuneReport, TuneSettings
 from ragsweep.tuning.search import load_plan, tune_into
 from ragsweep.tuning.study import SAMPLERS, draw
@@ -70,14 +69,8 @@ def tune_name(dataset_name: str) -> str:
 
 def run_tune(options: TuneOptions) -> tuple[Path, TuneReport, SweepResult | None]:
     """The tune the options describe, in its folder; the chosen configuration written with ``--write-best``."""
-    check_executor(options.executor_settings)
-    base_config, dataset, cases = load_inputs(options)
+    base_config, dataset, cases = checked_inputs(options, options.write_best, options.force)
     settings, tune = tune_settings(options)
-    if options.write_best:
-        try:
-            check_best_target(options.write_best, base_config, options.force)
-        except ConfigError as err:
-            raise RunError(str(err)) from err
     where = where_of(options, tune_name(dataset.name))
     folder, report, scored = tune_into(base_config, dataset, cases, settings, tune, where, executor_of(options))
     write_chosen(options, scored, base_config)
