@@ -285,6 +285,6 @@ def _f(v) -> str:
 
 
 if __name__ == "__main__":
-    from _exit import exit_now
+    from lib.process_exit import exit_now
 
     exit_now(main())

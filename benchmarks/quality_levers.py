@@ -131,6 +131,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from _exit import exit_now
+    from lib.process_exit import exit_now
 
     exit_now(main())

@@ -113,6 +113,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    from _exit import exit_now
+    from lib.process_exit import exit_now
 
     exit_now(main())
