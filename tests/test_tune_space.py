@@ -120,6 +120,20 @@ def test_a_budget_stops_the_study_before_the_next_trial_could_pass_it() -> None:
         assert stopped == ([] if n == 0 else [True] * n)
 
 
+def test_a_cost_budget_stops_when_the_calls_have_no_price(capsys) -> None:
+    from types import SimpleNamespace
+
+    from ragsweep.cost.records import ConfigCost
+    from ragsweep.tuning.records import TuneSettings
+    from ragsweep.tuning.search import Budget
+
+    stopped: list[bool] = []
+    study = SimpleNamespace(stop=lambda: stopped.append(True))
+    results = {"c0": SimpleNamespace(cost=ConfigCost(calls=40, usd=None))}
+    Budget(TuneSettings(space="s.yaml", trials=9, max_cost=1.0), SimpleNamespace(results=results))(study, None)
+    assert stopped == [True] and "no price" in capsys.readouterr().err  # never counted as free
+
+
 def test_ragsweep_tune_is_the_api_function_whatever_was_imported_first() -> None:
     import ragsweep
     import ragsweep.api

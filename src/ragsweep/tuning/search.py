@@ -195,9 +195,16 @@ class Budget:
     def passed(self) -> bool:
         """Whether the next trial could pass the budget (said on stderr)."""
         costs = [r.cost for r in self.trials.results.values() if r.cost is not None]
+        if self.tune.max_cost is not None and any(c.usd is None and c.calls for c in costs):
+            # an unpriced call cannot be counted against a dollar budget: never as free
+            print(
+                "tune: stopped: --max-cost cannot be kept, the answer calls have no price ($llm_price_*)",
+                file=sys.stderr,
+            )
+            return True
         for limit, spent in (
             (self.tune.max_calls, [c.calls for c in costs]),
-            (self.tune.max_cost, [c.usd or 0.0 for c in costs]),
+            (self.tune.max_cost, [c.usd for c in costs if c.usd is not None]),
         ):
             if limit is not None and spent and sum(spent) + max(spent) > limit:
                 print(
