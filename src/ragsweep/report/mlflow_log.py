@@ -25,7 +25,8 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from ragsweep.core import starter
@@ -47,6 +48,17 @@ _BAD_KEY = re.compile(r"[^/\w.\- :]")
 _MAX_PARAM_VALUE = 6000
 _BATCH_PARAMS = 100
 _BATCH_METRICS = 1000
+
+
+@contextmanager
+def terminated(client, run_id: str, status: str = "FINISHED") -> Iterator[None]:
+    """The MLflow run ends with ``status`` when the block ends, FAILED when it raises (the error goes on)."""
+    try:
+        yield
+    except BaseException:
+        client.set_terminated(run_id, status="FAILED")
+        raise
+    client.set_terminated(run_id, status=status)
 
 
 def _offline_env() -> None:
@@ -229,17 +241,13 @@ def _log_eval(client, exp_id: str, run_dir: Path, pipeline_path) -> str:
     run_id = client.create_run(
         exp_id, run_name=run_dir.name, tags=_tags(manifest, "eval", run_dir, run.answerer)
     ).info.run_id
-    try:
+    with terminated(client, run_id):
         _log_batch(client, run_id, params=_eval_params(run), metrics=_eval_metrics(run))
         pipe = _pipeline_file(pipeline_path, manifest, run_dir)
         if pipe is not None:
             client.log_artifact(run_id, str(pipe), artifact_path="pipeline")
         files = [f for f in sorted(run_dir.rglob("*")) if f.is_file() and "mlruns" not in f.relative_to(run_dir).parts]
         _log_files(client, run_id, run_dir, files, artifact_path="run")
-    except BaseException:
-        client.set_terminated(run_id, status="FAILED")
-        raise
-    client.set_terminated(run_id, status="FINISHED")
     return run_id
 
 
@@ -343,7 +351,7 @@ def _log_config(
     cid = cfg.id
     tags = _config_tags(sweep, cid, pid)
     cid_run = client.create_run(exp_id, run_name=f"{run_dir.name}/{cid}", tags=tags).info.run_id
-    try:
+    with terminated(client, cid_run):
         cparams = dict(base_params)
         for k, v in cfg.params.items():
             _flatten(str(k), v, cparams)
@@ -354,10 +362,6 @@ def _log_config(
             files = [f for f in sorted(cdir.rglob("*")) if f.is_file()]
             _log_files(client, cid_run, cdir, files, artifact_path="run")
             _log_config_chunks(client, cid_run, cdir, chunk_tables)
-    except BaseException:
-        client.set_terminated(cid_run, status="FAILED")
-        raise
-    client.set_terminated(cid_run, status="FINISHED")
 
 
 def _log_sweep(client, exp_id: str, run_dir: Path, pipeline_path) -> str:
@@ -366,7 +370,7 @@ def _log_sweep(client, exp_id: str, run_dir: Path, pipeline_path) -> str:
     base_params = _manifest_params(manifest)
     parent_tags = _tags(manifest, "sweep", run_dir) | {"ragsweep.baseline": sweep.baseline}
     pid = client.create_run(exp_id, run_name=run_dir.name, tags=parent_tags).info.run_id
-    try:
+    with terminated(client, pid):
         _log_batch(client, pid, params=_sweep_params(sweep, base_params), metrics=_sweep_best_metrics(sweep))
         pipe = _pipeline_file(pipeline_path, manifest, run_dir)
         if pipe is not None:
@@ -376,10 +380,6 @@ def _log_sweep(client, exp_id: str, run_dir: Path, pipeline_path) -> str:
         chunk_tables: dict[Path, dict[str, dict]] = {}
         for cfg in sweep.configs:
             _log_config(client, exp_id, run_dir, sweep, cfg, pid, base_params, chunk_tables)
-    except BaseException:
-        client.set_terminated(pid, status="FAILED")
-        raise
-    client.set_terminated(pid, status="FINISHED")
     return pid
 
 

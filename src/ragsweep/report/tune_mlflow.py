@@ -26,6 +26,7 @@ from ragsweep.report.mlflow_log import (
     _offline_env,
     default_tracking_uri,
     mlflow_key,
+    terminated,
 )
 from ragsweep.tuning.records import TrialRecord, TuneReport
 
@@ -56,15 +57,11 @@ def log_tune_to_mlflow(run_dir: str | Path, tracking_uri: str | None = None, exp
     exp_id = _experiment_id(client, experiment)
     tags = {"ragsweep.kind": "tune", "ragsweep.run_dir": str(run_dir.resolve()), "mlflow.source.name": "ragsweep"}
     pid = client.create_run(exp_id, run_name=run_dir.name, tags=tags).info.run_id
-    try:
+    with terminated(client, pid):
         _log_batch(client, pid, params=_study_params(report), metrics=_study_metrics(report))
         _log_files(client, pid, run_dir, [f for f in sorted(run_dir.iterdir()) if f.is_file()], artifact_path="run")
         for trial in sorted(report.trials, key=lambda t: t.number):
             _log_trial(client, exp_id, run_dir.name, report, trial, pid)
-    except BaseException:
-        client.set_terminated(pid, status="FAILED")
-        raise
-    client.set_terminated(pid, status="FINISHED")
     return pid
 
 
@@ -124,7 +121,7 @@ def _log_trial(client: Any, exp_id: str, name: str, report: TuneReport, trial: T
     run_id = client.create_run(
         exp_id, run_name=f"{name}/trial-{trial.number}", tags=_trial_tags(report, trial, pid)
     ).info.run_id
-    try:
+    with terminated(client, run_id, _STATUS[trial.state]):
         params: dict[str, str] = {"config_id": trial.config_id, "state": trial.state}
         for knob, value in trial.params.items():
             _flatten(knob, value, params)
@@ -133,10 +130,6 @@ def _log_trial(client: Any, exp_id: str, name: str, report: TuneReport, trial: T
         values = trial.values if trial.state == "complete" else {}
         metrics = _metric_dict(values) | _metric_dict(figures)
         _log_batch(client, run_id, params=params, metrics=metrics)
-    except BaseException:
-        client.set_terminated(run_id, status="FAILED")
-        raise
-    client.set_terminated(run_id, status=_STATUS[trial.state])
 
 
 __all__ = ["log_tune_to_mlflow", "read_tune"]
