@@ -56,7 +56,7 @@ def _main(report: TuneReport) -> str:
 
 
 def _higher(report: TuneReport, objective: str) -> bool:
-    return report.directions.get(objective, "higher") == "higher"
+    return report.directions[objective] == "higher"
 
 
 def _value(trial: TrialRecord, objective: str) -> float | None:
@@ -97,7 +97,7 @@ def _study_html(report: TuneReport) -> str:
         ("dataset", esc(report.dataset)),
         (
             "objectives",
-            esc(", ".join(f"{o} ({report.directions.get(o, 'higher')} is better)" for o in report.objectives)),
+            esc(", ".join(f"{o} ({report.directions[o]} is better)" for o in report.objectives)),
         ),
         ("sampler", esc(f"{report.sampler}, seed {report.seed}" if report.seed is not None else report.sampler)),
         ("pruning", "on: paired on the same dev cases, in steps" if report.prune else "off"),
@@ -134,7 +134,7 @@ def _best_rows(best: TuneBest, metrics: Sequence[str]) -> str:
         dev_lo, dev_hi = best.dev_intervals.get(m, (None, None))
         dev_ci = f' <span class="ci-text">[{fmt(dev_lo)}, {fmt(dev_hi)}]</span>' if dev_lo is not None else ""
         rows.append(
-            f'<tr data-metric="{esc(m)}"><td>{esc(m)}</td><td class="num">{fmt(best.dev.get(m))}{dev_ci}</td>'
+            f'<tr data-metric="{esc(m)}"><td>{esc(m)}</td><td class="num">{fmt(best.dev[m])}{dev_ci}</td>'
             f'<td class="num">{fmt(test)} {ci}</td><td>{svg.ci_glyph(test, lo, hi)}</td>'
             f'<td class="num">{fmt(base)}</td></tr>'
         )

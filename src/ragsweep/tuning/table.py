@@ -21,8 +21,8 @@ def _fmt(value: float | None) -> str:
 def best_trials(report: TuneReport, n: int = SHOWN) -> list[TrialRecord]:
     """The complete trials, best first on the main objective (its direction)."""
     main = report.objectives[0]
-    done = [t for t in report.trials if t.state == "complete" and t.values.get(main) is not None]
-    lower = report.directions.get(main) == "lower"
+    done = [t for t in report.trials if t.state == "complete" and t.values[main] is not None]
+    lower = report.directions[main] == "lower"
     return sorted(done, key=lambda t: (t.values[main] or 0.0) * (1 if lower else -1))[:n]
 
 
@@ -44,7 +44,7 @@ def tune_table(report: TuneReport, folder: Path | None = None) -> str:
     head = f"{'trial':>5}  " + "  ".join(f"{m:>12}" for m in report.objectives) + f"  {'cases':>5}  params"
     lines = [f"tune: {report.n_trials} trial(s), best on dev {main} ({report.directions[main]} is better)", head]
     for t in best_trials(report):
-        values = "  ".join(f"{_fmt(t.values.get(m)):>12}" for m in report.objectives)
+        values = "  ".join(f"{_fmt(t.values[m]):>12}" for m in report.objectives)
         params = ", ".join(f"{k}={v}" for k, v in sorted(t.params.items()))
         lines.append(f"{t.number:>5}  {values}  {t.cases_evaluated:>5}  {params}")
     if folder is not None:
@@ -55,8 +55,8 @@ def tune_table(report: TuneReport, folder: Path | None = None) -> str:
         f"evaluated {report.cases_evaluated} of {report.cases_possible} ({report.dev_cases} dev case(s) a trial)"
     )
     if (best := report.best) is not None:
-        test = f", test {_fmt(best.test.get(main))}" if best.test else ""
-        lines.append(f"chosen: trial {best.trial} of {best.trials_tried} tried: dev {_fmt(best.dev.get(main))}{test}")
+        test = f", test {_fmt(best.test[main])}" if best.test else ""
+        lines.append(f"chosen: trial {best.trial} of {best.trials_tried} tried: dev {_fmt(best.dev[main])}{test}")
         if best.paired is not None and best.paired.p_value is not None:
             lines.append(
                 f"  vs the baseline on test ({main}, paired): difference {_fmt(best.paired.difference)}, "
