@@ -100,10 +100,10 @@ def _best(trials: Trials, tried: dict[int, Overrides], trials_tried: int) -> Tun
     test = verdict.configs.get(chosen)
     base = verdict.configs.get(plan.baseline_id)
     if test is not None:
-        best.test = {m: test.metrics.get(m) for m in plan.objectives}
+        best.test = {m: test.metric(m) for m in plan.objectives}
         best.test_intervals = _intervals(test, plan.objectives)
     if base is not None:
-        best.baseline = {m: base.metrics.get(m) for m in plan.objectives}
+        best.baseline = {m: base.metric(m) for m in plan.objectives}
     best.paired = PairedVerdict(
         metric=main, difference=verdict.difference, p_value=verdict.p_value, significant=verdict.significant
     )
