@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import copy
 import inspect
+import sys
+import types
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
+from importlib.machinery import EXTENSION_SUFFIXES
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import yaml
@@ -37,6 +40,8 @@ if TYPE_CHECKING:
 # a pipeline file as Pathway's loader gives it: ``$variables`` and top-level keys, each a YAML node (a
 # Value, a Variable, a constant, or a dict / list of nodes)
 LoadedTree = dict[object, object]
+
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a type made at run time (every class statement makes one)
 
 
 @dataclass
@@ -211,21 +216,54 @@ def resolve(doc: dict[object, object]) -> dict[str, object]:
             return cast("dict[str, object]", resolver.resolve(doc))
 
 
-def component_sources(raw: LoadedTree) -> dict[str, str]:
-    """The source file of every constructor a loaded tree names, by module name (a builtin or an extension
-    type has none: its package's version stands for it)."""
+def component_sources(raw: LoadedTree) -> dict[str, dict[str, str]]:
+    """Where the code of every constructor a loaded tree names is: by module, then by component
+    (``module.qualname``), its source file, or "" for Python code that has none (a module with no file,
+    code built by ``exec``). A builtin or an extension type is left out: its package's version stands
+    for it."""
     from pathway.internals.yaml_loader import Value
 
-    sources: dict[str, str] = {}
+    sources: dict[str, dict[str, str]] = {}
     for node in _loaded_nodes(raw):
-        if isinstance(node, Value) and node.constructor is not None:
-            try:
-                path = inspect.getsourcefile(node.constructor)
-            except TypeError:
-                continue
-            if path:
-                sources[getattr(node.constructor, "__module__", None) or path] = path
+        if not isinstance(node, Value) or node.constructor is None:
+            continue
+        code = node.constructor
+        path = _source_file(code)
+        if path or not _compiled(code):
+            module = getattr(code, "__module__", None) or path or "?"
+            sources.setdefault(module, {})[_component_name(code)] = path or ""
     return dict(sorted(sources.items()))
+
+
+def _source_file(code: object) -> str | None:
+    try:
+        return inspect.getsourcefile(code)  # type: ignore[arg-type]
+    except (TypeError, OSError):  # a builtin; a class of ``__main__``
+        return None
+
+
+def _component_name(code: object) -> str:
+    name = getattr(code, "__qualname__", None) or type(code).__qualname__
+    return f"{getattr(code, '__module__', None) or '?'}.{name}"
+
+
+def _compiled(code: object) -> bool:
+    """Whether code without a source file is compiled (a builtin, an extension type), not Python."""
+    if isinstance(code, types.FunctionType):  # Python bytecode, whatever file it claims
+        return False
+    if inspect.isbuiltin(code) or inspect.ismethoddescriptor(code):
+        return True
+    cls = code if isinstance(code, type) else type(code)  # a callable instance: its class's code
+    if not cls.__flags__ & _HEAP_TYPE:  # a static type is C; a class statement makes a heap type
+        return True
+    module = sys.modules.get(cls.__module__)
+    if module is None:  # a class whose module is nowhere: nothing tells that it is not Python
+        return cls.__module__ == "builtins"
+    spec = getattr(module, "__spec__", None)
+    if module.__name__ in sys.builtin_module_names or getattr(spec, "origin", None) in ("built-in", "frozen"):
+        return True  # part of the interpreter: Python's version stands for it
+    # an extension module (.so / .pyd): the installed version of its package stands for it
+    return str(getattr(module, "__file__", "") or "").endswith(tuple(EXTENSION_SUFFIXES))
 
 
 def _loaded_nodes(obj: object) -> list[object]:

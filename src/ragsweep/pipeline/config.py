@@ -390,8 +390,8 @@ class PipelineConfig:
         return self.build().fused_from_parts()
 
     @_remembered
-    def component_sources(self) -> dict[str, str]:
-        """The source file of every constructor the YAML names, by module name."""
+    def component_sources(self) -> dict[str, dict[str, str]]:
+        """The source file of every constructor the YAML names, by module, then by component ("": none)."""
         return component_sources(self.raw)
 
     # ------------------------------------------------------------- what a report records

@@ -24,6 +24,10 @@ change to a module the named classes import in turn: after editing such code, ru
 ``--fresh-retrieval`` (or ``RAGSWEEP_SERVED_CACHE=0``), which always asks Pathway and
 refreshes the cache. Each run folder's manifest says how many queries came from here.
 
+A named class or function whose source cannot be read (a deleted or unreadable file, a module loaded from a
+zip or built in memory) would enter the key as a constant, and an edit of it would be served the old lists:
+for such a pipeline the cache is off (:func:`index_fingerprint` gives None, said once on stderr).
+
 The cache is ``<cache dir>/served.sqlite`` (``RAGSWEEP_CACHE_DIR``); a damaged file is
 moved aside and the queries are asked again (:class:`ragsweep.core.cache_files.SQLiteCacheFile`).
 """
@@ -31,6 +35,7 @@ moved aside and the queries are asked again (:class:`ragsweep.core.cache_files.S
 from __future__ import annotations
 
 import json
+import sys
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -42,7 +47,7 @@ from ragsweep.core import environment
 from ragsweep.core.cache_files import BlobTable, default_cache_dir
 from ragsweep.core.environment import cuda_available
 from ragsweep.core.hits import chunk_id, chunk_source, chunk_span
-from ragsweep.core.keys import CodeDependencies, cache_key, file_digest
+from ragsweep.core.keys import CodeDependencies, cache_key, digest_blocks, read_blocks
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import Corpus
 
@@ -55,10 +60,13 @@ _CODE = CodeDependencies(
 )
 
 
-def index_fingerprint(config: PipelineConfig, corpus: Corpus) -> str:
-    """What every query of one index shares: corpus, index definition, code."""
+def index_fingerprint(config: PipelineConfig, corpus: Corpus) -> str | None:
+    """What every query of one index shares: corpus, index definition, code (None: the code of a component
+    the YAML names cannot be read, so no key could see it change: the cache is off for this index)."""
     # each class or function the YAML names, read again on every call: an edited one is a miss at once
-    components = [[module, file_digest(path) if path else "-"] for module, path in config.component_sources().items()]
+    components = component_digests(config.component_sources())
+    if components is None:
+        return None
     return cache_key(
         "served-index",
         corpus.content_hash,
@@ -69,6 +77,44 @@ def index_fingerprint(config: PipelineConfig, corpus: Corpus) -> str:
         cuda_available(),
         components,
     )
+
+
+def component_digests(sources: Mapping[str, Mapping[str, str]]) -> list[list[Any]] | None:
+    """``[module, hash of its source file]`` for each module of :meth:`PipelineConfig.component_sources`
+    (a module whose components lie in several files: the list of their hashes), or None when one
+    component's source cannot be read, said once on stderr."""
+    found: list[list[Any]] = []
+    for module, places in sources.items():
+        digests: list[str] = []
+        for name, path in places.items():
+            digest, why = _source_digest(path)
+            if digest is None:
+                _say_off(name, why)
+                return None
+            digests.append(digest)
+        unique = list(dict.fromkeys(digests))
+        found.append([module, unique[0] if len(unique) == 1 else unique])
+    return found
+
+
+def _source_digest(path: str) -> tuple[str | None, str]:
+    """A source file's hash, or None and why it cannot be had."""
+    if not path:
+        return None, "it is Python code with no source file (a module without one, code built by exec)"
+    try:
+        return digest_blocks(read_blocks(path)), ""
+    except OSError as err:
+        return None, f"its source file {path} cannot be read ({err.strerror or err})"
+
+
+_SAID: set[str] = set()  # the lines said in this process: one per component and reason, not one per query
+
+
+def _say_off(name: str, why: str) -> None:
+    line = f"ragsweep: served-list cache off: the code of {name} cannot be seen, {why}; Pathway answers every query"
+    if line not in _SAID:
+        _SAID.add(line)
+        print(line, file=sys.stderr)
 
 
 def query_key(index_key: str, text: str, k: int, metadata_filter: str | None, prefix_ks: Sequence[int]) -> str:
