@@ -114,14 +114,14 @@ def case_funnel(
     if by_k[top_k] == FOUND and lost_at_answer(correct):
         by_k[top_k] = ANSWER
     loss = [_span_loss(item, top_k, served, candidates, texts) for item in items]
-    without_context = correct is True and all(item.ranks.get(top_k) is None for item in items)
+    without_context = correct is True and all(item.ranks[top_k] is None for item in items)
     lost = by_k[top_k]
     return CaseFunnel(None if lost == FOUND else lost, by_k, loss, without_context)
 
 
 def _item_stage(item: _Item, k: int) -> str:
     """The first stage whose rule holds for ``item`` at depth ``k`` (``found``: none)."""
-    rank = item.ranks.get(k)
+    rank = item.ranks[k]
     if rank is not None:  # served within k: nothing lost it (as recall counts it)
         return FOUND
     if lost_at_parse(item.located):
@@ -231,7 +231,7 @@ def _span_loss(
     found; in the deepest list served when lost to retrieval or the reranker), the rank it had before
     the reranker, and how a span lost to the chunking lies across the chunks."""
     stage = _item_stage(item, top_k)
-    rank = item.ranks.get(top_k) if stage == FOUND else item.ranks.get(max(served))
+    rank = item.ranks[top_k] if stage == FOUND else item.ranks[max(served)]
     loss = SpanLoss(span=item.index, doc_id=item.doc_id, stage=stage, rank=rank, pre_rerank_rank=item.pre_rerank_rank)
     if stage == CHUNKING and item.text and candidates is not None and texts is not None:
         loss = loss.model_copy(update=_split_over_chunks(item, candidates, texts))
