@@ -139,7 +139,8 @@ class Aggregate(BaseModel):
 
     def level(self, metric: str, which: Literal["chance", "oracle"]) -> float | None:
         """``metric``'s chance level (a random order of each case's candidates) or oracle (the best order)."""
-        level = (self.baselines.get(metric) or {}).get(which)
+        baseline = self.baselines.get(metric)  # absent: no case has the pipeline's, chance and oracle values
+        level = None if baseline is None else baseline[which]
         return None if level is None else float(level)
 
 
