@@ -26,6 +26,7 @@ from ray.cluster_utils import Cluster
 
 import ragsweep
 from ragsweep.execution.ray_executor import worker_env
+from ragsweep.tuning.records import TuneReport
 from support import MINI, PIPELINE, ROOT
 from usearch_pipeline import write_usearch_pipeline
 
@@ -39,6 +40,17 @@ grid:
 baseline: {min_tokens: 250, max_tokens: 600, retriever_mode: hybrid}
 objectives: [recall@k, mrr@k, ndcg@k]
 ks: [1, 3, 5]
+"""
+# a tune of two configurations (bm25, knn): Ray runs both trials in one batch, one per worker
+TUNE_SPACE = """\
+grid:
+  chunking: [{min_tokens: 250, max_tokens: 600}]
+  retriever_mode: [bm25, knn]
+  chunk_header: [title]
+  top_k: [5]
+baseline: {min_tokens: 250, max_tokens: 600, retriever_mode: bm25, chunk_header: title, top_k: 5}
+objectives: [ndcg@5]
+ks: [5]
 """
 # what differs between any two runs: times, memory, how many texts this process embedded, where it ran
 VOLATILE = {
@@ -172,6 +184,89 @@ def test_sweep_of_four_configurations_on_ray_equals_one_process(cluster, tmp_pat
         # after other indexes were built there (a fresh process gives the Ray worker's value)
         assert ray_scores == pytest.approx(local_scores, rel=1e-6)
     assert on_ray.best == local.best
+
+
+# a tune's options both ways: the grid sampler's seed fixes which trial gets which configuration
+TUNE: dict[str, Any] = {"trials": 2, "sampler": "grid", "seed": 0, "limit": 40, "fresh_retrieval": True}
+
+
+@pytest.fixture(scope="module")
+def tune_space(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("space") / "space.yaml"
+    path.write_text(TUNE_SPACE)
+    return path
+
+
+@pytest.fixture(scope="module")
+def local_tune(tune_space: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[TuneReport, Path]:
+    """The tune in one process, one trial at a time (Optuna's optimize()): what the Ray runs must equal."""
+    out = tmp_path_factory.mktemp("tune-local")
+    return ragsweep.tune(PIPELINE, MINI, tune_space, out=out, name="t", **TUNE), out / "t"
+
+
+def _counted_batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The size of each batch of trials evaluated side by side from now on (none in a one-process run)."""
+    from ragsweep.tuning import parallel
+
+    batches: list[int] = []
+    run_batch = parallel.run_batch
+
+    def counted(trials: Any, batch: Any) -> Any:
+        batches.append(len(batch))
+        return run_batch(trials, batch)
+
+    monkeypatch.setattr(parallel, "run_batch", counted)
+    return batches
+
+
+def _trials(report: TuneReport) -> list[tuple[Any, ...]]:
+    return [(t.number, t.config_id, t.params, t.state, t.values) for t in report.trials]
+
+
+def _tune(run_dir: Path) -> dict[str, Any]:
+    """tune.json without what differs between any two runs: each trial's seconds (a Ray trial's are its batch's)."""
+    data = json.loads((run_dir / "tune.json").read_text())
+    for trial in data["trials"]:
+        trial.pop("seconds")
+    return data
+
+
+def test_tune_on_ray_has_the_trials_of_one_process(cluster, tune_space, local_tune, tmp_path, capfd, monkeypatch):
+    local, local_dir = local_tune
+    batches = _counted_batches(monkeypatch)
+    capfd.readouterr()
+    on_ray = ragsweep.tune(PIPELINE, MINI, tune_space, out=tmp_path, name="t", executor="ray", **TUNE)
+    said = capfd.readouterr().err.splitlines()
+    # both trials in one batch (one per worker), each index's cases sharded across the two workers
+    assert batches == [2]
+    assert sum(line == "ray: 40 case(s) in 2 task(s)" for line in said) == 2, said
+    assert len({t.config_id for t in local.trials}) == 2 and {t.state for t in local.trials} == {"complete"}
+    assert _trials(on_ray) == _trials(local)  # config ids, parameters, states, objective values
+    assert on_ray.best == local.best and local.best is not None
+    assert _tune(tmp_path / "t") == _tune(local_dir)
+    for trial in local.trials:
+        folder = Path("configs") / trial.config_id
+        ray_rows, ray_scores = _split_scores(_cases(tmp_path / "t" / folder))
+        local_rows, local_scores = _split_scores(_cases(local_dir / folder))
+        assert ray_rows and ray_rows == local_rows
+        assert ray_scores == pytest.approx(local_scores, rel=1e-6)  # tantivy's float32: see the sweep test
+        ray_result = json.loads((tmp_path / "t" / folder / "result.json").read_text())
+        local_result = json.loads((local_dir / folder / "result.json").read_text())
+        assert ray_result["metrics"] == local_result["metrics"]
+        assert ray_result["intervals"] == local_result["intervals"]
+
+
+def test_tune_on_ray_stopped_after_a_trial_resumes_its_study(cluster, tune_space, local_tune, tmp_path, monkeypatch):
+    local, local_dir = local_tune
+    batches = _counted_batches(monkeypatch)
+    first = ragsweep.tune(PIPELINE, MINI, tune_space, out=tmp_path, name="t", executor="ray", **{**TUNE, "trials": 1})
+    assert _trials(first) == _trials(local)[:1]
+    resume = str(tmp_path / "t")
+    resumed = ragsweep.tune(PIPELINE, MINI, tune_space, out=tmp_path, resume=resume, executor="ray", **TUNE)
+    assert batches == [1, 1]  # a batch is never larger than the trials left: the stored trial is not run again
+    assert _trials(resumed) == _trials(local)
+    assert resumed.best == local.best
+    assert _tune(tmp_path / "t") == _tune(local_dir)
 
 
 def test_a_document_that_kills_its_parse_worker_every_try_is_skipped_alone(cluster, tmp_path):
