@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ragsweep.evaluation.sweep import config_id
 from ragsweep.tuning.space import Space
-from ragsweep.tuning.study import INTERRUPTED, PARAMS_ATTR, REASON_ATTR, make_sampler, sample
+from ragsweep.tuning.study import INTERRUPTED, PARAMS_ATTR, TrialAttrs, make_sampler, sample
 
 if TYPE_CHECKING:
     import optuna
@@ -36,7 +36,8 @@ class Enough:
         finished = [t for t in study.trials if t.state.is_finished()]
         if len(finished) >= 10 * self.trials:
             return 0
-        tried = len({t.user_attrs.get(PARAMS_ATTR) for t in finished if t.user_attrs.get(REASON_ATTR) != INTERRUPTED})
+        attrs = [TrialAttrs.of(t) for t in finished]
+        tried = len({a.overrides for a in attrs if a.reason != INTERRUPTED})
         return max(0, min(self.trials, self.space_size or self.trials) - tried)
 
     def __call__(self, study: optuna.Study, _: optuna.trial.FrozenTrial) -> None:

@@ -8,6 +8,8 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pydantic import BaseModel
+
 from ragsweep.core.errors import RunError
 from ragsweep.evaluation.sweep import config_id
 from ragsweep.pipeline.config import PipelineConfig
@@ -27,6 +29,21 @@ CASES_ATTR = "cases_evaluated"
 SECONDS_ATTR = "seconds"
 COST_ATTR = "cost"
 INTERRUPTED = "interrupted: its process ended before the trial did"
+
+
+class TrialAttrs(BaseModel):
+    """A trial's user attributes as ragsweep sets them (each field is named as its ``*_ATTR``); a trial cut
+    short before one was set has its default."""
+
+    overrides: str | None = None  # JSON of the pipeline's overrides
+    reason: str | None = None
+    cases_evaluated: int = 0
+    seconds: float = 0.0
+    cost: float | None = None  # None: no price known
+
+    @classmethod
+    def of(cls, trial: optuna.trial.FrozenTrial) -> TrialAttrs:
+        return cls.model_validate(trial.user_attrs)
 
 
 def ordered_axes(space: Space) -> list[str]:
@@ -122,8 +139,8 @@ def fail_interrupted(study: optuna.Study) -> int:
 
 def trial_overrides(trial: optuna.trial.FrozenTrial) -> Overrides:
     """A finished trial's configuration, as it was evaluated."""
-    stored = trial.user_attrs.get(PARAMS_ATTR)
-    return json.loads(stored) if isinstance(stored, str) else {}
+    stored = TrialAttrs.of(trial).overrides
+    return json.loads(stored) if stored is not None else {}
 
 
 def draw(space: Space, base: PipelineConfig, n: int, seed: int | None) -> dict[str, PipelineConfig]:

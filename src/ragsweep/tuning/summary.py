@@ -11,7 +11,7 @@ from ragsweep.evaluation.records import Aggregate
 from ragsweep.evaluation.sweep import Sweep, config_id, finish_sweep, score_on_holdout
 from ragsweep.pipeline.scalars import Overrides
 from ragsweep.tuning.records import PairedVerdict, TrialRecord, TuneBest, TuneReport, TuneSettings
-from ragsweep.tuning.study import CASES_ATTR, COST_ATTR, REASON_ATTR, SECONDS_ATTR, trial_overrides
+from ragsweep.tuning.study import TrialAttrs, trial_overrides
 from ragsweep.tuning.trial import Trials
 
 if TYPE_CHECKING:
@@ -46,11 +46,11 @@ def _record(trial: optuna.trial.FrozenTrial, objectives: list[str]) -> TrialReco
     # a pruned trial's value in Optuna is its last reported case's: it has none over the dev cases
     complete = trial.state.name == "COMPLETE" and trial.values is not None
     values = trial.values if complete else [None] * len(objectives)
+    attrs = TrialAttrs.of(trial)
     return TrialRecord(
         number=trial.number, config_id=config_id(params), params=params, state=_STATES[trial.state.name],  # type: ignore[arg-type]
-        values=dict(zip(objectives, values)), cases_evaluated=int(trial.user_attrs.get(CASES_ATTR, 0)),
-        seconds=float(trial.user_attrs.get(SECONDS_ATTR, 0.0)), cost=trial.user_attrs.get(COST_ATTR),
-        reason=trial.user_attrs.get(REASON_ATTR),
+        values=dict(zip(objectives, values)), cases_evaluated=attrs.cases_evaluated, seconds=attrs.seconds,
+        cost=attrs.cost, reason=attrs.reason,
     )  # fmt: skip
 
 
