@@ -40,7 +40,7 @@ def compact(line: JsonObject, *, settled: bool = False) -> JsonObject:
     answer = line["answer"]
     if answer:
         out["answer"] = _without_defaults(_object(answer), Answer)
-    loss = _list(line.get("loss") or [])
+    loss = _list(line["loss"])
     if loss:
         out["loss"] = [_without_defaults(_object(span), SpanLoss) for span in loss]
     if settled:
