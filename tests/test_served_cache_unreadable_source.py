@@ -100,24 +100,36 @@ def _tree(*constructors) -> dict:
     return {f"$c{n}": Value(constructor=c, kwargs={}) for n, c in enumerate(constructors)}
 
 
-def test_code_without_a_file_is_named_and_compiled_code_is_left_to_its_version(capsys):
+def test_code_without_a_file_is_named_and_compiled_code_is_left_to_its_version(tmp_path, monkeypatch, capsys):
+    import zipfile
+
     import pathway.engine
 
     fileless = types.ModuleType("ragsweep_test_fileless")  # a module built in memory: no file at all
     exec("class Built:\n    pass\n\ndef make():\n    return Built()\n", fileless.__dict__)
-    sys.modules[fileless.__name__] = fileless
-    try:
-        extension_type = next(
-            v for v in vars(pathway.engine).values() if isinstance(v, type) and v.__module__ == "pathway.engine"
+    monkeypatch.setitem(sys.modules, fileless.__name__, fileless)
+    with zipfile.ZipFile(tmp_path / "code.zip", "w") as archive:  # imported from a zip: no file to read
+        archive.writestr(
+            "ragsweep_test_zipped.py", "class Zipped:\n    @classmethod\n    def make(cls):\n        pass\n"
         )
-        found = component_sources(_tree(fileless.Built, fileless.make, dict, math.sqrt, extension_type))
+    monkeypatch.syspath_prepend(str(tmp_path / "code.zip"))
+    extension_type = next(
+        v for v in vars(pathway.engine).values() if isinstance(v, type) and v.__module__ == "pathway.engine"
+    )
+    try:
+        zipped = importlib.import_module("ragsweep_test_zipped").Zipped
+        found = component_sources(_tree(fileless.Built, fileless.make, zipped.make, dict, math.sqrt, extension_type))
     finally:
-        sys.modules.pop(fileless.__name__)
-    # builtins and the extension type have no entry (as before: their package's version stands for them)
-    assert list(found) == ["ragsweep_test_fileless"]
-    assert found["ragsweep_test_fileless"]["ragsweep_test_fileless.Built"] == ""
+        sys.modules.pop("ragsweep_test_zipped", None)  # no later test finds it imported
+    # builtins and the extension type have no entry: their package's (or Python's) version stands for them
+    assert list(found) == ["ragsweep_test_fileless", "ragsweep_test_zipped"]
+    assert found["ragsweep_test_fileless"] == {"ragsweep_test_fileless.Built": "", "ragsweep_test_fileless.make": ""}
+    assert list(found["ragsweep_test_zipped"]) == ["ragsweep_test_zipped.Zipped.make"]  # the method's own code
+    assert served_cache.component_digests({"m": found["ragsweep_test_zipped"]}) is None
     assert served_cache.component_digests(found) is None
-    assert "ragsweep_test_fileless.Built" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert "ragsweep_test_zipped.Zipped.make" in said and "code.zip" in said and "cannot be read" in said
+    assert "ragsweep_test_fileless.Built" in said and "no source file" in said
 
 
 def test_readable_sources_keep_their_key_part(default_pipeline):

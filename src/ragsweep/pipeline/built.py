@@ -227,12 +227,18 @@ def component_sources(raw: LoadedTree) -> dict[str, dict[str, str]]:
     for node in _loaded_nodes(raw):
         if not isinstance(node, Value) or node.constructor is None:
             continue
-        code = node.constructor
+        code = _code_of(node.constructor)
         path = _source_file(code)
         if path or not _compiled(code):
             module = getattr(code, "__module__", None) or path or "?"
             sources.setdefault(module, {})[_component_name(code)] = path or ""
     return dict(sorted(sources.items()))
+
+
+def _code_of(constructor: object) -> object:
+    """The class or function whose code a constructor runs: a bound method's function, an instance's class."""
+    code = getattr(constructor, "__func__", constructor)
+    return code if inspect.isclass(code) or inspect.isroutine(code) else type(code)
 
 
 def _source_file(code: object) -> str | None:
@@ -243,8 +249,7 @@ def _source_file(code: object) -> str | None:
 
 
 def _component_name(code: object) -> str:
-    name = getattr(code, "__qualname__", None) or type(code).__qualname__
-    return f"{getattr(code, '__module__', None) or '?'}.{name}"
+    return f"{getattr(code, '__module__', None) or '?'}.{getattr(code, '__qualname__', '?')}"
 
 
 def _compiled(code: object) -> bool:
@@ -253,12 +258,12 @@ def _compiled(code: object) -> bool:
         return False
     if inspect.isbuiltin(code) or inspect.ismethoddescriptor(code):
         return True
-    cls = code if isinstance(code, type) else type(code)  # a callable instance: its class's code
+    cls = code if isinstance(code, type) else type(code)  # a method descriptor of C, a wrapper...
     if not cls.__flags__ & _HEAP_TYPE:  # a static type is C; a class statement makes a heap type
         return True
     module = sys.modules.get(cls.__module__)
-    if module is None:  # a class whose module is nowhere: nothing tells that it is not Python
-        return cls.__module__ == "builtins"
+    if module is None:  # its module is nowhere: nothing tells that it is not Python (the safe side: not)
+        return False
     spec = getattr(module, "__spec__", None)
     if module.__name__ in sys.builtin_module_names or getattr(spec, "origin", None) in ("built-in", "frozen"):
         return True  # part of the interpreter: Python's version stands for it
