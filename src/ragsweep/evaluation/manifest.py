@@ -22,6 +22,7 @@ from pydantic import (
 from pydantic.functional_validators import ModelWrapValidatorHandler
 
 from ragsweep.pipeline.app_components import Spent
+from ragsweep.pipeline.corpus import SkippedDocument
 
 
 class AsSet(BaseModel):
@@ -62,7 +63,7 @@ class CorpusManifest(AsSet):
     docs_dir: str | None = None
     hash: str | None = None
     documents: int | None = None
-    skipped: list[dict[str, Any]] | None = None
+    skipped: list[SkippedDocument] | None = None
     pdf_pipeline: str | None = None
     parsers: list[str] | None = None
     parse_warnings: dict[str, list[str]] | None = None

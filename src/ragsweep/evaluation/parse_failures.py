@@ -15,7 +15,7 @@ from ragsweep.pipeline.parser_spec import SERVED_APP_ENDS
 def parser_failures(corpus: CorpusManifest | None) -> list[str]:
     """The documents of a run that the app's parser raised on."""
     skipped = corpus.skipped if corpus is not None else None
-    return [str(s.get("doc_id")) for s in skipped or [] if SERVED_APP_ENDS in str(s.get("reason", ""))]
+    return [s.doc_id for s in skipped or [] if SERVED_APP_ENDS in s.reason]
 
 
 def parser_failure_gate(corpus: CorpusManifest | None, max_failure_rate: float | None) -> list[str]:
