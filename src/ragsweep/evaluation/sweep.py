@@ -731,7 +731,7 @@ class _PairedTests:
     its p-value, and that p-value Holm-adjusted across the configurations tested on the same metric."""
 
     compared: dict[tuple[str, str], tuple[str | None, str]]
-    p_values: dict[str, dict[str, float | None]]
+    p_values: dict[str, dict[str, float | None]]  # metric -> every scored configuration (None: not tested)
     adjusted: dict[str, dict[str, float | None]]
 
 
@@ -752,13 +752,9 @@ def _paired_tests(folder: RunFolder, sweep: Sweep, scored: list[str], failed: Ma
     compared = {(cid, m): comparison(sweep, cid, m, failed) for cid in scored for m in sweep.objectives}
     p_values: dict[str, dict[str, float | None]] = defaultdict(dict)
     for (cid, name), (reference, on) in compared.items():
-        if reference is not None:
-            p_values[name][cid] = paired_p(per_case(cid), per_case(reference), name, on)
-    adjusted: dict[str, dict[str, float | None]] = {}
-    for metric, by_cid in p_values.items():
-        present = {cid: p for cid, p in by_cid.items() if p is not None}
-        adj = holm(present) if present else {}
-        adjusted[metric] = {cid: adj.get(cid) for cid in by_cid}
+        p_values[name][cid] = None if reference is None else paired_p(per_case(cid), per_case(reference), name, on)
+    # holm counts only the p-values there are: an untested configuration stays None and changes no other's
+    adjusted = {metric: holm(by_cid) for metric, by_cid in p_values.items()}
     return _PairedTests(compared, p_values, adjusted)
 
 
@@ -771,8 +767,8 @@ def _tested_row(
 
     for m in objectives:
         row.compared_with[m], row.compared_on[m] = tests.compared[(cid, m)]
-        row.p_values[m] = tests.p_values[m].get(cid)
-        row.p_adjusted[m] = tests.adjusted.get(m, {}).get(cid)
+        row.p_values[m] = tests.p_values[m][cid]
+        row.p_adjusted[m] = tests.adjusted[m][cid]
         row.significant[m] = significant(row.p_adjusted[m], ALPHA)
         value, base = row.metric(m), baseline.metric(m) if baseline is not None else None
         row.delta_vs_baseline[m] = None if value is None or base is None else value - base
