@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ragsweep.evaluation.records import ConfigResult
+from ragsweep.evaluation.records import ChoiceMeasure, ConfigResult
 from ragsweep.metrics.registry import better
 
 # the knobs a configuration's depth comes from (PipelineConfig.top_k reads $top_k, else $search_topk)
@@ -56,11 +56,11 @@ class Choice:
     """Per objective: the best configuration, what it was chosen on, and the ones tied with it."""
 
     best: dict[str, str] = field(default_factory=dict)
-    chosen_by: dict[str, str] = field(default_factory=dict)
+    chosen_by: dict[str, ChoiceMeasure] = field(default_factory=dict)
     ties: dict[str, list[str]] = field(default_factory=dict)
 
 
-def choice_measure(rows: Sequence[ConfigResult], metric: str) -> str:
+def choice_measure(rows: Sequence[ConfigResult], metric: str) -> ChoiceMeasure:
     """ "lift" for an objective at each configuration's own depth where every configuration with a value
     has a chance level; "value" otherwise."""
     valued = [r for r in rows if r.metric(metric) is not None]

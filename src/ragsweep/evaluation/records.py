@@ -92,6 +92,7 @@ def case_metric(metrics: Mapping[str, float | None], name: str, top_k: int) -> f
 
 
 Interval = list[float | None]
+ChoiceMeasure = Literal["lift", "value"]  # what a sweep's best is chosen on: lift over chance, or the value
 Baseline = dict[str, float | int | None]  # pipeline, chance, oracle, lift (means over the same cases), n
 GroupSummary = dict[str, dict[str, float | int]]  # metric -> mean, min, max, count (an int)
 
@@ -317,7 +318,7 @@ class SweepResult(BaseModel):
     best: dict[str, str] = Field(default_factory=dict)
     # per objective: what "best" is chosen on ("lift" over chance for an ``@k`` objective, else "value"),
     # and the configurations that tie with the best on it (the best first: the cheapest of them)
-    chosen_by: dict[str, str] = Field(default_factory=dict)
+    chosen_by: dict[str, ChoiceMeasure] = Field(default_factory=dict)
     ties: dict[str, list[str]] = Field(default_factory=dict)
     pareto: list[str] = Field(default_factory=list)
     pareto_axes: list[str] = Field(default_factory=list)
@@ -342,7 +343,7 @@ class SweepResult(BaseModel):
         """The best configuration on ``objective``; None where no configuration has a value of it."""
         return self.best.get(objective)
 
-    def chosen_on(self, objective: str) -> str:
+    def chosen_on(self, objective: str) -> ChoiceMeasure:
         """What the best on ``objective`` was chosen on: "lift" over chance or its "value"."""
         return self.chosen_by.get(objective, "value")
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 
 from ragsweep.evaluation.choice import measured, tie_knobs
 from ragsweep.evaluation.manifest import DatasetManifest
-from ragsweep.evaluation.records import ConfigResult, HoldoutVerdict, RunResult, SweepResult
+from ragsweep.evaluation.records import ChoiceMeasure, ConfigResult, HoldoutVerdict, RunResult, SweepResult
 from ragsweep.evaluation.scoring import unlocated_lines
 from ragsweep.evaluation.sweep import shown_value
 from ragsweep.funnel.terminal import funnel_lines
@@ -221,7 +221,7 @@ def served_to(report: SweepResult) -> str:
     return "its top_k; an adaptive answerer: its deepest ask" if adaptive else "its top_k"
 
 
-CHOSEN_ON = {
+CHOSEN_ON: dict[ChoiceMeasure, str] = {
     "lift": "on lift over chance (value - chance at its own top_k: a deeper list is not better for being deeper)",
     "value": "on its value",
 }
@@ -232,7 +232,7 @@ def best_lines(report: SweepResult, metric: str) -> list[str]:
     best = report.best[metric]
     on = report.chosen_on(metric)
     split = " on the dev split" if report.verdict else ""
-    lines = [f"best {metric}{split}, {CHOSEN_ON.get(on, on)}: {best}"]
+    lines = [f"best {metric}{split}, {CHOSEN_ON[on]}: {best}"]
     tied = report.tied(metric)
     if len(tied) > 1:
         row = report.config(best)
