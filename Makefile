@@ -54,12 +54,14 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 
 # lint, format and types first (seconds, a minute for mypy), then the suite, which runs every
-# benchmark's --smoke mode too (tests/test_benchmarks_smoke.py); the slowest 40 listed at the end, where time goes
+# benchmark's --smoke mode too (tests/test_benchmarks_smoke.py); the slowest 40 listed at the end, where time goes.
+# TEST_WORKERS processes (pytest-xdist; 0: one), a test file each at a time: a module's shared fixtures are built once
+TEST_WORKERS ?= 2
 test: install browser
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/mypy
-	$(PY) -m pytest --durations=40
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=40
 
 eval: install
 	$(VENV)/bin/ragsweep eval --pipeline $(PIPELINE) --dataset $(DATASET) --out runs $(EVAL_ARGS)

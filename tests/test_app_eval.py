@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -88,11 +87,11 @@ def _chunks_per_doc(run_dir: Path) -> Counter:
 
 def _run_cli(
     tmp_path: Path, env: dict[str, str], timeout: float = 60.0, extra: tuple[str, ...] = ()
-) -> tuple[subprocess.CompletedProcess, float]:
+) -> subprocess.CompletedProcess:
+    """The CLI run; its timeout is the guard against a retry storm that never ends."""
     out = tmp_path / "runs"
     argv = [str(RAGSWEEP), "eval", "--pipeline", str(APP), "--dataset", str(DATASET), "--limit", "2", *extra]
-    started = time.monotonic()
-    done = subprocess.run(
+    return subprocess.run(
         [*argv, "--out", str(out), "--name", "failing"],
         cwd=ROOT,
         env=env,
@@ -100,7 +99,6 @@ def _run_cli(
         text=True,
         timeout=timeout,
     )
-    return done, time.monotonic() - started
 
 
 def _cli_env(tmp_path: Path, **values: str | None) -> dict[str, str]:
@@ -111,9 +109,8 @@ def _cli_env(tmp_path: Path, **values: str | None) -> dict[str, str]:
     return env
 
 
-def _assert_one_clean_message(done: subprocess.CompletedProcess, elapsed: float, tmp_path: Path) -> None:
+def _assert_one_clean_message(done: subprocess.CompletedProcess, tmp_path: Path) -> None:
     assert done.returncode != 0, f"expected a failure, got rc 0\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
-    assert elapsed < 60
     assert "Traceback" not in done.stderr + done.stdout, done.stderr
     assert "panicked" not in done.stderr + done.stdout, done.stderr
     assert "$embedder: OpenAIEmbedder" in done.stderr, done.stderr
@@ -261,8 +258,8 @@ def test_llm_answers_come_from_the_apps_question_answerer(fake_server, tmp_path,
 # ---------------------------------------------------------------- failures, named
 def test_endpoint_down_is_one_message_naming_the_component(tmp_path):
     url = f"http://127.0.0.1:{free_port()}/v1"  # nobody listens there
-    done, elapsed = _run_cli(tmp_path, _cli_env(tmp_path, OPENAI_BASE_URL=url, OPENAI_API_KEY=KEY))
-    _assert_one_clean_message(done, elapsed, tmp_path)
+    done = _run_cli(tmp_path, _cli_env(tmp_path, OPENAI_BASE_URL=url, OPENAI_API_KEY=KEY))
+    _assert_one_clean_message(done, tmp_path)
     assert f"$embedder: OpenAIEmbedder at {url}" in done.stderr, done.stderr
     assert KEY not in done.stderr + done.stdout
     assert "parse:" not in done.stderr, "the documents were parsed before the endpoint was probed"
@@ -270,8 +267,8 @@ def test_endpoint_down_is_one_message_naming_the_component(tmp_path):
 
 def test_missing_key_names_the_component(tmp_path):
     url = f"http://127.0.0.1:{free_port()}/v1"
-    done, elapsed = _run_cli(tmp_path, _cli_env(tmp_path, OPENAI_BASE_URL=url))
-    _assert_one_clean_message(done, elapsed, tmp_path)
+    done = _run_cli(tmp_path, _cli_env(tmp_path, OPENAI_BASE_URL=url))
+    _assert_one_clean_message(done, tmp_path)
     assert "check the API key" in done.stderr, done.stderr
 
 
@@ -279,12 +276,12 @@ def test_a_401_names_the_component_and_the_key(tmp_path):
     server = FakeOpenAI(embeddings_status=401).start()
     try:
         env = _cli_env(tmp_path, OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=KEY)
-        done, elapsed = _run_cli(tmp_path, env)
+        done = _run_cli(tmp_path, env)
     finally:
         server.stop()
     assert any(path.endswith("/embeddings") for path, _ in server.log), "the 401 was never asked for"
     assert not any(path.endswith("/chat/completions") for path, _ in server.log)
-    _assert_one_clean_message(done, elapsed, tmp_path)
+    _assert_one_clean_message(done, tmp_path)
     assert f"$embedder: OpenAIEmbedder at {server.base_url}" in done.stderr, done.stderr
     assert "check the API key" in done.stderr, done.stderr
     assert KEY not in done.stderr + done.stdout, "the API key appeared in the output"
@@ -297,12 +294,12 @@ def test_a_429_storm_mid_run_is_one_message(tmp_path):
     server = FakeOpenAI(embeddings_status=429, embeddings_ok_first=1).start()
     try:
         env = _cli_env(tmp_path, OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=KEY)
-        done, elapsed = _run_cli(tmp_path, env)
+        done = _run_cli(tmp_path, env)
     finally:
         server.stop()
     embedding_requests = [body for path, body in server.log if path.endswith("/embeddings")]
     assert embedding_requests[0]["input"] == ["."] and len(embedding_requests) > 2, "no storm inside the run"
-    _assert_one_clean_message(done, elapsed, tmp_path)
+    _assert_one_clean_message(done, tmp_path)
     assert f"$embedder: OpenAIEmbedder at {server.base_url}: http 429" in done.stderr, done.stderr
     assert "rate-limiting" in done.stderr, done.stderr
 
@@ -313,7 +310,7 @@ def test_an_llm_that_refuses_the_key_is_one_message_naming_it(tmp_path):
     server = FakeOpenAI(echo_key_status=401).start()
     try:
         env = _cli_env(tmp_path, OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=KEY)
-        done, _ = _run_cli(tmp_path, env, extra=("--llm",))
+        done = _run_cli(tmp_path, env, extra=("--llm",))
     finally:
         server.stop()
     assert done.returncode != 0

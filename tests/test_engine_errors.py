@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -41,17 +40,16 @@ def ragsweep_here(monkeypatch, capfd, caplog) -> Callable[..., Done]:
     return run
 
 
-def _cli(run: Callable[..., Done], tmp_path: Path, base_url: str, name: str, *extra: str) -> tuple[Done, float]:
+def _cli(run: Callable[..., Done], tmp_path: Path, base_url: str, name: str, *extra: str) -> Done:
+    """The CLI run; its 120 s timeout is the guard against a run that hangs on the error."""
     argv = ["eval", "--pipeline", str(APP), "--dataset", str(DATASET), "--limit", "2", *extra]
-    started = time.monotonic()
-    done = run(
+    return run(
         base_url,
         [*argv, "--out", str(tmp_path / "runs"), "--name", name],
         120,
         RAGSWEEP_CACHE_DIR=str(tmp_path / "cache"),
         RAGSWEEP_SERVED_CACHE="1",  # a list of the broken run, once cached, would be replayed
     )
-    return done, time.monotonic() - started
 
 
 def _one_error_line(done: Done) -> str:
@@ -87,20 +85,18 @@ def fake():
 def test_an_index_of_another_width_is_one_line_naming_both_widths_and_again_on_a_second_run(
     fake, tmp_path, ragsweep_here
 ):
-    """Pathway's USearch index is 1536 wide (from the model name), the endpoint's vectors 32: rc 2 in
-    under 30 s, one line naming the embedder, both widths and what sets the index's; no report; the
+    """Pathway's USearch index is 1536 wide (from the model name), the endpoint's vectors 32: rc 2 (no
+    hang), one line naming the embedder, both widths and what sets the index's; no report; the
     second run says the same (nothing of the first was cached as served); with the index's
     ``dimensions`` set to the endpoint's width the app runs and is scored."""
     for name in ("first", "second"):
-        done, elapsed = _cli(ragsweep_here, tmp_path, fake.base_url, name)
-        line = _one_error_line(done)
-        assert elapsed < 30, f"{elapsed:.1f} s"
+        line = _one_error_line(_cli(ragsweep_here, tmp_path, fake.base_url, name))
         assert "$embedder: OpenAIEmbedder(text-embedding-3-small)" in line, line
         assert "32 wide" in line and "UsearchKnnFactory expects 1536" in line, line
         assert "model name text-embedding-3-small" in line and "dimensions: 32" in line, line
         assert _reports(tmp_path) == [], "a report was written for a run whose index could not be built"
     assert not any(path.endswith("/chat/completions") for path, _ in fake.log), "the LLM was asked"
-    done, _ = _cli(ragsweep_here, tmp_path, fake.base_url, "fits", "--set", FITS)
+    done = _cli(ragsweep_here, tmp_path, fake.base_url, "fits", "--set", FITS)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "runs" / "fits" / "report.json").exists()
 
@@ -122,7 +118,7 @@ def test_broken_vectors_stop_the_run_naming_the_embedder_and_are_never_cached(tm
     server = FakeOpenAI(broken_vectors=mode).start()
     try:
         for name in ("first", "second") if mode == "nan" else ("first",):
-            done, _ = _cli(ragsweep_here, tmp_path, server.base_url, name, "--set", FITS)
+            done = _cli(ragsweep_here, tmp_path, server.base_url, name, "--set", FITS)
             line = _one_error_line(done)
             assert f"$embedder: OpenAIEmbedder at {server.base_url} returned vectors the index cannot use" in line
             assert what in line and ("(the first for '" in line or mode == "short"), line
