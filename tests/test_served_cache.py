@@ -13,6 +13,7 @@ from ragsweep.pipeline.corpus import parse_corpus
 from ragsweep.pipeline.served_cache import ServedCache
 from ragsweep.pipeline.store import ChunkInfo, Query, RagStore, chunk_texts
 from support import ROOT
+from support.pathway_asks import count_pathway_queries
 
 QUESTIONS = [
     "Which moon of Jupiter has its own magnetic field?",
@@ -42,26 +43,13 @@ def _lists(run) -> list:
     return [[(h.doc_id, h.start, h.end, round(h.score, 5)) for h in hits] for hits in run.hits]
 
 
-def _count_pathway_queries(monkeypatch) -> list[int]:
-    """Record how many queries each Pathway run is asked."""
-    asked: list[int] = []
-    serve = RagStore._serve
-
-    def spy(self, queries, texts, progress):
-        asked.append(len(queries))
-        return serve(self, queries, texts, progress)
-
-    monkeypatch.setattr(RagStore, "_serve", spy)
-    return asked
-
-
 @pytest.mark.parametrize("mode", ["hybrid", "bm25"])
 def test_a_warm_run_asks_pathway_nothing_and_gets_the_same_lists(mode, corpus, default_pipeline, tmp_path, monkeypatch):
     config = PipelineConfig.load(default_pipeline, {"retriever_mode": mode, **SMALL})
     cache = ServedCache(tmp_path / "served.sqlite")
     cold = RagStore(config, corpus).run(_queries(), cache=cache)
     assert cold.from_cache == 0
-    asked = _count_pathway_queries(monkeypatch)
+    asked = count_pathway_queries(monkeypatch)
     warm = RagStore(config, corpus).run(_queries(), cache=cache)
     assert asked == [] and warm.from_cache == len(_queries())
     assert _dump(warm) == _dump(cold) and any(_dump(cold))
@@ -74,7 +62,7 @@ def test_only_new_queries_go_to_pathway(corpus, default_pipeline, tmp_path, monk
     config = PipelineConfig.load(default_pipeline, SMALL)
     cache = ServedCache(tmp_path / "served.sqlite")
     RagStore(config, corpus).run(_queries(), cache=cache)
-    asked = _count_pathway_queries(monkeypatch)
+    asked = count_pathway_queries(monkeypatch)
     run = RagStore(config, corpus).run(_queries(("What does the borrow checker enforce?",)), cache=cache)
     assert asked == [2] and run.from_cache == len(_queries())
     fresh = RagStore(config, corpus).run(_queries(("What does the borrow checker enforce?",)))
@@ -156,7 +144,7 @@ def test_queries_split_over_several_pathway_runs_get_the_same_lists(corpus, defa
     config = PipelineConfig.load(default_pipeline, SMALL)
     whole = RagStore(config, corpus).run(_queries())
     monkeypatch.setenv("RAGSWEEP_QUERIES_PER_RUN", "3")
-    asked = _count_pathway_queries(monkeypatch)
+    asked = count_pathway_queries(monkeypatch)
     split = RagStore(config, corpus).run(_queries())
     assert asked == [3, 3, 1] and _lists(split) == _lists(whole)
     assert [c.model_dump() for c in split.chunks] == [c.model_dump() for c in whole.chunks]
@@ -234,7 +222,7 @@ def test_lists_are_stored_without_the_chunk_texts_and_come_back_whole(corpus, de
     index_key = served_cache.index_fingerprint(config, corpus)
     with sqlite3.connect(path) as db:  # the table gone: its lists cannot be rebuilt
         db.execute("DELETE FROM served WHERE key = ?", (served_cache.chunks_key(index_key),))
-    asked = _count_pathway_queries(monkeypatch)
+    asked = count_pathway_queries(monkeypatch)
     again = RagStore(config, corpus).run(_queries(), cache=ServedCache(path))
     assert asked == [len(_queries())] and again.from_cache == 0 and _lists(again) == _lists(cold)
 

@@ -14,6 +14,7 @@ from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.pipeline.corpus import parse_corpus
 from ragsweep.pipeline.served_cache import ServedCache
 from ragsweep.pipeline.store import Query, RagStore
+from support.pathway_asks import count_pathway_queries
 
 QUESTIONS = ["Which moon of Jupiter has its own magnetic field?", "Who is the distributor under the agreement?"]
 QUERIES = [Query(q, 3) for q in QUESTIONS]
@@ -43,18 +44,6 @@ def user_splitter(default_pipeline, tmp_path, monkeypatch):
         sys.modules.pop(MODULE, None)
 
 
-def _count_pathway_queries(monkeypatch) -> list[int]:
-    asked: list[int] = []
-    serve = RagStore._serve
-
-    def spy(self, queries, texts, progress):
-        asked.append(len(queries))
-        return serve(self, queries, texts, progress)
-
-    monkeypatch.setattr(RagStore, "_serve", spy)
-    return asked
-
-
 def _rows(path) -> int:
     with sqlite3.connect(path) as conn:
         return int(conn.execute("SELECT count(*) FROM served").fetchone()[0])
@@ -71,7 +60,7 @@ def test_a_deleted_source_asks_pathway_stores_nothing_and_says_so_once(
     corpus = parse_corpus(fixture_corpus_dir)
     cache = ServedCache(tmp_path / "served.sqlite")
     cold = RagStore(config, corpus).run(QUERIES, cache=cache)
-    asked = _count_pathway_queries(monkeypatch)
+    asked = count_pathway_queries(monkeypatch)
     assert RagStore(config, corpus).run(QUERIES, cache=cache).from_cache == len(QUERIES) and asked == []
     rows = _rows(tmp_path / "served.sqlite")
 
