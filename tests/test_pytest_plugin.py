@@ -223,6 +223,44 @@ def test_result_cache_entry_is_used_only_while_every_input_is_unchanged(tmp_path
     assert cache.load(key) is None
 
 
+def test_a_module_from_an_archive_or_whose_file_is_gone_still_decides_the_entry(tmp_path, monkeypatch):
+    """A module imported from a zip is covered by the archive's size and mtime (a rebuilt archive is a miss); a
+    module whose file is gone by the time the entry is stored makes an entry that never matches; a relative
+    ``__file__`` (torch.ops sets ``_ops.py``) names no file."""
+    import types
+    import zipfile
+
+    from ragsweep.pytest_results import GONE, _stats_unchanged, module_stats
+
+    archive = tmp_path / "components.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("zipped_component.py", "X = 1\n")
+    gone = tmp_path / "gone_component.py"
+    gone.write_text("Y = 1\n")
+    monkeypatch.syspath_prepend(str(archive))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    relative = types.ModuleType("relative_file_module")
+    relative.__file__ = "_relative.py"
+    monkeypatch.setitem(sys.modules, "relative_file_module", relative)
+    try:
+        import gone_component  # noqa: F401
+        import zipped_component  # noqa: F401
+
+        gone.unlink()
+        modules = module_stats()
+    finally:
+        sys.modules.pop("gone_component", None)
+        sys.modules.pop("zipped_component", None)
+    assert modules[str(gone)] == GONE and not _stats_unchanged({str(gone): GONE})
+    assert "_relative.py" not in modules and not any(GONE == v for k, v in modules.items() if k != str(gone))
+    entry = {str(archive): modules[str(archive)]}
+    assert entry[str(archive)] == [archive.stat().st_size, archive.stat().st_mtime_ns] and _stats_unchanged(entry)
+    with zipfile.ZipFile(archive, "w") as zf:  # the component rebuilt: X = 2
+        zf.writestr("zipped_component.py", "X = 2\n")
+    os.utime(archive, ns=(0, entry[str(archive)][1] + 10**9))
+    assert not _stats_unchanged(entry)
+
+
 def test_only_pathways_own_pydantic_warnings_are_silenced(tmp_path):
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     (tmp_path / "test_imports.py").write_text(

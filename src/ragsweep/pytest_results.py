@@ -29,6 +29,7 @@ import fnmatch
 import json
 import os
 import re
+import stat
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -78,20 +79,39 @@ def file_hashes(roots: Iterable[Path]) -> dict[str, str]:
     return out
 
 
+GONE = [-1, -1]  # the stat of a module file that is not there: an entry recording it never matches
+
+
 def module_stats(skip_patterns: Sequence[str] = ()) -> dict[str, list[int]]:
     """``file -> [size, mtime_ns]`` of every loaded module with a file, except those whose file
-    name matches ``skip_patterns`` (the session's test files and conftest.py)."""
+    name matches ``skip_patterns`` (the session's test files and conftest.py). A module imported
+    from an archive (``/x.zip/pkg/mod.py``) is covered by the archive's stat; one whose file is
+    gone by :data:`GONE`. A relative ``__file__`` names no file (torch sets ``_ops.py``)."""
     out: dict[str, list[int]] = {}
     for module in list(sys.modules.values()):
         file = getattr(module, "__file__", None)
-        if not file or any(fnmatch.fnmatch(os.path.basename(file), p) for p in skip_patterns):
+        if not file or not os.path.isabs(file):
             continue
-        try:
-            st = os.stat(file)
-        except OSError:
+        if any(fnmatch.fnmatch(os.path.basename(file), p) for p in skip_patterns):
             continue
-        out[file] = [st.st_size, st.st_mtime_ns]
+        target = _stat_target(Path(file))
+        if target is None:
+            out[file] = GONE
+        else:
+            out[str(target[0])] = [target[1].st_size, target[1].st_mtime_ns]
     return out
+
+
+def _stat_target(file: Path) -> tuple[Path, os.stat_result] | None:
+    """The file whose size and mtime stand for a module's source, with its stat: the file, or the
+    archive holding it; None where neither is there."""
+    for candidate in (file, *file.parents):
+        try:
+            st = candidate.stat()
+        except OSError:
+            continue  # not there: a path inside an archive, or gone
+        return (candidate, st) if stat.S_ISREG(st.st_mode) else None  # a folder: the file itself is gone
+    return None
 
 
 def _stats_unchanged(stored: dict[str, list[int]]) -> bool:
