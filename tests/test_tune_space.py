@@ -140,3 +140,14 @@ def test_ragsweep_tune_is_the_api_function_whatever_was_imported_first() -> None
     import ragsweep.tuning.records  # noqa: F401 - the search's package, imported before the name is asked
 
     assert ragsweep.tune is ragsweep.api.tune
+
+
+def test_the_api_refuses_a_write_best_it_could_not_write_before_any_trial(tmp_path: Path) -> None:
+    import ragsweep
+    from ragsweep.core.errors import RunError
+
+    space = tmp_path / "space.yaml"
+    space.write_text("space:\n  retriever_mode: [bm25, knn]\n")
+    with pytest.raises(RunError, match="is a folder"):
+        ragsweep.tune(PIPELINE, MINI, space, trials=2, out=tmp_path / "runs", write_best=str(tmp_path))
+    assert not (tmp_path / "runs").exists()  # no study begun: the study of hours must not end on it

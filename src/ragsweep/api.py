@@ -36,7 +36,7 @@ from ragsweep.commands.eval import (
 )
 from ragsweep.commands.inputs import cases_dataset, cases_hash, dataset_hash, load_config, load_folder, selection_of
 from ragsweep.commands.options import RunInputs
-from ragsweep.commands.sweep import Plan, SweepOptions, sweep_into, sweep_name, sweep_settings
+from ragsweep.commands.sweep import Plan, SweepOptions, check_best, sweep_into, sweep_name, sweep_settings
 from ragsweep.commands.tune import TuneOptions, tune_name, tune_settings, write_chosen
 from ragsweep.commands.watch import WatchOptions, run_watch
 from ragsweep.core.errors import RunError
@@ -201,6 +201,7 @@ def tune(
             raise ValueError("ragsweep: bad option: dry_run is the command's (`ragsweep tune --dry-run`)")
         check_executor(opts.executor_settings)
         config = load_config(pipeline, overrides)
+        check_best(opts.write_best, config, opts.force)
         ds, cases, _ = _dataset(dataset, None, opts)
         settings, tune_opts = tune_settings(opts)
         with PATHWAY_RUN_LOCK:  # Pathway's graph is one per process: see evaluate()

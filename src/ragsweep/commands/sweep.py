@@ -74,12 +74,17 @@ def checked_inputs(
     """The executor, the inputs and the file ``--write-best`` will write, each checked before any work."""
     check_executor(options.executor_settings)
     base_config, dataset, cases = load_inputs(options)
+    check_best(write_best, base_config, force)
+    return base_config, dataset, cases
+
+
+def check_best(write_best: str | None, base_config: PipelineConfig, force: bool) -> None:
+    """The file ``--write-best`` will write, refused before any work when it could not be written."""
     if write_best:
         try:
             check_best_target(write_best, base_config, force)
         except ConfigError as err:
             raise RunError(str(err)) from err
-    return base_config, dataset, cases
 
 
 def run_sweep(options: SweepOptions) -> tuple[Path, SweepResult]:
