@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ragsweep.evaluation.records import ConfigResult
 from ragsweep.report.funnel_view import lost_text
+from ragsweep.report.runs import read_config
 from ragsweep.tuning.records import TrialRecord, TuneReport
 
 SHOWN = 10
@@ -30,8 +30,7 @@ def lost_lines(folder: Path, shown: Sequence[TrialRecord]) -> list[str]:
     """``lost@k`` of each shown trial, from the result it wrote in ``folder`` (configs/<id>/result.json)."""
     rows = []
     for trial in shown:
-        path = folder / "configs" / trial.config_id / "result.json"
-        if path.is_file() and (d := ConfigResult.model_validate_json(path.read_text(encoding="utf-8")).diagnosis):
+        if (result := read_config(folder / "configs" / trial.config_id)) is not None and (d := result.diagnosis):
             rows.append(f"  {trial.number:>5} @{d.k}: {lost_text(d.headline())}")
     if not rows:
         return []
