@@ -15,6 +15,7 @@ import pytest
 from ragsweep.cli import main
 from ragsweep.commands.sweep import SweepOptions, run_sweep
 from ragsweep.evaluation.records import ConfigResult, SweepResult
+from ragsweep.report.funnel_html import trials_funnel_html
 from ragsweep.report.html import write_html_report
 from ragsweep.report.runs import read_config_cases
 from ragsweep.report.terminal import sweep_table
@@ -133,3 +134,19 @@ def test_a_tune_page_shows_the_funnel_of_each_complete_trial(sweep):
     rows = re.findall(r'<tr data-config="([^"]+)">', section)
     assert rows == [c.id for c in report.configs[:3]]  # the pruned trial has no funnel of its own
     assert "trial 0: retriever_mode=bm25, top_k=1 @1" in section
+
+
+def test_trials_that_proposed_the_same_configuration_share_one_named_row(sweep):
+    """Optuna may propose a configuration again: the later trial is answered from the same result, so its
+    funnel is one row named by both trials (not two rows carrying the later trial's name)."""
+    sweep_dir, report = sweep
+    first, other = report.configs[:2]
+    trials = [
+        TrialRecord(number=n, config_id=c.id, params=dict(c.params), state="complete")
+        for n, c in enumerate((first, other, first))
+    ]
+    section = trials_funnel_html(sweep_dir, trials) or ""
+    assert re.findall(r'<tr data-config="([^"]+)">', section) == [first.id, other.id]
+    label = ", ".join(f"{k}={v}" for k, v in first.params.items())
+    assert f"trial 0, 2: {label} @{first.top_k}" in section
+    assert "trial 1: " in section and "trial 2: " not in section

@@ -147,14 +147,19 @@ def _sweep_funnel_table(
 
 
 def trials_funnel_html(folder: Path, trials: Sequence[TrialRecord]) -> str | None:
-    """A tune's funnel per complete trial, from the result each wrote in ``folder`` (configs/<id>/result.json)."""
-    results, labels = [], {}
+    """A tune's funnel per complete trial, from the result each wrote in ``folder`` (configs/<id>/result.json).
+    Trials that proposed the same configuration share its result: one row, named by each of them."""
+    results: dict[str, ConfigResult] = {}
+    numbers: dict[str, list[str]] = {}
+    params: dict[str, str] = {}
     for trial in sorted(trials, key=lambda t: t.number):
         path = folder / "configs" / trial.config_id / "result.json"
         if trial.state == "complete" and path.is_file():
-            results.append(ConfigResult.model_validate_json(path.read_text(encoding="utf-8")))
-            labels[trial.config_id] = f"trial {trial.number}: " + ", ".join(f"{k}={v}" for k, v in trial.params.items())
-    return sweep_funnel_html(results, lambda c: labels[c.id])
+            if trial.config_id not in results:
+                results[trial.config_id] = ConfigResult.model_validate_json(path.read_text(encoding="utf-8"))
+                params[trial.config_id] = ", ".join(f"{k}={v}" for k, v in trial.params.items())
+            numbers.setdefault(trial.config_id, []).append(str(trial.number))
+    return sweep_funnel_html(list(results.values()), lambda c: f"trial {', '.join(numbers[c.id])}: {params[c.id]}")
 
 
 __all__ = ["STAGE_COLOURS", "funnel_html", "sweep_funnel_html", "trials_funnel_html"]
