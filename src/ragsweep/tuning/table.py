@@ -42,12 +42,13 @@ def tune_table(report: TuneReport, folder: Path | None = None) -> str:
     main = report.objectives[0]
     head = f"{'trial':>5}  " + "  ".join(f"{m:>12}" for m in report.objectives) + f"  {'cases':>5}  params"
     lines = [f"tune: {report.n_trials} trial(s), best on dev {main} ({report.directions[main]} is better)", head]
-    for t in best_trials(report):
+    top = best_trials(report)
+    for t in top:
         values = "  ".join(f"{_fmt(t.values[m]):>12}" for m in report.objectives)
         params = ", ".join(f"{k}={v}" for k, v in sorted(t.params.items()))
         lines.append(f"{t.number:>5}  {values}  {t.cases_evaluated:>5}  {params}")
     if folder is not None:
-        lines += lost_lines(folder, best_trials(report))
+        lines += lost_lines(folder, top)
     states = {s: sum(1 for t in report.trials if t.state == s) for s in ("complete", "pruned", "failed")}
     lines.append(
         f"trials: {states['complete']} complete, {states['pruned']} pruned, {states['failed']} failed; cases "
