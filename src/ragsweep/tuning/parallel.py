@@ -16,9 +16,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ragsweep.execution.base import CONFIG_FAILURES, Executor
-from ragsweep.tuning.replay import Enough
 from ragsweep.tuning.space import Space
-from ragsweep.tuning.study import PARAMS_ATTR, sample
+from ragsweep.tuning.study import PARAMS_ATTR, Enough, sample
 from ragsweep.tuning.trial import Outcome, TrialFailed, Trials, run_batch
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 value is already known (a grid computed it), without evaluating anything.
 
 The replay runs the tune's own loop: the same sampler (:func:`~ragsweep.tuning.study.make_sampler`), the same
-sampling of the space (:func:`~ragsweep.tuning.study.sample`) and the same stop rule (:class:`Enough`), so a
+sampling of the space (:func:`~ragsweep.tuning.study.sample`) and the same stop rule (:class:`~ragsweep.tuning.study.Enough`), so a
 seed gives the trials :func:`ragsweep.tuning.search.tune_into` gives on those numbers. It measures how often a
 search of ``trials`` configurations reaches the grid's best, over many seeds, at no evaluation cost.
 """
@@ -15,34 +15,10 @@ from typing import TYPE_CHECKING
 
 from ragsweep.evaluation.sweep import config_id
 from ragsweep.tuning.space import Space
-from ragsweep.tuning.study import INTERRUPTED, PARAMS_ATTR, TrialAttrs, make_sampler, sample
+from ragsweep.tuning.study import PARAMS_ATTR, Enough, make_sampler, sample
 
 if TYPE_CHECKING:
     import optuna
-
-
-class Enough:
-    """Stops the study once ``trials`` distinct configurations were tried (a configuration proposed again is
-    answered from the folder and not counted), the whole space was, or ten times ``trials`` trials ran."""
-
-    def __init__(self, trials: int, space_size: int | None) -> None:
-        self.trials, self.space_size = trials, space_size
-
-    def reached(self, study: optuna.Study) -> bool:
-        return self.left(study) == 0
-
-    def left(self, study: optuna.Study) -> int:
-        """How many more distinct configurations the study may try (0: it is done)."""
-        finished = [t for t in study.trials if t.state.is_finished()]
-        if len(finished) >= 10 * self.trials:
-            return 0
-        attrs = [TrialAttrs.of(t) for t in finished]
-        tried = len({a.overrides for a in attrs if a.reason != INTERRUPTED})
-        return max(0, min(self.trials, self.space_size or self.trials) - tried)
-
-    def __call__(self, study: optuna.Study, _: optuna.trial.FrozenTrial) -> None:
-        if self.reached(study):
-            study.stop()
 
 
 def replay(

@@ -35,7 +35,6 @@ from ragsweep.metrics.registry import asked_budgets, lower_is_better, unknown_na
 from ragsweep.pipeline.config import PipelineConfig
 from ragsweep.tuning.parallel import optimize_in_batches, parallel_trials
 from ragsweep.tuning.records import TuneReport, TuneSettings
-from ragsweep.tuning.replay import Enough
 from ragsweep.tuning.space import Space, load_space
 from ragsweep.tuning.study import (
     CASES_ATTR,
@@ -43,6 +42,7 @@ from ragsweep.tuning.study import (
     PARAMS_ATTR,
     REASON_ATTR,
     SECONDS_ATTR,
+    Enough,
     fail_interrupted,
     make_sampler,
     open_study,

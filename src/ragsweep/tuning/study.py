@@ -46,6 +46,30 @@ class TrialAttrs(BaseModel):
         return cls.model_validate(trial.user_attrs)
 
 
+class Enough:
+    """Stops the study once ``trials`` distinct configurations were tried (a configuration proposed again is
+    answered from the folder and not counted), the whole space was, or ten times ``trials`` trials ran."""
+
+    def __init__(self, trials: int, space_size: int | None) -> None:
+        self.trials, self.space_size = trials, space_size
+
+    def reached(self, study: optuna.Study) -> bool:
+        return self.left(study) == 0
+
+    def left(self, study: optuna.Study) -> int:
+        """How many more distinct configurations the study may try (0: it is done)."""
+        finished = [t for t in study.trials if t.state.is_finished()]
+        if len(finished) >= 10 * self.trials:
+            return 0
+        attrs = [TrialAttrs.of(t) for t in finished]
+        tried = len({a.overrides for a in attrs if a.reason != INTERRUPTED})
+        return max(0, min(self.trials, self.space_size or self.trials) - tried)
+
+    def __call__(self, study: optuna.Study, _: optuna.trial.FrozenTrial) -> None:
+        if self.reached(study):
+            study.stop()
+
+
 def ordered_axes(space: Space) -> list[str]:
     """The axes in sampling order: a knob that switches a stage before the knobs that stage alone reads."""
     dependents = set(OFF_WHEN)
