@@ -150,3 +150,13 @@ def test_trials_that_proposed_the_same_configuration_share_one_named_row(sweep):
     label = ", ".join(f"{k}={v}" for k, v in first.params.items())
     assert f"trial 0, 2: {label} @{first.top_k}" in section
     assert "trial 1: " in section and "trial 2: " not in section
+
+
+def test_a_complete_trial_without_its_result_is_named_not_left_out(sweep):
+    sweep_dir, report = sweep
+    shown = TrialRecord(number=0, config_id=report.configs[0].id, params={}, state="complete")
+    gone = TrialRecord(number=1, config_id="no-such-config", params={}, state="complete")
+    section = trials_funnel_html(sweep_dir, [shown, gone]) or ""
+    assert re.findall(r'<tr data-config="([^"]+)">', section) == [shown.config_id]
+    assert "Not shown: complete trial(s) 1, whose result" in section
+    assert trials_funnel_html(sweep_dir, [gone]) is None  # no result at all: no funnel section

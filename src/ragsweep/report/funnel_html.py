@@ -148,18 +148,30 @@ def _sweep_funnel_table(
 
 def trials_funnel_html(folder: Path, trials: Sequence[TrialRecord]) -> str | None:
     """A tune's funnel per complete trial, from the result each wrote in ``folder`` (configs/<id>/result.json).
-    Trials that proposed the same configuration share its result: one row, named by each of them."""
+    Trials that proposed the same configuration share its result: one row, named by each of them. A complete
+    trial whose result is not in the folder is named under the table, so a partial table does not pass for all."""
     results: dict[str, ConfigResult] = {}
     numbers: dict[str, list[str]] = {}
     params: dict[str, str] = {}
+    missing: list[str] = []
     for trial in sorted(trials, key=lambda t: t.number):
+        if trial.state != "complete":
+            continue
         path = folder / "configs" / trial.config_id / "result.json"
-        if trial.state == "complete" and path.is_file():
-            if trial.config_id not in results:
-                results[trial.config_id] = ConfigResult.model_validate_json(path.read_text(encoding="utf-8"))
-                params[trial.config_id] = ", ".join(f"{k}={v}" for k, v in trial.params.items())
-            numbers.setdefault(trial.config_id, []).append(str(trial.number))
-    return sweep_funnel_html(list(results.values()), lambda c: f"trial {', '.join(numbers[c.id])}: {params[c.id]}")
+        if not path.is_file():
+            missing.append(str(trial.number))
+            continue
+        if trial.config_id not in results:
+            results[trial.config_id] = ConfigResult.model_validate_json(path.read_text(encoding="utf-8"))
+            params[trial.config_id] = ", ".join(f"{k}={v}" for k, v in trial.params.items())
+        numbers.setdefault(trial.config_id, []).append(str(trial.number))
+    html = sweep_funnel_html(list(results.values()), lambda c: f"trial {', '.join(numbers[c.id])}: {params[c.id]}")
+    if html is None or not missing:  # no result at all: a page of a report without its folder, no funnel
+        return html
+    return (
+        f'{html}<p class="note">Not shown: complete trial(s) {esc(", ".join(missing))}, whose result '
+        f"(configs/&lt;id&gt;/result.json) is not in {esc(folder)}.</p>"
+    )
 
 
 __all__ = ["STAGE_COLOURS", "funnel_html", "sweep_funnel_html", "trials_funnel_html"]
