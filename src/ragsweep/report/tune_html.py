@@ -293,10 +293,8 @@ def _trial_row(report: TuneReport, trial: TrialRecord, best: int | None) -> str:
         badge += '<span class="badge info">best</span>'
     if trial.number in report.pareto:
         badge += '<span class="badge warn">pareto</span>'
-    # a pruned trial stopped before its last dev case: what Optuna kept of it is no value over the dev cases
-    shown = trial.state == "complete"
     values = "".join(
-        f'<td class="num" data-v="{"" if (v := _value(trial, o) if shown else None) is None else v}">{fmt(v)}</td>'
+        f'<td class="num" data-v="{"" if (v := _value(trial, o)) is None else v}">{fmt(v)}</td>'
         for o in report.objectives
     )
     params = ", ".join(f"{k}={v}" for k, v in trial.params.items())

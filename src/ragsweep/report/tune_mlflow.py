@@ -126,9 +126,7 @@ def _log_trial(client: Any, exp_id: str, name: str, report: TuneReport, trial: T
         for knob, value in trial.params.items():
             _flatten(knob, value, params)
         figures = {"cases_evaluated": trial.cases_evaluated, "seconds": trial.seconds, "cost": trial.cost}
-        # a pruned trial stopped before its last dev case: what Optuna kept of it is no value over the dev cases
-        values = trial.values if trial.state == "complete" else {}
-        metrics = _metric_dict(values) | _metric_dict(figures)
+        metrics = _metric_dict(trial.values) | _metric_dict(figures)  # a trial not complete has no value
         _log_batch(client, run_id, params=params, metrics=metrics)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from ragsweep.pipeline.scalars import Scalar
 
@@ -28,6 +28,13 @@ class TrialRecord(BaseModel):
     seconds: float = 0.0
     cost: float | None = None  # dollars of answer/judge/embedding calls; None where no price is known
     reason: str | None = None  # why it failed, or the step it was pruned at
+
+    @model_validator(mode="after")
+    def _valued_only_when_complete(self) -> TrialRecord:
+        # a pruned trial's value in Optuna is its last reported case's: it has none over the dev cases
+        if self.state != "complete":
+            self.values = dict.fromkeys(self.values)
+        return self
 
 
 class PairedVerdict(BaseModel):

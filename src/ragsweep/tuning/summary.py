@@ -43,9 +43,7 @@ def tune_report(study: optuna.Study, trials: Trials, space_shown: dict[str, obje
 
 def _record(trial: optuna.trial.FrozenTrial, objectives: list[str]) -> TrialRecord:
     params = trial_overrides(trial)
-    # a pruned trial's value in Optuna is its last reported case's: it has none over the dev cases
-    complete = trial.state.name == "COMPLETE" and trial.values is not None
-    values = trial.values if complete else [None] * len(objectives)
+    values = trial.values if trial.values is not None else [None] * len(objectives)
     attrs = TrialAttrs.of(trial)
     return TrialRecord(
         number=trial.number, config_id=config_id(params), params=params, state=_STATES[trial.state.name],  # type: ignore[arg-type]
