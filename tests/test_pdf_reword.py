@@ -3,10 +3,9 @@ reversed reads, through PDFium and through ragsweep's own parse, the same but fo
 
 from __future__ import annotations
 
-import importlib.util
-
 from ragsweep.pipeline.corpus import parse_corpus
 from support import ROOT
+from support.scripts import benchmark_module
 
 PDF = (
     ROOT
@@ -17,18 +16,10 @@ PDF = (
 )
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location("pdf_reword", ROOT / "benchmarks" / "pdf_reword.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_one_line_reworded_and_nothing_else(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()
-    changed = _module().changed_lines(PDF, docs)
+    changed = benchmark_module("pdf_reword").changed_lines(PDF, docs)
     assert changed is not None and len(changed) == 1
     assert changed[0][1].split() == list(reversed(changed[0][0].split()))
     (parsed,) = parse_corpus(docs).documents  # the reworded copy, as ragsweep's parse reads it

@@ -22,6 +22,7 @@ import pytest
 
 from ragsweep.pipeline.stable_order import TIE_TOLERANCE, first_depth, ordered, tie_key
 from support import ROOT
+from support.scripts import benchmark_module
 
 # ------------------------------------------------------------------ the order (no Pathway)
 
@@ -162,17 +163,6 @@ def test_every_retriever_is_served_through_the_stable_order():
     assert not exact_index(UsearchKnnFactory(dimensions=3, embedder=None))  # approximate: no prefix promise
 
 
-def _same_lists_benchmark():
-    """benchmarks/same_lists.py as a module: its child script, its runs and its comparison."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("same_lists_benchmark", ROOT / "benchmarks" / "same_lists.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_served_lists_are_the_same_in_fresh_processes_and_with_two_workers(tie_dataset, tmp_path, capsys):
     """Every mode, every case, every depth eval scores, from two processes with their own cold
     caches, PATHWAY_THREADS=1 and 2: identical lists (the benchmark's runs and comparison, which name
@@ -180,7 +170,7 @@ def test_the_served_lists_are_the_same_in_fresh_processes_and_with_two_workers(t
     from argparse import Namespace
     from concurrent.futures import ThreadPoolExecutor
 
-    bench = _same_lists_benchmark()
+    bench = benchmark_module("same_lists")  # its child script, its runs and its comparison
     args = Namespace(dataset=str(tie_dataset), pipeline="pipelines/default.yaml", modes="bm25,knn,hybrid", limit=0)
     args.shared_cache = False  # each process its own cold cache
     (tmp_path / "child.py").write_text(bench.CHILD)
