@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from support import MINI, ROOT
+from support.in_process import run_timed
 
 RAGSWEEP = [sys.executable, "-m", "ragsweep.cli"]
 
@@ -59,12 +60,8 @@ def _cases(run_dir: Path) -> dict[str, dict]:
 def _run_here(args: list[str], monkeypatch) -> None:
     """The uninterrupted run to compare with, in this process: the command's own code path (from the
     repository, as the processes run), without a new interpreter loading Pathway and the models."""
-    from ragsweep.cli import main
-
     monkeypatch.chdir(ROOT)
-    started = time.monotonic()
-    assert main(args) == 0
-    assert time.monotonic() - started < 900, "the uninterrupted run took over 900 s"
+    assert run_timed(args, 900) == 0
 
 
 def _run(args: list[str]) -> subprocess.CompletedProcess:

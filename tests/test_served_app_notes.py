@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from support import PIPELINE, ROOT
+from support.in_process import run_timed
 
 RAGSWEEP = Path(sys.executable).parent / "ragsweep"
 PDF = ROOT / "tests" / "fixtures" / "corpus" / "lucid-distributor-agreement.pdf"
@@ -102,12 +103,11 @@ def test_pdfs_the_apps_parser_cannot_read_here_stop_the_run_before_any_work(pdf_
 
 
 def test_parser_native_runs_and_every_report_says_the_parse_is_ragsweeps(pdf_dataset, tmp_path, monkeypatch, capsys):
-    from ragsweep.cli import main  # the command in this process: what it prints and writes is the point here
-
+    # the command in this process (support.in_process): what it prints and writes is the point here
     app, dataset = pdf_dataset
     monkeypatch.setenv("RAGSWEEP_CACHE_DIR", str(tmp_path / "cache"))
     argv = ["eval", "--pipeline", str(app), "--dataset", str(dataset), "--out", str(tmp_path / "runs")]
-    rc = main([*argv, "--set", "parser=native"])
+    rc = run_timed([*argv, "--set", "parser=native"], 600)
     stderr = capsys.readouterr().err
     assert rc == 0, stderr[-2000:]
     note = "parsed by ragsweep, not by the app's parser (DoclingParser)"

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from support import MINI, ROOT
+from support.in_process import run_timed
 
 RAGSWEEP = [sys.executable, "-m", "ragsweep.cli"]
 PIPELINE = str(ROOT / "pipelines" / "default.yaml")
@@ -71,12 +72,8 @@ def _wait_until_update_2_begins(out: Path) -> None:
 def _fresh_eval(data: Path, out: Path, cases: str = CASES, limit_s: float = 600) -> Path:
     """`ragsweep eval` over the folder as it stands, in this process: the command's own code path, without
     a new interpreter loading Pathway and the embedding model again (the watch is the process under test)."""
-    from ragsweep.cli import main
-
     argv = ["eval", "--pipeline", PIPELINE, "--dataset", str(data), "--out", str(out), "--name", "fresh"]
-    started = time.monotonic()
-    assert main([*argv, "--limit", cases, "--no-validate"]) == 0
-    assert time.monotonic() - started < limit_s, f"a fresh eval took over {limit_s:.0f} s"
+    assert run_timed([*argv, "--limit", cases, "--no-validate"], limit_s) == 0
     return out / "fresh"
 
 

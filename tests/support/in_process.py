@@ -27,6 +27,16 @@ class Done:
     stderr: str
 
 
+def run_timed(argv: list[str], limit_s: float) -> int:
+    """`ragsweep <argv>` in this process, its return code; a run longer than ``limit_s`` (the process's
+    timeout) fails the test."""
+    started = time.monotonic()
+    code = main(argv)
+    elapsed = time.monotonic() - started
+    assert elapsed < limit_s, f"ragsweep {' '.join(argv)}: {elapsed:.0f} s, over the {limit_s:.0f} s allowed"
+    return code
+
+
 def run_here(
     argv: list[str],
     monkeypatch: pytest.MonkeyPatch,
@@ -48,10 +58,7 @@ def run_here(
     monkeypatch.chdir(ROOT)
     capfd.readouterr()
     caplog.clear()
-    started = time.monotonic()
-    code = main(argv)
-    elapsed = time.monotonic() - started
-    assert elapsed < limit_s, f"ragsweep {' '.join(argv)}: {elapsed:.0f} s, over the {limit_s:.0f} s allowed"
+    code = run_timed(argv, limit_s)
     said = capfd.readouterr()
     logged = [f"{r.levelname}:{r.name}:{r.getMessage()}" for r in caplog.records if r.levelno >= logging.WARNING]
     return Done(code, said.out, "\n".join([said.err, *logged]))
