@@ -121,6 +121,19 @@ def test_code_without_a_file_is_named_and_compiled_code_is_left_to_its_version(t
     assert "ragsweep_test_fileless.Built" in said and "no source file" in said
 
 
+def test_a_partial_and_a_decorated_function_are_keyed_by_their_own_code():
+    """A partial object and a cache wrapper are C types: their function's own file is the one to see."""
+    import functools
+
+    from ragsweep.pipeline import built
+
+    found = component_sources(_tree(functools.partial(served_cache.component_digests), built._loader_class))
+    assert found == {
+        "ragsweep.pipeline.built": {"ragsweep.pipeline.built._loader_class": built.__file__},
+        "ragsweep.pipeline.served_cache": {"ragsweep.pipeline.served_cache.component_digests": served_cache.__file__},
+    }
+
+
 def test_readable_sources_keep_their_key_part(default_pipeline):
     """The key's component part for readable files is what it always was: [module, sha256 of the file]."""
     import hashlib

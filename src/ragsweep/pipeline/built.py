@@ -16,7 +16,7 @@ import types
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from importlib.machinery import EXTENSION_SUFFIXES
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
@@ -236,8 +236,14 @@ def component_sources(raw: LoadedTree) -> dict[str, dict[str, str]]:
 
 
 def _code_of(constructor: object) -> object:
-    """The class or function whose code a constructor runs: a bound method's function, an instance's class."""
-    code = getattr(constructor, "__func__", constructor)
+    """The class or function whose code a constructor runs: a partial's function, a bound method's function,
+    a decorated function's own (not its wrapper's, whose file is the decorator's), an instance's class."""
+    code = constructor
+    while isinstance(code, partial):  # a C type: taken as compiled, its function would go unseen
+        code = code.func
+    code = getattr(code, "__func__", code)
+    if inspect.isroutine(code):  # a class's ``__wrapped__`` may be anything it inherits: only routines are unwrapped
+        code = inspect.unwrap(code)
     return code if inspect.isclass(code) or inspect.isroutine(code) else type(code)
 
 
