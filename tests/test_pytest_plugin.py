@@ -261,6 +261,21 @@ def test_a_module_from_an_archive_or_whose_file_is_gone_still_decides_the_entry(
     assert not _stats_unchanged(entry)
 
 
+def test_a_module_imported_by_a_relative_path_is_covered(tmp_path, monkeypatch):
+    """``sys.path.insert(0, "src")`` gives a module a relative ``__file__``: it still decides the entry."""
+    import types
+
+    from ragsweep.pytest_results import module_stats
+
+    source = tmp_path / "relative_component.py"
+    source.write_text("Z = 1\n")
+    monkeypatch.chdir(tmp_path)
+    module = types.ModuleType("relative_component")
+    module.__file__ = "relative_component.py"
+    monkeypatch.setitem(sys.modules, "relative_component", module)
+    assert module_stats()[str(source)] == [source.stat().st_size, source.stat().st_mtime_ns]
+
+
 def test_only_pathways_own_pydantic_warnings_are_silenced(tmp_path):
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     (tmp_path / "test_imports.py").write_text(

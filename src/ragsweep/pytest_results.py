@@ -86,12 +86,17 @@ def module_stats(skip_patterns: Sequence[str] = ()) -> dict[str, list[int]]:
     """``file -> [size, mtime_ns]`` of every loaded module with a file, except those whose file
     name matches ``skip_patterns`` (the session's test files and conftest.py). A module imported
     from an archive (``/x.zip/pkg/mod.py``) is covered by the archive's stat; one whose file is
-    gone by :data:`GONE`. A relative ``__file__`` names no file (torch sets ``_ops.py``)."""
+    gone by :data:`GONE`. A relative ``__file__`` (a relative ``sys.path`` entry) is the file under the
+    working folder; where none is there it names no file (torch sets ``_ops.py``)."""
     out: dict[str, list[int]] = {}
     for module in list(sys.modules.values()):
         file = getattr(module, "__file__", None)
-        if not file or not os.path.isabs(file):
+        if not file:
             continue
+        if not os.path.isabs(file):
+            file = os.path.abspath(file)
+            if not os.path.isfile(file):
+                continue
         if any(fnmatch.fnmatch(os.path.basename(file), p) for p in skip_patterns):
             continue
         target = _stat_target(Path(file))
