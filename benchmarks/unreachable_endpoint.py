@@ -61,20 +61,15 @@ def main() -> int:
         work = Path(tmp)
         env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
         env |= {"RAGSWEEP_CACHE_DIR": str(work / "cache"), "OPENAI_API_KEY": "sk-unused", "RAGSWEEP_LLM_MODEL": "m"}
-        # the llm run's caches: a smoke run's caller's warm ones where it has them (the make test session's),
-        # so its fill reads them instead of parsing and embedding cuad-mini again; the app embedder's stay empty
-        shared = os.environ.get("RAGSWEEP_CACHE_DIR") if args.smoke else None
-        llm_env = env | ({"RAGSWEEP_CACHE_DIR": shared} if shared else {})
-        base = ["eval", "--dataset", str(MINI), "--limit", str(args.limit), "--no-validate"]
-        fill = [*RAGSWEEP, *base, "--pipeline", str(ROOT / "pipelines" / "default.yaml"), "--out", str(work / "r")]
-        subprocess.run(fill, capture_output=True, env=llm_env, timeout=900, check=False)  # parses and lists cached
+        # both on an empty cache: each probe comes before any parse, so a warm cache would only hide a run
+        # that parsed first
+        base = ["eval", "--dataset", str(MINI), "--limit", str(args.limit), "--no-validate", "--out", str(work / "r")]
         runs = {
-            "llm": ([*fill, "--llm"], llm_env),
-            "app embedder": ([*RAGSWEEP, *base, "--pipeline", str(ROOT / "tests" / "fixtures" / "apps" / "parity_base.yaml"),
-                              "--out", str(work / "r")], env),
+            "llm": [*RAGSWEEP, *base, "--pipeline", str(ROOT / "pipelines" / "default.yaml"), "--llm"],
+            "app embedder": [*RAGSWEEP, *base, "--pipeline", str(ROOT / "tests" / "fixtures" / "apps" / "parity_base.yaml")],
         }  # fmt: skip
-        for name, (argv, run_env) in runs.items():
-            seconds, code, line = timed(argv, run_env | {"OPENAI_BASE_URL": url})
+        for name, argv in runs.items():
+            seconds, code, line = timed(argv, env | {"OPENAI_BASE_URL": url})
             print(f"RESULT {name}: rc {code} after {seconds:.2f} s: {line.strip()[:220]}")
             summary[name] = {"seconds": round(seconds, 3), "rc": code, "message": line.strip()[:300]}
     print("JSON " + json.dumps(summary))
