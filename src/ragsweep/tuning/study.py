@@ -58,7 +58,7 @@ class Enough:
 
     def left(self, study: optuna.Study) -> int:
         """How many more distinct configurations the study may try (0: it is done)."""
-        finished = [t for t in study.trials if t.state.is_finished()]
+        finished = [t for t in study.get_trials(deepcopy=False) if t.state.is_finished()]
         if len(finished) >= 10 * self.trials:
             return 0
         attrs = [TrialAttrs.of(t) for t in finished]
