@@ -151,3 +151,15 @@ def test_the_api_refuses_a_write_best_it_could_not_write_before_any_trial(tmp_pa
     with pytest.raises(RunError, match="is a folder"):
         ragsweep.tune(PIPELINE, MINI, space, trials=2, out=tmp_path / "runs", write_best=str(tmp_path))
     assert not (tmp_path / "runs").exists()  # no study begun: the study of hours must not end on it
+
+
+def test_a_dry_run_draws_what_the_study_would_try(tmp_path: Path, base) -> None:
+    from ragsweep.tuning.study import draw
+
+    path = tmp_path / "space.yaml"
+    path.write_text("space:\n  retriever_mode: [bm25, knn, hybrid]\n  rrf_k: [10, 60]\n  top_k: [3, 5]\n")
+    space = load_space(path, base)
+    assert space.size() == 8  # rrf_k only with fusion: 2 x 2 + 2 x 2
+    assert len(draw(space, base, 3, 0)) == 3  # distinct configurations, as --trials counts them
+    assert len(draw(space, base, 20, 0)) == 8  # never more than the space holds
+    assert list(draw(space, base, 5, 1)) == list(draw(space, base, 5, 1))  # the seed fixes them

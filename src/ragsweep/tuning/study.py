@@ -172,12 +172,12 @@ def draw(space: Space, base: PipelineConfig, n: int, seed: int | None) -> dict[s
     import optuna
 
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
+    enough = Enough(n, space.size())  # the tune's own stop rule: the configurations it would go on to
     drawn: dict[str, PipelineConfig] = {}
-    for _ in range(10 * n):
-        if len(drawn) >= min(n, space.size() or n):
-            break
+    while not enough.reached(study):
         trial = study.ask()
         params = sample(trial, space)
+        trial.set_user_attr(PARAMS_ATTR, json.dumps(params, sort_keys=True))
         study.tell(trial, 0.0)
         drawn.setdefault(config_id(params), base.with_overrides(params))
     return drawn
